@@ -1,0 +1,44 @@
+"""Shared fixtures for browser tests: one static server over the repo, one Chromium."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # so `e2e.*` helpers import in tests
+
+
+@pytest.fixture(scope="session")
+def server_url():
+    """The repo root served with COOP/COEP and correct MIME types, on a free loopback port."""
+    from gpulab.static_server import start_server
+
+    srv = start_server(ROOT, host="127.0.0.1", port=0)
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    from e2e.browser import launch
+
+    os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+    with sync_playwright() as p:
+        b = launch(p)
+        yield b
+        b.close()
+
+
+@pytest.fixture()
+def page(browser):
+    ctx = browser.new_context()
+    pg = ctx.new_page()
+    pg.set_default_timeout(120_000)
+    yield pg
+    ctx.close()

@@ -1,0 +1,68 @@
+"""A small threaded static file server with the headers the playground needs.
+
+COOP/COEP make the page cross-origin isolated (SharedArrayBuffer, used to interrupt Python);
+`.mjs`/`.wasm` get their proper MIME types. `gpulab serve` and the browser tests share it; the
+playground server adds its routes (`/api/execute`, the pylib wheel) through `routes`.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+import threading
+from collections.abc import Callable
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+MIME = {
+    ".mjs": "text/javascript",
+    ".js": "text/javascript",
+    ".wasm": "application/wasm",
+    ".json": "application/json",
+    ".wgsl": "text/plain; charset=utf-8",
+    ".glsl": "text/plain; charset=utf-8",
+    ".whl": "application/zip",
+    ".zip": "application/zip",
+    ".py": "text/plain; charset=utf-8",
+}
+
+Route = Callable[[SimpleHTTPRequestHandler], bool]
+
+
+class Handler(SimpleHTTPRequestHandler):
+    """Static files plus optional routes; every answer is cross-origin isolated."""
+
+    routes: list[Route] = []
+    extensions_map = {**mimetypes.types_map, **MIME}
+
+    def end_headers(self) -> None:
+        self.send_header("Cross-Origin-Opener-Policy", "same-origin")
+        self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
+        self.send_header("Cross-Origin-Resource-Policy", "same-origin")
+        self.send_header("Cache-Control", "no-cache")
+        super().end_headers()
+
+    def _route(self) -> bool:
+        return any(route(self) for route in self.routes)
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server naming
+        if not self._route():
+            super().do_GET()
+
+    def do_POST(self) -> None:  # noqa: N802
+        if not self._route():
+            self.send_error(404, "no such endpoint")
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass  # quiet: tests and the playground print their own progress
+
+
+def start_server(
+    root: Path, host: str = "127.0.0.1", port: int = 0, routes: list[Route] | None = None
+) -> ThreadingHTTPServer:
+    """Serve `root` in a daemon thread; returns the server (its `server_address` has the port)."""
+    handler = type("BoundHandler", (Handler,), {"routes": list(routes or [])})
+    srv = ThreadingHTTPServer((host, port), partial(handler, directory=str(root)))
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv

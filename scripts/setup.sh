@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian machine lacks, idempotently: Debian packages (Chromium for the
+# browser lanes, lavapipe for the native software lane, rustc for kernels.wasm), a Python venv
+# with gpulab[native,test], and the npm dev dependencies (Pyodide core, TensorFlow.js peers).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
+[ -e /usr/share/vulkan/icd.d/lvp_icd.x86_64.json ] || [ -n "$(ls /usr/share/vulkan/icd.d/lvp_icd.*.json 2>/dev/null)" ] || need_apt+=(mesa-vulkan-drivers)
+[ -x /usr/bin/rustc ] || need_apt+=(rustc)
+[ -d /usr/lib/rustlib/wasm32-unknown-unknown ] || need_apt+=(libstd-rust-dev-wasm32)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: apt-get install ${need_apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+stamp=.venv/.gpulab-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -e ".[native,test]"
+  touch "$stamp"
+fi
+
+if [ ! -d node_modules ] || [ package.json -nt node_modules/.package-lock.json ]; then
+  npm install --no-audit --no-fund --loglevel=error
+fi
+
+# The micropip wheel for the offline playground (served next to the Pyodide core).
+mkdir -p web/vendor/wheels
+if [ -z "$(ls web/vendor/wheels/micropip-*.whl 2>/dev/null)" ]; then
+  .venv/bin/python -m pip download -q --no-deps --only-binary=:all: -d web/vendor/wheels "micropip==0.7.2"
+fi
