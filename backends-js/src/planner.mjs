@@ -1,0 +1,451 @@
+// The GPU plan: how a checked graph becomes buffers, uploads and WGSL dispatches.
+//
+// Twin of pylib/gpulab/native/planner.py: both must produce the SAME plan (deep-equal JSON) for
+// every graph, which e2e/test_plans_equal.py checks, so the browser WebGPU backend and the native
+// wgpu-py executor run identical dispatches of identical WGSL. The format is in docs/plan.md.
+// Per-op rules live in a registry keyed by op name (RULES below), not in a switch.
+
+import { GpuLabError, nodeError } from './errors.mjs';
+
+export const PLAN_FORMAT = 1;
+
+/** WebGPU's default limits: what a plan assumes when the caller gives none. */
+export const DEFAULT_LIMITS = Object.freeze({
+  maxComputeWorkgroupStorageSize: 16384,
+  maxStorageBufferBindingSize: 134217728,
+  maxComputeWorkgroupsPerDimension: 65535,
+});
+
+/** Workgroup size of elementwise kernels (the `WG` override). */
+export const ELEMENTWISE_WG = 64;
+/** Workgroup storage the 128x128 register-blocked matmul needs (double-buffered 16-deep tiles). */
+export const MATMUL_RB_STORAGE = 32768;
+
+const UNARY_OP = { neg: 0, exp: 1, log: 2, sqrt: 3, tanh: 4, sigmoid: 5, gelu: 6, relu: 7, positive: 8 };
+const BINARY_OP = {
+  add: 0, sub: 1, mul: 2, div: 3,
+  gelu_grad: 4, sgd_update: 5, momentum_update: 6, adam_m: 7, adam_v: 8,
+};
+/** The float attribute a binary op reads as its scalar (0 when it has none). */
+const BINARY_SCALAR = { sgd_update: 'lr', momentum_update: 'momentum', adam_m: 'beta1', adam_v: 'beta2' };
+
+/**
+ * @typedef {{id: number, op: string, operands: number[], attrs: Record<string, any>,
+ *            shape: number[], data?: ArrayLike<number>}} CheckedNode
+ * @typedef {{nodes: CheckedNode[], order: number[], outputs: {name: string, id: number}[]}} CheckedGraph
+ * @typedef {[('u32'|'f32'), number]} Param
+ * @typedef {{node: number, kernel: string, entry: string, overrides: Record<string, number>,
+ *            params: Param[], bindings: number[], dispatch: [number, number, number]}} Step
+ * @typedef {{id: number, elements: number, node: number, kind: 'input'|'const'|'temp'|'output'}} PlanBuffer
+ * @typedef {{format: number, limits: Record<string, number>, buffers: PlanBuffer[],
+ *            values: {node: number, buffer: number, alias: boolean}[],
+ *            uploads: {buffer: number, node: number}[], steps: Step[],
+ *            outputs: {name: string, node: number, buffer: number, shape: number[]}[]}} Plan
+ */
+
+/**
+ * Plan a checked graph for a device with the given limits.
+ * @param {CheckedGraph} checked the validator's output
+ * @param {Partial<typeof DEFAULT_LIMITS>} [limits] the device's limits (missing keys: defaults)
+ * @returns {Plan}
+ */
+export function planGraph(checked, limits = {}) {
+  const ctx = new PlanContext(checked, pickLimits(limits));
+  for (const id of checked.order) ctx.planNode(ctx.node(id));
+  return ctx.finish();
+}
+
+/** @param {Record<string, number>} limits */
+function pickLimits(limits) {
+  /** @type {Record<string, number>} */
+  const out = {};
+  for (const [key, fallback] of Object.entries(DEFAULT_LIMITS)) {
+    const v = limits[key];
+    out[key] = Number.isInteger(v) && v > 0 ? v : fallback;
+  }
+  return out;
+}
+
+class PlanContext {
+  /** @param {CheckedGraph} checked @param {Record<string, number>} limits */
+  constructor(checked, limits) {
+    this.checked = checked;
+    this.limits = limits;
+    /** @type {Map<number, CheckedNode>} */
+    this.byId = new Map(checked.nodes.map((n) => [n.id, n]));
+    this.outputIds = new Set(checked.outputs.map((o) => o.id));
+    /** @type {PlanBuffer[]} */ this.buffers = [];
+    /** @type {Plan['values']} */ this.values = [];
+    /** @type {Map<number, number>} node id -> buffer id */ this.bufferOf = new Map();
+    /** @type {Plan['uploads']} */ this.uploads = [];
+    /** @type {Step[]} */ this.steps = [];
+  }
+
+  /** @param {number} id */
+  node(id) {
+    const n = this.byId.get(id);
+    if (!n) throw new GpuLabError('VALIDATION', `plan: node ${id} is not in the checked graph`);
+    return n;
+  }
+
+  /** @param {CheckedNode} node */
+  planNode(node) {
+    const rule = RULES[node.op];
+    if (!rule) throw nodeError('UNSUPPORTED_VERSION', node, `no GPU kernel for op "${node.op}"`);
+    rule(this, node);
+  }
+
+  /**
+   * A new buffer for a node's value (or a scratch buffer owned by it).
+   * @param {CheckedNode} node @param {number} elements @param {PlanBuffer['kind']} kind
+   */
+  allocate(node, elements, kind) {
+    const bytes = elements * 4;
+    const max = this.limits.maxStorageBufferBindingSize;
+    if (bytes > max) {
+      throw nodeError('LIMIT', node, `needs a ${bytes}-byte buffer; the device allows ${max}`);
+    }
+    const id = this.buffers.length;
+    this.buffers.push({ id, elements, node: node.id, kind });
+    return id;
+  }
+
+  /** The buffer holding a node's value, allocated now. @param {CheckedNode} node */
+  output(node, kind = this.outputIds.has(node.id) ? 'output' : 'temp') {
+    const id = this.allocate(node, count(node.shape), /** @type {PlanBuffer['kind']} */ (kind));
+    this.bind(node, id, false);
+    return id;
+  }
+
+  /** @param {CheckedNode} node @param {number} buffer @param {boolean} alias */
+  bind(node, buffer, alias) {
+    this.bufferOf.set(node.id, buffer);
+    this.values.push({ node: node.id, buffer, alias });
+    if (alias && this.outputIds.has(node.id) && this.buffers[buffer].kind === 'temp') {
+      this.buffers[buffer].kind = 'output';
+    }
+  }
+
+  /** @param {CheckedNode} node @param {number} i */
+  operand(node, i) {
+    return /** @type {number} */ (this.bufferOf.get(node.operands[i]));
+  }
+
+  /** @param {CheckedNode} node @param {number} i */
+  operandShape(node, i) {
+    return this.node(node.operands[i]).shape;
+  }
+
+  /**
+   * Append a dispatch.
+   * @param {CheckedNode} node @param {string} kernel @param {Record<string, number>} overrides
+   * @param {Param[]} params @param {number[]} bindings @param {number} workgroups
+   */
+  dispatch(node, kernel, overrides, params, bindings, workgroups) {
+    const dispatch = splitDispatch(node, workgroups, this.limits.maxComputeWorkgroupsPerDimension);
+    this.steps.push({ node: node.id, kernel, entry: 'main', overrides, params, bindings, dispatch });
+  }
+
+  /** @returns {Plan} */
+  finish() {
+    const outputs = this.checked.outputs.map((o) => ({
+      name: o.name, node: o.id, buffer: /** @type {number} */ (this.bufferOf.get(o.id)),
+      shape: [...this.node(o.id).shape],
+    }));
+    return {
+      format: PLAN_FORMAT, limits: { ...this.limits }, buffers: this.buffers, values: this.values,
+      uploads: this.uploads, steps: this.steps, outputs,
+    };
+  }
+}
+
+// ---- helpers shared by the rules (mirrored one for one in planner.py) ----
+
+/** @param {number[]} shape */
+function count(shape) {
+  return shape.reduce((a, b) => a * b, 1);
+}
+
+/** Row-major element strides. @param {number[]} shape */
+function contiguousStrides(shape) {
+  const strides = new Array(shape.length).fill(1);
+  for (let i = shape.length - 2; i >= 0; i--) strides[i] = strides[i + 1] * shape[i + 1];
+  return strides;
+}
+
+/**
+ * Pad a shape (and its strides) on the left to rank 4: new axes have size 1, stride 0.
+ * @param {number[]} shape @param {number[]} strides
+ */
+function padTo4(shape, strides) {
+  const pad = 4 - shape.length;
+  return {
+    shape: [...new Array(pad).fill(1), ...shape],
+    strides: [...new Array(pad).fill(0), ...strides],
+  };
+}
+
+/**
+ * Strides of an operand read at the coordinates of a broadcast result (rank 4): size-1 axes
+ * and missing leading axes read with stride 0.
+ * @param {number[]} shape the operand's shape @param {number} rank the result's rank
+ */
+function broadcastStrides(shape, rank) {
+  const full = [...new Array(rank - shape.length).fill(1), ...shape];
+  const strides = contiguousStrides(full).map((s, i) => (full[i] === 1 ? 0 : s));
+  return padTo4(full, strides).strides;
+}
+
+/**
+ * Workgroup counts for `groups` workgroups: x first, then y, then z, each at most `maxDim`.
+ * Kernels rebuild the linear index as x + nx * (y + ny * z) and skip the excess.
+ * @param {CheckedNode} node @param {number} groups @param {number} maxDim
+ * @returns {[number, number, number]}
+ */
+export function splitDispatch(node, groups, maxDim) {
+  if (groups <= maxDim) return [groups, 1, 1];
+  const rest = Math.ceil(groups / maxDim);
+  if (rest <= maxDim) return [maxDim, rest, 1];
+  const z = Math.ceil(rest / maxDim);
+  if (z > maxDim) throw nodeError('LIMIT', node, `needs ${groups} workgroups; the device allows ${maxDim}^3`);
+  return [maxDim, maxDim, z];
+}
+
+/** @param {number} n @returns {Param[]} */
+const u32s = (...n) => n.map((v) => /** @type {Param} */ (['u32', v]));
+
+/**
+ * Outer/reduced/inner extents of a reduction along `axis` (null: every element in one row).
+ * @param {number[]} shape @param {number|null} axis
+ */
+function reduceExtents(shape, axis) {
+  if (axis === null || axis === undefined) return { outer: 1, size: count(shape), inner: 1 };
+  return {
+    outer: count(shape.slice(0, axis)), size: shape[axis], inner: count(shape.slice(axis + 1)),
+  };
+}
+
+// ---- the per-op rules ----
+
+/** @typedef {(ctx: PlanContext, node: CheckedNode) => void} Rule */
+
+/** @type {Rule} */
+function planInput(ctx, node) {
+  const buffer = ctx.output(node, 'input');
+  if (node.data !== undefined && node.data !== null) ctx.uploads.push({ buffer, node: node.id });
+}
+
+/** @type {Rule} */
+function planFull(ctx, node) {
+  const buffer = ctx.output(node, 'const');
+  ctx.uploads.push({ buffer, node: node.id });
+}
+
+/** @type {Rule} */
+function planUnary(ctx, node) {
+  const n = count(node.shape);
+  const a = ctx.operand(node, 0);
+  const out = ctx.output(node);
+  ctx.dispatch(node, 'unary', { WG: ELEMENTWISE_WG, OP: UNARY_OP[node.op] }, u32s(n),
+    [a, out], Math.ceil(n / ELEMENTWISE_WG));
+}
+
+/** @type {Rule} */
+function planBinary(ctx, node) {
+  const n = count(node.shape);
+  const rank = node.shape.length;
+  const sa = ctx.operandShape(node, 0);
+  const sb = ctx.operandShape(node, 1);
+  const same = sameShape(sa, node.shape) && sameShape(sb, node.shape) ? 1 : 0;
+  const out4 = padTo4(node.shape, contiguousStrides(node.shape)).shape;
+  const attr = BINARY_SCALAR[node.op];
+  const scalar = attr ? Number(node.attrs[attr]) : 0;
+  /** @type {Param[]} */
+  const params = [
+    ...u32s(n, same), ['f32', scalar], ...u32s(0),
+    ...u32s(...out4), ...u32s(...broadcastStrides(sa, rank)), ...u32s(...broadcastStrides(sb, rank)),
+  ];
+  const a = ctx.operand(node, 0);
+  const b = ctx.operand(node, 1);
+  const out = ctx.output(node);
+  ctx.dispatch(node, 'binary', { WG: ELEMENTWISE_WG, OP: BINARY_OP[node.op] }, params,
+    [a, b, out], Math.ceil(n / ELEMENTWISE_WG));
+}
+
+/** @param {number[]} a @param {number[]} b */
+function sameShape(a, b) {
+  return a.length === b.length && a.every((v, i) => v === b[i]);
+}
+
+/**
+ * A bit-exact strided copy: out[coords] = a[sum coords[i] * srcStrides[i]].
+ * @param {PlanContext} ctx @param {CheckedNode} node @param {number[]} srcStrides per result axis
+ */
+function planCopy(ctx, node, srcStrides) {
+  const n = count(node.shape);
+  const padded = padTo4(node.shape, srcStrides);
+  const a = ctx.operand(node, 0);
+  const out = ctx.output(node);
+  ctx.dispatch(node, 'permute', { WG: ELEMENTWISE_WG },
+    [...u32s(n, 0, 0, 0), ...u32s(...padded.shape), ...u32s(...padded.strides)],
+    [a, out], Math.ceil(n / ELEMENTWISE_WG));
+}
+
+/** @type {Rule} */
+function planPermute(ctx, node) {
+  const src = contiguousStrides(ctx.operandShape(node, 0));
+  planCopy(ctx, node, node.attrs.dims.map((/** @type {number} */ d) => src[d]));
+}
+
+/** @type {Rule} */
+function planTranspose(ctx, node) {
+  const rank = node.shape.length;
+  const src = contiguousStrides(ctx.operandShape(node, 0));
+  const dims = [...Array(rank - 2).keys(), rank - 1, rank - 2];
+  planCopy(ctx, node, dims.map((d) => src[d]));
+}
+
+/**
+ * reshape is a view: it shares its operand's buffer, except when that buffer is an input's
+ * (inputs are fed and carried into; a value aliasing them would change under a carry).
+ * @type {Rule}
+ */
+function planReshape(ctx, node) {
+  const a = ctx.operand(node, 0);
+  if (ctx.buffers[a].kind === 'input') {
+    planCopy(ctx, node, [1]);
+    return;
+  }
+  ctx.bind(node, a, true);
+}
+
+/** @type {Rule} */
+function planMatmul(ctx, node) {
+  const sa = ctx.operandShape(node, 0);
+  const sb = ctx.operandShape(node, 1);
+  const m = sa[sa.length - 2];
+  const k = sa[sa.length - 1];
+  const n = sb[sb.length - 1];
+  const batchShape = node.shape.slice(0, -2);
+  const batch4 = padTo4([...batchShape, 1, 1], []).shape; // [b0, b1, 1, 1]
+  const aStrides = matrixBatchStrides(sa, batchShape.length, m * k);
+  const bStrides = matrixBatchStrides(sb, batchShape.length, k * n);
+  const big = ctx.limits.maxComputeWorkgroupStorageSize >= MATMUL_RB_STORAGE;
+  const tile = big ? 128 : 64;
+  const tilesM = Math.ceil(m / tile);
+  const tilesN = Math.ceil(n / tile);
+  const batch = batch4[0] * batch4[1];
+  const params = u32s(m, n, k, tilesM, tilesN, batch, batch4[1], aStrides[0], aStrides[1],
+    bStrides[0], bStrides[1], 0);
+  const a = ctx.operand(node, 0);
+  const b = ctx.operand(node, 1);
+  const out = ctx.output(node);
+  ctx.dispatch(node, big ? 'matmul_rb' : 'matmul', {}, params, [a, b, out], tilesM * tilesN * batch);
+}
+
+/**
+ * Element strides of an operand's two batch axes (padded on the left to 2), 0 where it
+ * broadcasts. @param {number[]} shape @param {number} batchRank @param {number} matrix elements
+ */
+function matrixBatchStrides(shape, batchRank, matrix) {
+  const own = shape.slice(0, -2);
+  const full = [...new Array(batchRank - own.length).fill(1), ...own];
+  const strides = contiguousStrides(full).map((s, i) => (full[i] === 1 ? 0 : s * matrix));
+  const two = [...new Array(2 - full.length).fill(0), ...strides];
+  return two;
+}
+
+/** @type {Rule} */
+function planReduce(ctx, node) {
+  const { outer, size, inner } = reduceExtents(ctx.operandShape(node, 0), node.attrs.axis);
+  const a = ctx.operand(node, 0);
+  const out = ctx.output(node);
+  const op = node.op === 'mean' ? 1 : 0;
+  ctx.dispatch(node, 'reduce', { OP: op }, u32s(size, inner, outer * inner, 0), [a, out], outer * inner);
+}
+
+/** @type {Rule} */
+function planSoftmax(ctx, node) {
+  const { outer, size, inner } = reduceExtents(node.shape, node.attrs.axis);
+  const a = ctx.operand(node, 0);
+  const out = ctx.output(node);
+  const op = node.op === 'log_softmax' ? 1 : 0;
+  ctx.dispatch(node, 'softmax', { OP: op }, u32s(size, inner, outer * inner, 0), [a, out], outer * inner);
+}
+
+/** cross_entropy: one workgroup per row into a scratch [N], then their mean in lane order. @type {Rule} */
+function planCrossEntropy(ctx, node) {
+  const [rows, classes] = ctx.operandShape(node, 0);
+  const a = ctx.operand(node, 0);
+  const b = ctx.operand(node, 1);
+  const scratch = ctx.allocate(node, rows, 'temp');
+  const out = ctx.output(node);
+  ctx.dispatch(node, 'cross_entropy_rows', {}, u32s(classes, rows, 0, 0), [a, b, scratch], rows);
+  ctx.dispatch(node, 'reduce', { OP: 1 }, u32s(rows, 1, 1, 0), [scratch, out], 1);
+}
+
+/** @type {Rule} */
+function planCrossEntropyGrad(ctx, node) {
+  const [rows, classes] = node.shape;
+  const a = ctx.operand(node, 0);
+  const b = ctx.operand(node, 1);
+  const out = ctx.output(node);
+  ctx.dispatch(node, 'cross_entropy_grad', {}, u32s(classes, rows, 0, 0), [a, b, out], rows);
+}
+
+/** @type {Rule} */
+function planAdamUpdate(ctx, node) {
+  const n = count(node.shape);
+  const { lr, beta1, beta2, eps } = node.attrs;
+  /** @type {Param[]} */
+  const params = [['u32', n], ['f32', Number(lr)], ['f32', Number(beta1)], ['f32', Number(beta2)],
+    ['f32', Number(eps)], ...u32s(0, 0, 0)];
+  const bindings = [0, 1, 2, 3].map((i) => ctx.operand(node, i));
+  const out = ctx.output(node);
+  ctx.dispatch(node, 'adam_update', { WG: ELEMENTWISE_WG }, params, [...bindings, out],
+    Math.ceil(n / ELEMENTWISE_WG));
+}
+
+/** @type {Rule} */
+function planLife(ctx, node) {
+  const [h, w] = node.shape;
+  const a = ctx.operand(node, 0);
+  const out = ctx.output(node);
+  ctx.dispatch(node, 'life', { WG: ELEMENTWISE_WG }, u32s(h, w, 0, 0), [a, out],
+    Math.ceil((h * w) / ELEMENTWISE_WG));
+}
+
+/** The kernel registry: op name -> planning rule. @type {Record<string, Rule>} */
+export const RULES = {
+  input: planInput,
+  full: planFull,
+  ...Object.fromEntries(Object.keys(UNARY_OP).map((op) => [op, planUnary])),
+  ...Object.fromEntries(Object.keys(BINARY_OP).map((op) => [op, planBinary])),
+  transpose: planTranspose,
+  permute: planPermute,
+  reshape: planReshape,
+  matmul: planMatmul,
+  sum: planReduce,
+  mean: planReduce,
+  softmax: planSoftmax,
+  log_softmax: planSoftmax,
+  cross_entropy: planCrossEntropy,
+  cross_entropy_grad: planCrossEntropyGrad,
+  adam_update: planAdamUpdate,
+  life: planLife,
+};
+
+/**
+ * The bytes of a step's uniform: params packed as 4-byte little-endian words, padded to 16.
+ * @param {Param[]} params
+ */
+export function packParams(params) {
+  const words = Math.max(4, Math.ceil(params.length / 4) * 4);
+  const buf = new ArrayBuffer(words * 4);
+  const view = new DataView(buf);
+  params.forEach(([type, v], i) => {
+    if (type === 'u32') view.setUint32(i * 4, v, true);
+    else view.setFloat32(i * 4, v, true);
+  });
+  return new Uint8Array(buf);
+}
