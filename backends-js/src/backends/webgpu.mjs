@@ -1,0 +1,103 @@
+// The browser WebGPU backend: runs the GPU plan of backends-js/src/planner.mjs with the WGSL
+// files of kernels/wgsl/ (the same bytes the native wgpu-py executor reads).
+//
+// Policy: software adapters (SwiftShader, llvmpipe, lavapipe, softpipe, Microsoft Basic Render,
+// or any adapter flagged as a fallback) are refused with UNAVAILABLE unless allowSoftware.
+// Errors after validation (WGSL, validation, out of memory, device loss) are BACKEND.
+//
+// Test hooks (all optional, on the `hooks` object given to createBackend / createRuntime):
+//   hooks.planGraph(checked, limits)   replaces the planner (hand-written plans)
+//   hooks.transformPlan(plan)          edits a plan before it runs (inject a bad dispatch)
+//   hooks.kernelSource(kernel)         WGSL text for a kernel, instead of fetching it (or null)
+//   hooks.transformWgsl(kernel, src)   edits a kernel's source (inject a WGSL error)
+// and the backend fills in:
+//   hooks.loseDevice()                 destroys the device as if it were lost
+//   hooks.webgpuStats()                {live, liveBytes, free, created, reused, submits, pipelines}
+
+import { GpuLabError } from '../errors.mjs';
+import { acquireAdapter, describeAdapter, softwareName } from './webgpu/adapter.mjs';
+import { openDevice, asBackendError } from './webgpu/device.mjs';
+import { KernelRegistry } from './webgpu/kernels.mjs';
+import { BufferPool } from './webgpu/pool.mjs';
+import { WebGpuProgram } from './webgpu/program.mjs';
+
+export const name = 'webgpu';
+
+/** Where kernel `<name>` lives: kernels/wgsl/<name>.wgsl at the served repository root. */
+const kernelUrl = (/** @type {string} */ kernel) =>
+  new URL(`../../../kernels/wgsl/${kernel}.wgsl`, import.meta.url);
+
+/** @type {Promise<{planGraph: Function}> | null} */
+let planner = null;
+
+/** The planner, imported on first use (so the backend still reports adapters without it). */
+function loadPlanner() {
+  planner ??= import('../planner.mjs').catch((err) => {
+    planner = null;
+    throw new GpuLabError('BACKEND', `cannot load the GPU planner (planner.mjs): ${err.message}`);
+  });
+  return planner;
+}
+
+/**
+ * @param {{allowSoftware?: boolean, hooks?: Record<string, any>}} [opts]
+ */
+export async function createBackend({ allowSoftware = false, hooks = {} } = {}) {
+  const { adapter, facts, software } = await acquireAdapter({ allowSoftware });
+  const gpu = await openDevice(adapter);
+  const counters = { submits: 0 };
+  const pool = new BufferPool(gpu.device);
+  const kernels = new KernelRegistry(gpu, kernelUrl, hooks);
+  const ctx = { gpu, pool, kernels, counters };
+  const label = softwareName(facts) || facts.vendor || 'WebGPU adapter';
+  const info = {
+    vendor: facts.vendor,
+    architecture: facts.architecture,
+    description: facts.description || describeAdapter(facts, label),
+    device: facts.device,
+    software,
+  };
+  const stats = () => ({ ...pool.stats(), submits: counters.submits, pipelines: kernels.pipelinesCreated });
+  if (hooks && typeof hooks === 'object') {
+    hooks.loseDevice = () => gpu.device.destroy();
+    hooks.webgpuStats = stats;
+  }
+
+  return {
+    name,
+    info,
+    limits: gpu.limits(),
+    stats,
+
+    /**
+     * Plan, build pipelines, allocate and upload a checked graph.
+     * @param {any} checked
+     * @param {{feeds?: number[], carry?: Map<number, number>, keep?: number[]}} [session]
+     */
+    async prepare(checked, session = {}) {
+      gpu.check();
+      let plan;
+      try {
+        const planGraph = hooks.planGraph || (await loadPlanner()).planGraph;
+        plan = planGraph(checked, gpu.limits());
+        if (hooks.transformPlan) plan = hooks.transformPlan(plan);
+      } catch (err) {
+        throw err instanceof GpuLabError ? err : asBackendError(err, 'planning');
+      }
+      const program = new WebGpuProgram(ctx, plan, checked, session);
+      try {
+        await program.init();
+      } catch (err) {
+        program.dispose();
+        throw err;
+      }
+      return program;
+    },
+
+    dispose() {
+      if (gpu.disposed) return;
+      pool.clear();
+      gpu.dispose();
+    },
+  };
+}

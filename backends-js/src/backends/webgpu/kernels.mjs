@@ -1,0 +1,172 @@
+// The kernel registry of the WebGPU backend, keyed by kernel name (the WGSL file stem the plan
+// names): each kernel's source is fetched once per page, its shader module and pipelines are
+// built once per device and per set of `override` constants.
+
+import { GpuLabError } from '../../errors.mjs';
+import { errorText } from './adapter.mjs';
+
+/** @type {Map<string, Promise<string>>} WGSL text by URL, shared by every device of the page */
+const SOURCES = new Map();
+
+/**
+ * Fetch a kernel's WGSL once per page.
+ * @param {URL} url
+ * @param {string} kernel
+ * @returns {Promise<string>}
+ */
+export function loadSource(url, kernel) {
+  const k = url.href;
+  let text = SOURCES.get(k);
+  if (!text) {
+    text = fetchText(url, kernel);
+    SOURCES.set(k, text);
+    text.catch(() => SOURCES.delete(k)); // a failed fetch may be retried later
+  }
+  return text;
+}
+
+/** @param {URL} url @param {string} kernel */
+async function fetchText(url, kernel) {
+  let res;
+  try {
+    res = await fetch(url);
+  } catch (err) {
+    throw new GpuLabError('BACKEND', `cannot load WGSL kernel "${kernel}" from ${url}: ${errorText(err)}`);
+  }
+  if (!res.ok) {
+    throw new GpuLabError('BACKEND', `cannot load WGSL kernel "${kernel}" from ${url}: HTTP ${res.status}`);
+  }
+  return res.text();
+}
+
+/**
+ * The group-0 bindings a WGSL module declares, with their binding types:
+ * `var<uniform>` -> 'uniform', `var<storage, read>` -> 'read-only-storage',
+ * `var<storage, read_write>` -> 'storage'. Parsing the declarations (instead of layout 'auto')
+ * keeps bindings that one entry point does not use valid in the bind group.
+ * @param {string} source
+ * @returns {Map<number, GPUBufferBindingType>}
+ */
+export function declaredBindings(source) {
+  const code = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/[^\n]*/g, '');
+  const decl = /((?:@\s*\w+\s*\(\s*\d+\s*\)\s*)+)var\s*<\s*(uniform|storage)\s*(?:,\s*(read_write|read))?\s*>/g;
+  /** @type {Map<number, GPUBufferBindingType>} */
+  const out = new Map();
+  for (const m of code.matchAll(decl)) {
+    const group = /@\s*group\s*\(\s*(\d+)\s*\)/.exec(m[1]);
+    const binding = /@\s*binding\s*\(\s*(\d+)\s*\)/.exec(m[1]);
+    if (!group || !binding || group[1] !== '0') continue;
+    const type = m[2] === 'uniform' ? 'uniform' : m[3] === 'read_write' ? 'storage' : 'read-only-storage';
+    out.set(Number(binding[1]), /** @type {GPUBufferBindingType} */ (type));
+  }
+  return out;
+}
+
+/**
+ * @typedef {{pipeline: GPUComputePipeline, layout: GPUBindGroupLayout, uniform: boolean}} Kernel
+ * @typedef {{kernel: string, entry?: string, overrides?: Record<string, number>,
+ *   bindings: number[]}} KernelUse
+ */
+
+/** Shader modules and pipelines of one device. */
+export class KernelRegistry {
+  /**
+   * @param {import('./device.mjs').GpuDevice} gpu
+   * @param {(kernel: string) => URL} urlOf where a kernel's WGSL lives
+   * @param {{transformWgsl?: (kernel: string, source: string) => string,
+   *   kernelSource?: (kernel: string) => string | null | undefined}} hooks test hooks
+   */
+  constructor(gpu, urlOf, hooks = {}) {
+    this.gpu = gpu;
+    this.urlOf = urlOf;
+    this.hooks = hooks;
+    /** @type {Map<string, Promise<{module: GPUShaderModule, bindings: Map<number, GPUBufferBindingType>}>>} */
+    this.modules = new Map();
+    /** @type {Map<string, Promise<Kernel>>} */
+    this.pipelines = new Map();
+    this.pipelinesCreated = 0;
+  }
+
+  /**
+   * The pipeline for one plan step (created on first use, then cached).
+   * @param {KernelUse} use
+   * @returns {Promise<Kernel>}
+   */
+  get(use) {
+    const entry = use.entry || 'main';
+    const overrides = use.overrides || {};
+    const names = Object.keys(overrides).sort();
+    const k = [use.kernel, entry, use.bindings.length, ...names.map((n) => `${n}=${overrides[n]}`)].join('|');
+    let p = this.pipelines.get(k);
+    if (!p) {
+      p = this.build(use.kernel, entry, overrides, use.bindings.length);
+      this.pipelines.set(k, p);
+      p.catch(() => this.pipelines.delete(k));
+    }
+    return p;
+  }
+
+  /** @param {string} kernel */
+  module(kernel) {
+    let p = this.modules.get(kernel);
+    if (!p) {
+      p = this.compile(kernel);
+      this.modules.set(kernel, p);
+      p.catch(() => this.modules.delete(kernel));
+    }
+    return p;
+  }
+
+  /** @param {string} kernel */
+  async compile(kernel) {
+    let source = this.hooks.kernelSource?.(kernel) ?? (await loadSource(this.urlOf(kernel), kernel));
+    if (this.hooks.transformWgsl) source = this.hooks.transformWgsl(kernel, source);
+    const what = `WGSL kernel "${kernel}"`;
+    const module = await this.gpu.guard(what, () =>
+      this.gpu.device.createShaderModule({ code: source, label: kernel }),
+    );
+    const info = await this.gpu.race(module.getCompilationInfo(), what);
+    const errors = info.messages.filter((m) => m.type === 'error');
+    if (errors.length) {
+      const text = errors.map((m) => `line ${m.lineNum}:${m.linePos}: ${m.message}`).join('; ');
+      throw new GpuLabError('BACKEND', `WGSL compile error in kernel "${kernel}": ${text}`);
+    }
+    return { module, bindings: declaredBindings(source) };
+  }
+
+  /**
+   * @param {string} kernel @param {string} entry
+   * @param {Record<string, number>} overrides @param {number} count storage bindings 1..count
+   * @returns {Promise<Kernel>}
+   */
+  async build(kernel, entry, overrides, count) {
+    const { module, bindings } = await this.module(kernel);
+    const uniform = bindings.get(0) === 'uniform';
+    /** @type {GPUBindGroupLayoutEntry[]} */
+    const entries = uniform ? [{ binding: 0, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'uniform' } }] : [];
+    for (let b = 1; b <= count; b++) {
+      const type = bindings.get(b);
+      if (!type || type === 'uniform') {
+        throw new GpuLabError('BACKEND', `kernel "${kernel}" declares no storage buffer at @group(0) @binding(${b}) but the plan binds one`);
+      }
+      entries.push({ binding: b, visibility: GPUShaderStage.COMPUTE, buffer: { type } });
+    }
+    const what = `pipeline for kernel "${kernel}" (${entry})`;
+    const layout = await this.gpu.guard(what, () =>
+      this.gpu.device.createBindGroupLayout({ entries, label: kernel }),
+    );
+    const pipelineLayout = await this.gpu.guard(what, () =>
+      this.gpu.device.createPipelineLayout({ bindGroupLayouts: [layout], label: kernel }),
+    );
+    const pipeline = await this.gpu.race(
+      this.gpu.device.createComputePipelineAsync({
+        layout: pipelineLayout,
+        compute: { module, entryPoint: entry, constants: overrides },
+        label: `${kernel}:${entry}`,
+      }),
+      what,
+    );
+    this.pipelinesCreated += 1;
+    return { pipeline, layout, uniform };
+  }
+}

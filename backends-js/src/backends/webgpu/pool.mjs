@@ -1,0 +1,119 @@
+// GPU buffers pooled by (usage, size class) across programs: `execute` is prepare + run +
+// dispose, so without a pool every execute would allocate (and the browser would free lazily).
+
+/** Free buffers kept for reuse, in bytes, before the oldest ones are destroyed. */
+const DEFAULT_MAX_FREE_BYTES = 256 * 1024 * 1024;
+
+/**
+ * Round a byte count up to its size class: 256-byte steps up to 64 KiB, then eight classes per
+ * power of two (at most 12.5% slack), so slightly different graphs still share buffers.
+ * @param {number} bytes
+ */
+export function sizeClass(bytes) {
+  const n = Math.max(4, Math.ceil(bytes));
+  if (n <= 65536) return Math.ceil(n / 256) * 256;
+  const step = 2 ** (Math.floor(Math.log2(n)) - 3);
+  return Math.ceil(n / step) * step;
+}
+
+export class BufferPool {
+  /**
+   * @param {GPUDevice} device
+   * @param {{maxFreeBytes?: number}} [opts]
+   */
+  constructor(device, { maxFreeBytes = DEFAULT_MAX_FREE_BYTES } = {}) {
+    this.device = device;
+    this.maxFreeBytes = maxFreeBytes;
+    /** @type {Map<string, GPUBuffer[]>} free buffers by key */
+    this.free = new Map();
+    /** @type {GPUBuffer[]} free buffers, oldest release first (for trimming) */
+    this.freeOrder = [];
+    this.freeBytes = 0;
+    this.live = 0; // created and not destroyed (in use + free)
+    this.liveBytes = 0;
+    this.created = 0;
+    this.reused = 0;
+  }
+
+  /**
+   * A buffer of at least `bytes` with exactly `usage`.
+   * @param {number} usage GPUBufferUsage flags
+   * @param {number} bytes
+   * @param {string} [label]
+   * @returns {GPUBuffer}
+   */
+  acquire(usage, bytes, label = 'gpu-lab') {
+    const size = sizeClass(bytes);
+    const list = this.free.get(key(usage, size));
+    if (list && list.length) {
+      const buf = /** @type {GPUBuffer} */ (list.pop());
+      this.freeOrder.splice(this.freeOrder.indexOf(buf), 1);
+      this.freeBytes -= size;
+      this.reused += 1;
+      return buf;
+    }
+    const buf = this.device.createBuffer({ size, usage, label });
+    this.live += 1;
+    this.liveBytes += size;
+    this.created += 1;
+    return buf;
+  }
+
+  /**
+   * Give a buffer back (it must not be mapped and no pending work may still write it after
+   * a later acquire; queue order guarantees that for work submitted before the next use).
+   * @param {GPUBuffer} buf
+   */
+  release(buf) {
+    const k = key(buf.usage, buf.size);
+    let list = this.free.get(k);
+    if (!list) this.free.set(k, (list = []));
+    list.push(buf);
+    this.freeOrder.push(buf);
+    this.freeBytes += buf.size;
+    this.trim();
+  }
+
+  /** Destroy the oldest free buffers while more than maxFreeBytes are kept. */
+  trim() {
+    while (this.freeBytes > this.maxFreeBytes && this.freeOrder.length) {
+      const buf = /** @type {GPUBuffer} */ (this.freeOrder.shift());
+      const list = /** @type {GPUBuffer[]} */ (this.free.get(key(buf.usage, buf.size)));
+      list.splice(list.indexOf(buf), 1);
+      this.freeBytes -= buf.size;
+      this.destroy(buf);
+    }
+  }
+
+  /** @param {GPUBuffer} buf */
+  destroy(buf) {
+    this.live -= 1;
+    this.liveBytes -= buf.size;
+    buf.destroy();
+  }
+
+  /** Counts for tests and stats: live = in use + free. */
+  stats() {
+    return {
+      live: this.live,
+      liveBytes: this.liveBytes,
+      free: this.freeOrder.length,
+      freeBytes: this.freeBytes,
+      created: this.created,
+      reused: this.reused,
+    };
+  }
+
+  /** Destroy every free buffer (buffers still in use belong to their programs). */
+  clear() {
+    const bytes = this.maxFreeBytes;
+    this.maxFreeBytes = 0;
+    this.trim();
+    this.maxFreeBytes = bytes;
+  }
+}
+
+/** @param {number} usage @param {number} size */
+function key(usage, size) {
+  return `${usage}:${size}`;
+}
