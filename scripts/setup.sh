@@ -31,8 +31,11 @@ if [ ! -d node_modules ] || [ package.json -nt node_modules/.package-lock.json ]
   npm install --no-audit --no-fund --loglevel=error
 fi
 
-# The micropip wheel for the offline playground (served next to the Pyodide core).
+# The micropip wheel for the offline playground (served next to the Pyodide core). 0.11.1 is
+# the version Pyodide 314's own lock names: 0.7.2 imports `packaging`, which we do not serve.
+# --python-version: the venv's Python may be older than Pyodide's 3.14.
 mkdir -p web/vendor/wheels
-if [ -z "$(ls web/vendor/wheels/micropip-*.whl 2>/dev/null)" ]; then
-  .venv/bin/python -m pip download -q --no-deps --only-binary=:all: -d web/vendor/wheels "micropip==0.7.2"
+if [ ! -f web/vendor/wheels/micropip-0.11.1-py3-none-any.whl ]; then
+  .venv/bin/python -m pip download -q --no-deps --only-binary=:all: --python-version 3.14 \
+    -d web/vendor/wheels "micropip==0.11.1"
 fi

@@ -1,0 +1,196 @@
+// The Python adapter's guarantees, with a fake Pyodide and a fake runtime whose results we
+// release by hand (so "late" and "pending" are under the test's control).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { createPythonGPUAdapter, PYTHON_MODULE_NAME } from '../src/python-adapter.mjs';
+
+const GRAPH = {
+  version: 1,
+  nodes: [{ id: 0, op: 'input', shape: [1], data: [2] }, { id: 1, op: 'relu', a: 0 }],
+  outputs: [{ name: 'y', id: 1 }],
+};
+
+/** A runtime whose execute() waits until the test calls release(). */
+function gatedRuntime() {
+  const gates = [];
+  const runtime = {
+    backend: 'cpu',
+    calls: 0,
+    execute(graph) {
+      runtime.calls += 1;
+      return new Promise((resolve, reject) => gates.push({ resolve, reject, graph }));
+    },
+  };
+  const release = (i = 0, value = 7) => gates[i].resolve({
+    backend: 'cpu', outputs: { y: { shape: [1], dtype: 'float32', data: new Float32Array([value]) } },
+    stats: {},
+  });
+  const fail = (i, err) => gates[i].reject(err);
+  return { runtime, gates, release, fail };
+}
+
+/** A fake Pyodide recording registerJsModule; proxies are functions with destroy(). */
+function fakePyodide() {
+  const modules = new Map();
+  return {
+    modules,
+    registerJsModule: (name, mod) => modules.set(name, mod),
+    unregisterJsModule: (name) => modules.delete(name),
+  };
+}
+
+function proxyFn(fn) {
+  const f = (...args) => fn(...args);
+  f.destroyed = false;
+  f.destroy = () => { f.destroyed = true; };
+  return f;
+}
+
+const tick = () => new Promise((r) => setTimeout(r, 0));
+
+test('without allowExecute every request is refused with PERMISSION', async () => {
+  const { runtime } = gatedRuntime();
+  const adapter = createPythonGPUAdapter(null, runtime);
+  await assert.rejects(adapter.execute(GRAPH), (e) => e.code === 'PERMISSION' &&
+    /allowExecute/.test(e.message));
+  assert.throws(() => adapter.submit(GRAPH, () => {}, () => {}), (e) => e.code === 'PERMISSION');
+  assert.equal(runtime.calls, 0, 'nothing reached the runtime');
+});
+
+test('the Python module answers a refusal as an error envelope, releasing callbacks', async () => {
+  const py = fakePyodide();
+  const { runtime } = gatedRuntime();
+  createPythonGPUAdapter(py, runtime, { allowExecute: false });
+  const mod = py.modules.get(PYTHON_MODULE_NAME);
+  const env = await mod.execute(GRAPH);
+  assert.equal(env.ok, false);
+  assert.equal(env.error.code, 'PERMISSION');
+  const onResult = proxyFn(() => {});
+  const onError = proxyFn(() => {});
+  const sub = mod.submit(GRAPH, onResult, onError);
+  assert.equal(sub.ok, false);
+  assert.equal(sub.error.code, 'PERMISSION');
+  assert.ok(onResult.destroyed && onError.destroyed, 'refused callbacks are released');
+});
+
+test('past maxPending requests are refused with PERMISSION, not queued', async () => {
+  const { runtime, release } = gatedRuntime();
+  const adapter = createPythonGPUAdapter(null, runtime, { allowExecute: true, maxPending: 2 });
+  const first = adapter.execute(GRAPH);
+  const second = adapter.execute(GRAPH);
+  assert.equal(adapter.pending, 2);
+  await assert.rejects(adapter.execute(GRAPH), (e) => e.code === 'PERMISSION' &&
+    /too many pending/.test(e.message));
+  await tick();
+  assert.equal(runtime.calls, 2, 'the refused request never reached the runtime');
+  release(0);
+  const result = await first;
+  assert.deepEqual(Array.from(result.outputs.y.data), [7]);
+  assert.equal(adapter.pending, 1);
+  const third = adapter.execute(GRAPH); // room again after a result came back
+  assert.equal(adapter.pending, 2);
+  await tick();
+  release(1); release(2);
+  await Promise.all([second, third]);
+  assert.equal(adapter.pending, 0);
+});
+
+test('a late result after dispose is dropped: no callback, no settled promise', async () => {
+  const { runtime, release } = gatedRuntime();
+  const adapter = createPythonGPUAdapter(null, runtime, { allowExecute: true });
+  let delivered = 0;
+  const onResult = proxyFn(() => { delivered += 1; });
+  const onError = proxyFn(() => { delivered += 1; });
+  adapter.submit(GRAPH, onResult, onError);
+  let settled = false;
+  adapter.execute(GRAPH).then(() => { settled = true; }, () => { settled = true; });
+  await tick();
+  adapter.dispose();
+  assert.ok(onResult.destroyed, 'held callbacks are released at dispose');
+  release(0); release(1);
+  await tick(); await tick();
+  assert.equal(delivered, 0, 'callback never ran');
+  assert.equal(settled, false, 'promise never settled');
+  assert.equal(adapter.dropped, 2);
+  await assert.rejects(adapter.execute(GRAPH), (e) => e.code === 'DISPOSED');
+});
+
+test('dispose unregisters the Python module', () => {
+  const py = fakePyodide();
+  const adapter = createPythonGPUAdapter(py, gatedRuntime().runtime, { allowExecute: true });
+  assert.ok(py.modules.has(PYTHON_MODULE_NAME));
+  adapter.dispose();
+  assert.ok(!py.modules.has(PYTHON_MODULE_NAME));
+});
+
+test('submit delivers results and errors as envelopes and whenIdle waits for them', async () => {
+  const py = fakePyodide();
+  const { runtime, release, fail } = gatedRuntime();
+  const adapter = createPythonGPUAdapter(py, runtime, { allowExecute: true });
+  const mod = py.modules.get(PYTHON_MODULE_NAME);
+  const got = [];
+  const onResult = proxyFn((env) => got.push(env));
+  const onError = proxyFn((env) => got.push(env));
+  assert.equal(mod.submit(GRAPH, onResult, onError).ok, true);
+  mod.submit(GRAPH, proxyFn((env) => got.push(env)), proxyFn((env) => got.push(env)));
+  const idle = adapter.whenIdle();
+  await tick();
+  release(0, 60);
+  fail(1, Object.assign(new Error('node 1 (relu): bad'), { code: 'VALIDATION', node: 1 }));
+  await idle;
+  assert.equal(got.length, 2);
+  assert.equal(got[0].ok, true);
+  assert.deepEqual(Array.from(got[0].value.outputs.y.data), [60]);
+  assert.deepEqual(got[1], { ok: false, error: { code: 'VALIDATION', message: 'node 1 (relu): bad', node: 1 } });
+  assert.ok(onResult.destroyed && onError.destroyed, 'callbacks released after delivery');
+});
+
+test('a PyProxy graph is converted with toJs before it reaches the runtime', async () => {
+  const { runtime, gates, release } = gatedRuntime();
+  const adapter = createPythonGPUAdapter(null, runtime, { allowExecute: true });
+  let options = null;
+  const proxy = { toJs: (opts) => { options = opts; return GRAPH; } };
+  const done = adapter.execute(proxy);
+  await tick();
+  assert.equal(gates[0].graph, GRAPH);
+  assert.equal(options.dict_converter, Object.fromEntries);
+  release(0);
+  await done;
+});
+
+test('Stop cancels a long session run between chunks and refuses new requests', async () => {
+  let stop = false;
+  const runs = [];
+  const runtime = {
+    execute: async () => ({}),
+    prepare: async () => ({
+      run: async (steps) => { runs.push(steps); if (runs.length === 2) stop = true; return { step: runs.length }; },
+      download: async () => new Float32Array([1]),
+      dispose: () => {},
+    }),
+  };
+  const adapter = createPythonGPUAdapter(null, runtime, {
+    allowExecute: true, shouldCancel: () => stop, chunkSteps: 4,
+  });
+  const session = await adapter.prepare(GRAPH, {});
+  await assert.rejects(session.run(10), (e) => e.code === 'PERMISSION' && /Stop/.test(e.message));
+  assert.deepEqual(runs, [4, 4], 'the third chunk never ran');
+  await assert.rejects(adapter.execute(GRAPH), (e) => /Stop/.test(e.message));
+  stop = false;
+  const result = await session.run([{ 0: [1] }, { 0: [2] }]);
+  assert.deepEqual(runs.at(-1), [{ 0: [1] }, { 0: [2] }]);
+  assert.equal(result.step, 3);
+});
+
+test('a session run with fewer steps than a chunk is one runtime call', async () => {
+  const runs = [];
+  const runtime = {
+    execute: async () => ({}),
+    prepare: async () => ({ run: async (s) => { runs.push(s); return {}; }, dispose() {} }),
+  };
+  const adapter = createPythonGPUAdapter(null, runtime, { allowExecute: true });
+  const session = await adapter.prepare(GRAPH);
+  await session.run(8);
+  assert.deepEqual(runs, [8]);
+});

@@ -1,0 +1,1 @@
+"""The playground server's parts: the pylib wheel, the offline Pyodide index, `/api/execute`."""

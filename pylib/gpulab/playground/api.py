@@ -1,0 +1,135 @@
+"""`POST /api/execute`: a validated graph in, the native result out (for "Compare with native").
+
+Only the server's own page may call it: the Host header must name this server and the Origin
+must be this server's (a foreign page gets 403, so no other site can drive the native GPU
+through a student's browser, and DNS rebinding is refused by the Host check). Bodies are
+bounded (413) and graphs are validated before anything runs (400 with the validator's error).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Callable, Iterable
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+MAX_BODY = 16 * 1024 * 1024
+INPUT_ERRORS = {"VALIDATION", "UNSUPPORTED_VERSION", "LIMIT"}
+
+Executor = Callable[[dict], dict]
+
+
+def json_safe(value: Any) -> Any:
+    """Plain JSON data: numpy arrays to lists, non-finite floats to the protocol's strings."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return value
+    if isinstance(value, bool | int | str) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if hasattr(value, "tolist"):  # numpy arrays and scalars, without importing numpy
+        return json_safe(value.tolist())
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return str(value)
+
+
+def error_body(code: str, message: str, node: int | None = None) -> dict:
+    return {"code": code, "message": message, "node": node}
+
+
+def as_error(exc: BaseException) -> dict:
+    """The validator's/host's error as JSON ({code, message, node}); anything else is BACKEND."""
+    code = getattr(exc, "code", None)
+    if isinstance(code, str):
+        return error_body(code, str(getattr(exc, "message", exc)), getattr(exc, "node", None))
+    return error_body("BACKEND", f"{type(exc).__name__}: {exc}")
+
+
+def default_executor(graph: dict) -> dict:
+    """Validate with gpulab.protocol, then run where gpulab.host runs graphs natively."""
+    from gpulab import host, protocol
+
+    protocol.validate(graph)  # raises GpuLabError before any device work
+    return host.execute(graph)
+
+
+class ExecuteEndpoint:
+    """The route for `POST /api/execute` (and `GET /api/native`, what the native side is)."""
+
+    def __init__(self, allowed_hosts: Iterable[str], executor: Executor = default_executor):
+        self.allowed_hosts = {h.lower() for h in allowed_hosts}
+        self.executor = executor
+        self._lock = threading.Lock()  # one native graph at a time: one device, one queue
+
+    def __call__(self, handler: BaseHTTPRequestHandler) -> bool:
+        path = handler.path.split("?", 1)[0]
+        if path != "/api/execute":
+            return False
+        if handler.command != "POST":
+            self._send(handler, 405, error_body("VALIDATION", "use POST with a JSON graph"))
+            return True
+        refusal = self._refusal(handler)
+        if refusal:
+            self._send(handler, 403, error_body("PERMISSION", refusal))
+            return True
+        body = self._read_body(handler)
+        if body is None:
+            return True
+        try:
+            graph = json.loads(body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            self._send(handler, 400, error_body("VALIDATION", f"body is not JSON: {exc}"))
+            return True
+        self._execute(handler, graph)
+        return True
+
+    def _refusal(self, handler: BaseHTTPRequestHandler) -> str | None:
+        """Why this request is not from our own page, or None when it is."""
+        host = (handler.headers.get("Host") or "").lower()
+        if host not in self.allowed_hosts:
+            return f"Host {host!r} is not this server"
+        origin = handler.headers.get("Origin")
+        if origin is None:
+            return "missing Origin header: only the playground page may call /api/execute"
+        if origin.lower() not in {f"http://{h}" for h in self.allowed_hosts}:
+            return f"cross-site request from Origin {origin!r} refused"
+        return None
+
+    def _read_body(self, handler: BaseHTTPRequestHandler) -> bytes | None:
+        try:
+            length = int(handler.headers.get("Content-Length") or "")
+        except ValueError:
+            self._send(handler, 411, error_body("VALIDATION", "Content-Length required"))
+            return None
+        if length > MAX_BODY:
+            msg = f"request body of {length} bytes exceeds the {MAX_BODY}-byte limit"
+            handler.close_connection = True
+            self._send(handler, 413, error_body("LIMIT", msg))
+            return None
+        return handler.rfile.read(length)
+
+    def _execute(self, handler: BaseHTTPRequestHandler, graph: Any) -> None:
+        try:
+            with self._lock:
+                result = self.executor(graph)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes an error JSON
+            err = as_error(exc)
+            self._send(handler, 400 if err["code"] in INPUT_ERRORS else 500, err)
+            return
+        self._send(handler, 200, json_safe(result))
+
+    @staticmethod
+    def _send(handler: BaseHTTPRequestHandler, status: int, body: dict) -> None:
+        data = json.dumps(body, allow_nan=False).encode()
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)

@@ -1,0 +1,91 @@
+"""The offline Pyodide index the page loads from: core files, a lock file, two wheels.
+
+Pyodide resolves `loadPackage(name)` through `pyodide-lock.json` next to its core files. The
+npm package's lock names ~350 packages whose wheels live on a CDN we never reach, so we write a
+lock that names only what we serve: micropip (the wheel scripts/setup.sh downloaded) and gpulab
+(built at start). Each entry's file name and sha256 match the served file, or Pyodide refuses it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+CORE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip")
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    """Symlink `dst` -> `src` (cheap, 13 MB of core files); copy where links are not allowed."""
+    if dst.is_symlink() or dst.exists():
+        if dst.is_symlink() and dst.resolve() == src.resolve():
+            return
+        dst.unlink()
+    try:
+        os.symlink(src.resolve(), dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def pick_micropip(wheels_dir: Path, wanted_version: str | None) -> Path:
+    """The micropip wheel to serve: the version Pyodide's own lock names if present, else newest."""
+    found = sorted(wheels_dir.glob("micropip-*-py3-none-any.whl"))
+    if not found:
+        raise FileNotFoundError(
+            f"no micropip wheel in {wheels_dir}: run scripts/setup.sh (make setup) first"
+        )
+    for wheel in found:
+        if wanted_version and wheel.name == f"micropip-{wanted_version}-py3-none-any.whl":
+            return wheel
+
+    def version_key(p: Path) -> tuple[int, ...]:
+        parts = p.name.split("-")[1].split(".")
+        return tuple(int(x) if x.isdigit() else 0 for x in parts)
+
+    return max(found, key=version_key)
+
+
+def lock_entry(name: str, version: str, wheel: Path, imports: list[str]) -> dict:
+    return {
+        "name": name,
+        "version": version,
+        "file_name": wheel.name,
+        "install_dir": "site",
+        "sha256": sha256_file(wheel),
+        "package_type": "package",
+        "imports": imports,
+        "depends": [],
+        "unvendored_tests": False,
+    }
+
+
+def prepare_index(pyodide_dir: Path, wheels_dir: Path, gpulab_wheel: Path, index_dir: Path) -> dict:
+    """Fill `index_dir` with the core files, both wheels and a matching lock; return the lock."""
+    if not (pyodide_dir / "pyodide.mjs").exists():
+        raise FileNotFoundError(f"Pyodide not found in {pyodide_dir}: run `npm install`")
+    index_dir.mkdir(parents=True, exist_ok=True)
+    for name in CORE_FILES:
+        _link_or_copy(pyodide_dir / name, index_dir / name)
+    upstream = json.loads((pyodide_dir / "pyodide-lock.json").read_text())
+    wanted = upstream.get("packages", {}).get("micropip", {}).get("version")
+    micropip = pick_micropip(wheels_dir, wanted)
+    micropip_version = micropip.name.split("-")[1]
+    for wheel in (micropip, gpulab_wheel):
+        if wheel.parent.resolve() != index_dir.resolve():
+            shutil.copy2(wheel, index_dir / wheel.name)
+    gpulab_version = gpulab_wheel.name.split("-")[1]
+    lock = {
+        "info": upstream["info"],
+        "packages": {
+            "micropip": lock_entry("micropip", micropip_version, micropip, ["micropip"]),
+            "gpulab": lock_entry("gpulab", gpulab_version, gpulab_wheel, ["gpulab"]),
+        },
+    }
+    (index_dir / "pyodide-lock.json").write_text(json.dumps(lock, indent=1) + "\n")
+    return lock

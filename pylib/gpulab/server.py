@@ -1,0 +1,115 @@
+"""`gpulab serve`: the playground, offline, on one port.
+
+What is served (all from this checkout, never a CDN):
+- `/` the notebook (web/); `/vendor/pyodide/` the Pyodide core with a generated lock file, the
+  micropip wheel and a wheel of this very `gpulab`, built at start (web/vendor/, git-ignored);
+- `/backends-js/` and `/kernels/` (the JS runtime reads its kernels from there);
+- `POST /api/execute`, the native half of "Compare with native".
+Every answer carries COOP/COEP (static_server), so the page is cross-origin isolated and its Stop
+button can interrupt Python through a SharedArrayBuffer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from gpulab.playground.api import ExecuteEndpoint, Executor, default_executor
+from gpulab.playground.vendor import prepare_index
+from gpulab.playground.wheel import build_wheel, project_version
+from gpulab.static_server import Route, start_server
+
+
+def find_repo_root() -> Path:
+    """The checkout this package lives in (pylib/gpulab/server.py -> repo root)."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / "web" / "index.html").exists():
+        raise FileNotFoundError(
+            f"web/index.html not found under {root}: `gpulab serve` runs from a source checkout"
+        )
+    return root
+
+
+@dataclass(frozen=True)
+class Mount:
+    """Serve the files of `directory` under the URL prefix `prefix` (GET only)."""
+
+    prefix: str
+    directory: Path
+
+    def __call__(self, handler: SimpleHTTPRequestHandler) -> bool:
+        if handler.command != "GET" or not handler.path.startswith(self.prefix):
+            return False
+        # translate_path() drops '..' segments, so nothing outside `directory` is reachable.
+        handler.path = "/" + handler.path[len(self.prefix):]
+        handler.directory = str(self.directory)
+        SimpleHTTPRequestHandler.do_GET(handler)
+        return True
+
+
+def prepare_site(root: Path) -> Path:
+    """Build the gpulab wheel and the offline Pyodide index; return the index directory."""
+    index_dir = root / "web" / "vendor" / "pyodide"
+    wheel = build_wheel(
+        root / "pylib" / "gpulab", project_version(root / "pyproject.toml"), root / "web" / "vendor"
+    )
+    prepare_index(root / "node_modules" / "pyodide", root / "web" / "vendor" / "wheels",
+                  wheel, index_dir)
+    return index_dir
+
+
+def allowed_hosts(host: str, port: int) -> set[str]:
+    """Host header values naming this server (the page may be opened by name or by address)."""
+    names = {host, "localhost", "127.0.0.1"} if host in ("127.0.0.1", "localhost") else {host}
+    return {f"{name}:{port}" for name in names}
+
+
+def start(
+    host: str = "127.0.0.1", port: int = 0, executor: Executor = default_executor
+) -> ThreadingHTTPServer:
+    """Prepare the site and serve it in a daemon thread (tests use port 0: a free port)."""
+    root = find_repo_root()
+    prepare_site(root)
+    endpoint = ExecuteEndpoint(set(), executor)
+    routes: list[Route] = [
+        endpoint,
+        Mount("/backends-js/", root / "backends-js"),
+        Mount("/kernels/", root / "kernels"),
+    ]
+    srv = start_server(root / "web", host=host, port=port, routes=routes)
+    endpoint.allowed_hosts = allowed_hosts(host, srv.server_address[1])
+    return srv
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="gpulab serve", description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any)")
+    return parser.parse_args(argv)
+
+
+def main(args: Sequence[str] | argparse.Namespace | None = None) -> int:
+    """Entry point of `gpulab serve`: takes argv (list) or the CLI's parsed namespace."""
+    ns = args if isinstance(args, argparse.Namespace) else parse_args(args)
+    host = getattr(ns, "host", None) or "127.0.0.1"
+    port = getattr(ns, "port", None)
+    srv = start(host, 8000 if port is None else int(port))
+    shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
+    print(f"GPU Lab playground: http://{shown}:{srv.server_address[1]}/  (Ctrl+C to stop)",
+          flush=True)
+    try:
+        threading.Event().wait()  # the server runs in its own thread; wait for Ctrl+C
+    except KeyboardInterrupt:
+        pass
+    finally:
+        srv.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
