@@ -1,0 +1,89 @@
+// Elementwise kernels. Storing a float64 result into a Float32Array rounds it once to float32;
+// for one + - * / or sqrt of float32 operands that is exactly the float32 operation (float64
+// has more than 2*24+2 bits), so these loops are faithful float32 arithmetic.
+import { registerKernel } from './registry.mjs';
+import { gelu, geluDerivative } from './erf.mjs';
+import { stridesOf } from '../../shapes.mjs';
+
+/**
+ * Strides of an operand seen from the output's index space: 0 along broadcast axes.
+ * @param {number[]} shape @param {number} rank
+ */
+function broadcastStrides(shape, rank) {
+  const own = stridesOf(shape);
+  const out = new Int32Array(rank);
+  for (let i = 0; i < shape.length; i++) {
+    out[rank - shape.length + i] = shape[i] === 1 ? 0 : own[i];
+  }
+  return out;
+}
+
+/**
+ * out[i] = f(a[ia], b[ib]) with NumPy broadcasting; one odometer walk, no allocation per element.
+ * @param {(x: number, y: number) => number} f
+ */
+function binary(f) {
+  return (out, [a, b], node, [sa, sb]) => {
+    const n = out.length;
+    if (a.length === n && b.length === n) {
+      for (let i = 0; i < n; i++) out[i] = f(a[i], b[i]);
+      return;
+    }
+    if (b.length === 1 && a.length === n) {
+      const y = b[0];
+      for (let i = 0; i < n; i++) out[i] = f(a[i], y);
+      return;
+    }
+    if (a.length === 1 && b.length === n) {
+      const x = a[0];
+      for (let i = 0; i < n; i++) out[i] = f(x, b[i]);
+      return;
+    }
+    const shape = node.shape;
+    const rank = shape.length;
+    const ta = broadcastStrides(sa, rank);
+    const tb = broadcastStrides(sb, rank);
+    const idx = new Int32Array(rank);
+    let ia = 0;
+    let ib = 0;
+    for (let i = 0; i < n; i++) {
+      out[i] = f(a[ia], b[ib]);
+      for (let d = rank - 1; d >= 0; d--) {
+        idx[d]++;
+        ia += ta[d];
+        ib += tb[d];
+        if (idx[d] < shape[d]) break;
+        ia -= ta[d] * shape[d];
+        ib -= tb[d] * shape[d];
+        idx[d] = 0;
+      }
+    }
+  };
+}
+
+/** @param {(x: number) => number} f */
+function unary(f) {
+  return (out, [a]) => {
+    for (let i = 0; i < out.length; i++) out[i] = f(a[i]);
+  };
+}
+
+registerKernel('add', binary((x, y) => x + y));
+registerKernel('sub', binary((x, y) => x - y));
+registerKernel('mul', binary((x, y) => x * y));
+registerKernel('div', binary((x, y) => x / y));
+
+// `x > 0` is false for NaN, which gives the protocol's relu(NaN) = +0 and positive(NaN) = 0.
+registerKernel('relu', unary((x) => (x > 0 ? x : 0)));
+registerKernel('positive', unary((x) => (x > 0 ? 1 : 0)));
+registerKernel('neg', unary((x) => -x));
+registerKernel('exp', unary(Math.exp));
+registerKernel('log', unary(Math.log));
+registerKernel('sqrt', unary(Math.sqrt));
+registerKernel('tanh', unary(Math.tanh));
+registerKernel('sigmoid', unary((x) => 1 / (1 + Math.exp(-x))));
+registerKernel('gelu', unary(gelu));
+
+registerKernel('gelu_grad', (out, [a, b]) => {
+  for (let i = 0; i < out.length; i++) out[i] = b[i] * geluDerivative(a[i]);
+});

@@ -1,0 +1,29 @@
+// The op table (ops.json) is the single source of truth for ops, operands, attributes, limits
+// and tolerance classes; this module only loads it and answers small questions about it.
+import table from './ops.json' with { type: 'json' };
+
+export { table };
+
+/** @typedef {{type: string, required: boolean, default?: unknown}} AttrSpec */
+/** @typedef {{version: number, operands: string[], attrs: Record<string, AttrSpec>,
+ *   shape_rule: string, v2_when?: string, tolerance: string, doc: string}} OpSpec */
+
+export const LIMITS = Object.freeze({ ...table.limits });
+export const PROTOCOL_VERSIONS = Object.freeze([...table.protocol_versions]);
+export const REDUCE_LANES = table.reduce_lanes;
+export const ERROR_CODES = Object.freeze(Object.keys(table.error_codes));
+
+/** @param {string} op @returns {OpSpec|undefined} */
+export function opSpec(op) {
+  return Object.hasOwn(table.ops, op) ? table.ops[op] : undefined;
+}
+
+/** @returns {string[]} every op name, in table order */
+export function opNames() {
+  return Object.keys(table.ops);
+}
+
+/** @param {string} op @returns {string} */
+export function toleranceOf(op) {
+  return table.ops[op].tolerance;
+}

@@ -1,0 +1,488 @@
+// The graph validator: docs/protocol.md "Validation order and error codes", step by step, so
+// that this file and its Python twin (pylib/gpulab/protocol.py) report the same first error.
+// It returns the checked graph of docs/architecture.md or throws a GpuLabError.
+import { GpuLabError, nodeError } from './errors.mjs';
+import { LIMITS, PROTOCOL_VERSIONS, opSpec } from './optable.mjs';
+import { SHAPE_RULES, numel, formatShape, sameShape } from './shapes.mjs';
+
+/** @typedef {import('./shapes.mjs').Shape} Shape */
+/**
+ * @typedef {{id: number, op: string, operands: number[], attrs: Record<string, any>,
+ *   shape: Shape, data?: Float32Array}} CheckedNode
+ * @typedef {{version: number, requiredVersion: number, nodes: CheckedNode[], order: number[],
+ *   outputs: {name: string, id: number}[], byId: Map<number, CheckedNode>}} CheckedGraph
+ */
+
+const NON_FINITE = new Map([['nan', NaN], ['inf', Infinity], ['-inf', -Infinity]]);
+
+/** @param {unknown} v @returns {v is Record<string, unknown>} */
+function isObject(v) {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && !ArrayBuffer.isView(v);
+}
+
+/** Integers only: booleans and non-integral numbers are refused. @param {unknown} v */
+function isInt(v) {
+  return typeof v === 'number' && Number.isInteger(v);
+}
+
+/** @param {unknown} v */
+function show(v) {
+  if (typeof v === 'number' || typeof v === 'boolean' || v === null) return String(v);
+  if (v === undefined) return 'undefined';
+  try {
+    const s = JSON.stringify(v);
+    return s.length > 60 ? `${s.slice(0, 57)}...` : s;
+  } catch {
+    return typeof v;
+  }
+}
+
+/** @param {string} message */
+const invalid = (message) => new GpuLabError('VALIDATION', message);
+
+// ---------------------------------------------------------------- step 1: top level
+
+/** @param {unknown} graph */
+function checkTopLevel(graph) {
+  if (!isObject(graph)) throw invalid(`graph must be an object, got ${show(graph)}`);
+  for (const key of ['version', 'nodes', 'outputs']) {
+    if (!Object.hasOwn(graph, key)) throw invalid(`graph is missing "${key}"`);
+  }
+  if (!isInt(graph.version)) {
+    throw invalid(`graph version must be an integer, got ${show(graph.version)}`);
+  }
+  if (!PROTOCOL_VERSIONS.includes(graph.version)) {
+    throw new GpuLabError('UNSUPPORTED_VERSION', `graph version ${graph.version} is not known ` +
+      `to this host (known: ${PROTOCOL_VERSIONS.join(', ')})`);
+  }
+  if (!Array.isArray(graph.nodes) || graph.nodes.length === 0) {
+    throw invalid(`graph nodes must be a non-empty list, got ${show(graph.nodes)}`);
+  }
+  if (!Array.isArray(graph.outputs) || graph.outputs.length === 0) {
+    throw invalid(`graph outputs must be a non-empty list, got ${show(graph.outputs)}`);
+  }
+  if (graph.nodes.length > LIMITS.max_nodes) {
+    throw new GpuLabError('LIMIT', `graph has ${graph.nodes.length} nodes, more than ` +
+      `max_nodes ${LIMITS.max_nodes}`);
+  }
+  if (graph.outputs.length > LIMITS.max_outputs) {
+    throw new GpuLabError('LIMIT', `graph has ${graph.outputs.length} outputs, more than ` +
+      `max_outputs ${LIMITS.max_outputs}`);
+  }
+}
+
+// ---------------------------------------------------------------- step 2: attributes
+
+/**
+ * One checker per attribute type of the op table. A checker returns the normalized value or
+ * throws; `attrs` holds the node's attributes checked so far (data needs the shape).
+ * @typedef {(value: any, node: {id: number, op: string}, name: string,
+ *   attrs: Record<string, any>) => any} AttrCheck
+ * @type {Record<string, AttrCheck>}
+ */
+const ATTR_CHECKS = {
+  shape(value, node, name) {
+    if (!Array.isArray(value)) {
+      throw nodeError('VALIDATION', node, `${name} must be a list of integers, got ${show(value)}`);
+    }
+    if (value.length > LIMITS.max_rank) {
+      throw nodeError('LIMIT', node, `${name} ${show(value)} has rank ${value.length}, more ` +
+        `than max_rank ${LIMITS.max_rank}`);
+    }
+    const bad = value.find((d) => !isInt(d) || d < 1);
+    if (bad !== undefined) {
+      throw nodeError('VALIDATION', node, `${name} ${show(value)} has a dimension that is not ` +
+        `an integer >= 1: ${show(bad)}`);
+    }
+    const count = numel(value);
+    if (count > LIMITS.max_elements) {
+      throw nodeError('LIMIT', node, `${name} ${formatShape(value)} has ${count} elements, ` +
+        `more than max_elements ${LIMITS.max_elements}`);
+    }
+    return [...value];
+  },
+
+  data(value, node, name, attrs) {
+    return toFloat32(value, numel(attrs.shape), node, name);
+  },
+
+  dtype(value, node, name) {
+    if (value !== 'float32') {
+      throw nodeError('VALIDATION', node, `${name} must be "float32", got ${show(value)}`);
+    }
+    return value;
+  },
+
+  float(value, node, name) {
+    if (name === 'value') return scalarValue(value, node, name);
+    if (typeof value !== 'number' || !Number.isFinite(value)) {
+      throw nodeError('VALIDATION', node, `${name} must be a finite number, got ${show(value)}`);
+    }
+    return value;
+  },
+
+  axis(value, node, name) {
+    if (value !== null && !isInt(value)) {
+      throw nodeError('VALIDATION', node, `${name} must be an integer or null, got ${show(value)}`);
+    }
+    return value;
+  },
+
+  bool(value, node, name) {
+    if (typeof value !== 'boolean') {
+      throw nodeError('VALIDATION', node, `${name} must be a boolean, got ${show(value)}`);
+    }
+    return value;
+  },
+
+  perm(value, node, name) {
+    if (!Array.isArray(value) || !value.every(isInt)) {
+      throw nodeError('VALIDATION', node, `${name} must be a list of integers, got ${show(value)}`);
+    }
+    return [...value];
+  },
+
+  reshape(value, node, name) {
+    if (!Array.isArray(value) || !value.every((d) => isInt(d) && (d >= 1 || d === -1))) {
+      throw nodeError('VALIDATION', node, `${name} must be a list of integers >= 1 or -1, got ` +
+        `${show(value)}`);
+    }
+    if (value.filter((d) => d === -1).length > 1) {
+      throw nodeError('VALIDATION', node, `${name} ${show(value)} has more than one -1`);
+    }
+    if (value.length > LIMITS.max_rank) {
+      throw nodeError('LIMIT', node, `${name} ${show(value)} has rank ${value.length}, more ` +
+        `than max_rank ${LIMITS.max_rank}`);
+    }
+    return [...value];
+  },
+};
+
+/** `full.value`: any number, or "nan"/"inf"/"-inf". */
+function scalarValue(value, node, name) {
+  if (typeof value === 'number') return value;
+  if (typeof value === 'string' && NON_FINITE.has(value)) return NON_FINITE.get(value);
+  throw nodeError('VALIDATION', node, `${name} must be a number or "nan", "inf", "-inf", got ` +
+    `${show(value)}`);
+}
+
+/**
+ * Data as a Float32Array of exactly `count` values. A Float32Array is kept as is (no copy:
+ * backends never write into checked data).
+ * @returns {Float32Array}
+ */
+function toFloat32(value, count, node, name) {
+  if (value instanceof ArrayBuffer) {
+    if (value.byteLength % 4 !== 0) {
+      throw nodeError('VALIDATION', node, `${name} buffer of ${value.byteLength} bytes is not ` +
+        'a whole number of float32 values');
+    }
+    value = new Float32Array(value);
+  }
+  const isTyped = ArrayBuffer.isView(value) && !(value instanceof DataView);
+  if (!isTyped && !Array.isArray(value)) {
+    throw nodeError('VALIDATION', node, `${name} must be a list of numbers, got ${show(value)}`);
+  }
+  if (value.length !== count) {
+    throw nodeError('VALIDATION', node, `${name} has ${value.length} values, shape needs ${count}`);
+  }
+  if (value instanceof Float32Array) return value;
+  if (value instanceof BigInt64Array || value instanceof BigUint64Array) {
+    throw nodeError('VALIDATION', node, `${name} must hold numbers, got a ${value.constructor.name}`);
+  }
+  if (isTyped) return Float32Array.from(value);
+  const out = new Float32Array(count);
+  for (let i = 0; i < count; i++) {
+    const v = value[i];
+    if (typeof v === 'number') out[i] = v;
+    else if (typeof v === 'string' && NON_FINITE.has(v)) out[i] = NON_FINITE.get(v);
+    else {
+      throw nodeError('VALIDATION', node, `${name}[${i}] must be a number or "nan", "inf", ` +
+        `"-inf", got ${show(v)}`);
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- step 2: nodes
+
+/**
+ * @param {unknown} raw @param {number} index @param {Map<number, number>} seen id -> index
+ * @returns {CheckedNode}
+ */
+function checkNode(raw, index, seen) {
+  if (!isObject(raw)) throw invalid(`nodes[${index}] must be an object, got ${show(raw)}`);
+  if (!Object.hasOwn(raw, 'id')) throw invalid(`nodes[${index}] has no id`);
+  const { id } = raw;
+  if (!isInt(id) || id < 0) {
+    throw invalid(`nodes[${index}]: id must be an integer >= 0, got ${show(id)}`);
+  }
+  const label = { id, op: typeof raw.op === 'string' ? raw.op : show(raw.op) };
+  if (seen.has(id)) {
+    throw nodeError('VALIDATION', label, `duplicate id ${id} (also nodes[${seen.get(id)}])`);
+  }
+  seen.set(id, index);
+  const spec = typeof raw.op === 'string' ? opSpec(raw.op) : undefined;
+  if (!spec) throw nodeError('VALIDATION', label, `unknown op ${show(raw.op)}`);
+  const operands = spec.operands.map((name) => {
+    if (!Object.hasOwn(raw, name)) throw nodeError('VALIDATION', label, `missing operand ${name}`);
+    if (!isInt(raw[name])) {
+      throw nodeError('VALIDATION', label, `operand ${name} must be an integer node id, got ` +
+        `${show(raw[name])}`);
+    }
+    return raw[name];
+  });
+  const known = new Set(['id', 'op', ...spec.operands, ...Object.keys(spec.attrs)]);
+  const extra = Object.keys(raw).find((k) => !known.has(k));
+  if (extra !== undefined) throw nodeError('VALIDATION', label, `unknown field "${extra}"`);
+  const attrs = checkAttrs(raw, spec, label);
+  const node = { id, op: raw.op, operands, attrs, shape: [] };
+  if (Object.hasOwn(attrs, 'data')) {
+    node.data = attrs.data;
+    delete attrs.data;
+  }
+  return node;
+}
+
+/** Attributes in op-table order; defaults filled (arrays copied). */
+function checkAttrs(raw, spec, label) {
+  /** @type {Record<string, any>} */
+  const attrs = {};
+  for (const [name, attr] of Object.entries(spec.attrs)) {
+    if (!Object.hasOwn(raw, name) || raw[name] === undefined) {
+      if (attr.required) throw nodeError('VALIDATION', label, `missing attribute "${name}"`);
+      if (Object.hasOwn(attr, 'default')) attrs[name] = structuredClone(attr.default);
+      continue;
+    }
+    const check = ATTR_CHECKS[attr.type];
+    attrs[name] = check(raw[name], label, name, attrs);
+  }
+  return attrs;
+}
+
+// ---------------------------------------------------------------- step 3: structure
+
+/** @param {CheckedNode[]} nodes @param {Map<number, CheckedNode>} byId */
+function checkOperandsExist(nodes, byId) {
+  for (const node of nodes) {
+    const names = opSpec(node.op).operands;
+    node.operands.forEach((ref, i) => {
+      if (!byId.has(ref)) {
+        throw nodeError('VALIDATION', node, `dangling operand ${names[i]} = ${ref}: no node ` +
+          'has that id');
+      }
+    });
+  }
+}
+
+/** @param {unknown[]} outputs @param {Map<number, CheckedNode>} byId */
+function checkOutputs(outputs, byId) {
+  const names = new Set();
+  return outputs.map((out, i) => {
+    if (!isObject(out)) throw invalid(`outputs[${i}] must be an object {name, id}, got ${show(out)}`);
+    const extra = Object.keys(out).find((k) => k !== 'name' && k !== 'id');
+    if (extra !== undefined) throw invalid(`outputs[${i}] has unknown field "${extra}"`);
+    if (typeof out.name !== 'string' || out.name === '') {
+      throw invalid(`outputs[${i}]: name must be a non-empty string, got ${show(out.name)}`);
+    }
+    if (!isInt(out.id)) {
+      throw invalid(`output "${out.name}": id must be an integer, got ${show(out.id)}`);
+    }
+    if (!byId.has(out.id)) {
+      throw invalid(`dangling output "${out.name}": no node has id ${out.id}`);
+    }
+    if (names.has(out.name)) throw invalid(`duplicate output name "${out.name}"`);
+    names.add(out.name);
+    return { name: out.name, id: out.id };
+  });
+}
+
+/** A binary min-heap of list positions: the ready node listed first comes out first. */
+class MinHeap {
+  constructor() { /** @type {number[]} */ this.items = []; }
+  get size() { return this.items.length; }
+  /** @param {number} v */
+  push(v) {
+    const a = this.items;
+    a.push(v);
+    let i = a.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (a[p] <= v) break;
+      a[i] = a[p];
+      i = p;
+    }
+    a[i] = v;
+  }
+  pop() {
+    const a = this.items;
+    const top = a[0];
+    const last = a.pop();
+    if (a.length > 0) {
+      let i = 0;
+      for (;;) {
+        let c = 2 * i + 1;
+        if (c >= a.length) break;
+        if (c + 1 < a.length && a[c + 1] < a[c]) c++;
+        if (a[c] >= last) break;
+        a[i] = a[c];
+        i = c;
+      }
+      a[i] = last;
+    }
+    return top;
+  }
+}
+
+/**
+ * Topological order of all nodes (repeatedly the first listed node whose operands have all
+ * run), or a VALIDATION error naming a node on a cycle.
+ * @param {CheckedNode[]} nodes @param {Map<number, number>} indexOf id -> list position
+ * @returns {number[]} list positions
+ */
+function topologicalOrder(nodes, indexOf) {
+  const waiting = nodes.map((n) => n.operands.length);
+  /** @type {number[][]} */
+  const users = nodes.map(() => []);
+  nodes.forEach((n, i) => n.operands.forEach((ref) => users[indexOf.get(ref)].push(i)));
+  const ready = new MinHeap();
+  waiting.forEach((w, i) => { if (w === 0) ready.push(i); });
+  const order = [];
+  while (ready.size > 0) {
+    const i = ready.pop();
+    order.push(i);
+    for (const u of users[i]) if (--waiting[u] === 0) ready.push(u);
+  }
+  if (order.length < nodes.length) throw cycleError(nodes, indexOf, waiting);
+  return order;
+}
+
+/**
+ * Name a node on a cycle: start at the first listed node that cannot run, follow its first
+ * operand that cannot run either, until a node repeats; that node is on a cycle.
+ */
+function cycleError(nodes, indexOf, waiting) {
+  let i = waiting.findIndex((w) => w > 0);
+  const path = [];
+  const visited = new Map();
+  while (!visited.has(i)) {
+    visited.set(i, path.length);
+    path.push(i);
+    const next = nodes[i].operands.map((ref) => indexOf.get(ref)).find((j) => waiting[j] > 0);
+    i = /** @type {number} */ (next);
+  }
+  const loop = path.slice(visited.get(i)).map((j) => nodes[j].id);
+  return nodeError('VALIDATION', nodes[i], `cycle: ${[...loop, loop[0]].join(' -> ')}`);
+}
+
+// ---------------------------------------------------------------- step 4: shapes
+
+/** @param {CheckedNode[]} nodes @param {number[]} topo @param {Map<number, CheckedNode>} byId */
+function inferShapes(nodes, topo, byId) {
+  let total = 0;
+  for (const i of topo) {
+    const node = nodes[i];
+    const rule = SHAPE_RULES[opSpec(node.op).shape_rule];
+    const shapes = node.operands.map((ref) => byId.get(ref).shape);
+    node.shape = rule({ node, shapes, attrs: node.attrs });
+    const count = numel(node.shape);
+    if (count > LIMITS.max_elements) {
+      throw nodeError('LIMIT', node, `result ${formatShape(node.shape)} has ${count} elements, ` +
+        `more than max_elements ${LIMITS.max_elements}`);
+    }
+    total += count;
+    if (total > LIMITS.max_total_elements) {
+      throw nodeError('LIMIT', node, `the graph's tensors exceed max_total_elements ` +
+        `${LIMITS.max_total_elements} at this node`);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- step 5: version
+
+/** One-element tensor of rank <= 1: a scalar in version 1. @param {Shape} s */
+const isScalarLike = (s) => s.length <= 1 && numel(s) === 1;
+
+/**
+ * When a version-1 op needs version 2 (`v2_when` in the op table).
+ * @type {Record<string, (shapes: Shape[], raw: Record<string, any>) => boolean>}
+ */
+const V2_WHEN = {
+  broadcast: ([a, b]) => !sameShape(a, b) && !isScalarLike(a) && !isScalarLike(b),
+  batched: (shapes) => shapes.some((s) => s.length > 2),
+  axis: (_, attrs) => attrs.axis !== null || attrs.keepdim === true,
+};
+
+/** @param {CheckedNode} node @param {Map<number, CheckedNode>} byId */
+function versionNeeded(node, byId) {
+  const spec = opSpec(node.op);
+  if (spec.version >= 2 || !spec.v2_when) return spec.version;
+  const shapes = node.operands.map((ref) => byId.get(ref).shape);
+  return V2_WHEN[spec.v2_when](shapes, node.attrs) ? 2 : spec.version;
+}
+
+/** @param {CheckedNode[]} nodes @param {number} declared @param {Map<number, CheckedNode>} byId */
+function checkVersion(nodes, declared, byId) {
+  let required = 1;
+  for (const node of nodes) {
+    const need = versionNeeded(node, byId);
+    if (need > declared) {
+      const spec = opSpec(node.op);
+      const why = spec.version > declared
+        ? `${node.op} is a version ${spec.version} op`
+        : `its use of ${spec.v2_when} is a version 2 feature`;
+      throw new GpuLabError('UNSUPPORTED_VERSION', `node ${node.id} (${node.op}): needs ` +
+        `version ${need} (${why}), the graph declares version ${declared}`, node.id);
+    }
+    required = Math.max(required, need);
+  }
+  return required;
+}
+
+// ---------------------------------------------------------------- the whole check
+
+/** Ids the outputs depend on. @param {CheckedNode[]} nodes */
+function liveIds(outputs, byId) {
+  const live = new Set();
+  const stack = outputs.map((o) => o.id);
+  while (stack.length > 0) {
+    const id = stack.pop();
+    if (live.has(id)) continue;
+    live.add(id);
+    stack.push(...byId.get(id).operands);
+  }
+  return live;
+}
+
+/**
+ * Validate a graph (plain data) and return the checked graph, or throw a GpuLabError with the
+ * first problem in the order of docs/protocol.md.
+ * @param {unknown} graph
+ * @returns {CheckedGraph}
+ */
+export function validateGraph(graph) {
+  checkTopLevel(graph);
+  const g = /** @type {{version: number, nodes: unknown[], outputs: unknown[]}} */ (graph);
+  const indexOf = new Map();
+  const nodes = g.nodes.map((raw, i) => checkNode(raw, i, indexOf));
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  checkOperandsExist(nodes, byId);
+  const outputs = checkOutputs(g.outputs, byId);
+  const topo = topologicalOrder(nodes, indexOf);
+  inferShapes(nodes, topo, byId);
+  const requiredVersion = checkVersion(nodes, g.version, byId);
+  const live = liveIds(outputs, byId);
+  const order = topo.filter((i) => live.has(nodes[i].id)).map((i) => nodes[i].id);
+  return { version: g.version, requiredVersion, nodes, order, outputs, byId };
+}
+
+/**
+ * The lowest version a graph's ops need, without refusing a graph that declares less.
+ * @param {unknown} graph
+ */
+export function requiredVersionOf(graph) {
+  const g = /** @type {any} */ (graph);
+  const declared = isObject(g) && isInt(g.version) ? g.version : 0;
+  const lifted = { ...g, version: Math.max(...PROTOCOL_VERSIONS, declared) };
+  return validateGraph(lifted).requiredVersion;
+}
