@@ -195,9 +195,8 @@ export const SHAPE_RULES = {
   },
 
   same_axis(ctx) {
-    if (ctx.attrs.axis === null) {
-      throw fail(ctx, `axis must be an integer (null is not allowed for ${ctx.node.op})`);
-    }
+    // null stands for the default, the last axis (the Python twin does the same).
+    if (ctx.attrs.axis === null) ctx.attrs.axis = -1;
     requireAxis(ctx);
     return [...ctx.shapes[0]];
   },

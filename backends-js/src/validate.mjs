@@ -358,21 +358,69 @@ function topologicalOrder(nodes, indexOf) {
 }
 
 /**
- * Name a node on a cycle: start at the first listed node that cannot run, follow its first
- * operand that cannot run either, until a node repeats; that node is on a cycle.
+ * Name the first node in list order that lies on a cycle (a strongly connected component of
+ * more than one node, or a node that is its own operand), among the nodes that could not run.
+ * @param {CheckedNode[]} nodes @param {Map<number, number>} indexOf @param {number[]} waiting
  */
 function cycleError(nodes, indexOf, waiting) {
-  let i = waiting.findIndex((w) => w > 0);
-  const path = [];
-  const visited = new Map();
-  while (!visited.has(i)) {
-    visited.set(i, path.length);
-    path.push(i);
-    const next = nodes[i].operands.map((ref) => indexOf.get(ref)).find((j) => waiting[j] > 0);
-    i = /** @type {number} */ (next);
+  const onCycle = nodesOnCycles(nodes, indexOf, waiting);
+  const first = nodes.findIndex((_, i) => onCycle.has(i));
+  return nodeError('VALIDATION', nodes[first], 'is on a cycle of operands');
+}
+
+/**
+ * List positions on cycles: Tarjan's strongly connected components, iterative, restricted to
+ * the nodes that could not run (every cycle lies among them).
+ */
+function nodesOnCycles(nodes, indexOf, waiting) {
+  const succ = nodes.map((n) => n.operands.map((ref) => indexOf.get(ref)));
+  const index = new Int32Array(nodes.length).fill(-1);
+  const low = new Int32Array(nodes.length);
+  const onStack = new Uint8Array(nodes.length);
+  const stack = [];
+  const result = new Set();
+  let counter = 0;
+  for (let root = 0; root < nodes.length; root++) {
+    if (waiting[root] === 0 || index[root] >= 0) continue;
+    const work = [[root, 0]];
+    while (work.length > 0) {
+      const frame = work[work.length - 1];
+      const v = frame[0];
+      if (frame[1] === 0 && index[v] < 0) {
+        index[v] = low[v] = counter++;
+        stack.push(v);
+        onStack[v] = 1;
+      }
+      let descended = false;
+      while (frame[1] < succ[v].length) {
+        const w = succ[v][frame[1]++];
+        if (waiting[w] === 0) continue;
+        if (index[w] < 0) {
+          work.push([w, 0]);
+          descended = true;
+          break;
+        }
+        if (onStack[w]) low[v] = Math.min(low[v], index[w]);
+      }
+      if (descended) continue;
+      work.pop();
+      if (low[v] === index[v]) {
+        const component = [];
+        let w;
+        do {
+          w = stack.pop();
+          onStack[w] = 0;
+          component.push(w);
+        } while (w !== v);
+        if (component.length > 1 || succ[v].includes(v)) component.forEach((c) => result.add(c));
+      }
+      if (work.length > 0) {
+        const parent = work[work.length - 1][0];
+        low[parent] = Math.min(low[parent], low[v]);
+      }
+    }
   }
-  const loop = path.slice(visited.get(i)).map((j) => nodes[j].id);
-  return nodeError('VALIDATION', nodes[i], `cycle: ${[...loop, loop[0]].join(' -> ')}`);
+  return result;
 }
 
 // ---------------------------------------------------------------- step 4: shapes
