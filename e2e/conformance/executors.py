@@ -1,0 +1,253 @@
+"""The executors (lanes) the conformance runner can drive, in a registry keyed by name.
+
+Each executor takes the cases and options and returns a LaneRun: what ran (backend, adapter,
+software or not, or why it could not run) and each case's raw float32 outputs or error.
+A lane that cannot run here says UNAVAILABLE with the reason; it is never reported as passing.
+
+- cpu-python: gpulab.host.execute(graph, backend="cpu-python") (the numpy evaluator).
+- wgpu: gpulab.host.execute(graph, backend="wgpu", allow_software=...) (wgpu-py).
+- node-cpu / node-wasm: node e2e/conformance/node_executor.mjs <backend> (createRuntime).
+- browser-webgpu / -webgl2 / -wasm / -cpu: headless Chromium on e2e/conformance/page.html.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import subprocess
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+NODE_EXECUTOR = Path(__file__).with_name("node_executor.mjs")
+PAGE_PATH = "/e2e/conformance/page.html"
+
+
+@dataclass
+class LaneInfo:
+    executor: str
+    backend: str | None = None
+    adapter: str | None = None
+    software: bool | None = None
+    available: bool = True
+    reason: str = ""
+    extra: dict = field(default_factory=dict)  # attempts, stats: whatever the lane reports
+
+
+@dataclass
+class RawResult:
+    outputs: dict[str, np.ndarray] = field(default_factory=dict)
+    error: dict | None = None  # {code, message, node}
+
+
+@dataclass
+class LaneRun:
+    info: LaneInfo
+    results: dict[str, RawResult]
+
+
+Executor = Callable[..., LaneRun]
+EXECUTORS: dict[str, Executor] = {}
+
+
+def executor(name: str) -> Callable[[Executor], Executor]:
+    def register(fn: Executor) -> Executor:
+        EXECUTORS[name] = fn
+        return fn
+
+    return register
+
+
+def unavailable(name: str, reason: str) -> LaneRun:
+    return LaneRun(LaneInfo(name, available=False, reason=reason), {})
+
+
+# ---- Python host lanes ----------------------------------------------------------------------
+
+
+def _error_of(exc: BaseException) -> dict:
+    code = getattr(exc, "code", None) or f"CRASH ({type(exc).__name__})"
+    return {"code": code, "message": str(exc), "node": getattr(exc, "node", None)}
+
+
+def _host_outputs(result: Mapping) -> dict[str, np.ndarray]:
+    outs = {}
+    for name, out in result["outputs"].items():
+        data = np.asarray(out["array"] if "array" in out else out["data"], dtype=np.float32)
+        outs[name] = data.reshape(out["shape"])
+    return outs
+
+
+def _adapter_of(stats: Mapping) -> tuple[str | None, bool | None]:
+    adapter = stats.get("adapter")
+    if isinstance(adapter, Mapping):
+        name = adapter.get("description") or adapter.get("device") or adapter.get("name")
+        software = adapter.get("software")
+        if software is None and adapter.get("adapter_type") is not None:
+            software = str(adapter.get("adapter_type")).upper() == "CPU"
+        return (str(name) if name else json.dumps(adapter, default=str)), software
+    return (str(adapter) if adapter else None), stats.get("software")
+
+
+def _run_host(name: str, backend: str, cases: list[dict], **kwargs: object) -> LaneRun:
+    try:
+        from gpulab import host
+    except ImportError as exc:
+        return unavailable(name, f"gpulab.host cannot be imported: {exc}")
+    info = LaneInfo(name, backend=backend)
+    results: dict[str, RawResult] = {}
+    for case in cases:
+        try:
+            result = host.execute(case["graph"], backend=backend, strict=True, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - every failure is a case result
+            err = _error_of(exc)
+            if err["code"] == "UNAVAILABLE" and not results:
+                return unavailable(name, err["message"])
+            results[case["name"]] = RawResult(error=err)
+            continue
+        if info.adapter is None and info.software is None:
+            stats = result.get("stats") or {}
+            info.adapter, info.software = _adapter_of(stats)
+            info.backend = result.get("backend", backend)
+            info.extra["stats"] = json.loads(json.dumps(stats, default=str))
+        if result.get("backend") != backend:  # a lane must not count another backend's result
+            results[case["name"]] = RawResult(error={
+                "code": "FALLBACK", "message": f"ran on {result.get('backend')}", "node": None})
+            continue
+        results[case["name"]] = RawResult(outputs=_host_outputs(result))
+    if backend == "cpu-python" and info.software is None:
+        info.software, info.adapter = False, info.adapter or "numpy (no GPU)"
+    return LaneRun(info, results)
+
+
+@executor("cpu-python")
+def run_cpu_python(cases: list[dict], **_: object) -> LaneRun:
+    return _run_host("cpu-python", "cpu-python", cases)
+
+
+@executor("wgpu")
+def run_wgpu(cases: list[dict], allow_software: bool = False, **_: object) -> LaneRun:
+    return _run_host("wgpu", "wgpu", cases, allow_software=allow_software)
+
+
+# ---- JS lanes: node and the browser share run_cases.mjs ------------------------------------
+
+
+def _js_outputs(outputs: Mapping) -> dict[str, np.ndarray]:
+    arrays = {}
+    for name, out in outputs.items():
+        raw = base64.b64decode(out["b64"])
+        arrays[name] = np.frombuffer(raw, dtype="<f4").reshape(out["shape"]).astype(np.float32)
+    return arrays
+
+
+def _js_lane(name: str, payload: Mapping) -> LaneRun:
+    """Turn run_cases.mjs's answer into a LaneRun."""
+    lane = payload.get("lane", {})
+    if not lane.get("available", False):
+        return unavailable(name, lane.get("reason", "no reason given"))
+    info = LaneInfo(name, backend=lane.get("backend"), adapter=lane.get("adapter"),
+                    software=lane.get("software"), extra=lane.get("extra", {}))
+    results = {}
+    for r in payload.get("results", []):
+        if r.get("error"):
+            results[r["name"]] = RawResult(error=r["error"])
+        else:
+            results[r["name"]] = RawResult(outputs=_js_outputs(r["outputs"]))
+    return LaneRun(info, results)
+
+
+def _case_payload(cases: list[dict]) -> list[dict]:
+    return [{"name": c["name"], "graph": c["graph"]} for c in cases]
+
+
+def _run_node(name: str, backend: str, cases: list[dict], allow_software: bool = False,
+              timeout_s: float = 600, **_: object) -> LaneRun:
+    cmd = [os.environ.get("NODE", "node"), str(NODE_EXECUTOR), backend]
+    if allow_software:
+        cmd.append("--allow-software")
+    try:
+        proc = subprocess.run(cmd, input=json.dumps(_case_payload(cases)), capture_output=True,
+                              text=True, timeout=timeout_s, cwd=ROOT, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return unavailable(name, f"node executor did not finish: {exc}")
+    if proc.returncode != 0:
+        return unavailable(name, f"node executor exited {proc.returncode}: {proc.stderr[-2000:]}")
+    return _js_lane(name, json.loads(proc.stdout))
+
+
+@executor("node-cpu")
+def run_node_cpu(cases: list[dict], **opts: object) -> LaneRun:
+    return _run_node("node-cpu", "cpu", cases, **opts)  # type: ignore[arg-type]
+
+
+@executor("node-wasm")
+def run_node_wasm(cases: list[dict], **opts: object) -> LaneRun:
+    return _run_node("node-wasm", "wasm", cases, **opts)  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def _browser_and_server(browser: object = None, server_url: str | None = None):
+    """Reuse the caller's browser/server (pytest fixtures) or start our own."""
+    with contextlib.ExitStack() as stack:
+        if server_url is None:
+            from gpulab.static_server import start_server
+
+            srv = start_server(ROOT, host="127.0.0.1", port=0)
+            stack.callback(srv.shutdown)
+            server_url = f"http://127.0.0.1:{srv.server_address[1]}"
+        if browser is None:
+            from playwright.sync_api import sync_playwright
+
+            from e2e.browser import launch
+
+            pw = stack.enter_context(sync_playwright())
+            browser = launch(pw)
+            stack.callback(browser.close)  # type: ignore[attr-defined]
+        yield browser, server_url
+
+
+def _run_browser(name: str, backend: str, cases: list[dict], allow_software: bool = False,
+                 browser: object = None, server_url: str | None = None,
+                 timeout_s: float = 600, **_: object) -> LaneRun:
+    try:
+        with _browser_and_server(browser, server_url) as (b, url):
+            ctx = b.new_context()  # type: ignore[attr-defined]
+            try:
+                page = ctx.new_page()
+                page.set_default_timeout(timeout_s * 1000)
+                console: list[str] = []
+                page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+                page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
+                page.goto(url + PAGE_PATH)
+                page.wait_for_function("window.gpulabConformance !== undefined")
+                payload = page.evaluate(
+                    "([b, s, c]) => window.gpulabConformance.run(b, s, c)",
+                    [backend, allow_software, _case_payload(cases)],
+                )
+            finally:
+                ctx.close()
+    except Exception as exc:  # noqa: BLE001 - a lane that cannot start is UNAVAILABLE
+        return unavailable(name, f"browser lane did not run: {type(exc).__name__}: {exc}")
+    run = _js_lane(name, payload)
+    run.info.extra["console"] = console[-20:]
+    return run
+
+
+def _browser_executor(backend: str) -> Executor:
+    lane = f"browser-{backend}"
+
+    def run(cases: list[dict], **opts: object) -> LaneRun:
+        return _run_browser(lane, backend, cases, **opts)  # type: ignore[arg-type]
+
+    run.__name__ = f"run_browser_{backend}"
+    return executor(lane)(run)
+
+
+for _backend in ("webgpu", "webgl2", "wasm", "cpu"):
+    _browser_executor(_backend)

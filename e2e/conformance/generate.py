@@ -1,0 +1,575 @@
+"""Generate the conformance corpus, e2e/conformance/cases.json (deterministic, committed).
+
+    .venv/bin/python -m e2e.conformance.generate          # rewrite cases.json
+    .venv/bin/python -m e2e.conformance.generate --check  # exit 1 if cases.json is stale
+
+A case is plain data: {name, op, tolerance, graph}. `graph` is a protocol graph with its input
+data inline (non-finite values as "nan"/"inf"/"-inf"), labelled with the lowest version its
+ops need. Single-op cases have op = the op under test; chain cases have op = "chain" and list
+every computed node as an output, so the runner checks each node against the reference computed
+from the backend's own operand values. Each case's random data comes from a generator seeded
+by the case name, so adding a case never changes another.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import sys
+import zlib
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from e2e.conformance.reference import OP_TABLE, evaluate, operand_ids
+
+CASES_PATH = Path(__file__).with_name("cases.json")
+OPS = OP_TABLE["ops"]
+Shape = Sequence[int]
+
+
+def _json_number(x: np.float32) -> float | int | str:
+    """The shortest JSON token that reads back as this float32 (via float64, as JSON does)."""
+    if not np.isfinite(x):
+        return "nan" if np.isnan(x) else ("inf" if x > 0 else "-inf")
+    if x == 0:
+        return -0.0 if np.signbit(x) else 0
+    if x == int(x) and abs(x) < 2**24:
+        return int(x)
+    short = float(str(x))
+    return short if np.float32(short) == x else float(x)
+
+
+def values(arr: np.ndarray | Iterable[float]) -> list:
+    """Protocol data for an array: float32-rounded, flat, row-major."""
+    flat = np.asarray(arr, dtype=np.float64).astype(np.float32).reshape(-1)
+    return [_json_number(x) for x in flat]
+
+
+class Builder:
+    """Builds one case: nodes with ids in creation order, outputs by name."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.rng = np.random.default_rng(zlib.crc32(name.encode()))
+        self.nodes: list[dict] = []
+        self.outputs: list[dict] = []
+
+    def _add(self, node: dict) -> int:
+        node = {"id": len(self.nodes), **node}
+        self.nodes.append(node)
+        return node["id"]
+
+    def input(self, shape: Shape, data: np.ndarray | Iterable[float]) -> int:
+        data = values(data)
+        assert len(data) == math.prod(shape), (self.name, shape, len(data))
+        return self._add({"op": "input", "shape": list(shape), "data": data})
+
+    def rand(self, shape: Shape, lo: float = -2.0, hi: float = 2.0, digits: int = 3) -> int:
+        """An input of uniform random short decimals (short JSON, exact float32 values)."""
+        return self.input(shape, self.uniform(shape, lo, hi, digits))
+
+    def uniform(self, shape: Shape, lo: float, hi: float, digits: int = 3) -> np.ndarray:
+        return np.round(self.rng.uniform(lo, hi, size=math.prod(shape)), digits)
+
+    def full(self, shape: Shape, value: float | str) -> int:
+        return self._add({"op": "full", "shape": list(shape), "value": value})
+
+    def op(self, op: str, *operands: int, **attrs: object) -> int:
+        names = OPS[op]["operands"]
+        assert len(names) == len(operands), (op, operands)
+        return self._add({"op": op, **dict(zip(names, operands, strict=True)), **attrs})
+
+    def out(self, node_id: int, name: str | None = None) -> int:
+        self.outputs.append({"name": name or f"out{len(self.outputs)}", "id": node_id})
+        return node_id
+
+    def case(self, op: str) -> dict:
+        graph = {"version": 1, "nodes": self.nodes, "outputs": self.outputs}
+        graph["version"] = required_version(graph)
+        tolerance = OPS[op]["tolerance"] if op in OPS else "per-node"
+        return {"name": self.name, "op": op, "tolerance": tolerance, "graph": graph}
+
+
+def _one_element_low_rank(shape: Shape) -> bool:
+    return len(shape) <= 1 and math.prod(shape) == 1
+
+
+def _needs_v2(node: dict, shapes: list[Shape]) -> bool:
+    when = OPS[node["op"]].get("v2_when")
+    if when == "broadcast":
+        a, b = shapes
+        return list(a) != list(b) and not (_one_element_low_rank(a) or _one_element_low_rank(b))
+    if when == "batched":
+        return any(len(s) > 2 for s in shapes)
+    if when == "axis":
+        return node.get("axis") is not None or bool(node.get("keepdim", False))
+    return False
+
+
+def required_version(graph: dict) -> int:
+    """The lowest protocol version the graph's ops and their uses need (docs/protocol.md 5)."""
+    every = {**graph, "outputs": [{"name": str(n["id"]), "id": n["id"]} for n in graph["nodes"]]}
+    refs = evaluate(every)
+    version = 1
+    for node in graph["nodes"]:
+        shapes = [refs[i].value.shape for i in operand_ids(node)]
+        need = 2 if _needs_v2(node, shapes) else OPS[node["op"]]["version"]
+        version = max(version, need)
+    return version
+
+
+def single(name: str, op: str, build: Callable[[Builder], list[int]], **attrs: object) -> dict:
+    """A case of one op: `build` makes its operands; the op's node is the only output."""
+    b = Builder(name)
+    b.out(b.op(op, *build(b), **attrs), "y")
+    return b.case(op)
+
+
+# ---- special values -------------------------------------------------------------------------
+
+NONFINITE = [math.inf, -math.inf, math.nan]
+SIGNED = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 1e-30, -1e-30, 1e30, -1e30, 3e38, -3e38]
+
+
+# ---- families -------------------------------------------------------------------------------
+
+BINARY = ["add", "sub", "mul", "div"]
+BROADCAST_PAIRS: list[tuple[Shape, Shape]] = [
+    ([], []),
+    ([1], [1]),
+    ([5], []),
+    ([], [5]),
+    ([7], [1]),
+    ([1], [2, 3]),
+    ([3, 1], [4]),
+    ([4, 1], [1, 4]),
+    ([2, 3, 4, 5], [5]),
+    ([2, 3, 4, 5], [1, 1, 1, 1]),
+    ([2, 1, 3, 1], [1, 4, 1, 5]),
+    ([1, 1, 1, 1], [3, 2, 1, 2]),
+    ([3, 1, 5], [2, 1, 4, 1]),
+    ([17, 33], [17, 33]),
+]
+
+
+def _divisor(b: Builder, shape: Shape) -> int:
+    """Random divisors kept away from 0 so quotients stay in range."""
+    mag = b.uniform(shape, 0.25, 4.0)
+    sign = np.where(b.rng.random(math.prod(shape)) < 0.5, -1.0, 1.0)
+    return b.input(shape, mag * sign)
+
+
+def binary_cases() -> list[dict]:
+    cases = []
+    for op in BINARY:
+        lengths = [63, 64, 65, 1000, 4097] if op == "add" else [65, 1000]
+        pairs = [([n], [n]) for n in lengths] + BROADCAST_PAIRS
+        for sa, sb in pairs:
+            name = f"{op}/{'x'.join(map(str, sa)) or 'scalar'}_{'x'.join(map(str, sb)) or 'scalar'}"
+
+            def build(b: Builder, sa: Shape = sa, sb: Shape = sb, op: str = op) -> list[int]:
+                second = _divisor(b, sb) if op == "div" else b.rand(sb)
+                return [b.rand(sa), second]
+
+            cases.append(single(name, op, build))
+        # every special value against every special value: non-finite, signed zeros, extremes
+        grid = np.array(SIGNED + NONFINITE)
+        av, bv = (g.reshape(-1) for g in np.meshgrid(grid, grid, indexing="ij"))
+        cases.append(
+            single(f"{op}/special_values", op, lambda b, av=av, bv=bv: [
+                b.input([av.size], av), b.input([bv.size], bv)])
+        )
+        big = [1e30, -3e38, 2.5e-30, 7e37]
+        cases.append(
+            single(f"{op}/magnitudes_rank2", op, lambda b, big=big: [
+                b.input([2, 2], big), b.input([2, 2], [3e38, -1e10, 4e-9, 9e-9])])
+        )
+    # cancellation: nearly equal operands
+    cases.append(single("sub/cancellation", "sub", lambda b: [
+        b.input([4], [1.0000001, 1e30, 3.1415927, -2.0]),
+        b.input([4], [1.0, 0.99999994e30, 3.1415925, -2.0000002])]))
+    return cases
+
+
+UNARY_DOMAINS: dict[str, tuple[float, float, list[float]]] = {
+    # op: (random low, random high, special inputs)
+    "relu": (-3, 3, SIGNED + NONFINITE),
+    "positive": (-3, 3, SIGNED + NONFINITE),
+    "neg": (-3, 3, SIGNED + NONFINITE),
+    "exp": (-20, 20, [0.0, -0.0, 1.0, -1.0, 88.0, -87.0, 100.0, -100.0, 1e-30, -1e30] + NONFINITE),
+    "log": (1e-3, 50, [0.0, -0.0, 1.0, -1.0, 1e-30, 1e30, 3e38, 1.0000001, 0.9999999] + NONFINITE),
+    "sqrt": (0, 50, [0.0, -0.0, 1.0, 4.0, 2.0, -1.0, 1e-30, 1e30, 3e38, -1e30] + NONFINITE),
+    "tanh": (-6, 6, [0.0, -0.0, 1e-30, -1e-30, 0.5, -0.5, 20.0, -20.0, 1e30, -1e30] + NONFINITE),
+    "sigmoid": (-20, 20, [0.0, -0.0, 1e-30, 50.0, -50.0, 100.0, -100.0, 1e30, -1e30] + NONFINITE),
+    # gelu(-inf) = -inf * 0 is undefined in float arithmetic: only NaN among the non-finite
+    "gelu": (-6, 6, [0.0, -0.0, 1e-30, -1e-30, 10.0, -10.0, 30.0, -30.0, 1e30, -1e30, math.nan]),
+}
+
+
+def unary_cases() -> list[dict]:
+    cases = []
+    for op, (lo, hi, special) in UNARY_DOMAINS.items():
+        lengths = [63, 65, 4097] if op in ("relu", "exp") else [65, 1000]
+        shapes: list[Shape] = [[], [1]] + [[n] for n in lengths] + [[2, 3, 4, 5], [1, 1, 1, 1]]
+        for shape in shapes:
+            name = f"{op}/{'x'.join(map(str, shape)) or 'scalar'}"
+            cases.append(single(name, op, lambda b, s=shape, lo=lo, hi=hi: [b.rand(s, lo, hi)]))
+        cases.append(single(f"{op}/special_values", op,
+                            lambda b, sp=special: [b.input([len(sp)], sp)]))
+    # gelu_grad: forward input a, upstream gradient b
+    for shape in ([], [1], [65], [1000], [2, 3, 4, 5]):
+        name = f"gelu_grad/{'x'.join(map(str, shape)) or 'scalar'}"
+        cases.append(single(name, "gelu_grad", lambda b, s=shape: [b.rand(s, -6, 6), b.rand(s)]))
+    gg = [0.0, -0.0, 1.0, -1.0, 5.0, -5.0, 10.0, -10.0, 1e30, -1e30, 1e-30]
+    cases.append(single("gelu_grad/special_values", "gelu_grad", lambda b: [
+        b.input([len(gg)], gg), b.input([len(gg)], [0.5] * len(gg))]))
+    return cases
+
+
+def layout_cases() -> list[dict]:
+    cases = []
+    for shape in ([2, 3], [1, 1], [1, 5], [5, 1], [17, 33], [65, 64], [2, 3, 4], [2, 3, 4, 5],
+                  [1, 1, 1, 1]):
+        name = f"transpose/{'x'.join(map(str, shape))}"
+        cases.append(single(name, "transpose", lambda b, s=shape: [b.rand(s)]))
+    cases.append(single("transpose/special_values", "transpose", lambda b: [
+        b.input([3, 5], (SIGNED + NONFINITE)[:15])]))
+    for dims in itertools.permutations(range(3)):
+        cases.append(single(f"permute/2x3x4_{''.join(map(str, dims))}", "permute",
+                            lambda b: [b.rand([2, 3, 4])], dims=list(dims)))
+    for dims in ([0, 1, 2, 3], [3, 2, 1, 0], [1, 3, 0, 2], [2, 0, 3, 1]):
+        cases.append(single(f"permute/2x3x4x5_{''.join(map(str, dims))}", "permute",
+                            lambda b: [b.rand([2, 3, 4, 5])], dims=dims))
+    for shape, dims in (([7], [0]), ([], []), ([1, 65], [1, 0]), ([3, 1, 1, 2], [3, 1, 2, 0])):
+        tag = "x".join(map(str, shape)) or "scalar"
+        cases.append(single(f"permute/{tag}_{''.join(map(str, dims)) or 'none'}", "permute",
+                            lambda b, s=shape: [b.rand(s)], dims=dims))
+    reshapes: list[tuple[Shape, list[int]]] = [
+        ([6], [2, 3]), ([2, 3], [-1]), ([2, 3, 4], [4, -1]), ([], [1]), ([1], []),
+        ([4097], [1, 4097]), ([2, 3, 4, 5], [5, 4, 3, 2]), ([2, 3, 4, 5], [-1, 1, 1, 1]),
+        ([1, 1, 1, 1], []), ([12], [2, -1, 3]),
+    ]
+    for src, dst in reshapes:
+        tag = f"{'x'.join(map(str, src)) or 'scalar'}_to_{'x'.join(map(str, dst)) or 'scalar'}"
+        cases.append(single(f"reshape/{tag}", "reshape", lambda b, s=src: [b.rand(s)],
+                            shape=dst))
+    return cases
+
+
+def source_cases() -> list[dict]:
+    cases = []
+    for shape in ([], [1], [5], [2, 3], [1, 1, 1, 1], [2, 3, 4, 5]):
+        b = Builder(f"input/{'x'.join(map(str, shape)) or 'scalar'}")
+        b.out(b.rand(shape, -1e3, 1e3), "y")
+        cases.append(b.case("input"))
+    b = Builder("input/special_values")
+    b.out(b.input([15], SIGNED + NONFINITE), "y")
+    cases.append(b.case("input"))
+    fulls: list[tuple[Shape, float | str]] = [
+        ([], 1.5), ([3], -0.0), ([2, 2, 2, 2], 0.1), ([1], 1e30), ([4], 1e-30), ([2], "nan"),
+        ([3, 1], "inf"), ([1, 3], "-inf"), ([65], -3e38), ([7], 2),
+    ]
+    for i, (shape, value) in enumerate(fulls):
+        b = Builder(f"full/{i}_{'x'.join(map(str, shape)) or 'scalar'}_{value}")
+        b.out(b.full(shape, value), "y")
+        cases.append(b.case("full"))
+    return cases
+
+
+def reduction_cases() -> list[dict]:
+    cases = []
+    for op in ("sum", "mean"):
+        lengths = [1, 63, 64, 65, 1000, 4097] if op == "sum" else [1, 65, 4097]
+        for n in lengths:
+            cases.append(single(f"{op}/all_{n}", op, lambda b, n=n: [b.rand([n])]))
+        cases.append(single(f"{op}/all_scalar", op, lambda b: [b.rand([])]))
+        cases.append(single(f"{op}/all_2x3x4x5_keepdim", op, lambda b: [b.rand([2, 3, 4, 5])],
+                            axis=None, keepdim=True))
+        for axis in range(-4, 4):
+            for keepdim in (False, True):
+                name = f"{op}/2x3x4x5_axis{axis}{'_keepdim' if keepdim else ''}"
+                cases.append(single(name, op, lambda b: [b.rand([2, 3, 4, 5])],
+                                    axis=axis, keepdim=keepdim))
+        for axis in (0, 1, -1):
+            cases.append(single(f"{op}/65x70_axis{axis}", op, lambda b: [b.rand([65, 70])],
+                                axis=axis))
+        cases.append(single(f"{op}/1_axis0_keepdim", op, lambda b: [b.rand([1])], axis=0,
+                            keepdim=True))
+        cases.append(single(f"{op}/magnitudes", op, lambda b: [
+            b.input([5], [1e30, 1.0, -1e30, 2.0, 1e-30])]))
+        cases.append(single(f"{op}/small", op, lambda b: [b.input([100], [1e-30] * 100)]))
+        cases.append(single(f"{op}/inf", op, lambda b: [b.input([70], [1.0] * 69 + [math.inf])]))
+        cases.append(single(f"{op}/inf_minus_inf", op, lambda b: [
+            b.input([3], [math.inf, 1.0, -math.inf])]))
+        cases.append(single(f"{op}/nan_axis1", op, lambda b: [
+            b.input([2, 3], [1.0, math.nan, 2.0, 3.0, 4.0, 5.0])], axis=1))
+    return cases
+
+
+def softmax_cases() -> list[dict]:
+    cases = []
+    for op in ("softmax", "log_softmax"):
+        cases.append(single(f"{op}/4x10", op, lambda b: [b.rand([4, 10], -5, 5)]))
+        cases.append(single(f"{op}/1", op, lambda b: [b.rand([1])]))
+        cases.append(single(f"{op}/1x1_axis0", op, lambda b: [b.rand([1, 1])], axis=0))
+        for axis in range(-3, 3):
+            cases.append(single(f"{op}/3x4x5_axis{axis}", op, lambda b: [b.rand([3, 4, 5], -4, 4)],
+                                axis=axis))
+        cases.append(single(f"{op}/2x3x4x5_axis1", op, lambda b: [b.rand([2, 3, 4, 5])], axis=1))
+        cases.append(single(f"{op}/3x1000", op, lambda b: [b.rand([3, 1000], -10, 10)]))
+        cases.append(single(f"{op}/4097", op, lambda b: [b.rand([4097], -10, 10)]))
+        cases.append(single(f"{op}/65x3_axis0", op, lambda b: [b.rand([65, 3], -10, 10)], axis=0))
+        cases.append(single(f"{op}/large_logits", op, lambda b: [b.input([3, 5], [
+            1e4, -1e4, 50.0, 88.0, 100.0,
+            1e30, 1e30, -1e30, 0.0, 1.0,
+            -3e38, 3e38, 3e38, 87.5, -87.5])]))
+        cases.append(single(f"{op}/neg_inf_logits", op, lambda b: [b.input([2, 4], [
+            -math.inf, 0.0, 1.0, -math.inf, 2.0, -math.inf, -math.inf, -math.inf])]))
+    return cases
+
+
+def _one_hot(b: Builder, n: int, c: int) -> int:
+    labels = b.rng.integers(0, c, size=n)
+    return b.input([n, c], np.eye(c)[labels])
+
+
+def _soft_targets(b: Builder, n: int, c: int) -> int:
+    p = b.rng.random((n, c)) + 0.05
+    return b.input([n, c], np.round(p / p.sum(axis=1, keepdims=True), 3))
+
+
+def cross_entropy_cases() -> list[dict]:
+    cases = []
+    for op in ("cross_entropy", "cross_entropy_grad"):
+        for n, c in ((4, 10), (1, 1), (64, 10), (65, 3), (3, 130), (1, 1000)):
+            cases.append(single(f"{op}/{n}x{c}_onehot", op,
+                                lambda b, n=n, c=c: [b.rand([n, c], -5, 5), _one_hot(b, n, c)]))
+        cases.append(single(f"{op}/8x5_soft", op,
+                            lambda b: [b.rand([8, 5], -3, 3), _soft_targets(b, 8, 5)]))
+        cases.append(single(f"{op}/large_logits", op, lambda b: [
+            b.input([3, 4], [1e4, -1e4, 50.0, 0.0, 88.0, 100.0, -100.0, 3.0,
+                             1e30, -1e30, 1.0, 2.0]),
+            b.input([3, 4], [0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0])]))
+    return cases
+
+
+def matmul_cases() -> list[dict]:
+    cases = []
+    shapes: list[tuple[Shape, Shape]] = [
+        ([1, 1], [1, 1]), ([2, 3], [3, 4]), ([17, 33], [33, 9]), ([65, 64], [64, 63]),
+        ([1, 1000], [1000, 1]), ([3, 1], [1, 4]), ([64, 64], [64, 64]), ([1, 130], [130, 65]),
+        ([2, 3, 4], [2, 4, 5]), ([2, 1, 3, 4], [1, 5, 4, 2]), ([3, 4], [2, 4, 5]),
+        ([2, 3, 4], [4, 5]), ([2, 2, 3, 4], [2, 2, 4, 3]), ([1, 1, 1], [1, 1, 1]),
+        ([4, 1, 7, 9], [3, 9, 2]),
+    ]
+    for sa, sb in shapes:
+        name = f"matmul/{'x'.join(map(str, sa))}_{'x'.join(map(str, sb))}"
+        cases.append(single(name, "matmul", lambda b, sa=sa, sb=sb: [b.rand(sa), b.rand(sb)]))
+    cases.append(single("matmul/large_magnitudes", "matmul", lambda b: [
+        b.input([2, 3], b.uniform([2, 3], -4, 4) * 1e15),
+        b.input([3, 2], b.uniform([3, 2], -4, 4) * 1e14)]))
+    cases.append(single("matmul/small_magnitudes", "matmul", lambda b: [
+        b.input([2, 3], b.uniform([2, 3], 1, 4) * 1e-15),
+        b.input([3, 2], b.uniform([3, 2], 1, 4) * 1e-14)]))
+    cases.append(single("matmul/nonfinite", "matmul", lambda b: [
+        b.input([3, 2], [math.inf, 1.0, math.nan, 1.0, 2.0, 3.0]),
+        b.input([2, 2], [1.0, 2.0, 0.5, 0.25])]))
+    return cases
+
+
+def optimizer_cases() -> list[dict]:
+    cases = []
+    shapes: list[Shape] = [[], [1], [65], [2, 3, 4, 5]]
+    specs: list[tuple[str, dict[str, object]]] = [
+        ("sgd_update", {"lr": 0.1}), ("sgd_update", {"lr": 0.003}),
+        ("momentum_update", {"momentum": 0.9}), ("momentum_update", {"momentum": 0.0}),
+        ("adam_m", {}), ("adam_m", {"beta1": 0.8}), ("adam_v", {}), ("adam_v", {"beta2": 0.99}),
+    ]
+    for op, attrs in specs:
+        tag = "_".join(f"{k}{v}" for k, v in attrs.items()) or "default"
+        for shape in shapes + ([[4097]] if tag in ("lr0.1", "default") else []):
+            name = f"{op}/{tag}_{'x'.join(map(str, shape)) or 'scalar'}"
+            cases.append(single(name, op, lambda b, s=shape: [b.rand(s), b.rand(s)], **attrs))
+        # gradients stay below 1e19 so that b * b (adam_v) cannot overflow in any order
+        cases.append(single(f"{op}/{tag}_magnitudes", op, lambda b: [
+            b.input([4], [1e30, -1e-30, 3.0, 1e15]),
+            b.input([4], [1e18, 1e-30, -2e-30, -1e15])], **attrs))
+    adam_specs: list[tuple[Shape, float, dict[str, object]]] = [
+        ([], 1, {}), ([1], 1, {}), ([], 2, {}), ([1], 10, {}), ([], 1000, {}),
+        ([1], 3, {"lr": 0.01, "beta1": 0.8, "beta2": 0.99, "eps": 1e-6}),
+    ]
+    for t_shape, t, attrs in adam_specs:
+        for shape in ([], [65], [2, 3, 4, 5]):
+            tag = "_".join(f"{k}{v}" for k, v in attrs.items()) or "default"
+            t_tag = "t[]" if not t_shape else "t[1]"
+            name = f"adam_update/{tag}_{t_tag}={t}_{'x'.join(map(str, shape)) or 'scalar'}"
+            cases.append(single(name, "adam_update", lambda b, s=shape, ts=t_shape, t=t: [
+                b.rand(s), b.rand(s, -0.1, 0.1, 4), b.rand(s, 0, 0.01, 5), b.input(ts, [t])],
+                **attrs))
+    return cases
+
+
+# ---- life -----------------------------------------------------------------------------------
+
+GLIDER = [(0, 1), (1, 2), (2, 0), (2, 1), (2, 2)]
+
+
+def _grid(h: int, w: int, cells: Iterable[tuple[int, int]], top: int = 0, left: int = 0) -> np.ndarray:
+    g = np.zeros((h, w))
+    for r, c in cells:
+        g[(top + r) % h, (left + c) % w] = 1.0
+    return g
+
+
+def _life_chain(name: str, grid: np.ndarray, steps: int) -> dict:
+    b = Builder(name)
+    x = b.input(list(grid.shape), grid)
+    for _ in range(steps):
+        x = b.out(b.op("life", x), f"step{len(b.outputs) + 1}")
+    return b.case("life")
+
+
+def life_cases() -> list[dict]:
+    cases = [
+        _life_chain("life/glider_across_corner_8x8_x6", _grid(8, 8, GLIDER, 6, 6), 6),
+        _life_chain("life/glider_64x64_x4", _grid(64, 64, GLIDER, 62, 30), 4),
+        _life_chain("life/blinker_on_edge_5x7", _grid(5, 7, [(0, 6), (1, 6), (4, 6)]), 2),
+        _life_chain("life/glider_wraps_17x33_x8", _grid(17, 33, GLIDER, 15, 31), 8),
+    ]
+    b = Builder("life/random_65x63_x3")
+    cases.append(_life_chain(b.name, (b.rng.random((65, 63)) < 0.35).astype(float), 3))
+    b = Builder("life/thresholds")
+    grid = b.rng.choice([0.0, 0.5, 0.50000006, 0.7, 1.0, -1.0, 2.0, math.nan], size=(9, 11))
+    cases.append(_life_chain(b.name, grid, 1))
+    for h, w in ((1, 1), (2, 3), (3, 3), (1, 8)):
+        b = Builder(f"life/tiny_{h}x{w}")
+        cases.append(_life_chain(b.name, (b.rng.random((h, w)) < 0.5).astype(float), 2))
+    return cases
+
+
+# ---- chains ---------------------------------------------------------------------------------
+
+
+def _mlp_step() -> dict:
+    """An MLP forward + backward + Adam step; every computed node is an output."""
+    b = Builder("chain/mlp_forward_backward_adam")
+    n, d, h, c = 8, 16, 32, 10
+    x, y = b.rand([n, d]), _one_hot(b, n, c)
+    w1, b1 = b.rand([d, h], -0.3, 0.3), b.rand([h], -0.1, 0.1)
+    w2, b2 = b.rand([h, c], -0.3, 0.3), b.rand([c], -0.1, 0.1)
+    keep = b.out
+    hid = keep(b.op("add", keep(b.op("matmul", x, w1)), b1))
+    act = keep(b.op("relu", hid))
+    logits = keep(b.op("add", keep(b.op("matmul", act, w2)), b2))
+    keep(b.op("cross_entropy", logits, y), "loss")
+    dlogits = keep(b.op("cross_entropy_grad", logits, y))
+    dw2 = keep(b.op("matmul", keep(b.op("transpose", act)), dlogits))
+    db2 = keep(b.op("sum", dlogits, axis=0))
+    dact = keep(b.op("matmul", dlogits, keep(b.op("transpose", w2))))
+    dhid = keep(b.op("mul", dact, keep(b.op("positive", hid))))
+    dw1 = keep(b.op("matmul", keep(b.op("transpose", x)), dhid))
+    keep(b.op("sum", dhid, axis=0, keepdim=False))
+    t = b.input([1], [1])
+    for w, g in ((w1, dw1), (w2, dw2)):
+        m = keep(b.op("adam_m", b.full(b_shape(b, w), 0.0), g))
+        v = keep(b.op("adam_v", b.full(b_shape(b, w), 0.0), g))
+        keep(b.op("adam_update", w, m, v, t, lr=0.01))
+    keep(b.op("sgd_update", b1, keep(b.op("mean", dhid, axis=0)), lr=0.1))
+    keep(b.op("momentum_update", b2, db2, momentum=0.9))
+    return b.case("chain")
+
+
+def b_shape(b: Builder, node_id: int) -> list[int]:
+    return list(b.nodes[node_id]["shape"])
+
+
+def _softmax_by_hand() -> dict:
+    b = Builder("chain/softmax_by_hand")
+    a = b.rand([3, 7], -4, 4)
+    keep = b.out
+    e = keep(b.op("exp", a))
+    s = keep(b.op("sum", e, axis=-1, keepdim=True))
+    keep(b.op("div", e, s))
+    keep(b.op("softmax", a))
+    keep(b.op("log", keep(b.op("sigmoid", keep(b.op("tanh", a))))))
+    return b.case("chain")
+
+
+def _layout_chain() -> dict:
+    b = Builder("chain/reshape_permute_transpose")
+    a = b.rand([24])
+    keep = b.out
+    r = keep(b.op("reshape", a, shape=[2, 3, 4]))
+    p = keep(b.op("permute", r, dims=[2, 0, 1]))
+    t = keep(b.op("transpose", keep(b.op("transpose", p))))
+    keep(b.op("reshape", keep(b.op("neg", t)), shape=[-1, 2]))
+    return b.case("chain")
+
+
+def _gelu_chain() -> dict:
+    b = Builder("chain/gelu_and_grad")
+    a, g = b.rand([5, 13], -4, 4), b.rand([5, 13])
+    keep = b.out
+    y = keep(b.op("gelu", a))
+    keep(b.op("gelu_grad", a, keep(b.op("mul", y, g))))
+    keep(b.op("sqrt", keep(b.op("mul", y, y))))
+    return b.case("chain")
+
+
+def _shuffled_ids() -> dict:
+    """Nodes listed out of order with sparse ids: validators must not assume either."""
+    b = Builder("add/shuffled_ids")
+    b.nodes = [
+        {"id": 40, "op": "add", "a": 7, "b": 3},
+        {"id": 3, "op": "input", "shape": [2], "data": [1.5, -2]},
+        {"id": 7, "op": "input", "shape": [2], "data": [0.25, 8]},
+    ]
+    b.outputs = [{"name": "y", "id": 40}]
+    return b.case("add")
+
+
+def chain_cases() -> list[dict]:
+    return [_mlp_step(), _softmax_by_hand(), _layout_chain(), _gelu_chain(), _shuffled_ids()]
+
+
+FAMILIES: list[Callable[[], list[dict]]] = [
+    source_cases, binary_cases, unary_cases, layout_cases, reduction_cases, softmax_cases,
+    cross_entropy_cases, matmul_cases, optimizer_cases, life_cases, chain_cases,
+]
+
+
+def build_cases() -> list[dict]:
+    """Every case, in a fixed order; names are unique."""
+    cases = [case for family in FAMILIES for case in family()]
+    names = [c["name"] for c in cases]
+    dupes = {n for n in names if names.count(n) > 1}
+    assert not dupes, f"duplicate case names: {sorted(dupes)}"
+    return cases
+
+
+def render(cases: list[dict]) -> str:
+    """One case per line: small diffs, still plain JSON."""
+    lines = [json.dumps(c, separators=(",", ":"), allow_nan=False) for c in cases]
+    return "[\n" + ",\n".join(lines) + "\n]\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if cases.json is stale")
+    args = parser.parse_args(argv)
+    text = render(build_cases())
+    if args.check:
+        stale = not CASES_PATH.exists() or CASES_PATH.read_text() != text
+        print("cases.json is stale: run python -m e2e.conformance.generate" if stale else "ok")
+        return 1 if stale else 0
+    CASES_PATH.write_text(text)
+    print(f"wrote {CASES_PATH} ({len(text)} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+#!/usr/bin/env node
+// Node lane of the conformance runner: reads [{name, graph}] as JSON on stdin, runs each case
+// with createRuntime({backend}) from backends-js, writes run_cases.mjs's JSON answer on stdout.
+//   node e2e/conformance/node_executor.mjs cpu|wasm [--allow-software] < cases.json
+import { runCases } from './run_cases.mjs';
+
+async function readStdin() {
+  const chunks = [];
+  for await (const chunk of process.stdin) chunks.push(chunk);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+async function main() {
+  const [backend, ...flags] = process.argv.slice(2);
+  if (!backend) throw new Error('usage: node_executor.mjs <backend> [--allow-software] < cases');
+  const cases = JSON.parse(await readStdin());
+  let createRuntime;
+  try {
+    ({ createRuntime } = await import('../../backends-js/src/runtime.mjs'));
+  } catch (err) {
+    const reason = `backends-js/src/runtime.mjs cannot be imported: ${err.message}`;
+    process.stdout.write(JSON.stringify({ lane: { available: false, reason }, results: [] }));
+    return;
+  }
+  const answer = await runCases(createRuntime,
+    { backend, allowSoftware: flags.includes('--allow-software') }, cases);
+  process.stdout.write(JSON.stringify(answer));
+}
+
+main().catch((err) => {
+  process.stderr.write(`${err.stack ?? err}\n`);
+  process.exit(2);
+});

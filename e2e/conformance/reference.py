@@ -1,0 +1,412 @@
+"""An independent float64 evaluator of the graph protocol, with an error scale per element.
+
+Deliberately shares no code with gpulab (whose evaluator is one of the things under test): it
+reads the op table only for attribute defaults. Every tensor is stored as float32 (inputs,
+attribute floats and every node's result are float32 values) and every op is computed in
+float64 from those float32 values, which is what "the float64 reference" means in
+docs/protocol.md "Tolerances".
+
+Besides the value, the reduction / matmul / optimizer / softmax-family ops return `scale`, the
+magnitude that float32 rounding inside the op is proportional to (the tolerance allows
+`scale_eps * eps32 * scale` on top of `ulps * ulp32(ref)`):
+
+- sum: sum of |x| over the reduced elements; mean: that divided by the count.
+- matmul: |A| @ |B|.
+- softmax: out * (|z| + L), z = a - max, L = ceil(n / 64) + 6 the longest addition chain of the
+  protocol's 64-lane sum (vendor exp error grows with |z|, the sum's rounding with L).
+- log_softmax: |z| + |log S| + L (an absolute error: z and log S are subtracted).
+- cross_entropy: mean over rows of sum_c |b| * (|log_softmax| + its scale).
+- cross_entropy_grad: (softmax scale + |b|) / N.
+- sgd/momentum: the sum of |terms| of the update formula.
+- adam_m/adam_v: the sum of |terms| plus beta * (|a| + |b|) (resp. |b|^2): the protocol does not
+  say whether float attributes are used as float32 or float64, and 1 - beta cancels.
+- adam_update: |a| + |u| * (4 + t * (b1^t / (1 - b1^t) + b2^t / (1 - b2^t))), u the step: the
+  bias corrections 1 - beta^t cancel, which multiplies the rounding of beta^t by that ratio.
+Other ops have scale 0 (their classes have scale_eps 0).
+
+Game of Life: the 8 neighbour offsets are taken modulo the grid size, so on a grid with fewer
+than 3 rows or columns a cell is counted once per offset that reaches it (itself included).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+OPS_JSON = Path(__file__).resolve().parents[2] / "backends-js" / "src" / "ops.json"
+OP_TABLE: dict = json.loads(OPS_JSON.read_text())
+REDUCE_LANES: int = OP_TABLE["reduce_lanes"]
+NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+@dataclass
+class NodeRef:
+    """The reference of one node: float64 value and the per-element error scale."""
+
+    value: np.ndarray
+    scale: np.ndarray
+
+
+def decode_values(data: Sequence[float | str] | np.ndarray) -> np.ndarray:
+    """Protocol data (numbers or "nan"/"inf"/"-inf") as float32 values held in float64."""
+    if isinstance(data, np.ndarray):
+        return data.astype(np.float32).astype(np.float64)
+    flat = [NONFINITE[v] if isinstance(v, str) else v for v in data]
+    return np.asarray(flat, dtype=np.float64).astype(np.float32).astype(np.float64)
+
+
+def f32(x: float | np.ndarray) -> np.ndarray:
+    """Round to float32 storage, keep computing in float64 (overflow gives inf, as in float32)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.asarray(x, dtype=np.float64).astype(np.float32).astype(np.float64)
+
+
+def _attr(node: Mapping, name: str) -> object:
+    spec = OP_TABLE["ops"][node["op"]]["attrs"][name]
+    return node.get(name, spec.get("default"))
+
+
+def _float_attr(node: Mapping, name: str) -> float:
+    value = _attr(node, name)
+    if isinstance(value, str):
+        value = NONFINITE[value]
+    return float(f32(float(value)))  # type: ignore[arg-type]
+
+
+def _zeros(x: np.ndarray) -> np.ndarray:
+    return np.zeros(np.shape(x))
+
+
+def _norm_axis(axis: int, rank: int) -> int:
+    return axis + rank if axis < 0 else axis
+
+
+def _lane_chain(n: int) -> int:
+    """Longest chain of float additions in the protocol's 64-lane reduction of n values."""
+    return math.ceil(n / REDUCE_LANES) + int(math.log2(REDUCE_LANES))
+
+
+Kernel = Callable[[Mapping, list[np.ndarray]], tuple[np.ndarray, np.ndarray]]
+KERNELS: dict[str, Kernel] = {}
+
+
+def kernel(*names: str) -> Callable[[Kernel], Kernel]:
+    """Register a reference kernel under one or more op names."""
+
+    def register(fn: Kernel) -> Kernel:
+        for name in names:
+            KERNELS[name] = fn
+        return fn
+
+    return register
+
+
+# ---- sources --------------------------------------------------------------------------------
+
+
+@kernel("input")
+def _input(node: Mapping, _: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    if "data" not in node:
+        raise ValueError(f"node {node['id']} (input) has no data: the reference needs values")
+    value = decode_values(node["data"]).reshape(node["shape"])
+    return value, _zeros(value)
+
+
+@kernel("full")
+def _full(node: Mapping, _: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    value = np.full(node["shape"], _float_attr(node, "value"), dtype=np.float64)
+    return value, _zeros(value)
+
+
+# ---- elementwise ----------------------------------------------------------------------------
+
+_BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.divide,
+}
+
+
+@kernel(*_BINARY)
+def _binary(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    value = _BINARY[node["op"]](ops[0], ops[1])
+    return value, _zeros(value)
+
+
+def _erfc(x: np.ndarray) -> np.ndarray:
+    return np.vectorize(math.erfc, otypes=[np.float64])(x)
+
+
+def _gelu(a: np.ndarray) -> np.ndarray:
+    # erfc keeps the relative accuracy for very negative a, where 1 + erf(a) cancels.
+    return 0.5 * a * _erfc(-a / math.sqrt(2.0))
+
+
+def _gelu_deriv(a: np.ndarray) -> np.ndarray:
+    cdf = 0.5 * _erfc(-a / math.sqrt(2.0))
+    pdf = np.exp(-0.5 * a * a) / math.sqrt(2.0 * math.pi)
+    return cdf + a * pdf
+
+
+_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "relu": lambda a: np.where(a > 0, a, 0.0),
+    "positive": lambda a: np.where(a > 0, 1.0, 0.0),
+    "neg": np.negative,
+    "exp": np.exp,
+    "log": np.log,
+    "sqrt": np.sqrt,
+    "tanh": np.tanh,
+    "sigmoid": lambda a: 1.0 / (1.0 + np.exp(-a)),
+    "gelu": _gelu,
+}
+
+
+@kernel(*_UNARY)
+def _unary(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    value = np.asarray(_UNARY[node["op"]](ops[0]), dtype=np.float64)
+    return value, _zeros(value)
+
+
+@kernel("gelu_grad")
+def _gelu_grad(_: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    value = ops[1] * _gelu_deriv(ops[0])
+    return value, _zeros(value)
+
+
+# ---- layout ---------------------------------------------------------------------------------
+
+
+@kernel("transpose")
+def _transpose(_: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    value = np.swapaxes(ops[0], -1, -2)
+    return value, _zeros(value)
+
+
+@kernel("permute")
+def _permute(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    value = np.transpose(ops[0], node["dims"])
+    return value, _zeros(value)
+
+
+@kernel("reshape")
+def _reshape(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    value = ops[0].reshape(node["shape"])
+    return value, _zeros(value)
+
+
+# ---- reductions -----------------------------------------------------------------------------
+
+
+def _reduce_args(node: Mapping, a: np.ndarray) -> tuple[int | None, bool, int]:
+    axis = _attr(node, "axis")
+    keepdim = bool(_attr(node, "keepdim"))
+    if axis is None:
+        return None, keepdim, a.size
+    axis = _norm_axis(int(axis), a.ndim)  # type: ignore[arg-type]
+    return axis, keepdim, a.shape[axis]
+
+
+@kernel("sum", "mean")
+def _sum_mean(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a = ops[0]
+    axis, keepdim, count = _reduce_args(node, a)
+    value = np.sum(a, axis=axis, keepdims=keepdim)
+    scale = np.sum(np.abs(a), axis=axis, keepdims=keepdim)
+    if node["op"] == "mean":
+        value, scale = value / count, scale / count
+    return np.asarray(value), np.asarray(scale)
+
+
+def _softmax_parts(a: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """z = a - max and S = sum(exp(z)) along axis (kept), and the lane chain length."""
+    m = np.max(a, axis=axis, keepdims=True)
+    z = a - m
+    s = np.sum(np.exp(z), axis=axis, keepdims=True)
+    return z, s, _lane_chain(a.shape[axis])
+
+
+def _times_chain(sm: np.ndarray, z: np.ndarray, chain: int) -> np.ndarray:
+    """|softmax| * (|z| + chain), 0 where softmax is 0 (z = -inf would give 0 * inf)."""
+    return np.where(sm == 0, 0.0, np.abs(sm) * (np.abs(z) + chain))
+
+
+@kernel("softmax")
+def _softmax(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a = ops[0]
+    z, s, chain = _softmax_parts(a, _norm_axis(int(_attr(node, "axis")), a.ndim))  # type: ignore[arg-type]
+    value = np.exp(z) / s
+    return value, _times_chain(value, z, chain)
+
+
+@kernel("log_softmax")
+def _log_softmax(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a = ops[0]
+    z, s, chain = _softmax_parts(a, _norm_axis(int(_attr(node, "axis")), a.ndim))  # type: ignore[arg-type]
+    log_s = np.log(s)
+    return z - log_s, np.abs(z) + np.abs(log_s) + chain
+
+
+@kernel("cross_entropy")
+def _cross_entropy(_: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a, b = ops
+    z, s, chain = _softmax_parts(a, 1)
+    log_s = np.log(s)
+    ls = z - log_s
+    ls_scale = np.abs(z) + np.abs(log_s) + chain
+    rows = -np.sum(b * ls, axis=1)
+    value = np.asarray(np.mean(rows))
+    scale = np.asarray(np.mean(np.sum(np.abs(b) * (np.abs(ls) + ls_scale), axis=1)))
+    return value, scale
+
+
+@kernel("cross_entropy_grad")
+def _cross_entropy_grad(_: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a, b = ops
+    n = a.shape[0]
+    z, s, chain = _softmax_parts(a, 1)
+    sm = np.exp(z) / s
+    value = (sm - b) / n
+    return value, (_times_chain(sm, z, chain) + np.abs(b)) / n
+
+
+# ---- matmul ---------------------------------------------------------------------------------
+
+
+@kernel("matmul")
+def _matmul(_: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a, b = ops
+    with np.errstate(invalid="ignore", over="ignore"):
+        value = np.matmul(a, b)
+        scale = np.matmul(np.abs(a), np.abs(b))
+    return value, scale
+
+
+# ---- optimizers -----------------------------------------------------------------------------
+
+
+@kernel("sgd_update")
+def _sgd(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a, b = ops
+    lr = _float_attr(node, "lr")
+    return a - lr * b, np.abs(a) + np.abs(lr * b)
+
+
+@kernel("momentum_update")
+def _momentum(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a, b = ops
+    mu = _float_attr(node, "momentum")
+    return mu * a + b, np.abs(mu * a) + np.abs(b)
+
+
+def _attr_sensitivity(beta: float, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """beta * (|a| + |b|): how much beta * a + (1 - beta) * b moves per unit relative change of
+    beta. The protocol does not say whether float attributes are used as float32 (a GPU
+    uniform) or float64 (the CPU backends), which changes 1 - beta by up to 2^-24 / (1 - beta)
+    relative; this term lets both pass."""
+    return abs(beta) * (np.abs(a) + np.abs(b))
+
+
+@kernel("adam_m")
+def _adam_m(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a, b = ops
+    beta1 = _float_attr(node, "beta1")
+    terms = np.abs(beta1 * a) + np.abs((1 - beta1) * b)
+    return beta1 * a + (1 - beta1) * b, terms + _attr_sensitivity(beta1, a, b)
+
+
+@kernel("adam_v")
+def _adam_v(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a, b = ops
+    beta2 = _float_attr(node, "beta2")
+    terms = np.abs(beta2 * a) + (1 - beta2) * b * b
+    return beta2 * a + (1 - beta2) * b * b, terms + _attr_sensitivity(beta2, a, b * b)
+
+
+@kernel("adam_update")
+def _adam_update(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a, m, v, t = ops
+    lr, eps = _float_attr(node, "lr"), _float_attr(node, "eps")
+    beta1, beta2 = _float_attr(node, "beta1"), _float_attr(node, "beta2")
+    step = float(t.reshape(-1)[0])
+    p1, p2 = beta1**step, beta2**step
+    bc1, bc2 = 1 - p1, 1 - p2
+    u = (lr / bc1) * m / (np.sqrt(v) / math.sqrt(bc2) + eps)
+    # beta^t rounded (or beta itself, see _attr_sensitivity) moves 1 - beta^t by t * beta^t
+    # times the relative rounding: divided by 1 - beta^t, that is the conditioning of u.
+    conditioning = 4 + step * (p1 / bc1 + p2 / bc2)
+    return a - u, np.abs(a) + np.abs(u) * conditioning
+
+
+# ---- life -----------------------------------------------------------------------------------
+
+
+@kernel("life")
+def _life(_: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    alive = ops[0] > 0.5
+    count = np.zeros(alive.shape, dtype=np.int64)
+    for di in (-1, 0, 1):
+        for dj in (-1, 0, 1):
+            if di or dj:
+                count += np.roll(alive, (di, dj), axis=(0, 1))
+    born = ~alive & (count == 3)
+    survives = alive & ((count == 2) | (count == 3))
+    value = np.where(born | survives, 1.0, 0.0)
+    return value, _zeros(value)
+
+
+# ---- graphs ---------------------------------------------------------------------------------
+
+
+def operand_ids(node: Mapping) -> list[int]:
+    """The node's operand ids in op-table order."""
+    return [node[name] for name in OP_TABLE["ops"][node["op"]]["operands"]]
+
+
+def needed_order(graph: Mapping) -> list[Mapping]:
+    """Nodes the outputs depend on, operands first (depth-first; any topological order works)."""
+    by_id = {node["id"]: node for node in graph["nodes"]}
+    order: list[Mapping] = []
+    seen: set[int] = set()
+
+    def visit(node_id: int) -> None:
+        stack = [(node_id, False)]
+        while stack:
+            nid, expanded = stack.pop()
+            if expanded:
+                order.append(by_id[nid])
+                continue
+            if nid in seen:
+                continue
+            seen.add(nid)
+            stack.append((nid, True))
+            stack.extend((op, False) for op in reversed(operand_ids(by_id[nid])) if op not in seen)
+
+    for out in graph["outputs"]:
+        visit(out["id"])
+    return order
+
+
+def evaluate(graph: Mapping, overrides: Mapping[int, np.ndarray] | None = None) -> dict[int, NodeRef]:
+    """Reference value and scale of every node the outputs need.
+
+    `overrides` replaces a node's value *as an operand* (a backend's own result for an output),
+    so a chain can be checked node by node: each node's reference is then computed from the
+    values the backend actually fed it. A node's own reference is never overridden.
+    """
+    overrides = overrides or {}
+    refs: dict[int, NodeRef] = {}
+    for node in needed_order(graph):
+        operands = [
+            f32(overrides[i]).reshape(refs[i].value.shape) if i in overrides else f32(refs[i].value)
+            for i in operand_ids(node)
+        ]
+        with np.errstate(all="ignore"):
+            value, scale = KERNELS[node["op"]](node, operands)
+        refs[node["id"]] = NodeRef(np.asarray(value, dtype=np.float64), np.asarray(scale))
+    return refs

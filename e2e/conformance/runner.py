@@ -1,0 +1,243 @@
+"""Run the corpus on an executor, judge every output against the reference, write reports.
+
+From pytest (each lane is a few lines):
+
+    from e2e.conformance.runner import run_conformance
+    report = run_conformance("node-cpu")
+    assert report.passed, report.describe_failures()
+
+From the shell: `python -m e2e.conformance --executor cpu-python --executor node-cpu
+--report reports/conformance` writes one combined JSON + markdown table (op x executor).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from e2e.conformance.compare import compare
+from e2e.conformance.executors import EXECUTORS, LaneInfo, LaneRun, RawResult
+from e2e.conformance.reference import OP_TABLE, NodeRef, evaluate
+
+CASES_PATH = Path(__file__).with_name("cases.json")
+
+
+def load_cases(names: Iterable[str] | None = None, ops: Iterable[str] | None = None) -> list[dict]:
+    """The corpus, optionally only the named cases or the cases of some ops."""
+    cases = json.loads(CASES_PATH.read_text())
+    if names is not None:
+        wanted = set(names)
+        cases = [c for c in cases if c["name"] in wanted]
+    if ops is not None:
+        wanted_ops = set(ops)
+        cases = [c for c in cases if c["op"] in wanted_ops]
+    return cases
+
+
+@dataclass
+class OutputResult:
+    name: str
+    node: int
+    op: str
+    tolerance: str
+    passed: bool
+    max_ulp: float
+    detail: str
+
+
+@dataclass
+class CaseResult:
+    name: str
+    op: str
+    passed: bool
+    max_ulp: float
+    error: str | None = None  # the executor refused or crashed: "CODE: message"
+    outputs: list[OutputResult] = field(default_factory=list)
+
+    def describe(self) -> str:
+        if self.error:
+            return f"{self.name}: {self.error}"
+        bad = [f"{o.name} ({o.op}): {o.detail}" for o in self.outputs if not o.passed]
+        return f"{self.name}: " + "; ".join(bad)
+
+
+@dataclass
+class OpSummary:
+    cases: int = 0
+    failed: int = 0
+    max_ulp: float = 0.0
+
+
+@dataclass
+class Report:
+    """One executor's verdict on the corpus."""
+
+    lane: LaneInfo
+    results: list[CaseResult]
+
+    @property
+    def passed(self) -> bool:
+        """True only when the lane ran and every case passed (an unavailable lane never passes)."""
+        return self.lane.available and bool(self.results) and all(r.passed for r in self.results)
+
+    def failures(self) -> list[CaseResult]:
+        return [r for r in self.results if not r.passed]
+
+    def describe_failures(self, limit: int = 40) -> str:
+        """A readable list of what failed (for assertion messages)."""
+        if not self.lane.available:
+            return f"{self.lane.executor}: UNAVAILABLE: {self.lane.reason}"
+        bad = self.failures()
+        lines = [f"{self.lane.executor}: {len(bad)} of {len(self.results)} cases failed"]
+        lines += ["  " + r.describe() for r in bad[:limit]]
+        if len(bad) > limit:
+            lines.append(f"  ... and {len(bad) - limit} more")
+        return "\n".join(lines)
+
+    def by_op(self) -> dict[str, OpSummary]:
+        summary: dict[str, OpSummary] = {}
+        for r in self.results:
+            s = summary.setdefault(r.op, OpSummary())
+            s.cases += 1
+            s.failed += 0 if r.passed else 1
+            s.max_ulp = max(s.max_ulp, r.max_ulp)
+        return summary
+
+    def to_dict(self) -> dict:
+        return {
+            "lane": asdict(self.lane),
+            "passed": self.passed,
+            "cases": len(self.results),
+            "failed": len(self.failures()),
+            "by_op": {op: asdict(s) for op, s in self.by_op().items()},
+            "results": [asdict(r) for r in self.results],
+        }
+
+
+def _tolerance_of(op: str) -> str:
+    return OP_TABLE["ops"][op]["tolerance"]
+
+
+def check_case(case: Mapping, raw: RawResult | None) -> CaseResult:
+    """Judge one executor result: every output against the reference from its operands."""
+    if raw is None:
+        return CaseResult(case["name"], case["op"], False, math.inf, "no result from executor")
+    if raw.error is not None:
+        err = raw.error
+        return CaseResult(case["name"], case["op"], False, math.inf,
+                          f"{err.get('code')}: {err.get('message')}")
+    graph = case["graph"]
+    by_name = {o["name"]: o["id"] for o in graph["outputs"]}
+    missing = sorted(set(by_name) - set(raw.outputs))
+    if missing:
+        return CaseResult(case["name"], case["op"], False, math.inf, f"missing outputs {missing}")
+    first = evaluate(graph)  # for shapes; then the check from the backend's own operands
+    overrides = {
+        by_name[n]: arr for n, arr in raw.outputs.items()
+        if n in by_name and arr.size == first[by_name[n]].value.size
+    }
+    refs = evaluate(graph, overrides)
+    nodes = {n["id"]: n for n in graph["nodes"]}
+    outputs = [
+        _check_output(name, nid, nodes[nid]["op"], raw.outputs[name], refs[nid])
+        for name, nid in by_name.items()
+    ]
+    passed = all(o.passed for o in outputs)
+    return CaseResult(case["name"], case["op"], passed, max(o.max_ulp for o in outputs),
+                      None, outputs)
+
+
+def _check_output(name: str, nid: int, op: str, got: np.ndarray, ref: NodeRef) -> OutputResult:
+    tolerance = _tolerance_of(op)
+    if list(got.shape) != list(ref.value.shape):
+        return OutputResult(name, nid, op, tolerance, False, math.inf,
+                            f"shape {list(got.shape)}, want {list(ref.value.shape)}")
+    c = compare(got, ref.value, ref.scale, tolerance)
+    return OutputResult(name, nid, op, tolerance, c.passed, c.max_ulp, c.detail)
+
+
+def check_results(cases: list[dict], run: LaneRun) -> Report:
+    """Judge an executor's raw results (also how tests feed perturbed results)."""
+    if not run.info.available:
+        return Report(run.info, [])
+    return Report(run.info, [check_case(c, run.results.get(c["name"])) for c in cases])
+
+
+def run_conformance(executor: str, cases: list[dict] | None = None, **opts: object) -> Report:
+    """Run the corpus (or `cases`) on one executor and judge it.
+
+    opts go to the executor: allow_software (bool), and for browser lanes `browser` (a
+    Playwright Browser, e.g. the pytest fixture) and `server_url` (the repo root served).
+    """
+    if executor not in EXECUTORS:
+        raise ValueError(f"unknown executor {executor!r}; known: {', '.join(EXECUTORS)}")
+    cases = load_cases() if cases is None else cases
+    return check_results(cases, EXECUTORS[executor](cases, **opts))
+
+
+# ---- report files ---------------------------------------------------------------------------
+
+
+def _cell(s: OpSummary | None) -> str:
+    if s is None:
+        return "-"
+    ulp = "inf" if math.isinf(s.max_ulp) else f"{s.max_ulp:.3g}"
+    if s.failed:
+        return f"FAIL {s.failed}/{s.cases} (max {ulp} ulp)"
+    return f"pass {s.cases} (max {ulp} ulp)"
+
+
+def _lane_line(r: Report) -> str:
+    lane = r.lane
+    software = {True: "software adapter", False: "hardware", None: "n/a"}[lane.software]
+    state = "UNAVAILABLE: " + lane.reason if not lane.available else (
+        "PASS" if r.passed else f"FAIL ({len(r.failures())} of {len(r.results)} cases)")
+    return (f"| {lane.executor} | {lane.backend or '-'} | {lane.adapter or '-'} | {software} "
+            f"| {state} |")
+
+
+def to_markdown(reports: list[Report]) -> str:
+    """The combined table: one row per op, one column per executor."""
+    lines = ["# Conformance report", "",
+             "| executor | backend | adapter | kind | result |", "| --- | --- | --- | --- | --- |"]
+    lines += [_lane_line(r) for r in reports]
+    ops = list(OP_TABLE["ops"]) + ["chain"]
+    summaries = [r.by_op() for r in reports]
+    lines += ["", "| op | tolerance | " + " | ".join(r.lane.executor for r in reports) + " |",
+              "| --- | --- |" + " --- |" * len(reports)]
+    for op in ops:
+        if not any(op in s for s in summaries):
+            continue
+        tol = _tolerance_of(op) if op in OP_TABLE["ops"] else "per node"
+        lines.append(f"| {op} | {tol} | " + " | ".join(_cell(s.get(op)) for s in summaries) + " |")
+    for r in reports:
+        if r.failures():
+            lines += ["", f"## Failures: {r.lane.executor}", "", "```", r.describe_failures(200),
+                      "```"]
+    return "\n".join(lines) + "\n"
+
+
+def _json_safe(obj: object) -> object:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return "inf" if obj > 0 else ("-inf" if obj < 0 else "nan")
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_json_safe(v) for v in obj]
+    return obj
+
+
+def write_reports(reports: list[Report], directory: Path | str) -> tuple[Path, Path]:
+    """Write conformance.json and conformance.md into `directory`; returns both paths."""
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = out / "conformance.json", out / "conformance.md"
+    payload = {"lanes": [_json_safe(r.to_dict()) for r in reports]}
+    json_path.write_text(json.dumps(payload, indent=1, allow_nan=False) + "\n")
+    md_path.write_text(to_markdown(reports))
+    return json_path, md_path
