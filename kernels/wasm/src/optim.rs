@@ -1,5 +1,6 @@
-//! Optimizer updates (op table docs), float32 per element; coefficients that depend only on
-//! attributes (1 - beta, Adam's bias corrections) are computed in float64 and rounded once.
+//! Optimizer updates (op table docs), float32 per element. Float attributes are used as
+//! float32 values (as a GPU uniform would hold them); coefficients derived from them
+//! (1 - beta, Adam's bias corrections) are computed exactly or in float64 and rounded once.
 use crate::math::pow64;
 use crate::vec::{load, splat, sqrt64, store};
 use core::arch::wasm32::*;
@@ -16,6 +17,13 @@ unsafe fn zip(a: *const f32, b: *const f32, out: *mut f32, n: usize, v: impl Fn(
         *out.add(i) = s(*a.add(i), *b.add(i));
         i += 1;
     }
+}
+
+/// beta and 1 - beta, from beta rounded to float32 (1 - beta is then exact for beta >= 0.5).
+#[inline(always)]
+fn coefficients(beta: f64) -> (f32, f32) {
+    let p = beta as f32;
+    (p, (1.0 - p as f64) as f32)
 }
 
 /// a - lr * b
@@ -35,7 +43,7 @@ pub unsafe extern "C" fn momentum_update(a: *const f32, b: *const f32, out: *mut
 /// beta1 * a + (1 - beta1) * b
 #[no_mangle]
 pub unsafe extern "C" fn adam_m(a: *const f32, b: *const f32, out: *mut f32, n: usize, beta1: f64) {
-    let (p, q) = (beta1 as f32, (1.0 - beta1) as f32);
+    let (p, q) = coefficients(beta1);
     let (pv, qv) = (splat(p), splat(q));
     zip(a, b, out, n, |m, g| f32x4_add(f32x4_mul(pv, m), f32x4_mul(qv, g)), |m, g| p * m + q * g);
 }
@@ -43,7 +51,7 @@ pub unsafe extern "C" fn adam_m(a: *const f32, b: *const f32, out: *mut f32, n: 
 /// beta2 * a + (1 - beta2) * b * b
 #[no_mangle]
 pub unsafe extern "C" fn adam_v(a: *const f32, b: *const f32, out: *mut f32, n: usize, beta2: f64) {
-    let (p, q) = (beta2 as f32, (1.0 - beta2) as f32);
+    let (p, q) = coefficients(beta2);
     let (pv, qv) = (splat(p), splat(q));
     zip(a, b, out, n, |v, g| f32x4_add(f32x4_mul(pv, v), f32x4_mul(f32x4_mul(qv, g), g)), |v, g| p * v + q * g * g);
 }
@@ -63,6 +71,7 @@ pub unsafe extern "C" fn adam_update(
     eps: f64,
 ) {
     let step = *t as f64;
+    let [lr, beta1, beta2] = [lr, beta1, beta2].map(|x| x as f32 as f64);
     let lr_t = (lr / (1.0 - pow64(beta1, step))) as f32;
     let root2 = sqrt64(1.0 - pow64(beta2, step)) as f32;
     let e = eps as f32;

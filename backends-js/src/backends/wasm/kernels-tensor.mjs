@@ -1,0 +1,137 @@
+// Kernels with structure: matmul (batched, reading transposed operands in place), reductions,
+// the softmax family, layout ops, life, and the data ops (input, full).
+import { numel } from '../../shapes.mjs';
+import { registerKernel } from './registry.mjs';
+
+const NR = 8; // columns per packed B panel in kernels.wasm's matmul
+
+/** Inputs are uploaded or fed by the program; they have no per-step work. */
+registerKernel('input', () => null);
+
+/** full is filled once at prepare (its bits, so NaN and -0 survive) and never changes. */
+registerKernel('full', ({ exports, node, out }) => {
+  const bits = new Uint32Array(new Float32Array([node.attrs.value]).buffer)[0];
+  return { init: (p) => exports.fill(p[out], numel(node.shape), bits) };
+});
+
+/** Batch offsets of one operand for each output batch index (broadcast batch axes). */
+function batchOffsets(/** @type {number[]} */ outBatch, view) {
+  const rank = view.shape.length;
+  const batch = view.shape.slice(0, rank - 2);
+  const strides = view.strides.slice(0, rank - 2);
+  const offsets = [];
+  const count = numel(outBatch);
+  for (let idx = 0; idx < count; idx++) {
+    let rem = idx;
+    let off = 0;
+    for (let i = outBatch.length - 1; i >= 0; i--) {
+      const coord = rem % outBatch[i];
+      rem = Math.floor(rem / outBatch[i]);
+      const j = i - (outBatch.length - batch.length);
+      if (j >= 0 && batch[j] !== 1) off += coord * strides[j];
+    }
+    offsets.push(off * 4);
+  }
+  return offsets;
+}
+
+registerKernel('matmul', ({ exports, node, view, out, scratch }) => {
+  const [va, vb] = [view(0), view(1)];
+  const ra = va.shape.length;
+  const rb = vb.shape.length;
+  const [m, k, n] = [va.shape[ra - 2], va.shape[ra - 1], vb.shape[rb - 1]];
+  const [saM, saK, sbK, sbN] = [va.strides[ra - 2], va.strides[ra - 1], vb.strides[rb - 2],
+    vb.strides[rb - 1]];
+  const outBatch = node.shape.slice(0, -2);
+  const offA = batchOffsets(outBatch, va);
+  const offB = batchOffsets(outBatch, vb);
+  const mn4 = m * n * 4;
+  scratch(k * NR);
+  const mm = exports.matmul;
+  return (p, s) => {
+    for (let i = 0; i < offA.length; i++) {
+      mm(p[va.slot] + offA[i], p[vb.slot] + offB[i], p[out] + i * mn4, m, k, n, saM, saK, sbK, sbN, s);
+    }
+  };
+});
+
+/** [outer, n, inner] around `axis` (axis null: everything in one row). */
+function around(/** @type {number[]} */ shape, /** @type {number|null} */ axis) {
+  if (axis === null) return [1, numel(shape), 1];
+  return [numel(shape.slice(0, axis)), shape[axis], numel(shape.slice(axis + 1))];
+}
+
+for (const op of ['sum', 'mean']) {
+  registerKernel(op, ({ exports, node, operand, shape, out }) => {
+    const a = operand(0);
+    const [outer, n, inner] = around(shape(0), node.attrs.axis);
+    const mean = op === 'mean' ? 1 : 0;
+    return (p) => exports.reduce_sum(p[a], p[out], outer, n, inner, mean);
+  });
+}
+
+for (const op of ['softmax', 'log_softmax']) {
+  registerKernel(op, ({ exports, node, operand, shape, out }) => {
+    const fn = exports[op];
+    const a = operand(0);
+    const [outer, n, inner] = around(shape(0), node.attrs.axis);
+    return (p) => fn(p[a], p[out], outer, n, inner);
+  });
+}
+
+for (const op of ['cross_entropy', 'cross_entropy_grad']) {
+  registerKernel(op, ({ exports, operand, shape, out }) => {
+    const fn = exports[op];
+    const [a, b] = [operand(0), operand(1)];
+    const [rows, cols] = shape(0);
+    return (p) => fn(p[a], p[b], p[out], rows, cols);
+  });
+}
+
+/**
+ * A permute as kernels.wasm's `Perm`: output dims and, per output axis, the input stride,
+ * left-padded to rank 4.
+ * @param {number[]} inShape @param {number[]} dims
+ */
+export function permuteDesc(inShape, dims) {
+  const inStrides = [];
+  let acc = 1;
+  for (let i = inShape.length - 1; i >= 0; i--) {
+    inStrides[i] = acc;
+    acc *= inShape[i];
+  }
+  const outDims = dims.map((d) => inShape[d]);
+  const strides = dims.map((d) => inStrides[d]);
+  while (outDims.length < 4) {
+    outDims.unshift(1);
+    strides.unshift(0);
+  }
+  return [...outDims, ...strides];
+}
+
+/** The axis order of `transpose` for a rank: the last two swapped. */
+export function transposeDims(/** @type {number} */ rank) {
+  const dims = [...Array(rank).keys()];
+  [dims[rank - 2], dims[rank - 1]] = [dims[rank - 1], dims[rank - 2]];
+  return dims;
+}
+
+for (const op of ['transpose', 'permute']) {
+  registerKernel(op, ({ exports, node, operand, shape, out, desc }) => {
+    const a = operand(0);
+    const dims = op === 'permute' ? node.attrs.dims : transposeDims(shape(0).length);
+    const d = desc(permuteDesc(shape(0), dims));
+    return (p) => exports.permute(p[a], p[out], d);
+  });
+}
+
+registerKernel('reshape', ({ exports, node, operand, out }) => {
+  const [a, n] = [operand(0), numel(node.shape)];
+  return (p) => exports.copy(p[a], p[out], n);
+});
+
+registerKernel('life', ({ exports, node, operand, out }) => {
+  const a = operand(0);
+  const [h, w] = node.shape;
+  return (p) => exports.life(p[a], p[out], h, w);
+});
