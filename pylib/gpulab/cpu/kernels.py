@@ -1,0 +1,243 @@
+"""cpu-python kernels, one per op, in a registry keyed by op name (like TensorFlow.js).
+
+A kernel takes the checked node and its operand values (float32 arrays of the operands' shapes)
+and returns a float32 array of the node's shape. Numerics follow docs/protocol.md: elementwise
+arithmetic in float32 (one IEEE rounding, bit-exact), transcendental functions evaluated in
+float64 and rounded once to float32 (the most accurate float32 answer, well inside the
+`transcendental` class), reductions in the fixed 64-lane order, matmul with numpy's float32
+matmul (class `matmul`: not bit-exact, within tolerance).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from ..protocol import CheckedNode
+from .fixed_reduce import fixed_max, fixed_sum, reduced_count
+from .special import normal_cdf
+
+Kernel = Callable[[CheckedNode, list[np.ndarray]], np.ndarray]
+KERNELS: dict[str, Kernel] = {}
+F32 = np.float32
+
+
+def register(*ops: str) -> Callable[[Kernel], Kernel]:
+    """Register one kernel for the given op names."""
+
+    def wrap(fn: Kernel) -> Kernel:
+        for op in ops:
+            KERNELS[op] = fn
+        return fn
+
+    return wrap
+
+
+def _f32(x: np.ndarray | float) -> np.ndarray:
+    return np.asarray(x, dtype=F32)
+
+
+def _in_float64(fn: Callable[[np.ndarray], np.ndarray]) -> Kernel:
+    """A unary kernel computed in float64 and rounded once to float32."""
+
+    def kernel(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return _f32(fn(args[0].astype(np.float64)))
+
+    return kernel
+
+
+@register("full")
+def _full(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+    return np.full(node.shape, node.attrs["value"], dtype=F32)
+
+
+_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}
+
+
+def _binary(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return _f32(_BINARY[node.op](args[0], args[1]))
+
+
+register(*_BINARY)(_binary)
+
+
+@register("relu")
+def _relu(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+    a = args[0]
+    return np.where(a > 0, a, F32(0.0)).astype(F32)  # NaN > 0 is false: relu(NaN) = +0
+
+
+@register("positive")
+def _positive(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+    return (args[0] > 0).astype(F32)  # NaN gives 0
+
+
+@register("neg")
+def _neg(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+    return np.negative(args[0]).astype(F32)
+
+
+@register("sqrt")
+def _sqrt(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return np.sqrt(args[0]).astype(F32)  # float32 sqrt is correctly rounded
+
+
+register("exp")(_in_float64(np.exp))
+register("log")(_in_float64(np.log))
+register("tanh")(_in_float64(np.tanh))
+register("sigmoid")(_in_float64(lambda x: 1.0 / (1.0 + np.exp(-x))))
+
+
+def _gelu64(x: np.ndarray) -> np.ndarray:
+    out = x * normal_cdf(x)  # 0.5 x (1 + erf(x / sqrt 2)) = x Phi(x)
+    return np.where(x == -np.inf, -0.0, out)  # the limit, not inf * 0
+
+
+register("gelu")(_in_float64(_gelu64))
+
+
+@register("gelu_grad")
+def _gelu_grad(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+    x = args[0].astype(np.float64)
+    dy = args[1].astype(np.float64)
+    with np.errstate(all="ignore"):
+        density = np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+        x_density = np.where(np.isinf(x), 0.0, x * density)
+        return _f32(dy * (normal_cdf(x) + x_density))
+
+
+@register("transpose")
+def _transpose(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+    return np.ascontiguousarray(np.swapaxes(args[0], -1, -2))
+
+
+@register("permute")
+def _permute(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+    return np.ascontiguousarray(np.transpose(args[0], node.attrs["dims"]))
+
+
+@register("reshape")
+def _reshape(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+    return np.ascontiguousarray(args[0]).reshape(node.shape).copy()
+
+
+@register("matmul")
+def _matmul(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return _f32(np.matmul(args[0], args[1]))
+
+
+@register("sum")
+def _sum(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+    return _f32(fixed_sum(args[0], node.attrs["axis"], node.attrs["keepdim"]))
+
+
+@register("mean")
+def _mean(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+    a, axis = args[0], node.attrs["axis"]
+    total = fixed_sum(a, axis, node.attrs["keepdim"])
+    return _f32(total / F32(reduced_count(a.shape, axis)))
+
+
+def _shifted_exp(a: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """(a - max) and exp(a - max) along axis, both float32."""
+    with np.errstate(all="ignore"):
+        shifted = _f32(a - fixed_max(a, axis, keepdim=True))
+        return shifted, _f32(np.exp(shifted.astype(np.float64)))
+
+
+@register("softmax")
+def _softmax(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+    axis = node.attrs["axis"]
+    _, e = _shifted_exp(args[0], axis)
+    with np.errstate(all="ignore"):
+        return _f32(e / fixed_sum(e, axis, keepdim=True))
+
+
+def _log_softmax_values(a: np.ndarray, axis: int) -> np.ndarray:
+    shifted, e = _shifted_exp(a, axis)
+    total = fixed_sum(e, axis, keepdim=True)
+    with np.errstate(all="ignore"):
+        return _f32(shifted - _f32(np.log(total.astype(np.float64))))
+
+
+@register("log_softmax")
+def _log_softmax(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+    return _log_softmax_values(args[0], node.attrs["axis"])
+
+
+@register("cross_entropy")
+def _cross_entropy(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+    logits, target = args
+    with np.errstate(all="ignore"):
+        terms = _f32(target * _log_softmax_values(logits, 1))
+        rows = -fixed_sum(terms, 1)  # each row's value in the fixed order over classes
+        return _f32(fixed_sum(rows, 0) / F32(logits.shape[0]))  # then the rows, then / N
+
+
+@register("cross_entropy_grad")
+def _cross_entropy_grad(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+    logits, target = args
+    _, e = _shifted_exp(logits, 1)
+    with np.errstate(all="ignore"):
+        probs = _f32(e / fixed_sum(e, 1, keepdim=True))
+        return _f32(_f32(probs - target) / F32(logits.shape[0]))
+
+
+# Optimizer steps: the scalar coefficients come from float64 attrs (1 - 0.999 must not lose
+# digits to float32), then each update is evaluated in float64 and rounded once to float32.
+
+
+@register("sgd_update")
+def _sgd(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+    param, grad = (x.astype(np.float64) for x in args)
+    return _f32(param - node.attrs["lr"] * grad)
+
+
+@register("momentum_update")
+def _momentum(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+    velocity, grad = (x.astype(np.float64) for x in args)
+    return _f32(node.attrs["momentum"] * velocity + grad)
+
+
+@register("adam_m")
+def _adam_m(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+    m, grad = (x.astype(np.float64) for x in args)
+    beta1 = node.attrs["beta1"]
+    return _f32(beta1 * m + (1.0 - beta1) * grad)
+
+
+@register("adam_v")
+def _adam_v(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+    v, grad = (x.astype(np.float64) for x in args)
+    beta2 = node.attrs["beta2"]
+    return _f32(beta2 * v + (1.0 - beta2) * grad * grad)
+
+
+@register("adam_update")
+def _adam_update(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+    param, m, v = (x.astype(np.float64) for x in args[:3])
+    step = np.float64(args[3].reshape(-1)[0])
+    at = node.attrs
+    with np.errstate(all="ignore"):  # numpy scalars: a step of 0 gives inf/NaN, not an exception
+        step_size = np.float64(at["lr"]) / (1.0 - np.float64(at["beta1"]) ** step)
+        root_correction = np.sqrt(1.0 - np.float64(at["beta2"]) ** step)
+        return _f32(param - step_size * m / (np.sqrt(v) / root_correction + at["eps"]))
+
+
+@register("life")
+def _life(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+    alive = (args[0] > 0.5).astype(np.int32)
+    neighbours = sum(
+        np.roll(alive, (dy, dx), axis=(0, 1))
+        for dy in (-1, 0, 1)
+        for dx in (-1, 0, 1)
+        if (dy, dx) != (0, 0)
+    )
+    born_or_kept = (neighbours == 3) | ((alive == 1) & (neighbours == 2))
+    return born_or_kept.astype(F32)

@@ -1,0 +1,477 @@
+"""`Graph` and `Tensor`: record protocol nodes with NumPy/PyTorch-like Python code.
+
+Every operation appends a node and infers its shape at once with the protocol's own rules, so a
+mistake raises GpuLabError(VALIDATION) at the line that made it. Pure Python: numpy arrays are
+accepted as data but numpy is never imported here (Pyodide may not have it).
+
+    g = Graph()
+    a = g.tensor([-2, 3, 4]); b = g.tensor([10, 20, 30])
+    g.submit(show, values=(a * b).relu())
+"""
+
+from __future__ import annotations
+
+import array
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from . import host, optable
+from .errors import GpuLabError
+from .protocol import check_attrs, infer_node, label, node_version, to_float32_array
+from .session import Session
+from .shapes import Shape, element_count
+
+__all__ = ["Graph", "Session", "Tensor"]
+
+Number = (int, float)
+
+
+def _is_scalar(x: Any) -> bool:
+    """A Python or numpy scalar number (booleans are not numbers here)."""
+    if isinstance(x, bool):
+        return False
+    if isinstance(x, Number):
+        return True
+    return getattr(getattr(x, "dtype", None), "kind", None) in ("i", "u", "f") and getattr(
+        x, "shape", None
+    ) == ()
+
+
+class Tensor:
+    """A node of a Graph. Arithmetic and methods append nodes; `shape` is a tuple."""
+
+    __slots__ = ("graph", "id", "op", "shape")
+    __array_ufunc__ = None  # numpy defers to our reflected operators: ndarray + Tensor works
+
+    def __init__(self, graph: Graph, node_id: int, op: str, shape: Shape) -> None:
+        self.graph = graph
+        self.id = node_id
+        self.op = op
+        self.shape = shape
+
+    def __repr__(self) -> str:
+        return f"Tensor(id={self.id}, op={self.op!r}, shape={self.shape})"
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return element_count(self.shape)
+
+    # -- arithmetic (NumPy broadcasting; Python scalars on either side) ------------------
+
+    def _binary(self, op: str, other: Any, reflected: bool = False) -> Tensor:
+        other_t = self.graph._operand(other)
+        a, b = (other_t, self) if reflected else (self, other_t)
+        return self.graph._op(op, a=a, b=b)
+
+    def __add__(self, other: Any) -> Tensor:
+        return self._binary("add", other)
+
+    def __radd__(self, other: Any) -> Tensor:
+        return self._binary("add", other, reflected=True)
+
+    def __sub__(self, other: Any) -> Tensor:
+        return self._binary("sub", other)
+
+    def __rsub__(self, other: Any) -> Tensor:
+        return self._binary("sub", other, reflected=True)
+
+    def __mul__(self, other: Any) -> Tensor:
+        return self._binary("mul", other)
+
+    def __rmul__(self, other: Any) -> Tensor:
+        return self._binary("mul", other, reflected=True)
+
+    def __truediv__(self, other: Any) -> Tensor:
+        return self._binary("div", other)
+
+    def __rtruediv__(self, other: Any) -> Tensor:
+        return self._binary("div", other, reflected=True)
+
+    def __matmul__(self, other: Any) -> Tensor:
+        return self._binary("matmul", other)
+
+    def __rmatmul__(self, other: Any) -> Tensor:
+        return self._binary("matmul", other, reflected=True)
+
+    def __neg__(self) -> Tensor:
+        return self.graph._op("neg", a=self)
+
+    def __pos__(self) -> Tensor:
+        return self
+
+    def __bool__(self) -> bool:
+        raise TypeError("a Tensor has no truth value until the graph runs")
+
+    # -- unary ops ------------------------------------------------------------------------
+
+    def relu(self) -> Tensor:
+        return self.graph._op("relu", a=self)
+
+    def positive(self) -> Tensor:
+        """1 where > 0 else 0: the relu gradient mask."""
+        return self.graph._op("positive", a=self)
+
+    def gelu(self) -> Tensor:
+        return self.graph._op("gelu", a=self)
+
+    def gelu_grad(self, dy: Any) -> Tensor:
+        """dy * gelu'(self): the gradient through gelu, self being gelu's input."""
+        return self.graph._op("gelu_grad", a=self, b=self.graph._operand(dy))
+
+    def sigmoid(self) -> Tensor:
+        return self.graph._op("sigmoid", a=self)
+
+    def tanh(self) -> Tensor:
+        return self.graph._op("tanh", a=self)
+
+    def exp(self) -> Tensor:
+        return self.graph._op("exp", a=self)
+
+    def log(self) -> Tensor:
+        return self.graph._op("log", a=self)
+
+    def sqrt(self) -> Tensor:
+        return self.graph._op("sqrt", a=self)
+
+    def life(self) -> Tensor:
+        """One toroidal Game of Life step of a rank-2 grid (alive: > 0.5)."""
+        return self.graph._op("life", a=self)
+
+    # -- axis ops -------------------------------------------------------------------------
+
+    def softmax(self, axis: int = -1, *, dim: int | None = None) -> Tensor:
+        return self.graph._op("softmax", a=self, axis=_pick_axis(axis, dim, default=-1))
+
+    def log_softmax(self, axis: int = -1, *, dim: int | None = None) -> Tensor:
+        return self.graph._op("log_softmax", a=self, axis=_pick_axis(axis, dim, default=-1))
+
+    def sum(self, axis: int | None = None, keepdim: bool = False, *,
+            dim: int | None = None) -> Tensor:
+        """Sum over one axis (negative counts from the end) or all (None)."""
+        return self.graph._op("sum", a=self, axis=_pick_axis(axis, dim), keepdim=keepdim)
+
+    def mean(self, axis: int | None = None, keepdim: bool = False, *,
+             dim: int | None = None) -> Tensor:
+        return self.graph._op("mean", a=self, axis=_pick_axis(axis, dim), keepdim=keepdim)
+
+    # -- layout ---------------------------------------------------------------------------
+
+    def permute(self, *dims: Any) -> Tensor:
+        """Reorder axes: permute(1, 0) or permute([1, 0])."""
+        return self.graph._op("permute", a=self, dims=_one_sequence(dims))
+
+    def reshape(self, *shape: Any) -> Tensor:
+        """reshape(2, -1) or reshape((2, -1)); at most one -1."""
+        return self.graph._op("reshape", a=self, shape=_one_sequence(shape))
+
+    def transpose(self) -> Tensor:
+        """Swap the last two axes."""
+        return self.graph._op("transpose", a=self)
+
+    @property
+    def T(self) -> Tensor:
+        return self.transpose()
+
+    # -- losses ---------------------------------------------------------------------------
+
+    def cross_entropy(self, target: Any) -> Tensor:
+        """Mean over rows of -sum(target * log_softmax(self)); self: logits [N, C]."""
+        return self.graph._op("cross_entropy", a=self, b=self.graph._operand(target))
+
+    def cross_entropy_grad(self, target: Any) -> Tensor:
+        """(softmax(self) - target) / N: the gradient of cross_entropy w.r.t. the logits."""
+        return self.graph._op("cross_entropy_grad", a=self, b=self.graph._operand(target))
+
+
+def _pick_axis(axis: Any, dim: Any, default: Any = None) -> Any:
+    if dim is not None:
+        if axis is not None and axis != default:
+            raise GpuLabError("VALIDATION", f"give axis= or dim=, not both (axis={axis}, "
+                                            f"dim={dim})")
+        return dim
+    return axis
+
+
+def _one_sequence(args: tuple) -> list:
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        return list(args[0])
+    return list(args)
+
+
+class Graph:
+    """Records protocol nodes; runs them via gpulab.host (Pyodide bridge, wgpu or cpu-python)."""
+
+    def __init__(self) -> None:
+        self._nodes: list[dict[str, Any]] = []  # protocol nodes (data as array('f'))
+        self._tensors: dict[int, Tensor] = {}
+        self._versions: dict[int, int] = {}
+        self._input_names: dict[str, int] = {}
+
+    def __repr__(self) -> str:
+        return f"Graph({len(self._nodes)} nodes)"
+
+    # -- sources --------------------------------------------------------------------------
+
+    def tensor(self, data: Any, shape: Sequence[int] | None = None) -> Tensor:
+        """A constant: a number, (nested) list, array.array, memoryview, bytes or numpy array."""
+        inferred, values = _flatten(data)
+        target = tuple(shape) if shape is not None else inferred
+        return self._source("input", {"shape": list(target), "data": values})
+
+    def input(self, shape: Sequence[int], name: str | None = None) -> Tensor:
+        """An input without data, fed every step of a prepared session."""
+        t = self._source("input", {"shape": list(shape)})
+        if name is not None:
+            if name in self._input_names:
+                raise GpuLabError("VALIDATION", f"an input is already named {name!r}")
+            self._input_names[name] = t.id
+        return t
+
+    def full(self, shape: Sequence[int], value: float) -> Tensor:
+        """A tensor filled with one value."""
+        return self._source("full", {"shape": list(shape), "value": value})
+
+    # -- optimizer steps ------------------------------------------------------------------
+
+    def sgd(self, param: Tensor, grad: Any, lr: float) -> Tensor:
+        """param - lr * grad."""
+        return self._op("sgd_update", a=param, b=self._operand(grad), lr=lr)
+
+    def momentum(self, param: Tensor, velocity: Any, grad: Any, lr: float,
+                 momentum: float = 0.9) -> tuple[Tensor, Tensor]:
+        """PyTorch SGD with momentum (dampening 0): returns (new_param, new_velocity)."""
+        new_velocity = self._op("momentum_update", a=self._operand(velocity),
+                                b=self._operand(grad), momentum=momentum)
+        return self.sgd(param, new_velocity, lr), new_velocity
+
+    def adam(self, param: Tensor, m: Any, v: Any, grad: Any, step: Any, lr: float = 1e-3,
+             beta1: float = 0.9, beta2: float = 0.999,
+             eps: float = 1e-8) -> tuple[Tensor, Tensor, Tensor]:
+        """One Adam step; `step` (>= 1) is a number or a 1-element tensor (carry it in a
+        session). Returns (new_param, new_m, new_v)."""
+        grad_t = self._operand(grad)
+        new_m = self._op("adam_m", a=self._operand(m), b=grad_t, beta1=beta1)
+        new_v = self._op("adam_v", a=self._operand(v), b=grad_t, beta2=beta2)
+        new_param = self._op("adam_update", a=param, b=new_m, c=new_v, t=self._operand(step),
+                             lr=lr, beta1=beta1, beta2=beta2, eps=eps)
+        return new_param, new_m, new_v
+
+    # -- running --------------------------------------------------------------------------
+
+    def to_dict(self, **outputs: Tensor) -> dict[str, Any]:
+        """The protocol graph of the named outputs, labelled with the lowest version it needs
+        (plain data: floats, non-finite values as "nan"/"inf"/"-inf")."""
+        return self._graph_dict(outputs, plain=True)
+
+    def run(self, backend: str | None = None, **outputs: Tensor) -> dict[str, Any]:
+        """Run once and return {backend, outputs: {name: {shape, dtype, data, array}}, stats}."""
+        return host.execute(self._graph_dict(outputs, plain=host.in_pyodide()), backend=backend)
+
+    def submit(self, callback: Callable[[dict], Any], on_error: Callable[[Exception], Any]
+               | None = None, **outputs: Tensor) -> None:
+        """Run and call back with the result (natively before returning). Errors go to
+        on_error, or raise when there is none."""
+        try:
+            graph = self._graph_dict(outputs, plain=host.in_pyodide())
+        except GpuLabError as err:
+            if on_error is None:
+                raise
+            on_error(err)
+            return
+        host.submit(graph, callback, on_error)
+
+    def prepare(self, feeds: Iterable[Tensor] = (), carry: Mapping[Tensor, Any] | None = None,
+                resident: Iterable[Any] = (), backend: str | None = None,
+                **outputs: Tensor) -> Session:
+        """A prepared Session: `feeds` are inputs given every step, `carry` maps an input (with
+        data: its initial value) to the output (Tensor or name) that replaces it after each
+        step, `resident` outputs stay for `download`, `outputs` are read back every run."""
+        named = dict(outputs)
+        carry_names = {self._own(i, "carry").id: self._name_for(o, named, "_carry")
+                       for i, o in (carry or {}).items()}
+        resident_names = [self._name_for(r, named, "_resident") for r in resident]
+        read = list(outputs)
+        feed_ids = [self._own(f, "feeds").id for f in feeds]
+        graph = self._graph_dict(named, plain=host.in_pyodide(),
+                                 extra=feed_ids + list(carry_names))
+        return host.prepare(graph, feeds=feed_ids, carry=carry_names, resident=resident_names,
+                            outputs=read, backend=backend, input_names=self._input_names)
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _name_for(self, target: Any, named: dict[str, Tensor], prefix: str) -> str:
+        """The output name of a carry/resident target, adding a hidden output for a Tensor."""
+        if isinstance(target, str):
+            if target not in named:
+                raise GpuLabError("VALIDATION", f"{target!r} is not one of the named outputs "
+                                                f"{sorted(named)}")
+            return target
+        t = self._own(target, prefix.strip("_"))
+        for name, tensor in named.items():
+            if tensor is t:
+                return name
+        name = f"{prefix}{t.id}"
+        named[name] = t
+        return name
+
+    def _own(self, t: Any, what: str) -> Tensor:
+        if not isinstance(t, Tensor):
+            raise GpuLabError("VALIDATION", f"{what}: expected a Tensor of this graph, got "
+                                            f"{type(t).__name__}")
+        if t.graph is not self:
+            raise GpuLabError("VALIDATION", f"{what}: tensor {t.id} belongs to another graph",
+                              t.id)
+        return t
+
+    def _operand(self, x: Any) -> Tensor:
+        """A Tensor of this graph; Python scalars become `full` nodes of shape []."""
+        if isinstance(x, Tensor):
+            return self._own(x, "operand")
+        if _is_scalar(x):
+            return self.full([], float(x))
+        return self.tensor(x)
+
+    def _source(self, op: str, attrs: dict[str, Any]) -> Tensor:
+        return self._append(op, {}, attrs)
+
+    def _op(self, op: str, **fields: Any) -> Tensor:
+        operand_names = optable.ops()[op]["operands"]
+        operands = {k: self._own(fields.pop(k), f"{op} operand '{k}'") for k in operand_names}
+        return self._append(op, operands, fields)
+
+    def _append(self, op: str, operands: dict[str, Tensor], raw: dict[str, Any]) -> Tensor:
+        node_id = len(self._nodes)
+        attrs, data = check_attrs(node_id, op, raw)
+        shapes = [t.shape for t in operands.values()]
+        shape, attrs = infer_node(node_id, op, attrs, shapes)
+        limit = optable.limits()["max_elements"]
+        if element_count(shape) > limit:
+            raise GpuLabError("LIMIT", f"{label(node_id, op)}: result shape {list(shape)} has "
+                                       f"{element_count(shape)} elements > {limit}", node_id)
+        node: dict[str, Any] = {"id": node_id, "op": op}
+        node.update({k: t.id for k, t in operands.items()})
+        node.update(_emitted_attrs(op, attrs))
+        if data is not None:
+            node["data"] = data
+        self._nodes.append(node)
+        self._versions[node_id] = node_version(op, shapes, attrs)
+        t = Tensor(self, node_id, op, shape)
+        self._tensors[node_id] = t
+        return t
+
+    def _graph_dict(self, outputs: Mapping[str, Any], plain: bool,
+                    extra: Iterable[int] = ()) -> dict[str, Any]:
+        if not outputs:
+            raise GpuLabError("VALIDATION", "name at least one output, e.g. g.run(values=t)")
+        for name, t in outputs.items():
+            self._own(t, f"output {name!r}")
+        needed = self._needed([t.id for t in outputs.values()] + list(extra))
+        nodes = [_plain_node(n) if plain else dict(n) for n in self._nodes if n["id"] in needed]
+        return {
+            "version": max(self._versions[i] for i in needed),
+            "nodes": nodes,
+            "outputs": [{"name": name, "id": t.id} for name, t in outputs.items()],
+        }
+
+    def _needed(self, roots: list[int]) -> set[int]:
+        needed: set[int] = set()
+        todo = list(roots)
+        while todo:
+            node_id = todo.pop()
+            if node_id in needed:
+                continue
+            needed.add(node_id)
+            node = self._nodes[node_id]
+            todo.extend(node[k] for k in optable.ops()[node["op"]]["operands"])
+        return needed
+
+
+def _emitted_attrs(op: str, attrs: dict[str, Any]) -> dict[str, Any]:
+    """Normalized attrs as protocol fields: shapes as lists, defaults left out."""
+    out = {}
+    for name, spec in optable.ops()[op]["attrs"].items():
+        if name not in attrs:
+            continue
+        value = attrs[name]
+        if not spec.get("required") and "default" in spec and value == spec["default"]:
+            continue
+        out[name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def _json_float(x: float) -> float | str:
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+def _plain_node(node: dict[str, Any]) -> dict[str, Any]:
+    out = dict(node)
+    if "data" in out:
+        out["data"] = [_json_float(v) for v in out["data"]]
+    if "value" in out:
+        out["value"] = _json_float(float(out["value"]))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Turning user data into (shape, float32 values)
+
+
+def _flatten(data: Any) -> tuple[Shape, array.array]:
+    if isinstance(data, Tensor):
+        raise GpuLabError("VALIDATION", "g.tensor() takes data, not a Tensor")
+    if _is_scalar(data):
+        return (), array.array("f", [float(data)])
+    if hasattr(data, "__array_interface__") and hasattr(data, "shape"):
+        return tuple(int(d) for d in data.shape), to_float32_array(data, "g.tensor()")
+    if isinstance(data, memoryview) and data.ndim > 1:
+        return tuple(data.shape), to_float32_array(data.cast("B").cast(data.format), "g.tensor()")
+    if isinstance(data, (array.array, memoryview, bytes, bytearray)):
+        values = to_float32_array(data, "g.tensor()")
+        return (len(values),), values
+    if isinstance(data, (list, tuple)):
+        shape = _nested_shape(data)
+        flat: list[Any] = []
+        _collect(data, shape, 0, flat)
+        return shape, to_float32_array(flat, "g.tensor()")
+    raise GpuLabError("VALIDATION", f"g.tensor() cannot take {type(data).__name__}: give a "
+                                    "number, a (nested) list, an array.array, a memoryview or a "
+                                    "numpy array")
+
+
+def _nested_shape(data: Any) -> Shape:
+    shape = []
+    level = data
+    while isinstance(level, (list, tuple)):
+        shape.append(len(level))
+        if not level:
+            break
+        level = level[0]
+    return tuple(shape)
+
+
+def _collect(data: Any, shape: Shape, depth: int, flat: list) -> None:
+    """Flatten, refusing ragged lists with the path where the shape breaks."""
+    if depth == len(shape):
+        if isinstance(data, (list, tuple)):
+            raise GpuLabError("VALIDATION", f"ragged nested list: expected a number at depth "
+                                            f"{depth}, found a list (shape so far {list(shape)})")
+        flat.append(data)
+        return
+    if not isinstance(data, (list, tuple)) or len(data) != shape[depth]:
+        found = f"length {len(data)}" if isinstance(data, (list, tuple)) else repr(data)
+        raise GpuLabError("VALIDATION", f"ragged nested list: expected length {shape[depth]} at "
+                                        f"depth {depth}, found {found} (shape {list(shape)})")
+    if depth == len(shape) - 1 and not any(isinstance(v, (list, tuple)) for v in data):
+        flat.extend(data)
+        return
+    for item in data:
+        _collect(item, shape, depth + 1, flat)

@@ -1,0 +1,621 @@
+"""Graph validation and shape inference: the Python twin of backends-js/src/validate.mjs.
+
+`validate(graph)` implements docs/protocol.md: the checks run in the documented order so both
+validators report the same first error, every message names the node as `node <id> (<op>)`,
+and the result is a `CheckedGraph`. Pure Python: numpy is accepted as input data but never needed.
+"""
+
+from __future__ import annotations
+
+import array
+import heapq
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import optable
+from .errors import GpuLabError
+from .shapes import SHAPE_RULES, Shape, ShapeError, element_count
+
+__all__ = [
+    "CheckedGraph",
+    "CheckedNode",
+    "Output",
+    "check_attrs",
+    "infer_node",
+    "label",
+    "node_version",
+    "to_float32_array",
+    "validate",
+]
+
+NONFINITE_STRINGS = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
+TOP_LEVEL_FIELDS = ("version", "nodes", "outputs")
+
+
+@dataclass(frozen=True)
+class Output:
+    """One named output of a graph."""
+
+    name: str
+    id: int
+
+
+@dataclass
+class CheckedNode:
+    """A validated node: operands in op-table order, normalized attrs, inferred shape."""
+
+    id: int
+    op: str
+    operands: tuple[int, ...]
+    attrs: dict[str, Any]
+    shape: Shape = ()
+    data: array.array | None = None  # float32 values of an input node given by value
+    version: int = 1  # the protocol version this node needs (op version or v2 feature)
+
+
+@dataclass
+class CheckedGraph:
+    """A validated graph: every node in input order, the execution order and the outputs."""
+
+    version: int
+    required_version: int
+    nodes: list[CheckedNode]
+    order: list[int]
+    outputs: list[Output]
+    by_id: dict[int, CheckedNode] = field(default_factory=dict, repr=False)
+
+
+def label(node_id: Any, op: Any) -> str:
+    """How every message names a node: `node <id> (<op>)`."""
+    return f"node {node_id} ({op})"
+
+
+def _fail(code: str, message: str, node: int | None = None) -> GpuLabError:
+    return GpuLabError(code, message, node)
+
+
+def _as_int(value: Any) -> int | None:
+    """The integer a JSON number stands for (1.0 counts, as in JS), or None. Booleans are not."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if _is_numpy_integer(value):
+        return int(value)
+    return None
+
+
+def _is_numpy_integer(value: Any) -> bool:
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    return kind in ("i", "u") and getattr(value, "shape", None) == ()
+
+
+def _as_number(value: Any) -> float | None:
+    """A float for an int/float (numpy scalars included), or None. Booleans are not numbers."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        try:
+            return float(value)
+        except OverflowError:
+            return float("inf") if value > 0 else float("-inf")
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    if kind in ("i", "u", "f") and getattr(value, "shape", None) == ():
+        return float(value)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Data: lists, typed arrays, buffers and numpy arrays become array('f')
+
+
+def to_float32_array(data: Any, where: str) -> array.array:
+    """Flat float32 values from a list, array.array, memoryview, bytes-like or numpy array.
+
+    Lists hold numbers or the strings "nan", "inf", "-inf"; nested lists are refused (protocol
+    data is flat). Raises GpuLabError(VALIDATION) naming `where`.
+    """
+    if isinstance(data, array.array):
+        return data if data.typecode == "f" else array.array("f", data)
+    if isinstance(data, (list, tuple)):
+        return _list_to_float32(data, where)
+    if hasattr(data, "__array_interface__") and hasattr(data, "dtype"):
+        return _numpy_to_float32(data, where)
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return _buffer_to_float32(memoryview(data), where)
+    raise _fail("VALIDATION", f"{where}: data must be a list of numbers, got {type(data).__name__}")
+
+
+def _list_to_float32(values: list | tuple, where: str) -> array.array:
+    floats = []
+    for i, v in enumerate(values):
+        number = _as_number(v)
+        if number is None:
+            if isinstance(v, str) and v in NONFINITE_STRINGS:
+                number = NONFINITE_STRINGS[v]
+            else:
+                shown = repr(v) if len(repr(v)) < 40 else type(v).__name__
+                raise _fail(
+                    "VALIDATION",
+                    f"{where}: data[{i}] is {shown}, not a number "
+                    '(non-finite values travel as "nan", "inf", "-inf")',
+                )
+        floats.append(number)
+    return array.array("f", floats)
+
+
+def _numpy_to_float32(arr: Any, where: str) -> array.array:
+    if arr.dtype.kind not in ("f", "i", "u"):
+        raise _fail("VALIDATION", f"{where}: data has dtype {arr.dtype}, not a number type")
+    flat = arr.astype("<f4").ravel(order="C")
+    out = array.array("f")
+    out.frombytes(flat.tobytes())
+    return out
+
+
+def _buffer_to_float32(view: memoryview, where: str) -> array.array:
+    fmt = view.format.lstrip("@=<")
+    if fmt == "f":
+        out = array.array("f")
+        out.frombytes(view.tobytes())
+        return out
+    if fmt in ("d", "b", "B", "h", "H", "i", "I", "l", "L", "q", "Q") and view.itemsize > 1:
+        return array.array("f", view.cast("B").cast(fmt).tolist())
+    if fmt in ("B", "b", "c") and view.nbytes % 4 == 0:  # raw bytes holding float32 values
+        out = array.array("f")
+        out.frombytes(view.tobytes())
+        return out
+    raise _fail(
+        "VALIDATION",
+        f"{where}: buffer of format {view.format!r} and {view.nbytes} bytes is not float32 data",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Attribute checkers, keyed by the op table's attr types
+
+
+def _check_shape(value: Any, where: str, node: int | None, _: dict) -> Shape:
+    lim = optable.limits()
+    if not isinstance(value, (list, tuple)):
+        raise _fail("VALIDATION", f"{where}: shape must be a list of integers", node)
+    if len(value) > lim["max_rank"]:
+        raise _fail(
+            "LIMIT", f"{where}: shape {list(value)} has rank {len(value)} > {lim['max_rank']}", node
+        )
+    dims = []
+    for d in value:
+        n = _as_int(d)
+        if n is None or n < 1:
+            raise _fail(
+                "VALIDATION",
+                f"{where}: shape {list(value)!r} must hold integers >= 1 (got {d!r})",
+                node,
+            )
+        dims.append(n)
+    shape = tuple(dims)
+    if element_count(shape) > lim["max_elements"]:
+        raise _fail(
+            "LIMIT",
+            f"{where}: shape {list(shape)} has {element_count(shape)} elements "
+            f"> max_elements {lim['max_elements']}",
+            node,
+        )
+    return shape
+
+
+def _check_data(value: Any, where: str, node: int | None, checked: dict) -> array.array:
+    data = to_float32_array(value, where)
+    expected = element_count(checked["shape"])
+    if len(data) != expected:
+        raise _fail(
+            "VALIDATION",
+            f"{where}: data has {len(data)} values but shape {list(checked['shape'])} "
+            f"needs {expected}",
+            node,
+        )
+    return data
+
+
+def _check_dtype(value: Any, where: str, node: int | None, _: dict) -> str:
+    if value not in optable.load()["dtypes"]:
+        raise _fail("VALIDATION", f"{where}: dtype {value!r} is not supported (float32)", node)
+    return value
+
+
+def _check_value(value: Any, where: str, node: int | None, _: dict) -> float:
+    """`full.value`: a number or one of the non-finite strings."""
+    number = _as_number(value)
+    if number is None and isinstance(value, str) and value in NONFINITE_STRINGS:
+        number = NONFINITE_STRINGS[value]
+    if number is None:
+        raise _fail("VALIDATION", f"{where}: value must be a number, got {value!r}", node)
+    return number
+
+
+def _check_float(value: Any, where: str, node: int | None, _: dict) -> float:
+    number = _as_number(value)
+    if number is None or not math.isfinite(number):
+        raise _fail("VALIDATION", f"{where}: expected a finite number, got {value!r}", node)
+    return number
+
+
+def _check_axis(value: Any, where: str, node: int | None, _: dict) -> int | None:
+    if value is None:
+        return None
+    n = _as_int(value)
+    if n is None:
+        raise _fail("VALIDATION", f"{where}: axis must be an integer or null, got {value!r}", node)
+    return n
+
+
+def _check_bool(value: Any, where: str, node: int | None, _: dict) -> bool:
+    if not isinstance(value, bool):
+        raise _fail("VALIDATION", f"{where}: expected a boolean, got {value!r}", node)
+    return value
+
+
+def _check_perm(value: Any, where: str, node: int | None, _: dict) -> tuple[int, ...]:
+    ints = [_as_int(d) for d in value] if isinstance(value, (list, tuple)) else None
+    if ints is None or any(d is None for d in ints):
+        raise _fail("VALIDATION", f"{where}: dims must be a list of integers, got {value!r}", node)
+    return tuple(ints)
+
+
+def _check_reshape(value: Any, where: str, node: int | None, _: dict) -> tuple[int, ...]:
+    lim = optable.limits()
+    if not isinstance(value, (list, tuple)):
+        raise _fail("VALIDATION", f"{where}: shape must be a list of integers", node)
+    if len(value) > lim["max_rank"]:
+        raise _fail(
+            "LIMIT", f"{where}: shape {list(value)} has rank {len(value)} > {lim['max_rank']}", node
+        )
+    dims = [_as_int(d) for d in value]
+    if any(d is None or (d < 1 and d != -1) for d in dims):
+        raise _fail(
+            "VALIDATION", f"{where}: shape {list(value)!r} must hold integers >= 1 or -1", node
+        )
+    if dims.count(-1) > 1:
+        raise _fail("VALIDATION", f"{where}: shape {dims} has more than one -1", node)
+    return tuple(dims)  # type: ignore[arg-type]
+
+
+ATTR_CHECKERS = {
+    "shape": _check_shape,
+    "data": _check_data,
+    "dtype": _check_dtype,
+    "float": _check_float,
+    "axis": _check_axis,
+    "bool": _check_bool,
+    "perm": _check_perm,
+    "reshape": _check_reshape,
+}
+
+
+def check_attrs(node_id: int, op: str, given: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    """Type-check an op's attributes (op-table order), fill defaults.
+
+    Returns (attrs, data): `data` is the float32 array of an input given by value, else None.
+    """
+    where = label(node_id, op)
+    checked: dict[str, Any] = {}
+    for name, spec in optable.ops()[op]["attrs"].items():
+        if name not in given:
+            if spec.get("required"):
+                raise _fail("VALIDATION", f"{where}: missing attribute '{name}'", node_id)
+            if "default" in spec:
+                checked[name] = spec["default"]
+            continue
+        kind = "value" if (op, name) == ("full", "value") else spec["type"]
+        checker = _check_value if kind == "value" else ATTR_CHECKERS[kind]
+        checked[name] = checker(given[name], f"{where} attribute '{name}'", node_id, checked)
+    data = checked.pop("data", None)
+    return checked, data
+
+
+# ---------------------------------------------------------------------------------------------
+# Shape inference and per-node version
+
+
+def infer_node(
+    node_id: int, op: str, attrs: dict[str, Any], operand_shapes: list[Shape]
+) -> tuple[Shape, dict[str, Any]]:
+    """Result shape and normalized attrs by the op's shape rule; VALIDATION naming the node."""
+    rule = SHAPE_RULES[optable.ops()[op]["shape_rule"]]
+    try:
+        return rule(operand_shapes, attrs)
+    except ShapeError as err:
+        raise _fail("VALIDATION", f"{label(node_id, op)}: {err}", node_id) from None
+
+
+def _is_scalar_like(shape: Shape) -> bool:
+    return len(shape) <= 1 and element_count(shape) == 1
+
+
+V2_FEATURES = {
+    "broadcast": lambda shapes, attrs: shapes[0] != shapes[1]
+    and not _is_scalar_like(shapes[0])
+    and not _is_scalar_like(shapes[1]),
+    "batched": lambda shapes, attrs: any(len(s) > 2 for s in shapes),
+    "axis": lambda shapes, attrs: attrs.get("axis") is not None or bool(attrs.get("keepdim")),
+}
+
+
+def node_version(op: str, operand_shapes: list[Shape], attrs: dict[str, Any]) -> int:
+    """The version a node needs: its op's, or 2 where a v1 op uses a v2 feature."""
+    row = optable.ops()[op]
+    feature = row.get("v2_when")
+    if feature and V2_FEATURES[feature](operand_shapes, attrs):
+        return max(2, row["version"])
+    return row["version"]
+
+
+# ---------------------------------------------------------------------------------------------
+# validate()
+
+
+def validate(graph: Any) -> CheckedGraph:
+    """Check a graph per docs/protocol.md and return the checked graph.
+
+    Raises GpuLabError with code VALIDATION, UNSUPPORTED_VERSION or LIMIT: the first error in
+    the documented order (top level, nodes in list order, structure, shapes, version).
+    """
+    version = _check_top_level(graph)
+    nodes = _check_nodes(graph["nodes"])
+    by_id = {n.id: n for n in nodes}
+    outputs = _check_structure(nodes, by_id, graph["outputs"])
+    topo = _topological_order(nodes, by_id)
+    _infer_shapes(topo, by_id)
+    required = _check_version(version, nodes)
+    needed = _needed(outputs, by_id)
+    order = [i for i in topo if i in needed]
+    return CheckedGraph(version, required, nodes, order, outputs, by_id)
+
+
+def _check_top_level(graph: Any) -> int:
+    lim = optable.limits()
+    if not isinstance(graph, dict):
+        raise _fail("VALIDATION", f"a graph must be an object, got {type(graph).__name__}")
+    for key in TOP_LEVEL_FIELDS:
+        if key not in graph:
+            raise _fail("VALIDATION", f"the graph has no '{key}' field")
+    version = _as_int(graph["version"])
+    if version is None:
+        raise _fail("VALIDATION", f"version must be an integer, got {graph['version']!r}")
+    if version not in optable.protocol_versions():
+        raise _fail(
+            "UNSUPPORTED_VERSION",
+            f"graph version {version} is unknown to this host "
+            f"(it knows {optable.protocol_versions()})",
+        )
+    for key in ("nodes", "outputs"):
+        if not isinstance(graph[key], list) or not graph[key]:
+            raise _fail("VALIDATION", f"'{key}' must be a non-empty list")
+    if len(graph["nodes"]) > lim["max_nodes"]:
+        raise _fail(
+            "LIMIT", f"the graph has {len(graph['nodes'])} nodes > max_nodes {lim['max_nodes']}"
+        )
+    if len(graph["outputs"]) > lim["max_outputs"]:
+        raise _fail(
+            "LIMIT",
+            f"the graph has {len(graph['outputs'])} outputs > max_outputs {lim['max_outputs']}",
+        )
+    return version
+
+
+def _check_nodes(raw_nodes: list) -> list[CheckedNode]:
+    nodes: list[CheckedNode] = []
+    seen: set[int] = set()
+    for index, raw in enumerate(raw_nodes):
+        node = _check_node(index, raw, seen)
+        seen.add(node.id)
+        nodes.append(node)
+    return nodes
+
+
+def _check_node(index: int, raw: Any, seen: set[int]) -> CheckedNode:
+    if not isinstance(raw, dict):
+        raise _fail("VALIDATION", f"node at index {index} must be an object")
+    node_id = _as_int(raw.get("id"))
+    if node_id is None or node_id < 0:
+        raise _fail(
+            "VALIDATION",
+            f"node at index {index}: id must be an integer >= 0, got {raw.get('id')!r}",
+        )
+    op = raw.get("op")
+    if node_id in seen:
+        raise _fail("VALIDATION", f"{label(node_id, op)}: duplicate id {node_id}", node_id)
+    table = optable.ops()
+    if not isinstance(op, str) or op not in table:
+        raise _fail("VALIDATION", f"{label(node_id, op)}: unknown op {op!r}", node_id)
+    row = table[op]
+    operands = []
+    for name in row["operands"]:
+        ref = _as_int(raw.get(name)) if name in raw else None
+        if ref is None:
+            problem = "is missing" if name not in raw else f"must be a node id, got {raw[name]!r}"
+            raise _fail("VALIDATION", f"{label(node_id, op)}: operand '{name}' {problem}", node_id)
+        operands.append(ref)
+    allowed = {"id", "op", *row["operands"], *row["attrs"]}
+    unknown = sorted(k for k in raw if k not in allowed)
+    if unknown:
+        raise _fail(
+            "VALIDATION", f"{label(node_id, op)}: unknown field(s) {unknown}", node_id
+        )
+    attrs, data = check_attrs(node_id, op, {k: raw[k] for k in row["attrs"] if k in raw})
+    return CheckedNode(node_id, op, tuple(operands), attrs, data=data)
+
+
+def _check_structure(
+    nodes: list[CheckedNode], by_id: dict[int, CheckedNode], raw_outputs: list
+) -> list[Output]:
+    for node in nodes:
+        for name, ref in zip(optable.ops()[node.op]["operands"], node.operands):
+            if ref not in by_id:
+                raise _fail(
+                    "VALIDATION",
+                    f"{label(node.id, node.op)}: dangling operand '{name}' = {ref} "
+                    "(no node has that id)",
+                    node.id,
+                )
+    outputs: list[Output] = []
+    names: set[str] = set()
+    for index, raw in enumerate(raw_outputs):
+        out = _check_output(index, raw, by_id)
+        if out.name in names:
+            raise _fail("VALIDATION", f"output name {out.name!r} is used twice")
+        names.add(out.name)
+        outputs.append(out)
+    _check_acyclic(nodes, by_id)
+    return outputs
+
+
+def _check_output(index: int, raw: Any, by_id: dict[int, CheckedNode]) -> Output:
+    if not isinstance(raw, dict):
+        raise _fail("VALIDATION", f"output at index {index} must be an object {{name, id}}")
+    unknown = sorted(k for k in raw if k not in ("name", "id"))
+    if unknown:
+        raise _fail("VALIDATION", f"output at index {index}: unknown field(s) {unknown}")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise _fail("VALIDATION", f"output at index {index}: name must be a non-empty string")
+    ref = _as_int(raw.get("id"))
+    if ref is None:
+        raise _fail("VALIDATION", f"output {name!r}: id must be an integer, got {raw.get('id')!r}")
+    if ref not in by_id:
+        raise _fail("VALIDATION", f"output {name!r}: dangling output id {ref} (no such node)")
+    return Output(name, ref)
+
+
+def _check_acyclic(nodes: list[CheckedNode], by_id: dict[int, CheckedNode]) -> None:
+    """Refuse a cycle, naming the first node in list order that lies on one."""
+    on_cycle = _nodes_on_cycles(nodes)
+    if on_cycle:
+        first = next(n for n in nodes if n.id in on_cycle)
+        raise _fail(
+            "VALIDATION", f"{label(first.id, first.op)}: is on a cycle of operands", first.id
+        )
+
+
+def _nodes_on_cycles(nodes: list[CheckedNode]) -> set[int]:
+    """Ids in a strongly connected component of size > 1 or with a self-loop (Tarjan, iterative)."""
+    operands = {n.id: n.operands for n in nodes}
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    stack: list[int] = []
+    on_stack: set[int] = set()
+    result: set[int] = set()
+    counter = 0
+    for root in operands:
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, i = work.pop()
+            if i == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on_stack.add(v)
+            recurse = False
+            succ = operands[v]
+            while i < len(succ):
+                w = succ[i]
+                i += 1
+                if w not in index:
+                    work.append((v, i))
+                    work.append((w, 0))
+                    recurse = True
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            if recurse:
+                continue
+            if low[v] == index[v]:
+                component = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    component.append(w)
+                    if w == v:
+                        break
+                if len(component) > 1 or v in operands[v]:
+                    result.update(component)
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
+    return result
+
+
+def _topological_order(nodes: list[CheckedNode], by_id: dict[int, CheckedNode]) -> list[int]:
+    """All ids, operands first, ties broken by list position (Kahn with a position heap)."""
+    position = {n.id: i for i, n in enumerate(nodes)}
+    missing = {n.id: len(set(n.operands)) for n in nodes}
+    users: dict[int, list[int]] = {n.id: [] for n in nodes}
+    for n in nodes:
+        for ref in set(n.operands):
+            users[ref].append(n.id)
+    ready = [position[i] for i, count in missing.items() if count == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        node_id = nodes[heapq.heappop(ready)].id
+        order.append(node_id)
+        for user in users[node_id]:
+            missing[user] -= 1
+            if missing[user] == 0:
+                heapq.heappush(ready, position[user])
+    return order
+
+
+def _infer_shapes(topo: list[int], by_id: dict[int, CheckedNode]) -> None:
+    lim = optable.limits()
+    total = 0
+    for node_id in topo:
+        node = by_id[node_id]
+        shapes = [by_id[ref].shape for ref in node.operands]
+        node.shape, node.attrs = infer_node(node.id, node.op, node.attrs, shapes)
+        node.version = node_version(node.op, shapes, node.attrs)
+        count = element_count(node.shape)
+        if count > lim["max_elements"]:
+            raise _fail(
+                "LIMIT",
+                f"{label(node.id, node.op)}: result shape {list(node.shape)} has {count} "
+                f"elements > max_elements {lim['max_elements']}",
+                node.id,
+            )
+        total += count
+        if total > lim["max_total_elements"]:
+            raise _fail(
+                "LIMIT",
+                f"{label(node.id, node.op)}: the graph's nodes hold {total} elements in all "
+                f"> max_total_elements {lim['max_total_elements']}",
+                node.id,
+            )
+
+
+def _check_version(declared: int, nodes: list[CheckedNode]) -> int:
+    required = max(n.version for n in nodes)
+    if required > declared:
+        first = next(n for n in nodes if n.version > declared)
+        raise _fail(
+            "UNSUPPORTED_VERSION",
+            f"{label(first.id, first.op)}: needs version {first.version} "
+            f"but the graph declares version {declared}",
+            first.id,
+        )
+    return required
+
+
+def _needed(outputs: list[Output], by_id: dict[int, CheckedNode]) -> set[int]:
+    needed: set[int] = set()
+    todo = [o.id for o in outputs]
+    while todo:
+        node_id = todo.pop()
+        if node_id not in needed:
+            needed.add(node_id)
+            todo.extend(by_id[node_id].operands)
+    return needed

@@ -1,0 +1,184 @@
+"""Shape rules of the protocol, keyed by the op table's `shape_rule` (twin of shapes.mjs).
+
+Each rule takes the operand shapes (op-table order) and the type-checked attrs, and returns the
+result shape with the attrs normalized (axis non-negative or None, reshape's -1 resolved). A rule
+raises ShapeError with a message naming the shapes; the caller adds the node's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Shape = tuple[int, ...]
+Attrs = dict[str, Any]
+Rule = Callable[[list[Shape], Attrs], tuple[Shape, Attrs]]
+
+
+class ShapeError(ValueError):
+    """A shape rule refused its operands; the message names the shapes."""
+
+
+def element_count(shape: Shape) -> int:
+    count = 1
+    for d in shape:
+        count *= d
+    return count
+
+
+def _show(shape: Shape) -> str:
+    return str(list(shape))
+
+
+def _from_attr(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
+    return tuple(attrs["shape"]), attrs
+
+
+def _same(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
+    return shapes[0], attrs
+
+
+def _require_equal(shapes: list[Shape], names: str) -> None:
+    if any(s != shapes[0] for s in shapes[1:]):
+        shown = " and ".join(_show(s) for s in shapes)
+        raise ShapeError(f"operands {names} must have equal shapes, got {shown}")
+
+
+def _same_ab(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
+    _require_equal(shapes, "a, b")
+    return shapes[0], attrs
+
+
+def _same_ab_rank2(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
+    _require_equal(shapes, "a, b")
+    if len(shapes[0]) != 2:
+        raise ShapeError(f"operands must have rank 2 ([N, C]), got {_show(shapes[0])}")
+    return shapes[0], attrs
+
+
+def broadcast_shapes(a: Shape, b: Shape) -> Shape | None:
+    """NumPy broadcasting of two shapes, or None when they do not broadcast."""
+    rank = max(len(a), len(b))
+    pa = (1,) * (rank - len(a)) + a
+    pb = (1,) * (rank - len(b)) + b
+    out = []
+    for x, y in zip(pa, pb):
+        if x != y and x != 1 and y != 1:
+            return None
+        out.append(max(x, y))
+    return tuple(out)
+
+
+def _broadcast(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
+    out = broadcast_shapes(shapes[0], shapes[1])
+    if out is None:
+        raise ShapeError(
+            f"operand shapes {_show(shapes[0])} and {_show(shapes[1])} do not broadcast"
+        )
+    return out, attrs
+
+
+def _transpose(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
+    a = shapes[0]
+    if len(a) < 2:
+        raise ShapeError(f"transpose needs rank >= 2, got {_show(a)}")
+    return a[:-2] + (a[-1], a[-2]), attrs
+
+
+def _permute(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
+    a, dims = shapes[0], tuple(attrs["dims"])
+    if sorted(dims) != list(range(len(a))):
+        raise ShapeError(
+            f"dims {list(dims)} is not a permutation of 0..{len(a) - 1} for shape {_show(a)}"
+        )
+    return tuple(a[d] for d in dims), {**attrs, "dims": dims}
+
+
+def _reshape(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
+    a, target = shapes[0], tuple(attrs["shape"])
+    count = element_count(a)
+    known = element_count(tuple(d for d in target if d != -1))
+    if -1 in target:
+        if count % known:
+            raise ShapeError(f"cannot reshape {_show(a)} ({count} elements) to {list(target)}")
+        target = tuple(count // known if d == -1 else d for d in target)
+    if element_count(target) != count:
+        raise ShapeError(
+            f"cannot reshape {_show(a)} ({count} elements) to {list(target)} "
+            f"({element_count(target)} elements)"
+        )
+    return target, {**attrs, "shape": target}
+
+
+def _matmul(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
+    a, b = shapes
+    if len(a) < 2 or len(b) < 2:
+        raise ShapeError(f"matmul operands need rank >= 2, got {_show(a)} and {_show(b)}")
+    if a[-1] != b[-2]:
+        raise ShapeError(
+            f"matmul inner dimensions differ: {_show(a)} @ {_show(b)} ({a[-1]} != {b[-2]})"
+        )
+    batch = broadcast_shapes(a[:-2], b[:-2])
+    if batch is None:
+        raise ShapeError(f"matmul batch axes of {_show(a)} and {_show(b)} do not broadcast")
+    return batch + (a[-2], b[-1]), attrs
+
+
+def normalize_axis(axis: int, rank: int, shape: Shape) -> int:
+    if not -rank <= axis < rank:
+        raise ShapeError(f"axis {axis} is out of range for shape {_show(shape)} (rank {rank})")
+    return axis % rank
+
+
+def _reduce(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
+    a = shapes[0]
+    keep = bool(attrs.get("keepdim", False))
+    if attrs.get("axis") is None:
+        return ((1,) * len(a) if keep else ()), {**attrs, "axis": None, "keepdim": keep}
+    axis = normalize_axis(attrs["axis"], len(a), a)
+    out = a[:axis] + ((1,) if keep else ()) + a[axis + 1 :]
+    return out, {**attrs, "axis": axis, "keepdim": keep}
+
+
+def _same_axis(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
+    a = shapes[0]
+    axis = attrs.get("axis")
+    axis = -1 if axis is None else axis
+    return a, {**attrs, "axis": normalize_axis(axis, len(a), a)}
+
+
+def _cross_entropy(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
+    _same_ab_rank2(shapes, attrs)
+    return (), attrs
+
+
+def _adam_update(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
+    _require_equal(shapes[:3], "a, b, c")
+    t = shapes[3]
+    if len(t) > 1 or element_count(t) != 1:
+        raise ShapeError(f"operand t must hold one element with rank <= 1, got {_show(t)}")
+    return shapes[0], attrs
+
+
+def _life(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
+    if len(shapes[0]) != 2:
+        raise ShapeError(f"life needs a rank-2 grid [H, W], got {_show(shapes[0])}")
+    return shapes[0], attrs
+
+
+SHAPE_RULES: dict[str, Rule] = {
+    "from_attr": _from_attr,
+    "same": _same,
+    "same_ab": _same_ab,
+    "same_ab_rank2": _same_ab_rank2,
+    "broadcast": _broadcast,
+    "transpose": _transpose,
+    "permute": _permute,
+    "reshape": _reshape,
+    "matmul": _matmul,
+    "reduce": _reduce,
+    "same_axis": _same_axis,
+    "cross_entropy": _cross_entropy,
+    "adam_update": _adam_update,
+    "life": _life,
+}
