@@ -319,6 +319,8 @@ def softmax_cases() -> list[dict]:
         for axis in range(-3, 3):
             cases.append(single(f"{op}/3x4x5_axis{axis}", op, lambda b: [b.rand([3, 4, 5], -4, 4)],
                                 axis=axis))
+        cases.append(single(f"{op}/4x6_axis_null", op, lambda b: [b.rand([4, 6], -3, 3)],
+                            axis=None))
         cases.append(single(f"{op}/2x3x4x5_axis1", op, lambda b: [b.rand([2, 3, 4, 5])], axis=1))
         cases.append(single(f"{op}/3x1000", op, lambda b: [b.rand([3, 1000], -10, 10)]))
         cases.append(single(f"{op}/4097", op, lambda b: [b.rand([4097], -10, 10)]))

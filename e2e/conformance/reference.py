@@ -223,6 +223,11 @@ def _sum_mean(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndar
     return np.asarray(value), np.asarray(scale)
 
 
+def _softmax_axis(node: Mapping, a: np.ndarray) -> int:
+    axis = _attr(node, "axis")
+    return _norm_axis(-1 if axis is None else int(axis), a.ndim)  # type: ignore[arg-type]
+
+
 def _softmax_parts(a: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, int]:
     """z = a - max and S = sum(exp(z)) along axis (kept), and the lane chain length."""
     m = np.max(a, axis=axis, keepdims=True)
@@ -239,7 +244,7 @@ def _times_chain(sm: np.ndarray, z: np.ndarray, chain: int) -> np.ndarray:
 @kernel("softmax")
 def _softmax(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     a = ops[0]
-    z, s, chain = _softmax_parts(a, _norm_axis(int(_attr(node, "axis")), a.ndim))  # type: ignore[arg-type]
+    z, s, chain = _softmax_parts(a, _softmax_axis(node, a))
     value = np.exp(z) / s
     return value, _times_chain(value, z, chain)
 
@@ -247,7 +252,7 @@ def _softmax(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarr
 @kernel("log_softmax")
 def _log_softmax(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     a = ops[0]
-    z, s, chain = _softmax_parts(a, _norm_axis(int(_attr(node, "axis")), a.ndim))  # type: ignore[arg-type]
+    z, s, chain = _softmax_parts(a, _softmax_axis(node, a))
     log_s = np.log(s)
     return z - log_s, np.abs(z) + np.abs(log_s) + chain
 

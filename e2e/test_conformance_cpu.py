@@ -1,0 +1,193 @@
+"""The conformance corpus on the CPU lanes, and checks that the corpus and its judge are sound.
+
+The lanes (cpu-python = gpulab's numpy evaluator, node-cpu = the JS CPU backend) must pass
+every case; the judge must be able to fail (perturbed results are reported as failing).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from e2e.conformance import generate, reference
+from e2e.conformance.executors import LaneInfo, LaneRun, RawResult
+from e2e.conformance.runner import check_results, load_cases, run_conformance
+
+
+def test_regenerating_the_corpus_gives_identical_bytes() -> None:
+    text = generate.render(generate.build_cases())
+    assert text == generate.CASES_PATH.read_text(), "stale: run python -m e2e.conformance.generate"
+    assert len(text) < 1_500_000  # every lane, the browser ones included, runs the whole corpus
+
+
+def test_corpus_covers_every_op_of_the_table() -> None:
+    cases = load_cases()
+    tested = {node["op"] for c in cases for node in c["graph"]["nodes"]}
+    assert tested == set(reference.OP_TABLE["ops"])
+    direct = {c["op"] for c in cases}
+    assert set(reference.OP_TABLE["ops"]) <= direct  # each op also has cases of its own
+
+
+def test_cases_declare_the_lowest_version_they_need() -> None:
+    cases = load_cases()
+    assert {c["graph"]["version"] for c in cases} == {1, 2}
+    v1_ops = {op for op, spec in reference.OP_TABLE["ops"].items() if spec["version"] == 1}
+    assert v1_ops <= {c["op"] for c in cases if c["graph"]["version"] == 1}
+
+
+@pytest.mark.parametrize("lane", ["cpu-python", "node-cpu"])
+def test_cpu_lane_passes_every_case(lane: str) -> None:
+    report = run_conformance(lane)
+    assert report.lane.available, report.describe_failures()
+    assert len(report.results) == len(load_cases())
+    assert report.passed, report.describe_failures()
+
+
+# ---- the judge can fail ---------------------------------------------------------------------
+
+
+def _reference_run(cases: list[dict]) -> LaneRun:
+    """A perfect executor: the float32 rounding of the reference."""
+    results = {}
+    for case in cases:
+        refs = reference.evaluate(case["graph"])
+        with np.errstate(over="ignore"):
+            outs = {o["name"]: refs[o["id"]].value.astype(np.float32)
+                    for o in case["graph"]["outputs"]}
+        results[case["name"]] = RawResult(outputs=outs)
+    return LaneRun(LaneInfo("reference"), results)
+
+
+def _one_case(name: str) -> list[dict]:
+    cases = load_cases(names=[name])
+    assert len(cases) == 1, name
+    return cases
+
+
+def _perturbed(cases: list[dict], change: Callable[[np.ndarray], np.ndarray]) -> LaneRun:
+    run = _reference_run(cases)
+    for raw in run.results.values():
+        for name, arr in raw.outputs.items():
+            raw.outputs[name] = change(arr.copy())
+    return run
+
+
+def _bump(ulps: int, index: int = 0) -> Callable[[np.ndarray], np.ndarray]:
+    def change(arr: np.ndarray) -> np.ndarray:
+        flat = arr.reshape(-1)
+        flat.view(np.int32)[index] += ulps
+        return arr
+
+    return change
+
+
+def test_reference_executor_passes_whole_corpus() -> None:
+    cases = load_cases()
+    report = check_results(cases, _reference_run(cases))
+    assert report.passed, report.describe_failures()
+
+
+@pytest.mark.parametrize(
+    ("name", "within", "beyond"),
+    [
+        ("add/65_65", 3, 5),  # arith: 3 ulps
+        ("exp/65", 16, 20000),  # transcendental: 16 ulps + 5e-7 absolute
+        ("relu/65", 0, 1),  # exact: bits
+        ("matmul/17x33_33x9", 8, 1 << 16),
+        ("adam_update/default_t[1]=10_65", 16, 1 << 18),
+    ],
+)
+def test_judge_fails_results_beyond_the_tolerance(name: str, within: int, beyond: int) -> None:
+    cases = _one_case(name)
+    index = 7
+    ok = check_results(cases, _perturbed(cases, _bump(within, index)))
+    assert ok.passed, ok.describe_failures()
+    bad = check_results(cases, _perturbed(cases, _bump(beyond, index)))
+    assert not bad.passed
+    assert f"[{index}]" in bad.describe_failures()
+    assert bad.results[0].max_ulp >= beyond - 1
+
+
+def test_judge_fails_nan_sign_zero_shape_and_missing_outputs() -> None:
+    cases = _one_case("add/65_65")
+    nan = _perturbed(cases, lambda a: np.where(np.arange(a.size) == 3, np.nan, a).astype(np.float32))
+    assert not check_results(cases, nan).passed
+    neg = _one_case("neg/special_values")  # exact: neg(0) must be -0, not +0
+    flipped = _perturbed(neg, lambda a: np.abs(a))
+    assert not check_results(neg, flipped).passed
+    shape = _perturbed(cases, lambda a: a.reshape(5, 13))
+    assert "shape" in check_results(cases, shape).describe_failures()
+    missing = LaneRun(LaneInfo("x"), {cases[0]["name"]: RawResult(outputs={})})
+    assert "missing outputs" in check_results(cases, missing).describe_failures()
+    refused = LaneRun(LaneInfo("x"), {cases[0]["name"]: RawResult(
+        error={"code": "VALIDATION", "message": "node 2 (add): nope", "node": 2})})
+    report = check_results(cases, refused)
+    assert not report.passed and "VALIDATION" in report.describe_failures()
+    assert not check_results(cases, LaneRun(LaneInfo("x"), {})).passed
+
+
+def test_unavailable_lane_never_passes() -> None:
+    cases = _one_case("add/65_65")
+    run = LaneRun(LaneInfo("wgpu", available=False, reason="no adapter"), {})
+    report = check_results(cases, run)
+    assert not report.passed and "UNAVAILABLE: no adapter" in report.describe_failures()
+
+
+def test_chain_is_checked_node_by_node() -> None:
+    """A wrong intermediate fails where it is wrong; later nodes are judged from what they got."""
+    cases = _one_case("chain/mlp_forward_backward_adam")
+    graph = cases[0]["graph"]
+    ids = {o["name"]: o["id"] for o in graph["outputs"]}
+    wrong = reference.evaluate(graph)[ids["out0"]].value * 1.001  # the first matmul, 0.1% off
+    # a backend that computed everything after out0 correctly from the wrong out0
+    refs = reference.evaluate(graph, {ids["out0"]: wrong})
+    with np.errstate(over="ignore"):
+        outs = {n: refs[i].value.astype(np.float32) for n, i in ids.items()}
+    outs["out0"] = wrong.astype(np.float32)
+    run = LaneRun(LaneInfo("x"), {cases[0]["name"]: RawResult(outputs=outs)})
+    report = check_results(cases, run)
+    failing = [o.name for o in report.results[0].outputs if not o.passed]
+    assert failing == ["out0"], report.describe_failures()
+    # and a downstream node inconsistent with its operand fails too
+    outs["out1"] = _reference_run(cases).results[cases[0]["name"]].outputs["out1"]
+    failing = [o.name for o in check_results(cases, run).results[0].outputs if not o.passed]
+    assert failing[:2] == ["out0", "out1"]
+
+
+# ---- the reference itself -------------------------------------------------------------------
+
+
+def _ref(graph: dict) -> np.ndarray:
+    return reference.evaluate(graph)[graph["outputs"][0]["id"]].value
+
+
+def _unary(op: str, data: list, **attrs: object) -> np.ndarray:
+    return _ref({"version": 2, "nodes": [
+        {"id": 0, "op": "input", "shape": [len(data)], "data": data},
+        {"id": 1, "op": op, "a": 0, **attrs}], "outputs": [{"name": "y", "id": 1}]})
+
+
+def test_reference_known_values() -> None:
+    assert _unary("gelu", [1.0])[0] == pytest.approx(0.8413447460685429, rel=1e-15)
+    assert _unary("gelu", [-10.0])[0] == pytest.approx(-7.619853024160527e-23, rel=1e-12)
+    sm = _unary("softmax", [1.0, 2.0, 3.0])
+    assert sm == pytest.approx(np.exp([1, 2, 3]) / np.exp([1, 2, 3]).sum(), rel=1e-15)
+    log = _unary("log", [0.0, -1.0, "inf"])
+    assert log[0] == -math.inf and math.isnan(log[1]) and log[2] == math.inf
+    assert list(_unary("relu", ["nan", -0.0, 2.0])) == [0.0, 0.0, 2.0]
+    assert _unary("sum", [0.1, 0.2])[()] == float(np.float32(0.1)) + float(np.float32(0.2))
+
+
+def test_reference_life_moves_a_glider_across_the_edge() -> None:
+    grid = generate._grid(6, 6, generate.GLIDER, 4, 4)
+    graph = {"version": 1, "nodes": [{"id": 0, "op": "input", "shape": [6, 6],
+                                      "data": grid.reshape(-1).tolist()}],
+             "outputs": []}
+    for step in range(1, 5):
+        graph["nodes"].append({"id": step, "op": "life", "a": step - 1})
+    graph["outputs"] = [{"name": "y", "id": 4}]
+    # after 4 steps a glider is itself moved one cell down and right (wrapping)
+    assert np.array_equal(_ref(graph), generate._grid(6, 6, generate.GLIDER, 5, 5))
