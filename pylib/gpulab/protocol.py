@@ -208,8 +208,17 @@ def _check_shape(value: Any, where: str, node: int | None, _: dict) -> Shape:
 
 
 def _check_data(value: Any, where: str, node: int | None, checked: dict) -> array.array:
-    data = to_float32_array(value, where)
     expected = element_count(checked["shape"])
+    # the length is checked before the values, as in the JS twin, so both report the same error
+    length = _data_length(value)
+    if length is not None and length != expected:
+        raise _fail(
+            "VALIDATION",
+            f"{where}: data has {length} values but shape {list(checked['shape'])} "
+            f"needs {expected}",
+            node,
+        )
+    data = to_float32_array(value, where)
     if len(data) != expected:
         raise _fail(
             "VALIDATION",
@@ -218,6 +227,16 @@ def _check_data(value: Any, where: str, node: int | None, checked: dict) -> arra
             node,
         )
     return data
+
+
+def _data_length(value: Any) -> int | None:
+    """The number of values a data container holds, when that is known without converting."""
+    if isinstance(value, (list, tuple, array.array)):
+        return len(value)
+    size = getattr(value, "size", None)
+    if hasattr(value, "__array_interface__") and isinstance(size, int):
+        return size
+    return None
 
 
 def _check_dtype(value: Any, where: str, node: int | None, _: dict) -> str:
@@ -266,20 +285,21 @@ def _check_perm(value: Any, where: str, node: int | None, _: dict) -> tuple[int,
 
 
 def _check_reshape(value: Any, where: str, node: int | None, _: dict) -> tuple[int, ...]:
+    # order as in the JS twin: entries, then the -1 count, then the rank limit
     lim = optable.limits()
-    if not isinstance(value, (list, tuple)):
-        raise _fail("VALIDATION", f"{where}: shape must be a list of integers", node)
-    if len(value) > lim["max_rank"]:
-        raise _fail(
-            "LIMIT", f"{where}: shape {list(value)} has rank {len(value)} > {lim['max_rank']}", node
-        )
-    dims = [_as_int(d) for d in value]
+    dims = [_as_int(d) for d in value] if isinstance(value, (list, tuple)) else [None]
     if any(d is None or (d < 1 and d != -1) for d in dims):
         raise _fail(
-            "VALIDATION", f"{where}: shape {list(value)!r} must hold integers >= 1 or -1", node
+            "VALIDATION", f"{where}: shape must be a list of integers >= 1 or -1, got {value!r}",
+            node,
         )
     if dims.count(-1) > 1:
         raise _fail("VALIDATION", f"{where}: shape {dims} has more than one -1", node)
+    if len(dims) > lim["max_rank"]:
+        raise _fail(
+            "LIMIT", f"{where}: shape {dims} has rank {len(dims)} > max_rank {lim['max_rank']}",
+            node,
+        )
     return tuple(dims)  # type: ignore[arg-type]
 
 

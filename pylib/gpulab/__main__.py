@@ -1,0 +1,7 @@
+"""`python -m gpulab ...` is the `gpulab` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
