@@ -1,0 +1,390 @@
+"""The GPU plan: how a checked graph becomes buffers, uploads and WGSL dispatches.
+
+Twin of backends-js/src/planner.mjs: both must produce the SAME plan (deep-equal JSON) for every
+graph, which e2e/test_plans_equal.py checks, so the native wgpu-py executor and the browser
+WebGPU backend run identical dispatches of identical WGSL. The format is in docs/plan.md.
+Per-op rules live in a registry keyed by op name (RULES below), mirrored one for one from JS.
+Pure Python (no numpy): it also runs in Pyodide.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..errors import GpuLabError
+from ..protocol import CheckedGraph, CheckedNode, label
+
+PLAN_FORMAT = 1
+
+# WebGPU's default limits: what a plan assumes when the caller gives none.
+DEFAULT_LIMITS: dict[str, int] = {
+    "maxComputeWorkgroupStorageSize": 16384,
+    "maxStorageBufferBindingSize": 134217728,
+    "maxComputeWorkgroupsPerDimension": 65535,
+}
+
+ELEMENTWISE_WG = 64  # workgroup size of elementwise kernels (the WG override)
+MATMUL_RB_STORAGE = 32768  # workgroup storage the 128x128 register-blocked matmul needs
+
+UNARY_OP = {"neg": 0, "exp": 1, "log": 2, "sqrt": 3, "tanh": 4, "sigmoid": 5, "gelu": 6,
+            "relu": 7, "positive": 8}
+BINARY_OP = {"add": 0, "sub": 1, "mul": 2, "div": 3, "gelu_grad": 4, "sgd_update": 5,
+             "momentum_update": 6, "adam_m": 7, "adam_v": 8}
+# The float attribute a binary op reads as its scalar (0 when it has none).
+BINARY_SCALAR = {"sgd_update": "lr", "momentum_update": "momentum", "adam_m": "beta1",
+                 "adam_v": "beta2"}
+
+Param = list  # ["u32" | "f32", number]
+Plan = dict[str, Any]
+
+
+def plan_graph(checked: CheckedGraph, limits: Mapping[str, Any] | None = None) -> Plan:
+    """Plan a checked graph for a device with the given limits (missing keys: defaults)."""
+    ctx = _PlanContext(checked, _pick_limits(limits or {}))
+    for node_id in checked.order:
+        ctx.plan_node(ctx.node(node_id))
+    return ctx.finish()
+
+
+def _pick_limits(limits: Mapping[str, Any]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for key, fallback in DEFAULT_LIMITS.items():
+        v = limits.get(key)
+        ok = isinstance(v, int) and not isinstance(v, bool) and v > 0
+        out[key] = int(v) if ok else fallback  # type: ignore[arg-type]
+    return out
+
+
+class _PlanContext:
+    def __init__(self, checked: CheckedGraph, limits: dict[str, int]) -> None:
+        self.checked = checked
+        self.limits = limits
+        self.by_id = {n.id: n for n in checked.nodes}
+        self.output_ids = {o.id for o in checked.outputs}
+        self.buffers: list[dict[str, Any]] = []
+        self.values: list[dict[str, Any]] = []
+        self.buffer_of: dict[int, int] = {}
+        self.uploads: list[dict[str, int]] = []
+        self.steps: list[dict[str, Any]] = []
+
+    def node(self, node_id: int) -> CheckedNode:
+        node = self.by_id.get(node_id)
+        if node is None:
+            raise GpuLabError("VALIDATION", f"plan: node {node_id} is not in the checked graph")
+        return node
+
+    def plan_node(self, node: CheckedNode) -> None:
+        rule = RULES.get(node.op)
+        if rule is None:
+            raise GpuLabError("UNSUPPORTED_VERSION",
+                              f'{label(node.id, node.op)}: no GPU kernel for op "{node.op}"',
+                              node.id)
+        rule(self, node)
+
+    def allocate(self, node: CheckedNode, elements: int, kind: str) -> int:
+        """A new buffer for a node's value (or a scratch buffer owned by it)."""
+        size = elements * 4
+        limit = self.limits["maxStorageBufferBindingSize"]
+        if size > limit:
+            raise GpuLabError("LIMIT", f"{label(node.id, node.op)}: needs a {size}-byte buffer; "
+                              f"the device allows {limit}", node.id)
+        buffer_id = len(self.buffers)
+        self.buffers.append({"id": buffer_id, "elements": elements, "node": node.id,
+                             "kind": kind})
+        return buffer_id
+
+    def output(self, node: CheckedNode, kind: str | None = None) -> int:
+        """The buffer holding a node's value, allocated now."""
+        if kind is None:
+            kind = "output" if node.id in self.output_ids else "temp"
+        buffer_id = self.allocate(node, _count(node.shape), kind)
+        self.bind(node, buffer_id, False)
+        return buffer_id
+
+    def bind(self, node: CheckedNode, buffer_id: int, alias: bool) -> None:
+        self.buffer_of[node.id] = buffer_id
+        self.values.append({"node": node.id, "buffer": buffer_id, "alias": alias})
+        buf = self.buffers[buffer_id]
+        if alias and node.id in self.output_ids and buf["kind"] == "temp":
+            buf["kind"] = "output"
+
+    def operand(self, node: CheckedNode, i: int) -> int:
+        return self.buffer_of[node.operands[i]]
+
+    def operand_shape(self, node: CheckedNode, i: int) -> list[int]:
+        return list(self.node(node.operands[i]).shape)
+
+    def dispatch(self, node: CheckedNode, kernel: str, overrides: dict[str, int],
+                 params: list[Param], bindings: list[int], workgroups: int) -> None:
+        dispatch = split_dispatch(node, workgroups,
+                                  self.limits["maxComputeWorkgroupsPerDimension"])
+        self.steps.append({"node": node.id, "kernel": kernel, "entry": "main",
+                           "overrides": overrides, "params": params, "bindings": bindings,
+                           "dispatch": dispatch})
+
+    def finish(self) -> Plan:
+        outputs = [{"name": o.name, "node": o.id, "buffer": self.buffer_of[o.id],
+                    "shape": list(self.node(o.id).shape)} for o in self.checked.outputs]
+        return {"format": PLAN_FORMAT, "limits": dict(self.limits), "buffers": self.buffers,
+                "values": self.values, "uploads": self.uploads, "steps": self.steps,
+                "outputs": outputs}
+
+
+# ---- helpers shared by the rules (mirrored one for one in planner.mjs) ----
+
+
+def _count(shape: Any) -> int:
+    return math.prod(shape)
+
+
+def _contiguous_strides(shape: list[int]) -> list[int]:
+    strides = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        strides[i] = strides[i + 1] * shape[i + 1]
+    return strides
+
+
+def _pad_to4(shape: list[int], strides: list[int]) -> tuple[list[int], list[int]]:
+    """Pad a shape (and its strides) on the left to rank 4: new axes size 1, stride 0."""
+    pad = 4 - len(shape)
+    return [1] * pad + list(shape), [0] * pad + list(strides)
+
+
+def _broadcast_strides(shape: list[int], rank: int) -> list[int]:
+    """Strides of an operand read at a broadcast result's coordinates (rank 4), 0 on size-1."""
+    full = [1] * (rank - len(shape)) + list(shape)
+    strides = [0 if full[i] == 1 else s for i, s in enumerate(_contiguous_strides(full))]
+    return _pad_to4(full, strides)[1]
+
+
+def split_dispatch(node: CheckedNode, groups: int, max_dim: int) -> list[int]:
+    """Workgroup counts: x first, then y, then z, each at most max_dim (docs/plan.md)."""
+    if groups <= max_dim:
+        return [groups, 1, 1]
+    rest = -(-groups // max_dim)
+    if rest <= max_dim:
+        return [max_dim, rest, 1]
+    z = -(-rest // max_dim)
+    if z > max_dim:
+        raise GpuLabError("LIMIT", f"{label(node.id, node.op)}: needs {groups} workgroups; the "
+                          f"device allows {max_dim}^3", node.id)
+    return [max_dim, max_dim, z]
+
+
+def _u32s(*values: int) -> list[Param]:
+    return [["u32", int(v)] for v in values]
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _reduce_extents(shape: list[int], axis: int | None) -> tuple[int, int, int]:
+    """(outer, size, inner) of a reduction along axis (None: every element in one row)."""
+    if axis is None:
+        return 1, _count(shape), 1
+    return _count(shape[:axis]), shape[axis], _count(shape[axis + 1:])
+
+
+def _f32_param(value: Any) -> Param:
+    """A float attribute as a param; JSON-equal to JS's Number(value)."""
+    v = float(value)
+    return ["f32", int(v) if v.is_integer() else v]
+
+
+# ---- the per-op rules ----
+
+Rule = Callable[[_PlanContext, CheckedNode], None]
+
+
+def _plan_input(ctx: _PlanContext, node: CheckedNode) -> None:
+    buffer_id = ctx.output(node, "input")
+    if node.data is not None:
+        ctx.uploads.append({"buffer": buffer_id, "node": node.id})
+
+
+def _plan_full(ctx: _PlanContext, node: CheckedNode) -> None:
+    buffer_id = ctx.output(node, "const")
+    ctx.uploads.append({"buffer": buffer_id, "node": node.id})
+
+
+def _plan_unary(ctx: _PlanContext, node: CheckedNode) -> None:
+    n = _count(node.shape)
+    a = ctx.operand(node, 0)
+    out = ctx.output(node)
+    ctx.dispatch(node, "unary", {"WG": ELEMENTWISE_WG, "OP": UNARY_OP[node.op]}, _u32s(n),
+                 [a, out], _ceil_div(n, ELEMENTWISE_WG))
+
+
+def _plan_binary(ctx: _PlanContext, node: CheckedNode) -> None:
+    shape = list(node.shape)
+    n = _count(shape)
+    rank = len(shape)
+    sa = ctx.operand_shape(node, 0)
+    sb = ctx.operand_shape(node, 1)
+    same = 1 if sa == shape and sb == shape else 0
+    out4 = _pad_to4(shape, _contiguous_strides(shape))[0]
+    attr = BINARY_SCALAR.get(node.op)
+    scalar = _f32_param(node.attrs[attr]) if attr else ["f32", 0]
+    params = [*_u32s(n, same), scalar, *_u32s(0), *_u32s(*out4),
+              *_u32s(*_broadcast_strides(sa, rank)), *_u32s(*_broadcast_strides(sb, rank))]
+    a = ctx.operand(node, 0)
+    b = ctx.operand(node, 1)
+    out = ctx.output(node)
+    ctx.dispatch(node, "binary", {"WG": ELEMENTWISE_WG, "OP": BINARY_OP[node.op]}, params,
+                 [a, b, out], _ceil_div(n, ELEMENTWISE_WG))
+
+
+def _plan_copy(ctx: _PlanContext, node: CheckedNode, src_strides: list[int]) -> None:
+    """A bit-exact strided copy: out[coords] = a[sum coords[i] * src_strides[i]]."""
+    n = _count(node.shape)
+    shape4, strides4 = _pad_to4(list(node.shape), src_strides)
+    a = ctx.operand(node, 0)
+    out = ctx.output(node)
+    ctx.dispatch(node, "permute", {"WG": ELEMENTWISE_WG},
+                 [*_u32s(n, 0, 0, 0), *_u32s(*shape4), *_u32s(*strides4)], [a, out],
+                 _ceil_div(n, ELEMENTWISE_WG))
+
+
+def _plan_permute(ctx: _PlanContext, node: CheckedNode) -> None:
+    src = _contiguous_strides(ctx.operand_shape(node, 0))
+    _plan_copy(ctx, node, [src[d] for d in node.attrs["dims"]])
+
+
+def _plan_transpose(ctx: _PlanContext, node: CheckedNode) -> None:
+    rank = len(node.shape)
+    src = _contiguous_strides(ctx.operand_shape(node, 0))
+    dims = [*range(rank - 2), rank - 1, rank - 2]
+    _plan_copy(ctx, node, [src[d] for d in dims])
+
+
+def _plan_reshape(ctx: _PlanContext, node: CheckedNode) -> None:
+    """A view sharing its operand's buffer, except over an input's buffer (fed and carried
+    into, so a value aliasing it would change under a carry): then a copy."""
+    a = ctx.operand(node, 0)
+    if ctx.buffers[a]["kind"] == "input":
+        _plan_copy(ctx, node, [1])
+        return
+    ctx.bind(node, a, True)
+
+
+def _matrix_batch_strides(shape: list[int], batch_rank: int, matrix: int) -> list[int]:
+    """Element strides of an operand's two batch axes (left-padded to 2), 0 where it
+    broadcasts."""
+    own = shape[:-2]
+    full = [1] * (batch_rank - len(own)) + own
+    strides = [0 if full[i] == 1 else s * matrix
+               for i, s in enumerate(_contiguous_strides(full))]
+    return [0] * (2 - len(full)) + strides
+
+
+def _plan_matmul(ctx: _PlanContext, node: CheckedNode) -> None:
+    sa = ctx.operand_shape(node, 0)
+    sb = ctx.operand_shape(node, 1)
+    m, k, n = sa[-2], sa[-1], sb[-1]
+    batch_shape = list(node.shape[:-2])
+    batch4 = _pad_to4([*batch_shape, 1, 1], [])[0]
+    a_strides = _matrix_batch_strides(sa, len(batch_shape), m * k)
+    b_strides = _matrix_batch_strides(sb, len(batch_shape), k * n)
+    big = ctx.limits["maxComputeWorkgroupStorageSize"] >= MATMUL_RB_STORAGE
+    tile = 128 if big else 64
+    tiles_m = _ceil_div(m, tile)
+    tiles_n = _ceil_div(n, tile)
+    batch = batch4[0] * batch4[1]
+    params = _u32s(m, n, k, tiles_m, tiles_n, batch, batch4[1], a_strides[0], a_strides[1],
+                   b_strides[0], b_strides[1], 0)
+    a = ctx.operand(node, 0)
+    b = ctx.operand(node, 1)
+    out = ctx.output(node)
+    ctx.dispatch(node, "matmul_rb" if big else "matmul", {}, params, [a, b, out],
+                 tiles_m * tiles_n * batch)
+
+
+def _plan_reduce(ctx: _PlanContext, node: CheckedNode) -> None:
+    outer, size, inner = _reduce_extents(ctx.operand_shape(node, 0), node.attrs.get("axis"))
+    a = ctx.operand(node, 0)
+    out = ctx.output(node)
+    op = 1 if node.op == "mean" else 0
+    ctx.dispatch(node, "reduce", {"OP": op}, _u32s(size, inner, outer * inner, 0), [a, out],
+                 outer * inner)
+
+
+def _plan_softmax(ctx: _PlanContext, node: CheckedNode) -> None:
+    outer, size, inner = _reduce_extents(list(node.shape), node.attrs.get("axis"))
+    a = ctx.operand(node, 0)
+    out = ctx.output(node)
+    op = 1 if node.op == "log_softmax" else 0
+    ctx.dispatch(node, "softmax", {"OP": op}, _u32s(size, inner, outer * inner, 0), [a, out],
+                 outer * inner)
+
+
+def _plan_cross_entropy(ctx: _PlanContext, node: CheckedNode) -> None:
+    """One workgroup per row into a scratch [N], then their mean in lane order."""
+    rows, classes = ctx.operand_shape(node, 0)
+    a = ctx.operand(node, 0)
+    b = ctx.operand(node, 1)
+    scratch = ctx.allocate(node, rows, "temp")
+    out = ctx.output(node)
+    ctx.dispatch(node, "cross_entropy_rows", {}, _u32s(classes, rows, 0, 0), [a, b, scratch],
+                 rows)
+    ctx.dispatch(node, "reduce", {"OP": 1}, _u32s(rows, 1, 1, 0), [scratch, out], 1)
+
+
+def _plan_cross_entropy_grad(ctx: _PlanContext, node: CheckedNode) -> None:
+    rows, classes = node.shape
+    a = ctx.operand(node, 0)
+    b = ctx.operand(node, 1)
+    out = ctx.output(node)
+    ctx.dispatch(node, "cross_entropy_grad", {}, _u32s(classes, rows, 0, 0), [a, b, out], rows)
+
+
+def _plan_adam_update(ctx: _PlanContext, node: CheckedNode) -> None:
+    n = _count(node.shape)
+    at = node.attrs
+    params = [["u32", n], _f32_param(at["lr"]), _f32_param(at["beta1"]),
+              _f32_param(at["beta2"]), _f32_param(at["eps"]), *_u32s(0, 0, 0)]
+    bindings = [ctx.operand(node, i) for i in range(4)]
+    out = ctx.output(node)
+    ctx.dispatch(node, "adam_update", {"WG": ELEMENTWISE_WG}, params, [*bindings, out],
+                 _ceil_div(n, ELEMENTWISE_WG))
+
+
+def _plan_life(ctx: _PlanContext, node: CheckedNode) -> None:
+    h, w = node.shape
+    a = ctx.operand(node, 0)
+    out = ctx.output(node)
+    ctx.dispatch(node, "life", {"WG": ELEMENTWISE_WG}, _u32s(h, w, 0, 0), [a, out],
+                 _ceil_div(h * w, ELEMENTWISE_WG))
+
+
+# The kernel registry: op name -> planning rule.
+RULES: dict[str, Rule] = {
+    "input": _plan_input,
+    "full": _plan_full,
+    **{op: _plan_unary for op in UNARY_OP},
+    **{op: _plan_binary for op in BINARY_OP},
+    "transpose": _plan_transpose,
+    "permute": _plan_permute,
+    "reshape": _plan_reshape,
+    "matmul": _plan_matmul,
+    "sum": _plan_reduce,
+    "mean": _plan_reduce,
+    "softmax": _plan_softmax,
+    "log_softmax": _plan_softmax,
+    "cross_entropy": _plan_cross_entropy,
+    "cross_entropy_grad": _plan_cross_entropy_grad,
+    "adam_update": _plan_adam_update,
+    "life": _plan_life,
+}
+
+
+def pack_params(params: list[Param]) -> bytes:
+    """A step's uniform bytes: 4-byte little-endian words, zero-padded to a multiple of 16."""
+    words = max(4, _ceil_div(len(params), 4) * 4)
+    out = bytearray(words * 4)
+    for i, (kind, value) in enumerate(params):
+        struct.pack_into("<I" if kind == "u32" else "<f", out, i * 4, value)
+    return bytes(out)

@@ -1,0 +1,296 @@
+"""A prepared graph on the wgpu executor: buffers, uploads, and the recorded step.
+
+At prepare the plan's buffers are taken from the pool, uploads written, and every dispatch is
+recorded once as (pipeline, bind group, workgroups), with all params packed into one uniform
+buffer. WebGPU command buffers are single-use, so "replay" re-encodes that recorded list: no
+planning, pipeline lookup, bind-group creation or param packing happens per run.
+
+`run(steps, read_ids)` encodes every session step into ONE command encoder: copy that step's
+feeds from a staging buffer (all steps' feeds are written up front, straight from the caller's
+arrays), the recorded dispatches, then the carries as buffer copies; after the last step the
+requested values are copied into one read-back buffer. One queue submission and one map per run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..errors import GpuLabError
+from ..protocol import CheckedGraph, label
+from .planner import Plan, pack_params
+from .wgpu_executor import quietly
+
+
+class WgpuProgram:
+    """See the module docstring. Not thread-safe (one run at a time, like a session)."""
+
+    def __init__(self, executor: Any, checked: CheckedGraph, plan: Plan, feeds: list[int],
+                 carry: dict[int, int], keep: list[int]) -> None:
+        self._ex = executor
+        self._checked = checked
+        self.plan = plan
+        self._buffer_of = {v["node"]: v["buffer"] for v in plan["values"]}
+        self._sizes = [4 * b["elements"] for b in plan["buffers"]]
+        self._feeds = [self._feed_entry(node_id) for node_id in feeds]
+        self._keep = set(keep) | set(carry.values())
+        self._carry = carry
+        self._buffers: list[Any] = []
+        self._extra: list[Any] = []  # the uniform buffer (destroyed at dispose)
+        self._scratch: list[Any] = []  # pooled carry scratch buffers
+        self._recorded: list[tuple[Any, Any, list[int]]] = []
+        self._staging: Any = None
+        self._readback: Any = None
+        self._steps_run = 0
+        self._disposed = False
+        try:
+            with executor.guard("prepare"):
+                self._allocate()
+                self._upload()
+                self._record()
+                self._carry_copies = self._plan_carries()
+        except BaseException:
+            self.dispose()
+            raise
+
+    # -- prepare --------------------------------------------------------------------------
+
+    def _feed_entry(self, node_id: int) -> tuple[int, int, int]:
+        buffer_id = self._buffer_of.get(node_id)
+        node = self._checked.by_id.get(node_id)
+        if buffer_id is None or node is None or node.op != "input":
+            raise GpuLabError("VALIDATION", f"feed {node_id} is not an input node of the graph "
+                              "that an output depends on", node_id)
+        return node_id, buffer_id, self._sizes[buffer_id]
+
+    def _allocate(self) -> None:
+        for size in self._sizes:
+            self._buffers.append(self._ex.acquire(size))
+
+    def _upload(self) -> None:
+        import numpy as np
+
+        queue = self._ex.device.queue
+        for up in self.plan["uploads"]:
+            node = self._checked.by_id[up["node"]]
+            if node.op == "full":
+                count = self.plan["buffers"][up["buffer"]]["elements"]
+                data: Any = np.full(count, node.attrs["value"], dtype=np.float32)
+            else:
+                data = memoryview(node.data).cast("B")  # array('f'): float32 already
+            queue.write_buffer(self._buffers[up["buffer"]], 0, data)
+
+    def _record(self) -> None:
+        import wgpu
+
+        device = self._ex.device
+        align = int(device.limits.get("min-uniform-buffer-offset-alignment", 256))
+        packed = [pack_params(step["params"]) for step in self.plan["steps"]]
+        offsets, total = [], 0
+        for chunk in packed:
+            offsets.append(total)
+            total += -(-len(chunk) // align) * align
+        if not packed:
+            return
+        uniform = device.create_buffer(size=total, usage=wgpu.BufferUsage.UNIFORM |
+                                       wgpu.BufferUsage.COPY_DST)
+        self._extra.append(uniform)
+        blob = bytearray(total)
+        for off, chunk in zip(offsets, packed):
+            blob[off:off + len(chunk)] = chunk
+        device.queue.write_buffer(uniform, 0, bytes(blob))
+        for step, off, chunk in zip(self.plan["steps"], offsets, packed):
+            pipeline = self._ex.pipeline(step["kernel"], step["overrides"])
+            entries = [{"binding": 0, "resource": {"buffer": uniform, "offset": off,
+                                                   "size": len(chunk)}}]
+            for i, buffer_id in enumerate(step["bindings"]):
+                entries.append({"binding": i + 1, "resource": {
+                    "buffer": self._buffers[buffer_id], "offset": 0,
+                    "size": self._sizes[buffer_id]}})
+            group = device.create_bind_group(layout=pipeline.get_bind_group_layout(0),
+                                             entries=entries)
+            self._recorded.append((pipeline, group, step["dispatch"]))
+
+    def _plan_carries(self) -> list[tuple[Any, Any, int]]:
+        """(source, destination, bytes) copies that apply every carry at once: a source that is
+        also a destination is first copied to scratch, so no carry reads an updated value."""
+        pairs = []
+        for input_id, output_id in self._carry.items():
+            dst = self._buffer_of.get(input_id)
+            src = self._buffer_of.get(output_id)
+            if dst is None or src is None:
+                raise GpuLabError("VALIDATION", f"carry {input_id} <- {output_id}: both must be "
+                                  "nodes the outputs depend on", input_id)
+            if src != dst:
+                pairs.append((src, dst))
+        destinations = {dst for _, dst in pairs}
+        first, then = [], []
+        for src, dst in pairs:
+            size = self._sizes[dst]
+            if src in destinations:
+                scratch = self._ex.acquire(size)
+                self._scratch.append(scratch)
+                first.append((self._buffers[src], scratch, size))
+                then.append((scratch, self._buffers[dst], size))
+            else:
+                then.append((self._buffers[src], self._buffers[dst], size))
+        return first + then
+
+    # -- run ------------------------------------------------------------------------------
+
+    def run(self, steps: list[Mapping[int, Any]], read_ids: Iterable[int]) -> dict[int, Any]:
+        """Run the steps in one submission; {id: float32 array} of read_ids after the last."""
+        self._check_alive()
+        steps = list(steps) or [{}]
+        read = list(dict.fromkeys(read_ids))
+        arrays = [self._feed_arrays(step) for step in steps]
+        with self._ex.guard("run"):
+            encoder = self._ex.device.create_command_encoder()
+            self._write_feeds(arrays, encoder)
+            for index in range(len(steps)):
+                self._encode_step(encoder, index)
+            values = self._read(encoder, read)
+        self._steps_run += len(steps)
+        return values
+
+    def _feed_arrays(self, step: Mapping[int, Any]) -> list[Any]:
+        import numpy as np
+
+        out = []
+        for node_id, _, size in self._feeds:
+            if node_id not in step:
+                node = self._checked.by_id[node_id]
+                raise GpuLabError("VALIDATION", f"{label(node.id, node.op)}: no value fed for "
+                                  "this step", node_id)
+            arr = np.ascontiguousarray(step[node_id], dtype=np.float32)
+            if arr.nbytes != size:
+                node = self._checked.by_id[node_id]
+                raise GpuLabError("VALIDATION", f"{label(node.id, node.op)}: fed {arr.size} "
+                                  f"values, expected {size // 4}", node_id)
+            out.append(arr)
+        return out
+
+    def _write_feeds(self, arrays: list[list[Any]], encoder: Any) -> None:
+        """All steps' feeds into one staging buffer (one write per array, no element loops)."""
+        self._step_feed_copies: list[list[tuple[int, Any, int]]] = []
+        per_step = sum(size for _, _, size in self._feeds)
+        if per_step == 0:
+            self._step_feed_copies = [[] for _ in arrays]
+            return
+        staging = self._staging_buffer(per_step * len(arrays))
+        queue = self._ex.device.queue
+        offset = 0
+        for step_arrays in arrays:
+            copies = []
+            for (_, buffer_id, size), arr in zip(self._feeds, step_arrays):
+                queue.write_buffer(staging, offset, arr)
+                copies.append((offset, self._buffers[buffer_id], size))
+                offset += size
+            self._step_feed_copies.append(copies)
+
+    def _staging_buffer(self, nbytes: int) -> Any:
+        import wgpu
+
+        if self._staging is None or self._staging.size < nbytes:
+            if self._staging is not None:
+                self._staging.destroy()
+            self._staging = self._ex.device.create_buffer(
+                size=max(nbytes, 256), usage=wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST)
+        return self._staging
+
+    def _encode_step(self, encoder: Any, index: int) -> None:
+        for offset, dst, size in self._step_feed_copies[index]:
+            encoder.copy_buffer_to_buffer(self._staging, offset, dst, 0, size)
+        if self._recorded:
+            compute = encoder.begin_compute_pass()
+            for pipeline, group, (x, y, z) in self._recorded:
+                compute.set_pipeline(pipeline)
+                compute.set_bind_group(0, group)
+                compute.dispatch_workgroups(x, y, z)
+            compute.end()
+        for src, dst, size in self._carry_copies:
+            encoder.copy_buffer_to_buffer(src, 0, dst, 0, size)
+
+    def _read(self, encoder: Any, read: list[int]) -> dict[int, Any]:
+        """Copy the read ids' buffers into one read-back buffer, submit, map once."""
+        import numpy as np
+
+        layout, total = [], 0
+        for node_id in read:
+            buffer_id = self._buffer_id(node_id)
+            layout.append((node_id, buffer_id, total))
+            total += self._sizes[buffer_id]
+        readback = self._readback_buffer(total) if read else None
+        for _, buffer_id, offset in layout:
+            encoder.copy_buffer_to_buffer(self._buffers[buffer_id], 0, readback, offset,
+                                          self._sizes[buffer_id])
+        self._ex.submit([encoder.finish()])
+        if not read:
+            return {}
+        raw = self._map_readback(total)
+        return {node_id: np.frombuffer(raw, dtype=np.float32, count=self._sizes[buffer_id] // 4,
+                                       offset=offset).reshape(self._shape(node_id)).copy()
+                for node_id, buffer_id, offset in layout}
+
+    def _readback_buffer(self, nbytes: int) -> Any:
+        """The program's MAP_READ buffer, grown to the largest read-back seen."""
+        import wgpu
+
+        if self._readback is None or self._readback.size < nbytes:
+            if self._readback is not None:
+                self._readback.destroy()
+            self._readback = self._ex.device.create_buffer(
+                size=max(nbytes, 256), usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+        return self._readback
+
+    def _map_readback(self, nbytes: int) -> memoryview:
+        import wgpu
+
+        self._readback.map_sync(wgpu.MapMode.READ, 0, self._readback.size)
+        try:
+            raw = self._readback.read_mapped(0, nbytes, copy=True)
+        finally:
+            self._readback.unmap()
+        self._ex.counters["readbacks"] += 1
+        return raw
+
+    def _buffer_id(self, node_id: int) -> int:
+        buffer_id = self._buffer_of.get(node_id)
+        if buffer_id is None:
+            raise GpuLabError("VALIDATION", f"node {node_id} is not computed by this program "
+                              "(no output depends on it)", node_id)
+        return buffer_id
+
+    def _shape(self, node_id: int) -> tuple[int, ...]:
+        return tuple(self._checked.by_id[node_id].shape)
+
+    # -- download / dispose ---------------------------------------------------------------
+
+    def download(self, node_id: int) -> Any:
+        """Current value of a carried input or a kept output (a float32 array)."""
+        self._check_alive()
+        if node_id not in self._keep and node_id not in self._carry:
+            raise GpuLabError("VALIDATION", f"node {node_id} is neither carried nor kept",
+                              node_id)
+        if self._steps_run == 0 and node_id not in self._carry:
+            raise GpuLabError("VALIDATION", f"node {node_id} has no value yet: run a step first",
+                              node_id)
+        with self._ex.guard("download"):
+            encoder = self._ex.device.create_command_encoder()
+            return self._read(encoder, [node_id])[node_id]
+
+    def dispose(self) -> None:
+        """Return buffers to the pool, free the rest. Always works; idempotent."""
+        if self._disposed:
+            return
+        self._disposed = True
+        for buf in self._buffers + self._scratch:
+            self._ex.release(buf)
+        for buf in self._extra + [self._staging, self._readback]:
+            if buf is not None:
+                quietly(buf.destroy)  # a lost device must not fail dispose
+        self._buffers, self._extra, self._recorded = [], [], []
+
+    def _check_alive(self) -> None:
+        if self._disposed:
+            raise GpuLabError("DISPOSED", "this wgpu program was disposed")

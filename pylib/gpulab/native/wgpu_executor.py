@@ -1,0 +1,203 @@
+"""The native GPU executor: the WGSL kernels of kernels/wgsl run through wgpu-py.
+
+`open_executor(allow_software)` probes the adapter (policy in adapter.py) and opens a device;
+host.py calls it for the first graph, never at import. `WgpuExecutor.prepare(checked, feeds,
+carry, keep)` plans the graph (planner.py, the twin of the browser's planner.mjs) and returns a
+`WgpuProgram` (program.py). Pipelines are created once per (kernel, overrides) and cached;
+buffers come from a pool keyed by size and go back to it when a program is disposed.
+Everything wgpu raises after validation (WGSL errors, validation errors, out of memory, a lost
+device) becomes GpuLabError("BACKEND", message).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from importlib import resources
+from typing import Any
+
+from ..errors import GpuLabError
+from ..protocol import CheckedGraph
+from .adapter import choose_adapter
+from .planner import DEFAULT_LIMITS, plan_graph
+
+NAME = "wgpu"
+
+# The device limits a plan depends on: planner key -> wgpu-py (WebGPU) limit name.
+PLAN_LIMITS = {
+    "maxComputeWorkgroupStorageSize": "max-compute-workgroup-storage-size",
+    "maxStorageBufferBindingSize": "max-storage-buffer-binding-size",
+    "maxComputeWorkgroupsPerDimension": "max-compute-workgroups-per-dimension",
+}
+POOL_ALIGN = 256  # pooled buffer sizes are multiples of this, so similar sizes share buffers
+POOL_MAX_BYTES = 512 * 1024 * 1024  # idle pooled memory kept for reuse; beyond it, destroyed
+
+
+def open_executor(allow_software: bool | None = None,
+                  limits: Mapping[str, int] | None = None,
+                  hooks: Mapping[str, Callable[..., Any]] | None = None) -> WgpuExecutor:
+    """Probe the adapter and open a device. Raises GpuLabError(UNAVAILABLE, reason) when no
+    adapter may be used. `limits` caps planner limits (tests use it to force the 64x64 matmul
+    on a device with 32 KiB of workgroup storage); `hooks["on_submit"](count)` is called after
+    every queue submission (tests count them)."""
+    adapter, info = choose_adapter(allow_software)
+    try:
+        device, device_limits = _open_device(adapter)
+    except Exception as err:
+        raise GpuLabError("UNAVAILABLE", f"could not open a device on {info['description']}: "
+                          f"{err}") from err
+    plan_limits = {k: int(device_limits.get(v, DEFAULT_LIMITS[k])) for k, v in PLAN_LIMITS.items()}
+    for key, cap in (limits or {}).items():
+        if key not in plan_limits:
+            raise GpuLabError("VALIDATION", f"unknown plan limit {key!r}; known: "
+                              f"{sorted(plan_limits)}")
+        plan_limits[key] = min(plan_limits[key], int(cap))
+    return WgpuExecutor(device, info, plan_limits, dict(hooks or {}))
+
+
+def _open_device(adapter: Any) -> tuple[Any, dict[str, int]]:
+    """A device with the adapter's full workgroup storage and buffer sizes (the plan uses
+    them); other limits stay at WebGPU's defaults."""
+    wanted = ("max-compute-workgroup-storage-size", "max-storage-buffer-binding-size",
+              "max-buffer-size")
+    required = {k: adapter.limits[k] for k in wanted if k in adapter.limits}
+    device = adapter.request_device_sync(required_limits=required)
+    return device, dict(device.limits)
+
+
+class WgpuExecutor:
+    """One wgpu device with its shader/pipeline caches and buffer pool."""
+
+    name = NAME
+
+    def __init__(self, device: Any, info: dict[str, Any], limits: dict[str, int],
+                 hooks: dict[str, Callable[..., Any]]) -> None:
+        self.device = device
+        self.info = info
+        self.limits = limits
+        self.hooks = hooks
+        self.counters = {"submits": 0, "readbacks": 0, "pipelines": 0, "shader_modules": 0,
+                         "buffers_created": 0}
+        self._modules: dict[str, Any] = {}
+        self._pipelines: dict[tuple, Any] = {}
+        self._pool: dict[int, list[Any]] = {}
+        self._pooled_bytes = 0
+        self._lost: str | None = None
+        self._disposed = False
+
+    # -- the executor interface --------------------------------------------------------------
+
+    def prepare(self, checked: CheckedGraph, feeds: Iterable[int] = (),
+                carry: Mapping[int, int] | None = None, keep: Iterable[int] = ()) -> Any:
+        """Plan, allocate, upload and record a checked graph; see program.WgpuProgram."""
+        from .program import WgpuProgram
+
+        self.check_usable()
+        plan = plan_graph(checked, self.limits)  # LIMIT here: the host re-evaluates on the CPU
+        return WgpuProgram(self, checked, plan, list(feeds), dict(carry or {}), list(keep))
+
+    def dispose(self) -> None:
+        """Release pooled buffers and the device. Idempotent."""
+        if self._disposed:
+            return
+        self._disposed = True
+        for buffers in self._pool.values():
+            for buf in buffers:
+                quietly(buf.destroy)
+        self._pool.clear()
+        self._pipelines.clear()
+        self._modules.clear()
+        quietly(self.device.destroy)
+
+    # -- shared by programs -------------------------------------------------------------------
+
+    def check_usable(self) -> None:
+        if self._disposed:
+            raise GpuLabError("DISPOSED", "this wgpu executor was disposed")
+        if self._lost is not None:
+            raise GpuLabError("BACKEND", f"the wgpu device was lost: {self._lost}")
+
+    @contextlib.contextmanager
+    def guard(self, context: str) -> Iterator[None]:
+        """Turn anything wgpu raises into GpuLabError(BACKEND) naming what was being done."""
+        self.check_usable()
+        try:
+            yield
+        except GpuLabError:
+            raise
+        except Exception as err:
+            raise GpuLabError("BACKEND", f"wgpu failed during {context}: "
+                              f"{type(err).__name__}: {err}") from err
+
+    def pipeline(self, kernel: str, overrides: Mapping[str, int]) -> Any:
+        """The compute pipeline for (kernel, overrides), created once."""
+        key = (kernel, tuple(sorted(overrides.items())))
+        found = self._pipelines.get(key)
+        if found is None:
+            found = self.device.create_compute_pipeline(
+                layout="auto",
+                compute={"module": self._module(kernel), "entry_point": "main",
+                         "constants": {k: float(v) for k, v in overrides.items()}},
+            )
+            self._pipelines[key] = found
+            self.counters["pipelines"] += 1
+        return found
+
+    def _module(self, kernel: str) -> Any:
+        module = self._modules.get(kernel)
+        if module is None:
+            module = self.device.create_shader_module(code=kernel_source(kernel), label=kernel)
+            self._modules[kernel] = module
+            self.counters["shader_modules"] += 1
+        return module
+
+    def acquire(self, nbytes: int) -> Any:
+        """A storage buffer of at least nbytes (STORAGE | COPY_SRC | COPY_DST), pooled."""
+        import wgpu
+
+        size = max(POOL_ALIGN, -(-nbytes // POOL_ALIGN) * POOL_ALIGN)
+        free = self._pool.get(size)
+        if free:
+            self._pooled_bytes -= size
+            return free.pop()
+        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+        self.counters["buffers_created"] += 1
+        return self.device.create_buffer(size=size, usage=usage)
+
+    def release(self, buf: Any) -> None:
+        """Give a buffer back to the pool (destroyed when the pool is full)."""
+        if self._disposed or self._lost is not None:
+            return
+        if self._pooled_bytes + buf.size > POOL_MAX_BYTES:
+            quietly(buf.destroy)
+            return
+        self._pool.setdefault(buf.size, []).append(buf)
+        self._pooled_bytes += buf.size
+
+    def submit(self, command_buffers: list[Any]) -> None:
+        self.device.queue.submit(command_buffers)
+        self.counters["submits"] += 1
+        on_submit = self.hooks.get("on_submit")
+        if on_submit is not None:
+            on_submit(self.counters["submits"])
+
+    def lose_device(self, reason: str = "destroyed by a test hook") -> None:
+        """Test hook: destroy the device; every later call raises BACKEND."""
+        quietly(self.device.destroy)
+        self._lost = reason
+
+
+def kernel_source(kernel: str) -> str:
+    """A WGSL file shipped with the package (a byte copy of kernels/wgsl/<kernel>.wgsl)."""
+    path = resources.files("gpulab").joinpath("kernels", "wgsl", f"{kernel}.wgsl")
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError as err:
+        raise GpuLabError("BACKEND", f"no WGSL kernel {kernel!r} in gpulab/kernels/wgsl "
+                          "(run `make sync`)") from err
+
+
+def quietly(fn: Callable[[], Any]) -> None:
+    """Cleanup that must not mask the error being reported (or fail dispose)."""
+    with contextlib.suppress(Exception):
+        fn()
