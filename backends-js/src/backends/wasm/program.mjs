@@ -271,9 +271,13 @@ export class WasmProgram {
     }
   }
 
-  /** Byte address of the current value of `id` (following a swapped carry). */
-  locate(/** @type {number} */ id) {
-    const holder = this.ran && this.swappedInto.has(id) ? this.swappedInto.get(id) : id;
+  /**
+   * Byte address of the value of `id`: during a step (before its carry) every node's own block;
+   * between runs, a swapped output's latest value is in the block of the input it was carried to.
+   * @param {number} id @param {boolean} betweenRuns
+   */
+  locate(id, betweenRuns) {
+    const holder = betweenRuns && this.ran && this.swappedInto.has(id) ? this.swappedInto.get(id) : id;
     const slot = this.slotOf.get(/** @type {number} */ (holder));
     if (slot === undefined || !this.persistent.has(id)) {
       throw new GpuLabError('VALIDATION', `node ${id} is not an output, kept, fed or carried ` +
@@ -283,6 +287,8 @@ export class WasmProgram {
   }
 
   /**
+   * Runs the steps; `readIds` are read after the last step's kernels and before its carry, so
+   * an output that is an input node reads the value that step used.
    * @param {Map<number, Float32Array>[]} steps feed values per step
    * @param {number[]} readIds
    * @returns {Promise<Map<number, Float32Array>>}
@@ -290,8 +296,9 @@ export class WasmProgram {
   async run(steps, readIds) {
     this.checkLive();
     const s = this.scratch;
+    const out = new Map();
     try {
-      for (const feeds of steps) {
+      steps.forEach((feeds, i) => {
         const heap = this.wasm.heap();
         for (const [id, data] of feeds) {
           const slot = this.slotOf.get(id);
@@ -301,26 +308,25 @@ export class WasmProgram {
           heap.set(data, this.ptr[slot] / 4);
         }
         for (const step of this.steps) step.run(this.ptr, s);
+        if (i === steps.length - 1) for (const id of readIds) out.set(id, this.read(id, false));
         this.applyCarry();
         this.ran = true;
-      }
+      });
     } catch (err) {
       throw err instanceof GpuLabError ? err : asBackendError(err, 'run');
     }
-    const out = new Map();
-    for (const id of readIds) out.set(id, this.read(id));
     return out;
   }
 
-  read(/** @type {number} */ id) {
-    const at = this.locate(id) / 4;
+  read(/** @type {number} */ id, /** @type {boolean} */ betweenRuns) {
+    const at = this.locate(id, betweenRuns) / 4;
     return this.wasm.heap().slice(at, at + numel(this.node(id).shape));
   }
 
   /** @param {number} id */
   async download(id) {
     this.checkLive();
-    return this.read(id);
+    return this.read(id, true);
   }
 
   checkLive() {
