@@ -27,16 +27,16 @@ export const name = 'webgpu';
 const kernelUrl = (/** @type {string} */ kernel) =>
   new URL(`../../../kernels/wgsl/${kernel}.wgsl`, import.meta.url);
 
-/** @type {Promise<{planGraph: Function}> | null} */
-let planner = null;
+/** @type {Promise<{planGraph: Function, packParams: Function}> | null} */
+let plannerModule = null;
 
 /** The planner, imported on first use (so the backend still reports adapters without it). */
 function loadPlanner() {
-  planner ??= import('../planner.mjs').catch((err) => {
-    planner = null;
+  plannerModule ??= import('../planner.mjs').catch((err) => {
+    plannerModule = null;
     throw new GpuLabError('BACKEND', `cannot load the GPU planner (planner.mjs): ${err.message}`);
   });
-  return planner;
+  return plannerModule;
 }
 
 /**
@@ -77,14 +77,16 @@ export async function createBackend({ allowSoftware = false, hooks = {} } = {}) 
     async prepare(checked, session = {}) {
       gpu.check();
       let plan;
+      const planner = await loadPlanner();
+      const packParams = planner.packParams;
       try {
-        const planGraph = hooks.planGraph || (await loadPlanner()).planGraph;
+        const planGraph = hooks.planGraph || planner.planGraph;
         plan = planGraph(checked, gpu.limits());
         if (hooks.transformPlan) plan = hooks.transformPlan(plan);
       } catch (err) {
         throw err instanceof GpuLabError ? err : asBackendError(err, 'planning');
       }
-      const program = new WebGpuProgram(ctx, plan, checked, session);
+      const program = new WebGpuProgram({ ...ctx, packParams }, plan, checked, session);
       try {
         await program.init();
       } catch (err) {

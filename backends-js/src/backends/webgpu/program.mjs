@@ -13,21 +13,26 @@ const STAGING_OUT = () => GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST;
  * @typedef {import('./device.mjs').GpuDevice} GpuDevice
  * @typedef {import('./pool.mjs').BufferPool} BufferPool
  * @typedef {import('./kernels.mjs').KernelRegistry} KernelRegistry
- * @typedef {{id: number, elements: number, node?: number, kind?: string, alias?: number|boolean}} PlanBuffer
+ * @typedef {{id: number, elements: number, node?: number, kind?: string}} PlanBuffer
  * @typedef {{node?: number, kernel: string, entry?: string, overrides?: Record<string, number>,
  *   params?: Array<[string, number|string]>, bindings: number[], dispatch: number[]}} PlanStep
- * @typedef {{buffers: PlanBuffer[], uploads?: Array<{buffer: number, node: number}>,
- *   steps: PlanStep[], outputs?: Array<{name: string, buffer: number, shape: number[], node?: number}>,
- *   nodes?: Record<string, number>}} Plan
- * @typedef {{gpu: GpuDevice, pool: BufferPool, kernels: KernelRegistry, counters: {submits: number}}} Context
+ * @typedef {{buffers: PlanBuffer[], values: Array<{node: number, buffer: number, alias: boolean}>,
+ *   uploads?: Array<{buffer: number, node: number}>, steps: PlanStep[],
+ *   outputs?: Array<{name: string, buffer: number, shape: number[], node?: number}>}} Plan
+ * (docs/plan.md is the reference for every field.)
+ * @typedef {{gpu: GpuDevice, pool: BufferPool, kernels: KernelRegistry, counters: {submits: number},
+ *   packParams: (params: Array<[string, number]>) => Uint8Array}} Context
  */
 
 /** One GPU storage buffer of the plan: the pooled buffer and the bytes the tensor uses. */
 class Slot {
-  /** @param {GPUBuffer} buffer @param {number} bytes */
-  constructor(buffer, bytes) {
+  /** @param {GPUBuffer} buffer @param {number} elements */
+  constructor(buffer, elements) {
     this.buffer = buffer;
-    this.bytes = bytes;
+    /** bytes the tensor occupies (copies, feeds, read-back) */
+    this.bytes = elements * 4;
+    /** bytes bound: the plan's buffer size, at least 16 (docs/plan.md), so arrayLength agrees natively */
+    this.bindBytes = Math.max(16, this.bytes);
   }
 }
 
@@ -43,13 +48,16 @@ export class WebGpuProgram {
     this.ctx = ctx;
     this.plan = plan;
     this.checked = checked;
-    this.feedIds = [...feeds];
-    this.carry = carry instanceof Map ? carry : new Map(Object.entries(carry).map(([k, v]) => [Number(k), v]));
+    /** @type {Map<number, number>} node id -> plan buffer id */
+    this.nodeBuffer = nodeBuffers(plan);
+    // Inputs that no output depends on have no buffer: their feeds and carries change nothing.
+    this.feedIds = [...feeds].filter((id) => this.nodeBuffer.has(id));
+    const pairs = carry instanceof Map ? [...carry] : Object.entries(carry).map(([k, v]) => [Number(k), v]);
+    /** @type {Map<number, number>} input id -> output id */
+    this.carry = new Map(pairs.filter(([input]) => this.nodeBuffer.has(input)));
     this.keep = keep;
     /** @type {Map<number, Slot>} plan buffer id -> slot */
     this.slots = new Map();
-    /** @type {Map<number, number>} node id -> plan buffer id */
-    this.nodeBuffer = nodeBuffers(plan, checked);
     /** @type {GPUBuffer[]} every pooled buffer this program holds (returned on dispose) */
     this.owned = [];
     /** @type {Array<{pipeline: GPUComputePipeline, group: GPUBindGroup, dispatch: number[]}>} */
@@ -82,15 +90,9 @@ export class WebGpuProgram {
   allocate() {
     const { pool } = this.ctx;
     for (const b of this.plan.buffers) {
-      if (isAlias(b)) continue;
-      const bytes = Math.max(4, b.elements * 4);
-      const buf = pool.acquire(STORAGE(), bytes, `buffer ${b.id}`);
-      this.owned.push(buf);
-      this.slots.set(b.id, new Slot(buf, bytes));
-    }
-    // Views share their target's slot.
-    for (const b of this.plan.buffers) {
-      if (isAlias(b)) this.slots.set(b.id, this.slotOf(aliasTarget(b, this.plan, this.nodeBuffer)));
+      const slot = new Slot(pool.acquire(STORAGE(), Math.max(16, b.elements * 4), `buffer ${b.id}`), b.elements);
+      this.owned.push(slot.buffer);
+      this.slots.set(b.id, slot);
     }
   }
 
@@ -113,7 +115,7 @@ export class WebGpuProgram {
   encodeBindGroups(pipelines) {
     const { gpu, pool } = this.ctx;
     const align = gpu.device.limits.minUniformBufferOffsetAlignment || 256;
-    const packed = packParams(this.plan.steps, align);
+    const packed = packUniforms(this.plan.steps, align, this.ctx.packParams);
     let uniform = null;
     if (packed.bytes.byteLength) {
       uniform = pool.acquire(UNIFORM(), packed.bytes.byteLength, 'params');
@@ -130,7 +132,7 @@ export class WebGpuProgram {
       }
       step.bindings.forEach((id, j) => {
         const slot = this.slotOf(id);
-        entries.push({ binding: j + 1, resource: { buffer: slot.buffer, offset: 0, size: slot.bytes } });
+        entries.push({ binding: j + 1, resource: { buffer: slot.buffer, offset: 0, size: slot.bindBytes } });
       });
       const group = gpu.device.createBindGroup({ layout: k.layout, entries, label: step.kernel });
       return { pipeline: k.pipeline, group, dispatch: step.dispatch };
@@ -169,10 +171,12 @@ export class WebGpuProgram {
     const { gpu, pool } = this.ctx;
     /** @type {{buffer: GPUBuffer, offsets: number[], total: number} | null} */
     let staging = null;
+    /** @type {{buffer: GPUBuffer, offsets: number[][]} | null} */
+    let inputs = null;
     try {
       await gpu.guard('run', () => {
         const device = gpu.device;
-        const inputs = this.stageFeeds(feeds);
+        inputs = this.stageFeeds(feeds);
         const encoder = device.createCommandEncoder({ label: 'gpu-lab run' });
         feeds.forEach((_, s) => {
           if (inputs) this.encodeFeedCopies(encoder, inputs, s);
@@ -182,11 +186,13 @@ export class WebGpuProgram {
         staging = this.encodeReads(encoder, reads);
         device.queue.submit([encoder.finish()]);
         this.ctx.counters.submits += 1;
-        if (inputs) pool.release(inputs.buffer);
       });
     } catch (err) {
       if (staging) pool.release(/** @type {{buffer: GPUBuffer}} */ (staging).buffer);
       throw err;
+    } finally {
+      // Queue order: a later writer of this buffer runs after this submission's copies.
+      if (inputs) pool.release(/** @type {{buffer: GPUBuffer}} */ (inputs).buffer);
     }
     return this.readBack(staging, readIds, reads, 'run');
   }
@@ -361,34 +367,12 @@ export class WebGpuProgram {
   }
 }
 
-/** @param {PlanBuffer} b */
-function isAlias(b) {
-  return b.alias !== undefined && b.alias !== false && b.alias !== null;
-}
-
 /**
- * The buffer an alias entry views: `alias` is a buffer id, or `true` meaning "the buffer of the
- * node's operand" (resolved through the plan's node -> buffer map).
- * @param {PlanBuffer} b @param {Plan} plan @param {Map<number, number>} nodeBuffer
- */
-function aliasTarget(b, plan, nodeBuffer) {
-  if (typeof b.alias === 'number') return b.alias;
-  throw new GpuLabError('BACKEND', `plan buffer ${b.id} is an alias without a target buffer id`);
-}
-
-/**
- * node id -> plan buffer id: the plan's own map when it has one, else every buffer's `node`.
+ * node id -> plan buffer id, from the plan's `values` (views share their operand's buffer).
  * @param {Plan} plan
  */
 export function nodeBuffers(plan) {
-  /** @type {Map<number, number>} */
-  const map = new Map();
-  if (plan.nodes) {
-    for (const [node, buf] of Object.entries(plan.nodes)) map.set(Number(node), buf);
-    return map;
-  }
-  for (const b of plan.buffers) if (b.node !== undefined) map.set(b.node, b.id);
-  return map;
+  return new Map((plan.values || []).map((v) => [v.node, v.buffer]));
 }
 
 /** @param {{nodes: Array<{id: number}>}} checked */
@@ -420,29 +404,20 @@ function toNumber(v) {
 }
 
 /**
- * Pack each step's params (4 bytes each, padded to 16) at `align`-byte offsets.
+ * Every step's uniform (packed by the planner's `packParams`, so both executors agree on the
+ * bytes) in one buffer, each at an `align`-byte offset.
  * @param {PlanStep[]} steps @param {number} align
+ * @param {(params: Array<[string, number]>) => Uint8Array} packOne
  */
-export function packParams(steps, align) {
-  const sizes = steps.map((s) => Math.max(16, Math.ceil(((s.params || []).length * 4) / 16) * 16));
+export function packUniforms(steps, align, packOne) {
+  const each = steps.map((s) => packOne(/** @type {Array<[string, number]>} */ (s.params || [])));
   const offsets = [];
   let total = 0;
-  for (const size of sizes) {
+  for (const bytes of each) {
     offsets.push(total);
-    total += Math.ceil(size / align) * align;
+    total += Math.ceil(bytes.byteLength / align) * align;
   }
-  const bytes = new ArrayBuffer(steps.length ? total : 0);
-  const view = new DataView(bytes);
-  steps.forEach((s, i) => {
-    (s.params || []).forEach(([type, value], j) => writeParam(view, offsets[i] + 4 * j, type, value));
-  });
-  return { bytes: new Uint8Array(bytes), offsets, sizes };
-}
-
-/** @param {DataView} view @param {number} at @param {string} type @param {number|string} value */
-function writeParam(view, at, type, value) {
-  if (type === 'f32') view.setFloat32(at, toNumber(value), true);
-  else if (type === 'u32') view.setUint32(at, Number(value), true);
-  else if (type === 'i32') view.setInt32(at, Number(value), true);
-  else throw new GpuLabError('BACKEND', `plan param type "${type}" is not u32/i32/f32`);
+  const bytes = new Uint8Array(total);
+  each.forEach((b, i) => bytes.set(b, offsets[i]));
+  return { bytes, offsets, sizes: each.map((b) => b.byteLength) };
 }

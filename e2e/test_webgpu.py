@@ -1,0 +1,400 @@
+"""The browser WebGPU backend in headless Chromium (SwiftShader: a SOFTWARE adapter).
+
+Every test that runs graphs passes allowSoftware and checks the result is labelled software;
+the policy tests check SwiftShader is refused without it. Page helpers live in
+e2e/webgpu_test.html (`window.wg`).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+PAGE = "/e2e/webgpu_test.html"
+
+
+@pytest.fixture()
+def wg(page, server_url):
+    """The test page, loaded, with its helpers ready; returns a function evaluating JS in it."""
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(server_url + PAGE)
+    page.wait_for_function("window.wgReady === true", timeout=30_000)
+
+    def run(body: str, arg: object = None) -> object:
+        return page.evaluate(f"async (arg) => {{ const wg = window.wg; {body} }}", arg)
+
+    yield run
+    assert not errors, f"uncaught errors in the page: {errors}"
+
+
+def open_runtime(extra: str = "") -> str:
+    """JS that opens a WebGPU runtime with software allowed (SwiftShader here)."""
+    return (
+        "const hooks = {" + extra + "};"
+        "const rt = await wg.runtime.createRuntime({backend: 'webgpu', allowSoftware: true, hooks});"
+    )
+
+
+# ---- adapter policy ----
+
+
+def test_software_adapter_refused_without_allow_software(wg):
+    r = wg("return await wg.settle(wg.runtime.createRuntime({backend: 'webgpu'}));")
+    assert r["ok"] is False
+    assert r["code"] == "UNAVAILABLE"
+    # The reason names the adapter: the renderer and the adapter's own vendor/architecture.
+    assert "refused software adapter: SwiftShader" in r["message"]
+    assert "google" in r["message"] and "allowSoftware" in r["message"]
+
+
+def test_auto_falls_back_and_records_the_webgpu_refusal(wg):
+    r = wg(
+        "const rt = await wg.runtime.createRuntime({backend: 'auto'});"
+        "const out = {backend: rt.backend, attempts: rt.attempts};"
+        "rt.dispose(); return out;"
+    )
+    assert r["backend"] != "webgpu"
+    first = r["attempts"][0]
+    assert first["backend"] == "webgpu" and first["ok"] is False
+    assert "SwiftShader" in first["reason"]
+    assert r["attempts"][-1]["backend"] == r["backend"] and r["attempts"][-1]["ok"] is True
+
+
+def test_missing_webgpu_api_is_unavailable(page, server_url):
+    page.add_init_script(
+        "Object.defineProperty(Navigator.prototype, 'gpu', {get: () => undefined});"
+    )
+    page.goto(server_url + PAGE)
+    page.wait_for_function("window.wgReady === true", timeout=30_000)
+    r = page.evaluate(
+        "async () => window.wg.settle(window.wg.runtime.createRuntime("
+        "{backend: 'webgpu', allowSoftware: true}))"
+    )
+    assert r["ok"] is False and r["code"] == "UNAVAILABLE"
+    assert "WebGPU API not present" in r["message"]
+
+
+def test_policy_on_named_adapters(wg):
+    """Each software renderer is refused by name; a hardware adapter passes; allowSoftware
+    accepts a software one and says so. Fake adapters: only the policy is under test."""
+    r = wg(
+        """
+        const fake = (info) => ({requestAdapter: async () => ({info, limits: {}})});
+        const cases = {
+          swiftshader: {vendor: 'google', architecture: 'swiftshader'},
+          llvmpipe: {vendor: 'mesa', description: 'llvmpipe (LLVM 15.0.6, 256 bits)'},
+          lavapipe: {vendor: 'mesa', device: 'Lavapipe'},
+          softpipe: {description: 'softpipe'},
+          basic: {vendor: 'microsoft', description: 'Microsoft Basic Render Driver'},
+          fallback: {vendor: 'acme', architecture: 'x', isFallbackAdapter: true},
+          nvidia: {vendor: 'nvidia', architecture: 'hopper', description: 'NVIDIA H200'},
+        };
+        const out = {};
+        for (const [k, info] of Object.entries(cases)) {
+          const refused = await wg.settle(wg.adapter.acquireAdapter({gpu: fake(info)}));
+          const allowed = await wg.settle(
+            wg.adapter.acquireAdapter({gpu: fake(info), allowSoftware: true}));
+          out[k] = {refused, software: allowed.ok ? allowed.value.software : null};
+        }
+        out.none = await wg.settle(wg.adapter.acquireAdapter({gpu: {requestAdapter: async () => null}}));
+        return out;
+        """
+    )
+    names = {
+        "swiftshader": "SwiftShader",
+        "llvmpipe": "llvmpipe",
+        "lavapipe": "lavapipe",
+        "softpipe": "softpipe",
+        "basic": "Microsoft Basic Render",
+        "fallback": "fallback adapter",
+    }
+    for key, label in names.items():
+        refused = r[key]["refused"]
+        assert refused["ok"] is False and refused["code"] == "UNAVAILABLE", key
+        assert f"refused software adapter: {label}" in refused["message"], refused
+        assert r[key]["software"] is True, key
+    assert r["nvidia"]["refused"]["ok"] is True
+    assert r["nvidia"]["software"] is False
+    assert r["none"]["ok"] is False and r["none"]["code"] == "UNAVAILABLE"
+
+
+def test_allow_software_runs_and_labels_software(wg):
+    r = wg(
+        open_runtime()
+        + "const res = await rt.execute(wg.seedGraph());"
+        "const out = {backend: res.backend, data: Array.from(res.outputs.values.data),"
+        " stats: res.stats, info: rt.info}; rt.dispose(); return out;"
+    )
+    assert r["backend"] == "webgpu"
+    assert r["data"] == [0, 60, 120]
+    assert r["info"]["software"] is True and r["stats"]["software"] is True
+    assert r["info"]["vendor"] == "google" and r["info"]["architecture"] == "swiftshader"
+
+
+# ---- errors and device loss ----
+
+
+def test_device_loss_becomes_backend_without_hanging(wg):
+    r = wg(
+        open_runtime()
+        + """
+        const g = wg.seedGraph();
+        const s = await rt.prepare(g, {});
+        const before = await wg.settle(s.run(1));
+        hooks.loseDevice();
+        const during = await wg.settle(s.run(1), 20000);
+        const after = await wg.settle(s.run(1), 20000);
+        const execute = await wg.settle(rt.execute(g), 20000);
+        s.dispose(); rt.dispose();
+        return {before: before.ok, during, after, execute};
+        """
+    )
+    assert r["before"] is True
+    assert r["during"]["code"] == "BACKEND", r["during"]
+    assert "device lost" in r["during"]["message"].lower()
+    assert "TIMEOUT" not in r["during"]["message"]
+    assert r["after"]["code"] == "STATE"  # the session is poisoned
+    assert r["execute"]["code"] == "BACKEND" and "device lost" in r["execute"]["message"].lower()
+
+
+def test_device_lost_while_reading_back_rejects(wg):
+    """Loss after submit, before the map resolves: the pending run rejects (race with loss)."""
+    r = wg(
+        open_runtime()
+        + """
+        const s = await rt.prepare(wg.seedGraph(), {});
+        const pending = wg.settle(s.run(1), 20000);
+        hooks.loseDevice();
+        const res = await pending;
+        rt.dispose();
+        return res;
+        """
+    )
+    # Either the run finished before the loss took effect, or it failed with BACKEND: never hangs.
+    assert r["ok"] or r["code"] == "BACKEND", r
+    assert "TIMEOUT" not in str(r.get("message"))
+
+
+def test_wgsl_compile_error_is_backend_with_browser_message(wg):
+    r = wg(
+        open_runtime("transformWgsl: (k, src) => src + '\\nfn broken( -> {'")
+        + "const res = await wg.settle(rt.execute(wg.seedGraph())); rt.dispose(); return res;"
+    )
+    assert r["ok"] is False and r["code"] == "BACKEND"
+    assert "WGSL" in r["message"]
+    assert "error" in r["message"].lower() and "broken" in r["message"]  # Tint's own words
+
+
+def test_validation_error_is_backend_with_browser_message(wg):
+    """A dispatch past maxComputeWorkgroupsPerDimension is a WebGPU validation error."""
+    r = wg(
+        open_runtime(
+            "transformPlan: (plan) => { plan.steps[0].dispatch = [70000, 1, 1]; return plan; }"
+        )
+        + "const res = await wg.settle(rt.execute(wg.seedGraph())); rt.dispose(); return res;"
+    )
+    assert r["ok"] is False and r["code"] == "BACKEND"
+    assert "validation error" in r["message"]
+    assert "70000" in r["message"]  # the browser's message names the bad count
+
+
+# ---- sessions ----
+
+
+def test_session_feeds_carry_and_download(wg):
+    """acc <- acc + x each step: carry and feeds, checked against plain float32 sums."""
+    r = wg(
+        open_runtime()
+        + """
+        const g = {version: 1, nodes: [
+          {id: 0, op: 'input', shape: [4]},
+          {id: 1, op: 'input', shape: [4], data: [0, 0, 0, 0]},
+          {id: 2, op: 'add', a: 1, b: 0},
+          {id: 3, op: 'mul', a: 2, b: 2}],
+          outputs: [{name: 'acc', id: 2}, {name: 'sq', id: 3}]};
+        const s = await rt.prepare(g, {feeds: [0], carry: {1: 'acc'}, resident: ['acc'],
+                                       outputs: ['sq']});
+        const steps = [1, 2, 3].map((k) => ({0: [k, 10 * k, 0.5 * k, -k]}));
+        const r1 = await s.run(steps);
+        const acc = await s.download('acc');
+        const carried = await s.download(1);
+        const r2 = await s.run([{0: [1, 1, 1, 1]}]);
+        s.dispose(); rt.dispose();
+        return {sq: Array.from(r1.outputs.sq.data), names: Object.keys(r1.outputs),
+                acc: Array.from(acc), carried: Array.from(carried),
+                sq2: Array.from(r2.outputs.sq.data)};
+        """
+    )
+    acc = [6.0, 60.0, 3.0, -6.0]
+    assert r["names"] == ["sq"]  # resident outputs are not read back
+    assert r["acc"] == acc and r["carried"] == acc
+    assert r["sq"] == [v * v for v in acc]
+    assert r["sq2"] == [(v + 1) * (v + 1) for v in acc]
+
+
+def test_carry_swap_acts_simultaneously(wg):
+    """carry a <- b's value and b <- a's value: outputs that are inputs swap each step."""
+    r = wg(
+        open_runtime()
+        + """
+        const g = {version: 1, nodes: [
+          {id: 0, op: 'input', shape: [2], data: [1, 2]},
+          {id: 1, op: 'input', shape: [2], data: [3, 4]},
+          {id: 2, op: 'add', a: 0, b: 1}],
+          outputs: [{name: 'a', id: 0}, {name: 'b', id: 1}, {name: 'sum', id: 2}]};
+        const s = await rt.prepare(g, {carry: {0: 'b', 1: 'a'}, outputs: ['sum']});
+        await s.run(3);
+        const out = {a: Array.from(await s.download(0)), b: Array.from(await s.download(1))};
+        s.dispose(); rt.dispose(); return out;
+        """
+    )
+    assert r == {"a": [3, 4], "b": [1, 2]}  # three swaps
+
+
+def test_run_of_eight_steps_is_one_submission_and_equals_eight_runs(wg):
+    r = wg(
+        open_runtime()
+        + """
+        const init = wg.mlpInitialState();
+        const opts = {feeds: [0, 1], carry: wg.MLP_CARRY, resident: ['W1', 'W2'],
+                      outputs: ['loss']};
+        const steps = Array.from({length: 8}, (_, s) => wg.mlpFeeds(s));
+        const a = await rt.prepare(wg.mlpGraph(init), opts);
+        const submits0 = hooks.webgpuStats().submits;
+        const ra = await a.run(steps);
+        const submits = hooks.webgpuStats().submits - submits0;
+        const wa = await a.download('W1');
+        const b = await rt.prepare(wg.mlpGraph(init), opts);
+        let rb;
+        for (const step of steps) rb = await b.run([step]);
+        const wb = await b.download('W1');
+        a.dispose(); b.dispose(); rt.dispose();
+        return {submits, lossA: wg.bits(ra.outputs.loss.data), lossB: wg.bits(rb.outputs.loss.data),
+                wA: wg.bits(wa), wB: wg.bits(wb), stats: ra.stats};
+        """
+    )
+    assert r["submits"] == 1
+    assert r["lossA"] == r["lossB"]
+    assert r["wA"] == r["wB"]
+    assert r["stats"]["software"] is True and r["stats"]["steps"] == 8
+
+
+def test_five_session_steps_equal_five_chained_executes(wg):
+    """An MLP training step with Adam: the session (one submission for five steps, state on the
+    device) and five executes (state through the host) give the same bits."""
+    r = wg(
+        open_runtime()
+        + """
+        let state = wg.mlpInitialState();
+        const names = ['W1', 'W2', 'm1', 'v1', 'm2', 'v2', 't'];
+        const s = await rt.prepare(wg.mlpGraph(state), {feeds: [0, 1], carry: wg.MLP_CARRY,
+                                   resident: names, outputs: ['loss']});
+        const steps = Array.from({length: 5}, (_, k) => wg.mlpFeeds(k));
+        const rs = await s.run(steps);
+        const session = {loss: wg.bits(rs.outputs.loss.data)};
+        for (const n of names) session[n] = wg.bits(await s.download(n));
+        const losses = [];
+        let res;
+        for (let k = 0; k < 5; k++) {
+          const f = steps[k];
+          res = await rt.execute(wg.mlpGraph(state, f[0], f[1]));
+          losses.push(res.outputs.loss.data[0]);
+          state = Object.fromEntries(names.map((n) => [n, res.outputs[n].data]));
+        }
+        const chained = {loss: wg.bits(res.outputs.loss.data)};
+        for (const n of names) chained[n] = wg.bits(res.outputs[n].data);
+        s.dispose(); rt.dispose();
+        return {session, chained, losses, t: Array.from(state.t)};
+        """
+    )
+    assert r["t"] == [6.0]  # five steps counted on the device
+    assert r["losses"][-1] < r["losses"][0]  # it trains
+    assert r["session"] == r["chained"]
+
+
+def test_poisoned_by_forced_nan_then_state(wg):
+    r = wg(
+        open_runtime()
+        + """
+        const g = {version: 2, nodes: [
+          {id: 0, op: 'input', shape: [2]},
+          {id: 1, op: 'log', a: 0}],
+          outputs: [{name: 'y', id: 1}]};
+        const s = await rt.prepare(g, {feeds: [0]});
+        const ok = await wg.settle(s.run([{0: [1, 2]}]));
+        const bad = await wg.settle(s.run([{0: [-1, 2]}]));   // log(-1) = NaN
+        const later = await wg.settle(s.run([{0: [1, 2]}]));
+        const dispose = await wg.settle(Promise.resolve(s.dispose()));
+        const after = await wg.settle(s.run([{0: [1, 2]}]));
+        rt.dispose();
+        return {ok: ok.ok, bad, later, dispose: dispose.ok, after};
+        """
+    )
+    assert r["ok"] is True
+    assert r["bad"]["code"] == "BACKEND" and "non-finite" in r["bad"]["message"]
+    assert r["later"]["code"] == "STATE"
+    assert r["dispose"] is True
+    assert r["after"]["code"] == "DISPOSED"
+
+
+def test_poisoned_by_backend_error_then_state(wg):
+    """A real backend failure inside run (the device destroyed under the session) poisons it;
+    the runtime's failNextRun hook poisons another session the same way."""
+    r = wg(
+        open_runtime()
+        + """
+        const s = await rt.prepare(wg.seedGraph(), {});
+        hooks.failNextRun = 'injected';
+        const injected = await wg.settle(s.run(1));
+        const later = await wg.settle(s.run(1));
+        const download = await wg.settle(s.download('values'));
+        s.dispose(); rt.dispose();
+        return {injected, later, download};
+        """
+    )
+    assert r["injected"]["code"] == "BACKEND" and "injected" in r["injected"]["message"]
+    assert r["later"]["code"] == "STATE"
+    assert r["download"]["code"] in ("STATE", "VALIDATION")
+
+
+# ---- caches ----
+
+
+def test_buffers_and_pipelines_reused_across_executes(wg):
+    r = wg(
+        open_runtime()
+        + """
+        const g = wg.mlpGraph(wg.mlpInitialState(), wg.mlpFeeds(0)[0], wg.mlpFeeds(0)[1]);
+        await rt.execute(g);
+        const first = hooks.webgpuStats();
+        for (let i = 0; i < 20; i++) await rt.execute(g);
+        const last = hooks.webgpuStats();
+        rt.dispose();
+        return {first, last};
+        """
+    )
+    first, last = r["first"], r["last"]
+    assert first["live"] > 0
+    assert last["live"] == first["live"], (first, last)  # no growth in live buffers
+    assert last["created"] == first["created"]
+    # every acquisition of the 20 executes came from the pool
+    assert last["reused"] - first["reused"] == 20 * (first["created"] + first["reused"])
+    assert last["pipelines"] == first["pipelines"]  # pipelines built once per device
+    assert last["submits"] == first["submits"] + 20  # one submission per execute
+
+
+# ---- conformance ----
+
+
+def test_conformance_corpus_on_webgpu_software(browser, server_url):
+    """The whole corpus on WebGPU (SwiftShader, labelled software): exact ops bit-equal to the
+    reference, the others within their tolerance class."""
+    from e2e.conformance.runner import run_conformance
+
+    report = run_conformance(
+        "browser-webgpu", allow_software=True, browser=browser, server_url=server_url
+    )
+    assert report.lane.available, report.describe_failures()
+    assert report.lane.backend == "webgpu"
+    assert report.lane.software is True  # SwiftShader: the report says software
+    assert report.passed, report.describe_failures()
