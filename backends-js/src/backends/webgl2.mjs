@@ -1,0 +1,84 @@
+// The WebGL2 backend: every op of the op table as a GLSL ES 3.00 fragment shader
+// (kernels/glsl/) over R32F textures, one fragment per output element. See docs/webgl2.md for
+// the texture layout and the numerics.
+//
+// Policy: needs WebGL2 on an OffscreenCanvas (workers and main thread) with
+// EXT_color_buffer_float; software renderers (SwiftShader, llvmpipe, softpipe, Microsoft Basic
+// Render) are refused with UNAVAILABLE naming the renderer unless allowSoftware. After
+// validation every failure is BACKEND; a lost context fails the run in flight and every later
+// call with BACKEND (never a hang).
+//
+// Test hooks: the backend fills in, on the `hooks` object given to createBackend/createRuntime,
+//   hooks.loseContext()   loses the context through WEBGL_lose_context
+//   hooks.webgl2Stats()   {liveTextures, liveFramebuffers, free, created, reused, programs, livePrograms}
+import { GpuLabError } from '../errors.mjs';
+import { openContext } from './webgl2/context.mjs';
+import { ShaderCache } from './webgl2/shaders.mjs';
+import { TexturePool } from './webgl2/textures.mjs';
+import { WebGL2Program } from './webgl2/program.mjs';
+import './webgl2/elementwise.mjs';
+import './webgl2/layout.mjs';
+import './webgl2/matmul.mjs';
+import './webgl2/reductions.mjs';
+
+export const name = 'webgl2';
+
+/**
+ * @param {{allowSoftware?: boolean, hooks?: Record<string, any>}} [opts]
+ */
+export async function createBackend({ allowSoftware = false, hooks = {} } = {}) {
+  const ctx = openContext({ allowSoftware });
+  const gl = ctx.gl;
+  const pool = new TexturePool(gl, ctx.maxTextureSize);
+  const shaders = new ShaderCache(gl);
+  const vao = gl.createVertexArray();  // no attributes: the vertex shader uses gl_VertexID
+  gl.bindVertexArray(vao);
+  /** @type {Set<WebGL2Program>} */
+  const programs = new Set();
+  const env = { gl, ctx, pool, shaders };
+  let disposed = false;
+
+  const stats = () => ({ ...pool.stats(), programs: shaders.programs.size, livePrograms: programs.size });
+  if (hooks && typeof hooks === 'object') {
+    hooks.loseContext = () => ctx.lose();
+    hooks.webgl2Stats = stats;
+  }
+
+  return {
+    name,
+    info: ctx.info,
+    limits: { maxTextureSize: ctx.maxTextureSize },
+    stats,
+
+    /**
+     * Allocate, compile and upload a checked graph.
+     * @param {any} checked
+     * @param {{feeds?: number[], carry?: Map<number, number>, keep?: number[]}} [session]
+     */
+    async prepare(checked, session = {}) {
+      if (disposed) throw new GpuLabError('DISPOSED', 'the webgl2 backend was disposed');
+      ctx.check();
+      const program = new WebGL2Program(env, checked, session);
+      programs.add(program);
+      program.onDispose = () => programs.delete(program);
+      try {
+        await program.build();
+      } catch (err) {
+        program.dispose();
+        if (err instanceof GpuLabError) throw err;
+        throw new GpuLabError('BACKEND', `webgl2 prepare failed: ${err?.message ?? err}`, null, { cause: err });
+      }
+      return program;
+    },
+
+    dispose() {
+      if (disposed) return;
+      disposed = true;
+      for (const p of [...programs]) p.dispose();
+      pool.dispose();
+      shaders.dispose();
+      gl.deleteVertexArray(vao);
+      ctx.lose();  // hand the context back now: pages may hold only a few at a time
+    },
+  };
+}

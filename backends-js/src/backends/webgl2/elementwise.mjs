@@ -1,0 +1,59 @@
+// Elementwise kernels: unary ops, broadcasting binary ops, and the two-operand optimizer steps.
+import { registerKernel, broadcastStrides, pad4, sizeOf } from './registry.mjs';
+
+for (const op of ['relu', 'positive', 'neg', 'exp', 'log', 'sqrt', 'tanh', 'sigmoid', 'gelu']) {
+  registerKernel(op, (node, k) => [{
+    shader: 'unary.glsl', defines: { [`OP_${op}`]: 1 },
+    inputs: { u_a: k.slot(node.operands[0]) }, target: k.out,
+  }]);
+}
+
+/**
+ * A binary pass; broadcasting indexing only when an operand's shape differs from the output's.
+ * @param {string} op @param {any} node @param {import('./registry.mjs').KernelContext} k
+ * @param {Record<string, [string, any]>} [uniforms]
+ */
+function binaryPass(op, node, k, uniforms = {}) {
+  const [a, b] = node.operands;
+  const out = node.shape;
+  const same = (id) => sizeOf(k.shape(id)) === sizeOf(out);
+  const broadcast = !(same(a) && same(b));
+  const pass = {
+    shader: 'binary.glsl', defines: { [`OP_${op}`]: 1 },
+    inputs: { u_a: k.slot(a), u_b: k.slot(b) }, uniforms: { ...uniforms }, target: k.out,
+  };
+  if (broadcast) {
+    pass.defines.BROADCAST = 1;
+    pass.uniforms.u_shape = ['i4', pad4(out)];
+    pass.uniforms.u_sa = ['i4', broadcastStrides(k.shape(a), out)];
+    pass.uniforms.u_sb = ['i4', broadcastStrides(k.shape(b), out)];
+  }
+  return [pass];
+}
+
+for (const op of ['add', 'sub', 'mul', 'div', 'gelu_grad']) {
+  registerKernel(op, (node, k) => binaryPass(op, node, k));
+}
+
+// Float attributes go in as float32 uniforms; "1 - beta" is formed in float64 first, so it is
+// rounded once (1 - fround(0.999) would be off by ~100 ulps).
+registerKernel('sgd_update', (node, k) => binaryPass('sgd_update', node, k, {
+  u_p: ['f', node.attrs.lr] }));
+registerKernel('momentum_update', (node, k) => binaryPass('momentum_update', node, k, {
+  u_p: ['f', node.attrs.momentum] }));
+registerKernel('adam_m', (node, k) => binaryPass('adam_m', node, k, {
+  u_p: ['f', node.attrs.beta1], u_q: ['f', 1 - node.attrs.beta1] }));
+registerKernel('adam_v', (node, k) => binaryPass('adam_v', node, k, {
+  u_p: ['f', node.attrs.beta2], u_q: ['f', 1 - node.attrs.beta2] }));
+
+registerKernel('adam_update', (node, k) => {
+  const [a, b, c, t] = node.operands;
+  const { lr, beta1, beta2, eps } = node.attrs;
+  return [{
+    shader: 'adam_update.glsl',
+    inputs: { u_a: k.slot(a), u_b: k.slot(b), u_c: k.slot(c), u_t: k.slot(t) },
+    uniforms: { u_lr: ['f', lr], u_eps: ['f', eps], u_lnb1: ['f', Math.log(beta1)],
+      u_lnb2: ['f', Math.log(beta2)] },
+    target: k.out,
+  }];
+});

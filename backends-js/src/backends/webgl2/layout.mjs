@@ -1,0 +1,43 @@
+// Kernels that move elements without arithmetic (exact bits): transpose, permute, reshape,
+// plus full (a constant, computed once per program) and life.
+import { registerKernel, pad4, stridesOf } from './registry.mjs';
+
+/**
+ * A strided copy: output axis i reads input axis dims[i].
+ * @param {any} node @param {import('./registry.mjs').KernelContext} k @param {number[]} dims
+ */
+function permutePass(node, k, dims) {
+  const a = node.operands[0];
+  const inStrides = stridesOf(k.shape(a));
+  const strides = dims.map((d) => inStrides[d]);
+  return [{
+    shader: 'strided.glsl', inputs: { u_a: k.slot(a) }, target: k.out,
+    uniforms: { u_shape: ['i4', pad4(node.shape)], u_sa: ['i4', [...Array(4 - dims.length).fill(0), ...strides]] },
+  }];
+}
+
+registerKernel('permute', (node, k) => permutePass(node, k, node.attrs.dims));
+
+registerKernel('transpose', (node, k) => {
+  const rank = node.shape.length;
+  const dims = [...Array(rank).keys()];
+  [dims[rank - 2], dims[rank - 1]] = [dims[rank - 1], dims[rank - 2]];
+  return permutePass(node, k, dims);
+});
+
+registerKernel('reshape', (node, k) => [{
+  shader: 'copy.glsl', inputs: { u_a: k.slot(node.operands[0]) }, target: k.out,
+}]);
+
+const f32 = new Float32Array(1);
+const u32 = new Uint32Array(f32.buffer);
+
+registerKernel('full', (node, k) => {
+  f32[0] = node.attrs.value;  // the value arrives as a JS number (inf and NaN included)
+  return [{ shader: 'full.glsl', uniforms: { u_bits: ['u', u32[0]] }, target: k.out }];
+}, { constant: true });
+
+registerKernel('life', (node, k) => [{
+  shader: 'life.glsl', inputs: { u_a: k.slot(node.operands[0]) }, target: k.out,
+  uniforms: { u_hw: ['i2', node.shape] },
+}]);

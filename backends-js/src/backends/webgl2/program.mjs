@@ -1,0 +1,249 @@
+// A prepared graph on the WebGL2 backend: every live tensor has a texture slot, every node's
+// kernel is recorded once as draw commands over slots, and run() replays them per step.
+// Carry after a step swaps the output's texture into the input's slot (no copy) when the output
+// is recomputed every step; otherwise (an input or constant carried, or one output carried into
+// several inputs) it draws a copy.
+import { GpuLabError } from '../../errors.mjs';
+import { kernelFor, sizeOf } from './registry.mjs';
+import { upload, download } from './textures.mjs';
+
+/** Pass uniform type -> WebGL2 setter. */
+const SETTERS = { i: 'uniform1i', f: 'uniform1f', u: 'uniform1ui', i2: 'uniform2iv', i4: 'uniform4iv' };
+
+/**
+ * @typedef {object} DrawCommand
+ * @property {import('./shaders.mjs').GlProgram} prog
+ * @property {Array<[WebGLUniformLocation|null, number]>} samplers location, slot
+ * @property {Array<[string, WebGLUniformLocation|null, any]>} uniforms setter, location, value
+ * @property {number} target slot
+ * @property {WebGLUniformLocation|null} nLoc
+ * @property {WebGLUniformLocation|null} wLoc
+ */
+
+/** @param {Map<number, Float32Array>|Record<string, Float32Array>} step @param {number} id */
+function feedOf(step, id) {
+  return step instanceof Map ? step.get(id) : step[id];
+}
+
+export class WebGL2Program {
+  /**
+   * @param {{gl: WebGL2RenderingContext, ctx: import('./context.mjs').GlContext,
+   *   pool: import('./textures.mjs').TexturePool, shaders: import('./shaders.mjs').ShaderCache}} env
+   * @param {any} checked
+   * @param {{feeds?: Iterable<number>, carry?: Map<number, number>, keep?: Iterable<number>}} session
+   */
+  constructor(env, checked, { feeds = [], carry = new Map() } = {}) {
+    this.env = env;
+    this.gl = env.gl;
+    /** @type {Map<number, any>} */
+    this.nodes = new Map(checked.nodes.map((n) => [n.id, n]));
+    this.order = checked.order;
+    this.feeds = [...feeds];
+    this.carry = carry instanceof Map ? carry : new Map(Object.entries(carry).map(([k, v]) => [Number(k), v]));
+    /** @type {import('./textures.mjs').Tex[]} texture of each slot */
+    this.slots = [];
+    /** @type {number[]} element count of each slot */
+    this.slotSize = [];
+    /** @type {Map<number, number>} node id -> slot */
+    this.slotOf = new Map();
+    /** @type {Map<number, number>} carried output id -> the input slot holding its value after a swap */
+    this.swapped = new Map();
+    this.stepsRun = 0;
+    this.disposed = false;
+  }
+
+  /** @param {number} n */
+  allocate(n) {
+    this.slots.push(this.env.pool.acquire(n));
+    this.slotSize.push(n);
+    return this.slots.length - 1;
+  }
+
+  /** @param {number} id */
+  nodeSlot(id) {
+    if (!this.slotOf.has(id)) this.slotOf.set(id, this.allocate(sizeOf(this.nodes.get(id).shape)));
+    return this.slotOf.get(id);
+  }
+
+  /** Allocate, record, compile and upload; the first step can run afterwards. */
+  async build() {
+    for (const id of [...this.order, ...this.feeds, ...this.carry.keys(), ...this.carry.values()]) {
+      this.nodeSlot(id);
+    }
+    const { init, step } = this.recordKernels();
+    const carry = this.planCarry(new Set(step.map((p) => p.target)));
+    const all = [...init, ...step, ...carry.copies];
+    await this.env.shaders.load(all);
+    this.initCommands = await this.compile(init);
+    this.stepCommands = await this.compile(step);
+    this.copyCommands = await this.compile(carry.copies);
+    this.swaps = carry.swaps;
+    for (const id of this.order) {
+      const node = this.nodes.get(id);
+      if (node.op === 'input' && node.data) upload(this.gl, this.slots[this.slotOf.get(id)], node.data);
+    }
+    for (const cmd of this.initCommands) this.draw(cmd);
+    this.checkGl('prepare');
+  }
+
+  /** The passes of every live node: constants once (init), the rest every step. */
+  recordKernels() {
+    const init = [];
+    const step = [];
+    for (const id of this.order) {
+      const node = this.nodes.get(id);
+      if (node.op === 'input') continue;
+      const kernel = kernelFor(node.op);
+      if (!kernel) {
+        throw new GpuLabError('BACKEND', `node ${id} (${node.op}): the webgl2 backend has no kernel for ${node.op}`, id);
+      }
+      const passes = kernel.build(node, {
+        slot: (opId) => this.slotOf.get(opId),
+        shape: (opId) => this.nodes.get(opId).shape,
+        out: this.slotOf.get(id),
+        temp: (n) => this.allocate(n),
+      });
+      (kernel.constant ? init : step).push(...passes);
+    }
+    return { init, step };
+  }
+
+  /**
+   * Swaps for outputs recomputed every step and carried into one input; copies for the rest.
+   * @param {Set<number>} recomputed slots written by the step passes
+   */
+  planCarry(recomputed) {
+    const swaps = [];
+    const copies = [];
+    const taken = new Set();
+    for (const [input, output] of this.carry) {
+      const inSlot = this.slotOf.get(input);
+      const outSlot = this.slotOf.get(output);
+      if (inSlot === outSlot) continue;
+      if (recomputed.has(outSlot) && !taken.has(output)) {
+        taken.add(output);
+        swaps.push([inSlot, outSlot]);
+        this.swapped.set(output, inSlot);
+      }
+    }
+    for (const [input, output] of this.carry) {
+      const inSlot = this.slotOf.get(input);
+      const outSlot = this.slotOf.get(output);
+      if (inSlot === outSlot || this.swapped.get(output) === inSlot) continue;
+      // After the swaps the output's value lives in the slot it was swapped into.
+      const from = this.swapped.get(output) ?? outSlot;
+      copies.push({ shader: 'copy.glsl', inputs: { u_a: from }, target: inSlot });
+    }
+    return { swaps, copies };
+  }
+
+  /** @param {import('./registry.mjs').Pass[]} passes @returns {Promise<DrawCommand[]>} */
+  async compile(passes) {
+    const shaders = this.env.shaders;
+    const out = [];
+    for (const p of passes) {
+      const prog = await shaders.get(p.shader, p.defines ?? {});
+      out.push({
+        prog, target: p.target,
+        samplers: Object.entries(p.inputs ?? {}).map(([name, slot]) => [shaders.location(prog, name), slot]),
+        uniforms: Object.entries(p.uniforms ?? {}).map(([name, [type, value]]) =>
+          [SETTERS[type], shaders.location(prog, name), value]),
+        nLoc: shaders.location(prog, 'u_n'),
+        wLoc: shaders.location(prog, 'u_w'),
+      });
+    }
+    return out;
+  }
+
+  /** @param {DrawCommand} cmd */
+  draw(cmd) {
+    const gl = this.gl;
+    const target = this.slots[cmd.target];
+    gl.useProgram(cmd.prog.handle);
+    gl.bindFramebuffer(gl.FRAMEBUFFER, target.framebuffer);
+    gl.viewport(0, 0, target.w, target.h);
+    cmd.samplers.forEach(([loc, slot], unit) => {
+      gl.activeTexture(gl.TEXTURE0 + unit);
+      gl.bindTexture(gl.TEXTURE_2D, this.slots[slot].texture);
+      gl.uniform1i(loc, unit);
+    });
+    gl.uniform1i(cmd.nLoc, this.slotSize[cmd.target]);
+    gl.uniform1i(cmd.wLoc, target.w);
+    for (const [setter, loc, value] of cmd.uniforms) gl[setter](loc, value);
+    gl.drawArrays(gl.TRIANGLES, 0, 3);
+    // Unbind so no later draw samples a texture it renders into.
+    for (let unit = cmd.samplers.length - 1; unit >= 0; unit--) {
+      gl.activeTexture(gl.TEXTURE0 + unit);
+      gl.bindTexture(gl.TEXTURE_2D, null);
+    }
+  }
+
+  /** Throw BACKEND on a lost context or a GL error. @param {string} when */
+  checkGl(when) {
+    this.env.ctx.check();
+    const err = this.gl.getError();
+    if (err !== this.gl.NO_ERROR) {
+      this.env.ctx.check();
+      throw new GpuLabError('BACKEND', `WebGL2 error 0x${err.toString(16)} during ${when}`);
+    }
+  }
+
+  /**
+   * Run the steps (feed, draw, carry each), then read back readIds.
+   * @param {Array<Map<number, Float32Array>|Record<string, Float32Array>>} steps
+   * @param {Iterable<number>} readIds
+   */
+  async run(steps, readIds) {
+    this.checkLive();
+    for (const step of steps) {
+      for (const id of this.feeds) {
+        const data = feedOf(step, id);
+        if (data) upload(this.gl, this.slots[this.slotOf.get(id)], data);
+      }
+      for (const cmd of this.stepCommands) this.draw(cmd);
+      this.applyCarry();
+      this.stepsRun++;
+    }
+    this.checkGl('run');
+    const out = new Map();
+    for (const id of readIds) out.set(id, this.read(id));
+    this.env.ctx.check();  // a context lost during readPixels leaves zeros, not values
+    return out;
+  }
+
+  applyCarry() {
+    for (const [inSlot, outSlot] of this.swaps) {
+      [this.slots[inSlot], this.slots[outSlot]] = [this.slots[outSlot], this.slots[inSlot]];
+    }
+    for (const cmd of this.copyCommands) this.draw(cmd);
+  }
+
+  /** Current value of a node: a carried output lives in its input's slot after a swap. @param {number} id */
+  read(id) {
+    let slot = this.slotOf.get(id);
+    if (slot === undefined) throw new GpuLabError('BACKEND', `node ${id} has no tensor on the webgl2 backend`, id);
+    if (this.stepsRun > 0 && this.swapped.has(id)) slot = this.swapped.get(id);
+    return download(this.gl, this.slots[slot], this.slotSize[slot]);
+  }
+
+  /** @param {number} id */
+  async download(id) {
+    this.checkLive();
+    const data = this.read(id);
+    this.checkGl('download');
+    return data;
+  }
+
+  checkLive() {
+    if (this.disposed) throw new GpuLabError('DISPOSED', 'this webgl2 program was disposed');
+    this.env.ctx.check();
+  }
+
+  dispose() {
+    if (this.disposed) return;
+    this.disposed = true;
+    for (const tex of this.slots) this.env.pool.release(tex);
+    this.slots = [];
+    this.onDispose?.();
+  }
+}

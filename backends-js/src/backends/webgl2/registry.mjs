@@ -1,0 +1,74 @@
+// The kernel registry (like TensorFlow.js's): op name -> a function that turns one checked node
+// into GPU passes. A pass is one draw of one shader into one tensor texture:
+//   { shader: 'binary.glsl', defines: {OP_add: 1}, inputs: {u_a: slot, ...},
+//     uniforms: {u_shape: ['i4', [1, 1, 2, 3]], ...}, target: slot }
+// Slots are indices into the program's texture table, so a session can swap carried tensors
+// between steps without re-recording anything.
+
+/**
+ * @typedef {{shader: string, defines?: Record<string, string|number>, inputs?: Record<string, number>,
+ *   uniforms?: Record<string, [string, any]>, target: number}} Pass
+ * @typedef {object} KernelContext
+ * @property {(id: number) => number} slot     texture slot of a node's tensor
+ * @property {(id: number) => number[]} shape  shape of a node
+ * @property {number} out                      slot of this node's output
+ * @property {(n: number) => number} temp      a scratch tensor of n elements for this node
+ * @typedef {(node: any, k: KernelContext) => Pass[]} Kernel
+ */
+
+/** @type {Map<string, {build: Kernel, constant: boolean}>} */
+const KERNELS = new Map();
+
+/**
+ * @param {string} op
+ * @param {Kernel} build
+ * @param {{constant?: boolean}} [opts] constant: the result never changes (computed once at prepare)
+ */
+export function registerKernel(op, build, { constant = false } = {}) {
+  KERNELS.set(op, { build, constant });
+}
+
+/** @param {string} op */
+export function kernelFor(op) {
+  return KERNELS.get(op);
+}
+
+export function registeredOps() {
+  return [...KERNELS.keys()];
+}
+
+/** A shape padded at the front with 1s to rank 4. @param {number[]} shape */
+export function pad4(shape) {
+  return [...Array(4 - shape.length).fill(1), ...shape];
+}
+
+/** Row-major element strides. @param {number[]} shape */
+export function stridesOf(shape) {
+  const s = new Array(shape.length);
+  let acc = 1;
+  for (let i = shape.length - 1; i >= 0; i--) {
+    s[i] = acc;
+    acc *= shape[i];
+  }
+  return s;
+}
+
+/**
+ * Strides of `shape` along the axes of `outShape` (aligned right), 0 where `shape` broadcasts,
+ * padded to rank 4.
+ * @param {number[]} shape @param {number[]} outShape
+ */
+export function broadcastStrides(shape, outShape) {
+  const strides = stridesOf(shape);
+  const out = [0, 0, 0, 0];
+  for (let i = 0; i < shape.length; i++) {
+    const axis = 4 - shape.length + i;
+    out[axis] = shape[i] === 1 && outShape[outShape.length - shape.length + i] !== 1 ? 0 : strides[i];
+  }
+  return out;
+}
+
+/** @param {number[]} shape */
+export function sizeOf(shape) {
+  return shape.reduce((a, b) => a * b, 1);
+}

@@ -1,0 +1,150 @@
+// Tensor storage: one R32F texture per tensor, with its own framebuffer so a kernel can render
+// into it. Layout (docs/webgl2.md): width = min(n, MAX_TEXTURE_SIZE), height = ceil(n / width),
+// element i at texel (i % width, i / width). Textures are pooled by size: a program gives its
+// textures back on dispose and the next program of the same shapes reuses them, so repeated
+// executes of one graph create no new textures. The backend's dispose deletes them all.
+import { GpuLabError } from '../../errors.mjs';
+
+/**
+ * @typedef {object} Tex
+ * @property {WebGLTexture} texture
+ * @property {WebGLFramebuffer} framebuffer
+ * @property {number} w
+ * @property {number} h
+ */
+
+/**
+ * Texture size for n elements, or LIMIT when the device's textures are too small.
+ * @param {number} n
+ * @param {number} maxSize MAX_TEXTURE_SIZE
+ */
+export function layoutFor(n, maxSize) {
+  const w = Math.max(1, Math.min(n, maxSize));
+  const h = Math.max(1, Math.ceil(n / w));
+  if (h > maxSize) {
+    throw new GpuLabError('LIMIT', `a tensor of ${n} elements needs a ${w}x${h} texture; ` +
+      `this WebGL2 device allows ${maxSize}x${maxSize}`);
+  }
+  return { w, h };
+}
+
+export class TexturePool {
+  /**
+   * @param {WebGL2RenderingContext} gl
+   * @param {number} maxSize
+   */
+  constructor(gl, maxSize) {
+    this.gl = gl;
+    this.maxSize = maxSize;
+    /** @type {Map<string, Tex[]>} free textures by "w x h" */
+    this.free = new Map();
+    /** @type {Set<Tex>} every texture not yet deleted */
+    this.all = new Set();
+    this.created = 0;
+    this.reused = 0;
+  }
+
+  /** A texture for n elements: a free one of the same size, or a new one. */
+  acquire(n) {
+    const { w, h } = layoutFor(n, this.maxSize);
+    const stack = this.free.get(`${w}x${h}`);
+    if (stack?.length) {
+      this.reused++;
+      return stack.pop();
+    }
+    return this.create(w, h);
+  }
+
+  /** @param {number} w @param {number} h */
+  create(w, h) {
+    const gl = this.gl;
+    const texture = gl.createTexture();
+    gl.bindTexture(gl.TEXTURE_2D, texture);
+    gl.texStorage2D(gl.TEXTURE_2D, 1, gl.R32F, w, h);
+    // texelFetch ignores filtering, but an incomplete texture would read as zero on some drivers.
+    gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MIN_FILTER, gl.NEAREST);
+    gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MAG_FILTER, gl.NEAREST);
+    const framebuffer = gl.createFramebuffer();
+    gl.bindFramebuffer(gl.FRAMEBUFFER, framebuffer);
+    gl.framebufferTexture2D(gl.FRAMEBUFFER, gl.COLOR_ATTACHMENT0, gl.TEXTURE_2D, texture, 0);
+    /** @type {Tex} */
+    const tex = { texture, framebuffer, w, h };
+    this.all.add(tex);
+    this.created++;
+    return tex;
+  }
+
+  /** @param {Tex} tex */
+  release(tex) {
+    if (!this.all.has(tex)) return;
+    const key = `${tex.w}x${tex.h}`;
+    if (!this.free.has(key)) this.free.set(key, []);
+    this.free.get(key).push(tex);
+  }
+
+  stats() {
+    let free = 0;
+    for (const s of this.free.values()) free += s.length;
+    return { liveTextures: this.all.size, liveFramebuffers: this.all.size, free,
+      created: this.created, reused: this.reused };
+  }
+
+  dispose() {
+    for (const tex of this.all) {
+      this.gl.deleteFramebuffer(tex.framebuffer);
+      this.gl.deleteTexture(tex.texture);
+    }
+    this.all.clear();
+    this.free.clear();
+  }
+}
+
+/**
+ * Upload n float32 values into a texture (full rows, then the partial last row).
+ * @param {WebGL2RenderingContext} gl
+ * @param {Tex} tex
+ * @param {Float32Array} data
+ */
+export function upload(gl, tex, data) {
+  gl.bindTexture(gl.TEXTURE_2D, tex.texture);
+  const rows = Math.floor(data.length / tex.w);
+  if (rows > 0) gl.texSubImage2D(gl.TEXTURE_2D, 0, 0, 0, tex.w, rows, gl.RED, gl.FLOAT, data, 0);
+  const rest = data.length - rows * tex.w;
+  if (rest > 0) {
+    gl.texSubImage2D(gl.TEXTURE_2D, 0, 0, rows, rest, 1, gl.RED, gl.FLOAT, data, rows * tex.w);
+  }
+}
+
+/**
+ * Read n float32 values back, bit for bit (readPixels of FLOAT data). Reads RED when the
+ * implementation offers it for R32F, else RGBA (always allowed for float targets) and keeps .r.
+ * @param {WebGL2RenderingContext} gl
+ * @param {Tex} tex
+ * @param {number} n
+ */
+export function download(gl, tex, n) {
+  gl.bindFramebuffer(gl.READ_FRAMEBUFFER, tex.framebuffer);
+  const red = readsRed(gl);
+  const rows = Math.ceil(n / tex.w);
+  const channels = red ? 1 : 4;
+  const buf = new Float32Array(tex.w * rows * channels);
+  gl.readPixels(0, 0, tex.w, rows, red ? gl.RED : gl.RGBA, gl.FLOAT, buf);
+  if (red) return buf.length === n ? buf : buf.slice(0, n);
+  // Copy the bits as integers: a float round trip through JS may quiet a NaN payload.
+  const bits = new Uint32Array(buf.buffer);
+  const out = new Uint32Array(n);
+  for (let i = 0; i < n; i++) out[i] = bits[i * 4];
+  return new Float32Array(out.buffer);
+}
+
+/** @type {WeakMap<WebGL2RenderingContext, boolean>} */
+const redReadable = new WeakMap();
+
+/** Whether readPixels(RED, FLOAT) is allowed on an R32F framebuffer (asked once per context). */
+function readsRed(gl) {
+  if (!redReadable.has(gl)) {
+    redReadable.set(gl, gl.getParameter(gl.IMPLEMENTATION_COLOR_READ_FORMAT) === gl.RED &&
+      gl.getParameter(gl.IMPLEMENTATION_COLOR_READ_TYPE) === gl.FLOAT);
+  }
+  return redReadable.get(gl);
+}

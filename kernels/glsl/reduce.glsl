@@ -1,0 +1,106 @@
+// Reductions in the protocol's fixed order (docs/protocol.md, "Numerics"). The reduced tensor
+// is viewed as [outer, len, inner]; row r = (o, q) holds elements (o * len + k) * inner + q.
+// Lane j of a row adds (or maxes) its elements k = j, j + 64, ... in ascending order from the
+// identity; the 64 lanes are then combined as a tree (s = 32, 16, ..., 1).
+//   STAGE_FUSED  one fragment per row: the 64 lanes in turn, then the tree.
+//   STAGE_LANES  one fragment per (row, lane): output [rows, 64] of lane partials.
+//   STAGE_TREE   one fragment per row: the tree over the partials of STAGE_LANES.
+// Long rows use LANES + TREE (64 fragments per row); the bits are the same either way.
+// Terms: TERM_expdiff = exp(a - m[r]); TERM_ce = b * ((a - m[r]) - log(s[r])); else a.
+// Epilogues (after the tree): EPI_div = v / u_div; EPI_negdiv = -v / u_div.
+//! include math.glsl
+uniform int u_len;
+uniform int u_inner;
+uniform float u_div;
+#if defined(STAGE_TREE)
+uniform sampler2D u_p;
+#else
+uniform sampler2D u_a;
+#endif
+#if defined(TERM_expdiff) || defined(TERM_ce)
+uniform sampler2D u_m;
+#endif
+#if defined(TERM_ce)
+uniform sampler2D u_b;
+uniform sampler2D u_s;
+#endif
+
+float combine(float acc, float v) {
+#if defined(COMBINE_MAX)
+  return v > acc ? v : acc;  // NaN never wins (the softmax exp turns it into NaN later)
+#else
+  return acc + v;
+#endif
+}
+
+float identity() {
+#if defined(COMBINE_MAX)
+  return negInf();
+#else
+  return 0.0;
+#endif
+}
+
+#if !defined(STAGE_TREE)
+// Per-row values the terms need: x = m[r], y = log(s[r]).
+vec2 rowTerms(int r) {
+  vec2 t = vec2(0.0);
+#if defined(TERM_expdiff) || defined(TERM_ce)
+  t.x = load(u_m, r);
+#endif
+#if defined(TERM_ce)
+  t.y = log_f32(load(u_s, r));
+#endif
+  return t;
+}
+
+float term(int e, vec2 rt) {
+  float v = load(u_a, e);
+#if defined(TERM_expdiff)
+  return exp_f32(v - rt.x);
+#elif defined(TERM_ce)
+  return load(u_b, e) * ((v - rt.x) - rt.y);
+#else
+  return v;
+#endif
+}
+
+// Lane j of row r: its elements in ascending order.
+float lane(int r, int j, vec2 rt) {
+  int base = (r / u_inner) * u_len * u_inner + (r % u_inner);
+  float acc = identity();
+  for (int k = j; k < u_len; k += 64) acc = combine(acc, term(base + k * u_inner, rt));
+  return acc;
+}
+#endif
+
+float epilogue(float v) {
+#if defined(EPI_div)
+  return v / u_div;
+#elif defined(EPI_negdiv)
+  return -v / u_div;
+#else
+  return v;
+#endif
+}
+
+#if defined(STAGE_LANES)
+float kernel(int i) {
+  int r = i / 64;
+  return lane(r, i - r * 64, rowTerms(r));
+}
+#else
+float kernel(int r) {
+  float l[64];
+#if defined(STAGE_TREE)
+  for (int j = 0; j < 64; ++j) l[j] = load(u_p, r * 64 + j);
+#else
+  vec2 rt = rowTerms(r);
+  for (int j = 0; j < 64; ++j) l[j] = lane(r, j, rt);
+#endif
+  for (int s = 32; s > 0; s /= 2) {
+    for (int j = 0; j < s; ++j) l[j] = combine(l[j], l[j + s]);
+  }
+  return epilogue(l[0]);
+}
+#endif
