@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Self
 
 from .errors import GpuLabError
 
@@ -135,11 +135,9 @@ def _to_js(value: Any) -> Any:
 
 def execute(graph: dict) -> dict:
     """Run `graph` and return its result, blocking on the GPU promise (needs JSPI)."""
-    from pyodide.ffi import run_sync
-
     if not can_run_sync():
         raise GpuLabError("UNAVAILABLE", NO_SYNC)
-    return result_to_py(_unwrap(run_sync(_adapter().execute(_to_js(graph)))))
+    return result_to_py(_unwrap(_block_on(_adapter().execute(_to_js(graph)))))
 
 
 async def execute_async(graph: dict) -> dict:
@@ -175,68 +173,169 @@ def submit(graph: dict, callback: Callback, on_error: ErrorCallback | None = Non
     _unwrap(_adapter().submit(_to_js(graph), create_proxy(delivered), create_proxy(failed)))
 
 
-def _download_to_py(value: Any) -> dict:
-    if hasattr(value, "data"):
-        return output_to_py(value)
-    return {"shape": None, "dtype": "float32", "data": floats(value)}
+def _data_list(value: Any) -> list[float]:
+    """A feed value (list, array('f'), memoryview, numpy-like) as a list of floats."""
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    return [float(x) for x in _flat(value)]
+
+
+def _flat(value: Any) -> list:
+    if isinstance(value, list | tuple) and value and isinstance(value[0], list | tuple):
+        return [x for row in value for x in _flat(row)]
+    return list(value)
 
 
 class BrowserSession:
-    """A prepared session in the page's runtime (runtime.prepare): run, download, dispose.
+    """A prepared session in the page's runtime (runtime.prepare), with the native Session's
+    API: `run(feeds)`, `run_steps(steps)`, `download(what)`, `dispose()`, plus awaitable forms
+    (`run_async`, `run_steps_async`, `download_async`) for browsers without JSPI.
 
-    `steps` is a step count or a list of feed maps ({input id: list of floats}); a long run is
-    split into chunks by the adapter so the Stop button can cancel it between chunks.
+    Feed keys are Tensors, input ids or input names; a long `run_steps` is split into chunks by
+    the adapter so the page's Stop button can cancel it between chunks.
     """
 
-    def __init__(self, session_id: int) -> None:
-        self.id = session_id
-        self.disposed = False
+    def __init__(self, session_id: int, graph: dict, input_names: dict[str, int] | None,
+                 backend: str | None = None) -> None:
+        from .protocol import validate
 
-    def _check(self) -> Any:
-        if self.disposed:
-            raise GpuLabError("DISPOSED", f"session {self.id} was disposed")
+        self.id = session_id
+        self.backend = backend
+        self._checked = validate(graph)
+        self._names = {o.name: o.id for o in self._checked.outputs}
+        self._input_names = dict(input_names or {})
+        self._disposed = False
+        self.steps_run = 0
+
+    @property
+    def disposed(self) -> bool:
+        return self._disposed
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.dispose()
+
+    def _live(self) -> Any:
+        if self._disposed:
+            raise GpuLabError("DISPOSED", "the session was disposed")
         return _adapter()
 
-    def run(self, steps: int | list[dict] = 1) -> dict:
-        from pyodide.ffi import run_sync
+    def _key_id(self, key: Any) -> int:
+        if hasattr(key, "id") and hasattr(key, "graph"):
+            return int(key.id)
+        if isinstance(key, int) and not isinstance(key, bool):
+            return key
+        if isinstance(key, str) and key in self._input_names:
+            return self._input_names[key]
+        raise GpuLabError("VALIDATION", f"{key!r} is not an input of this session (a Tensor, "
+                                        "an input id or an input name)")
 
-        if not can_run_sync():
-            raise GpuLabError("UNAVAILABLE", NO_SYNC)
-        return result_to_py(_unwrap(run_sync(self._check().session_run(self.id, _to_js(steps)))))
+    def _steps_js(self, steps: Any) -> Any:
+        if isinstance(steps, int) and not isinstance(steps, bool):
+            return _to_js(steps)
+        plain = [{str(self._key_id(k)): _data_list(v) for k, v in (step or {}).items()}
+                 for step in steps]
+        return _to_js(plain)
 
-    async def run_async(self, steps: int | list[dict] = 1) -> dict:
-        return result_to_py(_unwrap(await self._check().session_run(self.id, _to_js(steps))))
+    def _finish(self, js_result: Any, count: int | None) -> dict:
+        result = result_to_py(js_result)
+        self.steps_run += count or 1
+        return result
 
-    def download(self, name: str) -> dict:
-        from pyodide.ffi import run_sync
+    @staticmethod
+    def _count(steps: Any) -> int | None:
+        return steps if isinstance(steps, int) else None
 
-        if not can_run_sync():
-            raise GpuLabError("UNAVAILABLE", NO_SYNC)
-        return _download_to_py(_unwrap(run_sync(self._check().session_download(self.id, name))))
+    def run(self, feeds: dict | None = None) -> dict:
+        """One step; `feeds` maps each fed input to its data for this step."""
+        return self.run_steps([feeds or {}])
 
-    async def download_async(self, name: str) -> dict:
-        return _download_to_py(_unwrap(await self._check().session_download(self.id, name)))
+    def run_steps(self, steps: int | list[dict | None]) -> dict:
+        """Many steps (a count, or one feed map per step); returns the last step's outputs."""
+        steps = steps if isinstance(steps, int) else list(steps)
+        pending = self._live().session_run(self.id, self._steps_js(steps))
+        return self._finish(_unwrap(_block_on(pending)), self._count(steps) or len(steps))
+
+    async def run_async(self, feeds: dict | None = None) -> dict:
+        return await self.run_steps_async([feeds or {}])
+
+    async def run_steps_async(self, steps: int | list[dict | None]) -> dict:
+        steps = steps if isinstance(steps, int) else list(steps)
+        pending = self._live().session_run(self.id, self._steps_js(steps))
+        return self._finish(_unwrap(await pending), self._count(steps) or len(steps))
+
+    def _download_target(self, what: Any) -> tuple[Any, int]:
+        if isinstance(what, str) and what in self._names:
+            return what, self._names[what]
+        node_id = self._key_id(what)
+        return node_id, node_id
+
+    def _entry(self, node_id: int, data: Any) -> dict:
+        shape = list(self._checked.by_id[node_id].shape)
+        return {"shape": shape, "dtype": "float32", "data": floats(data)}
+
+    def download(self, what: Any) -> dict:
+        """The current value of a resident/carried output (by name) or a carried input."""
+        key, node_id = self._download_target(what)
+        data = _unwrap(_block_on(self._live().session_download(self.id, key)))
+        return self._entry(node_id, data)
+
+    async def download_async(self, what: Any) -> dict:
+        key, node_id = self._download_target(what)
+        return self._entry(node_id, _unwrap(await self._live().session_download(self.id, key)))
 
     def dispose(self) -> None:
-        if not self.disposed:
-            self.disposed = True
-            try:
-                _adapter().session_dispose(self.id)
-            except GpuLabError:
-                pass  # the adapter is gone: so is the session
+        """Release the session in the page; idempotent, always works."""
+        if self._disposed:
+            return
+        self._disposed = True
+        try:
+            _adapter().session_dispose(self.id)
+        except GpuLabError:
+            pass  # the adapter is gone, and with it the session
 
 
-def prepare(graph: dict, options: dict | None = None) -> BrowserSession:
-    """Prepare `graph` (runtime.prepare: {feeds, carry, resident, outputs}); needs JSPI."""
+def _block_on(promise: Any) -> Any:
     from pyodide.ffi import run_sync
 
     if not can_run_sync():
         raise GpuLabError("UNAVAILABLE", NO_SYNC)
-    pending = _adapter().prepare(_to_js(graph), _to_js(options or {}))
-    return BrowserSession(int(_unwrap(run_sync(pending))))
+    return run_sync(promise)
 
 
-async def prepare_async(graph: dict, options: dict | None = None) -> BrowserSession:
-    """Prepare `graph`; await the session (works in every browser)."""
-    pending = _adapter().prepare(_to_js(graph), _to_js(options or {}))
-    return BrowserSession(int(_unwrap(await pending)))
+def _session_options(feeds: Any, carry: Any, resident: Any, outputs: Any) -> dict:
+    options: dict[str, Any] = {
+        "feeds": [int(i) for i in feeds or ()],
+        "carry": {str(k): str(v) for k, v in (carry or {}).items()},
+        "resident": [str(n) for n in resident or ()],
+    }
+    if outputs is not None:
+        options["outputs"] = [str(n) for n in outputs]
+    return options
+
+
+def prepare(graph: dict, feeds: Any = (), carry: Any = None, resident: Any = (),
+            outputs: Any = None, input_names: dict[str, int] | None = None) -> BrowserSession:
+    """Prepare `graph` in the page (runtime.prepare); needs JSPI (else `prepare_async`).
+    feeds: input ids; carry: {input id: output name}; resident/outputs: output names."""
+    pending = _adapter().prepare(_to_js(graph),
+                                 _to_js(_session_options(feeds, carry, resident, outputs)))
+    session_id = int(_unwrap(_block_on(pending)))
+    return BrowserSession(session_id, graph, input_names, _backend_name())
+
+
+async def prepare_async(graph: dict, feeds: Any = (), carry: Any = None, resident: Any = (),
+                        outputs: Any = None,
+                        input_names: dict[str, int] | None = None) -> BrowserSession:
+    """Prepare `graph` in the page; await the session (works in every browser)."""
+    pending = _adapter().prepare(_to_js(graph),
+                                 _to_js(_session_options(feeds, carry, resident, outputs)))
+    session_id = int(_unwrap(await pending))
+    return BrowserSession(session_id, graph, input_names, _backend_name())
+
+
+def _backend_name() -> str | None:
+    name = _adapter().backend()
+    return None if name is None else str(name)

@@ -1,0 +1,232 @@
+// The page: starts the worker, shows loading progress and the backend in use, runs cells one at
+// a time (a queue), renders their outputs, and drives Stop and "Compare with native".
+import { Notebook } from './notebook.mjs';
+import { appendStream, el, renderCanvas, renderError, renderPlot, renderTable, renderText } from './render.mjs';
+import { EXAMPLES } from './examples.mjs';
+import { showComparison } from './compare-view.mjs';
+
+const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
+const ui = {
+  backend: /** @type {HTMLSelectElement} */ ($('backend')),
+  software: /** @type {HTMLInputElement} */ ($('allow-software')),
+  examples: /** @type {HTMLSelectElement} */ ($('examples')),
+  runAll: /** @type {HTMLButtonElement} */ ($('run-all')),
+  stop: /** @type {HTMLButtonElement} */ ($('stop')),
+  progress: $('progress'),
+  backendStatus: $('backend-status'),
+  attempts: $('attempts'),
+  stopNote: $('stop-note'),
+};
+
+// Stop: slot 0 is Pyodide's interrupt buffer (2 = SIGINT), slot 1 the adapter's cancel flag.
+// Both need a SharedArrayBuffer, which needs cross-origin isolation (COOP/COEP headers).
+const control = globalThis.crossOriginIsolated ? new Int32Array(new SharedArrayBuffer(8)) : null;
+
+const worker = new Worker(new URL('./worker.mjs', import.meta.url), { type: 'module' });
+const state = {
+  ready: false,
+  nextRunId: 1,
+  /** @type {Array<{cell: any, runId: number}>} */ queue: [],
+  /** @type {{cell: any, runId: number, started: number}|null} */ running: null,
+  /** @type {Map<number, (msg: any) => void>} */ replies: new Map(),
+  nextRequest: 1,
+  backendDescription: null,
+};
+
+const notebook = new Notebook($('notebook'), { onRun: enqueue, onCompare: compareCell });
+globalThis.gpulabNotebook = notebook; // for debugging from the console
+
+// ---------------------------------------------------------------------------------------------
+// Loading and backend status
+
+function showProgress({ stage, label, state: st, ms, error }) {
+  let item = ui.progress.querySelector(`[data-stage="${stage}"]`);
+  if (!item) {
+    item = el('li', { 'data-stage': stage });
+    ui.progress.append(item);
+  }
+  item.className = st;
+  const time = ms !== undefined ? ` — ${formatMs(ms)}` : '';
+  item.textContent = `${label}${time}${error ? `: ${error}` : ''}`;
+}
+
+function formatMs(ms) {
+  return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(ms < 10 ? 1 : 0)} ms`;
+}
+
+/** "Backend: webgpu (software adapter: SwiftShader — …)" plus every attempt with its reason. */
+function showBackend(desc) {
+  state.backendDescription = desc;
+  ui.backendStatus.replaceChildren();
+  ui.backendStatus.classList.toggle('error', Boolean(desc.error));
+  if (desc.error) {
+    ui.backendStatus.append(`Backend ${desc.requested} unavailable: ${desc.error.message}`);
+  } else {
+    const adapter = desc.info?.description ? ` — ${desc.info.description}` : '';
+    ui.backendStatus.append(`Backend in use: ${desc.backend}${adapter}`);
+    if (desc.software) {
+      const name = desc.info?.description || desc.info?.vendor || 'software renderer';
+      ui.backendStatus.append(el('span', { class: 'software',
+        text: `software adapter: ${name} — results are correct but not GPU speed` }));
+    }
+  }
+  ui.attempts.replaceChildren(...desc.attempts.map((a) => el('li', {
+    class: a.ok ? 'ok' : 'failed',
+    text: a.ok ? `${a.backend}: used${a.software ? ' (software)' : ''}`
+      : `${a.backend}: ${String(a.reason).replace(`${a.backend}: `, '')}`,
+  })));
+}
+
+function configureBackend() {
+  if (!state.ready) return;
+  ui.backendStatus.textContent = `Opening ${ui.backend.value}…`;
+  worker.postMessage({ type: 'configure', backend: ui.backend.value, allowSoftware: ui.software.checked });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running cells
+
+function enqueue(cell) {
+  if (state.queue.some((q) => q.cell === cell) || state.running?.cell === cell) return;
+  const runId = state.nextRunId++;
+  state.queue.push({ cell, runId });
+  cell.prompt.textContent = '[queued]';
+  cell.prompt.className = 'prompt';
+  pump();
+}
+
+function pump() {
+  if (!state.ready || state.running || state.queue.length === 0) return;
+  const { cell, runId } = state.queue.shift();
+  state.running = { cell, runId, started: performance.now() };
+  cell.output.replaceChildren();
+  cell.compare.replaceChildren();
+  cell.compare.hidden = true;
+  cell.prompt.textContent = '[running]';
+  cell.prompt.className = 'prompt running';
+  cell.root.setAttribute('aria-busy', 'true');
+  if (control) { Atomics.store(control, 0, 0); Atomics.store(control, 1, 0); }
+  ui.stop.disabled = !control;
+  worker.postMessage({ type: 'run', runId, cellId: cell.id, cellLabel: cell.label.toLowerCase(), code: cell.editor.value });
+}
+
+function stop() {
+  if (!control || !state.running) return;
+  for (const { cell } of state.queue) cell.prompt.textContent = '[ ]';
+  state.queue = [];
+  Atomics.store(control, 1, 1); // cancel between GPU requests and session chunks
+  Atomics.store(control, 0, 2); // SIGINT: KeyboardInterrupt at the next bytecode
+}
+
+function outputOf(runId) {
+  return state.running?.runId === runId ? state.running.cell : null;
+}
+
+function finishRun(msg) {
+  const cell = outputOf(msg.runId);
+  if (!cell) return;
+  cell.runs += 1;
+  cell.root.removeAttribute('aria-busy');
+  const stopped = !msg.ok && msg.error?.type === 'KeyboardInterrupt';
+  if (!msg.ok) {
+    if (stopped) cell.output.append(el('p', { class: 'error', role: 'alert', text: 'Stopped (KeyboardInterrupt).' }));
+    else renderError(cell.output, msg.error, cell.editor.value.split('\n'));
+  }
+  const graphs = msg.graphs ? `, ${msg.graphs} graph${msg.graphs === 1 ? '' : 's'} on ${msg.backend ?? state.backendDescription?.backend}` : '';
+  cell.output.append(el('p', { class: 'summary', text: `${stopped ? 'stopped' : msg.ok ? 'done' : 'error'} in ${formatMs(msg.ms)}${graphs}` }));
+  cell.prompt.textContent = `[${cell.runs}] ${formatMs(msg.ms)}`;
+  cell.prompt.className = `prompt${msg.ok ? '' : ' failed'}`;
+  cell.compareButton.disabled = !msg.comparable;
+  state.running = null;
+  ui.stop.disabled = true;
+  pump();
+}
+
+function onOutput({ runId, kind, payload }) {
+  const cell = outputOf(runId);
+  if (!cell) return;
+  const renderers = { table: renderTable, text: renderText, canvas: renderCanvas, plot: renderPlot };
+  renderers[kind]?.(cell.output, payload);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compare with native
+
+function request(type, fields) {
+  const requestId = state.nextRequest++;
+  return new Promise((resolve) => {
+    state.replies.set(requestId, resolve);
+    worker.postMessage({ type, requestId, ...fields });
+  });
+}
+
+async function compareCell(cell) {
+  cell.compareButton.disabled = true;
+  try {
+    const { graph, result } = await request('last-graph', { cellId: cell.id });
+    if (!graph) throw new Error('this cell has not run a graph yet');
+    await showComparison(cell.compare, graph, result);
+  } finally {
+    cell.compareButton.disabled = false;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Worker messages and controls
+
+worker.onmessage = ({ data: msg }) => {
+  switch (msg.type) {
+    case 'progress': showProgress(msg); break;
+    case 'ready':
+      showProgress({ stage: 'total', label: `ready (Pyodide ${msg.pyodideVersion}, synchronous g.run: ${msg.canRunSync ? 'yes' : 'no — use await g.run_async'})`, state: 'done', ms: msg.ms });
+      showBackend(msg.backend);
+      state.ready = true;
+      ui.runAll.disabled = false;
+      document.body.dataset.ready = 'true';
+      pump();
+      break;
+    case 'backend': showBackend(msg.backend); break;
+    case 'stdout': case 'stderr': {
+      const cell = outputOf(msg.runId);
+      if (cell) appendStream(cell.output, msg.type, msg.text);
+      break;
+    }
+    case 'output': onOutput(msg); break;
+    case 'done': finishRun(msg); break;
+    case 'last-graph': state.replies.get(msg.requestId)?.(msg); state.replies.delete(msg.requestId); break;
+    case 'fatal':
+      ui.backendStatus.textContent = `Worker error: ${msg.message}`;
+      ui.backendStatus.classList.add('error');
+      if (state.running) finishRun({ runId: state.running.runId, ok: false, ms: performance.now() - state.running.started, error: { type: 'Error', message: msg.message, traceback: '' } });
+      break;
+    default: break;
+  }
+};
+worker.onerror = (event) => {
+  ui.backendStatus.textContent = `Worker failed to start: ${event.message}`;
+  ui.backendStatus.classList.add('error');
+};
+
+ui.backend.addEventListener('change', configureBackend);
+ui.software.addEventListener('change', configureBackend);
+ui.stop.addEventListener('click', stop);
+ui.runAll.addEventListener('click', () => notebook.cells.forEach(enqueue));
+$('add-cell').addEventListener('click', () => notebook.addCell().editor.focus());
+for (const ex of EXAMPLES) ui.examples.append(el('option', { value: ex.id, text: ex.title }));
+ui.examples.addEventListener('change', () => {
+  const ex = EXAMPLES.find((e) => e.id === ui.examples.value);
+  if (ex) notebook.load(ex.cells);
+});
+
+if (!control) {
+  ui.stopNote.hidden = false;
+  ui.stopNote.textContent = 'Stop is unavailable: this page is not cross-origin isolated ' +
+    '(no SharedArrayBuffer to interrupt Python). Serve it with `gpulab serve` (COOP/COEP headers).';
+}
+
+// Start: the backend from the URL (?backend=webgpu&software=1) or the selector's defaults.
+const params = new URLSearchParams(location.search);
+if (params.get('backend')) ui.backend.value = params.get('backend');
+if (params.get('software') === '1') ui.software.checked = true;
+notebook.load(EXAMPLES[0].cells.slice(0, 1));
+worker.postMessage({ type: 'init', backend: ui.backend.value, allowSoftware: ui.software.checked, controlBuffer: control?.buffer ?? null });

@@ -1,0 +1,70 @@
+// The compare panel under a cell: both backends, a per-output table of the max ulp difference,
+// and the two results side by side.
+import { compareResults, runNative, toNumber } from './compare.mjs';
+import { el, formatFloat32, tensorTable } from './render.mjs';
+
+function describeBrowser(result) {
+  const s = result.stats ?? {};
+  const adapter = s.adapter?.description ? ` (${s.adapter.description})` : '';
+  return `${result.backend}${adapter}${s.software ? ', software adapter' : ''}`;
+}
+
+function describeNative(result) {
+  const s = result.stats ?? {};
+  const adapter = s.adapter?.description ?? s.adapter?.device ?? '';
+  const parts = [result.backend];
+  if (adapter) parts.push(`(${adapter})`);
+  if (s.software) parts.push('software adapter');
+  if (s.fallback) parts.push(`— ${s.fallback}`);
+  const refused = (s.attempts ?? []).filter((a) => !a.ok).map((a) => `${a.backend}: ${a.reason}`);
+  if (refused.length) parts.push(`— tried ${refused.join('; ')}`);
+  return parts.join(' ');
+}
+
+function verdict(row) {
+  if (row.error) return el('span', { class: 'differ', text: row.error });
+  if (row.maxUlps === 0) return el('span', { class: 'agree', text: '0 ulps (bit-identical)' });
+  const ulps = Number.isFinite(row.maxUlps) ? `${row.maxUlps} ulp${row.maxUlps === 1 ? '' : 's'}` : 'NaN mismatch';
+  return el('span', { class: 'differ', text: `${ulps} (at index ${row.worstIndex})` });
+}
+
+/** Run `graph` natively and render the comparison into `container`. */
+export async function showComparison(container, graph, browserResult) {
+  container.hidden = false;
+  container.replaceChildren(el('p', { class: 'summary', text: 'Running the same graph natively…' }));
+  let native;
+  const t0 = performance.now();
+  try {
+    native = await runNative(graph);
+  } catch (err) {
+    container.replaceChildren(el('div', { class: 'error', role: 'alert' }, [
+      el('p', { class: 'error-title', text: `Native run failed: ${err.code ?? 'Error'}: ${err.message}` }),
+    ]));
+    return;
+  }
+  const ms = performance.now() - t0;
+  const rows = compareResults(browserResult, native);
+  const table = el('table', { class: 'ulps', 'aria-label': 'Max difference per output' }, [
+    el('thead', {}, [el('tr', {}, ['output', 'shape', 'values', 'max difference', 'max |Δ|']
+      .map((h) => el('th', { text: h, scope: 'col' })))]),
+    el('tbody', {}, rows.map((r) => el('tr', {}, [
+      el('td', { text: r.name }),
+      el('td', { text: r.shapeBrowser ? `[${r.shapeBrowser.join(', ')}]` : '' }),
+      el('td', { class: 'num', text: String(r.count ?? '') }),
+      el('td', {}, [verdict(r)]),
+      el('td', { class: 'num', text: r.maxAbs === undefined ? '' : formatFloat32(r.maxAbs) }),
+    ]))),
+  ]);
+  const side = (title, result) => el('div', { class: 'side' }, [
+    el('h4', { text: title }),
+    ...Object.entries(result.outputs ?? {}).map(([name, o]) => tensorTable({
+      name, shape: o.shape, dtype: o.dtype, data: Array.from(o.data, toNumber),
+    })),
+  ]);
+  container.replaceChildren(
+    el('h3', { text: 'Browser vs native' }),
+    el('p', { class: 'summary', text: `browser: ${describeBrowser(browserResult)} · native: ${describeNative(native)} (${Math.round(ms)} ms round trip)` }),
+    table,
+    el('div', { class: 'sides' }, [side(`browser — ${browserResult.backend}`, browserResult), side(`native — ${native.backend}`, native)]),
+  );
+}

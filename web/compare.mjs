@@ -1,0 +1,71 @@
+// "Compare with native": the cell's last graph runs on the server (POST /api/execute: wgpu-py
+// on a hardware GPU, else cpu-python) and the two results are compared in float32 ulps.
+
+const f32 = new Float32Array(1);
+const i32 = new Int32Array(f32.buffer);
+
+/** Float32 bits mapped to integers whose order is the floats' order (so distance = ulps). */
+function orderedBits(x) {
+  f32[0] = x;
+  const bits = i32[0];
+  return bits < 0 ? -2147483648 - bits : bits;
+}
+
+/**
+ * Distance between two float32 values in units in the last place: 0 when bit-identical (and
+ * for +0/-0 and NaN/NaN), Infinity when exactly one is NaN.
+ * @param {number} a @param {number} b
+ */
+export function ulpDistance(a, b) {
+  const na = Number.isNaN(a);
+  const nb = Number.isNaN(b);
+  if (na || nb) return na && nb ? 0 : Infinity;
+  return Math.abs(orderedBits(a) - orderedBits(b));
+}
+
+/** The protocol's JSON non-finite strings back to numbers. */
+export function toNumber(v) {
+  if (v === 'nan') return NaN;
+  if (v === 'inf') return Infinity;
+  if (v === '-inf') return -Infinity;
+  return Number(v);
+}
+
+/**
+ * Per output: shapes, max ulp distance, max |difference|, and where the worst one is.
+ * @returns {Array<{name, shapeBrowser, shapeNative, maxUlps, maxAbs, worstIndex, count, error?}>}
+ */
+export function compareResults(browser, native) {
+  const names = new Set([...Object.keys(browser.outputs ?? {}), ...Object.keys(native.outputs ?? {})]);
+  return [...names].map((name) => {
+    const b = browser.outputs?.[name];
+    const n = native.outputs?.[name];
+    if (!b || !n) return { name, error: `only the ${b ? 'browser' : 'native'} result has "${name}"` };
+    const bd = Array.from(b.data, toNumber);
+    const nd = Array.from(n.data, toNumber);
+    const row = { name, shapeBrowser: b.shape, shapeNative: n.shape, count: bd.length, maxUlps: 0, maxAbs: 0, worstIndex: 0 };
+    if (bd.length !== nd.length) return { ...row, error: `lengths differ: ${bd.length} vs ${nd.length}` };
+    bd.forEach((x, i) => {
+      const ulps = ulpDistance(Math.fround(x), Math.fround(nd[i]));
+      if (ulps > row.maxUlps) { row.maxUlps = ulps; row.worstIndex = i; }
+      const abs = Math.abs(x - nd[i]);
+      if (abs > row.maxAbs) row.maxAbs = abs;
+    });
+    return row;
+  });
+}
+
+/** POST the graph to the server's native executor; throws an Error carrying {code, node}. */
+export async function runNative(graph) {
+  const response = await fetch(new URL('/api/execute', location.href), {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(graph, (_key, value) => (typeof value === 'number' && !Number.isFinite(value)
+      ? (Number.isNaN(value) ? 'nan' : value > 0 ? 'inf' : '-inf') : value)),
+  });
+  const body = await response.json().catch(() => ({ code: 'BACKEND', message: `HTTP ${response.status}` }));
+  if (!response.ok) {
+    throw Object.assign(new Error(body.message ?? `HTTP ${response.status}`), { code: body.code, node: body.node });
+  }
+  return body;
+}

@@ -1,0 +1,109 @@
+// Example notebooks offered in the Examples menu: one list of cell sources each.
+
+const FIRST = `from gpulab import Graph
+
+def show(result):
+    print(result["backend"], result["outputs"]["values"]["data"])
+
+g = Graph()
+a = g.tensor([-2, 3, 4])
+b = g.tensor([10, 20, 30])
+g.submit(show, values=(a * b).relu())   # callback receives [0.0, 60.0, 120.0]`;
+
+const FIRST_SYNC = `# Where the browser can suspend Python on a promise (JSPI), g.run() returns directly,
+# so the program reads the same as natively. The last expression is shown as a table.
+result = g.run(values=(a * b).relu(), total=(a * b).sum())
+print(result["backend"], result["outputs"]["total"]["data"])
+result`;
+
+const FIRST_AWAIT = `# The awaitable form works in every browser (top-level await in a cell).
+scaled = await g.run_async(values=2 * a - 1.5)
+scaled["outputs"]["values"]["data"]`;
+
+const LIFE_SETUP = `import random
+import display
+from gpulab import Graph
+
+N = 48
+random.seed(2024)
+start = [[1.0 if random.random() < 0.33 else 0.0 for _ in range(N)] for _ in range(N)]
+
+g = Graph()
+board = g.tensor(start)
+# A prepared session: the board stays on the GPU; each step's output is carried into the next.
+life = g.prepare(carry={board: "board"}, board=board.life())
+display.draw(start, name="life", title="generation 0")
+print(f"{N}x{N} board, {int(sum(map(sum, start)))} cells alive, session on {life.backend}")`;
+
+const LIFE_RUN = `# 60 generations, one GPU step per run, each frame drawn as it arrives.
+for gen in range(1, 61):
+    frame = life.run()["outputs"]["board"]
+    display.draw(frame, name="life", title=f"generation {gen}")
+print(f"generation {gen}: {sum(frame['data']):.0f} cells alive")`;
+
+const LIFE_BATCH = `# Eight generations per submission: one GPU submission, one read-back.
+for _ in range(10):
+    frame = life.run_steps(8)["outputs"]["board"]
+    display.draw(frame, name="life", title=f"generation {life.steps_run}")
+print(f"generation {life.steps_run}: {sum(frame['data']):.0f} cells alive")`;
+
+const MLP_DATA = `import math
+import random
+import display
+from gpulab import Graph
+
+# Two classes of 2-D points: inside or outside a circle of radius 0.6.
+random.seed(0)
+N, H = 128, 16
+points = [[random.uniform(-1, 1), random.uniform(-1, 1)] for _ in range(N)]
+labels = [[1.0, 0.0] if x * x + y * y < 0.36 else [0.0, 1.0] for x, y in points]
+
+def init(rows, cols, scale):
+    return [[random.gauss(0, scale) for _ in range(cols)] for _ in range(rows)]
+
+def zeros(v):
+    return [[0.0] * len(v[0]) for _ in v] if isinstance(v[0], list) else [0.0] * len(v)
+
+params = {"W1": init(2, H, 1.0), "b1": [0.0] * H, "W2": init(H, 2, 1 / math.sqrt(H)), "b2": [0.0] * 2}
+print(f"{N} points, {sum(l[0] for l in labels):.0f} inside the circle; MLP 2-{H}-2 (tanh)")`;
+
+const MLP_GRAPH = `# One training step as a graph: forward, cross-entropy, backward by hand, Adam updates.
+g = Graph()
+X, Y = g.tensor(points), g.tensor(labels)
+W = {k: g.tensor(v) for k, v in params.items()}
+M = {k: g.tensor(zeros(v)) for k, v in params.items()}   # Adam's first moments
+V = {k: g.tensor(zeros(v)) for k, v in params.items()}   # and second moments
+step = g.tensor([1.0])
+
+h = (X @ W["W1"] + W["b1"]).tanh()
+logits = h @ W["W2"] + W["b2"]
+loss = logits.cross_entropy(Y)
+
+dlogits = logits.cross_entropy_grad(Y)
+dpre = (dlogits @ W["W2"].transpose()) * (1 - h * h)
+grads = {"W2": h.transpose() @ dlogits, "b2": dlogits.sum(axis=0),
+         "W1": X.transpose() @ dpre, "b1": dpre.sum(axis=0)}
+
+carry = {step: step + 1}
+for k in params:
+    new_w, new_m, new_v = g.adam(W[k], M[k], V[k], grads[k], step, lr=0.05)
+    carry.update({W[k]: new_w, M[k]: new_m, V[k]: new_v})
+
+# Weights, moments and the step counter stay on the GPU; only the loss is read back.
+train = g.prepare(carry=carry, loss=loss)
+print("prepared on", train.backend)`;
+
+const MLP_TRAIN = `losses = []
+for i in range(40):
+    out = train.run_steps(5)            # five Adam steps per submission
+    losses.append(out["outputs"]["loss"]["data"][0])
+    display.plot(losses, name="loss", title="training loss (cross-entropy)",
+                 xlabel="run (5 Adam steps each)", ylabel="loss")
+print(f"loss {losses[0]:.4f} -> {losses[-1]:.4f} after {train.steps_run} steps")`;
+
+/** @type {Array<{id: string, title: string, cells: string[]}>} */
+export const EXAMPLES = [
+  { id: 'first', title: 'First graph: (a * b).relu()', cells: [FIRST, FIRST_SYNC, FIRST_AWAIT] },
+  { id: 'life', title: 'Game of Life on the GPU', cells: [LIFE_SETUP, LIFE_RUN, LIFE_BATCH] },
+  { id: 'mlp', title: 'Train a small MLP with Adam', cells: [MLP_DATA, MLP_GRAPH, MLP_TRAIN] },
+];

@@ -1,0 +1,140 @@
+// Notebook cells: a code editor (a <textarea>), Run / Compare / Delete buttons, and a labelled
+// output region. Keys: Tab indents (Shift+Tab dedents), Shift+Enter runs and moves to the next
+// cell, Ctrl/Cmd+Enter runs in place.
+import { el } from './render.mjs';
+
+const INDENT = '    ';
+
+/**
+ * @typedef {{id: number, root: HTMLElement, editor: HTMLTextAreaElement, output: HTMLElement,
+ *            prompt: HTMLElement, runButton: HTMLButtonElement, compareButton: HTMLButtonElement,
+ *            compare: HTMLElement, label: string, runs: number}} Cell
+ * @typedef {{onRun(cell: Cell): void, onCompare(cell: Cell): void}} Handlers
+ */
+
+export class Notebook {
+  /** @param {HTMLElement} container @param {Handlers} handlers */
+  constructor(container, handlers) {
+    this.container = container;
+    this.handlers = handlers;
+    /** @type {Cell[]} */
+    this.cells = [];
+    this.nextId = 1;
+  }
+
+  /** Add a cell after `after` (or at the end); returns it. */
+  addCell(code = '', after = null) {
+    const cell = this.buildCell(code);
+    const index = after ? this.cells.indexOf(after) + 1 : this.cells.length;
+    this.cells.splice(index, 0, cell);
+    const next = this.cells[index + 1];
+    if (next) this.container.insertBefore(cell.root, next.root);
+    else this.container.append(cell.root);
+    this.renumber();
+    autosize(cell.editor);
+    return cell;
+  }
+
+  deleteCell(cell) {
+    const index = this.cells.indexOf(cell);
+    if (index < 0) return;
+    this.cells.splice(index, 1);
+    cell.root.remove();
+    if (this.cells.length === 0) this.addCell();
+    this.renumber();
+    (this.cells[Math.min(index, this.cells.length - 1)]).editor.focus();
+  }
+
+  /** Replace every cell with `sources`. */
+  load(sources) {
+    for (const cell of this.cells) cell.root.remove();
+    this.cells = [];
+    for (const code of sources) this.addCell(code);
+  }
+
+  renumber() {
+    this.cells.forEach((cell, i) => {
+      cell.label = `Cell ${i + 1}`;
+      cell.root.setAttribute('aria-label', cell.label);
+      cell.editor.setAttribute('aria-label', `Code of cell ${i + 1}`);
+      cell.output.setAttribute('aria-label', `Output of cell ${i + 1}`);
+      cell.compare.setAttribute('aria-label', `Comparison of cell ${i + 1}`);
+      cell.deleteButton.setAttribute('aria-label', `Delete cell ${i + 1}`);
+    });
+  }
+
+  /** The cell after `cell`, created when `cell` is the last one. */
+  nextCell(cell) {
+    const index = this.cells.indexOf(cell);
+    return this.cells[index + 1] ?? this.addCell('', cell);
+  }
+
+  buildCell(code) {
+    const id = this.nextId++;
+    const editor = el('textarea', { class: 'editor', spellcheck: false, value: code, rows: 3 });
+    editor.setAttribute('autocapitalize', 'off');
+    editor.setAttribute('autocomplete', 'off');
+    const prompt = el('span', { class: 'prompt', text: '[ ]', 'aria-label': 'run state' });
+    const runButton = el('button', { class: 'run', text: 'Run', type: 'button', title: 'Run (Ctrl+Enter; Shift+Enter runs and moves on)' });
+    const compareButton = el('button', { class: 'compare-btn', text: 'Compare with native', type: 'button', disabled: true, title: 'Run this cell\'s last graph natively (wgpu-py or cpu-python) and compare in ulps' });
+    const addButton = el('button', { class: 'add', text: '+ Cell below', type: 'button' });
+    const deleteButton = el('button', { class: 'delete', text: 'Delete', type: 'button' });
+    const output = el('div', { class: 'output', role: 'region' });
+    const compare = el('div', { class: 'compare', role: 'region', hidden: true });
+    const root = el('section', { class: 'cell', 'data-cell-id': String(id) }, [
+      el('div', { class: 'cell-bar' }, [prompt, runButton, compareButton, el('span', { class: 'spacer' }), addButton, deleteButton]),
+      editor, output, compare,
+    ]);
+    /** @type {Cell} */
+    const cell = { id, root, editor, output, prompt, runButton, compareButton, compare, deleteButton, label: '', runs: 0 };
+    runButton.addEventListener('click', () => this.handlers.onRun(cell));
+    compareButton.addEventListener('click', () => this.handlers.onCompare(cell));
+    addButton.addEventListener('click', () => this.addCell('', cell).editor.focus());
+    deleteButton.addEventListener('click', () => this.deleteCell(cell));
+    editor.addEventListener('input', () => autosize(editor));
+    editor.addEventListener('keydown', (event) => this.onKey(cell, event));
+    return cell;
+  }
+
+  onKey(cell, event) {
+    const { editor } = cell;
+    if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      this.handlers.onRun(cell);
+    } else if (event.key === 'Enter' && event.shiftKey) {
+      event.preventDefault();
+      this.handlers.onRun(cell);
+      this.nextCell(cell).editor.focus();
+    } else if (event.key === 'Tab' && !event.ctrlKey && !event.altKey && !event.metaKey) {
+      event.preventDefault();
+      if (event.shiftKey) dedent(editor); else indent(editor);
+      autosize(editor);
+    }
+  }
+}
+
+/** Insert four spaces at the caret, or indent every selected line. */
+function indent(editor) {
+  const { selectionStart: start, selectionEnd: end, value } = editor;
+  if (start === end) {
+    editor.setRangeText(INDENT, start, end, 'end');
+    return;
+  }
+  const lineStart = value.lastIndexOf('\n', start - 1) + 1;
+  const block = value.slice(lineStart, end).replace(/^/gm, INDENT);
+  editor.setRangeText(block, lineStart, end, 'select');
+}
+
+/** Remove up to four leading spaces from each selected line. */
+function dedent(editor) {
+  const { selectionStart: start, selectionEnd: end, value } = editor;
+  const lineStart = value.lastIndexOf('\n', start - 1) + 1;
+  const block = value.slice(lineStart, end).replace(/^ {1,4}/gm, '');
+  editor.setRangeText(block, lineStart, end, start === end ? 'end' : 'select');
+}
+
+/** Grow the editor with its content (no inner scrollbar for ordinary cells). */
+function autosize(editor) {
+  editor.style.height = 'auto';
+  editor.style.height = `${Math.max(editor.scrollHeight + 2, 48)}px`;
+}

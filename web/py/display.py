@@ -1,0 +1,101 @@
+"""Rich outputs for notebook cells: result tables, 0/1 grids on a <canvas>, line plots.
+
+    import display
+    display.show(result)                   # every output as a table of numbers with its shape
+    display.draw(board, name="life")       # a 2-D tensor (0 = dark, 1 = light) on a canvas
+    display.plot(losses, name="loss")      # a line plot; calling again updates it
+
+Outputs go to the running cell through the worker (`_notebook.emit`); repeated draws/plots with
+the same name update one canvas, so a loop animates. Pure Python: no numpy in the page.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import _notebook  # registered by web/worker.mjs
+from js import Object
+from pyodide.ffi import to_js
+
+
+def _emit(kind: str, payload: dict) -> None:
+    _notebook.emit(kind, to_js(payload, dict_converter=Object.fromEntries))
+
+
+def is_result(value: Any) -> bool:
+    """True for a gpulab result dict ({"backend", "outputs": {...}, ...})."""
+    return isinstance(value, dict) and isinstance(value.get("outputs"), dict)
+
+
+def _floats(data: Any) -> list[float]:
+    if hasattr(data, "tolist"):
+        data = data.tolist()
+    return [float(x) for x in data]  # float() also reads the protocol's "nan"/"inf"/"-inf"
+
+
+def _output(value: Any, shape: Sequence[int] | None = None) -> tuple[list[int], list[float]]:
+    """(shape, flat data) of a result output dict, a tensor-like, or a (nested) list."""
+    if isinstance(value, dict) and "data" in value:
+        return list(value.get("shape") or [len(value["data"])]), _floats(value["data"])
+    if shape is not None:
+        return list(shape), _floats(_flatten(value))
+    rows = list(value)
+    if rows and isinstance(rows[0], list | tuple):
+        return [len(rows), len(rows[0])], _floats(_flatten(rows))
+    return [len(rows)], _floats(rows)
+
+
+def _flatten(value: Any) -> list:
+    if isinstance(value, list | tuple) and value and isinstance(value[0], list | tuple):
+        return [x for row in value for x in _flatten(row)]
+    return list(value)
+
+
+def show(result: dict, title: str | None = None) -> None:
+    """Render every output of `result` as a table with its name, shape and dtype."""
+    if not is_result(result):
+        raise TypeError("display.show expects a result dict with 'outputs' (from g.run/submit)")
+    outputs = [
+        {"name": name, "shape": list(o.get("shape") or []), "dtype": o.get("dtype", "float32"),
+         "data": _floats(o["data"])}
+        for name, o in result["outputs"].items()
+    ]
+    stats = result.get("stats") or {}
+    _emit("table", {"title": title, "backend": result.get("backend"), "outputs": outputs,
+                    "software": bool(stats.get("software")) if isinstance(stats, dict) else False})
+
+
+def text(message: str) -> None:
+    """Show `message` as the cell's value (monospace)."""
+    _emit("text", {"text": str(message)})
+
+
+def draw(grid: Any, shape: Sequence[int] | None = None, name: str = "canvas",
+         scale: int | None = None, title: str | None = None) -> None:
+    """Draw a 2-D tensor on the canvas `name`: values are clamped to 0..1 (0 dark, 1 light).
+
+    `grid`: a result output ({"shape", "data"}), a list of rows, or a flat list with `shape`.
+    """
+    dims, data = _output(grid, shape)
+    if len(dims) != 2:
+        raise ValueError(f"display.draw needs a 2-D tensor, got shape {dims}")
+    height, width = dims
+    pixels = bytearray(height * width)
+    for i, v in enumerate(data):
+        pixels[i] = 0 if not math.isfinite(v) else round(255 * min(1.0, max(0.0, v)))
+    cell = scale or max(1, min(12, 480 // max(width, height)))
+    _emit("canvas", {"name": name, "title": title, "width": width, "height": height,
+                     "scale": cell, "pixels": bytes(pixels)})
+
+
+def plot(ys: Sequence[float], xs: Sequence[float] | None = None, name: str = "plot",
+         title: str = "", xlabel: str = "step", ylabel: str = "") -> None:
+    """A line plot of `ys` (against `xs` or 0..n-1) on the canvas `name`."""
+    ys_list = _floats(ys)
+    xs_list = _floats(xs) if xs is not None else [float(i) for i in range(len(ys_list))]
+    if len(xs_list) != len(ys_list):
+        raise ValueError(f"plot: {len(xs_list)} x values for {len(ys_list)} y values")
+    _emit("plot", {"name": name, "title": title, "xlabel": xlabel, "ylabel": ylabel,
+                   "xs": xs_list, "ys": ys_list})

@@ -1,0 +1,208 @@
+// Cell outputs: text streams, result tables, 0/1 grids on a canvas, line plots, tracebacks.
+// Everything is built with DOM calls (never innerHTML), so program output cannot inject markup.
+
+const MAX_ROWS = 16;
+const MAX_COLS = 12;
+
+/** @param {string} tag @param {Record<string, any>} [props] @param {Array<Node|string>} [children] */
+export function el(tag, props = {}, children = []) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props)) {
+    if (key === 'class') node.className = value;
+    else if (key === 'text') node.textContent = value;
+    else if (key.startsWith('aria-') || key === 'role' || key.startsWith('data-')) node.setAttribute(key, value);
+    else node[key] = value;
+  }
+  for (const child of children) node.append(child);
+  return node;
+}
+
+/**
+ * The shortest decimal that reads back as the same float32 (so 0.1f prints as 0.1, and
+ * integers print like Python floats: 60.0).
+ * @param {number} x
+ */
+export function formatFloat32(x) {
+  if (Number.isNaN(x)) return 'nan';
+  if (!Number.isFinite(x)) return x > 0 ? 'inf' : '-inf';
+  if (Object.is(x, -0)) return '-0.0';
+  let text = String(x);
+  for (let p = 1; p <= 9; p += 1) {
+    const candidate = Number(x.toPrecision(p));
+    if (Math.fround(candidate) === Math.fround(x)) { text = String(candidate); break; }
+  }
+  return /^-?\d+$/.test(text) ? `${text}.0` : text;
+}
+
+/** Append text to the cell's stdout/stderr block (one <pre> per stream, kept in order). */
+export function appendStream(output, stream, text) {
+  let pre = output.lastElementChild;
+  if (!pre || !pre.classList.contains(stream)) {
+    pre = el('pre', { class: `stream ${stream}`, 'aria-label': stream });
+    output.append(pre);
+  }
+  pre.textContent += `${text}\n`;
+}
+
+/** Rows of a tensor for display: rank ≤ 1 one row, rank 2 a matrix, higher ranks by last axis. */
+function tableRows(shape, data) {
+  const cols = shape.length === 0 ? 1 : shape[shape.length - 1];
+  const rows = [];
+  for (let r = 0; r * cols < Math.max(data.length, 1); r += 1) rows.push(data.slice(r * cols, (r + 1) * cols));
+  return { rows, cols };
+}
+
+/** One output as a captioned table: "name — shape [2, 3] float32". */
+export function tensorTable({ name, shape, dtype = 'float32', data }) {
+  const { rows, cols } = tableRows(shape, Array.from(data));
+  const table = el('table', { class: 'tensor' });
+  const caption = `${name} — shape [${shape.join(', ')}] ${dtype}`;
+  table.append(el('caption', { text: caption }));
+  const shownCols = Math.min(cols, MAX_COLS);
+  const head = el('tr', {}, [el('th', { text: '', scope: 'col' })]);
+  for (let c = 0; c < shownCols; c += 1) head.append(el('th', { text: String(c), scope: 'col' }));
+  if (cols > shownCols) head.append(el('th', { text: '…', scope: 'col' }));
+  table.append(el('thead', {}, [head]));
+  const body = el('tbody');
+  rows.slice(0, MAX_ROWS).forEach((row, r) => {
+    const tr = el('tr', {}, [el('th', { text: String(r), scope: 'row' })]);
+    for (let c = 0; c < shownCols; c += 1) tr.append(el('td', { text: formatFloat32(row[c]) }));
+    if (cols > shownCols) tr.append(el('td', { text: '…' }));
+    body.append(tr);
+  });
+  table.append(body);
+  const wrap = el('figure', { class: 'tensor-wrap' }, [table]);
+  if (rows.length > MAX_ROWS || cols > shownCols) {
+    wrap.append(el('figcaption', {
+      text: `showing ${Math.min(rows.length, MAX_ROWS)} of ${rows.length} rows, ${shownCols} of ${cols} columns`,
+    }));
+  }
+  return wrap;
+}
+
+/** A result: backend line + one table per output. */
+export function renderTable(output, { title, backend, outputs, software }) {
+  const block = el('div', { class: 'result' });
+  const label = `${title ? `${title} — ` : ''}ran on ${backend ?? '?'}${software ? ' (software adapter)' : ''}`;
+  block.append(el('p', { class: 'result-backend', text: label }));
+  for (const o of outputs) block.append(tensorTable(o));
+  output.append(block);
+}
+
+export function renderText(output, { text }) {
+  output.append(el('pre', { class: 'value', text }));
+}
+
+/** Find or create the named canvas block of a cell (repeated draws update it in place). */
+function namedCanvas(output, kind, name, width, height) {
+  const key = `${kind}:${name}`;
+  let figure = [...output.querySelectorAll('figure.drawing')].find((f) => f.dataset.key === key);
+  if (!figure) {
+    const canvas = el('canvas', { width, height, role: 'img', 'aria-label': `${kind} ${name}` });
+    figure = el('figure', { class: 'drawing', 'data-key': key }, [canvas, el('figcaption')]);
+    output.append(figure);
+  }
+  const canvas = figure.querySelector('canvas');
+  if (canvas.width !== width) canvas.width = width;
+  if (canvas.height !== height) canvas.height = height;
+  return { figure, canvas };
+}
+
+/** A 2-D grid of bytes (0 dark .. 255 light), each value a `scale`-pixel square. */
+export function renderCanvas(output, { name, title, width, height, scale, pixels }) {
+  const { figure, canvas } = namedCanvas(output, 'canvas', name, width * scale, height * scale);
+  const ctx = canvas.getContext('2d');
+  const image = ctx.createImageData(width, height);
+  for (let i = 0; i < width * height; i += 1) {
+    const v = pixels[i];
+    // light cells in the page's accent colour, dark cells near-black
+    image.data[4 * i] = 16 + (v * 80) / 255;
+    image.data[4 * i + 1] = 20 + (v * 200) / 255;
+    image.data[4 * i + 2] = 28 + (v * 140) / 255;
+    image.data[4 * i + 3] = 255;
+  }
+  const small = new OffscreenCanvas(width, height);
+  small.getContext('2d').putImageData(image, 0, 0);
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(small, 0, 0, width * scale, height * scale);
+  figure.querySelector('figcaption').textContent = title ?? `${name} (${height}×${width})`;
+  canvas.setAttribute('aria-label', `${name}: ${title ?? `${height}×${width} grid`}`);
+}
+
+function niceRange(values) {
+  let lo = Math.min(...values);
+  let hi = Math.max(...values);
+  if (!Number.isFinite(lo) || !Number.isFinite(hi)) { lo = 0; hi = 1; }
+  if (lo === hi) { lo -= 0.5; hi += 0.5; }
+  return [lo, hi];
+}
+
+/** A line plot with axes, min/max ticks and labels. */
+export function renderPlot(output, { name, title, xlabel, ylabel, xs, ys }) {
+  const W = 520;
+  const H = 260;
+  const m = { left: 64, right: 16, top: 28, bottom: 40 };
+  const { figure, canvas } = namedCanvas(output, 'plot', name, W, H);
+  const ctx = canvas.getContext('2d');
+  ctx.fillStyle = '#fff';
+  ctx.fillRect(0, 0, W, H);
+  const finite = ys.filter(Number.isFinite);
+  const [x0, x1] = niceRange(xs);
+  const [y0, y1] = niceRange(finite.length ? finite : [0, 1]);
+  const px = (x) => m.left + ((x - x0) / (x1 - x0)) * (W - m.left - m.right);
+  const py = (y) => H - m.bottom - ((y - y0) / (y1 - y0)) * (H - m.top - m.bottom);
+  ctx.strokeStyle = '#555';
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  ctx.moveTo(m.left, m.top); ctx.lineTo(m.left, H - m.bottom); ctx.lineTo(W - m.right, H - m.bottom);
+  ctx.stroke();
+  ctx.fillStyle = '#222';
+  ctx.font = '12px system-ui, sans-serif';
+  ctx.textAlign = 'right';
+  ctx.fillText(formatTick(y1), m.left - 6, m.top + 4);
+  ctx.fillText(formatTick(y0), m.left - 6, H - m.bottom);
+  ctx.textAlign = 'center';
+  ctx.fillText(formatTick(x0), m.left, H - m.bottom + 16);
+  ctx.fillText(formatTick(x1), W - m.right, H - m.bottom + 16);
+  ctx.fillText(xlabel ?? '', (m.left + W - m.right) / 2, H - 8);
+  ctx.font = 'bold 13px system-ui, sans-serif';
+  ctx.fillText(title ?? '', W / 2, 18);
+  ctx.save();
+  ctx.translate(14, (m.top + H - m.bottom) / 2);
+  ctx.rotate(-Math.PI / 2);
+  ctx.font = '12px system-ui, sans-serif';
+  ctx.fillText(ylabel ?? '', 0, 0);
+  ctx.restore();
+  ctx.strokeStyle = '#1f6feb';
+  ctx.lineWidth = 2;
+  ctx.beginPath();
+  let started = false;
+  xs.forEach((x, i) => {
+    if (!Number.isFinite(ys[i])) { started = false; return; }
+    if (started) ctx.lineTo(px(x), py(ys[i])); else ctx.moveTo(px(x), py(ys[i]));
+    started = true;
+  });
+  ctx.stroke();
+  const last = ys.length ? formatTick(ys[ys.length - 1]) : '—';
+  figure.querySelector('figcaption').textContent = `${title || name}: ${ys.length} points, last ${last}`;
+  canvas.setAttribute('aria-label', `plot ${name}: ${title ?? ''} (${ys.length} points, last ${last})`);
+  canvas.dataset.points = String(ys.length);
+}
+
+function formatTick(v) {
+  if (!Number.isFinite(v)) return String(v);
+  const a = Math.abs(v);
+  return a !== 0 && (a < 1e-3 || a >= 1e5) ? v.toExponential(2) : String(Number(v.toPrecision(4)));
+}
+
+/** A Python error: type and message, the traceback, and the cell line it points at. */
+export function renderError(output, error, editorLines) {
+  const box = el('div', { class: 'error', role: 'alert' });
+  const where = error.line ? ` (line ${error.line})` : '';
+  box.append(el('p', { class: 'error-title', text: `${error.type}${where}: ${error.message}` }));
+  if (error.line && editorLines?.[error.line - 1] !== undefined) {
+    box.append(el('pre', { class: 'error-line', text: `${String(error.line).padStart(4)} │ ${editorLines[error.line - 1]}` }));
+  }
+  if (error.traceback) box.append(el('pre', { class: 'traceback', text: error.traceback }));
+  output.append(box);
+}

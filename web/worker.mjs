@@ -1,0 +1,186 @@
+// The notebook's engine, in a module Web Worker so the page never freezes: Pyodide, the gpulab
+// wheel, the gpu-lab runtime and the Python adapter. Messages in: init, run, configure,
+// last-graph. Messages out: progress, ready, backend, stdout/stderr, output, done, fatal.
+import { loadPyodide } from './vendor/pyodide/pyodide.mjs';
+import { createPythonGPUAdapter } from '../backends-js/src/python-adapter.mjs';
+import { GpuLabError } from '../backends-js/src/errors.mjs';
+
+const CONTROL_INTERRUPT = 0; // Int32 slot Pyodide polls: 2 = SIGINT (KeyboardInterrupt)
+const CONTROL_CANCEL = 1; //    Int32 slot the adapter polls between GPU requests/steps
+
+/** @type {any} */ let pyodide = null;
+/** @type {any} */ let runtime = null;
+/** @type {any} */ let adapter = null;
+/** @type {Int32Array|null} */ let control = null;
+/** The run whose stdout/outputs we are forwarding (one at a time: the page queues runs). */
+let currentRun = null;
+/** Last graph (and its browser result) per cell, for "Compare with native". */
+const lastGraphs = new Map();
+
+const post = (msg) => self.postMessage(msg);
+const now = () => performance.now();
+
+async function timed(stage, label, work) {
+  post({ type: 'progress', stage, label, state: 'running' });
+  const t0 = now();
+  try {
+    const value = await work();
+    post({ type: 'progress', stage, label, state: 'done', ms: now() - t0 });
+    return value;
+  } catch (err) {
+    post({ type: 'progress', stage, label, state: 'failed', ms: now() - t0, error: String(err?.message ?? err) });
+    throw err;
+  }
+}
+
+/** A runtime stand-in that refuses every graph with why no backend opened. */
+function unavailableRuntime(error) {
+  const refuse = async () => { throw error; };
+  return { backend: null, execute: refuse, prepare: refuse, dispose() {} };
+}
+
+/** What the page shows about the runtime in use: backend, adapter, software, attempts. */
+function describe(rt, requested, error) {
+  const info = rt?.info ?? rt?.backendInfo ?? null;
+  return {
+    requested,
+    backend: rt?.backend ?? rt?.name ?? null,
+    info,
+    software: Boolean(info?.software),
+    attempts: (rt?.attempts ?? rt?.stats?.attempts ?? []).map((a) => ({
+      backend: a.backend ?? a.name, ok: Boolean(a.ok ?? !a.reason), reason: a.reason ?? a.error ?? null,
+    })),
+    error: error ? { code: error.code ?? 'UNAVAILABLE', message: String(error.message ?? error) } : null,
+  };
+}
+
+/** Wrap the runtime so every executed graph is remembered for its cell (compare view). */
+function recording(rt) {
+  return {
+    get backend() { return rt.backend; },
+    get info() { return rt.info; },
+    async execute(graph) {
+      const result = await rt.execute(graph);
+      if (currentRun) {
+        lastGraphs.set(currentRun.cellId, { graph, result });
+        currentRun.graphs += 1;
+        currentRun.backend = result.backend;
+      }
+      return result;
+    },
+    async prepare(graph, options) {
+      const session = await rt.prepare(graph, options);
+      if (currentRun) currentRun.graphs += 1;
+      return session;
+    },
+    dispose() { rt.dispose?.(); },
+  };
+}
+
+async function openRuntime(backend, allowSoftware) {
+  adapter?.dispose();
+  runtime?.dispose?.();
+  let error = null;
+  try {
+    const mod = await import('../backends-js/src/runtime.mjs');
+    runtime = await mod.createRuntime({ backend, allowSoftware });
+  } catch (err) {
+    error = err instanceof GpuLabError ? err
+      : new GpuLabError('UNAVAILABLE', `backend ${backend}: ${err?.message ?? err}`);
+    runtime = unavailableRuntime(error);
+  }
+  adapter = createPythonGPUAdapter(pyodide, recording(runtime), {
+    allowExecute: true,
+    maxPending: 16,
+    shouldCancel: () => Boolean(control && Atomics.load(control, CONTROL_CANCEL) === 1),
+  });
+  return describe(runtime, backend, error);
+}
+
+/** The JS module Python's `display` helpers post rich outputs through. */
+const notebookModule = {
+  emit(kind, payload) {
+    if (!currentRun) return;
+    const plain = payload?.toJs
+      ? payload.toJs({ dict_converter: Object.fromEntries, create_pyproxies: false })
+      : payload;
+    const transfer = plain?.pixels instanceof Uint8Array ? [plain.pixels.buffer] : [];
+    post({ type: 'output', runId: currentRun.id, kind, payload: plain }, transfer);
+  },
+};
+
+async function init({ backend, allowSoftware, controlBuffer }) {
+  const t0 = now();
+  control = controlBuffer ? new Int32Array(controlBuffer) : null;
+  pyodide = await timed('pyodide', 'Pyodide (Python 3 in WebAssembly)', () =>
+    loadPyodide({ indexURL: new URL('./vendor/pyodide/', import.meta.url).href }));
+  if (control) pyodide.setInterruptBuffer(control);
+  pyodide.setStdout({ batched: (text) => currentRun && post({ type: 'stdout', runId: currentRun.id, text }) });
+  pyodide.setStderr({ batched: (text) => currentRun && post({ type: 'stderr', runId: currentRun.id, text }) });
+  await timed('packages', 'packages: gpulab wheel', async () => {
+    await pyodide.loadPackage(['gpulab'], { messageCallback: () => {} });
+    pyodide.registerJsModule('_notebook', notebookModule);
+    const helpers = await fetch(new URL('./py/display.py', import.meta.url));
+    pyodide.FS.writeFile('/home/pyodide/display.py', await helpers.text());
+    const runner = await fetch(new URL('./py/cell_runner.py', import.meta.url));
+    pyodide.FS.writeFile('/home/pyodide/_cell_runner.py', await runner.text());
+    pyodide.runPython('import sys; sys.path.insert(0, "/home/pyodide"); import gpulab, display, _cell_runner');
+  });
+  const described = await timed('probe', `backend probe (${backend})`, () => openRuntime(backend, allowSoftware));
+  post({
+    type: 'ready',
+    ms: now() - t0,
+    backend: described,
+    // can_run_sync() is only true inside an async run (where cells run), so ask there.
+    canRunSync: Boolean(await pyodide.runPythonAsync('import pyodide.ffi as f\nf.can_run_sync()')),
+    pyodideVersion: pyodide.version,
+    stop: Boolean(control),
+  });
+}
+
+async function run({ runId, cellId, cellLabel, code }) {
+  currentRun = { id: runId, cellId, graphs: 0, backend: null };
+  if (control) { Atomics.store(control, CONTROL_INTERRUPT, 0); Atomics.store(control, CONTROL_CANCEL, 0); }
+  const t0 = now();
+  let outcome;
+  try {
+    await pyodide.loadPackagesFromImports(code, { messageCallback: () => {} });
+    const runCell = pyodide.globals.get('_cell_runner').run_cell;
+    const envelope = await runCell(code, `<${cellLabel}>`);
+    outcome = envelope.toJs({ dict_converter: Object.fromEntries });
+    envelope.destroy();
+    runCell.destroy();
+    await adapter.whenIdle(); // submit() callbacks print after the cell's code returns
+    await new Promise((resolve) => setTimeout(resolve, 0)); // let their Python side run
+  } catch (err) {
+    outcome = { ok: false, error: { type: err?.type ?? 'Error', message: String(err?.message ?? err), traceback: String(err?.message ?? err), line: null } };
+  }
+  const done = {
+    type: 'done', runId, ms: now() - t0, graphs: currentRun.graphs, backend: currentRun.backend,
+    comparable: lastGraphs.has(cellId), ...outcome,
+  };
+  currentRun = null;
+  post(done);
+}
+
+function lastGraph({ requestId, cellId }) {
+  const entry = lastGraphs.get(cellId);
+  post({ type: 'last-graph', requestId, graph: entry?.graph ?? null, result: entry?.result ?? null });
+}
+
+// Messages are handled one at a time, in order (a configure waits for a running cell).
+let chain = Promise.resolve();
+self.onmessage = ({ data }) => {
+  const handlers = {
+    init,
+    run,
+    'last-graph': lastGraph,
+    configure: async (msg) => post({ type: 'backend', backend: await openRuntime(msg.backend, msg.allowSoftware) }),
+  };
+  const handler = handlers[data.type];
+  if (!handler) return;
+  if (data.type === 'last-graph') { handler(data); return; }
+  chain = chain.then(() => handler(data)).catch((err) => {
+    post({ type: 'fatal', message: String(err?.stack ?? err?.message ?? err) });
+  });
+};
