@@ -1,0 +1,276 @@
+// The CPU reference backend, op by op, on small values whose expected results are computed
+// here independently (float64 formulas, or float32 steps written out with Math.fround).
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRuntime } from '../src/runtime.mjs';
+import { opNames } from '../src/optable.mjs';
+
+const runtime = await createRuntime({ backend: 'cpu' });
+after(() => runtime.dispose());
+const covered = new Set();
+const f = Math.fround;
+
+/**
+ * Run nodes (inputs given as [shape, data]) and return node `out`'s value.
+ * @param {Record<string, [number[], number[]]>} inputs name -> [shape, data]; ids 0, 1, ...
+ * @param {object} node the op node; operands name inputs by key
+ */
+async function op(name, inputs, attrs = {}, version = 2) {
+  const keys = Object.keys(inputs);
+  const nodes = keys.map((k, i) => ({ id: i, op: 'input', shape: inputs[k][0], data: inputs[k][1] }));
+  const node = { id: 100, op: name, ...attrs };
+  keys.forEach((k, i) => { node[k] = i; });
+  covered.add(name);
+  const r = await runtime.execute({ version, nodes: [...nodes, node], outputs: [{ name: 'o', id: 100 }] });
+  return r.outputs.o;
+}
+
+/** Every element within rel*|want| + abs of the float64 expectation. */
+function close(got, want, rel = 2e-6, abs = 1e-7) {
+  assert.equal(got.length, want.length);
+  for (let i = 0; i < want.length; i++) {
+    const ok = Number.isNaN(want[i]) ? Number.isNaN(got[i])
+      : got[i] === want[i] || Math.abs(got[i] - want[i]) <= rel * Math.abs(want[i]) + abs;
+    assert.ok(ok, `index ${i}: got ${got[i]}, want ${want[i]}`);
+  }
+}
+
+/** Bit-for-bit equality (NaN equal to NaN, +0 distinct from -0). */
+function same(got, want) {
+  assert.equal(got.length, want.length);
+  for (let i = 0; i < want.length; i++) assert.ok(Object.is(got[i], f(want[i])), `index ${i}: got ${got[i]}, want ${want[i]}`);
+}
+
+test('input and full (non-finite values as strings)', async () => {
+  covered.add('input');
+  covered.add('full');
+  const r = await runtime.execute({ version: 1, nodes: [{ id: 0, op: 'full', shape: [2, 2], value: 'nan' },
+    { id: 1, op: 'full', shape: [], value: -2.5 }, { id: 2, op: 'input', shape: [2], data: ['inf', 0.1] }],
+  outputs: [{ name: 'n', id: 0 }, { name: 's', id: 1 }, { name: 'i', id: 2 }] });
+  same(r.outputs.n.data, [NaN, NaN, NaN, NaN]);
+  assert.deepEqual(r.outputs.n.shape, [2, 2]);
+  same(r.outputs.s.data, [-2.5]);
+  assert.deepEqual(r.outputs.s.shape, []);
+  same(r.outputs.i.data, [Infinity, f(0.1)]);
+});
+
+test('relu, positive and neg are exact, NaN included', async () => {
+  const x = [-2, -0, 0, 0.5, NaN, Infinity, -Infinity];
+  same((await op('relu', { a: [[7], x] })).data, [0, 0, 0, 0.5, 0, Infinity, 0]);
+  assert.ok(Object.is((await op('relu', { a: [[1], [-0]] })).data[0], 0), 'relu(-0) is +0');
+  same((await op('positive', { a: [[7], x] })).data, [0, 0, 0, 1, 0, 1, 0]);
+  same((await op('neg', { a: [[7], x] })).data, [2, 0, -0, -0.5, NaN, -Infinity, Infinity]);
+});
+
+test('add, sub, mul, div: float32 arithmetic with broadcasting', async () => {
+  const a = [0.1, 0.2, 0.3, 1e-3, 7, -8];
+  const b = [3.3, -1.7, 1e10];
+  const at = (i, j) => f(a[i * 3 + j]);
+  const cases = { add: (x, y) => x + y, sub: (x, y) => x - y, mul: (x, y) => x * y, div: (x, y) => x / y };
+  for (const [name, fn] of Object.entries(cases)) {
+    const out = await op(name, { a: [[2, 3], a], b: [[3], b] });
+    assert.deepEqual(out.shape, [2, 3]);
+    same(out.data, [0, 1].flatMap((i) => [0, 1, 2].map((j) => fn(at(i, j), f(b[j])))));
+  }
+  // [2, 1] against [1, 3]: an outer operation.
+  const outer = await op('mul', { a: [[2, 1], [2, 3]], b: [[1, 3], [5, 7, 11]] });
+  same(outer.data, [10, 14, 22, 15, 21, 33]);
+  // rank 4 with both sides broadcasting: out[i,j,k,l] = a[i,0,k,0] - b[j,0,l]
+  const A = [1, 2, 3, 4, 5, 6];
+  const B = [10, 20, 30, 40];
+  const out4 = await op('sub', { a: [[2, 1, 3, 1], A], b: [[2, 1, 2], B] });
+  assert.deepEqual(out4.shape, [2, 2, 3, 2]);
+  const want = [];
+  for (let i = 0; i < 2; i++) for (let j = 0; j < 2; j++) for (let k = 0; k < 3; k++) {
+    for (let l = 0; l < 2; l++) want.push(A[i * 3 + k] - B[j * 2 + l]);
+  }
+  same(out4.data, want);
+  // scalars on either side, and 1 / 0
+  same((await op('div', { a: [[], [1]], b: [[3], [0, -0, 4]] })).data, [Infinity, -Infinity, 0.25]);
+  same((await op('add', { a: [[2], [1, 2]], b: [[1], [0.5]] }, {}, 1)).data, [1.5, 2.5]);
+});
+
+test('exp, log, sqrt, tanh, sigmoid against float64', async () => {
+  const x = [-3, -0.5, 0, 0.25, 1, 4];
+  const x32 = x.map(f);
+  close((await op('exp', { a: [[6], x] })).data, x32.map(Math.exp));
+  close((await op('tanh', { a: [[6], x] })).data, x32.map(Math.tanh));
+  close((await op('sigmoid', { a: [[6], x] })).data, x32.map((v) => 1 / (1 + Math.exp(-v))));
+  const p = [0, 0.5, 1, 2, 1e-20, -1];
+  close((await op('log', { a: [[6], p] })).data, [-Infinity, Math.log(0.5), 0, Math.log(2), Math.log(f(1e-20)), NaN]);
+  same((await op('sqrt', { a: [[6], p] })).data, [0, Math.sqrt(0.5), 1, Math.sqrt(2), Math.sqrt(f(1e-20)), NaN]);
+});
+
+/** erf by its Taylor series (independent of the backend's rational approximation). */
+function erfSeries(x) {
+  let term = x;
+  let sum = x;
+  for (let n = 1; n < 120; n++) {
+    term *= (-x * x) / n;
+    sum += term / (2 * n + 1);
+  }
+  return (2 / Math.sqrt(Math.PI)) * sum;
+}
+
+test('gelu (exact erf) and its gradient', async () => {
+  const x = [-3, -1.5, -0.3, 0, 0.2, 0.7, 1.3, 2.9];
+  const x32 = x.map(f);
+  const phi = (v) => 0.5 * (1 + erfSeries(v / Math.SQRT2));
+  close((await op('gelu', { a: [[8], x] })).data, x32.map((v) => v * phi(v)), 4e-6, 1e-7);
+  const dy = [1, 2, -1, 0.5, 3, -2, 1, 0.25];
+  const pdf = (v) => Math.exp(-0.5 * v * v) / Math.sqrt(2 * Math.PI);
+  close((await op('gelu_grad', { a: [[8], x], b: [[8], dy] })).data,
+    x32.map((v, i) => f(dy[i]) * (phi(v) + v * pdf(v))), 4e-6, 1e-7);
+});
+
+test('transpose, permute and reshape move elements exactly', async () => {
+  const a = Array.from({ length: 24 }, (_, i) => i + 0.5);
+  const t = await op('transpose', { a: [[2, 3, 4], a] });
+  assert.deepEqual(t.shape, [2, 4, 3]);
+  const wantT = [];
+  for (let b = 0; b < 2; b++) for (let c = 0; c < 4; c++) for (let r = 0; r < 3; r++) wantT.push(a[b * 12 + r * 4 + c]);
+  same(t.data, wantT);
+  const p = await op('permute', { a: [[2, 3, 4], a] }, { dims: [2, 0, 1] });
+  assert.deepEqual(p.shape, [4, 2, 3]);
+  const wantP = [];
+  for (let k = 0; k < 4; k++) for (let i = 0; i < 2; i++) for (let j = 0; j < 3; j++) wantP.push(a[i * 12 + j * 4 + k]);
+  same(p.data, wantP);
+  const r = await op('reshape', { a: [[2, 3, 4], a] }, { shape: [4, -1] });
+  assert.deepEqual(r.shape, [4, 6]);
+  same(r.data, a);
+});
+
+test('matmul: hand-checked 2x3 @ 3x2, and batched float32 ascending-k accumulation', async () => {
+  const m = await op('matmul', { a: [[2, 3], [1, 2, 3, 4, 5, 6]], b: [[3, 2], [7, 8, 9, 10, 11, 12]] }, {}, 1);
+  same(m.data, [58, 64, 139, 154]);
+  // [2, 1, 2, 3] @ [3, 3, 2] -> [2, 3, 2, 2]; values chosen so float32 rounding matters.
+  const A = Array.from({ length: 12 }, (_, i) => f(Math.sin(i + 1) * 1000));
+  const B = Array.from({ length: 18 }, (_, i) => f(Math.cos(i * 3) / 7));
+  const out = await op('matmul', { a: [[2, 1, 2, 3], A], b: [[3, 3, 2], B] });
+  assert.deepEqual(out.shape, [2, 3, 2, 2]);
+  const want = [];
+  for (let i = 0; i < 2; i++) for (let j = 0; j < 3; j++) for (let r = 0; r < 2; r++) for (let c = 0; c < 2; c++) {
+    let acc = 0;
+    for (let k = 0; k < 3; k++) acc = f(acc + f(A[i * 6 + r * 3 + k] * B[j * 6 + k * 2 + c]));
+    want.push(acc);
+  }
+  same(out.data, want);
+});
+
+test('sum uses the 64-lane order: 2^24 + three ones gives 2^24 + 2', async () => {
+  // Lane 0 holds 2^24 (element 0); lanes 1-3 hold 1. The tree adds lane 3 to lane 1 (s = 2),
+  // then lane 1 (= 2) to lane 0 (s = 1): 2^24 + 2 is exact. A left-to-right float32 sum would
+  // round every 2^24 + 1 back to 2^24.
+  const x = [2 ** 24, 1, 1, 1];
+  same((await op('sum', { a: [[4], x] }, {}, 1)).data, [2 ** 24 + 2]);
+  let sequential = 0;
+  for (const v of x) sequential = f(sequential + v);
+  assert.equal(sequential, 2 ** 24, 'the order is observable');
+  // With 65 elements, element 64 (= 2) joins element 0 in lane 0: 2^24 + 2; lanes 1 and 3
+  // (ones) meet at s = 2, and their 2 is added at s = 1: 2^24 + 4. Left to right gives 2^24 + 2.
+  const y = new Array(65).fill(0);
+  y[0] = 2 ** 24;
+  y[1] = 1;
+  y[3] = 1;
+  y[64] = 2;
+  same((await op('sum', { a: [[65], y] })).data, [2 ** 24 + 4]);
+});
+
+test('sum and mean over an axis, keepdim', async () => {
+  const a = Array.from({ length: 24 }, (_, i) => (i % 5) - 1.25);
+  const s = await op('sum', { a: [[2, 3, 4], a] }, { axis: 1 });
+  assert.deepEqual(s.shape, [2, 4]);
+  const want = [];
+  for (let i = 0; i < 2; i++) for (let k = 0; k < 4; k++) want.push(a[i * 12 + k] + a[i * 12 + 4 + k] + a[i * 12 + 8 + k]);
+  close(s.data, want);
+  const m = await op('mean', { a: [[2, 3, 4], a] }, { axis: -1, keepdim: true });
+  assert.deepEqual(m.shape, [2, 3, 1]);
+  const wantM = [];
+  for (let r = 0; r < 6; r++) wantM.push((a[r * 4] + a[r * 4 + 1] + a[r * 4 + 2] + a[r * 4 + 3]) / 4);
+  close(m.data, wantM);
+  close((await op('mean', { a: [[2, 3, 4], a] })).data, [a.reduce((p, v) => p + v, 0) / 24]);
+  // 100 values along an axis use several lanes per row.
+  const big = Array.from({ length: 200 }, (_, i) => Math.sin(i));
+  const rows = await op('sum', { a: [[2, 100], big] }, { axis: 1 });
+  close(rows.data, [0, 1].map((r) => big.slice(r * 100, r * 100 + 100).reduce((p, v) => p + f(v), 0)), 1e-5, 1e-5);
+});
+
+/** float64 softmax of a list. */
+const softmax = (xs) => {
+  const m = Math.max(...xs);
+  const e = xs.map((v) => Math.exp(v - m));
+  const s = e.reduce((p, v) => p + v, 0);
+  return e.map((v) => v / s);
+};
+
+test('softmax and log_softmax along an axis', async () => {
+  const a = [1, 2, 3, 1000, -5, 0.5];
+  const rowsSm = await op('softmax', { a: [[2, 3], a] });
+  close(rowsSm.data, [...softmax(a.slice(0, 3)), ...softmax(a.slice(3))]);
+  const colsSm = await op('softmax', { a: [[2, 3], a] }, { axis: 0 });
+  const cols = [0, 1, 2].map((j) => softmax([a[j], a[3 + j]]));
+  close(colsSm.data, [0, 1].flatMap((i) => cols.map((c) => c[i])));
+  const ls = await op('log_softmax', { a: [[2, 3], a] });
+  close(ls.data, [...softmax(a.slice(0, 3)), ...softmax(a.slice(3))].map(Math.log), 2e-6, 2e-6);
+});
+
+test('cross_entropy and its gradient', async () => {
+  const logits = [2, 1, 0.1, 0.5, 2.5, -1, 0, 0, 3, 1, 1, 1];
+  const target = [1, 0, 0, 0, 1, 0, 0, 0, 1, 0.5, 0.5, 0];
+  const rows = [0, 1, 2, 3].map((r) => ({ p: softmax(logits.slice(r * 3, r * 3 + 3)), t: target.slice(r * 3, r * 3 + 3) }));
+  const loss = rows.reduce((s, { p, t }) => s - t.reduce((q, tc, c) => q + tc * Math.log(p[c]), 0), 0) / 4;
+  const ce = await op('cross_entropy', { a: [[4, 3], logits], b: [[4, 3], target] });
+  assert.deepEqual(ce.shape, []);
+  close(ce.data, [loss]);
+  const grad = await op('cross_entropy_grad', { a: [[4, 3], logits], b: [[4, 3], target] });
+  close(grad.data, rows.flatMap(({ p, t }) => p.map((pc, c) => (pc - t[c]) / 4)), 2e-6, 1e-7);
+});
+
+test('optimizer updates', async () => {
+  const p = [1, -2, 0.5];
+  const g = [0.1, 0.2, -0.3];
+  const p32 = p.map(f);
+  const g32 = g.map(f);
+  close((await op('sgd_update', { a: [[3], p], b: [[3], g] }, { lr: 0.1 })).data, p32.map((v, i) => v - 0.1 * g32[i]));
+  close((await op('momentum_update', { a: [[3], p], b: [[3], g] }, { momentum: 0.9 })).data,
+    p32.map((v, i) => 0.9 * v + g32[i]));
+  close((await op('adam_m', { a: [[3], p], b: [[3], g] })).data, p32.map((v, i) => 0.9 * v + 0.1 * g32[i]));
+  close((await op('adam_v', { a: [[3], [1, 2, 3]], b: [[3], g] }, { beta2: 0.99 })).data,
+    [1, 2, 3].map((v, i) => 0.99 * v + 0.01 * g32[i] * g32[i]));
+  const m = [0.01, -0.02, 0.03];
+  const v = [1e-4, 4e-4, 9e-4];
+  const out = await op('adam_update', { a: [[3], p], b: [[3], m], c: [[3], v], t: [[1], [3]] },
+    { lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8 });
+  const want = p32.map((pv, i) => pv - (0.01 / (1 - 0.9 ** 3)) * f(m[i]) /
+    (Math.sqrt(f(v[i])) / Math.sqrt(1 - 0.999 ** 3) + 1e-8));
+  close(out.data, want);
+});
+
+test('life: blinker, and a glider crossing the torus edge', async () => {
+  const grid = (h, w, cells) => {
+    const g = new Array(h * w).fill(0);
+    for (const [r, c] of cells) g[r * w + c] = 1;
+    return g;
+  };
+  // Independent rule: count live neighbours with wrap-around.
+  const step = (g, h, w) => g.map((_, i) => {
+    const r = Math.floor(i / w);
+    const c = i % w;
+    let n = 0;
+    for (const dr of [-1, 0, 1]) for (const dc of [-1, 0, 1]) {
+      if (dr || dc) n += g[((r + dr + h) % h) * w + ((c + dc + w) % w)] > 0.5 ? 1 : 0;
+    }
+    return n === 3 || (n === 2 && g[i] > 0.5) ? 1 : 0;
+  });
+  const blinker = grid(5, 5, [[2, 1], [2, 2], [2, 3]]);
+  const out = await op('life', { a: [[5, 5], blinker] }, {}, 1);
+  same(out.data, grid(5, 5, [[1, 2], [2, 2], [3, 2]]));
+  // A glider at the bottom-right corner wraps to the top-left; values 0.6/0.4 test the > 0.5 rule.
+  const glider = grid(6, 7, [[4, 6], [5, 0], [0, 5], [0, 6], [0, 0]]).map((v) => (v ? 0.6 : 0.4));
+  same((await op('life', { a: [[6, 7], glider] }, {}, 1)).data, step(glider, 6, 7));
+});
+
+test('every op of the op table was exercised by these tests', () => {
+  const missing = opNames().filter((o) => !covered.has(o));
+  assert.deepEqual(missing, []);
+});
