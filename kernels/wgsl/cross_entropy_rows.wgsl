@@ -24,7 +24,7 @@ fn max_nan(x: f32, y: f32) -> f32 {
 
 fn f_exp(x: f32) -> f32 {
   if (is_nan(x)) { return x; }
-  if (x > 88.72284f) { return bitcast<f32>(INF_BITS); }
+  if (x > 88.72284f) { let bits = INF_BITS; return bitcast<f32>(bits); }
   if (x < -103.97208f) { return 0.0f; }
   return exp(x);
 }
@@ -55,7 +55,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let row = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
   if (row >= p.rows) { return; }
   let base = row * p.classes;
-  var m = -bitcast<f32>(INF_BITS);
+  let inf_bits = INF_BITS; // a `let`: Chromium's Tint refuses to constant-fold a bitcast to inf
+  var m = -bitcast<f32>(inf_bits);
   for (var j = lid; j < p.classes; j += 64u) { m = max_nan(m, a[base + j]); }
   let row_max = tree(lid, m, true);
   var acc = 0.0f;

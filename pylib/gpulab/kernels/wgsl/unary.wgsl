@@ -18,8 +18,9 @@ const NAN_BITS: u32 = 0x7fc00000u;
 
 fn is_nan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > INF_BITS; }
 fn is_inf(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == INF_BITS; }
-fn nan() -> f32 { return bitcast<f32>(NAN_BITS); }
-fn inf() -> f32 { return bitcast<f32>(INF_BITS); }
+// The bits go through a `let`: Chromium's Tint refuses to constant-fold a bitcast to NaN/inf.
+fn nan() -> f32 { let bits = NAN_BITS; return bitcast<f32>(bits); }
+fn inf() -> f32 { let bits = INF_BITS; return bitcast<f32>(bits); }
 
 fn f_exp(x: f32) -> f32 {
   if (is_nan(x)) { return x; }
