@@ -27,6 +27,7 @@ class Comparison:
     bad: int  # elements outside the tolerance
     worst: int  # flat index of the worst element (the first bad one when any fail)
     detail: str  # "" when passed; else the worst element, got vs want, and the allowed error
+    used: float = 0.0  # largest |got - ref| / allowed: the share of the tolerance used (exact: 0/inf)
 
 
 def ulp32(ref: np.ndarray) -> np.ndarray:
@@ -91,4 +92,17 @@ def compare(got: np.ndarray, ref: np.ndarray, scale: np.ndarray, tolerance: str)
             f"(err {float(err[worst]):.3g} ulp, allowed {allowed:.3g} abs"
             f"{', bits' if tolerance == 'exact' else ''})"
         )
-    return Comparison(bad == 0, max_ulp, bad, worst, detail)
+    return Comparison(bad == 0, max_ulp, bad, worst, detail, _used(got, ref, scale, cls, bad))
+
+
+def _used(got: np.ndarray, ref: np.ndarray, scale: np.ndarray, cls: dict, bad: int) -> float:
+    """Largest share of the allowed error used by an element with finite got and ref."""
+    if cls["ulps"] == 0 and cls["atol"] == 0:
+        return np.inf if bad else 0.0
+    both = np.isfinite(ref) & np.isfinite(got)
+    if not both.any():
+        return np.inf if bad else 0.0
+    with np.errstate(all="ignore"):
+        share = np.abs(got[both].astype(np.float64) - ref[both]) / allowed_error(
+            ref[both], scale[both], cls)
+    return max(float(share.max()), np.inf if bad and share.max() <= 1 else 0.0)

@@ -1,7 +1,8 @@
-"""Generate the conformance corpus, e2e/conformance/cases.json (deterministic, committed).
+"""Generate the conformance corpus, e2e/conformance/cases.json, and the table of bad graphs,
+e2e/conformance/bad_graphs.json (bad_graphs.py); deterministic, both committed.
 
-    .venv/bin/python -m e2e.conformance.generate          # rewrite cases.json
-    .venv/bin/python -m e2e.conformance.generate --check  # exit 1 if cases.json is stale
+    .venv/bin/python -m e2e.conformance.generate          # rewrite both
+    .venv/bin/python -m e2e.conformance.generate --check  # exit 1 if one is stale
 
 A case is plain data: {name, op, tolerance, graph}. `graph` is a protocol graph with its input
 data inline (non-finite values as "nan"/"inf"/"-inf"), labelled with the lowest version its
@@ -24,9 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
+from e2e.conformance.bad_graphs import build_bad_graphs
 from e2e.conformance.reference import OP_TABLE, evaluate, operand_ids
 
 CASES_PATH = Path(__file__).with_name("cases.json")
+BAD_GRAPHS_PATH = Path(__file__).with_name("bad_graphs.json")
 OPS = OP_TABLE["ops"]
 Shape = Sequence[int]
 
@@ -559,18 +562,26 @@ def render(cases: list[dict]) -> str:
     return "[\n" + ",\n".join(lines) + "\n]\n"
 
 
+def outputs() -> dict[Path, str]:
+    """Every generated file and its text."""
+    return {CASES_PATH: render(build_cases()), BAD_GRAPHS_PATH: render(build_bad_graphs())}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if cases.json is stale")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a file is stale")
     args = parser.parse_args(argv)
-    text = render(build_cases())
-    if args.check:
-        stale = not CASES_PATH.exists() or CASES_PATH.read_text() != text
-        print("cases.json is stale: run python -m e2e.conformance.generate" if stale else "ok")
-        return 1 if stale else 0
-    CASES_PATH.write_text(text)
-    print(f"wrote {CASES_PATH} ({len(text)} bytes)")
-    return 0
+    stale = []
+    for path, text in outputs().items():
+        if args.check:
+            if not path.exists() or path.read_text() != text:
+                stale.append(path.name)
+            continue
+        path.write_text(text)
+        print(f"wrote {path} ({len(text)} bytes)")
+    if stale:
+        print(f"stale: {', '.join(stale)}: run python -m e2e.conformance.generate")
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":

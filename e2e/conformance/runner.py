@@ -25,6 +25,7 @@ from e2e.conformance.executors import EXECUTORS, LaneInfo, LaneRun, RawResult
 from e2e.conformance.reference import OP_TABLE, NodeRef, evaluate
 
 CASES_PATH = Path(__file__).with_name("cases.json")
+CPU_BACKENDS = {"cpu", "wasm", "cpu-python"}
 
 
 def load_cases(names: Iterable[str] | None = None, ops: Iterable[str] | None = None) -> list[dict]:
@@ -48,6 +49,7 @@ class OutputResult:
     passed: bool
     max_ulp: float
     detail: str
+    used: float = 0.0  # share of the tolerance used (1.0 = at the bound)
 
 
 @dataclass
@@ -58,10 +60,12 @@ class CaseResult:
     max_ulp: float
     error: str | None = None  # the executor refused or crashed: "CODE: message"
     outputs: list[OutputResult] = field(default_factory=list)
+    used: float = 0.0  # largest share of the tolerance used by an output
 
     def describe(self) -> str:
         if self.error:
-            return f"{self.name}: {self.error}"
+            first = " ".join(self.error.split())  # backend messages span lines (shader logs)
+            return f"{self.name}: {first[:300]}{'...' if len(first) > 300 else ''}"
         bad = [f"{o.name} ({o.op}): {o.detail}" for o in self.outputs if not o.passed]
         return f"{self.name}: " + "; ".join(bad)
 
@@ -71,6 +75,7 @@ class OpSummary:
     cases: int = 0
     failed: int = 0
     max_ulp: float = 0.0
+    used: float = 0.0
 
 
 @dataclass
@@ -106,6 +111,7 @@ class Report:
             s.cases += 1
             s.failed += 0 if r.passed else 1
             s.max_ulp = max(s.max_ulp, r.max_ulp)
+            s.used = max(s.used, r.used)
         return summary
 
     def to_dict(self) -> dict:
@@ -126,16 +132,18 @@ def _tolerance_of(op: str) -> str:
 def check_case(case: Mapping, raw: RawResult | None) -> CaseResult:
     """Judge one executor result: every output against the reference from its operands."""
     if raw is None:
-        return CaseResult(case["name"], case["op"], False, math.inf, "no result from executor")
+        return CaseResult(case["name"], case["op"], False, math.inf, "no result from executor",
+                          used=math.inf)
     if raw.error is not None:
         err = raw.error
         return CaseResult(case["name"], case["op"], False, math.inf,
-                          f"{err.get('code')}: {err.get('message')}")
+                          f"{err.get('code')}: {err.get('message')}", used=math.inf)
     graph = case["graph"]
     by_name = {o["name"]: o["id"] for o in graph["outputs"]}
     missing = sorted(set(by_name) - set(raw.outputs))
     if missing:
-        return CaseResult(case["name"], case["op"], False, math.inf, f"missing outputs {missing}")
+        return CaseResult(case["name"], case["op"], False, math.inf, f"missing outputs {missing}",
+                          used=math.inf)
     first = evaluate(graph)  # for shapes; then the check from the backend's own operands
     overrides = {
         by_name[n]: arr for n, arr in raw.outputs.items()
@@ -149,16 +157,16 @@ def check_case(case: Mapping, raw: RawResult | None) -> CaseResult:
     ]
     passed = all(o.passed for o in outputs)
     return CaseResult(case["name"], case["op"], passed, max(o.max_ulp for o in outputs),
-                      None, outputs)
+                      None, outputs, max(o.used for o in outputs))
 
 
 def _check_output(name: str, nid: int, op: str, got: np.ndarray, ref: NodeRef) -> OutputResult:
     tolerance = _tolerance_of(op)
     if list(got.shape) != list(ref.value.shape):
         return OutputResult(name, nid, op, tolerance, False, math.inf,
-                            f"shape {list(got.shape)}, want {list(ref.value.shape)}")
+                            f"shape {list(got.shape)}, want {list(ref.value.shape)}", math.inf)
     c = compare(got, ref.value, ref.scale, tolerance)
-    return OutputResult(name, nid, op, tolerance, c.passed, c.max_ulp, c.detail)
+    return OutputResult(name, nid, op, tolerance, c.passed, c.max_ulp, c.detail, c.used)
 
 
 def check_results(cases: list[dict], run: LaneRun) -> Report:
@@ -187,14 +195,19 @@ def _cell(s: OpSummary | None) -> str:
     if s is None:
         return "-"
     ulp = "inf" if math.isinf(s.max_ulp) else f"{s.max_ulp:.3g}"
+    used = "" if math.isinf(s.used) else f", {s.used:.0%} of tol"
     if s.failed:
-        return f"FAIL {s.failed}/{s.cases} (max {ulp} ulp)"
-    return f"pass {s.cases} (max {ulp} ulp)"
+        return f"FAIL {s.failed}/{s.cases} (max {ulp} ulp{used})"
+    return f"pass {s.cases} (max {ulp} ulp{used})"
 
 
 def _lane_line(r: Report) -> str:
     lane = r.lane
-    software = {True: "software adapter", False: "hardware", None: "n/a"}[lane.software]
+    if lane.backend in CPU_BACKENDS:
+        software = "CPU (no GPU adapter)"
+    else:
+        software = {True: "software adapter", False: "hardware adapter", None: "unknown"}[
+            lane.software]
     state = "UNAVAILABLE: " + lane.reason if not lane.available else (
         "PASS" if r.passed else f"FAIL ({len(r.failures())} of {len(r.results)} cases)")
     return (f"| {lane.executor} | {lane.backend or '-'} | {lane.adapter or '-'} | {software} "
@@ -202,7 +215,11 @@ def _lane_line(r: Report) -> str:
 
 
 def to_markdown(reports: list[Report]) -> str:
-    """The combined table: one row per op, one column per executor."""
+    """The combined table: one row per op, one column per executor.
+
+    A cell: pass/FAIL, the case count, the largest error in float32 ulps of the reference and
+    the largest share of the class's allowed error used by any element (100% = at the bound).
+    """
     lines = ["# Conformance report", "",
              "| executor | backend | adapter | kind | result |", "| --- | --- | --- | --- | --- |"]
     lines += [_lane_line(r) for r in reports]

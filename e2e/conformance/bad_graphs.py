@@ -1,0 +1,270 @@
+"""The table of bad graphs (bad_graphs.json): graphs every validator must refuse, and how.
+
+Each row: {name, graph, code, node, says}. `code` is the error code of docs/protocol.md,
+`node` the id of the node the error must name (its message contains "node <id> (") or null
+when no node is at fault, `says` a few words the message must contain (case-insensitive;
+only where the protocol names the problem), or null. Rows are written by generate.py; both
+validators (gpulab.protocol.validate, validateGraph in backends-js) are tested against them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Node = dict[str, Any]
+
+
+def inp(node_id: int, shape: list, data: list | None = None) -> Node:
+    """An input node; data defaults to zeros of the shape's element count."""
+    count = 1
+    for d in shape:
+        count *= d if isinstance(d, int) and d > 0 else 1
+    return {"id": node_id, "op": "input", "shape": shape,
+            "data": [0] * count if data is None else data}
+
+
+def graph(nodes: list[Node], out: int | list[dict] = -1, version: int = 2) -> dict:
+    """A graph whose output is node `out` (default: the last listed node)."""
+    outputs = out if isinstance(out, list) else [{"name": "y", "id": nodes[out]["id"]
+                                                  if out == -1 else out}]
+    return {"version": version, "nodes": nodes, "outputs": outputs}
+
+
+def row(name: str, g: Any, code: str, node: int | None, says: str | None = None) -> dict:
+    return {"name": name, "graph": g, "code": code, "node": node, "says": says}
+
+
+def _one_op(node: Node, *inputs: Node, version: int = 2) -> dict:
+    return graph([*inputs, node], version=version)
+
+
+def top_level_rows() -> list[dict]:
+    ok_nodes = [inp(0, [1])]
+    ok_out = [{"name": "y", "id": 0}]
+    return [
+        row("top/not_an_object", [1, 2], "VALIDATION", None),
+        row("top/no_version", {"nodes": ok_nodes, "outputs": ok_out}, "VALIDATION", None),
+        row("top/no_outputs", {"version": 1, "nodes": ok_nodes}, "VALIDATION", None),
+        row("top/version_string", {"version": "1", "nodes": ok_nodes, "outputs": ok_out},
+            "VALIDATION", None),
+        row("top/version_fraction", {"version": 1.5, "nodes": ok_nodes, "outputs": ok_out},
+            "VALIDATION", None),
+        row("top/version_bool", {"version": True, "nodes": ok_nodes, "outputs": ok_out},
+            "VALIDATION", None),
+        row("top/unknown_version_3", graph(ok_nodes, version=3), "UNSUPPORTED_VERSION", None),
+        row("top/unknown_version_0", graph(ok_nodes, version=0), "UNSUPPORTED_VERSION", None),
+        row("top/empty_nodes", {"version": 1, "nodes": [], "outputs": ok_out}, "VALIDATION", None),
+        row("top/nodes_not_a_list", {"version": 1, "nodes": {"0": ok_nodes[0]}, "outputs": ok_out},
+            "VALIDATION", None),
+        row("top/empty_outputs", {"version": 1, "nodes": ok_nodes, "outputs": []}, "VALIDATION",
+            None),
+        row("top/too_many_outputs", graph(ok_nodes, [{"name": f"o{i}", "id": 0}
+                                                     for i in range(257)]), "LIMIT", None),
+        # the version is checked before anything in the nodes
+        row("order/unknown_version_before_unknown_op",
+            graph([{"id": 0, "op": "frobnicate"}], out=[{"name": "y", "id": 0}], version=7),
+            "UNSUPPORTED_VERSION", None),
+    ]
+
+
+def node_rows() -> list[dict]:
+    a = inp(0, [3])
+    return [
+        row("node/unknown_op", graph([a, {"id": 1, "op": "frobnicate", "a": 0}]), "VALIDATION",
+            1, "unknown op"),
+        row("node/missing_id", graph([a, {"op": "relu", "a": 0}], out=[{"name": "y", "id": 0}]),
+            "VALIDATION", None),
+        row("node/negative_id", graph([a, {"id": -1, "op": "relu", "a": 0}], out=0),
+            "VALIDATION", None),
+        row("node/bool_id", graph([a, {"id": True, "op": "relu", "a": 0}], out=0),
+            "VALIDATION", None),
+        row("node/string_id", graph([a, {"id": "1", "op": "relu", "a": 0}], out=0),
+            "VALIDATION", None),
+        row("node/duplicate_id", graph([a, {"id": 0, "op": "relu", "a": 0}]), "VALIDATION", 0,
+            "duplicate id"),
+        row("node/not_an_object", graph([a, 5], out=0), "VALIDATION", None),
+        row("node/missing_operand", _one_op({"id": 2, "op": "add", "a": 0}, a), "VALIDATION", 2),
+        row("node/operand_not_an_id", _one_op({"id": 2, "op": "add", "a": 0, "b": "0"}, a),
+            "VALIDATION", 2),
+        row("node/operand_bool", _one_op({"id": 2, "op": "relu", "a": True}, a), "VALIDATION", 2),
+        row("node/unknown_field", _one_op({"id": 2, "op": "relu", "a": 0, "c": 0}, a),
+            "VALIDATION", 2),
+        row("node/unknown_field_name", _one_op({"id": 2, "op": "relu", "a": 0, "name": "x"}, a),
+            "VALIDATION", 2),
+        row("node/missing_shape", graph([{"id": 0, "op": "input", "data": [1]}]), "VALIDATION", 0),
+        row("node/missing_value", graph([{"id": 0, "op": "full", "shape": [2]}]), "VALIDATION", 0),
+        row("node/missing_dims", _one_op({"id": 1, "op": "permute", "a": 0}, a), "VALIDATION", 1),
+        row("node/missing_lr", graph([a, inp(1, [3]), {"id": 2, "op": "sgd_update", "a": 0,
+                                                        "b": 1}]), "VALIDATION", 2),
+        row("node/missing_reshape_shape", _one_op({"id": 1, "op": "reshape", "a": 0}, a),
+            "VALIDATION", 1),
+    ]
+
+
+def attr_rows() -> list[dict]:
+    a = inp(0, [2, 3])
+    bad_shapes = {"fraction": [2.5], "negative": [-1], "zero": [2, 0], "bool": [True],
+                  "string": ["3"], "not_a_list": 3}
+    rows = [row(f"attr/shape_{k}", graph([{"id": 0, "op": "full", "shape": v, "value": 1}]),
+                "VALIDATION", 0) for k, v in bad_shapes.items()]
+    rows += [
+        row("attr/rank_5", graph([{"id": 0, "op": "full", "shape": [1, 1, 1, 1, 1], "value": 1}]),
+            "LIMIT", 0),
+        row("attr/too_many_elements",
+            graph([{"id": 0, "op": "full", "shape": [8192, 8193], "value": 1}]), "LIMIT", 0),
+        row("attr/data_too_short", graph([inp(0, [3], [1, 2])]), "VALIDATION", 0),
+        row("attr/data_too_long", graph([inp(0, [], [1, 2])]), "VALIDATION", 0),
+        row("attr/data_not_numbers", graph([inp(0, [2], [1, "one"])]), "VALIDATION", 0),
+        row("attr/data_bool", graph([inp(0, [2], [1, True])]), "VALIDATION", 0),
+        row("attr/dtype_float16", graph([{**inp(0, [1]), "dtype": "float16"}]), "VALIDATION", 0),
+        row("attr/value_string", graph([{"id": 0, "op": "full", "shape": [1], "value": "one"}]),
+            "VALIDATION", 0),
+        row("attr/lr_nan", graph([a, inp(1, [2, 3]), {"id": 2, "op": "sgd_update", "a": 0, "b": 1,
+                                                       "lr": "nan"}]), "VALIDATION", 2),
+        row("attr/lr_bool", graph([a, inp(1, [2, 3]), {"id": 2, "op": "sgd_update", "a": 0,
+                                                        "b": 1, "lr": True}]), "VALIDATION", 2),
+        row("attr/axis_fraction", _one_op({"id": 1, "op": "sum", "a": 0, "axis": 0.5}, a),
+            "VALIDATION", 1),
+        row("attr/keepdim_string", _one_op({"id": 1, "op": "sum", "a": 0, "keepdim": "yes"}, a),
+            "VALIDATION", 1),
+        row("attr/keepdim_null", _one_op({"id": 1, "op": "sum", "a": 0, "keepdim": None}, a),
+            "VALIDATION", 1),
+        row("attr/dims_not_a_list", _one_op({"id": 1, "op": "permute", "a": 0, "dims": 1}, a),
+            "VALIDATION", 1),
+        row("attr/reshape_two_minus_ones",
+            _one_op({"id": 1, "op": "reshape", "a": 0, "shape": [-1, -1]}, a), "VALIDATION", 1),
+        row("attr/reshape_zero", _one_op({"id": 1, "op": "reshape", "a": 0, "shape": [0, 6]}, a),
+            "VALIDATION", 1),
+        row("attr/reshape_minus_two",
+            _one_op({"id": 1, "op": "reshape", "a": 0, "shape": [-2, -3]}, a), "VALIDATION", 1),
+    ]
+    return rows
+
+
+def structure_rows() -> list[dict]:
+    a = inp(0, [3])
+    return [
+        row("structure/dangling_operand", graph([a, {"id": 1, "op": "add", "a": 0, "b": 9}]),
+            "VALIDATION", 1, "dangling operand"),
+        row("structure/dangling_output", graph([a], out=[{"name": "y", "id": 4}]), "VALIDATION",
+            None, "dangling output"),
+        row("structure/duplicate_output_names",
+            graph([a, {"id": 1, "op": "relu", "a": 0}],
+                  out=[{"name": "y", "id": 0}, {"name": "y", "id": 1}]), "VALIDATION", None),
+        row("structure/empty_output_name", graph([a], out=[{"name": "", "id": 0}]), "VALIDATION",
+            None),
+        row("structure/output_unknown_field", graph([a], out=[{"name": "y", "id": 0, "x": 1}]),
+            "VALIDATION", None),
+        row("structure/cycle_self", graph([a, {"id": 1, "op": "add", "a": 0, "b": 1}]),
+            "VALIDATION", 1, "cycle"),
+        row("structure/cycle_2", graph([a, {"id": 1, "op": "add", "a": 0, "b": 2},
+                                         {"id": 2, "op": "relu", "a": 1}]), "VALIDATION", 1,
+            "cycle"),
+        # listed 3, 1, 2: the first node in list order on the cycle is 3
+        row("structure/cycle_3", graph([a, {"id": 3, "op": "relu", "a": 2},
+                                         {"id": 1, "op": "add", "a": 0, "b": 3},
+                                         {"id": 2, "op": "neg", "a": 1}], out=1),
+            "VALIDATION", 3, "cycle"),
+        # per-node checks (step 2) come before structure (step 3)
+        row("order/node_checks_before_dangling",
+            graph([a, {"id": 1, "op": "relu", "a": 9}, {"id": 2, "op": "frobnicate"}], out=0),
+            "VALIDATION", 2, "unknown op"),
+    ]
+
+
+def shape_rows() -> list[dict]:
+    def two(sa: list[int], sb: list[int], op: str, **attrs: Any) -> dict:
+        return _one_op({"id": 2, "op": op, "a": 0, "b": 1, **attrs}, inp(0, sa), inp(1, sb))
+
+    def one(sa: list[int], op: str, **attrs: Any) -> dict:
+        return _one_op({"id": 1, "op": op, "a": 0, **attrs}, inp(0, sa))
+
+    rows = [
+        row("shape/add_mismatch", two([2, 3], [4, 3], "add"), "VALIDATION", 2),
+        row("shape/div_mismatch_rank4", two([2, 1, 3, 4], [5, 2, 4], "div"), "VALIDATION", 2),
+        row("shape/matmul_inner", two([2, 3], [4, 5], "matmul"), "VALIDATION", 2),
+        row("shape/matmul_rank1", two([3], [3, 2], "matmul"), "VALIDATION", 2),
+        row("shape/matmul_batch", two([2, 2, 3], [3, 3, 4], "matmul"), "VALIDATION", 2),
+        row("shape/gelu_grad_mismatch", two([3], [4], "gelu_grad"), "VALIDATION", 2),
+        row("shape/sgd_mismatch", two([3], [1], "sgd_update", lr=0.1), "VALIDATION", 2),
+        row("shape/cross_entropy_rank3", two([2, 2, 2], [2, 2, 2], "cross_entropy"),
+            "VALIDATION", 2),
+        row("shape/cross_entropy_grad_rank1", two([4], [4], "cross_entropy_grad"),
+            "VALIDATION", 2),
+        row("shape/transpose_rank1", one([3], "transpose"), "VALIDATION", 1),
+        row("shape/life_rank3", one([2, 2, 2], "life"), "VALIDATION", 1),
+        row("shape/sum_axis_2_of_rank2", one([2, 3], "sum", axis=2), "VALIDATION", 1),
+        row("shape/sum_axis_minus3_of_rank2", one([2, 3], "sum", axis=-3), "VALIDATION", 1),
+        row("shape/mean_axis_0_of_rank0", one([], "mean", axis=0), "VALIDATION", 1),
+        row("shape/softmax_axis_1_of_rank1", one([4], "softmax", axis=1), "VALIDATION", 1),
+        row("shape/log_softmax_rank0", one([], "log_softmax"), "VALIDATION", 1),
+        row("shape/permute_repeated", one([2, 3, 4], "permute", dims=[0, 0, 1]), "VALIDATION", 1),
+        row("shape/permute_short", one([2, 3, 4], "permute", dims=[1, 0]), "VALIDATION", 1),
+        row("shape/permute_negative", one([2, 3], "permute", dims=[-1, 0]), "VALIDATION", 1),
+        row("shape/permute_out_of_range", one([2, 3], "permute", dims=[0, 2]), "VALIDATION", 1),
+        row("shape/reshape_count", one([2, 3], "reshape", shape=[4]), "VALIDATION", 1),
+        row("shape/reshape_minus_one_uneven", one([2, 3], "reshape", shape=[-1, 4]),
+            "VALIDATION", 1),
+        row("shape/adam_t_two_elements", _one_op(
+            {"id": 4, "op": "adam_update", "a": 0, "b": 1, "c": 2, "t": 3},
+            inp(0, [3]), inp(1, [3]), inp(2, [3]), inp(3, [2])), "VALIDATION", 4),
+        row("shape/adam_t_rank2", _one_op(
+            {"id": 4, "op": "adam_update", "a": 0, "b": 1, "c": 2, "t": 3},
+            inp(0, [3]), inp(1, [3]), inp(2, [3]), inp(3, [1, 1])), "VALIDATION", 4),
+        row("shape/matmul_result_too_many_elements", _one_op(
+            {"id": 2, "op": "matmul", "a": 0, "b": 1},
+            {"id": 0, "op": "full", "shape": [8192, 1], "value": 1},
+            {"id": 1, "op": "full", "shape": [1, 8193], "value": 1}), "LIMIT", 2),
+        row("shape/total_elements", graph(
+            [{"id": i, "op": "full", "shape": [4096, 16384], "value": 0} for i in range(5)]),
+            "LIMIT", 4),  # named: the node at which the running total passes the limit
+        # a node no output depends on is still validated
+        row("shape/dead_node_mismatch", graph(
+            [inp(0, [2]), inp(1, [3]), {"id": 2, "op": "add", "a": 0, "b": 1}], out=0),
+            "VALIDATION", 2),
+        # shapes run in topological order: node 3 (listed last) is checked before node 2
+        row("order/shapes_in_topological_order", graph(
+            [inp(0, [2]), inp(1, [3]), {"id": 2, "op": "add", "a": 3, "b": 1},
+             {"id": 3, "op": "add", "a": 0, "b": 1}], out=2), "VALIDATION", 3),
+    ]
+    return rows
+
+
+def version_rows() -> list[dict]:
+    def v1(*nodes: Node) -> dict:
+        return graph(list(nodes), version=1)
+
+    a, b = inp(0, [2, 3]), inp(1, [3])
+    return [
+        row("version/v1_softmax", v1(a, {"id": 2, "op": "softmax", "a": 0}),
+            "UNSUPPORTED_VERSION", 2),
+        row("version/v1_div", v1(a, {"id": 2, "op": "div", "a": 0, "b": 0}),
+            "UNSUPPORTED_VERSION", 2),
+        row("version/v1_broadcast_add", v1(a, b, {"id": 2, "op": "add", "a": 0, "b": 1}),
+            "UNSUPPORTED_VERSION", 2),
+        row("version/v1_broadcast_rank4_one", v1(a, inp(1, [1, 1, 1, 1]),
+                                                 {"id": 2, "op": "mul", "a": 0, "b": 1}),
+            "UNSUPPORTED_VERSION", 2),
+        row("version/v1_sum_axis", v1(a, {"id": 2, "op": "sum", "a": 0, "axis": 1}),
+            "UNSUPPORTED_VERSION", 2),
+        row("version/v1_sum_keepdim", v1(a, {"id": 2, "op": "sum", "a": 0, "keepdim": True}),
+            "UNSUPPORTED_VERSION", 2),
+        row("version/v1_batched_matmul", v1(inp(0, [2, 2, 3]), inp(1, [2, 3, 2]),
+                                            {"id": 2, "op": "matmul", "a": 0, "b": 1}),
+            "UNSUPPORTED_VERSION", 2),
+        row("version/v1_transpose_rank3", v1(inp(0, [2, 2, 3]),
+                                             {"id": 2, "op": "transpose", "a": 0}),
+            "UNSUPPORTED_VERSION", 2),
+        # the first node in list order that needs more is named, not the first in execution
+        row("version/v1_names_first_listed", graph(
+            [a, {"id": 5, "op": "exp", "a": 4}, {"id": 4, "op": "neg", "a": 0}], out=5, version=1),
+            "UNSUPPORTED_VERSION", 5),
+    ]
+
+
+def build_bad_graphs() -> list[dict]:
+    rows = (top_level_rows() + node_rows() + attr_rows() + structure_rows() + shape_rows()
+            + version_rows())
+    names = [r["name"] for r in rows]
+    assert len(names) == len(set(names)), "duplicate bad-graph names"
+    return rows
