@@ -278,12 +278,14 @@ function sameShape(a, b) {
 }
 
 /**
- * A bit-exact strided copy: out[coords] = a[sum coords[i] * srcStrides[i]].
- * @param {PlanContext} ctx @param {CheckedNode} node @param {number[]} srcStrides per result axis
+ * A bit-exact strided copy: out[coords] = a[sum coords[i] * srcStrides[i]], coords over `shape`
+ * (the result's shape, or [n] for a flat copy).
+ * @param {PlanContext} ctx @param {CheckedNode} node @param {number[]} shape
+ * @param {number[]} srcStrides one per axis of `shape`
  */
-function planCopy(ctx, node, srcStrides) {
+function planCopy(ctx, node, shape, srcStrides) {
   const n = count(node.shape);
-  const padded = padTo4(node.shape, srcStrides);
+  const padded = padTo4(shape, srcStrides);
   const a = ctx.operand(node, 0);
   const out = ctx.output(node);
   ctx.dispatch(node, 'permute', { WG: ELEMENTWISE_WG },
@@ -294,7 +296,7 @@ function planCopy(ctx, node, srcStrides) {
 /** @type {Rule} */
 function planPermute(ctx, node) {
   const src = contiguousStrides(ctx.operandShape(node, 0));
-  planCopy(ctx, node, node.attrs.dims.map((/** @type {number} */ d) => src[d]));
+  planCopy(ctx, node, node.shape, node.attrs.dims.map((/** @type {number} */ d) => src[d]));
 }
 
 /** @type {Rule} */
@@ -302,7 +304,7 @@ function planTranspose(ctx, node) {
   const rank = node.shape.length;
   const src = contiguousStrides(ctx.operandShape(node, 0));
   const dims = [...Array(rank - 2).keys(), rank - 1, rank - 2];
-  planCopy(ctx, node, dims.map((d) => src[d]));
+  planCopy(ctx, node, node.shape, dims.map((d) => src[d]));
 }
 
 /**
@@ -313,7 +315,7 @@ function planTranspose(ctx, node) {
 function planReshape(ctx, node) {
   const a = ctx.operand(node, 0);
   if (ctx.buffers[a].kind === 'input') {
-    planCopy(ctx, node, [1]);
+    planCopy(ctx, node, [count(node.shape)], [1]);
     return;
   }
   ctx.bind(node, a, true);

@@ -1,7 +1,7 @@
 // Elementwise unary ops, selected by the OP override (see docs/plan.md):
 // 0 neg, 1 exp, 2 log, 3 sqrt, 4 tanh, 5 sigmoid, 6 gelu, 7 relu, 8 positive.
-// Special values are handled by bit pattern: WGSL lets compilers assume no NaN/inf, and
-// Vulkan leaves log/sqrt of negatives undefined, so the protocol's answers are built explicitly.
+// Special values come from the shared math below; sqrt of a negative is undefined in Vulkan, so
+// the protocol's NaN is built explicitly.
 
 override WG: u32 = 64u;
 override OP: u32;
@@ -13,47 +13,86 @@ struct Params { n: u32 }
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 
 const SIGN: u32 = 0x80000000u;
+
+// ---- shared math: identical in every kernel that has it (pylib/tests checks) ----
+// WGSL lets compilers assume no NaN/inf and Vulkan leaves exp/log accuracy loose (exp: 3 + 2|x|
+// ulp), so special values are tested by bit pattern and exp/log/tanh/erfc are computed here
+// (FreeBSD expf/logf reductions, < 1 ulp in exact arithmetic): the same answers on every device.
+
 const INF_BITS: u32 = 0x7f800000u;
 const NAN_BITS: u32 = 0x7fc00000u;
 
 fn is_nan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > INF_BITS; }
 fn is_inf(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == INF_BITS; }
-// The bits go through a `let`: Chromium's Tint refuses to constant-fold a bitcast to NaN/inf.
-fn nan() -> f32 { let bits = NAN_BITS; return bitcast<f32>(bits); }
-fn inf() -> f32 { let bits = INF_BITS; return bitcast<f32>(bits); }
+// Through a `let`: a const bitcast to NaN/inf is a shader-creation error in Chromium's Tint.
+fn nan_f32() -> f32 { let bits = NAN_BITS; return bitcast<f32>(bits); }
+fn inf_f32() -> f32 { let bits = INF_BITS; return bitcast<f32>(bits); }
 
-fn f_exp(x: f32) -> f32 {
+// max that keeps NaN (WGSL's max may return either operand when one is NaN).
+fn max_nan(x: f32, y: f32) -> f32 {
   if (is_nan(x)) { return x; }
-  if (x > 88.72284f) { return inf(); }
+  if (is_nan(y)) { return y; }
+  return select(y, x, x > y);
+}
+
+// y * 2^k for k in [-150, 128], in two halves so neither ldexp leaves its defined range.
+fn scale2(y: f32, k: i32) -> f32 {
+  let half = k / 2;
+  return ldexp(ldexp(y, half), k - half);
+}
+
+fn exp_f32(x: f32) -> f32 {
+  if (is_nan(x)) { return x; }
+  if (x > 88.72283935546875f) { return inf_f32(); }
   if (x < -103.97208f) { return 0.0f; }
-  return exp(x);
+  let k = round(x * 1.4426950216f);
+  let hi = x - k * 0.69314575195f; // exact: the constant has 16 significant bits
+  let lo = k * 1.4286067653e-06f;
+  let r = hi - lo;
+  let t = r * r;
+  let c = r - t * (1.6666625440e-1f + t * -2.7667332906e-3f);
+  let y = 1.0f - ((lo - (r * c) / (2.0f - c)) - hi);
+  return scale2(y, i32(k));
 }
 
-fn f_log(x: f32) -> f32 {
+fn log_f32(x: f32) -> f32 {
   if (is_nan(x)) { return x; }
-  if (x < 0.0f) { return nan(); }
-  if (x == 0.0f) { return -inf(); }
+  if (x < 0.0f) { return nan_f32(); }
+  if (x == 0.0f) { return -inf_f32(); }
   if (is_inf(x)) { return x; }
-  return log(x);
+  var ix = bitcast<u32>(x);
+  var k = 0i;
+  if (ix < 0x00800000u) { // subnormal: scale into the normal range first
+    k = -25i;
+    ix = bitcast<u32>(x * 33554432.0f);
+  }
+  k += i32(ix >> 23u) - 127i;
+  ix = ix & 0x007fffffu;
+  let i = (ix + 0x4afb20u) & 0x800000u; // mantissa >= sqrt(2): halve it
+  let m = bitcast<f32>(ix | (i ^ 0x3f800000u));
+  k += i32(i >> 23u);
+  let f = m - 1.0f;
+  let s = f / (2.0f + f);
+  let z = s * s;
+  let w = z * z;
+  let r = z * (0.66666662693f + w * 0.28498786688f) + w * (0.40000972152f + w * 0.24279078841f);
+  let hfsq = 0.5f * f * f;
+  let dk = f32(k);
+  return dk * 6.9313812256e-01f - ((hfsq - (s * (hfsq + r) + dk * 9.0580006145e-06f)) - f);
 }
 
-fn f_sqrt(x: f32) -> f32 {
+fn tanh_f32(x: f32) -> f32 {
   if (is_nan(x)) { return x; }
-  if (x < 0.0f) { return nan(); }
-  if (x == 0.0f || is_inf(x)) { return x; }
-  return sqrt(x);
-}
-
-// tanh saturates to +-1 in float32 past |x| = 9.01; the builtin may form inf/inf out there.
-fn f_tanh(x: f32) -> f32 {
-  if (is_nan(x)) { return x; }
-  if (abs(x) > 9.1f) { return sign(x); }
-  return tanh(x);
-}
-
-fn f_sigmoid(x: f32) -> f32 {
-  if (is_nan(x)) { return x; }
-  return 1.0f / (1.0f + f_exp(-x));
+  let ax = abs(x);
+  if (ax > 9.1f) { return sign(x); } // tanh rounds to +-1 in float32 past 9.01
+  if (ax < 1e-4f) { return x; }
+  if (ax < 0.25f) { // Taylor series; the next term is below 1e-10 relative
+    let z = x * x;
+    return x + x * z * (-0.33333333333f + z * (0.13333333333f + z * (-0.053968253968f +
+      z * (0.021869488536f - z * 0.0088632355299f))));
+  }
+  let r = 1.0f - 2.0f / (exp_f32(2.0f * ax) + 1.0f);
+  return select(-r, r, x >= 0.0f);
 }
 
 // erfc(x) to ~1.2e-7 relative (Numerical Recipes erfcc, Chebyshev fit). exp(-z*z) is split as
@@ -66,12 +105,25 @@ fn erfc_f32(x: f32) -> f32 {
     t * (-0.82215223f + t * 0.17087277f))))))));
   let zz = z * z;
   let err = fma(z, z, -zz);
-  let r = t * exp(-zz) * exp(poly - err);
+  let r = t * exp_f32(-zz) * exp_f32(poly - err);
   return select(2.0f - r, r, x >= 0.0f);
+}
+// ---- end shared math ----
+
+fn sqrt_f32(x: f32) -> f32 {
+  if (is_nan(x)) { return x; }
+  if (x < 0.0f) { return nan_f32(); }
+  if (x == 0.0f || is_inf(x)) { return x; }
+  return sqrt(x);
+}
+
+fn sigmoid_f32(x: f32) -> f32 {
+  if (is_nan(x)) { return x; }
+  return 1.0f / (1.0f + exp_f32(-x));
 }
 
 // gelu(x) = 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x erfc(-x / sqrt 2): no cancellation for x < 0.
-fn f_gelu(x: f32) -> f32 {
+fn gelu_f32(x: f32) -> f32 {
   if (is_nan(x)) { return x; }
   return 0.5f * x * erfc_f32(-x * 0.70710678118654752f);
 }
@@ -79,12 +131,12 @@ fn f_gelu(x: f32) -> f32 {
 fn apply(x: f32) -> f32 {
   switch OP {
     case 0u: { return bitcast<f32>(bitcast<u32>(x) ^ SIGN); }
-    case 1u: { return f_exp(x); }
-    case 2u: { return f_log(x); }
-    case 3u: { return f_sqrt(x); }
-    case 4u: { return f_tanh(x); }
-    case 5u: { return f_sigmoid(x); }
-    case 6u: { return f_gelu(x); }
+    case 1u: { return exp_f32(x); }
+    case 2u: { return log_f32(x); }
+    case 3u: { return sqrt_f32(x); }
+    case 4u: { return tanh_f32(x); }
+    case 5u: { return sigmoid_f32(x); }
+    case 6u: { return gelu_f32(x); }
     case 7u: { return select(0.0f, x, x > 0.0f); }
     default: { return select(0.0f, 1.0f, x > 0.0f); }
   }

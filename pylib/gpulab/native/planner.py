@@ -238,10 +238,12 @@ def _plan_binary(ctx: _PlanContext, node: CheckedNode) -> None:
                  [a, b, out], _ceil_div(n, ELEMENTWISE_WG))
 
 
-def _plan_copy(ctx: _PlanContext, node: CheckedNode, src_strides: list[int]) -> None:
-    """A bit-exact strided copy: out[coords] = a[sum coords[i] * src_strides[i]]."""
+def _plan_copy(ctx: _PlanContext, node: CheckedNode, shape: list[int],
+               src_strides: list[int]) -> None:
+    """A bit-exact strided copy: out[coords] = a[sum coords[i] * src_strides[i]], coords over
+    `shape` (the result's shape, or [n] for a flat copy)."""
     n = _count(node.shape)
-    shape4, strides4 = _pad_to4(list(node.shape), src_strides)
+    shape4, strides4 = _pad_to4(shape, src_strides)
     a = ctx.operand(node, 0)
     out = ctx.output(node)
     ctx.dispatch(node, "permute", {"WG": ELEMENTWISE_WG},
@@ -251,14 +253,14 @@ def _plan_copy(ctx: _PlanContext, node: CheckedNode, src_strides: list[int]) -> 
 
 def _plan_permute(ctx: _PlanContext, node: CheckedNode) -> None:
     src = _contiguous_strides(ctx.operand_shape(node, 0))
-    _plan_copy(ctx, node, [src[d] for d in node.attrs["dims"]])
+    _plan_copy(ctx, node, list(node.shape), [src[d] for d in node.attrs["dims"]])
 
 
 def _plan_transpose(ctx: _PlanContext, node: CheckedNode) -> None:
     rank = len(node.shape)
     src = _contiguous_strides(ctx.operand_shape(node, 0))
     dims = [*range(rank - 2), rank - 1, rank - 2]
-    _plan_copy(ctx, node, [src[d] for d in dims])
+    _plan_copy(ctx, node, list(node.shape), [src[d] for d in dims])
 
 
 def _plan_reshape(ctx: _PlanContext, node: CheckedNode) -> None:
@@ -266,7 +268,7 @@ def _plan_reshape(ctx: _PlanContext, node: CheckedNode) -> None:
     into, so a value aliasing it would change under a carry): then a copy."""
     a = ctx.operand(node, 0)
     if ctx.buffers[a]["kind"] == "input":
-        _plan_copy(ctx, node, [1])
+        _plan_copy(ctx, node, [_count(node.shape)], [1])
         return
     ctx.bind(node, a, True)
 

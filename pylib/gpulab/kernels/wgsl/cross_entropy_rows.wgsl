@@ -1,6 +1,7 @@
 // cross_entropy, first pass: row i of logits a [N, C] and targets b gives
-// -sum_c b[i, c] * log_softmax(a[i])_c into scratch[i]; max, sum of exp and the row's sum all in
-// the protocol's 64-lane order. reduce.wgsl (OP = mean) then averages the rows in that order.
+// -sum_c b[i, c] * ((a[i, c] - max) - log(sum exp(a[i] - max))) into scratch[i]; the max, the sum
+// of exp and the row's sum all in the protocol's 64-lane order. reduce.wgsl (OP = mean) then
+// averages the rows in that order.
 
 struct Params { classes: u32, rows: u32, pad0: u32, pad1: u32 }
 
@@ -9,31 +10,106 @@ struct Params { classes: u32, rows: u32, pad0: u32, pad1: u32 }
 @group(0) @binding(2) var<storage, read> b: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 
-var<workgroup> lanes: array<f32, 64>;
+// ---- shared math: identical in every kernel that has it (pylib/tests checks) ----
+// WGSL lets compilers assume no NaN/inf and Vulkan leaves exp/log accuracy loose (exp: 3 + 2|x|
+// ulp), so special values are tested by bit pattern and exp/log/tanh/erfc are computed here
+// (FreeBSD expf/logf reductions, < 1 ulp in exact arithmetic): the same answers on every device.
 
 const INF_BITS: u32 = 0x7f800000u;
+const NAN_BITS: u32 = 0x7fc00000u;
 
 fn is_nan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > INF_BITS; }
 fn is_inf(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == INF_BITS; }
+// Through a `let`: a const bitcast to NaN/inf is a shader-creation error in Chromium's Tint.
+fn nan_f32() -> f32 { let bits = NAN_BITS; return bitcast<f32>(bits); }
+fn inf_f32() -> f32 { let bits = INF_BITS; return bitcast<f32>(bits); }
 
+// max that keeps NaN (WGSL's max may return either operand when one is NaN).
 fn max_nan(x: f32, y: f32) -> f32 {
   if (is_nan(x)) { return x; }
   if (is_nan(y)) { return y; }
   return select(y, x, x > y);
 }
 
-fn f_exp(x: f32) -> f32 {
+// y * 2^k for k in [-150, 128], in two halves so neither ldexp leaves its defined range.
+fn scale2(y: f32, k: i32) -> f32 {
+  let half = k / 2;
+  return ldexp(ldexp(y, half), k - half);
+}
+
+fn exp_f32(x: f32) -> f32 {
   if (is_nan(x)) { return x; }
-  if (x > 88.72284f) { let bits = INF_BITS; return bitcast<f32>(bits); }
+  if (x > 88.72283935546875f) { return inf_f32(); }
   if (x < -103.97208f) { return 0.0f; }
-  return exp(x);
+  let k = round(x * 1.4426950216f);
+  let hi = x - k * 0.69314575195f; // exact: the constant has 16 significant bits
+  let lo = k * 1.4286067653e-06f;
+  let r = hi - lo;
+  let t = r * r;
+  let c = r - t * (1.6666625440e-1f + t * -2.7667332906e-3f);
+  let y = 1.0f - ((lo - (r * c) / (2.0f - c)) - hi);
+  return scale2(y, i32(k));
 }
 
-fn f_log(x: f32) -> f32 {
-  if (is_nan(x) || is_inf(x)) { return x; }
-  return log(x);
+fn log_f32(x: f32) -> f32 {
+  if (is_nan(x)) { return x; }
+  if (x < 0.0f) { return nan_f32(); }
+  if (x == 0.0f) { return -inf_f32(); }
+  if (is_inf(x)) { return x; }
+  var ix = bitcast<u32>(x);
+  var k = 0i;
+  if (ix < 0x00800000u) { // subnormal: scale into the normal range first
+    k = -25i;
+    ix = bitcast<u32>(x * 33554432.0f);
+  }
+  k += i32(ix >> 23u) - 127i;
+  ix = ix & 0x007fffffu;
+  let i = (ix + 0x4afb20u) & 0x800000u; // mantissa >= sqrt(2): halve it
+  let m = bitcast<f32>(ix | (i ^ 0x3f800000u));
+  k += i32(i >> 23u);
+  let f = m - 1.0f;
+  let s = f / (2.0f + f);
+  let z = s * s;
+  let w = z * z;
+  let r = z * (0.66666662693f + w * 0.28498786688f) + w * (0.40000972152f + w * 0.24279078841f);
+  let hfsq = 0.5f * f * f;
+  let dk = f32(k);
+  return dk * 6.9313812256e-01f - ((hfsq - (s * (hfsq + r) + dk * 9.0580006145e-06f)) - f);
 }
 
+fn tanh_f32(x: f32) -> f32 {
+  if (is_nan(x)) { return x; }
+  let ax = abs(x);
+  if (ax > 9.1f) { return sign(x); } // tanh rounds to +-1 in float32 past 9.01
+  if (ax < 1e-4f) { return x; }
+  if (ax < 0.25f) { // Taylor series; the next term is below 1e-10 relative
+    let z = x * x;
+    return x + x * z * (-0.33333333333f + z * (0.13333333333f + z * (-0.053968253968f +
+      z * (0.021869488536f - z * 0.0088632355299f))));
+  }
+  let r = 1.0f - 2.0f / (exp_f32(2.0f * ax) + 1.0f);
+  return select(-r, r, x >= 0.0f);
+}
+
+// erfc(x) to ~1.2e-7 relative (Numerical Recipes erfcc, Chebyshev fit). exp(-z*z) is split as
+// exp(-zz) * exp(poly - err), err = fma(z, z, -zz), so the rounding of z*z does not amplify.
+fn erfc_f32(x: f32) -> f32 {
+  let z = min(abs(x), 10.0f);
+  let t = 1.0f / (1.0f + 0.5f * z);
+  let poly = -1.26551223f + t * (1.00002368f + t * (0.37409196f + t * (0.09678418f +
+    t * (-0.18628806f + t * (0.27886807f + t * (-1.13520398f + t * (1.48851587f +
+    t * (-0.82215223f + t * 0.17087277f))))))));
+  let zz = z * z;
+  let err = fma(z, z, -zz);
+  let r = t * exp_f32(-zz) * exp_f32(poly - err);
+  return select(2.0f - r, r, x >= 0.0f);
+}
+// ---- end shared math ----
+
+var<workgroup> lanes: array<f32, 64>;
+
+// Combine the 64 lanes as the protocol's tree s = 32 .. 1 with max (use_max) or +; every
+// thread gets the result. The leading barrier keeps a previous tree's readers safe.
 fn tree(lid: u32, v: f32, use_max: bool) -> f32 {
   workgroupBarrier();
   lanes[lid] = v;
@@ -55,13 +131,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let row = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
   if (row >= p.rows) { return; }
   let base = row * p.classes;
-  let inf_bits = INF_BITS; // a `let`: Chromium's Tint refuses to constant-fold a bitcast to inf
-  var m = -bitcast<f32>(inf_bits);
+  var m = -inf_f32();
   for (var j = lid; j < p.classes; j += 64u) { m = max_nan(m, a[base + j]); }
   let row_max = tree(lid, m, true);
   var acc = 0.0f;
-  for (var j = lid; j < p.classes; j += 64u) { acc = acc + f_exp(a[base + j] - row_max); }
-  let log_total = f_log(tree(lid, acc, false));
+  for (var j = lid; j < p.classes; j += 64u) { acc = acc + exp_f32(a[base + j] - row_max); }
+  let log_total = log_f32(tree(lid, acc, false));
   var dot = 0.0f;
   for (var j = lid; j < p.classes; j += 64u) {
     dot = dot + b[base + j] * ((a[base + j] - row_max) - log_total);
