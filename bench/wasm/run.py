@@ -33,10 +33,10 @@ def cpu_model() -> str:
 
 def run_page(iterations: int, timeout_s: float) -> dict:
     """Open the page and return its benchResult."""
+    from gpulab.static_server import start_server
     from playwright.sync_api import sync_playwright
 
     from e2e.browser import launch
-    from gpulab.static_server import start_server
 
     srv = start_server(ROOT, host="127.0.0.1", port=0)
     try:
@@ -62,8 +62,10 @@ def fmt(r: dict | None) -> str:
 def table(result: dict) -> str:
     """The markdown table of one page run."""
     lines = [
-        "| backend | execute, ms | session run (1 step), ms | loss, step 1 "
-        "| max abs loss diff vs TF.js (5 steps) |",
+        (
+            "| backend | execute, ms | session run (1 step), ms | loss, step 1 "
+            "| max abs loss diff vs TF.js (5 steps) |"
+        ),
         "| --- | --- | --- | --- | --- |",
     ]
     for r in result["rows"]:
@@ -96,9 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{row['name']}: adapter {json.dumps(row['adapter'])}; losses {row['losses']}")
     if result["errors"]:
         print(f"errors: {json.dumps(result['errors'], indent=1)}", file=sys.stderr)
-    slim = {**result, "rows": [{**r, "execute": r["execute"] and {k: v for k, v in r["execute"].items()},
-                                "run": r["run"]} for r in result["rows"]]}
-    text = json.dumps(slim, indent=1)
+    text = json.dumps(result, indent=1)
     print(text)
     if args.json:
         args.json.write_text(text)
