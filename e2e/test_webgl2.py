@@ -1,0 +1,142 @@
+"""The WebGL2 backend in headless Chromium (ANGLE on SwiftShader: a software renderer, so every
+run here passes allowSoftware and the lane is labelled software), on the main thread and in a
+module Web Worker (OffscreenCanvas). The scenarios live in e2e/webgl2_harness.mjs and return raw
+data (float32 bits as base64); the judging happens here.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from e2e.conformance.executors import _js_lane
+from e2e.conformance.runner import check_results, load_cases
+
+PAGE = "/e2e/webgl2_test.html"
+WHERE = ["main", "worker"]
+SCOPE = {"main": "Window", "worker": "DedicatedWorkerGlobalScope"}
+
+
+@pytest.fixture()
+def gl_page(page: Any, server_url: str) -> Any:
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(server_url + PAGE)
+    page.wait_for_function("window.webgl2Test !== undefined")
+    yield page
+    assert not errors, f"page errors: {errors}"
+
+
+def scenario(page: Any, name: str, where: str, args: dict | None = None) -> dict:
+    """Run a harness scenario on the main thread or in the worker; check where it ran."""
+    method = "call" if where == "main" else "callInWorker"
+    result = page.evaluate(
+        f"([name, args]) => window.webgl2Test.{method}(name, args)", [name, args or {}]
+    )
+    assert result["scope"] == SCOPE[where]
+    return result
+
+
+def f32(b64: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(b64), dtype="<f4")
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_conformance_corpus_passes(gl_page: Any, where: str) -> None:
+    cases = load_cases()
+    payload = scenario(gl_page, "conformance", where, {"cases": cases})
+    report = check_results(cases, _js_lane(f"browser-webgl2-{where}", payload))
+    assert report.lane.available, report.describe_failures()
+    assert report.lane.backend == "webgl2"
+    assert report.lane.software is True  # SwiftShader: labelled as the software renderer it is
+    assert "swiftshader" in (report.lane.adapter or "").lower()
+    assert len(report.results) == len(cases)
+    assert report.passed, report.describe_failures()
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_software_renderer_refused_unless_allowed(gl_page: Any, where: str) -> None:
+    r = scenario(gl_page, "refusal", where)
+    renderer = r["allowed"]["info"]["description"]
+    assert "swiftshader" in renderer.lower()
+    assert r["allowed"]["info"]["software"] is True
+    assert r["allowed"]["info"]["architecture"] == "webgl2"
+    assert r["explicit"]["code"] == "UNAVAILABLE"
+    assert renderer in r["explicit"]["message"]
+    attempt = next(a for a in r["auto"]["attempts"] if a["backend"] == "webgl2")
+    assert attempt["ok"] is False
+    assert renderer in attempt["reason"]
+    assert r["auto"]["backend"] != "webgl2"
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_bad_input_refused_before_any_gl_work(gl_page: Any, where: str) -> None:
+    r = scenario(gl_page, "badInput", where)
+    expected = {
+        "unknown_op": ("VALIDATION", 1),
+        "dangling_operand": ("VALIDATION", 1),
+        "shape_mismatch": ("VALIDATION", 2),
+        "wrong_data_length": ("VALIDATION", 0),
+        "v1_softmax": ("UNSUPPORTED_VERSION", 1),
+        "too_many_elements": ("LIMIT", 0),
+    }
+    for name, (code, node) in expected.items():
+        got = r["refused"][name]
+        assert got["error"] is not None, f"{name} was not refused"
+        assert (got["error"]["code"], got["error"]["node"]) == (code, node), (name, got)
+        assert f"node {node} (" in got["error"]["message"], (name, got)
+        assert got["created"] == 0, f"{name}: a texture was created before the refusal"
+    # The spy does count: the good graph that follows creates textures.
+    assert r["good"]["created"] > 0
+    assert r["good"]["values"] == [0, 60, 120]
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_repeated_executes_reuse_textures_and_dispose_frees_them(gl_page: Any, where: str) -> None:
+    r = scenario(gl_page, "pooling", where)
+    live = r["live"]
+    assert len(live) == 30 and live[0] > 0
+    assert live == [live[0]] * 30, f"live textures grew: {live}"
+    assert r["distinctLosses"] == 1  # reused textures give the same bits
+    assert r["withSession"]["livePrograms"] == 1
+    assert r["afterSession"]["livePrograms"] == 0
+    assert r["afterSession"]["liveTextures"] == r["withSession"]["liveTextures"]  # back in the pool
+    assert r["afterDispose"]["liveTextures"] == 0
+    assert r["afterDispose"]["free"] == 0
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_context_loss_becomes_backend_error(gl_page: Any, where: str) -> None:
+    r = scenario(gl_page, "contextLoss", where)
+    assert r["before"] == 3
+    for key in ("after", "later", "inFlight", "sessionLost"):
+        assert r[key].get("code") == "BACKEND", (key, r[key])
+        assert "lost" in r[key]["message"], (key, r[key])
+    assert r["sessionFirst"] == {"ok": True}
+    assert r["sessionAfter"]["code"] == "STATE"
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_sessions_equal_chained_executes_bit_for_bit(gl_page: Any, where: str) -> None:
+    r = scenario(gl_page, "sessions", where)
+    losses = [float(f32(b)[0]) for b in r["executeLosses"]]
+    assert all(math.isfinite(v) for v in losses)
+    assert len(set(losses)) == 5, f"the MLP is not training: {losses}"
+    assert r["sessionLosses"] == r["executeLosses"]
+    assert r["sessionState"] == r["executeState"]
+    assert f32(r["sessionState"]["t"]).tolist() == [6.0]  # five adam steps carried t
+    assert r["eight"]["steps"] == 8
+    assert r["eight"]["loss"] == r["single"]["loss"]
+    assert r["eight"]["state"] == r["single"]["state"]
+    assert f32(r["eight"]["state"]["t"]).tolist() == [9.0]
+
+    p = r["poisoning"]
+    np.testing.assert_allclose(p["ok"], np.log([1, 2, 4, 8]), rtol=1e-6)
+    assert p["poisoned"]["code"] == "BACKEND" and "non-finite" in p["poisoned"]["message"]
+    assert p["afterRun"]["code"] == "STATE"
+    assert p["afterDownload"]["code"] == "STATE"
+    assert p["afterDispose"]["code"] == "DISPOSED"

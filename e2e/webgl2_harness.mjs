@@ -1,0 +1,298 @@
+// Test scenarios of the WebGL2 backend, run by e2e/test_webgl2.py on the main thread
+// (webgl2_test.html) and in a module Web Worker (webgl2_worker.mjs): the same code both ways.
+// Each scenario returns plain data (float32 bits as base64) and the Python test judges it, so
+// nothing here decides pass or fail.
+import { createRuntime } from '/backends-js/src/runtime.mjs';
+import { runCases, toBase64 } from '/e2e/conformance/run_cases.mjs';
+
+const SOFT = { backend: 'webgl2', allowSoftware: true };
+
+/** @param {unknown} err */
+function errorOf(err) {
+  const e = /** @type {any} */ (err);
+  return { code: e?.code ?? `CRASH (${e?.name})`, message: String(e?.message ?? err), node: e?.node ?? null };
+}
+
+/** Resolve to {value} or {error}, failing with TIMEOUT instead of hanging. @param {Promise<any>} p */
+async function settle(p, ms = 30000) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(Object.assign(new Error(`no answer after ${ms} ms`), { code: 'TIMEOUT' })), ms);
+  });
+  try {
+    return { value: await Promise.race([p, timeout]) };
+  } catch (err) {
+    return { error: errorOf(err) };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Deterministic pseudo-random floats in [-scale, scale). @param {number} n @param {number} seed */
+function noise(n, seed, scale = 1) {
+  const out = new Float32Array(n);
+  let s = seed >>> 0;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    out[i] = ((s / 2 ** 32) * 2 - 1) * scale;
+  }
+  return out;
+}
+
+// ---- the conformance corpus ----------------------------------------------------------------
+
+/** The corpus on WebGL2 (software allowed), answered like the conformance runner's lanes. */
+export async function conformance({ cases }) {
+  return runCases(createRuntime, SOFT, cases);
+}
+
+// ---- policy --------------------------------------------------------------------------------
+
+/** Without allowSoftware: the explicit backend refuses, auto records the refusal. */
+export async function refusal() {
+  const explicit = await settle(createRuntime({ backend: 'webgl2' }));
+  const auto = await createRuntime({ backend: 'auto' });
+  const allowed = await createRuntime(SOFT);
+  const out = {
+    explicit: explicit.error ?? { ok: true },
+    auto: { backend: auto.backend, attempts: auto.attempts },
+    allowed: { backend: allowed.backend, info: allowed.info },
+  };
+  auto.dispose();
+  allowed.dispose();
+  return out;
+}
+
+// ---- validation before GL work -------------------------------------------------------------
+
+const BAD_GRAPHS = {
+  unknown_op: { version: 2, nodes: [{ id: 0, op: 'input', shape: [2], data: [1, 2] },
+    { id: 1, op: 'frobnicate', a: 0 }], outputs: [{ name: 'y', id: 1 }] },
+  dangling_operand: { version: 1, nodes: [{ id: 0, op: 'input', shape: [2], data: [1, 2] },
+    { id: 1, op: 'add', a: 0, b: 7 }], outputs: [{ name: 'y', id: 1 }] },
+  shape_mismatch: { version: 2, nodes: [{ id: 0, op: 'input', shape: [2, 3], data: [1, 2, 3, 4, 5, 6] },
+    { id: 1, op: 'input', shape: [4, 2], data: [1, 2, 3, 4, 5, 6, 7, 8] },
+    { id: 2, op: 'matmul', a: 0, b: 1 }], outputs: [{ name: 'y', id: 2 }] },
+  wrong_data_length: { version: 1, nodes: [{ id: 0, op: 'input', shape: [3], data: [1, 2] },
+    { id: 1, op: 'relu', a: 0 }], outputs: [{ name: 'y', id: 1 }] },
+  v1_softmax: { version: 1, nodes: [{ id: 0, op: 'input', shape: [3], data: [1, 2, 3] },
+    { id: 1, op: 'softmax', a: 0 }], outputs: [{ name: 'y', id: 1 }] },
+  too_many_elements: { version: 1, nodes: [{ id: 0, op: 'full', shape: [65536, 65536], value: 1 }],
+    outputs: [{ name: 'y', id: 0 }] },
+};
+
+const GOOD_GRAPH = { version: 1, nodes: [{ id: 0, op: 'input', shape: [3], data: [-2, 3, 4] },
+  { id: 1, op: 'input', shape: [3], data: [10, 20, 30] }, { id: 2, op: 'mul', a: 0, b: 1 },
+  { id: 3, op: 'relu', a: 2 }], outputs: [{ name: 'values', id: 3 }] };
+
+/** Bad graphs refused by the validator with no texture created; then a good one creates some. */
+export async function badInput() {
+  const hooks = {};
+  const rt = await createRuntime({ ...SOFT, hooks });
+  const refused = {};
+  for (const [name, graph] of Object.entries(BAD_GRAPHS)) {
+    const r = await settle(rt.execute(graph));
+    refused[name] = { error: r.error ?? null, created: hooks.webgl2Stats().created };
+  }
+  const good = await rt.execute(GOOD_GRAPH);
+  const out = { refused, good: { values: [...good.outputs.values.data], created: hooks.webgl2Stats().created } };
+  rt.dispose();
+  return out;
+}
+
+// ---- pooling -------------------------------------------------------------------------------
+
+/** A small MLP step (see mlpGraph) executed 30 times: live textures after each, then dispose. */
+export async function pooling() {
+  const hooks = {};
+  const rt = await createRuntime({ ...SOFT, hooks });
+  const graph = mlpGraph({ fed: false });
+  const live = [];
+  const lossBits = new Set();
+  for (let i = 0; i < 30; i++) {
+    const r = await rt.execute(graph);
+    lossBits.add(toBase64(r.outputs.loss.data));
+    live.push(hooks.webgl2Stats().liveTextures);
+  }
+  const session = await rt.prepare(graph, {});
+  await session.run(3);
+  const withSession = hooks.webgl2Stats();
+  session.dispose();
+  const afterSession = hooks.webgl2Stats();
+  rt.dispose();
+  return { live, distinctLosses: lossBits.size, withSession, afterSession, afterDispose: hooks.webgl2Stats() };
+}
+
+// ---- context loss --------------------------------------------------------------------------
+
+/** Loss after a good execute, during an execute in flight, and inside a session. */
+export async function contextLoss() {
+  const out = {};
+  let hooks = {};
+  let rt = await createRuntime({ ...SOFT, hooks });
+  out.before = (await settle(rt.execute(GOOD_GRAPH))).value?.outputs.values.data.length ?? null;
+  hooks.loseContext();
+  out.after = (await settle(rt.execute(GOOD_GRAPH))).error ?? { ok: true };
+  out.later = (await settle(rt.execute(GOOD_GRAPH))).error ?? { ok: true };
+  rt.dispose();
+
+  hooks = {};
+  rt = await createRuntime({ ...SOFT, hooks });
+  const inFlight = rt.execute(mlpGraph({ fed: false }));  // prepare has begun: textures exist
+  hooks.loseContext();
+  out.inFlight = (await settle(inFlight)).error ?? { ok: true };
+  rt.dispose();
+
+  hooks = {};
+  rt = await createRuntime({ ...SOFT, hooks });
+  const { graph, feeds, carry, step } = mlpSession();
+  const session = await rt.prepare(graph, { feeds, carry, outputs: ['loss'] });
+  out.sessionFirst = (await settle(session.run([step(0)]))).error ?? { ok: true };
+  hooks.loseContext();
+  out.sessionLost = (await settle(session.run([step(1)]))).error ?? { ok: true };
+  out.sessionAfter = (await settle(session.run([step(2)]))).error ?? { ok: true };
+  session.dispose();
+  rt.dispose();
+  return out;
+}
+
+// ---- sessions ------------------------------------------------------------------------------
+
+const B = 8;
+const I = 12;
+const H = 16;
+const O = 4;
+
+/** One-hot targets for step s. @param {number} s */
+function targets(s) {
+  const y = new Float32Array(B * O);
+  for (let r = 0; r < B; r++) y[r * O + ((r * 7 + s * 3) % O)] = 1;
+  return y;
+}
+
+const inputsOfStep = (/** @type {number} */ s) => ({ x: noise(B * I, 100 + s), y: targets(s) });
+
+/** Initial parameters, moments and step counter. */
+function initialState() {
+  return {
+    w1: noise(I * H, 1, 0.5), w2: noise(H * O, 2, 0.5),
+    m1: new Float32Array(I * H), v1: new Float32Array(I * H),
+    m2: new Float32Array(H * O), v2: new Float32Array(H * O), t: Float32Array.of(1),
+  };
+}
+
+/**
+ * An MLP training step: relu hidden layer, cross_entropy loss, backward pass, adam updates of
+ * both weight matrices and the step counter. Ids: 0 x, 1 y, 2 w1, 3 w2, 4 m1, 5 v1, 6 m2, 7 v2, 8 t.
+ * @param {{fed: boolean, state?: ReturnType<typeof initialState>, x?: Float32Array, y?: Float32Array}} o
+ */
+function mlpGraph({ fed, state = initialState(), x = inputsOfStep(0).x, y = inputsOfStep(0).y }) {
+  const input = (id, shape, data) => (data === null ? { id, op: 'input', shape }
+    : { id, op: 'input', shape, data: [...data] });
+  const nodes = [
+    input(0, [B, I], fed ? null : x), input(1, [B, O], fed ? null : y),
+    input(2, [I, H], state.w1), input(3, [H, O], state.w2),
+    input(4, [I, H], state.m1), input(5, [I, H], state.v1),
+    input(6, [H, O], state.m2), input(7, [H, O], state.v2), input(8, [1], state.t),
+    { id: 10, op: 'matmul', a: 0, b: 2 }, { id: 11, op: 'relu', a: 10 },
+    { id: 12, op: 'matmul', a: 11, b: 3 }, { id: 13, op: 'cross_entropy', a: 12, b: 1 },
+    { id: 14, op: 'cross_entropy_grad', a: 12, b: 1 },
+    { id: 15, op: 'transpose', a: 11 }, { id: 16, op: 'matmul', a: 15, b: 14 },
+    { id: 17, op: 'transpose', a: 3 }, { id: 18, op: 'matmul', a: 14, b: 17 },
+    { id: 19, op: 'positive', a: 10 }, { id: 20, op: 'mul', a: 18, b: 19 },
+    { id: 21, op: 'transpose', a: 0 }, { id: 22, op: 'matmul', a: 21, b: 20 },
+    { id: 23, op: 'adam_m', a: 4, b: 22, beta1: 0.9 }, { id: 24, op: 'adam_v', a: 5, b: 22, beta2: 0.999 },
+    { id: 25, op: 'adam_update', a: 2, b: 23, c: 24, t: 8, lr: 0.01 },
+    { id: 26, op: 'adam_m', a: 6, b: 16 }, { id: 27, op: 'adam_v', a: 7, b: 16 },
+    { id: 28, op: 'adam_update', a: 3, b: 26, c: 27, t: 8, lr: 0.01 },
+    { id: 29, op: 'full', shape: [1], value: 1 }, { id: 30, op: 'add', a: 8, b: 29 },
+  ];
+  const outputs = [['loss', 13], ['w1', 25], ['w2', 28], ['m1', 23], ['v1', 24], ['m2', 26],
+    ['v2', 27], ['t', 30]].map(([name, id]) => ({ name, id }));
+  return { version: 2, nodes, outputs };
+}
+
+/** The session form of mlpGraph: x and y fed, everything else carried. */
+function mlpSession() {
+  return {
+    graph: mlpGraph({ fed: true }),
+    feeds: [0, 1],
+    carry: { 2: 'w1', 3: 'w2', 4: 'm1', 5: 'v1', 6: 'm2', 7: 'v2', 8: 't' },
+    step: (/** @type {number} */ s) => ({ 0: inputsOfStep(s).x, 1: inputsOfStep(s).y }),
+  };
+}
+
+const STATE_NAMES = ['w1', 'w2', 'm1', 'v1', 'm2', 'v2', 't'];
+
+/** @param {Record<string, Float32Array>} state */
+const encodeState = (state) => Object.fromEntries(STATE_NAMES.map((n) => [n, toBase64(state[n])]));
+
+/**
+ * Five session steps vs five chained executes; run(8 steps) in one call vs eight runs; and
+ * poisoning by a non-finite read-back.
+ */
+export async function sessions() {
+  const rt = await createRuntime(SOFT);
+  const { graph, feeds, carry, step } = mlpSession();
+  const CARRIED = { w1: 2, w2: 3, m1: 4, v1: 5, m2: 6, v2: 7, t: 8 };
+
+  // Chained executes: each step's outputs become the next graph's data.
+  let state = initialState();
+  const executeLosses = [];
+  for (let s = 0; s < 5; s++) {
+    const r = await rt.execute(mlpGraph({ fed: false, state, ...inputsOfStep(s) }));
+    executeLosses.push(toBase64(r.outputs.loss.data));
+    state = Object.fromEntries(STATE_NAMES.map((n) => [n, r.outputs[n].data]));
+  }
+  const executeState = encodeState(state);
+
+  // The same five steps in one session, one run() each.
+  const session = await rt.prepare(graph, { feeds, carry, outputs: ['loss'] });
+  const sessionLosses = [];
+  for (let s = 0; s < 5; s++) sessionLosses.push(toBase64((await session.run([step(s)])).outputs.loss.data));
+  const sessionState = {};
+  for (const n of STATE_NAMES) sessionState[n] = toBase64(await session.download(CARRIED[n]));
+  session.dispose();
+
+  // Eight steps in one run() vs eight runs.
+  const batched = await rt.prepare(graph, { feeds, carry, outputs: ['loss'] });
+  const eight = await batched.run(Array.from({ length: 8 }, (_, s) => step(s)));
+  const batchedLoss = toBase64(eight.outputs.loss.data);
+  const batchedState = {};
+  for (const n of STATE_NAMES) batchedState[n] = toBase64(await batched.download(CARRIED[n]));
+  batched.dispose();
+  const single = await rt.prepare(graph, { feeds, carry, outputs: ['loss'] });
+  let lastLoss = null;
+  for (let s = 0; s < 8; s++) lastLoss = (await single.run([step(s)])).outputs.loss.data;
+  const singleState = {};
+  for (const n of STATE_NAMES) singleState[n] = toBase64(await single.download(CARRIED[n]));
+  single.dispose();
+
+  const poisoning = await poisoningScenario(rt);
+  rt.dispose();
+  return {
+    executeLosses, sessionLosses, executeState, sessionState,
+    eight: { steps: eight.stats.steps, loss: batchedLoss, state: batchedState },
+    single: { loss: toBase64(lastLoss), state: singleState },
+    poisoning,
+  };
+}
+
+/** log of a fed value: a negative feed gives NaN, which poisons the session. @param {any} rt */
+async function poisoningScenario(rt) {
+  const graph = { version: 2, nodes: [{ id: 0, op: 'input', shape: [4] },
+    { id: 1, op: 'input', shape: [4], data: [0, 0, 0, 0] }, { id: 2, op: 'log', a: 0 },
+    { id: 3, op: 'add', a: 1, b: 2 }], outputs: [{ name: 'acc', id: 3 }] };
+  const s = await rt.prepare(graph, { feeds: [0], carry: { 1: 'acc' }, outputs: ['acc'] });
+  const ok = await settle(s.run([{ 0: [1, 2, 4, 8] }]));
+  const poisoned = await settle(s.run([{ 0: [1, -1, 4, 8] }]));
+  const afterRun = await settle(s.run([{ 0: [1, 2, 4, 8] }]));
+  const afterDownload = await settle(s.download(1));
+  s.dispose();
+  const afterDispose = await settle(s.run([{ 0: [1, 2, 4, 8] }]));
+  return {
+    ok: ok.value ? [...ok.value.outputs.acc.data] : ok.error,
+    poisoned: poisoned.error ?? { ok: true }, afterRun: afterRun.error ?? { ok: true },
+    afterDownload: afterDownload.error ?? { ok: true }, afterDispose: afterDispose.error ?? { ok: true },
+  };
+}
