@@ -1,0 +1,81 @@
+"""The conformance corpus on the native wgpu executor (wgpu-py, the same WGSL as the browser).
+
+Here it runs on lavapipe (Mesa's Vulkan rasterizer on the CPU): a SOFTWARE adapter, allowed
+explicitly for this lane and labelled as such in the lane info (and in `python -m
+e2e.conformance --executor wgpu` reports). On a machine with a GPU the same test runs on the
+hardware adapter, which wins the adapter ranking.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from e2e.conformance.executors import EXECUTORS, LaneRun
+from e2e.conformance.reference import OP_TABLE
+from e2e.conformance.runner import check_results, load_cases
+
+pytest.importorskip("wgpu", reason="wgpu-py is not installed (pip install gpulab[native])")
+
+
+@pytest.fixture(scope="module")
+def cases() -> list[dict]:
+    return load_cases()
+
+
+@pytest.fixture(scope="module")
+def wgpu_run(cases: list[dict]) -> LaneRun:
+    return EXECUTORS["wgpu"](cases, allow_software=True)
+
+
+def test_wgpu_lane_passes_every_case(cases: list[dict], wgpu_run: LaneRun) -> None:
+    report = check_results(cases, wgpu_run)
+    assert report.lane.available, report.describe_failures()
+    assert len(report.results) == len(cases)
+    assert report.passed, report.describe_failures()
+
+
+def test_wgpu_lane_says_which_adapter_and_whether_it_is_software(wgpu_run: LaneRun) -> None:
+    lane = wgpu_run.info
+    assert lane.backend == "wgpu"
+    assert lane.adapter, "the lane must name its adapter"
+    assert lane.software is not None
+    if "llvmpipe" in lane.adapter.lower() or "lavapipe" in lane.adapter.lower():
+        assert lane.software is True, "lavapipe must be labelled software"
+
+
+def _exact_all_the_way(graph: dict) -> set[int]:
+    """Nodes whose value only exact ops produce (an exact op of a matmul result is not exact
+    across backends: its operand already differs within the matmul tolerance)."""
+    nodes = {n["id"]: n for n in graph["nodes"]}
+    exact: dict[int, bool] = {}
+
+    def visit(node_id: int) -> bool:
+        if node_id not in exact:
+            node = nodes[node_id]
+            spec = OP_TABLE["ops"][node["op"]]
+            exact[node_id] = spec["tolerance"] == "exact" and all(
+                visit(node[name]) for name in spec["operands"])
+        return exact[node_id]
+
+    return {i for i in nodes if visit(i)}
+
+
+def test_exact_ops_are_bit_equal_to_cpu_python(cases: list[dict], wgpu_run: LaneRun) -> None:
+    cpu = EXECUTORS["cpu-python"](cases)
+    compared = 0
+    mismatched = []
+    for case in cases:
+        exact = _exact_all_the_way(case["graph"])
+        gpu_out = wgpu_run.results[case["name"]].outputs
+        cpu_out = cpu.results[case["name"]].outputs
+        for out in case["graph"]["outputs"]:
+            if out["id"] not in exact:
+                continue
+            g = np.asarray(gpu_out[out["name"]], dtype=np.float32)
+            c = np.asarray(cpu_out[out["name"]], dtype=np.float32)
+            compared += 1
+            if g.shape != c.shape or not np.array_equal(g.view(np.uint32), c.view(np.uint32)):
+                mismatched.append(f"{case['name']}:{out['name']}")
+    assert compared > 50, "too few exact outputs compared"
+    assert not mismatched, mismatched
