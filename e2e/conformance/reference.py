@@ -22,6 +22,12 @@ magnitude that float32 rounding inside the op is proportional to (the tolerance 
   say whether float attributes are used as float32 or float64, and 1 - beta cancels.
 - adam_update: |a| + |u| * (4 + t * (b1^t / (1 - b1^t) + b2^t / (1 - b2^t))), u the step: the
   bias corrections 1 - beta^t cancel, which multiplies the rounding of beta^t by that ratio.
+- exp, sigmoid, tanh, gelu, gelu_grad (transcendental): the result's change for a relative
+  error of |x| * eps in their inner exp(x): exp |y a|, sigmoid |y (1 - y) a|, tanh
+  |(1 - y^2) a|, gelu |a| Phi(-|a|) a^2 / 2, gelu_grad |b| (Phi(-|a|) + |a| phi(a)) a^2 / 2
+  (WGSL's exp is only 3 + 2|x| ULP accurate: x * log2(e) is rounded before exp2). The
+  transcendental class has scale_eps 0 in ops.json today (our WGSL computes its own exp to
+  < 1 ulp), so this scale only matters if that class is loosened for vendor exp.
 Other ops have scale 0 (their classes have scale_eps 0).
 
 Game of Life: the 8 neighbour offsets are taken modulo the grid size, so on a grid with fewer
@@ -149,9 +155,7 @@ def _gelu(a: np.ndarray) -> np.ndarray:
 
 
 def _gelu_deriv(a: np.ndarray) -> np.ndarray:
-    cdf = 0.5 * _erfc(-a / math.sqrt(2.0))
-    pdf = np.exp(-0.5 * a * a) / math.sqrt(2.0 * math.pi)
-    return cdf + a * pdf
+    return 0.5 * _erfc(-a / math.sqrt(2.0)) + a * _pdf(a)
 
 
 _UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
@@ -167,16 +171,37 @@ _UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 }
 
 
+def _tail(a: np.ndarray) -> np.ndarray:
+    """Phi(-|a|), the part of the normal CDF an erf/exp implementation computes from exp."""
+    return 0.5 * _erfc(np.abs(a) / math.sqrt(2.0))
+
+
+def _pdf(a: np.ndarray) -> np.ndarray:
+    return np.exp(-0.5 * a * a) / math.sqrt(2.0 * math.pi)
+
+
+# Scale of the exp-based ops: the result's sensitivity to a relative error |x| * eps in an
+# inner exp(x) (WGSL allows exp 3 + 2|x| ULP: x * log2(e) is rounded before exp2).
+_EXP_SCALE: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "exp": lambda a, y: np.abs(y * a),
+    "sigmoid": lambda a, y: np.abs(y * (1 - y) * a),
+    "tanh": lambda a, y: np.abs((1 - y * y) * a),
+    "gelu": lambda a, y: np.abs(a) * _tail(a) * 0.5 * a * a,
+}
+
+
 @kernel(*_UNARY)
 def _unary(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     value = np.asarray(_UNARY[node["op"]](ops[0]), dtype=np.float64)
-    return value, _zeros(value)
+    scale = _EXP_SCALE.get(node["op"])
+    return value, (scale(ops[0], value) if scale else _zeros(value))
 
 
 @kernel("gelu_grad")
 def _gelu_grad(_: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    value = ops[1] * _gelu_deriv(ops[0])
-    return value, _zeros(value)
+    a, b = ops
+    value = b * _gelu_deriv(a)
+    return value, np.abs(b) * (_tail(a) + np.abs(a) * _pdf(a)) * 0.5 * a * a
 
 
 # ---- layout ---------------------------------------------------------------------------------
@@ -413,5 +438,9 @@ def evaluate(graph: Mapping, overrides: Mapping[int, np.ndarray] | None = None) 
         ]
         with np.errstate(all="ignore"):
             value, scale = KERNELS[node["op"]](node, operands)
-        refs[node["id"]] = NodeRef(np.asarray(value, dtype=np.float64), np.asarray(scale))
+        value = np.asarray(value, dtype=np.float64)
+        # 0 * inf in a scale formula (exp(-inf), tanh(inf)) is a zero sensitivity; a scale
+        # must never widen the tolerance to everything for a finite reference
+        scale = np.where(np.isfinite(scale), scale, 0.0)
+        refs[node["id"]] = NodeRef(value, np.broadcast_to(scale, value.shape))
     return refs
