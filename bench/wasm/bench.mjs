@@ -84,8 +84,10 @@ async function benchTfjs() {
   const t = trainer();
   const run = await time(() => t.step());
   t.dispose();
-  return { name: 'TF.js wasm', adapter: { backend: tf.getBackend(), threads: tf.wasm.getThreadsCount?.() ?? null,
-    version: tf.version.tfjs }, losses, execute: null, run };
+  const flag = (name) => { try { return tf.env().getBool(name); } catch { return null; } };
+  return { name: 'TF.js wasm', adapter: { backend: tf.getBackend(), version: tf.version.tfjs,
+    threads: tf.wasm.getThreadsCount?.() ?? null, simd: flag('WASM_HAS_SIMD_SUPPORT'),
+    multithread: flag('WASM_HAS_MULTITHREAD_SUPPORT') }, losses, execute: null, run };
 }
 
 const fmt = (r) => (r ? `${r.median.toFixed(2)} (min ${r.min.toFixed(2)})` : '—');
