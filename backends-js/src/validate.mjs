@@ -20,7 +20,10 @@ function isObject(v) {
   return typeof v === 'object' && v !== null && !Array.isArray(v) && !ArrayBuffer.isView(v);
 }
 
-/** Integers only: booleans and non-integral numbers are refused. @param {unknown} v */
+/**
+ * Integers only: booleans and non-integral numbers are refused.
+ * @param {unknown} v @returns {v is number}
+ */
 function isInt(v) {
   return typeof v === 'number' && Number.isInteger(v);
 }
@@ -236,7 +239,8 @@ function checkNode(raw, index, seen) {
   const extra = Object.keys(raw).find((k) => !known.has(k));
   if (extra !== undefined) throw nodeError('VALIDATION', label, `unknown field "${extra}"`);
   const attrs = checkAttrs(raw, spec, label);
-  const node = { id, op: raw.op, operands, attrs, shape: [] };
+  /** @type {CheckedNode} */
+  const node = { id, op: label.op, operands, attrs, shape: [] };
   if (Object.hasOwn(attrs, 'data')) {
     node.data = attrs.data;
     delete attrs.data;
@@ -489,7 +493,10 @@ function checkVersion(nodes, declared, byId) {
 
 // ---------------------------------------------------------------- the whole check
 
-/** Ids the outputs depend on. @param {CheckedNode[]} nodes */
+/**
+ * Ids the outputs depend on.
+ * @param {{id: number}[]} outputs @param {Map<number, CheckedNode>} byId
+ */
 function liveIds(outputs, byId) {
   const live = new Set();
   const stack = outputs.map((o) => o.id);
@@ -522,15 +529,4 @@ export function validateGraph(graph) {
   const live = liveIds(outputs, byId);
   const order = topo.filter((i) => live.has(nodes[i].id)).map((i) => nodes[i].id);
   return { version: g.version, requiredVersion, nodes, order, outputs, byId };
-}
-
-/**
- * The lowest version a graph's ops need, without refusing a graph that declares less.
- * @param {unknown} graph
- */
-export function requiredVersionOf(graph) {
-  const g = /** @type {any} */ (graph);
-  const declared = isObject(g) && isInt(g.version) ? g.version : 0;
-  const lifted = { ...g, version: Math.max(...PROTOCOL_VERSIONS, declared) };
-  return validateGraph(lifted).requiredVersion;
 }

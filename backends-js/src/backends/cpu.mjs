@@ -111,7 +111,7 @@ export async function createBackend(options = {}) {
   return {
     name,
     info: { ...INFO },
-    /** @param {CheckedGraph} checked @param {PrepareOptions} options */
+    /** @param {CheckedGraph} checked @param {PrepareOptions} prepareOptions */
     async prepare(checked, prepareOptions) {
       return new CpuProgram(checked, prepareOptions);
     },
