@@ -48,6 +48,16 @@ def test_cpu_lane_passes_every_case(lane: str) -> None:
     assert report.passed, report.describe_failures()
 
 
+def test_browser_cpu_lane_passes_every_case(browser: object, server_url: str) -> None:
+    """The page lane (page.html in headless Chromium) on the JS CPU backend: proves the browser
+    plumbing every browser-* lane uses (bit-exact transfer of every output, lane info)."""
+    report = run_conformance("browser-cpu", browser=browser, server_url=server_url)
+    assert report.lane.available, report.describe_failures()
+    assert report.lane.backend == "cpu"
+    assert len(report.results) == len(load_cases())
+    assert report.passed, report.describe_failures()
+
+
 # ---- the judge can fail ---------------------------------------------------------------------
 
 

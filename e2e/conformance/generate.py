@@ -537,8 +537,20 @@ def _shuffled_ids() -> dict:
     return b.case("add")
 
 
+def _integers_as_floats() -> dict:
+    """ids, dims and axis written as floats with no fraction: valid (docs/protocol.md)."""
+    b = Builder("sum/integers_written_as_floats")
+    b.nodes = [
+        {"id": 0.0, "op": "input", "shape": [2.0, 3.0], "data": [1, 2, 3, 4, 5, 6.5]},
+        {"id": 1.0, "op": "sum", "a": 0.0, "axis": 1.0},
+    ]
+    b.outputs = [{"name": "y", "id": 1.0}]
+    return b.case("sum")
+
+
 def chain_cases() -> list[dict]:
-    return [_mlp_step(), _softmax_by_hand(), _layout_chain(), _gelu_chain(), _shuffled_ids()]
+    return [_mlp_step(), _softmax_by_hand(), _layout_chain(), _gelu_chain(), _shuffled_ids(),
+            _integers_as_floats()]
 
 
 FAMILIES: list[Callable[[], list[dict]]] = [

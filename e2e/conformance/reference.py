@@ -84,6 +84,11 @@ def _float_attr(node: Mapping, name: str) -> float:
     return float(f32(float(value)))  # type: ignore[arg-type]
 
 
+def _dims(values: Sequence[float]) -> list[int]:
+    """Integer fields may be written as floats with no fraction (docs/protocol.md)."""
+    return [int(v) for v in values]
+
+
 def _zeros(x: np.ndarray) -> np.ndarray:
     return np.zeros(np.shape(x))
 
@@ -119,13 +124,13 @@ def kernel(*names: str) -> Callable[[Kernel], Kernel]:
 def _input(node: Mapping, _: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     if "data" not in node:
         raise ValueError(f"node {node['id']} (input) has no data: the reference needs values")
-    value = decode_values(node["data"]).reshape(node["shape"])
+    value = decode_values(node["data"]).reshape(_dims(node["shape"]))
     return value, _zeros(value)
 
 
 @kernel("full")
 def _full(node: Mapping, _: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    value = np.full(node["shape"], _float_attr(node, "value"), dtype=np.float64)
+    value = np.full(_dims(node["shape"]), _float_attr(node, "value"), dtype=np.float64)
     return value, _zeros(value)
 
 
@@ -215,13 +220,13 @@ def _transpose(_: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarra
 
 @kernel("permute")
 def _permute(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    value = np.transpose(ops[0], node["dims"])
+    value = np.transpose(ops[0], _dims(node["dims"]))
     return value, _zeros(value)
 
 
 @kernel("reshape")
 def _reshape(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    value = ops[0].reshape(node["shape"])
+    value = ops[0].reshape(_dims(node["shape"]))
     return value, _zeros(value)
 
 
