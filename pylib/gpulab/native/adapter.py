@@ -20,10 +20,10 @@ BACKEND_RANK = {"Vulkan": 0, "Metal": 0, "D3D12": 0, "OpenGL": 2}
 
 
 def software_allowed(allow_software: bool | None) -> bool:
-    """The explicit argument, else GPULAB_ALLOW_SOFTWARE=1 in the environment."""
+    """The explicit argument, else GPULAB_ALLOW_SOFTWARE=1 (or true/yes), as gpulab.host reads it."""
     if allow_software is not None:
         return bool(allow_software)
-    return os.environ.get("GPULAB_ALLOW_SOFTWARE", "") == "1"
+    return os.environ.get("GPULAB_ALLOW_SOFTWARE", "0").strip().lower() in ("1", "true", "yes")
 
 
 def adapter_info(adapter: Any) -> dict[str, Any]:
@@ -44,13 +44,12 @@ def adapter_info(adapter: Any) -> dict[str, Any]:
 
 def software_reason(info: dict[str, Any]) -> str | None:
     """Why an adapter counts as software (None for a hardware adapter)."""
-    if info.get("adapter_type") == "CPU":
-        return 'wgpu reports adapter_type "CPU"'
+    reasons = []
     text = " ".join(str(info.get(k, "")) for k in ("vendor", "architecture", "description"))
-    for name in SOFTWARE_NAMES:
-        if name in text.lower():
-            return f"its name contains {name!r}"
-    return None
+    reasons += [f"its name contains {name!r}" for name in SOFTWARE_NAMES if name in text.lower()]
+    if info.get("adapter_type") == "CPU":
+        reasons.append('wgpu reports adapter_type "CPU"')
+    return "; ".join(reasons) or None
 
 
 def describe(info: dict[str, Any]) -> str:
