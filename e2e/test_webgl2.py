@@ -140,3 +140,34 @@ def test_sessions_equal_chained_executes_bit_for_bit(gl_page: Any, where: str) -
     assert p["afterRun"]["code"] == "STATE"
     assert p["afterDownload"]["code"] == "STATE"
     assert p["afterDispose"]["code"] == "DISPOSED"
+
+
+def test_conformance_corpus_passes_with_tensors_wrapped_across_texture_rows(gl_page: Any) -> None:
+    # With a 97-texel limit nearly every tensor spans several texture rows that break at odd
+    # places, so the row-crossing paths of the addressing run on the whole corpus.
+    cases = load_cases()
+    payload = scenario(gl_page, "conformance", "main", {"cases": cases, "maxTextureSize": 97})
+    report = check_results(cases, _js_lane("browser-webgl2-wrapped", payload))
+    assert report.lane.available, report.describe_failures()
+    assert len(report.results) == len(cases)
+    assert report.passed, report.describe_failures()
+
+
+def test_tensors_larger_than_a_texture_row_match_the_cpu_reference(gl_page: Any) -> None:
+    r = scenario(gl_page, "largeLayout", "main")
+    gl, cpu = r["webgl2"], r["cpu"]
+    # Exact ops, and sums in the protocol's fixed order (no contraction): the same bits.
+    for name in ("transpose", "permute", "reshape", "neg", "life", "relu",
+                 "sum_all", "sum_axis1", "sum_axis0", "sum_strided"):
+        assert gl[name] == cpu[name], f"{name} differs from the CPU reference"
+    np.testing.assert_allclose(f32(gl["mean_axis1"]), f32(cpu["mean_axis1"]), rtol=2.5e-7, atol=0)
+    # log_softmax = (a - m) - log(s) cancels near 0: the error is an ulp of log(s), not of the
+    # result, so allow eps32 * |log s| (|log s| < 10 here) besides the relative part.
+    for name in ("softmax", "log_softmax"):
+        np.testing.assert_allclose(f32(gl[name]), f32(cpu[name]), rtol=2e-6, atol=1.2e-6)
+    # matmul: FMA contraction allowed; bound by the matmul class against |A| @ |B|.
+    a = f32(r["inputs"]["0"]).reshape(3, 8200).astype(np.float64)
+    b = f32(r["inputs"]["1"]).reshape(8200, 5).astype(np.float64)
+    scale = (np.abs(a) @ np.abs(b)).ravel()
+    err = np.abs(f32(gl["matmul"]).astype(np.float64) - a.dot(b).ravel())
+    assert np.all(err <= 4 * np.finfo(np.float32).eps * scale), err.max()

@@ -41,9 +41,52 @@ function noise(n, seed, scale = 1) {
 
 // ---- the conformance corpus ----------------------------------------------------------------
 
-/** The corpus on WebGL2 (software allowed), answered like the conformance runner's lanes. */
-export async function conformance({ cases }) {
-  return runCases(createRuntime, SOFT, cases);
+/**
+ * The corpus on WebGL2 (software allowed), answered like the conformance runner's lanes.
+ * maxTextureSize (optional) shrinks the texture limit so every tensor wraps across rows.
+ */
+export async function conformance({ cases, maxTextureSize = null }) {
+  const hooks = maxTextureSize ? { webgl2MaxTextureSize: maxTextureSize } : {};
+  return runCases((opts) => createRuntime({ ...opts, hooks }), SOFT, cases);
+}
+
+// ---- tensors larger than one texture row -------------------------------------------------
+
+/** A graph over tensors of more than MAX_TEXTURE_SIZE (8192 here) elements. */
+function largeGraph() {
+  const x = noise(3 * 8200, 7, 4);
+  const w = noise(8200 * 5, 8, 1);
+  const cells = noise(150 * 200, 9, 1).map((v) => (v > 0.3 ? 1 : 0));
+  const nodes = [
+    { id: 0, op: 'input', shape: [3, 8200], data: [...x] },
+    { id: 1, op: 'input', shape: [8200, 5], data: [...w] },
+    { id: 2, op: 'input', shape: [150, 200], data: [...cells] },
+    { id: 10, op: 'sum', a: 0 }, { id: 11, op: 'sum', a: 0, axis: 1 },
+    { id: 12, op: 'sum', a: 0, axis: 0, keepdim: true }, { id: 13, op: 'mean', a: 0, axis: -1 },
+    { id: 14, op: 'transpose', a: 0 }, { id: 15, op: 'permute', a: 1, dims: [1, 0] },
+    { id: 16, op: 'reshape', a: 0, shape: [-1] }, { id: 17, op: 'neg', a: 16 },
+    { id: 18, op: 'life', a: 2 }, { id: 19, op: 'relu', a: 14 },
+    { id: 20, op: 'matmul', a: 0, b: 1 }, { id: 21, op: 'softmax', a: 0, axis: 1 },
+    { id: 22, op: 'log_softmax', a: 0, axis: 0 }, { id: 23, op: 'sum', a: 14, axis: 0 },
+  ];
+  const names = { sum_all: 10, sum_axis1: 11, sum_axis0: 12, mean_axis1: 13, transpose: 14,
+    permute: 15, reshape: 16, neg: 17, life: 18, relu: 19, matmul: 20, softmax: 21,
+    log_softmax: 22, sum_strided: 23 };
+  return { version: 2, nodes, outputs: Object.entries(names).map(([name, id]) => ({ name, id })) };
+}
+
+/** largeGraph on webgl2 and on the JS CPU reference, every output as float32 bits. */
+export async function largeLayout() {
+  const graph = largeGraph();
+  const out = { inputs: Object.fromEntries(graph.nodes.slice(0, 3)
+    .map((n) => [n.id, toBase64(Float32Array.from(n.data))])) };
+  for (const backend of ['webgl2', 'cpu']) {
+    const rt = await createRuntime({ backend, allowSoftware: true });
+    const r = await rt.execute(graph);
+    out[backend] = Object.fromEntries(Object.entries(r.outputs).map(([k, v]) => [k, toBase64(v.data)]));
+    rt.dispose();
+  }
+  return out;
 }
 
 // ---- policy --------------------------------------------------------------------------------

@@ -8,7 +8,10 @@
 // validation every failure is BACKEND; a lost context fails the run in flight and every later
 // call with BACKEND (never a hang).
 //
-// Test hooks: the backend fills in, on the `hooks` object given to createBackend/createRuntime,
+// Test hooks: the backend reads, from the `hooks` object given to createBackend/createRuntime,
+//   hooks.webgl2MaxTextureSize  a smaller texture width/height limit, so small tensors wrap
+//                               across texture rows the way large ones do (layout tests)
+// and fills in
 //   hooks.loseContext()   loses the context through WEBGL_lose_context
 //   hooks.webgl2Stats()   {liveTextures, liveFramebuffers, free, created, reused, programs, livePrograms}
 import { GpuLabError } from '../errors.mjs';
@@ -29,7 +32,8 @@ export const name = 'webgl2';
 export async function createBackend({ allowSoftware = false, hooks = {} } = {}) {
   const ctx = openContext({ allowSoftware });
   const gl = ctx.gl;
-  const pool = new TexturePool(gl, ctx.maxTextureSize);
+  const maxTextureSize = Math.min(ctx.maxTextureSize, hooks?.webgl2MaxTextureSize ?? Infinity);
+  const pool = new TexturePool(gl, maxTextureSize);
   const shaders = new ShaderCache(gl);
   const vao = gl.createVertexArray();  // no attributes: the vertex shader uses gl_VertexID
   gl.bindVertexArray(vao);
@@ -47,7 +51,7 @@ export async function createBackend({ allowSoftware = false, hooks = {} } = {}) 
   return {
     name,
     info: ctx.info,
-    limits: { maxTextureSize: ctx.maxTextureSize },
+    limits: { maxTextureSize },
     stats,
 
     /**
