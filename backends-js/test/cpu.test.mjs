@@ -155,6 +155,17 @@ test('matmul: hand-checked 2x3 @ 3x2, and batched float32 ascending-k accumulati
     want.push(acc);
   }
   same(out.data, want);
+  // 6 columns: four at a time and two one by one in the kernel; each an ascending-k chain.
+  const C = Array.from({ length: 21 }, (_, i) => f(Math.tan(i + 0.3) * 3));
+  const D = Array.from({ length: 42 }, (_, i) => f(Math.sin(i * 0.7) * 1e3));
+  const wide = await op('matmul', { a: [[3, 7], C], b: [[7, 6], D] });
+  const wantWide = [];
+  for (let r = 0; r < 3; r++) for (let c = 0; c < 6; c++) {
+    let acc = 0;
+    for (let k = 0; k < 7; k++) acc = f(acc + f(C[r * 7 + k] * D[k * 6 + c]));
+    wantWide.push(acc);
+  }
+  same(wide.data, wantWide);
 });
 
 test('sum uses the 64-lane order: 2^24 + three ones gives 2^24 + 2', async () => {

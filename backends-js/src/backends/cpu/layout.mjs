@@ -70,7 +70,8 @@ function batchIndex(outBatch, batch) {
 }
 
 // Each dot product accumulates in ascending k from 0.0, with the product and the sum each
-// rounded to float32 (no fused multiply-add): the protocol's matmul order.
+// rounded to float32 (no fused multiply-add): the protocol's matmul order. Each b matrix is
+// first copied transposed, so the k loop reads both operands contiguously.
 registerKernel('matmul', (out, [a, b], node, [sa, sb]) => {
   const rows = sa[sa.length - 2];
   const inner = sa[sa.length - 1];
@@ -78,18 +79,51 @@ registerKernel('matmul', (out, [a, b], node, [sa, sb]) => {
   const outBatch = node.shape.slice(0, -2);
   const ia = batchIndex(outBatch, sa.slice(0, -2));
   const ib = batchIndex(outBatch, sb.slice(0, -2));
+  const bt = new Float32Array(inner * cols);
   const f = Math.fround;
+  let btOf = -1;
   for (let m = 0; m < ia.length; m++) {
     const aBase = ia[m] * rows * inner;
-    const bBase = ib[m] * inner * cols;
+    if (ib[m] !== btOf) {
+      btOf = ib[m];
+      const bBase = btOf * inner * cols;
+      for (let k = 0; k < inner; k++) {
+        for (let c = 0; c < cols; c++) bt[c * inner + k] = b[bBase + k * cols + c];
+      }
+    }
     const oBase = m * rows * cols;
     for (let r = 0; r < rows; r++) {
-      for (let c = 0; c < cols; c++) {
-        let acc = 0;
+      const aRow = aBase + r * inner;
+      const o = oBase + r * cols;
+      let c = 0;
+      // Four independent dot products at once: each is still its own ascending-k chain,
+      // interleaving them only hides the latency of the rounding chain.
+      for (; c + 4 <= cols; c += 4) {
+        const b0 = c * inner;
+        const b1 = b0 + inner;
+        const b2 = b1 + inner;
+        const b3 = b2 + inner;
+        let acc0 = 0;
+        let acc1 = 0;
+        let acc2 = 0;
+        let acc3 = 0;
         for (let k = 0; k < inner; k++) {
-          acc = f(acc + f(a[aBase + r * inner + k] * b[bBase + k * cols + c]));
+          const x = a[aRow + k];
+          acc0 = f(acc0 + f(x * bt[b0 + k]));
+          acc1 = f(acc1 + f(x * bt[b1 + k]));
+          acc2 = f(acc2 + f(x * bt[b2 + k]));
+          acc3 = f(acc3 + f(x * bt[b3 + k]));
         }
-        out[oBase + r * cols + c] = acc;
+        out[o + c] = acc0;
+        out[o + c + 1] = acc1;
+        out[o + c + 2] = acc2;
+        out[o + c + 3] = acc3;
+      }
+      for (; c < cols; c++) {
+        const bCol = c * inner;
+        let acc = 0;
+        for (let k = 0; k < inner; k++) acc = f(acc + f(a[aRow + k] * bt[bCol + k]));
+        out[o + c] = acc;
       }
     }
   }
