@@ -122,6 +122,11 @@ export async function createRuntime(options = {}) {
       } finally {
         program.dispose();
       }
+      const lost = checked.outputs.find((o) => !(values.get(o.id) instanceof Float32Array));
+      if (lost) {
+        throw new GpuLabError('BACKEND', `the ${opened.name} backend returned no value for ` +
+          `output "${lost.name}"`);
+      }
       return {
         backend: opened.name,
         outputs: namedOutputs(checked, values),
