@@ -171,3 +171,30 @@ def test_tensors_larger_than_a_texture_row_match_the_cpu_reference(gl_page: Any)
     scale = (np.abs(a) @ np.abs(b)).ravel()
     err = np.abs(f32(gl["matmul"]).astype(np.float64) - a.dot(b).ravel())
     assert np.all(err <= 4 * np.finfo(np.float32).eps * scale), err.max()
+
+
+if __name__ == "__main__":
+    # Timing for docs/webgl2.md (not a test): python -m e2e.test_webgl2 [main|worker]
+    import json
+    import os
+    import sys
+
+    from playwright.sync_api import sync_playwright
+
+    from e2e.browser import launch
+    from gpulab.static_server import start_server
+
+    from e2e.conftest import ROOT
+
+    where = sys.argv[1] if len(sys.argv) > 1 else "main"
+    os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+    srv = start_server(ROOT, host="127.0.0.1", port=0)
+    with sync_playwright() as pw:
+        browser = launch(pw)
+        pg = browser.new_page()
+        pg.set_default_timeout(600_000)
+        pg.goto(f"http://127.0.0.1:{srv.server_address[1]}{PAGE}")
+        pg.wait_for_function("window.webgl2Test !== undefined")
+        print(json.dumps(scenario(pg, "timing", where), indent=1))
+        browser.close()
+    srv.shutdown()

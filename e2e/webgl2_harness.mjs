@@ -201,22 +201,23 @@ export async function contextLoss() {
 
 // ---- sessions ------------------------------------------------------------------------------
 
-const B = 8;
-const I = 12;
-const H = 16;
-const O = 4;
+/** Layer sizes of the test MLP: batch, inputs, hidden units, classes. */
+const SMALL = { B: 8, I: 12, H: 16, O: 4 };
 
 /** One-hot targets for step s. @param {number} s */
-function targets(s) {
+function targets(s, { B, O } = SMALL) {
   const y = new Float32Array(B * O);
   for (let r = 0; r < B; r++) y[r * O + ((r * 7 + s * 3) % O)] = 1;
   return y;
 }
 
-const inputsOfStep = (/** @type {number} */ s) => ({ x: noise(B * I, 100 + s), y: targets(s) });
+/** Inputs and targets of step s. @param {number} s */
+function inputsOfStep(s, d = SMALL) {
+  return { x: noise(d.B * d.I, 100 + s), y: targets(s, d) };
+}
 
 /** Initial parameters, moments and step counter. */
-function initialState() {
+function initialState({ I, H, O } = SMALL) {
   return {
     w1: noise(I * H, 1, 0.5), w2: noise(H * O, 2, 0.5),
     m1: new Float32Array(I * H), v1: new Float32Array(I * H),
@@ -227,11 +228,14 @@ function initialState() {
 /**
  * An MLP training step: relu hidden layer, cross_entropy loss, backward pass, adam updates of
  * both weight matrices and the step counter. Ids: 0 x, 1 y, 2 w1, 3 w2, 4 m1, 5 v1, 6 m2, 7 v2, 8 t.
- * @param {{fed: boolean, state?: ReturnType<typeof initialState>, x?: Float32Array, y?: Float32Array}} o
+ * @param {{fed: boolean, dims?: typeof SMALL, state?: ReturnType<typeof initialState>,
+ *   x?: Float32Array, y?: Float32Array}} o
  */
-function mlpGraph({ fed, state = initialState(), x = inputsOfStep(0).x, y = inputsOfStep(0).y }) {
+function mlpGraph({ fed, dims = SMALL, state = initialState(dims), x = inputsOfStep(0, dims).x,
+  y = inputsOfStep(0, dims).y }) {
+  const { B, I, H, O } = dims;
   const input = (id, shape, data) => (data === null ? { id, op: 'input', shape }
-    : { id, op: 'input', shape, data: [...data] });
+    : { id, op: 'input', shape, data });
   const nodes = [
     input(0, [B, I], fed ? null : x), input(1, [B, O], fed ? null : y),
     input(2, [I, H], state.w1), input(3, [H, O], state.w2),
@@ -256,12 +260,15 @@ function mlpGraph({ fed, state = initialState(), x = inputsOfStep(0).x, y = inpu
 }
 
 /** The session form of mlpGraph: x and y fed, everything else carried. */
-function mlpSession() {
+function mlpSession(dims = SMALL) {
   return {
-    graph: mlpGraph({ fed: true }),
+    graph: mlpGraph({ fed: true, dims }),
     feeds: [0, 1],
     carry: { 2: 'w1', 3: 'w2', 4: 'm1', 5: 'v1', 6: 'm2', 7: 'v2', 8: 't' },
-    step: (/** @type {number} */ s) => ({ 0: inputsOfStep(s).x, 1: inputsOfStep(s).y }),
+    step: (/** @type {number} */ s) => {
+      const { x, y } = inputsOfStep(s, dims);
+      return { 0: x, 1: y };
+    },
   };
 }
 
@@ -338,4 +345,42 @@ async function poisoningScenario(rt) {
     poisoned: poisoned.error ?? { ok: true }, afterRun: afterRun.error ?? { ok: true },
     afterDownload: afterDownload.error ?? { ok: true }, afterDispose: afterDispose.error ?? { ok: true },
   };
+}
+
+// ---- timing (for docs/webgl2.md; not a test) ---------------------------------------------
+
+/** @param {number[]} xs */
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** @param {() => Promise<unknown>} fn @param {number} repeats */
+async function timeIt(fn, repeats) {
+  const ms = [];
+  for (let i = 0; i < repeats; i++) {
+    const t0 = performance.now();
+    await fn();
+    ms.push(performance.now() - t0);
+  }
+  return median(ms);
+}
+
+/**
+ * One MLP Adam step (784-256-10, batch 64 by default): per execute, per single-step run, and
+ * per step at 8 steps per run, medians after a warm-up that compiles the shaders.
+ */
+export async function timing({ dims = { B: 64, I: 784, H: 256, O: 10 }, repeats = 5 } = {}) {
+  const rt = await createRuntime(SOFT);
+  const graph = mlpGraph({ fed: false, dims });
+  await rt.execute(graph);
+  const executeMs = await timeIt(() => rt.execute(graph), repeats);
+  const { graph: sg, feeds, carry, step } = mlpSession(dims);
+  const session = await rt.prepare(sg, { feeds, carry, outputs: ['loss'] });
+  const one = [step(0)];
+  const eight = Array.from({ length: 8 }, (_, s) => step(s));
+  await session.run(one);
+  const run1Ms = await timeIt(() => session.run(one), repeats);
+  const run8Ms = await timeIt(() => session.run(eight), repeats);
+  session.dispose();
+  const out = { dims, repeats, executeMs, run1Ms, run8PerStepMs: run8Ms / 8, info: rt.info };
+  rt.dispose();
+  return out;
 }
