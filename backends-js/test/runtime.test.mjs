@@ -166,6 +166,11 @@ test('a backend failure in execute is BACKEND, and the runtime keeps working', a
     dispose() {} }) }) };
   const rt2 = await createRuntime({ backend: 'cpu', hooks: { registry } });
   await rejects(rt2.execute(SEED), 'BACKEND', /TypeError: device lost/);
+  const silent = { cpu: async () => ({ createBackend: async () => ({ name: 'silent', info: {},
+    prepare: async () => ({ run: async () => new Map(), dispose() {} }), dispose() {} }) }) };
+  const rt3 = await createRuntime({ backend: 'cpu', hooks: { registry: silent } });
+  await rejects(rt3.execute(SEED), 'BACKEND', /returned no value for output "values"/);
+  rt3.dispose();
   rt.dispose();
   rt2.dispose();
 });

@@ -309,3 +309,50 @@ test('errors serialize to plain data', () => {
     });
   }
 });
+
+test('random mutations of valid graphs give a GpuLabError with a known code, never a crash', () => {
+  const base = [
+    SEED(),
+    graph([inp(0, [2, 3], ones([2, 3])), inp(1, [3], [1, 2, 3]), { id: 2, op: 'add', a: 0, b: 1 },
+      { id: 3, op: 'softmax', a: 2, axis: 0 }, { id: 4, op: 'reshape', a: 3, shape: [-1] },
+      { id: 5, op: 'permute', a: 0, dims: [1, 0] }, { id: 6, op: 'matmul', a: 0, b: 5 },
+      { id: 7, op: 'adam_update', a: 6, b: 6, c: 6, t: 8 }, { id: 8, op: 'full', shape: [], value: 1 },
+      { id: 9, op: 'sum', a: 7, axis: -1, keepdim: true }]),
+  ];
+  const junk = [null, -1, 0, 1, 2, 99, 1.5, 'x', 'nan', true, [], [1], [0], [-1, 2], {}, NaN, 2 ** 40];
+  const codes = new Set(['VALIDATION', 'UNSUPPORTED_VERSION', 'LIMIT']);
+  let seed = 12345;
+  const rnd = (n) => {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    return seed % n;
+  };
+  let refused = 0;
+  for (let trial = 0; trial < 600; trial++) {
+    const g = structuredClone(base[rnd(base.length)]);
+    for (let k = 0; k <= rnd(3); k++) {
+      const where = rnd(3);
+      if (where === 0) g[['version', 'nodes', 'outputs'][rnd(3)]] = junk[rnd(junk.length)];
+      else if (where === 1 && Array.isArray(g.nodes) && g.nodes.length > 0) {
+        const node = g.nodes[rnd(g.nodes.length)];
+        if (node && typeof node === 'object') {
+          const keys = [...Object.keys(node), 'a', 'b', 'extra'];
+          const key = keys[rnd(keys.length)];
+          if (rnd(4) === 0) delete node[key];
+          else node[key] = junk[rnd(junk.length)];
+        }
+      } else if (Array.isArray(g.outputs) && g.outputs.length > 0) {
+        const out = g.outputs[rnd(g.outputs.length)];
+        if (out && typeof out === 'object') out[['name', 'id'][rnd(2)]] = junk[rnd(junk.length)];
+      }
+    }
+    try {
+      validateGraph(g);
+    } catch (err) {
+      assert.ok(err instanceof GpuLabError, `trial ${trial}: ${err}`);
+      assert.ok(codes.has(err.code), `trial ${trial}: ${err.code}`);
+      assert.ok(err.node === null || Number.isInteger(err.node));
+      refused++;
+    }
+  }
+  assert.ok(refused > 400, `most mutations are refused (${refused})`);
+});
