@@ -272,6 +272,18 @@ class Graph:
         """Run once and return {backend, outputs: {name: {shape, dtype, data, array}}, stats}."""
         return host.execute(self._graph_dict(outputs, plain=host.in_pyodide()), backend=backend)
 
+    async def run_async(self, backend: str | None = None, **outputs: Tensor) -> dict[str, Any]:
+        """Awaitable `run`: in the page it awaits the GPU without blocking Python (works in
+        every browser, JSPI or not); natively it is `run`."""
+        if not host.in_pyodide():
+            return self.run(backend=backend, **outputs)
+        from . import pyodide_bridge
+        from .protocol import validate
+
+        graph = self._graph_dict(outputs, plain=True)
+        validate(graph)  # bad input is refused in Python before it crosses the bridge
+        return await pyodide_bridge.execute_async(graph)
+
     def submit(self, callback: Callable[[dict], Any], on_error: Callable[[Exception], Any]
                | None = None, **outputs: Tensor) -> None:
         """Run and call back with the result (natively before returning). Errors go to
