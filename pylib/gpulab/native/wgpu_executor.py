@@ -126,8 +126,10 @@ class WgpuExecutor:
         except GpuLabError:
             raise
         except Exception as err:
-            raise GpuLabError("BACKEND", f"wgpu failed during {context}: "
-                              f"{type(err).__name__}: {err}") from err
+            message = f"wgpu failed during {context}: {type(err).__name__}: {err}"
+            if "device is lost" in str(err).lower():
+                self._lost = message  # later calls fail fast instead of touching the device
+            raise GpuLabError("BACKEND", message) from err
 
     def pipeline(self, kernel: str, overrides: Mapping[str, int]) -> Any:
         """The compute pipeline for (kernel, overrides), created once."""

@@ -1,0 +1,170 @@
+"""The wgpu executor on this machine's adapter (lavapipe here: software, allowed explicitly):
+one submission per run, cached pipelines, pooled buffers, both matmul kernels and split
+dispatches giving the same bits, matmul accuracy across tile edges, and errors as BACKEND."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from gpulab.errors import GpuLabError
+from gpulab.protocol import validate
+
+pytest.importorskip("wgpu", reason="wgpu-py is not installed")
+from gpulab.native import wgpu_executor
+from gpulab.native.wgpu_executor import open_executor
+
+RNG = np.random.default_rng(1234)
+
+
+def _data(*shape: int) -> list[float]:
+    return RNG.standard_normal(int(np.prod(shape))).astype(np.float32).tolist()
+
+
+def _mixed_graph() -> dict:
+    """Batched matmul across tile edges, softmax along a middle axis, reductions, a broadcast."""
+    return {"version": 2, "nodes": [
+        {"id": 0, "op": "input", "shape": [2, 130, 33], "data": _data(2, 130, 33)},
+        {"id": 1, "op": "input", "shape": [33, 129], "data": _data(33, 129)},
+        {"id": 2, "op": "matmul", "a": 0, "b": 1},
+        {"id": 3, "op": "softmax", "a": 2, "axis": 1},
+        {"id": 4, "op": "sum", "a": 2, "axis": 2, "keepdim": True},
+        {"id": 5, "op": "sub", "a": 2, "b": 4},
+        {"id": 6, "op": "gelu", "a": 5},
+        {"id": 7, "op": "mean", "a": 6}],
+        "outputs": [{"name": n, "id": i} for n, i in
+                    [("mm", 2), ("sm", 3), ("rows", 4), ("g", 6), ("m", 7)]]}
+
+
+@pytest.fixture(scope="module")
+def executor() -> Iterator[Any]:
+    ex = open_executor(True)
+    yield ex
+    ex.dispose()
+
+
+def _run(ex: Any, graph: dict) -> dict[int, np.ndarray]:
+    checked = validate(graph)
+    program = ex.prepare(checked)
+    try:
+        return program.run([{}], [o.id for o in checked.outputs])
+    finally:
+        program.dispose()
+
+
+def _bits_equal(a: dict, b: dict) -> bool:
+    return all(np.array_equal(a[k].view(np.uint32), b[k].view(np.uint32)) for k in a)
+
+
+def test_matmul_within_the_protocol_bound_on_both_kernels() -> None:
+    graph = _mixed_graph()
+    a = np.array(graph["nodes"][0]["data"], np.float64).reshape(2, 130, 33)
+    b = np.array(graph["nodes"][1]["data"], np.float64).reshape(33, 129)
+    ref, scale = a @ b, np.abs(a) @ np.abs(b)
+    eps = float(np.finfo(np.float32).eps)
+    for storage in (16384, 32768):
+        ex = open_executor(True, limits={"maxComputeWorkgroupStorageSize": storage})
+        try:
+            got = _run(ex, graph)[2].astype(np.float64)
+        finally:
+            ex.dispose()
+        ulp = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
+        assert np.all(np.abs(got - ref) <= 8 * ulp + 4 * eps * scale), storage
+
+
+def test_matmul_kernels_and_split_dispatches_give_identical_bits(executor: Any) -> None:
+    graph = _mixed_graph()
+    base = _run(executor, graph)
+    for limits in ({"maxComputeWorkgroupStorageSize": 16384},
+                   {"maxComputeWorkgroupsPerDimension": 9}):
+        ex = open_executor(True, limits=limits)
+        try:
+            other = _run(ex, graph)
+            steps = ex.prepare(validate(graph)).plan["steps"]
+        finally:
+            ex.dispose()
+        if "maxComputeWorkgroupsPerDimension" in limits:
+            assert any(s["dispatch"][2] > 1 for s in steps)  # really split over z
+        assert _bits_equal(base, other), limits
+
+
+def test_one_submission_and_one_readback_per_run() -> None:
+    submits: list[int] = []
+    ex = open_executor(True, hooks={"on_submit": submits.append})
+    try:
+        graph = {"version": 2, "nodes": [
+            {"id": 0, "op": "input", "shape": [4]},
+            {"id": 1, "op": "input", "shape": [4], "data": [0, 0, 0, 0]},
+            {"id": 2, "op": "add", "a": 1, "b": 0}],
+            "outputs": [{"name": "acc", "id": 2}]}
+        program = ex.prepare(validate(graph), feeds=[0], carry={1: 2}, keep=[2])
+        steps = [{0: np.full(4, i, np.float32)} for i in range(1, 9)]
+        out = program.run(steps, [2])
+        assert submits == [1] and ex.counters["readbacks"] == 1
+        assert out[2].tolist() == [36.0] * 4  # 1 + 2 + ... + 8, carried through the steps
+        assert program.download(1).tolist() == [36.0] * 4
+        program.run(steps[:2], [2])
+        assert submits == [1, 2, 3]  # the download was one submission too
+        program.dispose()
+    finally:
+        ex.dispose()
+
+
+def test_pipelines_are_cached_and_buffers_reused(executor: Any) -> None:
+    graph = _mixed_graph()
+    _run(executor, graph)
+    pipelines = executor.counters["pipelines"]
+    buffers = executor.counters["buffers_created"]
+    for _ in range(20):
+        _run(executor, graph)
+    assert executor.counters["pipelines"] == pipelines
+    assert executor.counters["buffers_created"] == buffers
+
+
+def test_feeds_of_the_wrong_size_are_refused(executor: Any) -> None:
+    graph = {"version": 2, "nodes": [{"id": 0, "op": "input", "shape": [3]},
+                                     {"id": 1, "op": "neg", "a": 0}],
+             "outputs": [{"name": "y", "id": 1}]}
+    program = executor.prepare(validate(graph), feeds=[0])
+    try:
+        with pytest.raises(GpuLabError) as err:
+            program.run([{0: [1.0, 2.0]}], [1])
+        assert err.value.code == "VALIDATION" and "node 0 (input)" in err.value.message
+        assert program.run([{0: [1.0, -0.0, 3.0]}], [1])[1].tolist() == [-1.0, 0.0, -3.0]
+    finally:
+        program.dispose()
+    with pytest.raises(GpuLabError) as err:
+        program.run([{}], [1])
+    assert err.value.code == "DISPOSED"
+
+
+def test_a_wgsl_error_becomes_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    ex = open_executor(True)
+    monkeypatch.setattr(wgpu_executor, "kernel_source", lambda kernel: "fn main( {")
+    try:
+        with pytest.raises(GpuLabError) as err:
+            ex.prepare(validate(_mixed_graph()))
+        assert err.value.code == "BACKEND" and "prepare" in err.value.message
+    finally:
+        ex.dispose()
+
+
+@pytest.mark.parametrize("how", ["hook", "destroy"])
+def test_a_lost_device_becomes_backend(how: str) -> None:
+    ex = open_executor(True)
+    program = ex.prepare(validate(_mixed_graph()))
+    program.run([{}], [2])
+    if how == "hook":
+        ex.lose_device()
+    else:
+        ex.device.destroy()  # what a driver reset looks like to wgpu: the device is lost
+    with pytest.raises(GpuLabError) as err:
+        program.run([{}], [2])
+    assert err.value.code == "BACKEND" and "lost" in err.value.message
+    with pytest.raises(GpuLabError) as err:
+        ex.prepare(validate(_mixed_graph()))
+    assert err.value.code == "BACKEND"
+    program.dispose()  # always works
+    ex.dispose()
