@@ -88,7 +88,9 @@ function naiveMatmul(a, b, m, k, n) {
 
 test('matmul equals the naive ascending-k loop bit for bit (tiles, tails, batches)', async () => {
   const be = await createBackend();
-  for (const [m, k, n] of [[1, 1, 1], [4, 8, 8], [5, 3, 9], [7, 33, 17], [64, 78, 26], [3, 200, 10]]) {
+  // past one k block (256), n block (512) and m block (64) of the blocked kernel, with tails
+  for (const [m, k, n] of [[1, 1, 1], [4, 8, 8], [5, 3, 9], [7, 33, 17], [64, 78, 26], [3, 200, 10],
+    [70, 300, 21], [3, 5, 530], [2, 520, 3]]) {
     const a = values(m * k);
     const b = values(k * n);
     sameBits(await runOp(be, [[[m, k], a], [[k, n], b]], { op: 'matmul', a: 0, b: 1 }),
@@ -110,7 +112,7 @@ test('matmul equals the naive ascending-k loop bit for bit (tiles, tails, batche
 
 test('a transpose read only by matmul is fused (not materialized) and gives the same bits', async () => {
   const be = await createBackend();
-  const [m, k, n] = [13, 21, 11];
+  const [m, k, n] = [67, 261, 11];
   const at = values(k * m); // a^T stored [k, m]
   const bt = values(n * k); // b^T stored [n, k]
   const nodes = [

@@ -2,15 +2,40 @@
 //! with a separate multiply and add (wasm has no FMA), so the blocking below gives the same
 //! bits as the naive triple loop.
 //!
-//! Blocking: B is packed, 8 columns at a time, into a contiguous [k][8] panel (JS passes the
-//! scratch), then a 4x8 register tile (eight f32x4 accumulators) walks all of k for each group
-//! of 4 rows of A. A and B are read through element strides, so a transposed operand (the
-//! backward pass's x^T and W^T) is read in place instead of being materialized.
+//! Blocking (GotoBLAS-style, sized for L1/L2): k is cut into blocks of KC and n into blocks of
+//! NC columns; each (k, n) block of B is packed once into contiguous [KC][8] panels (JS passes
+//! the scratch); then, MC rows of A at a time (so they stay in cache), a 4x8 register tile
+//! (eight f32x4 accumulators) walks the panels. A tile starts from 0.0 in the first k block and
+//! from the partial sums stored in C after that: storing a float32 partial sum and continuing is
+//! exactly the naive loop. A and B are read through element strides, so a transposed operand
+//! (the backward pass's x^T and W^T) is read in place instead of being materialized.
 use crate::vec::{load, splat, store};
 use core::arch::wasm32::*;
 
 const NR: usize = 8;
 const MR: usize = 4;
+const KC: usize = 256;
+const NC: usize = 512;
+const MC: usize = 64;
+
+/// Floats of scratch `matmul` needs for these sizes (JS allocates it).
+#[no_mangle]
+pub extern "C" fn matmul_scratch(k: usize, n: usize) -> usize {
+    let cols = if n < NC { (n + NR - 1) / NR * NR } else { NC };
+    (if k < KC { k } else { KC }) * (cols + MC)
+}
+
+/// Copies rows i0..i0+rows (rows <= MR, zero-padded to MR) of A's k block into `dst` as [k][MR],
+/// so the tile reads A contiguously whatever A's strides (a transposed A, or rows 4 KiB apart
+/// that would alias in L1).
+#[inline(always)]
+unsafe fn pack_a(a: *const f32, sa_m: usize, sa_k: usize, rows: usize, k: usize, dst: *mut f32) {
+    for kk in 0..k {
+        for r in 0..MR {
+            *dst.add(kk * MR + r) = if r < rows { *a.add(r * sa_m + kk * sa_k) } else { 0.0 };
+        }
+    }
+}
 
 /// Copies columns j0..j0+cols of B (zero-padded to NR) into `dst` as [k][NR].
 #[inline(always)]
@@ -30,20 +55,38 @@ unsafe fn pack(b: *const f32, sb_k: usize, sb_n: usize, k: usize, j0: usize, col
     }
 }
 
-/// R rows of A times one packed panel, written to the first `cols` columns of C.
+/// A packed MR-row strip of A times one packed panel of B, over `k` values of the dot products,
+/// into the first `rows` x `cols` of C; starts from 0.0 when `first`, else from the partial sums
+/// in C. (Padded rows compute garbage that is never stored.)
 #[inline(always)]
-unsafe fn tile<const R: usize>(a: *const f32, sa_m: usize, sa_k: usize, panel: *const f32, k: usize, c: *mut f32, ldc: usize, cols: usize) {
-    let mut acc = [[splat(0.0); 2]; R];
+unsafe fn tile(ap: *const f32, panel: *const f32, k: usize, c: *mut f32, ldc: usize, rows: usize, cols: usize, first: bool) {
+    let mut acc = [[splat(0.0); 2]; MR];
+    if !first {
+        for (r, row) in acc.iter_mut().take(rows).enumerate() {
+            let src = c.add(r * ldc);
+            if cols == NR {
+                row[0] = load(src);
+                row[1] = load(src.add(4));
+            } else {
+                let mut tmp = [0.0f32; NR];
+                for (j, v) in tmp.iter_mut().take(cols).enumerate() {
+                    *v = *src.add(j);
+                }
+                row[0] = load(tmp.as_ptr());
+                row[1] = load(tmp.as_ptr().add(4));
+            }
+        }
+    }
     for kk in 0..k {
         let b0 = load(panel.add(kk * NR));
         let b1 = load(panel.add(kk * NR + 4));
         for (r, row) in acc.iter_mut().enumerate() {
-            let av = splat(*a.add(r * sa_m + kk * sa_k));
+            let av = splat(*ap.add(kk * MR + r));
             row[0] = f32x4_add(row[0], f32x4_mul(av, b0));
             row[1] = f32x4_add(row[1], f32x4_mul(av, b1));
         }
     }
-    for (r, row) in acc.iter().enumerate() {
+    for (r, row) in acc.iter().take(rows).enumerate() {
         let dst = c.add(r * ldc);
         if cols == NR {
             store(dst, row[0]);
@@ -59,8 +102,45 @@ unsafe fn tile<const R: usize>(a: *const f32, sa_m: usize, sa_k: usize, panel: *
     }
 }
 
+#[inline(always)]
+fn min(a: usize, b: usize) -> usize {
+    if a < b {
+        a
+    } else {
+        b
+    }
+}
+
+/// One packed (k block, n block): rows of A in groups of MC (packed into `apack`), each group
+/// across every panel.
+#[allow(clippy::too_many_arguments)]
+unsafe fn block(a: *const f32, sa_m: usize, sa_k: usize, packed: *const f32, apack: *mut f32, m: usize, kc: usize, c: *mut f32, n: usize, j0: usize, nc: usize, first: bool) {
+    let mut i0 = 0;
+    while i0 < m {
+        let i1 = min(i0 + MC, m);
+        let mut i = i0;
+        while i < i1 {
+            pack_a(a.add(i * sa_m), sa_m, sa_k, min(MR, i1 - i), kc, apack.add((i - i0) * kc));
+            i += MR;
+        }
+        let mut j = 0;
+        while j < nc {
+            let cols = min(NR, nc - j);
+            let panel = packed.add(j * kc);
+            let mut i = i0;
+            while i < i1 {
+                let ap = apack.add((i - i0) * kc);
+                tile(ap, panel, kc, c.add(i * n + j0 + j), n, min(MR, i1 - i), cols, first);
+                i += MR;
+            }
+            j += NR;
+        }
+        i0 = i1;
+    }
+}
+
 /// A [m, k] with element strides (sa_m, sa_k), B [k, n] with (sb_k, sb_n), C [m, n] contiguous;
-/// `scratch` holds k * 8 floats.
+/// `scratch` holds `matmul_scratch(k, n)` floats.
 #[no_mangle]
 pub unsafe extern "C" fn matmul(
     a: *const f32,
@@ -75,23 +155,23 @@ pub unsafe extern "C" fn matmul(
     sb_n: usize,
     scratch: *mut f32,
 ) {
-    let mut j0 = 0;
-    while j0 < n {
-        let cols = if n - j0 < NR { n - j0 } else { NR };
-        pack(b, sb_k, sb_n, k, j0, cols, scratch);
-        let mut i = 0;
-        while i + MR <= m {
-            tile::<MR>(a.add(i * sa_m), sa_m, sa_k, scratch, k, c.add(i * n + j0), n, cols);
-            i += MR;
+    let cols = if n < NC { (n + NR - 1) / NR * NR } else { NC };
+    let apack = scratch.add(min(k, KC) * cols);
+    let mut k0 = 0;
+    while k0 < k {
+        let kc = min(KC, k - k0);
+        let mut j0 = 0;
+        while j0 < n {
+            let nc = min(NC, n - j0);
+            let mut j = 0;
+            while j < nc {
+                let cols = min(NR, nc - j);
+                pack(b.add(k0 * sb_k), sb_k, sb_n, kc, j0 + j, cols, scratch.add(j * kc));
+                j += NR;
+            }
+            block(a.add(k0 * sa_k), sa_m, sa_k, scratch, apack, m, kc, c, n, j0, nc, k0 == 0);
+            j0 += NC;
         }
-        let ar = a.add(i * sa_m);
-        let cr = c.add(i * n + j0);
-        match m - i {
-            3 => tile::<3>(ar, sa_m, sa_k, scratch, k, cr, n, cols),
-            2 => tile::<2>(ar, sa_m, sa_k, scratch, k, cr, n, cols),
-            1 => tile::<1>(ar, sa_m, sa_k, scratch, k, cr, n, cols),
-            _ => {}
-        }
-        j0 += NR;
+        k0 += KC;
     }
 }

@@ -3,8 +3,6 @@
 import { numel } from '../../shapes.mjs';
 import { registerKernel } from './registry.mjs';
 
-const NR = 8; // columns per packed B panel in kernels.wasm's matmul
-
 /** Inputs are uploaded or fed by the program; they have no per-step work. */
 registerKernel('input', () => null);
 
@@ -46,7 +44,7 @@ registerKernel('matmul', ({ exports, node, view, out, scratch }) => {
   const offA = batchOffsets(outBatch, va);
   const offB = batchOffsets(outBatch, vb);
   const mn4 = m * n * 4;
-  scratch(k * NR);
+  scratch(exports.matmul_scratch(k, n)); // packed blocks of A and B
   const mm = exports.matmul;
   return (p, s) => {
     for (let i = 0; i < offA.length; i++) {
