@@ -61,14 +61,20 @@ def test_browser_cpu_lane_passes_every_case(browser: object, server_url: str) ->
 # ---- the judge can fail ---------------------------------------------------------------------
 
 
+def _expected32(ref: reference.NodeRef) -> np.ndarray:
+    """What a perfect backend returns: the fixed-order bits of a sum, else float32(ref)."""
+    if ref.bits is not None:
+        return ref.bits.astype(np.float32)
+    with np.errstate(over="ignore"):
+        return ref.value.astype(np.float32)
+
+
 def _reference_run(cases: list[dict]) -> LaneRun:
     """A perfect executor: the float32 rounding of the reference."""
     results = {}
     for case in cases:
         refs = reference.evaluate(case["graph"])
-        with np.errstate(over="ignore"):
-            outs = {o["name"]: refs[o["id"]].value.astype(np.float32)
-                    for o in case["graph"]["outputs"]}
+        outs = {o["name"]: _expected32(refs[o["id"]]) for o in case["graph"]["outputs"]}
         results[case["name"]] = RawResult(outputs=outs)
     return LaneRun(LaneInfo("reference"), results)
 
@@ -141,6 +147,21 @@ def test_judge_fails_nan_sign_zero_shape_and_missing_outputs() -> None:
     assert not check_results(cases, LaneRun(LaneInfo("x"), {})).passed
 
 
+def test_judge_fails_a_sum_in_another_order() -> None:
+    """A sequential float32 sum is within the reduction tolerance but not the protocol's
+    64-lane order: the same bits on every backend are required, so it fails."""
+    cases = _one_case("sum/all_4097")
+    data = reference.evaluate(cases[0]["graph"])[0].value.astype(np.float32)
+    total = np.float32(0)
+    for x in data:
+        total = np.float32(total + x)
+    run = LaneRun(LaneInfo("x"), {cases[0]["name"]: RawResult(outputs={"y": np.array(total)})})
+    report = check_results(cases, run)
+    assert not report.passed
+    assert "64-lane order" in report.describe_failures()
+    assert report.results[0].max_ulp <= 8  # within the tolerance class: only the order is wrong
+
+
 def test_unavailable_lane_never_passes() -> None:
     cases = _one_case("add/65_65")
     run = LaneRun(LaneInfo("wgpu", available=False, reason="no adapter"), {})
@@ -156,8 +177,7 @@ def test_chain_is_checked_node_by_node() -> None:
     wrong = reference.evaluate(graph)[ids["out0"]].value * 1.001  # the first matmul, 0.1% off
     # a backend that computed everything after out0 correctly from the wrong out0
     refs = reference.evaluate(graph, {ids["out0"]: wrong})
-    with np.errstate(over="ignore"):
-        outs = {n: refs[i].value.astype(np.float32) for n, i in ids.items()}
+    outs = {n: _expected32(refs[i]) for n, i in ids.items()}
     outs["out0"] = wrong.astype(np.float32)
     run = LaneRun(LaneInfo("x"), {cases[0]["name"]: RawResult(outputs=outs)})
     report = check_results(cases, run)

@@ -56,6 +56,7 @@ class NodeRef:
 
     value: np.ndarray
     scale: np.ndarray
+    bits: np.ndarray | None = None  # float32 result every backend must give bit for bit (sum)
 
 
 def decode_values(data: Sequence[float | str] | np.ndarray) -> np.ndarray:
@@ -242,6 +243,32 @@ def _reduce_args(node: Mapping, a: np.ndarray) -> tuple[int | None, bool, int]:
     return axis, keepdim, a.shape[axis]
 
 
+def protocol_sum32(a: np.ndarray, axis: int | None, keepdim: bool) -> np.ndarray:
+    """The float32 sum in the protocol's fixed order (docs/protocol.md "Numerics"): lane j adds
+    elements j, j+64, ... from +0.0, then the lanes combine as a tree (s = 32, 16, ..., 1)."""
+    x = a.astype(np.float32)
+    moved = x.reshape(-1) if axis is None else np.moveaxis(x, axis, -1)
+    n = moved.shape[-1]
+    rows = moved.reshape(-1, n)
+    chunks = -(-n // REDUCE_LANES)
+    # padding with +0.0 is neutral: a lane starts at +0.0 so it never holds -0.0
+    padded = np.zeros((rows.shape[0], chunks * REDUCE_LANES), dtype=np.float32)
+    padded[:, :n] = rows
+    lanes = np.zeros((rows.shape[0], REDUCE_LANES), dtype=np.float32)
+    with np.errstate(all="ignore"):
+        for k in range(chunks):
+            lanes = lanes + padded[:, k * REDUCE_LANES : (k + 1) * REDUCE_LANES]
+        s = REDUCE_LANES // 2
+        while s >= 1:
+            lanes = np.concatenate([lanes[:, :s] + lanes[:, s : 2 * s], lanes[:, 2 * s :]], 1)
+            s //= 2
+    out_shape = () if axis is None else moved.shape[:-1]
+    result = lanes[:, 0].reshape(out_shape)
+    if keepdim:
+        result = np.expand_dims(result, tuple(range(a.ndim)) if axis is None else axis)
+    return result
+
+
 @kernel("sum", "mean")
 def _sum_mean(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     a = ops[0]
@@ -251,6 +278,15 @@ def _sum_mean(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndar
     if node["op"] == "mean":
         value, scale = value / count, scale / count
     return np.asarray(value), np.asarray(scale)
+
+
+def _order_bits(node: Mapping, operands: list[np.ndarray]) -> np.ndarray | None:
+    """The bits a sum must have on every backend (mean divides, and GPU division may round
+    differently, so only sum is bit-checked)."""
+    if node["op"] != "sum":
+        return None
+    axis, keepdim, _ = _reduce_args(node, operands[0])
+    return protocol_sum32(operands[0], axis, keepdim)
 
 
 def _softmax_axis(node: Mapping, a: np.ndarray) -> int:
@@ -447,5 +483,6 @@ def evaluate(graph: Mapping, overrides: Mapping[int, np.ndarray] | None = None) 
         # 0 * inf in a scale formula (exp(-inf), tanh(inf)) is a zero sensitivity; a scale
         # must never widen the tolerance to everything for a finite reference
         scale = np.where(np.isfinite(scale), scale, 0.0)
-        refs[node["id"]] = NodeRef(value, np.broadcast_to(scale, value.shape))
+        refs[node["id"]] = NodeRef(value, np.broadcast_to(scale, value.shape),
+                                   _order_bits(node, operands))
     return refs

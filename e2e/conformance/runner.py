@@ -166,6 +166,12 @@ def _check_output(name: str, nid: int, op: str, got: np.ndarray, ref: NodeRef) -
         return OutputResult(name, nid, op, tolerance, False, math.inf,
                             f"shape {list(got.shape)}, want {list(ref.value.shape)}", math.inf)
     c = compare(got, ref.value, ref.scale, tolerance)
+    if c.passed and ref.bits is not None:  # the protocol's fixed order: same bits everywhere
+        order = compare(got, ref.bits.astype(np.float64), ref.scale, "exact")
+        if not order.passed:
+            detail = "not the protocol's 64-lane order: " + order.detail.replace(
+                "outside 'exact'", "differ from the fixed-order float32 sum")
+            return OutputResult(name, nid, op, tolerance, False, c.max_ulp, detail, c.used)
     return OutputResult(name, nid, op, tolerance, c.passed, c.max_ulp, c.detail, c.used)
 
 
