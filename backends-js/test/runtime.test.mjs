@@ -62,9 +62,7 @@ test('auto under node: webgpu and webgl2 are refused with reasons, the first bac
   assert.equal(rt.attempts[0].ok, false, 'node has no WebGPU');
   assert.equal(rt.attempts[1].ok, false, 'node has no WebGL2');
   assert.ok(['wasm', 'cpu'].includes(rt.backend));
-  const r = await rt.execute(SEED);
-  assert.deepEqual([...r.outputs.values.data], [0, 60, 120]);
-  assert.deepEqual(r.stats.attempts, rt.attempts);
+  // (Results on the chosen backend are that backend's tests; wasm may be the one chosen.)
   rt.dispose();
 });
 
@@ -79,6 +77,9 @@ test('auto lands on cpu when webgpu, webgl2 and wasm cannot be loaded', async ()
   assert.match(rt.attempts[2].reason, /wasm backend module could not be loaded: Error: no wasm here/);
   assert.deepEqual(rt.info, { vendor: 'gpu-lab', architecture: 'js',
     description: 'JavaScript reference (CPU)', software: false });
+  const r = await rt.execute(SEED);
+  assert.deepEqual([...r.outputs.values.data], [0, 60, 120]);
+  assert.deepEqual(r.stats.attempts, rt.attempts, 'results carry every attempt');
   rt.dispose();
 });
 
