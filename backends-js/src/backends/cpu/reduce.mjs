@@ -63,18 +63,18 @@ function forEachLine(shape, axis, fn) {
   }
 }
 
-/** sum or mean; `divide` says mean. */
+/** sum or mean; `divide` says mean (by the count as a float32, as a GPU divides). */
 function reduceKernel(divide) {
   return (out, [a], node, [shape]) => {
     const { axis } = node.attrs;
     if (axis === null) {
       const s = orderedSum(a, 0, 1, a.length);
-      out[0] = divide ? s / a.length : s;
+      out[0] = divide ? s / Math.fround(a.length) : s;
       return;
     }
     forEachLine(shape, axis, (base, stride, n, line) => {
       const s = orderedSum(a, base, stride, n);
-      out[line] = divide ? s / n : s;
+      out[line] = divide ? s / Math.fround(n) : s;
     });
   };
 }
@@ -120,7 +120,7 @@ function crossEntropyRow(a, b, r, classes) {
 registerKernel('cross_entropy', (out, [a, b], node, [[rows, classes]]) => {
   const perRow = new Float32Array(rows);
   for (let r = 0; r < rows; r++) perRow[r] = crossEntropyRow(a, b, r, classes);
-  out[0] = orderedSum(perRow, 0, 1, rows) / rows;
+  out[0] = orderedSum(perRow, 0, 1, rows) / Math.fround(rows);
 });
 
 registerKernel('cross_entropy_grad', (out, [a, b], node, [[rows, classes]]) => {
@@ -130,7 +130,7 @@ registerKernel('cross_entropy_grad', (out, [a, b], node, [[rows, classes]]) => {
     const sum = orderedExpSum(a, base, 1, classes, max);
     for (let c = 0; c < classes; c++) {
       const p = Math.fround(Math.fround(Math.exp(Math.fround(a[base + c] - max))) / sum);
-      out[base + c] = Math.fround(p - b[base + c]) / rows;
+      out[base + c] = Math.fround(p - b[base + c]) / Math.fround(rows);
     }
   }
 });
