@@ -7,7 +7,8 @@ Every graph is validated first (`protocol.validate`), so bad input never reaches
   plain protocol dict (numbers and "nan"/"inf"/"-inf" strings):
     `pyodide_bridge.execute(graph) -> result`              (synchronous, where JSPI allows)
     `pyodide_bridge.submit(graph, callback, on_error)`     (calls back when the page answers)
-    `pyodide_bridge.prepare(graph, feeds=, carry=, resident=, outputs=) -> session` (optional)
+    `pyodide_bridge.prepare(graph, feeds=, carry=, resident=, outputs=, input_names=)`
+                                                           (-> a session with Session's API)
 - Natively, `backend=None`/"auto" tries the wgpu executor (`gpulab.native.wgpu_executor.
   open_executor(allow_software)`, probed lazily on the first graph and cached) unless the GPU is
   switched off (`configure(gpu=False)`, `--no-gpu`, `GPULAB_GPU=0`); when it is unavailable, or
@@ -149,6 +150,8 @@ def _with_fallback(candidates: list[Any], strict: bool, attempts: Attempts,
             value = action(executor)
         except GpuLabError as err:
             attempts.add(executor.name, False, err.message)
+            if err.code == "BACKEND" and executor.name == WGPU:
+                _config.probes.clear()  # a lost device: the next graph probes afresh
             if err.code != "LIMIT" or last or strict:
                 raise
             fallback = f"{executor.name} refused the graph ({err.message}); re-evaluated on {CPU}"
@@ -273,7 +276,8 @@ def prepare(graph: Any, feeds: Iterable[int] = (), carry: Mapping[int, str] | No
         from . import pyodide_bridge
 
         return pyodide_bridge.prepare(graph, feeds=list(feeds), carry=dict(carry or {}),
-                                      resident=list(resident), outputs=outputs)
+                                      resident=list(resident), outputs=outputs,
+                                      input_names=dict(input_names or {}))
     plan = SessionPlan.build(checked, list(feeds), dict(carry or {}), list(resident), outputs,
                              dict(input_names or {}))
     attempts = Attempts()

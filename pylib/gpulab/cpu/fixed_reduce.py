@@ -30,9 +30,10 @@ def _lanes_first(x: np.ndarray, axis: int | None, pad: float) -> np.ndarray:
 
 def _tree(lanes: np.ndarray, combine: np.ufunc) -> np.ndarray:
     s = LANES // 2
-    while s >= 1:
-        lanes = combine(lanes[:s], lanes[s : 2 * s])
-        s //= 2
+    with np.errstate(all="ignore"):  # inf + -inf is NaN, as the order says: no warning
+        while s >= 1:
+            lanes = combine(lanes[:s], lanes[s : 2 * s])
+            s //= 2
     return lanes[0]
 
 
@@ -48,7 +49,8 @@ def fixed_sum(x: np.ndarray, axis: int | None = None, keepdim: bool = False) -> 
     """Sum in the protocol order (float32 adds); axis None reduces everything."""
     blocks = _lanes_first(np.asarray(x, dtype=np.float32), axis, 0.0)
     # lanes start from +0.0: adding +0.0 turns a lane of only -0.0 into +0.0, as the order says
-    lanes = np.add.reduce(blocks, axis=0) + np.float32(0.0)
+    with np.errstate(all="ignore"):
+        lanes = np.add.reduce(blocks, axis=0) + np.float32(0.0)
     return _restore(_tree(lanes, np.add), x, axis, keepdim)
 
 
