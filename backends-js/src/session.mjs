@@ -247,12 +247,16 @@ export class Session {
     }
     /** @type {Record<string, OutputValue>} */
     const outputs = {};
+    const handedOut = new Set();
     for (const name of resolved.readNames) {
       const id = outputId(checked, name, 'outputs');
       const data = read.get(id);
       if (!data) throw this.#fail(new Error(`backend returned no value for output "${name}"`), 'run');
       this.#checkFinite(`output "${name}"`, data, 'run');
-      outputs[name] = { shape: [...checked.byId.get(id).shape], dtype: 'float32', data };
+      // Two names of one node get their own arrays, as in execute.
+      outputs[name] = { shape: [...checked.byId.get(id).shape], dtype: 'float32',
+        data: handedOut.has(id) ? data.slice() : data };
+      handedOut.add(id);
     }
     return { backend: this.backend, outputs, stats: this.#stats(maps.length, performance.now() - t0) };
   }
