@@ -16,5 +16,5 @@ float kernel(int i) {
   float bc1 = -expm1_f32(t * u_lnb1);
   float bc2 = -expm1_f32(t * u_lnb2);
   float step = u_lr / bc1;
-  return load(u_a, i) - (step * load(u_b, i)) / (sqrt(load(u_c, i)) / sqrt(bc2) + u_eps);
+  return load(u_a, i) - (step * load(u_b, i)) / (sqrt_f32(load(u_c, i)) / sqrt_f32(bc2) + u_eps);
 }

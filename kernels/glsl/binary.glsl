@@ -20,7 +20,7 @@ float op(float a, float b) {
 #elif defined(OP_mul)
   return a * b;
 #elif defined(OP_div)
-  return a / b;
+  return div_f32(a, b);
 #elif defined(OP_gelu_grad)
   return b * geluGrad_f32(a);
 #elif defined(OP_sgd_update)

@@ -4,6 +4,20 @@
 // about 1 ulp, and Numerical Recipes' erfc (fractional error < 1.2e-7).
 // Non-finite inputs are handled on the bits before any arithmetic.
 
+// a / b. Many GPUs divide as a * (1 / b), and 1 / b flushes to zero for |b| > 2^126, so
+// such b (and a) are scaled down by 4 first; inf and NaN pass through unchanged.
+float div_f32(float a, float b) {
+  if (abs(b) > 8.507059173023462e+37 && !isNaNBits(b)) return (a * 0.25) / (b * 0.25);
+  return a / b;
+}
+
+// sqrt with IEEE special cases: GPUs may compute x * inversesqrt(x), which is NaN at 0 and inf.
+float sqrt_f32(float x) {
+  if (isNaNBits(x) || x < 0.0) return quietNaN();
+  if (x == 0.0 || x == posInf()) return x;  // keeps -0
+  return sqrt(x);
+}
+
 // 2^k for k in [-126, 127], exact.
 float pow2i(int k) { return uintBitsToFloat(uint(k + 127) << 23); }
 

@@ -14,8 +14,7 @@ float op(float x) {
 #elif defined(OP_log)
   return log_f32(x);
 #elif defined(OP_sqrt)
-  if (isNaNBits(x) || x < 0.0) return quietNaN();
-  return sqrt(x);
+  return sqrt_f32(x);
 #elif defined(OP_tanh)
   return tanh_f32(x);
 #elif defined(OP_sigmoid)
