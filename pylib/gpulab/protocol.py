@@ -112,21 +112,26 @@ def _as_number(value: Any) -> float | None:
 # Data: lists, typed arrays, buffers and numpy arrays become array('f')
 
 
-def to_float32_array(data: Any, where: str) -> array.array:
+def to_float32_array(data: Any, where: str, node: int | None = None) -> array.array:
     """Flat float32 values from a list, array.array, memoryview, bytes-like or numpy array.
 
     Lists hold numbers or the strings "nan", "inf", "-inf"; nested lists are refused (protocol
-    data is flat). Raises GpuLabError(VALIDATION) naming `where`.
+    data is flat). Raises GpuLabError(VALIDATION) naming `where` (and carrying `node`).
     """
-    if isinstance(data, array.array):
-        return data if data.typecode == "f" else array.array("f", data)
-    if isinstance(data, (list, tuple)):
-        return _list_to_float32(data, where)
-    if hasattr(data, "__array_interface__") and hasattr(data, "dtype"):
-        return _numpy_to_float32(data, where)
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        return _buffer_to_float32(memoryview(data), where)
-    raise _fail("VALIDATION", f"{where}: data must be a list of numbers, got {type(data).__name__}")
+    try:
+        if isinstance(data, array.array):
+            return data if data.typecode == "f" else array.array("f", data)
+        if isinstance(data, (list, tuple)):
+            return _list_to_float32(data, where)
+        if hasattr(data, "__array_interface__") and hasattr(data, "dtype"):
+            return _numpy_to_float32(data, where)
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            return _buffer_to_float32(memoryview(data), where)
+    except GpuLabError as err:
+        raise _fail(err.code, err.message, node) from None
+    raise _fail(
+        "VALIDATION", f"{where}: data must be a list of numbers, got {type(data).__name__}", node
+    )
 
 
 def _list_to_float32(values: list | tuple, where: str) -> array.array:
@@ -218,7 +223,7 @@ def _check_data(value: Any, where: str, node: int | None, checked: dict) -> arra
             f"needs {expected}",
             node,
         )
-    data = to_float32_array(value, where)
+    data = to_float32_array(value, where, node)
     if len(data) != expected:
         raise _fail(
             "VALIDATION",
@@ -460,7 +465,7 @@ def _check_node(index: int, raw: Any, seen: set[int]) -> CheckedNode:
             raise _fail("VALIDATION", f"{label(node_id, op)}: operand '{name}' {problem}", node_id)
         operands.append(ref)
     allowed = {"id", "op", *row["operands"], *row["attrs"]}
-    unknown = sorted(k for k in raw if k not in allowed)
+    unknown = sorted((k for k in raw if k not in allowed), key=repr)  # keys may not be str
     if unknown:
         raise _fail(
             "VALIDATION", f"{label(node_id, op)}: unknown field(s) {unknown}", node_id
@@ -496,7 +501,7 @@ def _check_structure(
 def _check_output(index: int, raw: Any, by_id: dict[int, CheckedNode]) -> Output:
     if not isinstance(raw, dict):
         raise _fail("VALIDATION", f"output at index {index} must be an object {{name, id}}")
-    unknown = sorted(k for k in raw if k not in ("name", "id"))
+    unknown = sorted((k for k in raw if k not in ("name", "id")), key=repr)
     if unknown:
         raise _fail("VALIDATION", f"output at index {index}: unknown field(s) {unknown}")
     name = raw.get("name")

@@ -416,3 +416,11 @@ def test_error_codes_match_the_op_table():
     err = GpuLabError("STATE", "poisoned", 3)
     assert (err.code, err.message, err.node) == ("STATE", "poisoned", 3)
     assert err.to_dict() == {"code": "STATE", "message": "poisoned", "node": 3}
+
+
+def test_non_string_keys_in_process_are_unknown_fields():
+    g = with_nodes({"id": 0, "op": "full", "shape": [1], "value": 1, 5: 1, "x": 2})
+    refused(g, "VALIDATION", 0, "unknown field", "5")
+    g = with_nodes({"id": 0, "op": "full", "shape": [1], "value": 1},
+                   outputs=[{"name": "o", "id": 0, 3: 4, "k": 1}])
+    refused(g, "VALIDATION", None, "unknown field")
