@@ -264,3 +264,35 @@ test('a disposed program or backend refuses with DISPOSED', async () => {
   be.dispose();
   await assert.rejects(be.prepare(checked, {}), (err) => err.code === 'DISPOSED');
 });
+
+/** Distance in float32 ulps between two float32 values (0 for equal, Infinity across NaN). */
+function ulps(got, want) {
+  if (Number.isNaN(got) || Number.isNaN(want)) return Number.isNaN(got) && Number.isNaN(want) ? 0 : Infinity;
+  if (got === want) return 0;
+  const key = (x) => {
+    const u = new Uint32Array(new Float32Array([x]).buffer)[0];
+    return u & 0x80000000 ? -(u & 0x7fffffff) : u;
+  };
+  return Math.abs(key(got) - key(want));
+}
+
+test('exp, log, tanh, sigmoid, sqrt are within 1 float32 ulp of float64 math on a dense sweep', async () => {
+  const be = await createBackend();
+  const sweep = [0, -0, NaN, Infinity, -Infinity, 1e-45, -1e-45, 1e-38, 3.4e38, -3.4e38];
+  for (let e = -40; e <= 38; e += 0.25) sweep.push(10 ** e, -(10 ** e));
+  for (let x = -104; x <= 104; x += 0.037) sweep.push(x);
+  const a = Float32Array.from(sweep);
+  const refs = { exp: Math.exp, log: Math.log, tanh: Math.tanh, sqrt: Math.sqrt,
+    sigmoid: (x) => 1 / (1 + Math.exp(-x)) };
+  for (const [op, ref] of Object.entries(refs)) {
+    const got = await runOp(be, [[[a.length], a]], { op, a: 0 });
+    let worst = 0;
+    let at = 0;
+    got.forEach((g, i) => {
+      const u = ulps(g, f(ref(a[i])));
+      if (u > worst) [worst, at] = [u, a[i]];
+    });
+    assert.ok(worst <= (op === 'sqrt' ? 0 : 1), `${op}: ${worst} ulps at x = ${at}`);
+  }
+  be.dispose();
+});

@@ -9,35 +9,23 @@ const FRAC_2_SQRT_PI: f64 = core::f64::consts::FRAC_2_SQRT_PI;
 const SQRT_PI: f64 = 1.772_453_850_905_516;
 const FRAC_1_SQRT_2: f64 = core::f64::consts::FRAC_1_SQRT_2;
 const FRAC_1_SQRT_2PI: f64 = 0.398_942_280_401_432_7;
-const INV_FACT: [f64; 12] = [
-    1.0,
-    1.0,
-    1.0 / 2.0,
-    1.0 / 6.0,
-    1.0 / 24.0,
-    1.0 / 120.0,
-    1.0 / 720.0,
-    1.0 / 5040.0,
-    1.0 / 40320.0,
-    1.0 / 362_880.0,
-    1.0 / 3_628_800.0,
-    1.0 / 39_916_800.0,
-];
+/// 1/n for n < 128 (index 0 unused): series loops multiply instead of dividing.
+const INV: [f64; 128] = {
+    let mut t = [0.0; 128];
+    let mut i = 1;
+    while i < 128 {
+        t[i] = 1.0 / i as f64;
+        i += 1;
+    }
+    t
+};
+/// 1.5 * 2^52: adding it rounds a float64 below 2^51 to an integer, readable from the low bits.
+const ROUND_MAGIC: f64 = 6_755_399_441_055_744.0;
 
 /// |x| (`f64::abs` lives in std, not core, in this toolchain).
 #[inline(always)]
 pub fn fabs(x: f64) -> f64 {
     f64::from_bits(x.to_bits() & !(1u64 << 63))
-}
-
-/// Round half away from zero to an integer (inputs are bounded, so `as` cannot saturate).
-#[inline(always)]
-fn round_i32(t: f64) -> i32 {
-    if t >= 0.0 {
-        (t + 0.5) as i32
-    } else {
-        (t - 0.5) as i32
-    }
 }
 
 /// 2^k for k in the normal float64 exponent range.
@@ -58,8 +46,8 @@ fn scale2(y: f64, k: i32) -> f64 {
     }
 }
 
-/// e^x: Cody-Waite reduction x = k ln2 + r, |r| <= ln2/2, then a degree-11 Taylor polynomial
-/// (truncation error < 1e-14 relative).
+/// e^x: Cody-Waite reduction x = k ln2 + r, |r| <= ln2/2, then the degree-11 Taylor polynomial
+/// (truncation error < 1e-14 relative), unrolled.
 pub fn exp64(x: f64) -> f64 {
     if x.is_nan() {
         return x;
@@ -70,17 +58,14 @@ pub fn exp64(x: f64) -> f64 {
     if x < -745.2 {
         return 0.0;
     }
-    let k = round_i32(x * LOG2E);
-    let kf = k as f64;
+    let kd = x * LOG2E + ROUND_MAGIC;
+    let k = kd.to_bits() as u32 as i32;
+    let kf = kd - ROUND_MAGIC;
     let r = (x - kf * LN2_HI) - kf * LN2_LO;
-    // Horner over 1/n!, n = 11 down to 1
-    let mut p = INV_FACT[11];
-    let mut n = 10;
-    while n >= 1 {
-        p = p * r + INV_FACT[n];
-        n -= 1;
-    }
-    scale2(p * r + 1.0, k)
+    let p = 1.0 / 362_880.0 + r * (1.0 / 3_628_800.0 + r * (1.0 / 39_916_800.0));
+    let p = 1.0 / 120.0 + r * (1.0 / 720.0 + r * (1.0 / 5040.0 + r * (1.0 / 40320.0 + r * p)));
+    let p = 1.0 + r * (1.0 + r * (0.5 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * p))));
+    scale2(p, k)
 }
 
 /// e^x - 1, accurate near 0 (tanh needs it).
@@ -91,11 +76,9 @@ fn expm1_64(x: f64) -> f64 {
     // Taylor to x^17: the next term is < 1e-17 relative for |x| < 0.7.
     let mut term = x;
     let mut sum = x;
-    let mut n = 2.0;
-    while n <= 17.0 {
-        term *= x / n;
+    for inv in &INV[2..18] {
+        term *= x * inv;
         sum += term;
-        n += 1.0;
     }
     sum
 }
@@ -160,29 +143,38 @@ pub fn tanh64(x: f64) -> f64 {
     }
 }
 
-/// erf(z) for 0 <= z < 2.5 by its Taylor series (absolute error < 1e-13).
+/// erf(z) for 0 <= z < 2.5 by its Taylor series (absolute error < 1e-13), stopping once the
+/// terms no longer change the sum.
 fn erf_series(z: f64) -> f64 {
     let z2 = z * z;
     let mut term = z;
     let mut sum = z;
-    let mut n = 1.0;
-    while n < 60.0 {
-        term *= -z2 / n;
-        sum += term / (2.0 * n + 1.0);
-        n += 1.0;
+    let mut n = 1;
+    while n < 60 {
+        term *= -z2 * INV[n];
+        let add = term * INV[2 * n + 1];
+        sum += add;
+        if fabs(add) < 1e-17 * sum {
+            break;
+        }
+        n += 1;
     }
     sum * FRAC_2_SQRT_PI
 }
 
-/// erfc(z) for z >= 2.5 by its continued fraction (relative error < 1e-13).
+/// erfc(z) for z >= 2.5 by its continued fraction (relative error < 1e-13), evaluated
+/// backwards as one fraction p/q so the loop has no division.
 fn erfc_cf(z: f64) -> f64 {
-    let mut f = z;
-    let mut n = 40.0;
-    while n >= 1.0 {
-        f = z + (n * 0.5) / f;
-        n -= 1.0;
+    let (mut p, mut q) = (z, 1.0);
+    let mut n = 40;
+    while n >= 1 {
+        let c = n as f64 * 0.5;
+        let next = z * p + c * q;
+        q = p;
+        p = next;
+        n -= 1;
     }
-    exp64(-z * z) / (SQRT_PI * f)
+    exp64(-z * z) * q / (SQRT_PI * p)
 }
 
 /// erfc(z) for any z, accurate relative to the result in both tails.
