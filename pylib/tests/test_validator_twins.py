@@ -1,0 +1,128 @@
+"""The two validators are twins: gpulab.protocol.validate and backends-js validateGraph give the
+same first error (code and node) or the same checked graph (required version, execution order,
+shapes) on 1500 randomly built and mutated graphs. One node process checks them all (node is
+required: `make test` runs the JS tests with it too)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import subprocess
+from pathlib import Path
+
+from gpulab.errors import GpuLabError
+from gpulab.protocol import validate
+
+ROOT = Path(__file__).resolve().parents[2]
+COUNT = 1500
+JS = """
+import { validateGraph } from './backends-js/src/validate.mjs';
+let text = '';
+for await (const chunk of process.stdin) text += chunk;
+const out = JSON.parse(text).map((g) => {
+  try {
+    const c = validateGraph(g);
+    return { ok: true, required: c.requiredVersion, order: c.order,
+             shapes: c.nodes.map((n) => [n.id, n.shape]) };
+  } catch (e) {
+    if (!e || typeof e.code !== 'string') return { crash: String(e && e.stack || e) };
+    return { code: e.code, node: e.node ?? null };
+  }
+});
+process.stdout.write(JSON.stringify(out));
+"""
+
+UNARY = ["relu", "neg", "exp", "sqrt", "positive", "gelu", "tanh"]
+BINARY = ["add", "sub", "mul", "div"]
+JUNK = [None, True, False, 0, -1, 1, 2, 3, 1.5, 2.0, 1e9, -7, "", "x", "nan", "inf", "add",
+        "input", "float32", [], [0], [1], [2, 3], [-1], [1, -1], [0, 1], [1.5], ["1"], [[1]],
+        {}, {"a": 1}, [1, 1, 1, 1, 1], [2, 2, 2, 2]]
+
+
+def random_graph(rng: random.Random) -> dict:
+    shapes = [[], [3], [2, 3], [1, 3], [2, 1], [2, 2, 3], [3, 2]]
+    ids = rng.sample(range(40), 8)
+    nodes: list[dict] = []
+    for i, node_id in enumerate(ids):
+        earlier = [n["id"] for n in nodes]
+        kind = rng.random() if earlier else 0.0
+        if kind < 0.3:
+            shape = rng.choice(shapes)
+            count = 1
+            for d in shape:
+                count *= d
+            if rng.random() < 0.5:
+                nodes.append({"id": node_id, "op": "input", "shape": shape,
+                              "data": [rng.choice([0.5, -1, 2, "nan", "-inf"])
+                                       for _ in range(count)]})
+            else:
+                nodes.append({"id": node_id, "op": "full", "shape": shape, "value": 1.5})
+        elif kind < 0.5:
+            nodes.append({"id": node_id, "op": rng.choice(UNARY), "a": rng.choice(earlier)})
+        elif kind < 0.75:
+            nodes.append({"id": node_id, "op": rng.choice(BINARY + ["matmul"]),
+                          "a": rng.choice(earlier), "b": rng.choice(earlier)})
+        else:
+            nodes.append(rng.choice([
+                {"id": node_id, "op": "sum", "a": rng.choice(earlier),
+                 "axis": rng.choice([None, 0, -1, 1]), "keepdim": rng.random() < 0.3},
+                {"id": node_id, "op": "softmax", "a": rng.choice(earlier)},
+                {"id": node_id, "op": "transpose", "a": rng.choice(earlier)},
+                {"id": node_id, "op": "reshape", "a": rng.choice(earlier),
+                 "shape": rng.choice([[-1], [3, -1], [6], [1, -1]])},
+                {"id": node_id, "op": "permute", "a": rng.choice(earlier),
+                 "dims": rng.choice([[1, 0], [0], [2, 0, 1]])},
+                {"id": node_id, "op": "cross_entropy", "a": rng.choice(earlier),
+                 "b": rng.choice(earlier)},
+            ]))
+    rng.shuffle(nodes)
+    outputs = [{"name": f"o{k}", "id": i} for k, i in enumerate(rng.sample(ids, 2))]
+    return {"version": rng.choice([1, 2, 2]), "nodes": nodes, "outputs": outputs}
+
+
+def mutate(graph: dict, rng: random.Random) -> dict:
+    g = copy.deepcopy(graph)
+    for _ in range(rng.choice([0, 1, 1, 2])):
+        where = rng.random()
+        if where < 0.15:
+            g[rng.choice(["version", "nodes", "outputs"])] = rng.choice(JUNK)
+            return g
+        if where < 0.3 and isinstance(g["outputs"], list) and g["outputs"]:
+            out = rng.choice(g["outputs"])
+            out[rng.choice(["name", "id", "extra"])] = rng.choice(JUNK)
+            continue
+        node = rng.choice(g["nodes"])
+        key = rng.choice([k for k in node] + ["axis", "shape", "b", "data", "junk"])
+        if rng.random() < 0.2:
+            node.pop(key, None)
+        else:
+            node[key] = rng.choice(JUNK + [n.get("id") for n in g["nodes"]])
+    return g
+
+
+def python_view(graph: dict) -> dict:
+    try:
+        c = validate(graph)
+    except GpuLabError as err:
+        return {"code": err.code, "node": err.node}
+    return {"ok": True, "required": c.required_version, "order": c.order,
+            "shapes": [[n.id, list(n.shape)] for n in c.nodes]}
+
+
+def test_python_and_js_validators_agree():
+    rng = random.Random(20261130)
+    graphs = [mutate(random_graph(rng), rng) for _ in range(COUNT)]
+    text = json.dumps(graphs, allow_nan=False)
+    graphs = json.loads(text)  # both sides read the same JSON
+    js = subprocess.run(["node", "--input-type=module", "-e", JS], input=text, cwd=ROOT,
+                        capture_output=True, text=True, check=True, timeout=120)
+    js_views = json.loads(js.stdout)
+    kinds = {"ok": 0, "error": 0}
+    for graph, js_view in zip(graphs, js_views, strict=True):
+        assert "crash" not in js_view, js_view["crash"]
+        py_view = python_view(graph)
+        assert py_view == js_view, json.dumps(graph)
+        kinds["ok" if "ok" in py_view else "error"] += 1
+    # the corpus exercises both outcomes, so agreement is not vacuous
+    assert kinds["ok"] >= 60 and kinds["error"] >= 300, kinds
