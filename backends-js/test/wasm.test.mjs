@@ -296,3 +296,13 @@ test('exp, log, tanh, sigmoid, sqrt are within 1 float32 ulp of float64 math on 
   }
   be.dispose();
 });
+
+test('a missing kernels.wasm is UNAVAILABLE with its URL; a module without the ABI is BACKEND', async () => {
+  const missing = new URL('file:///nonexistent/kernels.wasm');
+  await assert.rejects(createBackend({ hooks: { kernelsUrl: missing } }),
+    (err) => err.code === 'UNAVAILABLE' && err.message.includes(missing.href));
+  // the SIMD probe itself is a valid module, but it exports no abi_version
+  const probe = new URL('data:application/wasm;base64,AGFzbQEAAAABBQFgAAF7AwIBAAoIAQYAQQD9Dws=');
+  await assert.rejects(createBackend({ hooks: { kernelsUrl: probe } }),
+    (err) => err.code === 'BACKEND' && /ABI -1/.test(err.message));
+});

@@ -47,9 +47,8 @@ export class WasmProgram {
     this.blocks = [];
     /** @type {Map<number, number>} node id -> slot */
     this.slotOf = new Map();
-    /** @type {number[]} */
-    const pointers = [];
-    this.pointers = pointers;
+    /** @type {number[]} slot -> byte address, while allocating */
+    this.pointers = [];
     this.scratchFloats = 0;
     this.scratch = 0;
     this.ran = false;
@@ -58,7 +57,8 @@ export class WasmProgram {
       this.persistent = this.persistentIds(keep);
       this.fused = this.fusedTransposes();
       this.allocate();
-      this.ptr = Uint32Array.from(pointers);
+      /** slot -> byte address; carries swap entries */
+      this.ptr = Uint32Array.from(this.pointers);
       this.steps = this.plan();
       this.planCarry();
       this.upload();
