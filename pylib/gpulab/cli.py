@@ -34,21 +34,23 @@ def _parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="serve the playground")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--host", default="127.0.0.1")
-    sub.add_parser("doctor", help="check what can run here")
+    doctor = sub.add_parser("doctor", help="check what can run here")
+    doctor.add_argument("args", nargs="*")
+    serve.add_argument("args", nargs="*")
     bench = sub.add_parser("bench", help="run the benchmarks")
     bench.add_argument("args", nargs="*")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["bench"]:  # every flag after `bench` belongs to the benchmark's own parser
+        return _bench(argparse.Namespace(args=argv[1:]))
     parser = _parser()
     # gpulab's flags may come after the program (`gpulab run prog.py --no-gpu`); anything else
-    # unknown belongs to the program or the benchmark
+    # unknown belongs to the program or to the module behind the subcommand, which checks it
     args, extra = parser.parse_known_args(argv)
-    if extra and args.command not in ("run", "bench"):
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    if extra:
-        args.args = [*args.args, *extra]
+    args.args = [*args.args, *extra]
     commands = {"run": _run, "serve": _serve, "doctor": _doctor, "bench": _bench}
     return commands[args.command](args) or 0
 
@@ -92,7 +94,7 @@ def _print_program_traceback(err: BaseException, path: str) -> None:
 def _serve(args: argparse.Namespace) -> int:
     server = _optional_module("gpulab.server")
     if server is not None:
-        return server.main(["--host", args.host, "--port", str(args.port)]) or 0
+        return server.main(["--host", args.host, "--port", str(args.port), *args.args]) or 0
     print("playground not built yet (gpulab.server is missing); running the seed example "
           "natively instead:")
     exec(compile(SEED_EXAMPLE, "<seed example>", "exec"), {"__name__": "__main__"})  # noqa: S102
@@ -102,7 +104,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _doctor(args: argparse.Namespace) -> int:
     doctor = _optional_module("gpulab.native.doctor")
     if doctor is not None:
-        return doctor.main() or 0
+        return doctor.main(args.args) or 0
     from .graph import Graph
 
     try:

@@ -64,7 +64,8 @@ def fake_module(monkeypatch, name: str, calls: list) -> None:
 
 @pytest.mark.parametrize("argv, name, args", [
     (["serve", "--port", "9001"], "gpulab.server", (["--host", "127.0.0.1", "--port", "9001"],)),
-    (["doctor"], "gpulab.native.doctor", ()),
+    (["doctor"], "gpulab.native.doctor", ([],)),
+    (["doctor", "--allow-software"], "gpulab.native.doctor", (["--allow-software"],)),
     (["bench", "mlp", "--steps", "3"], "gpulab.bench", (["mlp", "--steps", "3"],)),
 ])
 def test_subcommands_dispatch_to_their_modules(monkeypatch, argv, name, args):
