@@ -95,17 +95,27 @@ fn tanh_f32(x: f32) -> f32 {
   return select(-r, r, x >= 0.0f);
 }
 
-// erfc(x) to ~1.2e-7 relative (Numerical Recipes erfcc, Chebyshev fit). exp(-z*z) is split as
-// exp(-zz) * exp(poly - err), err = fma(z, z, -zz), so the rounding of z*z does not amplify.
-fn erfc_f32(x: f32) -> f32 {
-  let z = min(abs(x), 10.0f);
-  let t = 1.0f / (1.0f + 0.5f * z);
+// exp(-x * x / 2) without the rounding of x * x: x * x = hi + lo exactly (Dekker's product,
+// which needs no fused fma: lavapipe's fma is not always fused), and exp(-hi/2) * exp(-lo/2)
+// keeps the error at a few ulps even where x * x / 2 is near 100 (|x| <= 14.2 here).
+fn exp_neg_half_sq(x: f32) -> f32 {
+  let c = 4097.0f * x; // Veltkamp split: x = xh + xl, each with at most 12 significant bits
+  let xh = c - (c - x);
+  let xl = x - xh;
+  let hi = x * x;
+  let lo = ((xh * xh - hi) + 2.0f * xh * xl) + xl * xl;
+  return exp_f32(-0.5f * hi) * exp_f32(-0.5f * lo);
+}
+
+// erfc(x / sqrt 2) to ~1.2e-7 relative (Numerical Recipes erfcc, a Chebyshev fit) times the
+// rounding of a few float32 operations. Taking x rather than x / sqrt 2 keeps the exponent exact.
+fn erfc_half(x: f32) -> f32 {
+  let xc = min(abs(x), 14.2f); // erfc(10) underflows float32
+  let t = 1.0f / (1.0f + 0.5f * (xc * 0.70710678118654752f));
   let poly = -1.26551223f + t * (1.00002368f + t * (0.37409196f + t * (0.09678418f +
     t * (-0.18628806f + t * (0.27886807f + t * (-1.13520398f + t * (1.48851587f +
     t * (-0.82215223f + t * 0.17087277f))))))));
-  let zz = z * z;
-  let err = fma(z, z, -zz);
-  let r = t * exp_f32(-zz) * exp_f32(poly - err);
+  let r = t * exp_neg_half_sq(xc) * exp_f32(poly);
   return select(2.0f - r, r, x >= 0.0f);
 }
 // ---- end shared math ----
@@ -125,7 +135,7 @@ fn sigmoid_f32(x: f32) -> f32 {
 // gelu(x) = 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x erfc(-x / sqrt 2): no cancellation for x < 0.
 fn gelu_f32(x: f32) -> f32 {
   if (is_nan(x)) { return x; }
-  return 0.5f * x * erfc_f32(-x * 0.70710678118654752f);
+  return 0.5f * x * erfc_half(-x);
 }
 
 fn apply(x: f32) -> f32 {
