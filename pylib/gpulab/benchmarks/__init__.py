@@ -1,0 +1,1 @@
+"""Native benchmarks behind `gpulab bench` (the browser pages live in bench/)."""

@@ -1,0 +1,1 @@
+"""Reference models built with the gpulab API (used by examples, tests and benchmarks)."""
