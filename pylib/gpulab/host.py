@@ -147,7 +147,7 @@ def _with_fallback(candidates: list[Any], strict: bool, attempts: Attempts,
         executor = executor if executor is not None else _open_cpu()
         last = i == len(candidates) - 1
         try:
-            value = action(executor)
+            value = _as_gpulab_errors(executor.name, action, executor)
         except GpuLabError as err:
             attempts.add(executor.name, False, err.message)
             if err.code == "BACKEND" and executor.name == WGPU:
@@ -159,6 +159,16 @@ def _with_fallback(candidates: list[Any], strict: bool, attempts: Attempts,
         attempts.add(executor.name, True)
         return executor, value, fallback
     raise AssertionError("unreachable: the last candidate either returns or raises")
+
+
+def _as_gpulab_errors(name: str, action: Callable[[Any], Any], executor: Any) -> Any:
+    """Every executor failure reaches the caller as a GpuLabError (BACKEND when untyped)."""
+    try:
+        return action(executor)
+    except GpuLabError:
+        raise
+    except Exception as err:  # wrapped, with its cause chained
+        raise GpuLabError("BACKEND", f"{name} failed: {type(err).__name__}: {err}") from err
 
 
 # ---------------------------------------------------------------------------------------------

@@ -31,6 +31,8 @@ class FakeWgpu:
                      "software": False}
 
     def prepare(self, checked, feeds=(), carry=None, keep=()):
+        if self.limit == "crash":
+            raise RuntimeError("driver bug")
         if self.limit:
             raise GpuLabError("LIMIT", "buffer larger than maxStorageBufferBindingSize")
         return CpuExecutor().prepare(checked, feeds, carry, keep)
@@ -45,7 +47,7 @@ def fake_wgpu(monkeypatch):
         state["calls"].append(allow_software)
         if state["mode"] == "unavailable":
             raise GpuLabError("UNAVAILABLE", "no hardware adapter (lavapipe refused)")
-        return FakeWgpu(limit=state["mode"] == "limit")
+        return FakeWgpu(limit={"limit": True, "crash": "crash"}.get(state["mode"], False))
 
     module = types.ModuleType("gpulab.native.wgpu_executor")
     module.open_executor = open_executor
@@ -91,6 +93,16 @@ def test_forced_wgpu_is_never_downgraded(fake_wgpu):
     with pytest.raises(GpuLabError) as info:
         host.execute(SEED, backend="wgpu")
     assert info.value.code == "UNAVAILABLE" and "lavapipe" in info.value.message
+
+
+def test_executor_crashes_are_backend_errors_and_drop_the_cached_probe(fake_wgpu):
+    fake_wgpu["mode"] = "crash"
+    with pytest.raises(GpuLabError) as info:
+        host.execute(SEED)
+    assert info.value.code == "BACKEND" and "driver bug" in info.value.message
+    fake_wgpu["mode"] = "ok"
+    assert host.execute(SEED)["backend"] == "wgpu"
+    assert len(fake_wgpu["calls"]) == 2  # probed again after the failure
 
 
 def test_unavailable_gpu_falls_back_with_the_reason_unless_strict(fake_wgpu):
