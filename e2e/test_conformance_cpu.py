@@ -6,13 +6,14 @@ every case; the judge must be able to fail (perturbed results are reported as fa
 
 from __future__ import annotations
 
+import base64
 import math
 from collections.abc import Callable
 
 import numpy as np
 import pytest
 
-from e2e.conformance import generate, reference
+from e2e.conformance import executors, generate, reference
 from e2e.conformance.executors import LaneInfo, LaneRun, RawResult
 from e2e.conformance.runner import check_results, load_cases, run_conformance
 
@@ -160,6 +161,28 @@ def test_judge_fails_a_sum_in_another_order() -> None:
     assert not report.passed
     assert "64-lane order" in report.describe_failures()
     assert report.results[0].used <= 1  # within the tolerance class: only the order is wrong
+
+
+def test_a_crashed_batch_fails_its_cases_and_keeps_the_rest() -> None:
+    cases = load_cases()[:250]
+    good = _reference_run(cases)
+    calls = []
+
+    def run_batch(batch: list[dict]) -> dict:
+        calls.append(len(batch))
+        if len(calls) == 2:
+            raise RuntimeError("page crashed")
+        results = [{"name": c["name"], "outputs": {
+            n: {"shape": list(a.shape), "b64": base64.b64encode(a.astype("<f4").tobytes()).decode()}
+            for n, a in good.results[c["name"]].outputs.items()}} for c in batch]
+        return {"lane": {"available": True, "backend": "cpu"}, "results": results}
+
+    run = executors._run_js_batches("x", cases, run_batch)
+    assert calls == [100, 100, 50]
+    report = check_results(cases, run)
+    failed = [r.name for r in report.failures()]
+    assert failed == [c["name"] for c in cases[100:200]]
+    assert "CRASH: lane crashed: RuntimeError: page crashed" in report.describe_failures()
 
 
 def test_unavailable_lane_never_passes() -> None:

@@ -166,19 +166,48 @@ def _case_payload(cases: list[dict]) -> list[dict]:
     return [{"name": c["name"], "graph": c["graph"]} for c in cases]
 
 
+BATCH = 100  # cases per node process / page call: a crash loses one batch, not the lane
+
+
+def _run_js_batches(name: str, cases: list[dict], run_batch: Callable[[list[dict]], dict]
+                    ) -> LaneRun:
+    """Run the cases in batches; a batch that crashes fails its cases (code CRASH)."""
+    info: LaneInfo | None = None
+    results: dict[str, RawResult] = {}
+    first_problem = ""
+    for start in range(0, len(cases), BATCH):
+        batch = cases[start : start + BATCH]
+        try:
+            part = _js_lane(name, run_batch(batch))
+            problem = "" if part.info.available else part.info.reason
+        except Exception as exc:  # noqa: BLE001 - a crash is a result of its cases
+            part, problem = None, f"{type(exc).__name__}: {exc}"
+        if problem:
+            first_problem = first_problem or problem
+            err = {"code": "CRASH", "message": f"lane crashed: {problem[:500]}", "node": None}
+            results.update({c["name"]: RawResult(error=err) for c in batch})
+            continue
+        info = info or part.info  # type: ignore[union-attr]
+        results.update(part.results)  # type: ignore[union-attr]
+    if info is None:
+        return unavailable(name, first_problem or "no cases")
+    return LaneRun(info, results)
+
+
 def _run_node(name: str, backend: str, cases: list[dict], allow_software: bool = False,
               timeout_s: float = 600, **_: object) -> LaneRun:
     cmd = [os.environ.get("NODE", "node"), str(NODE_EXECUTOR), backend]
     if allow_software:
         cmd.append("--allow-software")
-    try:
-        proc = subprocess.run(cmd, input=json.dumps(_case_payload(cases)), capture_output=True,
+
+    def run_batch(batch: list[dict]) -> dict:
+        proc = subprocess.run(cmd, input=json.dumps(_case_payload(batch)), capture_output=True,
                               text=True, timeout=timeout_s, cwd=ROOT, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return unavailable(name, f"node executor did not finish: {exc}")
-    if proc.returncode != 0:
-        return unavailable(name, f"node executor exited {proc.returncode}: {proc.stderr[-2000:]}")
-    return _js_lane(name, json.loads(proc.stdout))
+        if proc.returncode != 0:
+            raise RuntimeError(f"node executor exited {proc.returncode}: {proc.stderr[-2000:]}")
+        return json.loads(proc.stdout)
+
+    return _run_js_batches(name, cases, run_batch)
 
 
 @executor("node-cpu")
@@ -212,30 +241,59 @@ def _browser_and_server(browser: object = None, server_url: str | None = None):
         yield browser, server_url
 
 
+class _LanePage:
+    """page.html in a fresh browser context; reopened after a crash."""
+
+    def __init__(self, browser: object, url: str, timeout_s: float) -> None:
+        self.browser, self.url, self.timeout_s = browser, url, timeout_s
+        self.console: list[str] = []
+        self.ctx = None
+        self.page = None
+
+    def open(self) -> None:
+        self.close()
+        self.ctx = self.browser.new_context()  # type: ignore[attr-defined]
+        page = self.ctx.new_page()
+        page.set_default_timeout(self.timeout_s * 1000)
+        page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}"))
+        page.on("pageerror", lambda e: self.console.append(f"pageerror: {e}"))
+        page.goto(self.url + PAGE_PATH)
+        page.wait_for_function("window.gpulabConformance !== undefined")
+        self.page = page
+
+    def run(self, backend: str, allow_software: bool, batch: list[dict]) -> dict:
+        if self.page is None:
+            self.open()
+        try:
+            return self.page.evaluate(  # type: ignore[union-attr]
+                "([b, s, c]) => window.gpulabConformance.run(b, s, c)",
+                [backend, allow_software, _case_payload(batch)])
+        except Exception:
+            self.page = None  # the next batch gets a fresh page
+            raise
+
+    def close(self) -> None:
+        if self.ctx is not None:
+            with contextlib.suppress(Exception):
+                self.ctx.close()
+        self.ctx = self.page = None
+
+
 def _run_browser(name: str, backend: str, cases: list[dict], allow_software: bool = False,
                  browser: object = None, server_url: str | None = None,
                  timeout_s: float = 600, **_: object) -> LaneRun:
     try:
         with _browser_and_server(browser, server_url) as (b, url):
-            ctx = b.new_context()  # type: ignore[attr-defined]
+            lane_page = _LanePage(b, url, timeout_s)
             try:
-                page = ctx.new_page()
-                page.set_default_timeout(timeout_s * 1000)
-                console: list[str] = []
-                page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
-                page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
-                page.goto(url + PAGE_PATH)
-                page.wait_for_function("window.gpulabConformance !== undefined")
-                payload = page.evaluate(
-                    "([b, s, c]) => window.gpulabConformance.run(b, s, c)",
-                    [backend, allow_software, _case_payload(cases)],
-                )
+                lane_page.open()
+                run = _run_js_batches(
+                    name, cases, lambda batch: lane_page.run(backend, allow_software, batch))
             finally:
-                ctx.close()
+                lane_page.close()
     except Exception as exc:  # noqa: BLE001 - a lane that cannot start is UNAVAILABLE
         return unavailable(name, f"browser lane did not run: {type(exc).__name__}: {exc}")
-    run = _js_lane(name, payload)
-    run.info.extra["console"] = console[-20:]
+    run.info.extra["console"] = lane_page.console[-20:]
     return run
 
 
