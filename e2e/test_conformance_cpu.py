@@ -7,8 +7,11 @@ every case; the judge must be able to fail (perturbed results are reported as fa
 from __future__ import annotations
 
 import base64
+import json
 import math
+import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -57,6 +60,64 @@ def test_browser_cpu_lane_passes_every_case(browser: object, server_url: str) ->
     assert report.lane.backend == "cpu"
     assert len(report.results) == len(load_cases())
     assert report.passed, report.describe_failures()
+
+
+# ---- both validators agree with the protocol on every case ---------------------------------
+
+
+def _protocol_order(graph: dict) -> list[int]:
+    """docs/protocol.md: live nodes only; repeatedly the first listed node whose operands ran."""
+    by_id = {n["id"]: n for n in graph["nodes"]}
+    live = {n["id"] for n in reference.needed_order(graph)}
+    done: list[int] = []
+    pending = [n for n in graph["nodes"] if n["id"] in live]
+    while pending:
+        ready = next(n for n in pending if all(i in done for i in reference.operand_ids(n)))
+        done.append(ready["id"])
+        pending.remove(ready)
+    assert set(done) <= set(by_id)
+    return done
+
+
+def _expected_checks(case: dict) -> tuple[int, list[int], dict[int, list[int]]]:
+    graph = case["graph"]
+    every = {**graph, "outputs": [{"name": str(n["id"]), "id": n["id"]} for n in graph["nodes"]]}
+    refs = reference.evaluate(every)
+    shapes = {int(i): list(r.value.shape) for i, r in refs.items()}
+    return graph["version"], [int(i) for i in _protocol_order(graph)], shapes
+
+
+def test_python_validator_agrees_on_shapes_versions_and_order() -> None:
+    from gpulab.protocol import validate
+
+    problems = []
+    for case in load_cases():
+        version, order, shapes = _expected_checks(case)
+        checked = validate(case["graph"])
+        got = {n.id: list(n.shape) for n in checked.nodes}
+        if (checked.required_version, list(checked.order), got) != (version, order, shapes):
+            problems.append(f"{case['name']}: version {checked.required_version}/{version} "
+                            f"order {checked.order}/{order} shapes {got}/{shapes}")
+    assert not problems, "\n".join(problems[:20])
+
+
+def test_js_validator_agrees_on_shapes_versions_and_order() -> None:
+    cases = load_cases()
+    script = Path(executors.__file__).with_name("node_validate.mjs")
+    proc = subprocess.run(["node", str(script)], input=json.dumps(
+        [{"name": c["name"], "graph": c["graph"]} for c in cases]), capture_output=True,
+        text=True, check=True, timeout=300)
+    problems = []
+    for case, answer in zip(cases, json.loads(proc.stdout), strict=True):
+        version, order, shapes = _expected_checks(case)
+        if "error" in answer:
+            problems.append(f"{case['name']}: refused {answer['error']}")
+            continue
+        got = {int(i): s for i, s in answer["shapes"].items()}
+        if (answer["requiredVersion"], answer["order"], got) != (version, order, shapes):
+            problems.append(f"{case['name']}: version {answer['requiredVersion']}/{version} "
+                            f"order {answer['order']}/{order} shapes {got}/{shapes}")
+    assert not problems, "\n".join(problems[:20])
 
 
 # ---- the judge can fail ---------------------------------------------------------------------
