@@ -381,6 +381,33 @@ def test_buffers_and_pipelines_reused_across_executes(wg):
     assert last["reused"] - first["reused"] == 20 * (first["created"] + first["reused"])
     assert last["pipelines"] == first["pipelines"]  # pipelines built once per device
     assert last["submits"] == first["submits"] + 20  # one submission per execute
+    assert last["uncapturedErrors"] == []
+
+
+def test_concurrent_executes_share_the_device_correctly(wg):
+    """Executes in flight together (shared pool, pipelines and error scopes) each get their own
+    right answer."""
+    r = wg(
+        open_runtime()
+        + """
+        const graph = (k) => ({version: 2, nodes: [
+          {id: 0, op: 'input', shape: [3, 65], data: wg.randoms(195, k)},
+          {id: 1, op: 'full', shape: [1], value: k},
+          {id: 2, op: 'mul', a: 0, b: 1},
+          {id: 3, op: 'sum', a: 2, axis: 1}],
+          outputs: [{name: 'x', id: 2}, {name: 's', id: 3}]});
+        const ks = [1, 2, 3, 4, 5, 6];
+        const res = await Promise.all(ks.map((k) => rt.execute(graph(k))));
+        const out = ks.map((k, i) => ({
+          k, want: Array.from(wg.randoms(195, k).map((v) => Math.fround(v * k))),
+          got: Array.from(res[i].outputs.x.data), sums: res[i].outputs.s.data.length}));
+        rt.dispose();
+        return out;
+        """
+    )
+    for case in r:
+        assert case["got"] == case["want"], case["k"]
+        assert case["sums"] == 3
 
 
 # ---- conformance ----

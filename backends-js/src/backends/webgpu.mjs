@@ -12,7 +12,8 @@
 //   hooks.transformWgsl(kernel, src)   edits a kernel's source (inject a WGSL error)
 // and the backend fills in:
 //   hooks.loseDevice()                 destroys the device as if it were lost
-//   hooks.webgpuStats()                {live, liveBytes, free, created, reused, submits, pipelines}
+//   hooks.webgpuStats()                {live, liveBytes, free, freeBytes, created, reused, submits,
+//                                       pipelines, uncapturedErrors} (also backend.stats())
 
 import { GpuLabError } from '../errors.mjs';
 import { acquireAdapter, describeAdapter, softwareName } from './webgpu/adapter.mjs';
@@ -57,7 +58,12 @@ export async function createBackend({ allowSoftware = false, hooks = {} } = {}) 
     device: facts.device,
     software,
   };
-  const stats = () => ({ ...pool.stats(), submits: counters.submits, pipelines: kernels.pipelinesCreated });
+  const stats = () => ({
+    ...pool.stats(),
+    submits: counters.submits,
+    pipelines: kernels.pipelinesCreated,
+    uncapturedErrors: [...gpu.uncaptured],
+  });
   if (hooks && typeof hooks === 'object') {
     hooks.loseDevice = () => gpu.device.destroy();
     hooks.webgpuStats = stats;

@@ -33,10 +33,10 @@ export class GpuDevice {
       this.lostMessage = this.disposed ? 'backend disposed' : `WebGPU device lost: ${why}`;
       return this.lostMessage;
     });
-    /** @type {string[]} uncaptured errors (outside any scope), kept for messages */
+    /** @type {string[]} the last few errors raised outside any error scope (for stats) */
     this.uncaptured = [];
     device.addEventListener?.('uncapturederror', (ev) => {
-      this.uncaptured.push(errorText(ev.error));
+      this.uncaptured = [...this.uncaptured.slice(-9), errorText(ev.error)];
     });
   }
 
@@ -44,8 +44,11 @@ export class GpuDevice {
   limits() {
     /** @type {Record<string, number>} */
     const out = {};
-    for (const key of WANTED_LIMITS) out[key] = this.device.limits[key];
-    out.minUniformBufferOffsetAlignment = this.device.limits.minUniformBufferOffsetAlignment;
+    const lim = this.device.limits;
+    for (const key of WANTED_LIMITS) out[key] = lim[key];
+    // A tensor must fit one binding AND one buffer; the planner refuses larger ones with LIMIT.
+    out.maxStorageBufferBindingSize = Math.min(lim.maxStorageBufferBindingSize, lim.maxBufferSize);
+    out.minUniformBufferOffsetAlignment = lim.minUniformBufferOffsetAlignment;
     return out;
   }
 

@@ -23,11 +23,13 @@ export class BufferPool {
    */
   constructor(device, { maxFreeBytes = DEFAULT_MAX_FREE_BYTES } = {}) {
     this.device = device;
+    /** a size class never goes past what the device can allocate */
+    this.maxBufferSize = device.limits.maxBufferSize;
     this.maxFreeBytes = maxFreeBytes;
     /** @type {Map<string, GPUBuffer[]>} free buffers by key */
     this.free = new Map();
-    /** @type {GPUBuffer[]} free buffers, oldest release first (for trimming) */
-    this.freeOrder = [];
+    /** @type {Set<GPUBuffer>} free buffers, oldest release first (a Set: O(1) removal) */
+    this.freeOrder = new Set();
     this.freeBytes = 0;
     this.live = 0; // created and not destroyed (in use + free)
     this.liveBytes = 0;
@@ -43,11 +45,11 @@ export class BufferPool {
    * @returns {GPUBuffer}
    */
   acquire(usage, bytes, label = 'gpu-lab') {
-    const size = sizeClass(bytes);
+    const size = Math.max(Math.ceil(bytes / 4) * 4, Math.min(sizeClass(bytes), this.maxBufferSize));
     const list = this.free.get(key(usage, size));
     if (list && list.length) {
       const buf = /** @type {GPUBuffer} */ (list.pop());
-      this.freeOrder.splice(this.freeOrder.indexOf(buf), 1);
+      this.freeOrder.delete(buf);
       this.freeBytes -= size;
       this.reused += 1;
       return buf;
@@ -65,19 +67,21 @@ export class BufferPool {
    * @param {GPUBuffer} buf
    */
   release(buf) {
+    if (this.freeOrder.has(buf)) return; // released twice: keep one entry
     const k = key(buf.usage, buf.size);
     let list = this.free.get(k);
     if (!list) this.free.set(k, (list = []));
     list.push(buf);
-    this.freeOrder.push(buf);
+    this.freeOrder.add(buf);
     this.freeBytes += buf.size;
     this.trim();
   }
 
   /** Destroy the oldest free buffers while more than maxFreeBytes are kept. */
   trim() {
-    while (this.freeBytes > this.maxFreeBytes && this.freeOrder.length) {
-      const buf = /** @type {GPUBuffer} */ (this.freeOrder.shift());
+    for (const buf of this.freeOrder) {
+      if (this.freeBytes <= this.maxFreeBytes) break;
+      this.freeOrder.delete(buf);
       const list = /** @type {GPUBuffer[]} */ (this.free.get(key(buf.usage, buf.size)));
       list.splice(list.indexOf(buf), 1);
       this.freeBytes -= buf.size;
@@ -97,7 +101,7 @@ export class BufferPool {
     return {
       live: this.live,
       liveBytes: this.liveBytes,
-      free: this.freeOrder.length,
+      free: this.freeOrder.size,
       freeBytes: this.freeBytes,
       created: this.created,
       reused: this.reused,
