@@ -306,3 +306,34 @@ test('a missing kernels.wasm is UNAVAILABLE with its URL; a module without the A
   await assert.rejects(createBackend({ hooks: { kernelsUrl: probe } }),
     (err) => err.code === 'BACKEND' && /ABI -1/.test(err.message));
 });
+
+/** out[i] = a[dims[i]] by index arithmetic, any rank. */
+function permuteRef(a, shape, dims) {
+  const outShape = dims.map((d) => shape[d]);
+  const inStrides = shape.map((_, i) => count(shape.slice(i + 1)));
+  return Float32Array.from({ length: a.length }, (_, flat) => {
+    let rem = flat;
+    let src = 0;
+    for (let i = outShape.length - 1; i >= 0; i--) {
+      src += (rem % outShape[i]) * inStrides[dims[i]];
+      rem = Math.floor(rem / outShape[i]);
+    }
+    return a[src];
+  });
+}
+
+test('permute and transpose of large planes (the tiled path) move every element exactly', async () => {
+  const be = await createBackend();
+  for (const [shape, dims] of [[[37, 50], [1, 0]], [[2, 20, 33], [0, 2, 1]], [[17, 3, 18], [1, 2, 0]],
+    [[3, 16, 2, 16], [1, 3, 0, 2]], [[40, 40], [0, 1]]]) {
+    const a = values(count(shape));
+    sameBits(await runOp(be, [[shape, a]], { op: 'permute', a: 0, dims }), permuteRef(a, shape, dims),
+      `permute ${shape} by ${dims}`);
+    const rank = shape.length;
+    const swap = [...Array(rank).keys()];
+    [swap[rank - 2], swap[rank - 1]] = [swap[rank - 1], swap[rank - 2]];
+    sameBits(await runOp(be, [[shape, a]], { op: 'transpose', a: 0 }), permuteRef(a, shape, swap),
+      `transpose ${shape}`);
+  }
+  be.dispose();
+});
