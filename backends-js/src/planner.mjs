@@ -342,7 +342,16 @@ function planMatmul(ctx, node) {
   const a = ctx.operand(node, 0);
   const b = ctx.operand(node, 1);
   const out = ctx.output(node);
-  ctx.dispatch(node, big ? 'matmul_rb' : 'matmul', {}, params, [a, b, out], tilesM * tilesN * batch);
+  ctx.dispatch(node, matmulKernel(big, k, n), {}, params, [a, b, out], tilesM * tilesN * batch);
+}
+
+/**
+ * matmul_rb_v4 reads and writes vec4s, so every row of a, b and out must start on 16 bytes.
+ * @param {boolean} big @param {number} k @param {number} n
+ */
+function matmulKernel(big, k, n) {
+  if (!big) return 'matmul';
+  return k % 4 === 0 && n % 4 === 0 ? 'matmul_rb_v4' : 'matmul_rb';
 }
 
 /**

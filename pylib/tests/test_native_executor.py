@@ -33,9 +33,13 @@ def _mixed_graph() -> dict:
         {"id": 4, "op": "sum", "a": 2, "axis": 2, "keepdim": True},
         {"id": 5, "op": "sub", "a": 2, "b": 4},
         {"id": 6, "op": "gelu", "a": 5},
-        {"id": 7, "op": "mean", "a": 6}],
+        {"id": 7, "op": "mean", "a": 6},
+        # K and N multiples of 4: matmul_rb_v4 where the device has 32 KiB of workgroup storage
+        {"id": 8, "op": "input", "shape": [2, 1, 130, 36], "data": _data(2, 1, 130, 36)},
+        {"id": 9, "op": "input", "shape": [3, 36, 132], "data": _data(3, 36, 132)},
+        {"id": 10, "op": "matmul", "a": 8, "b": 9}],
         "outputs": [{"name": n, "id": i} for n, i in
-                    [("mm", 2), ("sm", 3), ("rows", 4), ("g", 6), ("m", 7)]]}
+                    [("mm", 2), ("sm", 3), ("rows", 4), ("g", 6), ("m", 7), ("mm4", 10)]]}
 
 
 @pytest.fixture(scope="module")
@@ -58,20 +62,28 @@ def _bits_equal(a: dict, b: dict) -> bool:
     return all(np.array_equal(a[k].view(np.uint32), b[k].view(np.uint32)) for k in a)
 
 
-def test_matmul_within_the_protocol_bound_on_both_kernels() -> None:
+def _operand(graph: dict, node_id: int) -> np.ndarray:
+    node = next(n for n in graph["nodes"] if n["id"] == node_id)
+    return np.array(node["data"], np.float64).reshape(node["shape"])
+
+
+def test_matmul_within_the_protocol_bound_on_every_kernel() -> None:
     graph = _mixed_graph()
-    a = np.array(graph["nodes"][0]["data"], np.float64).reshape(2, 130, 33)
-    b = np.array(graph["nodes"][1]["data"], np.float64).reshape(33, 129)
-    ref, scale = a @ b, np.abs(a) @ np.abs(b)
     eps = float(np.finfo(np.float32).eps)
-    for storage in (16384, 32768):
+    for storage, kernels in ((16384, {"matmul"}), (32768, {"matmul_rb", "matmul_rb_v4"})):
         ex = open_executor(True, limits={"maxComputeWorkgroupStorageSize": storage})
         try:
-            got = _run(ex, graph)[2].astype(np.float64)
+            planned = {s["kernel"] for s in ex.prepare(validate(graph)).plan["steps"]}
+            got = _run(ex, graph)
         finally:
             ex.dispose()
-        ulp = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
-        assert np.all(np.abs(got - ref) <= 8 * ulp + 4 * eps * scale), storage
+        assert kernels <= planned
+        for out, (a_id, b_id) in ((2, (0, 1)), (10, (8, 9))):
+            a, b = _operand(graph, a_id), _operand(graph, b_id)
+            ref, scale = a @ b, np.abs(a) @ np.abs(b)
+            ulp = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
+            err = np.abs(got[out].astype(np.float64) - ref)
+            assert np.all(err <= 8 * ulp + 4 * eps * scale), (storage, out)
 
 
 def test_matmul_kernels_and_split_dispatches_give_identical_bits(executor: Any) -> None:

@@ -65,6 +65,10 @@ def test_matmul_kernel_follows_workgroup_storage() -> None:
     assert [s["kernel"] for s in big["steps"]] == ["matmul_rb"]
     m, n, k = (small["steps"][0]["params"][i][1] for i in range(3))
     assert (m, n, k) == (5, 3, 7)
+    aligned = validate(_graph(_input(0, [5, 8]), _input(1, [8, 4]),
+                              {"id": 2, "op": "matmul", "a": 0, "b": 1}, outputs=[2]))
+    big = plan_graph(aligned, {"maxComputeWorkgroupStorageSize": 32768})
+    assert [s["kernel"] for s in big["steps"]] == ["matmul_rb_v4"]  # K, N multiples of 4
 
 
 def test_broadcast_strides_are_zero_on_size_one_axes() -> None:

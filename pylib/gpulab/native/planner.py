@@ -301,8 +301,16 @@ def _plan_matmul(ctx: _PlanContext, node: CheckedNode) -> None:
     a = ctx.operand(node, 0)
     b = ctx.operand(node, 1)
     out = ctx.output(node)
-    ctx.dispatch(node, "matmul_rb" if big else "matmul", {}, params, [a, b, out],
+    ctx.dispatch(node, _matmul_kernel(big, k, n), {}, params, [a, b, out],
                  tiles_m * tiles_n * batch)
+
+
+def _matmul_kernel(big: bool, k: int, n: int) -> str:
+    """matmul_rb_v4 reads and writes vec4s, so every row of a, b and out must start on 16
+    bytes."""
+    if not big:
+        return "matmul"
+    return "matmul_rb_v4" if k % 4 == 0 and n % 4 == 0 else "matmul_rb"
 
 
 def _plan_reduce(ctx: _PlanContext, node: CheckedNode) -> None:

@@ -2,9 +2,13 @@
 // per batch (batch strides in params, 0 where an operand broadcasts). 256 threads (16 x 16);
 // thread (tx, ty) owns rows {ty*4 .. ty*4+3, 64+ty*4 .. 64+ty*4+3} and the same columns with tx,
 // 8 x 8 outputs in 16 vec4 registers. k tiles are 16 deep and double-buffered in workgroup
-// memory (2 x 2 x 16 x 128 floats = 32 KiB), so one barrier per tile. Every output accumulates in
-// ascending k from 0.0 with fma (the protocol's matmul order). Needs 32 KiB of workgroup storage:
-// the planner picks this kernel only when maxComputeWorkgroupStorageSize >= 32768.
+// memory (2 x 2 x 16 x 128 floats = 32 KiB), so one barrier per tile; the next tile's global
+// loads are in flight while the current one is multiplied. Every output accumulates in
+// ascending k from 0.0 with fma (the protocol's matmul order), exactly like matmul.wgsl and
+// matmul_rb_v4.wgsl, so all three give the same bits. Any M, N, K: loads past the edges read 0
+// (out-of-range indices are clamped by WebGPU's robust access and the value replaced by 0).
+// The planner picks this kernel when maxComputeWorkgroupStorageSize >= 32768 and K or N is
+// not a multiple of 4 (else matmul_rb_v4, the same tile with vec4 loads).
 
 struct Params {
   m: u32, n: u32, k: u32, tiles_m: u32,
@@ -27,42 +31,58 @@ var<workgroup> as_: array<vec4<f32>, 1024>;
 // bs[buf * BUF + k * 32 + c / 4][c % 4] = b[k, column c].
 var<workgroup> bs: array<vec4<f32>, 1024>;
 
-fn load_a(base: u32, row0: u32, k0: u32, lid: u32) -> array<f32, 8> {
-  // Thread lid loads row (lid % 128), k = k0 + (lid / 128) * 8 .. +8: 32 contiguous bytes.
-  var v: array<f32, 8>;
+fn a_at(row_ok: bool, base: u32, k: u32) -> f32 {
+  return select(0.0f, a[base + k], row_ok && k < p.k);
+}
+
+// Thread lid loads row (lid % 128) of the tile, k = k0 + (lid / 128) * 8 .. +8.
+fn load_a(a_base: u32, row0: u32, k0: u32, lid: u32) -> array<vec4<f32>, 2> {
   let r = row0 + lid % TILE;
-  let kk = k0 + (lid / TILE) * 8u;
-  for (var q = 0u; q < 8u; q++) {
-    v[q] = 0.0f;
-    if (r < p.m && kk + q < p.k) { v[q] = a[base + r * p.k + kk + q]; }
-  }
-  return v;
+  let ok = r < p.m;
+  let base = a_base + r * p.k;
+  let k = k0 + (lid / TILE) * 8u;
+  return array<vec4<f32>, 2>(
+    vec4<f32>(a_at(ok, base, k), a_at(ok, base, k + 1u), a_at(ok, base, k + 2u),
+              a_at(ok, base, k + 3u)),
+    vec4<f32>(a_at(ok, base, k + 4u), a_at(ok, base, k + 5u), a_at(ok, base, k + 6u),
+              a_at(ok, base, k + 7u)));
 }
 
-fn store_a(buf: u32, lid: u32, v: array<f32, 8>) {
+fn store_a(buf: u32, lid: u32, v: array<vec4<f32>, 2>) {
   let r = lid % TILE;
-  let kk = (lid / TILE) * 8u;
-  for (var q = 0u; q < 8u; q++) {
-    as_[buf * BUF + (kk + q) * VEC_ROW + r / 4u][r % 4u] = v[q];
-  }
+  let at = buf * BUF + ((lid / TILE) * 8u) * VEC_ROW + r / 4u;
+  let c = r % 4u;
+  as_[at][c] = v[0].x;
+  as_[at + VEC_ROW][c] = v[0].y;
+  as_[at + 2u * VEC_ROW][c] = v[0].z;
+  as_[at + 3u * VEC_ROW][c] = v[0].w;
+  as_[at + 4u * VEC_ROW][c] = v[1].x;
+  as_[at + 5u * VEC_ROW][c] = v[1].y;
+  as_[at + 6u * VEC_ROW][c] = v[1].z;
+  as_[at + 7u * VEC_ROW][c] = v[1].w;
 }
 
-fn load_b(base: u32, k0: u32, col0: u32, lid: u32) -> array<f32, 8> {
-  // Thread lid loads k = k0 + lid / 16, columns col0 + (lid % 16) * 8 .. +8.
-  var v: array<f32, 8>;
-  let kk = k0 + lid / 16u;
+fn b_at(k_ok: bool, base: u32, c: u32) -> f32 {
+  return select(0.0f, b[base + c], k_ok && c < p.n);
+}
+
+// Thread lid loads k = k0 + lid / 16, columns col0 + (lid % 16) * 8 .. +8.
+fn load_b(b_base: u32, k0: u32, col0: u32, lid: u32) -> array<vec4<f32>, 2> {
+  let k = k0 + lid / 16u;
+  let ok = k < p.k;
+  let base = b_base + k * p.n;
   let c = col0 + (lid % 16u) * 8u;
-  for (var q = 0u; q < 8u; q++) {
-    v[q] = 0.0f;
-    if (kk < p.k && c + q < p.n) { v[q] = b[base + kk * p.n + c + q]; }
-  }
-  return v;
+  return array<vec4<f32>, 2>(
+    vec4<f32>(b_at(ok, base, c), b_at(ok, base, c + 1u), b_at(ok, base, c + 2u),
+              b_at(ok, base, c + 3u)),
+    vec4<f32>(b_at(ok, base, c + 4u), b_at(ok, base, c + 5u), b_at(ok, base, c + 6u),
+              b_at(ok, base, c + 7u)));
 }
 
-fn store_b(buf: u32, lid: u32, v: array<f32, 8>) {
+fn store_b(buf: u32, lid: u32, v: array<vec4<f32>, 2>) {
   let at = buf * BUF + (lid / 16u) * VEC_ROW + (lid % 16u) * 2u;
-  bs[at] = vec4<f32>(v[0], v[1], v[2], v[3]);
-  bs[at + 1u] = vec4<f32>(v[4], v[5], v[6], v[7]);
+  bs[at] = v[0];
+  bs[at + 1u] = v[1];
 }
 
 fn store4(base: u32, row: u32, col: u32, v: vec4<f32>) {
@@ -88,8 +108,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let tx = lid % 16u;
   let ty = lid / 16u;
 
-  var acc: array<vec4<f32>, 16>;
-  for (var i = 0u; i < 16u; i++) { acc[i] = vec4<f32>(0.0f); }
+  var acc: array<vec4<f32>, 16>; // zero-initialized; [2 i + h]: row i, column half h
 
   let tiles_k = (p.k + BK - 1u) / BK;
   store_a(0u, lid, load_a(a_base, row0, 0u, lid));
@@ -98,8 +117,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   for (var t = 0u; t < tiles_k; t++) {
     let cur = t % 2u;
     let more = t + 1u < tiles_k;
-    var next_a: array<f32, 8>;
-    var next_b: array<f32, 8>;
+    var next_a: array<vec4<f32>, 2>;
+    var next_b: array<vec4<f32>, 2>;
     if (more) {
       next_a = load_a(a_base, row0, (t + 1u) * BK, lid);
       next_b = load_b(b_base, (t + 1u) * BK, col0, lid);
@@ -134,10 +153,26 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     workgroupBarrier();
   }
 
+  // Constant indices only, so the accumulators stay in registers.
   let c_base = bi * p.m * p.n;
-  for (var i = 0u; i < 8u; i++) {
-    let row = row0 + select(ty * 4u + i, 64u + ty * 4u + i - 4u, i >= 4u);
-    store4(c_base, row, col0 + tx * 4u, acc[i * 2u]);
-    store4(c_base, row, col0 + 64u + tx * 4u, acc[i * 2u + 1u]);
-  }
+  let r0 = row0 + ty * 4u;
+  let r1 = row0 + 64u + ty * 4u;
+  let c0 = col0 + tx * 4u;
+  let c1 = col0 + 64u + tx * 4u;
+  store4(c_base, r0, c0, acc[0]);
+  store4(c_base, r0, c1, acc[1]);
+  store4(c_base, r0 + 1u, c0, acc[2]);
+  store4(c_base, r0 + 1u, c1, acc[3]);
+  store4(c_base, r0 + 2u, c0, acc[4]);
+  store4(c_base, r0 + 2u, c1, acc[5]);
+  store4(c_base, r0 + 3u, c0, acc[6]);
+  store4(c_base, r0 + 3u, c1, acc[7]);
+  store4(c_base, r1, c0, acc[8]);
+  store4(c_base, r1, c1, acc[9]);
+  store4(c_base, r1 + 1u, c0, acc[10]);
+  store4(c_base, r1 + 1u, c1, acc[11]);
+  store4(c_base, r1 + 2u, c0, acc[12]);
+  store4(c_base, r1 + 2u, c1, acc[13]);
+  store4(c_base, r1 + 3u, c0, acc[14]);
+  store4(c_base, r1 + 3u, c1, acc[15]);
 }
