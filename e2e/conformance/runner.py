@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -191,7 +192,10 @@ def run_conformance(executor: str, cases: list[dict] | None = None, **opts: obje
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; known: {', '.join(EXECUTORS)}")
     cases = load_cases() if cases is None else cases
-    return check_results(cases, EXECUTORS[executor](cases, **opts))
+    started = time.perf_counter()
+    run = EXECUTORS[executor](cases, **opts)
+    run.info.extra["run_seconds"] = round(time.perf_counter() - started, 2)
+    return check_results(cases, run)
 
 
 # ---- report files ---------------------------------------------------------------------------
@@ -216,8 +220,10 @@ def _lane_line(r: Report) -> str:
             lane.software]
     state = "UNAVAILABLE: " + lane.reason if not lane.available else (
         "PASS" if r.passed else f"FAIL ({len(r.failures())} of {len(r.results)} cases)")
+    seconds = lane.extra.get("run_seconds")
+    took = f"{seconds:.1f} s" if isinstance(seconds, float | int) else "-"
     return (f"| {lane.executor} | {lane.backend or '-'} | {lane.adapter or '-'} | {software} "
-            f"| {state} |")
+            f"| {state} | {took} |")
 
 
 def to_markdown(reports: list[Report]) -> str:
@@ -227,7 +233,8 @@ def to_markdown(reports: list[Report]) -> str:
     the largest share of the class's allowed error used by any element (100% = at the bound).
     """
     lines = ["# Conformance report", "",
-             "| executor | backend | adapter | kind | result |", "| --- | --- | --- | --- | --- |"]
+             "| executor | backend | adapter | kind | result | run time |",
+             "| --- | --- | --- | --- | --- | --- |"]
     lines += [_lane_line(r) for r in reports]
     ops = list(OP_TABLE["ops"]) + ["chain"]
     summaries = [r.by_op() for r in reports]
