@@ -1,6 +1,8 @@
 // The wasm benchmark page: times the MLP Adam step (bench/wasm/mlp.mjs) on our wasm and cpu
-// backends (per execute, and per single-step run of a prepared session) and TensorFlow.js's
-// wasm backend doing the same step from the same weights; checks the losses agree.
+// backends (per execute, per single-step run of a prepared session, per step at 8 steps per
+// run) and TensorFlow.js's wasm backend doing the same step from the same weights, and checks
+// the losses agree. Measurements are interleaved round by round (every contender once per
+// round), so a burst of load on a shared machine hits all of them alike.
 // Result: window.benchResult (read by bench/wasm/run.py) and a table in the page.
 import { createRuntime } from '/backends-js/src/runtime.mjs';
 import { ADAM, SIZES, mlpData, mlpStepGraph } from './mlp.mjs';
@@ -10,25 +12,22 @@ const ITERATIONS = Math.max(20, Number(params.get('iterations') ?? 30));
 const WARMUP = 3;
 const AGREEMENT_STEPS = 5;
 
-/** Times `fn` WARMUP + ITERATIONS times; ms per call (median, min, all samples). */
-async function time(fn) {
-  for (let i = 0; i < WARMUP; i++) await fn(i);
-  const samples = [];
-  for (let i = 0; i < ITERATIONS; i++) {
-    const t0 = performance.now();
-    await fn(i);
-    samples.push(performance.now() - t0);
-  }
-  const sorted = [...samples].sort((a, b) => a - b);
+const data = mlpData({ seed: 1, batches: 1 });
+
+/** median and min of samples (ms), divided by `per` (steps per call). */
+function summarize(samples, per = 1) {
+  const sorted = samples.map((s) => s / per).sort((a, b) => a - b);
   const mid = sorted.length >> 1;
   const median = sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
   return { median, min: sorted[0], samples };
 }
 
-const data = mlpData({ seed: 1, batches: 1 });
-
-/** Our runtime on one backend: losses of AGREEMENT_STEPS session steps, then the timings. */
-async function benchOurs(backend) {
+/**
+ * Our runtime on one backend: the losses of AGREEMENT_STEPS session steps, and the calls to time.
+ * @returns {Promise<{name: string, adapter: object, losses: number[],
+ *   calls: Record<string, {fn: () => Promise<unknown>, per: number}>, dispose: () => void}>}
+ */
+async function ours(backend) {
   const rt = await createRuntime({ backend });
   const stepGraph = mlpStepGraph(data).graph;
   const { graph, carry, feeds, ids } = mlpStepGraph(data, { feedXY: true });
@@ -39,86 +38,94 @@ async function benchOurs(backend) {
   const losses = [];
   for (let s = 0; s < AGREEMENT_STEPS; s++) losses.push((await check.run([feed])).outputs.loss.data[0]);
   check.dispose();
-  const execute = await time(() => rt.execute(stepGraph));
-  const session = await open();
-  const run = await time(() => session.run([feed]));
-  const eight = await time(() => session.run(Array(8).fill(feed)));
-  session.dispose();
-  const run8 = { median: eight.median / 8, min: eight.min / 8, samples: eight.samples };
-  const info = rt.info;
-  rt.dispose();
-  return { name: `gpu-lab ${backend}`, adapter: info, losses, execute, run, run8 };
+  const single = await open();
+  const eight = await open();
+  const steps8 = Array(8).fill(feed);
+  return {
+    name: `gpu-lab ${backend}`, adapter: rt.info, losses,
+    calls: { execute: { fn: () => rt.execute(stepGraph), per: 1 },
+      run: { fn: () => single.run([feed]), per: 1 }, run8: { fn: () => eight.run(steps8), per: 8 } },
+    dispose: () => rt.dispose(),
+  };
 }
 
 /** TensorFlow.js wasm: the same model, weights, batch and Adam settings. */
-async function benchTfjs() {
+async function tfjs() {
   const tf = /** @type {any} */ (globalThis).tf;
   tf.wasm.setWasmPaths('/node_modules/@tensorflow/tfjs-backend-wasm/dist/');
   if (!(await tf.setBackend('wasm'))) throw new Error('tf.setBackend("wasm") failed');
   await tf.ready();
   const { batch, input, hidden, classes } = SIZES;
-  const make = () => ({
-    w1: tf.variable(tf.tensor2d(data.w1, [input, hidden])), b1: tf.variable(tf.tensor1d(data.b1)),
-    w2: tf.variable(tf.tensor2d(data.w2, [hidden, classes])), b2: tf.variable(tf.tensor1d(data.b2)),
-  });
   const x = tf.tensor2d(data.xs[0], [batch, input]);
   const y = tf.tensor2d(data.ys[0], [batch, classes]);
   const trainer = () => {
-    const v = make();
+    const v = {
+      w1: tf.variable(tf.tensor2d(data.w1, [input, hidden])), b1: tf.variable(tf.tensor1d(data.b1)),
+      w2: tf.variable(tf.tensor2d(data.w2, [hidden, classes])), b2: tf.variable(tf.tensor1d(data.b2)),
+    };
     const opt = tf.train.adam(ADAM.lr, ADAM.beta1, ADAM.beta2, ADAM.eps);
     const loss = () => {
       const h = tf.relu(tf.add(tf.matMul(x, v.w1), v.b1));
       return tf.losses.softmaxCrossEntropy(y, tf.add(tf.matMul(h, v.w2), v.b2));
     };
-    const step = async () => {
+    return async () => {
       const l = opt.minimize(loss, true, [v.w1, v.b1, v.w2, v.b2]);
       const value = (await l.data())[0];
       l.dispose();
       return value;
     };
-    const dispose = () => { opt.dispose(); Object.values(v).forEach((t) => t.dispose()); };
-    return { step, dispose };
   };
   const check = trainer();
   const losses = [];
-  for (let s = 0; s < AGREEMENT_STEPS; s++) losses.push(await check.step());
-  check.dispose();
-  const t = trainer();
-  const run = await time(() => t.step());
-  t.dispose();
+  for (let s = 0; s < AGREEMENT_STEPS; s++) losses.push(await check());
   const flag = (name) => { try { return tf.env().getBool(name); } catch { return null; } };
-  return { name: 'TF.js wasm', adapter: { backend: tf.getBackend(), version: tf.version.tfjs,
-    threads: tf.wasm.getThreadsCount?.() ?? null, simd: flag('WASM_HAS_SIMD_SUPPORT'),
-    multithread: flag('WASM_HAS_MULTITHREAD_SUPPORT') }, losses, execute: null, run, run8: null };
+  return {
+    name: 'TF.js wasm',
+    adapter: { backend: tf.getBackend(), version: tf.version.tfjs,
+      threads: tf.wasm.getThreadsCount?.() ?? null, simd: flag('WASM_HAS_SIMD_SUPPORT'),
+      multithread: flag('WASM_HAS_MULTITHREAD_SUPPORT') },
+    losses, calls: { run: { fn: trainer(), per: 1 } }, dispose: () => {},
+  };
 }
 
 const fmt = (r) => (r ? `${r.median.toFixed(2)} (min ${r.min.toFixed(2)})` : '—');
 
 async function main() {
   const status = document.getElementById('status');
-  const rows = [];
+  const contenders = [];
   const errors = {};
-  for (const [key, fn] of [['wasm', () => benchOurs('wasm')], ['cpu', () => benchOurs('cpu')],
-    ['tfjs-wasm', benchTfjs]]) {
-    status.textContent = `running ${key}…`;
+  for (const [key, open] of [['wasm', () => ours('wasm')], ['cpu', () => ours('cpu')], ['tfjs-wasm', tfjs]]) {
     try {
-      rows.push(await fn());
+      contenders.push(await open());
     } catch (err) {
       errors[key] = String(err?.stack ?? err);
     }
   }
-  const reference = rows.find((r) => r.name === 'TF.js wasm')?.losses;
-  for (const r of rows) {
-    r.maxLossDiffVsTfjs = reference
-      ? Math.max(...r.losses.map((l, i) => Math.abs(l - reference[i]))) : null;
+  const samples = contenders.map((c) => Object.fromEntries(Object.keys(c.calls).map((k) => [k, []])));
+  for (let round = -WARMUP; round < ITERATIONS; round++) {
+    status.textContent = `round ${round + 1} of ${ITERATIONS}`;
+    for (const [i, c] of contenders.entries()) {
+      for (const [key, { fn }] of Object.entries(c.calls)) {
+        const t0 = performance.now();
+        await fn();
+        if (round >= 0) samples[i][key].push(performance.now() - t0);
+      }
+    }
   }
+  const reference = contenders.find((c) => c.name === 'TF.js wasm')?.losses;
+  const rows = contenders.map((c, i) => {
+    const timing = (key) => (c.calls[key] ? summarize(samples[i][key], c.calls[key].per) : null);
+    c.dispose();
+    return { name: c.name, adapter: c.adapter, losses: c.losses, execute: timing('execute'),
+      run: timing('run'), run8: timing('run8'),
+      maxLossDiffVsTfjs: reference ? Math.max(...c.losses.map((l, s) => Math.abs(l - reference[s]))) : null };
+  });
   const result = { iterations: ITERATIONS, warmup: WARMUP, agreementSteps: AGREEMENT_STEPS,
-    userAgent: navigator.userAgent, hardwareConcurrency: navigator.hardwareConcurrency,
+    interleaved: true, userAgent: navigator.userAgent, hardwareConcurrency: navigator.hardwareConcurrency,
     crossOriginIsolated: globalThis.crossOriginIsolated, date: new Date().toISOString(), rows, errors };
-  const table = document.getElementById('table');
-  table.innerHTML = '<tr><th>backend</th><th>execute ms</th><th>session run ms (1 step)</th>' +
-    '<th>ms per step, 8 steps per run</th>' +
-    '<th>loss step 1</th><th>max |loss diff| vs TF.js</th></tr>' + rows.map((r) =>
+  document.getElementById('table').innerHTML = '<tr><th>backend</th><th>execute ms</th>' +
+    '<th>session run ms (1 step)</th><th>ms per step, 8 steps per run</th><th>loss step 1</th>' +
+    '<th>max |loss diff| vs TF.js</th></tr>' + rows.map((r) =>
     `<tr><td>${r.name}</td><td>${fmt(r.execute)}</td><td>${fmt(r.run)}</td><td>${fmt(r.run8)}</td>` +
     `<td>${r.losses[0].toFixed(6)}</td><td>${r.maxLossDiffVsTfjs?.toExponential(2) ?? '—'}</td></tr>`).join('');
   status.textContent = Object.keys(errors).length ? `errors: ${JSON.stringify(errors)}` : 'done';
