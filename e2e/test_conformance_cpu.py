@@ -40,6 +40,8 @@ def test_corpus_covers_every_op_of_the_table() -> None:
 def test_cases_declare_the_lowest_version_they_need() -> None:
     cases = load_cases()
     assert {c["graph"]["version"] for c in cases} == {1, 2}
+    more = [c["name"] for c in cases if generate.required_version(c["graph"]) < c["graph"]["version"]]
+    assert more == ["input/explicit_dtype_declares_more_version"]
     v1_ops = {op for op, spec in reference.OP_TABLE["ops"].items() if spec["version"] == 1}
     assert v1_ops <= {c["op"] for c in cases if c["graph"]["version"] == 1}
 
@@ -84,7 +86,7 @@ def _expected_checks(case: dict) -> tuple[int, list[int], dict[int, list[int]]]:
     every = {**graph, "outputs": [{"name": str(n["id"]), "id": n["id"]} for n in graph["nodes"]]}
     refs = reference.evaluate(every)
     shapes = {int(i): list(r.value.shape) for i, r in refs.items()}
-    return graph["version"], [int(i) for i in _protocol_order(graph)], shapes
+    return generate.required_version(graph), [int(i) for i in _protocol_order(graph)], shapes
 
 
 def test_python_validator_agrees_on_shapes_versions_and_order() -> None:

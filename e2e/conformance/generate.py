@@ -272,6 +272,13 @@ def source_cases() -> list[dict]:
     b = Builder("input/special_values")
     b.out(b.input([15], SIGNED + NONFINITE), "y")
     cases.append(b.case("input"))
+    b = Builder("input/explicit_dtype_declares_more_version")
+    x = b.input([2, 2], [1.5, -2, 0.25, 8])
+    b.nodes[x]["dtype"] = "float32"
+    b.out(b.op("relu", x), "y")
+    case = b.case("input")
+    case["graph"]["version"] = 2  # declaring more than it needs (1) is accepted
+    cases.append(case)
     fulls: list[tuple[Shape, float | str]] = [
         ([], 1.5), ([3], -0.0), ([2, 2, 2, 2], 0.1), ([1], 1e30), ([4], 1e-30), ([2], "nan"),
         ([3, 1], "inf"), ([1, 3], "-inf"), ([65], -3e38), ([7], 2),
