@@ -101,6 +101,11 @@ def test_repeated_executes_reuse_textures_and_dispose_frees_them(gl_page: Any, w
     live = r["live"]
     assert len(live) == 30 and live[0] > 0
     assert live == [live[0]] * 30, f"live textures grew: {live}"
+    # Intermediates share textures once their consumers have run: a chain of 20 ops on one
+    # shape needs the input, the output and two textures that alternate.
+    chain = r["chain"]
+    assert chain["nodes"] == 21 and chain["created"] <= 4, chain
+    np.testing.assert_allclose(f32(chain["y"]), f32(chain["cpu"]), rtol=1e-5, atol=1e-6)
     assert r["distinctLosses"] == 1  # reused textures give the same bits
     assert r["withSession"]["livePrograms"] == 1
     assert r["afterSession"]["livePrograms"] == 0
@@ -179,11 +184,10 @@ if __name__ == "__main__":
     import os
     import sys
 
+    from gpulab.static_server import start_server
     from playwright.sync_api import sync_playwright
 
     from e2e.browser import launch
-    from gpulab.static_server import start_server
-
     from e2e.conftest import ROOT
 
     where = sys.argv[1] if len(sys.argv) > 1 else "main"

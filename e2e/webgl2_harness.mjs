@@ -163,7 +163,24 @@ export async function pooling() {
   session.dispose();
   const afterSession = hooks.webgl2Stats();
   rt.dispose();
-  return { live, distinctLosses: lossBits.size, withSession, afterSession, afterDispose: hooks.webgl2Stats() };
+  return { live, chain: await chainTextures(), distinctLosses: lossBits.size, withSession, afterSession, afterDispose: hooks.webgl2Stats() };
+}
+
+/** Textures created by a chain of 20 elementwise ops on one shape (a fresh backend). */
+async function chainTextures() {
+  const hooks = {};
+  const rt = await createRuntime({ ...SOFT, hooks });
+  const nodes = [{ id: 0, op: 'input', shape: [64, 64], data: noise(4096, 5) }];
+  const ops = ['relu', 'neg', 'sigmoid', 'tanh'];
+  for (let i = 1; i <= 20; i++) nodes.push({ id: i, op: ops[i % 4], a: i - 1 });
+  const graph = { version: 2, nodes, outputs: [{ name: 'y', id: 20 }] };
+  const r = await rt.execute(graph);
+  const out = { nodes: nodes.length, created: hooks.webgl2Stats().created, y: toBase64(r.outputs.y.data) };
+  rt.dispose();
+  const cpu = await createRuntime({ backend: 'cpu' });
+  out.cpu = toBase64((await cpu.execute(graph)).outputs.y.data);
+  cpu.dispose();
+  return out;
 }
 
 // ---- context loss --------------------------------------------------------------------------

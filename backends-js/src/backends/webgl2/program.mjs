@@ -3,9 +3,11 @@
 // Carry after a step swaps the output's texture into the input's slot (no copy) when the output
 // is recomputed every step; otherwise (an input or constant carried, or one output carried into
 // several inputs) it draws a copy.
+// Intermediates that are not outputs share textures: once a node's last consumer is recorded,
+// its texture (and its kernel's scratch textures) may be the target of a later node.
 import { GpuLabError } from '../../errors.mjs';
 import { kernelFor, sizeOf } from './registry.mjs';
-import { upload, download } from './textures.mjs';
+import { upload, download, layoutFor } from './textures.mjs';
 
 /** Pass uniform type -> WebGL2 setter. */
 const SETTERS = { i: 'uniform1i', f: 'uniform1f', u: 'uniform1ui', i2: 'uniform2iv', i4: 'uniform4iv' };
@@ -32,7 +34,7 @@ export class WebGL2Program {
    * @param {any} checked
    * @param {{feeds?: Iterable<number>, carry?: Map<number, number>, keep?: Iterable<number>}} session
    */
-  constructor(env, checked, { feeds = [], carry = new Map() } = {}) {
+  constructor(env, checked, { feeds = [], carry = new Map(), keep = [] } = {}) {
     this.env = env;
     this.gl = env.gl;
     /** @type {Map<number, any>} */
@@ -40,6 +42,11 @@ export class WebGL2Program {
     this.order = checked.order;
     this.feeds = [...feeds];
     this.carry = carry instanceof Map ? carry : new Map(Object.entries(carry).map(([k, v]) => [Number(k), v]));
+    /** Nodes whose texture is never shared: everything readable from outside, and constants. */
+    this.pinned = new Set([...checked.outputs.map((o) => o.id), ...this.feeds, ...this.carry.keys(),
+      ...this.carry.values(), ...keep]);
+    /** @type {Map<string, import('./textures.mjs').Tex[]>} textures free for reuse, by size */
+    this.reusable = new Map();
     /** @type {import('./textures.mjs').Tex[]} texture of each slot */
     this.slots = [];
     /** @type {number[]} element count of each slot */
@@ -52,23 +59,39 @@ export class WebGL2Program {
     this.disposed = false;
   }
 
-  /** @param {number} n */
-  allocate(n) {
-    this.slots.push(this.env.pool.acquire(n));
+  /** A slot of n elements; shared slots may take a texture another node is done with. */
+  allocate(n, shared = false) {
+    const { w, h } = layoutFor(n, this.env.pool.maxSize);
+    const free = shared ? this.reusable.get(`${w}x${h}`) : undefined;
+    this.slots.push(free?.length ? free.pop() : this.env.pool.acquire(n));
     this.slotSize.push(n);
     return this.slots.length - 1;
   }
 
+  /** This program no longer needs the texture of a slot for later nodes. @param {number} slot */
+  recycle(slot) {
+    const tex = this.slots[slot];
+    const key = `${tex.w}x${tex.h}`;
+    if (!this.reusable.has(key)) this.reusable.set(key, []);
+    this.reusable.get(key).push(tex);
+  }
+
   /** @param {number} id */
   nodeSlot(id) {
-    if (!this.slotOf.has(id)) this.slotOf.set(id, this.allocate(sizeOf(this.nodes.get(id).shape)));
+    if (!this.slotOf.has(id)) {
+      this.slotOf.set(id, this.allocate(sizeOf(this.nodes.get(id).shape), !this.pinned.has(id)));
+    }
     return this.slotOf.get(id);
   }
 
   /** Allocate, record, compile and upload; the first step can run afterwards. */
   async build() {
+    for (const id of this.order) {
+      const node = this.nodes.get(id);
+      if (node.op === 'input' || kernelFor(node.op)?.constant) this.pinned.add(id);
+    }
     for (const id of [...this.order, ...this.feeds, ...this.carry.keys(), ...this.carry.values()]) {
-      this.nodeSlot(id);
+      if (this.pinned.has(id)) this.nodeSlot(id);
     }
     const { init, step } = this.recordKernels();
     const carry = this.planCarry(new Set(step.map((p) => p.target)));
@@ -90,21 +113,33 @@ export class WebGL2Program {
   recordKernels() {
     const init = [];
     const step = [];
-    for (const id of this.order) {
+    /** @type {Map<number, number>} node id -> position of its last consumer in the order */
+    const lastUse = new Map();
+    this.order.forEach((id, i) => this.nodes.get(id).operands.forEach((op) => lastUse.set(op, i)));
+    this.order.forEach((id, i) => {
       const node = this.nodes.get(id);
-      if (node.op === 'input') continue;
+      if (node.op === 'input') return;
       const kernel = kernelFor(node.op);
       if (!kernel) {
         throw new GpuLabError('BACKEND', `node ${id} (${node.op}): the webgl2 backend has no kernel for ${node.op}`, id);
       }
+      const temps = [];
       const passes = kernel.build(node, {
         slot: (opId) => this.slotOf.get(opId),
         shape: (opId) => this.nodes.get(opId).shape,
-        out: this.slotOf.get(id),
-        temp: (n) => this.allocate(n),
+        out: this.nodeSlot(id),
+        temp: (n) => {
+          temps.push(this.allocate(n, true));
+          return temps[temps.length - 1];
+        },
       });
       (kernel.constant ? init : step).push(...passes);
-    }
+      // Recycled only after this node's passes, so no pass renders into a texture it reads.
+      for (const op of new Set(node.operands)) {
+        if (!this.pinned.has(op) && lastUse.get(op) === i) this.recycle(this.slotOf.get(op));
+      }
+      temps.forEach((t) => this.recycle(t));
+    });
     return { init, step };
   }
 
@@ -242,7 +277,7 @@ export class WebGL2Program {
   dispose() {
     if (this.disposed) return;
     this.disposed = true;
-    for (const tex of this.slots) this.env.pool.release(tex);
+    for (const tex of new Set(this.slots)) this.env.pool.release(tex);
     this.slots = [];
     this.onDispose?.();
   }
