@@ -213,12 +213,15 @@ def _cell(s: OpSummary | None) -> str:
 
 def _lane_line(r: Report) -> str:
     lane = r.lane
-    if lane.backend in CPU_BACKENDS:
+    if not lane.available:
+        software = "-"
+    elif lane.backend in CPU_BACKENDS:
         software = "CPU (no GPU adapter)"
     else:
         software = {True: "software adapter", False: "hardware adapter", None: "unknown"}[
             lane.software]
-    state = "UNAVAILABLE: " + lane.reason if not lane.available else (
+    reason = lane.reason.removeprefix("UNAVAILABLE: ")
+    state = "UNAVAILABLE: " + reason if not lane.available else (
         "PASS" if r.passed else f"FAIL ({len(r.failures())} of {len(r.results)} cases)")
     seconds = lane.extra.get("run_seconds")
     took = f"{seconds:.1f} s" if isinstance(seconds, float | int) else "-"
