@@ -258,7 +258,10 @@ class _LanePage:
         page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}"))
         page.on("pageerror", lambda e: self.console.append(f"pageerror: {e}"))
         page.goto(self.url + PAGE_PATH)
-        page.wait_for_function("window.gpulabConformance !== undefined")
+        try:
+            page.wait_for_function("window.gpulabConformance !== undefined", timeout=60_000)
+        except Exception as exc:
+            raise RuntimeError(f"{PAGE_PATH} did not load: {self.console[-5:]}") from exc
         self.page = page
 
     def run(self, backend: str, allow_software: bool, batch: list[dict]) -> dict:
