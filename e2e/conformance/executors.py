@@ -120,7 +120,7 @@ def _run_host(name: str, backend: str, cases: list[dict], **kwargs: object) -> L
                 "code": "FALLBACK", "message": f"ran on {result.get('backend')}", "node": None})
             continue
         results[case["name"]] = RawResult(outputs=_host_outputs(result))
-    if backend == "cpu-python" and info.software is None:
+    if backend == "cpu-python":
         info.software, info.adapter = False, info.adapter or "numpy (no GPU)"
     return LaneRun(info, results)
 
