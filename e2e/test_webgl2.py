@@ -147,6 +147,19 @@ def test_sessions_equal_chained_executes_bit_for_bit(gl_page: Any, where: str) -
     assert p["afterDispose"]["code"] == "DISPOSED"
 
 
+@pytest.mark.parametrize("where", WHERE)
+def test_carry_by_swap_and_by_copy(gl_page: Any, where: str) -> None:
+    r = scenario(gl_page, "carryPaths", where)
+    a, b, c, e = [1.0, 2, 3], [10.0, 20, 30], [0.0, 0, 0], [0.0, 0, 0]
+    d, five = [7.0, 8, 9], [5.0] * 3
+    for got in r["steps"]:  # the same session simulated here, step by step
+        s = [x + y for x, y in zip(a, b, strict=True)]
+        ce = [x + y for x, y in zip(c, e, strict=True)]
+        a, b, c, e = s, s, five, d
+        assert got["s"] == s and got["ce"] == ce, got
+        assert got["carried"] == {"0": a, "1": b, "2": c, "4": e}, got
+
+
 def test_conformance_corpus_passes_with_tensors_wrapped_across_texture_rows(gl_page: Any) -> None:
     # With a 97-texel limit nearly every tensor spans several texture rows that break at odd
     # places, so the row-crossing paths of the addressing run on the whole corpus.

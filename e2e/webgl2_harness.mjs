@@ -345,6 +345,31 @@ export async function sessions() {
   };
 }
 
+/**
+ * Carry by copy as well as by swap: one output carried into two inputs, a constant carried, a
+ * data input carried. Three runs of one step; the outputs and carried inputs after each.
+ */
+export async function carryPaths() {
+  const rt = await createRuntime(SOFT);
+  const input = (id, data) => ({ id, op: 'input', shape: [3], data });
+  const graph = { version: 2, nodes: [
+    input(0, [1, 2, 3]), input(1, [10, 20, 30]), input(2, [0, 0, 0]), input(3, [7, 8, 9]),
+    input(4, [0, 0, 0]), { id: 5, op: 'add', a: 0, b: 1 }, { id: 6, op: 'full', shape: [3], value: 5 },
+    { id: 7, op: 'add', a: 2, b: 4 },
+  ], outputs: [{ name: 's', id: 5 }, { name: 'five', id: 6 }, { name: 'd', id: 3 }, { name: 'ce', id: 7 }] };
+  const s = await rt.prepare(graph, { carry: { 0: 's', 1: 's', 2: 'five', 4: 'd' }, outputs: ['s', 'ce'] });
+  const steps = [];
+  for (let i = 0; i < 3; i++) {
+    const r = await s.run(1);
+    const carried = {};
+    for (const id of [0, 1, 2, 4]) carried[id] = [...await s.download(id)];
+    steps.push({ s: [...r.outputs.s.data], ce: [...r.outputs.ce.data], carried });
+  }
+  s.dispose();
+  rt.dispose();
+  return { steps };
+}
+
 /** log of a fed value: a negative feed gives NaN, which poisons the session. @param {any} rt */
 async function poisoningScenario(rt) {
   const graph = { version: 2, nodes: [{ id: 0, op: 'input', shape: [4] },
