@@ -600,6 +600,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {path} ({len(text)} bytes)")
     if stale:
         print(f"stale: {', '.join(stale)}: run python -m e2e.conformance.generate")
+    elif args.check:
+        print("cases.json and bad_graphs.json are up to date")
     return 1 if stale else 0
 
 
