@@ -1,0 +1,26 @@
+"""The matmul benchmark the lead runs on real GPUs works end to end (tiny sizes on lavapipe),
+picks the planned kernel and checks its own answer."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("wgpu", reason="wgpu-py is not installed")
+from gpulab.native import bench_matmul
+
+
+@pytest.mark.parametrize(("size", "storage", "kernel"), [
+    (132, 16384, "matmul"), (132, None, "matmul_rb_v4"), (130, None, "matmul_rb")])
+def test_bench_reports_the_kernel_and_a_checked_result(size: int, storage: int | None,
+                                                       kernel: str) -> None:
+    r = bench_matmul.bench(size, 2, True, storage)
+    assert r["kernel"] == kernel
+    assert r["ms"] > 0 and r["tflops"] > 0
+    assert r["max_err_over_scale"] < 1e-6
+    assert r["adapter"]["backend_type"]
+
+
+def test_bench_main_prints_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench_matmul.main(["--size", "64", "--reps", "1", "--allow-software"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("64^3 float32 matmul on") and "GFLOP/s" in line
