@@ -180,3 +180,22 @@ def test_a_lost_device_becomes_backend(how: str) -> None:
     assert err.value.code == "BACKEND"
     program.dispose()  # always works
     ex.dispose()
+
+
+def test_carries_act_simultaneously_even_when_they_swap(executor: Any) -> None:
+    graph = {"version": 2, "nodes": [
+        {"id": 0, "op": "input", "shape": [2], "data": [1, 2]},
+        {"id": 1, "op": "input", "shape": [2], "data": [3, 4]},
+        {"id": 2, "op": "neg", "a": 0}],
+        "outputs": [{"name": "a", "id": 0}, {"name": "b", "id": 1}, {"name": "na", "id": 2}]}
+    program = executor.prepare(validate(graph), carry={0: 1, 1: 0}, keep=[2])
+    try:
+        out = program.run([{}], [2])
+        assert out[2].tolist() == [-1.0, -2.0]  # computed before the carries
+        assert program.download(0).tolist() == [3.0, 4.0]
+        assert program.download(1).tolist() == [1.0, 2.0]
+        out = program.run([{}, {}, {}], [2])  # three more swaps, one submission
+        assert out[2].tolist() == [-3.0, -4.0]  # step 4 saw a = [3, 4]
+        assert program.download(0).tolist() == [1.0, 2.0]
+    finally:
+        program.dispose()
