@@ -251,6 +251,27 @@ def test_carry_swap_acts_simultaneously(wg):
     assert r == {"a": [3, 4], "b": [1, 2]}  # three swaps
 
 
+def test_carried_input_that_no_output_reads_still_holds_state(wg):
+    """state <- y each step although nothing reads `state`: download sees the carried value."""
+    r = wg(
+        open_runtime()
+        + """
+        const g = {version: 1, nodes: [
+          {id: 0, op: 'input', shape: [2], data: [7, 8]},
+          {id: 1, op: 'input', shape: [2]},
+          {id: 2, op: 'add', a: 1, b: 1}],
+          outputs: [{name: 'y', id: 2}]};
+        const s = await rt.prepare(g, {feeds: [1], carry: {0: 'y'}});
+        const before = Array.from(await s.download(0));
+        await s.run([{1: [1, 2]}, {1: [3, 4]}]);
+        const after = Array.from(await s.download(0));
+        s.dispose(); rt.dispose();
+        return {before, after};
+        """
+    )
+    assert r == {"before": [7, 8], "after": [6, 8]}
+
+
 def test_run_of_eight_steps_is_one_submission_and_equals_eight_runs(wg):
     r = wg(
         open_runtime()

@@ -71,15 +71,20 @@ export function describeAdapter(facts, label) {
  * @param {{allowSoftware?: boolean, gpu?: GPU}} opts
  * @returns {Promise<{adapter: GPUAdapter, facts: AdapterFacts, software: boolean}>}
  */
-export async function acquireAdapter({ allowSoftware = false, gpu = globalThis.navigator?.gpu } = {}) {
-  if (!gpu) throw new GpuLabError('UNAVAILABLE', 'WebGPU API not present (navigator.gpu is missing)');
+export async function acquireAdapter(opts = {}) {
+  const { allowSoftware = false, gpu = globalThis.navigator?.gpu } = opts;
+  if (!gpu) {
+    throw new GpuLabError('UNAVAILABLE', 'WebGPU API not present (navigator.gpu is missing)');
+  }
   let adapter = null;
   try {
     adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
   } catch (err) {
     throw new GpuLabError('UNAVAILABLE', `WebGPU requestAdapter failed: ${errorText(err)}`);
   }
-  if (!adapter) throw new GpuLabError('UNAVAILABLE', 'WebGPU has no adapter (requestAdapter returned null)');
+  if (!adapter) {
+    throw new GpuLabError('UNAVAILABLE', 'WebGPU has no adapter (requestAdapter returned null)');
+  }
   const facts = await adapterFacts(adapter);
   const soft = softwareName(facts);
   if (soft && !allowSoftware) {

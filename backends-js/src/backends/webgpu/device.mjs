@@ -86,7 +86,8 @@ export class GpuDevice {
     const kinds = ['validation error', 'out of memory', 'internal error'];
     const found = errors.findIndex((e) => e);
     if (found >= 0) {
-      throw new GpuLabError('BACKEND', `WebGPU ${kinds[found]} in ${what}: ${errors[found].message}`);
+      const message = errors[found].message;
+      throw new GpuLabError('BACKEND', `WebGPU ${kinds[found]} in ${what}: ${message}`);
     }
     return result;
   }

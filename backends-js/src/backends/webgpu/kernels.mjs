@@ -27,15 +27,15 @@ export function loadSource(url, kernel) {
 
 /** @param {URL} url @param {string} kernel */
 async function fetchText(url, kernel) {
+  const cannot = (/** @type {string} */ why) =>
+    new GpuLabError('BACKEND', `cannot load WGSL kernel "${kernel}" from ${url}: ${why}`);
   let res;
   try {
     res = await fetch(url);
   } catch (err) {
-    throw new GpuLabError('BACKEND', `cannot load WGSL kernel "${kernel}" from ${url}: ${errorText(err)}`);
+    throw cannot(errorText(err));
   }
-  if (!res.ok) {
-    throw new GpuLabError('BACKEND', `cannot load WGSL kernel "${kernel}" from ${url}: HTTP ${res.status}`);
-  }
+  if (!res.ok) throw cannot(`HTTP ${res.status}`);
   return res.text();
 }
 
@@ -49,14 +49,18 @@ async function fetchText(url, kernel) {
  */
 export function declaredBindings(source) {
   const code = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/[^\n]*/g, '');
-  const decl = /((?:@\s*\w+\s*\(\s*\d+\s*\)\s*)+)var\s*<\s*(uniform|storage)\s*(?:,\s*(read_write|read))?\s*>/g;
+  const attrs = /((?:@\s*\w+\s*\(\s*\d+\s*\)\s*)+)/.source;
+  const space = /var\s*<\s*(uniform|storage)\s*(?:,\s*(read_write|read))?\s*>/.source;
+  const decl = new RegExp(attrs + space, 'g');
   /** @type {Map<number, GPUBufferBindingType>} */
   const out = new Map();
   for (const m of code.matchAll(decl)) {
     const group = /@\s*group\s*\(\s*(\d+)\s*\)/.exec(m[1]);
     const binding = /@\s*binding\s*\(\s*(\d+)\s*\)/.exec(m[1]);
     if (!group || !binding || group[1] !== '0') continue;
-    const type = m[2] === 'uniform' ? 'uniform' : m[3] === 'read_write' ? 'storage' : 'read-only-storage';
+    let type = 'read-only-storage';
+    if (m[2] === 'uniform') type = 'uniform';
+    else if (m[3] === 'read_write') type = 'storage';
     out.set(Number(binding[1]), /** @type {GPUBufferBindingType} */ (type));
   }
   return out;
@@ -64,6 +68,7 @@ export function declaredBindings(source) {
 
 /**
  * @typedef {{pipeline: GPUComputePipeline, layout: GPUBindGroupLayout, uniform: boolean}} Kernel
+ * @typedef {{module: GPUShaderModule, bindings: Map<number, GPUBufferBindingType>}} Compiled
  * @typedef {{kernel: string, entry?: string, overrides?: Record<string, number>,
  *   bindings: number[]}} KernelUse
  */
@@ -80,7 +85,7 @@ export class KernelRegistry {
     this.gpu = gpu;
     this.urlOf = urlOf;
     this.hooks = hooks;
-    /** @type {Map<string, Promise<{module: GPUShaderModule, bindings: Map<number, GPUBufferBindingType>}>>} */
+    /** @type {Map<string, Promise<Compiled>>} */
     this.modules = new Map();
     /** @type {Map<string, Promise<Kernel>>} */
     this.pipelines = new Map();
@@ -96,7 +101,8 @@ export class KernelRegistry {
     const entry = use.entry || 'main';
     const overrides = use.overrides || {};
     const names = Object.keys(overrides).sort();
-    const k = [use.kernel, entry, use.bindings.length, ...names.map((n) => `${n}=${overrides[n]}`)].join('|');
+    const constants = names.map((n) => `${n}=${overrides[n]}`);
+    const k = [use.kernel, entry, use.bindings.length, ...constants].join('|');
     let p = this.pipelines.get(k);
     if (!p) {
       p = this.build(use.kernel, entry, overrides, use.bindings.length);
@@ -119,7 +125,8 @@ export class KernelRegistry {
 
   /** @param {string} kernel */
   async compile(kernel) {
-    let source = this.hooks.kernelSource?.(kernel) ?? (await loadSource(this.urlOf(kernel), kernel));
+    const given = this.hooks.kernelSource?.(kernel);
+    let source = given ?? (await loadSource(this.urlOf(kernel), kernel));
     if (this.hooks.transformWgsl) source = this.hooks.transformWgsl(kernel, source);
     const what = `WGSL kernel "${kernel}"`;
     const module = await this.gpu.guard(what, () =>
@@ -143,13 +150,16 @@ export class KernelRegistry {
     const { module, bindings } = await this.module(kernel);
     const uniform = bindings.get(0) === 'uniform';
     /** @type {GPUBindGroupLayoutEntry[]} */
-    const entries = uniform ? [{ binding: 0, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'uniform' } }] : [];
+    const visibility = GPUShaderStage.COMPUTE;
+    /** @type {GPUBindGroupLayoutEntry[]} */
+    const entries = uniform ? [{ binding: 0, visibility, buffer: { type: 'uniform' } }] : [];
     for (let b = 1; b <= count; b++) {
       const type = bindings.get(b);
       if (!type || type === 'uniform') {
-        throw new GpuLabError('BACKEND', `kernel "${kernel}" declares no storage buffer at @group(0) @binding(${b}) but the plan binds one`);
+        throw new GpuLabError('BACKEND', `kernel "${kernel}" declares no storage buffer at ` +
+          `@group(0) @binding(${b}), but the plan binds one there`);
       }
-      entries.push({ binding: b, visibility: GPUShaderStage.COMPUTE, buffer: { type } });
+      entries.push({ binding: b, visibility, buffer: { type } });
     }
     const what = `pipeline for kernel "${kernel}" (${entry})`;
     const layout = await this.gpu.guard(what, () =>
