@@ -131,6 +131,38 @@ def test_allow_software_runs_and_labels_software(wg):
     assert r["info"]["vendor"] == "google" and r["info"]["architecture"] == "swiftshader"
 
 
+def test_runs_in_a_module_worker(wg):
+    """The playground runs the runtime in a Web Worker: WebGPU, kernel fetches and the buffer
+    usage constants must work there too."""
+    r = wg(
+        """
+        const src = `
+          const rtmod = await import('${location.origin}/backends-js/src/runtime.mjs');
+          try {
+            const rt = await rtmod.createRuntime({backend: 'webgpu', allowSoftware: true});
+            const g = {version: 1, nodes: [
+              {id: 0, op: 'input', shape: [3], data: [-2, 3, 4]},
+              {id: 1, op: 'input', shape: [3], data: [10, 20, 30]},
+              {id: 2, op: 'mul', a: 0, b: 1}, {id: 3, op: 'relu', a: 2}],
+              outputs: [{name: 'values', id: 3}]};
+            const res = await rt.execute(g);
+            postMessage({backend: res.backend, software: res.stats.software,
+                         data: Array.from(res.outputs.values.data)});
+          } catch (e) { postMessage({error: String(e.message)}); }`;
+        const url = URL.createObjectURL(new Blob([src], {type: 'text/javascript'}));
+        const worker = new Worker(url, {type: 'module'});
+        const msg = await wg.settle(new Promise((resolve, reject) => {
+          worker.onmessage = (ev) => resolve(ev.data);
+          worker.onerror = (ev) => reject(new Error(ev.message || 'worker error'));
+        }));
+        worker.terminate();
+        return msg;
+        """
+    )
+    assert r["ok"], r
+    assert r["value"] == {"backend": "webgpu", "software": True, "data": [0, 60, 120]}
+
+
 # ---- errors and device loss ----
 
 
