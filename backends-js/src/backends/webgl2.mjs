@@ -37,6 +37,7 @@ export async function createBackend({ allowSoftware = false, hooks = {} } = {}) 
   const shaders = new ShaderCache(gl);
   const vao = gl.createVertexArray();  // no attributes: the vertex shader uses gl_VertexID
   gl.bindVertexArray(vao);
+  gl.disable(gl.DITHER);  // on by default in GL; must never touch a stored value
   /** @type {Set<WebGL2Program>} */
   const programs = new Set();
   const env = { gl, ctx, pool, shaders };
