@@ -127,12 +127,15 @@ function finishRun(msg) {
   if (!cell) return;
   cell.runs += 1;
   cell.root.removeAttribute('aria-busy');
-  const stopped = !msg.ok && msg.error?.type === 'KeyboardInterrupt';
-  if (!msg.ok) {
-    if (stopped) cell.output.append(el('p', { class: 'error', role: 'alert', text: 'Stopped (KeyboardInterrupt).' }));
-    else renderError(cell.output, msg.error, cell.editor.value.split('\n'));
+  const stopped = !msg.ok && msg.stopped;
+  if (stopped) {
+    const where = msg.error?.line ? ` at line ${msg.error.line}` : '';
+    cell.output.append(el('p', { class: 'error', role: 'alert',
+      text: `Stopped by the user${where} (${msg.error?.type}: ${msg.error?.message || 'interrupted'}).` }));
+  } else if (!msg.ok) {
+    renderError(cell.output, msg.error, cell.editor.value.split('\n'));
   }
-  const graphs = msg.graphs ? `, ${msg.graphs} graph${msg.graphs === 1 ? '' : 's'} on ${msg.backend ?? state.backendDescription?.backend}` : '';
+  const graphs = msg.graphs ? `, ${msg.graphs} GPU run${msg.graphs === 1 ? '' : 's'} on ${msg.backend ?? state.backendDescription?.backend}` : '';
   cell.output.append(el('p', { class: 'summary', text: `${stopped ? 'stopped' : msg.ok ? 'done' : 'error'} in ${formatMs(msg.ms)}${graphs}` }));
   cell.prompt.textContent = `[${cell.runs}] ${formatMs(msg.ms)}`;
   cell.prompt.className = `prompt${msg.ok ? '' : ' failed'}`;
@@ -212,6 +215,11 @@ ui.software.addEventListener('change', configureBackend);
 ui.stop.addEventListener('click', stop);
 ui.runAll.addEventListener('click', () => notebook.cells.forEach(enqueue));
 $('add-cell').addEventListener('click', () => notebook.addCell().editor.focus());
+$('new-notebook').addEventListener('click', () => {
+  ui.examples.value = '';
+  notebook.load(['']);
+  notebook.cells[0].editor.focus();
+});
 for (const ex of EXAMPLES) ui.examples.append(el('option', { value: ex.id, text: ex.title }));
 ui.examples.addEventListener('change', () => {
   const ex = EXAMPLES.find((e) => e.id === ui.examples.value);

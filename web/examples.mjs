@@ -101,9 +101,27 @@ for i in range(40):
                  xlabel="run (5 Adam steps each)", ylabel="loss")
 print(f"loss {losses[0]:.4f} -> {losses[-1]:.4f} after {train.steps_run} steps")`;
 
+const MLP_EVAL = `# What did it learn? Evaluate the trained weights (downloaded from the session) on the
+# training points and on a 40x40 grid of [-1, 1]², and draw P(inside) as an image.
+trained = {k: train.download(W[k]) for k in params}
+e = Graph()
+Wt = {k: e.tensor(t["data"], shape=t["shape"]) for k, t in trained.items()}
+
+def forward(x):
+    return ((x @ Wt["W1"] + Wt["b1"]).tanh() @ Wt["W2"] + Wt["b2"]).softmax()
+
+G = 40
+grid = [[-1 + 2 * j / (G - 1), 1 - 2 * i / (G - 1)] for i in range(G) for j in range(G)]
+res = e.run(train=forward(e.tensor(points)), grid=forward(e.tensor(grid)))
+p_train = res["outputs"]["train"]["data"][0::2]
+accuracy = sum((p > 0.5) == (l[0] > 0.5) for p, l in zip(p_train, labels)) / N
+display.draw(res["outputs"]["grid"]["data"][0::2], shape=(G, G), name="decision",
+             title="P(inside the circle) on a 40x40 grid")
+print(f"training accuracy {accuracy:.1%} on {res['backend']}")`;
+
 /** @type {Array<{id: string, title: string, cells: string[]}>} */
 export const EXAMPLES = [
   { id: 'first', title: 'First graph: (a * b).relu()', cells: [FIRST, FIRST_SYNC, FIRST_AWAIT] },
   { id: 'life', title: 'Game of Life on the GPU', cells: [LIFE_SETUP, LIFE_RUN, LIFE_BATCH] },
-  { id: 'mlp', title: 'Train a small MLP with Adam', cells: [MLP_DATA, MLP_GRAPH, MLP_TRAIN] },
+  { id: 'mlp', title: 'Train a small MLP with Adam', cells: [MLP_DATA, MLP_GRAPH, MLP_TRAIN, MLP_EVAL] },
 ];

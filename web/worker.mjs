@@ -70,8 +70,15 @@ function recording(rt) {
     },
     async prepare(graph, options) {
       const session = await rt.prepare(graph, options);
-      if (currentRun) currentRun.graphs += 1;
-      return session;
+      return {
+        async run(steps) {
+          const result = await session.run(steps);
+          if (currentRun) { currentRun.graphs += 1; currentRun.backend = result.backend; }
+          return result;
+        },
+        download: (key) => session.download(key),
+        dispose: () => session.dispose(),
+      };
     },
     dispose() { rt.dispose?.(); },
   };
@@ -118,7 +125,11 @@ async function init({ backend, allowSoftware, controlBuffer }) {
   pyodide.setStdout({ batched: (text) => currentRun && post({ type: 'stdout', runId: currentRun.id, text }) });
   pyodide.setStderr({ batched: (text) => currentRun && post({ type: 'stderr', runId: currentRun.id, text }) });
   await timed('packages', 'packages: gpulab wheel', async () => {
-    await pyodide.loadPackage(['gpulab'], { messageCallback: () => {} });
+    // loadPackage reports failures (a wheel whose sha256 does not match the lock, a 404)
+    // through errorCallback instead of throwing: collect them and fail loudly.
+    const errors = [];
+    await pyodide.loadPackage(['gpulab'], { messageCallback: () => {}, errorCallback: (m) => errors.push(m) });
+    if (errors.length) throw new Error(`loading the gpulab wheel failed: ${errors.join('; ')}`);
     pyodide.registerJsModule('_notebook', notebookModule);
     const helpers = await fetch(new URL('./py/display.py', import.meta.url));
     pyodide.FS.writeFile('/home/pyodide/display.py', await helpers.text());
@@ -155,8 +166,10 @@ async function run({ runId, cellId, cellLabel, code }) {
   } catch (err) {
     outcome = { ok: false, error: { type: err?.type ?? 'Error', message: String(err?.message ?? err), traceback: String(err?.message ?? err), line: null } };
   }
+  const stopped = Boolean(control && Atomics.load(control, CONTROL_CANCEL) === 1) ||
+    outcome.error?.type === 'KeyboardInterrupt';
   const done = {
-    type: 'done', runId, ms: now() - t0, graphs: currentRun.graphs, backend: currentRun.backend,
+    type: 'done', runId, ms: now() - t0, graphs: currentRun.graphs, backend: currentRun.backend, stopped,
     comparable: lastGraphs.has(cellId), ...outcome,
   };
   currentRun = null;

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from gpulab.playground.api import ExecuteEndpoint, Executor, default_executor
 from gpulab.playground.vendor import prepare_index
-from gpulab.playground.wheel import build_wheel, project_version
+from gpulab.playground.wheel import build_wheel, project_version, wheel_name
 from gpulab.static_server import Route, start_server
 
 
@@ -52,15 +52,36 @@ class Mount:
         return True
 
 
-def prepare_site(root: Path) -> Path:
-    """Build the gpulab wheel and the offline Pyodide index; return the index directory."""
-    index_dir = root / "web" / "vendor" / "pyodide"
-    wheel = build_wheel(
-        root / "pylib" / "gpulab", project_version(root / "pyproject.toml"), root / "web" / "vendor"
-    )
-    prepare_index(root / "node_modules" / "pyodide", root / "web" / "vendor" / "wheels",
-                  wheel, index_dir)
-    return index_dir
+@dataclass(frozen=True)
+class MemoryFiles:
+    """Serve fixed bytes at exact URL paths (the generated lock file and the gpulab wheel)."""
+
+    files: dict[str, tuple[bytes, str]]
+
+    def __call__(self, handler: SimpleHTTPRequestHandler) -> bool:
+        entry = self.files.get(handler.path.split("?", 1)[0])
+        if handler.command != "GET" or entry is None:
+            return False
+        data, content_type = entry
+        handler.send_response(200)
+        handler.send_header("Content-Type", content_type)
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+        return True
+
+
+def prepare_site(root: Path) -> MemoryFiles:
+    """Build the gpulab wheel and the offline Pyodide index; return the in-memory files."""
+    version = project_version(root / "pyproject.toml")
+    wheel = (wheel_name(version), build_wheel(root / "pylib" / "gpulab", version))
+    vendor = root / "web" / "vendor"
+    lock = prepare_index(root / "node_modules" / "pyodide", vendor / "wheels",
+                         vendor / "pyodide", wheel)
+    return MemoryFiles({
+        "/vendor/pyodide/pyodide-lock.json": (lock, "application/json"),
+        f"/vendor/pyodide/{wheel[0]}": (wheel[1], "application/zip"),
+    })
 
 
 def allowed_hosts(host: str, port: int) -> set[str]:
@@ -74,10 +95,11 @@ def start(
 ) -> ThreadingHTTPServer:
     """Prepare the site and serve it in a daemon thread (tests use port 0: a free port)."""
     root = find_repo_root()
-    prepare_site(root)
+    generated = prepare_site(root)
     endpoint = ExecuteEndpoint(set(), executor)
     routes: list[Route] = [
         endpoint,
+        generated,
         Mount("/backends-js/", root / "backends-js"),
         Mount("/kernels/", root / "kernels"),
     ]

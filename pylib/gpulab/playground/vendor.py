@@ -1,9 +1,11 @@
 """The offline Pyodide index the page loads from: core files, a lock file, two wheels.
 
 Pyodide resolves `loadPackage(name)` through `pyodide-lock.json` next to its core files. The
-npm package's lock names ~350 packages whose wheels live on a CDN we never reach, so we write a
+npm package's lock names ~350 packages whose wheels live on a CDN we never reach, so we make a
 lock that names only what we serve: micropip (the wheel scripts/setup.sh downloaded) and gpulab
 (built at start). Each entry's file name and sha256 match the served file, or Pyodide refuses it.
+The core files and micropip are linked/copied into web/vendor/pyodide/ (stable); the lock and the
+gpulab wheel are served from memory (they differ between servers started from different sources).
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from pathlib import Path
 CORE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip")
 
 
-def sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def _link_or_copy(src: Path, dst: Path) -> None:
@@ -51,13 +53,13 @@ def pick_micropip(wheels_dir: Path, wanted_version: str | None) -> Path:
     return max(found, key=version_key)
 
 
-def lock_entry(name: str, version: str, wheel: Path, imports: list[str]) -> dict:
+def lock_entry(name: str, version: str, file_name: str, data: bytes, imports: list[str]) -> dict:
     return {
         "name": name,
         "version": version,
-        "file_name": wheel.name,
+        "file_name": file_name,
         "install_dir": "site",
-        "sha256": sha256_file(wheel),
+        "sha256": sha256_bytes(data),
         "package_type": "package",
         "imports": imports,
         "depends": [],
@@ -65,8 +67,10 @@ def lock_entry(name: str, version: str, wheel: Path, imports: list[str]) -> dict
     }
 
 
-def prepare_index(pyodide_dir: Path, wheels_dir: Path, gpulab_wheel: Path, index_dir: Path) -> dict:
-    """Fill `index_dir` with the core files, both wheels and a matching lock; return the lock."""
+def prepare_index(pyodide_dir: Path, wheels_dir: Path, index_dir: Path,
+                  gpulab_wheel: tuple[str, bytes]) -> bytes:
+    """Link the core files and copy micropip into `index_dir`; return the lock file's bytes
+    (naming micropip and the in-memory gpulab wheel `(file name, bytes)`)."""
     if not (pyodide_dir / "pyodide.mjs").exists():
         raise FileNotFoundError(f"Pyodide not found in {pyodide_dir}: run `npm install`")
     index_dir.mkdir(parents=True, exist_ok=True)
@@ -75,17 +79,19 @@ def prepare_index(pyodide_dir: Path, wheels_dir: Path, gpulab_wheel: Path, index
     upstream = json.loads((pyodide_dir / "pyodide-lock.json").read_text())
     wanted = upstream.get("packages", {}).get("micropip", {}).get("version")
     micropip = pick_micropip(wheels_dir, wanted)
-    micropip_version = micropip.name.split("-")[1]
-    for wheel in (micropip, gpulab_wheel):
-        if wheel.parent.resolve() != index_dir.resolve():
-            shutil.copy2(wheel, index_dir / wheel.name)
-    gpulab_version = gpulab_wheel.name.split("-")[1]
+    served = index_dir / micropip.name
+    if not served.exists() or served.read_bytes() != micropip.read_bytes():
+        tmp = served.with_suffix(".tmp")
+        shutil.copyfile(micropip, tmp)
+        tmp.replace(served)
+    wheel_name, wheel_bytes = gpulab_wheel
     lock = {
         "info": upstream["info"],
         "packages": {
-            "micropip": lock_entry("micropip", micropip_version, micropip, ["micropip"]),
-            "gpulab": lock_entry("gpulab", gpulab_version, gpulab_wheel, ["gpulab"]),
+            "micropip": lock_entry("micropip", micropip.name.split("-")[1], micropip.name,
+                                   micropip.read_bytes(), ["micropip"]),
+            "gpulab": lock_entry("gpulab", wheel_name.split("-")[1], wheel_name, wheel_bytes,
+                                 ["gpulab"]),
         },
     }
-    (index_dir / "pyodide-lock.json").write_text(json.dumps(lock, indent=1) + "\n")
-    return lock
+    return (json.dumps(lock, indent=1) + "\n").encode()

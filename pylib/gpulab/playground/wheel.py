@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import tomllib
 import zipfile
 from pathlib import Path
@@ -48,11 +49,17 @@ def _write(zf: zipfile.ZipFile, name: str, data: bytes) -> None:
     zf.writestr(info, data)
 
 
-def build_wheel(package_dir: Path, version: str, out_dir: Path) -> Path:
-    """Write `gpulab-<version>-py3-none-any.whl` into `out_dir` and return its path."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+def wheel_name(version: str) -> str:
+    return f"gpulab-{version}-py3-none-any.whl"
+
+
+def build_wheel(package_dir: Path, version: str) -> bytes:
+    """The bytes of `gpulab-<version>-py3-none-any.whl`, built in memory.
+
+    In memory, not on disk: several servers (tests, `gpulab serve`) may start at once from
+    different source states, and each must serve the wheel its own lock file's sha256 names.
+    """
     dist_info = f"gpulab-{version}.dist-info"
-    path = out_dir / f"gpulab-{version}-py3-none-any.whl"
     meta = {
         f"{dist_info}/METADATA": (
             f"Metadata-Version: 2.1\nName: gpulab\nVersion: {version}\n"
@@ -65,8 +72,8 @@ def build_wheel(package_dir: Path, version: str, out_dir: Path) -> Path:
         f"{dist_info}/top_level.txt": "gpulab\n",
     }
     record = []
-    tmp = path.with_suffix(".tmp")
-    with zipfile.ZipFile(tmp, "w") as zf:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
         for file in package_files(package_dir):
             name = "gpulab/" + file.relative_to(package_dir).as_posix()
             data = file.read_bytes()
@@ -77,5 +84,4 @@ def build_wheel(package_dir: Path, version: str, out_dir: Path) -> Path:
             record.append(_record_line(name, text.encode()))
         record.append(f"{dist_info}/RECORD,,")
         _write(zf, f"{dist_info}/RECORD", ("\n".join(record) + "\n").encode())
-    tmp.replace(path)
-    return path
+    return buffer.getvalue()

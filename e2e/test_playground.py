@@ -1,0 +1,496 @@
+"""The playground, driven like a person in headless Chromium: served by `gpulab serve`'s own
+server (offline Pyodide, the gpulab wheel built at start, /api/execute).
+
+WebGPU here is SwiftShader and WebGL2 is ANGLE on SwiftShader: software adapters, so the tests
+that use them tick "allow software adapters" (the page then labels the results as software).
+Screenshots go to reports/screenshots/ (git-ignored); set GPULAB_SCREENSHOT_DIR=docs/screenshots
+to refresh the README's copies.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import struct
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from playwright.sync_api import Locator, Page, expect
+
+ROOT = Path(__file__).resolve().parents[1]
+DONE = re.compile(r"^\[\d+\]")  # a cell's prompt after a run: "[1] 12 ms"
+SEED_LINE = "[0.0, 60.0, 120.0]"
+SHOT_LIMIT = 300 * 1024
+
+SEED_PROGRAM = """from gpulab import Graph
+
+def show(result):
+    print(result["backend"], result["outputs"]["values"]["data"])
+
+g = Graph()
+a = g.tensor([-2, 3, 4])
+b = g.tensor([10, 20, 30])
+g.submit(show, values=(a * b).relu())
+"""
+
+
+@pytest.fixture(scope="session")
+def playground_url():
+    """`gpulab serve` on a free loopback port (the same code path as the CLI)."""
+    from gpulab.server import start
+
+    srv = start("127.0.0.1", 0)
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+
+
+@pytest.fixture(scope="module")
+def shared_page(browser, playground_url: str):
+    """One notebook page (wasm backend) shared by the tests below: Pyodide loads once."""
+    ctx = browser.new_context(viewport={"width": 1100, "height": 900})
+    pg = ctx.new_page()
+    pg.set_default_timeout(120_000)
+    open_notebook(pg, playground_url, backend="wasm")
+    yield pg
+    ctx.close()
+
+
+@pytest.fixture()
+def notebook(shared_page: Page) -> Page:
+    """The shared page with a fresh, empty notebook ("New notebook"; Python state persists)."""
+    if shared_page.get_by_role("button", name="Stop").is_enabled():
+        shared_page.get_by_role("button", name="Stop").click()
+        expect(shared_page.get_by_role("button", name="Stop")).to_be_disabled(timeout=15_000)
+    shared_page.get_by_role("button", name="New notebook").click()
+    expect(shared_page.locator("section.cell")).to_have_count(1)
+    return shared_page
+
+
+@pytest.fixture(scope="session")
+def shot_dir() -> Path:
+    path = Path(os.environ.get("GPULAB_SCREENSHOT_DIR") or ROOT / "reports" / "screenshots")
+    if not path.is_absolute():
+        path = ROOT / path
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def open_notebook(page: Page, url: str, backend: str = "cpu", software: bool = False) -> None:
+    query = f"?backend={backend}" + ("&software=1" if software else "")
+    page.goto(url + "/" + query)
+    expect(page.locator("body")).to_have_attribute("data-ready", "true", timeout=120_000)
+
+
+def cell(page: Page, n: int) -> Locator:
+    return page.get_by_role("region", name=f"Cell {n}", exact=True)
+
+
+def output(page: Page, n: int) -> Locator:
+    return page.get_by_role("region", name=f"Output of cell {n}", exact=True)
+
+
+def set_code(page: Page, n: int, code: str) -> None:
+    cell(page, n).get_by_role("textbox").fill(code)
+
+
+def run_cell(page: Page, n: int, timeout: float = 120_000) -> Locator:
+    """Click the cell's Run button and wait until it finished; returns its output region."""
+    cell(page, n).get_by_role("button", name="Run", exact=True).click()
+    expect(cell(page, n).locator(".prompt")).to_have_text(DONE, timeout=timeout)
+    return output(page, n)
+
+
+def run_program(page: Page, code: str, n: int = 1, timeout: float = 120_000) -> Locator:
+    set_code(page, n, code)
+    return run_cell(page, n, timeout)
+
+
+def decode_png(data: bytes) -> np.ndarray:
+    """RGB(A) 8-bit PNG (what Chromium screenshots are) -> array [h, w, channels]."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, header = 8, b"", None
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        chunk = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", chunk)
+        elif kind == b"IDAT":
+            idat += chunk
+        pos += 12 + length
+    width, height, depth, color, _, _, interlace = header
+    assert depth == 8 and color in (2, 6) and interlace == 0, header
+    channels = 4 if color == 6 else 3
+    raw = zlib.decompress(idat)
+    stride = width * channels
+    out = np.zeros((height, stride), dtype=np.uint8)
+    prev = np.zeros(stride, dtype=np.int32)
+    for y in range(height):
+        kind = raw[y * (stride + 1)]
+        line = np.frombuffer(raw, np.uint8, stride, y * (stride + 1) + 1).astype(np.int32)
+        row = _unfilter(kind, line, prev, channels)
+        out[y] = row
+        prev = row.astype(np.int32)
+    return out.reshape(height, width, channels)
+
+
+def _unfilter(kind: int, line: np.ndarray, prev: np.ndarray, bpp: int) -> np.ndarray:
+    if kind == 0:
+        return line.astype(np.uint8)
+    if kind == 2:
+        return ((line + prev) & 0xFF).astype(np.uint8)
+    row = np.zeros_like(line)
+    for i in range(len(line)):  # Sub, Average, Paeth depend on the reconstructed left byte
+        left = row[i - bpp] if i >= bpp else 0
+        up = prev[i]
+        up_left = prev[i - bpp] if i >= bpp else 0
+        if kind == 1:
+            pred = left
+        elif kind == 3:
+            pred = (left + up) // 2
+        else:
+            p = left + up - up_left
+            pa, pb, pc = abs(p - left), abs(p - up), abs(p - up_left)
+            pred = left if pa <= pb and pa <= pc else (up if pb <= pc else up_left)
+        row[i] = (line[i] + pred) & 0xFF
+    return row.astype(np.uint8)
+
+
+def save_shot(locator: Locator, path: Path) -> np.ndarray:
+    data = locator.screenshot(path=str(path))
+    assert len(data) < SHOT_LIMIT, f"{path.name} is {len(data)} bytes (limit {SHOT_LIMIT})"
+    return decode_png(data)
+
+
+# ---------------------------------------------------------------------------------------------
+# loading, backends, the seed example
+
+
+def test_loading_shows_progress_and_backend(page: Page, playground_url: str) -> None:
+    open_notebook(page, playground_url, backend="auto")
+    progress = page.get_by_label("Loading progress")
+    for stage in ("Pyodide", "gpulab wheel", "backend probe", "ready"):
+        expect(progress).to_contain_text(stage)
+    expect(progress.locator("li.done")).to_have_count(4)
+    assert re.search(r"ready .*— [\d.]+ (ms|s)", progress.inner_text())
+    status = page.get_by_role("status", name="Backend in use")
+    expect(status).to_contain_text("Backend in use:")
+    # auto without software: the software GPU paths are refused, each with its reason
+    attempts = page.get_by_label("Backend attempts")
+    expect(attempts).to_contain_text("webgpu:")
+    expect(attempts).to_contain_text("software")
+
+
+@pytest.mark.parametrize("backend", ["cpu", "wasm", "webgl2", "webgpu"])
+def test_seed_example_on_each_backend(page: Page, playground_url: str, backend: str) -> None:
+    """The seed's first program prints the backend and [0.0, 60.0, 120.0] on every backend
+    (software adapters allowed: fails if the backend does not open or computes wrong)."""
+    open_notebook(page, playground_url, backend=backend, software=True)
+    status = page.get_by_role("status", name="Backend in use")
+    expect(status).to_contain_text(f"Backend in use: {backend}")
+    if backend in ("webgpu", "webgl2"):
+        expect(status).to_contain_text("results are correct but not GPU speed")
+    out = run_program(page, SEED_PROGRAM)
+    expect(out.locator(".stream.stdout")).to_have_text(f"{backend} {SEED_LINE}\n")
+    expect(out).to_contain_text(f"1 GPU run on {backend}")
+
+
+def test_seed_example_from_menu(notebook: Page, shot_dir: Path) -> None:
+    page = notebook
+    page.get_by_label("Examples").select_option("first")
+    expect(cell(page, 3)).to_be_visible()
+    out = run_cell(page, 1)
+    expect(out).to_contain_text(f"wasm {SEED_LINE}")
+    out2 = run_cell(page, 2)
+    # the last expression (a result) is rendered as tables with name, shape and dtype
+    expect(out2.locator("table caption").first).to_have_text("values — shape [3] float32")
+    expect(out2.locator("table").first).to_contain_text("60.0")
+    expect(out2.locator("table caption").nth(1)).to_have_text("total — shape [] float32")
+    expect(out2.locator("table").nth(1)).to_contain_text("160.0")
+    save_shot(page.locator("main"), shot_dir / "notebook-first-example.png")
+
+
+# ---------------------------------------------------------------------------------------------
+# sync run, callbacks, await, refusals, no numpy
+
+
+def test_sync_run_submit_and_await(notebook: Page) -> None:
+    page = notebook
+    out = run_program(page, """from gpulab import Graph
+g = Graph()
+x = g.tensor([[1, 2], [3, 4]])
+r = g.run(y=x @ x)                       # synchronous: JSPI suspends Python on the GPU promise
+print("sync", r["outputs"]["y"]["shape"], r["outputs"]["y"]["data"])
+got = []
+g.submit(lambda res: print("callback", res["outputs"]["s"]["data"]), s=x.sum())
+print("submitted")
+a = await g.run_async(m=x.mean())
+print("await", a["outputs"]["m"]["data"])
+""")
+    text = out.locator(".stream.stdout").inner_text()
+    assert "sync [2, 2] [7.0, 10.0, 15.0, 22.0]" in text
+    assert "await [2.5]" in text
+    assert "callback [10.0]" in text
+    assert text.index("submitted") < text.index("callback"), "the callback runs when the GPU is done"
+
+
+def test_too_many_pending_is_refused_with_permission(notebook: Page) -> None:
+    page = notebook
+    out = run_program(page, """from gpulab import Graph, GpuLabError
+g = Graph()
+a = g.tensor([1.0])
+results = []
+try:
+    for i in range(40):
+        g.submit(results.append, values=a + i)
+except GpuLabError as err:
+    print("refused after", i, err.code, err.message)
+""")
+    expect(out.locator(".stream.stdout")).to_contain_text("refused after 16 PERMISSION too many pending")
+
+
+def test_page_has_no_numpy_and_micropip_works_offline(notebook: Page) -> None:
+    page = notebook
+    out = run_program(page, """import sys
+import gpulab
+from gpulab import Graph
+g = Graph()
+print(g.run(v=g.tensor([1.5, -2]).relu())["outputs"]["v"]["data"], "numpy" in sys.modules)
+try:
+    import numpy
+except ModuleNotFoundError:
+    print("no numpy in the page")
+import micropip
+print("micropip", micropip.__version__)
+""")
+    text = out.locator(".stream.stdout").inner_text()
+    assert "[1.5, 0.0] False" in text
+    assert "no numpy in the page" in text
+    assert re.search(r"micropip \d+\.\d+", text)
+
+
+def test_python_error_shows_traceback_with_cell_line(notebook: Page) -> None:
+    page = notebook
+    out = run_program(page, "x = 1\ny = 2\nz = x / (y - 2)\nprint('unreachable')\n")
+    alert = out.get_by_role("alert")
+    expect(alert).to_contain_text("ZeroDivisionError (line 3)")
+    expect(alert.locator(".error-line")).to_contain_text("z = x / (y - 2)")
+    expect(alert.locator(".traceback")).to_contain_text('File "<cell 1>", line 3, in <module>')
+    expect(alert.locator(".traceback")).not_to_contain_text("_pyodide")
+    expect(out).not_to_contain_text("unreachable")
+
+
+def test_graph_error_names_the_node(notebook: Page) -> None:
+    page = notebook
+    out = run_program(page, """from gpulab import Graph
+g = Graph()
+a, b = g.tensor([[1, 2, 3]]), g.tensor([[1, 2, 3]])
+g.run(p=a @ b)
+""")
+    expect(out.get_by_role("alert")).to_contain_text("GpuLabError")
+    expect(out.get_by_role("alert")).to_contain_text("line 4")
+
+
+# ---------------------------------------------------------------------------------------------
+# examples: Life on a canvas, MLP with a loss plot
+
+
+def test_life_example_draws_on_canvas(notebook: Page, shot_dir: Path) -> None:
+    page = notebook
+    page.get_by_label("Examples").select_option("life")
+    run_cell(page, 1)
+    out2 = run_cell(page, 2)
+    expect(out2.locator("figcaption")).to_have_text("generation 60")
+    expect(out2.locator(".stream.stdout")).to_contain_text("generation 60:")
+    canvas = out2.get_by_role("img")
+    pixels = save_shot(canvas, shot_dir / "life-canvas.png")
+    light = (pixels[..., 1] > 150).mean()  # live cells are drawn light green
+    assert 0.01 < light < 0.9, f"the Life canvas looks blank or full ({light:.3f} light)"
+    out3 = run_cell(page, 3)
+    expect(out3.locator("figcaption")).to_have_text("generation 140")
+    save_shot(cell(page, 2), shot_dir / "life-cell.png")
+
+
+def test_mlp_example_trains_and_plots(notebook: Page, shot_dir: Path) -> None:
+    page = notebook
+    page.get_by_label("Examples").select_option("mlp")
+    run_cell(page, 1)
+    run_cell(page, 2)
+    out = run_cell(page, 3, timeout=170_000)
+    text = out.locator(".stream.stdout").inner_text()
+    first, last = map(float, re.search(r"loss ([\d.]+) -> ([\d.]+)", text).groups())
+    assert last < first / 4, f"training did not reduce the loss: {first} -> {last}"
+    plot = out.get_by_role("img")
+    expect(plot).to_have_attribute("data-points", "40")
+    pixels = save_shot(plot, shot_dir / "mlp-loss-plot.png")
+    line = (pixels[..., 2] > 200) & (pixels[..., 0] < 90)  # the curve is drawn in blue
+    assert line.sum() > 200, "the loss curve is not drawn"
+    out4 = run_cell(page, 4)
+    expect(out4.locator(".stream.stdout")).to_contain_text("training accuracy")
+    accuracy = float(re.search(r"accuracy ([\d.]+)%", out4.inner_text()).group(1))
+    assert accuracy > 90
+    save_shot(cell(page, 4), shot_dir / "mlp-decision-map.png")
+
+
+# ---------------------------------------------------------------------------------------------
+# Stop, keyboard, cells
+
+
+def test_stop_interrupts_an_endless_loop(notebook: Page) -> None:
+    page = notebook
+    set_code(page, 1, "n = 0\nwhile True:\n    n += 1\n")
+    cell(page, 1).get_by_role("button", name="Run", exact=True).click()
+    expect(cell(page, 1).locator(".prompt")).to_have_text("[running]")
+    page.wait_for_timeout(500)
+    page.get_by_role("button", name="Stop").click()
+    expect(cell(page, 1).locator(".prompt")).to_have_text(DONE, timeout=15_000)
+    expect(output(page, 1)).to_contain_text("Stopped by the user")
+    expect(output(page, 1)).to_contain_text("KeyboardInterrupt")
+    out = run_program(page, "print('still alive', n > 0)")  # the worker survives a Stop
+    expect(out).to_contain_text("still alive True")
+
+
+def test_stop_cancels_a_long_session_run(notebook: Page) -> None:
+    page = notebook
+    out = run_program(page, """from gpulab import Graph
+g = Graph()
+board = g.tensor([[0, 1, 0], [0, 1, 0], [0, 1, 0]])
+life = g.prepare(carry={board: "board"}, board=board.life())
+print("ready")
+""")
+    expect(out).to_contain_text("ready")
+    set_code(page, 1, "for i in range(10**6):\n    life.run_steps(64)\n")
+    cell(page, 1).get_by_role("button", name="Run", exact=True).click()
+    page.wait_for_timeout(800)
+    page.get_by_role("button", name="Stop").click()
+    expect(cell(page, 1).locator(".prompt")).to_have_text(DONE, timeout=15_000)
+    expect(output(page, 1)).to_contain_text("Stopped by the user")
+
+
+def test_keyboard_editing_and_cells(notebook: Page) -> None:
+    page = notebook
+    editor = cell(page, 1).get_by_role("textbox")
+    editor.fill("")
+    editor.press_sequentially("for i in range(2):\n")
+    editor.press("Tab")
+    editor.press_sequentially("print('row', i)")
+    expect(editor).to_have_value("for i in range(2):\n    print('row', i)")
+    editor.press("Shift+Enter")  # runs and moves to a new cell below
+    expect(cell(page, 2)).to_be_visible()
+    expect(cell(page, 2).get_by_role("textbox")).to_be_focused()
+    expect(output(page, 1)).to_contain_text("row 0\nrow 1", timeout=30_000)
+    second = cell(page, 2).get_by_role("textbox")
+    second.press_sequentially("21 * 2")
+    second.press("Control+Enter")  # runs in place
+    expect(output(page, 2)).to_contain_text("42", timeout=30_000)
+    expect(second).to_be_focused()
+    page.get_by_role("button", name="Delete cell 1").click()
+    expect(cell(page, 2)).to_have_count(0)
+    expect(cell(page, 1).get_by_role("textbox")).to_have_value("21 * 2")
+    page.get_by_role("button", name="+ Add cell").click()
+    expect(cell(page, 2)).to_be_visible()
+
+
+def test_stop_unavailable_without_isolation(page: Page, playground_url: str) -> None:
+    def strip_isolation(route):  # serve the page without COOP/COEP: no SharedArrayBuffer
+        response = route.fetch()
+        headers = {k: v for k, v in response.headers.items()
+                   if k.lower() not in ("cross-origin-opener-policy",
+                                        "cross-origin-embedder-policy")}
+        route.fulfill(response=response, headers=headers)
+
+    page.route(re.compile(r".*/(\?.*)?$"), strip_isolation)
+    open_notebook(page, playground_url, backend="cpu")
+    assert page.evaluate("crossOriginIsolated") is False
+    expect(page.get_by_text("Stop is unavailable")).to_be_visible()
+    out = run_program(page, "print(6 * 7)")  # everything else still works
+    expect(out).to_contain_text("42")
+
+
+# ---------------------------------------------------------------------------------------------
+# Compare with native, /api/execute
+
+
+def test_compare_with_native_shows_ulps(notebook: Page, shot_dir: Path) -> None:
+    page = notebook
+    out = run_program(page, """from gpulab import Graph
+g = Graph()
+x = g.tensor([[0.5, -1.25, 2.0], [3.0, 0.1, -0.7]])
+w = g.tensor([[0.3, 0.2], [-0.4, 1.5], [0.25, -0.6]])
+r = g.run(h=(x @ w).tanh(), p=(x @ w).softmax())
+r""")
+    expect(out.locator("table caption").first).to_contain_text("h — shape [2, 2]")
+    compare = cell(page, 1).get_by_role("button", name="Compare with native")
+    expect(compare).to_be_enabled()
+    compare.click()
+    view = page.get_by_role("region", name="Comparison of cell 1", exact=True)
+    expect(view).to_contain_text("Browser vs native", timeout=60_000)
+    expect(view).to_contain_text("browser: wasm")
+    expect(view).to_contain_text("native: cpu-python")
+    table = view.get_by_role("table", name="Max difference per output")
+    expect(table.locator("tbody tr")).to_have_count(2)
+    for row in table.locator("tbody tr").all():
+        assert re.search(r"\d+ ulps?", row.inner_text()), row.inner_text()
+    save_shot(cell(page, 1), shot_dir / "compare-view.png")
+
+
+def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict]:
+    host, port = url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=60)
+    conn.request("POST", "/api/execute", body=body, headers=headers)
+    response = conn.getresponse()
+    data = response.read()
+    conn.close()
+    return response.status, json.loads(data)
+
+
+GOOD = {"version": 1, "nodes": [{"id": 0, "op": "input", "shape": [3], "data": [-2, 3, 4]},
+                                {"id": 1, "op": "input", "shape": [3], "data": [10, 20, 30]},
+                                {"id": 2, "op": "mul", "a": 0, "b": 1},
+                                {"id": 3, "op": "relu", "a": 2}],
+        "outputs": [{"name": "values", "id": 3}]}
+
+
+def test_api_execute_runs_validates_and_refuses(playground_url: str) -> None:
+    own = {"Origin": playground_url, "Content-Type": "application/json"}
+    status, body = _post(playground_url, json.dumps(GOOD).encode(), own)
+    assert status == 200, body
+    assert body["outputs"]["values"]["data"] == [0.0, 60.0, 120.0]
+    assert body["backend"] in ("cpu-python", "wgpu")
+
+    bad = {"version": 1, "nodes": [{"id": 0, "op": "input", "shape": [2], "data": [1, 2]},
+                                   {"id": 1, "op": "frobnicate", "a": 0}],
+           "outputs": [{"name": "y", "id": 1}]}
+    status, body = _post(playground_url, json.dumps(bad).encode(), own)
+    assert status == 400
+    assert body["code"] == "VALIDATION" and body["node"] == 1 and "frobnicate" in body["message"]
+
+    status, body = _post(playground_url, json.dumps(GOOD).encode(),
+                         {"Origin": "http://evil.example", "Content-Type": "application/json"})
+    assert status == 403 and body["code"] == "PERMISSION" and "evil.example" in body["message"]
+    status, body = _post(playground_url, json.dumps(GOOD).encode(), {})
+    assert status == 403 and "Origin" in body["message"]
+
+    status, body = _post(playground_url, b"{not json", own)
+    assert status == 400 and body["code"] == "VALIDATION"
+
+
+def test_api_execute_refuses_oversized_body_before_reading_it(playground_url: str) -> None:
+    host, port = playground_url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    conn.putrequest("POST", "/api/execute")
+    conn.putheader("Origin", playground_url)
+    conn.putheader("Content-Type", "application/json")
+    conn.putheader("Content-Length", str(17 * 1024 * 1024))
+    conn.endheaders()
+    response = conn.getresponse()
+    body = json.loads(response.read())
+    conn.close()
+    assert response.status == 413 and body["code"] == "LIMIT"
