@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from e2e.conformance import reference
 from e2e.conformance.executors import _js_lane
 from e2e.conformance.runner import check_results, load_cases
 
@@ -160,11 +161,24 @@ def test_carry_by_swap_and_by_copy(gl_page: Any, where: str) -> None:
         assert got["carried"] == {"0": a, "1": b, "2": c, "4": e}, got
 
 
+WRAP_LIMIT = 97  # a prime texture limit: rows break at odd places
+
+
+def _largest_tensor(case: dict) -> int:
+    from gpulab.protocol import validate
+
+    return max(math.prod(node.shape) for node in validate(case["graph"]).nodes)
+
+
 def test_conformance_corpus_passes_with_tensors_wrapped_across_texture_rows(gl_page: Any) -> None:
-    # With a 97-texel limit nearly every tensor spans several texture rows that break at odd
-    # places, so the row-crossing paths of the addressing run on the whole corpus.
-    cases = load_cases()
-    payload = scenario(gl_page, "conformance", "main", {"cases": cases, "maxTextureSize": 97})
+    # With a 97-texel texture limit nearly every tensor spans several texture rows that break
+    # at odd places, so the row-crossing paths of the addressing run on the corpus. Cases with
+    # a tensor past 97 * 97 elements cannot run under that limit; at the real limit (8192)
+    # those wrap anyway, in the main corpus test.
+    cases = [c for c in load_cases() if _largest_tensor(c) <= WRAP_LIMIT * WRAP_LIMIT]
+    assert len(cases) >= 0.9 * len(load_cases())
+    assert {c["op"] for c in cases} >= set(reference.OP_TABLE["ops"])
+    payload = scenario(gl_page, "conformance", "main", {"cases": cases, "maxTextureSize": WRAP_LIMIT})
     report = check_results(cases, _js_lane("browser-webgl2-wrapped", payload))
     assert report.lane.available, report.describe_failures()
     assert len(report.results) == len(cases)
