@@ -101,20 +101,33 @@ export class GpuDevice {
    */
   async race(promise, what) {
     this.check();
-    const lostFirst = this.lost.then((msg) => {
-      throw new GpuLabError('BACKEND', `${msg} (during ${what})`);
+    const lostFirst = this.lost.then(() => {
+      throw this.gone(what, null);
     });
     try {
       return await Promise.race([promise, lostFirst]);
     } catch (err) {
+      if (err instanceof GpuLabError) throw err;
       // A map or pipeline failure that happened because the device went away says so.
-      if (this.lostMessage && !(err instanceof GpuLabError)) {
-        throw new GpuLabError('BACKEND', `${this.lostMessage} (during ${what}: ${errorText(err)})`);
-      }
+      if (this.disposed || this.lostMessage) throw this.gone(what, err);
       throw asBackendError(err, what);
     } finally {
       lostFirst.catch(() => {});
     }
+  }
+
+  /**
+   * The error for work cut short by the device going away: DISPOSED when we destroyed it
+   * (runtime.dispose() during a run), BACKEND when it was lost.
+   * @param {string} what @param {unknown} cause
+   */
+  gone(what, cause) {
+    const detail = cause ? `${what}: ${errorText(cause)}` : what;
+    if (this.disposed) {
+      return new GpuLabError('DISPOSED', `the WebGPU backend was disposed (during ${detail})`);
+    }
+    const lost = this.lostMessage || 'WebGPU device lost';
+    return new GpuLabError('BACKEND', `${lost} (during ${detail})`);
   }
 
   /** Destroy on purpose: later use reports DISPOSED, not a lost device. */
