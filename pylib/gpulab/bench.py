@@ -109,6 +109,11 @@ def table(rows: list[dict[str, Any]], ref_losses: list[float] | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "--browser" in argv:  # the page benchmark has its own flags (gpulab.benchmarks.browser)
+        from gpulab.benchmarks import browser
+
+        return browser.main([a for a in argv if a != "--browser"])
     ap = argparse.ArgumentParser(prog="gpulab bench", description=__doc__.splitlines()[0])
     ap.add_argument("--backends", help="comma list of cpu-python,wgpu (default: what can run)")
     ap.add_argument("--runs", type=int, default=20)
@@ -116,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="let wgpu use a software adapter (lavapipe); labelled in the table")
     ap.add_argument("--torch-device", default="cpu", help="cpu, cuda, or none")
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--browser", action="store_true",
+                    help="the same step in headless Chromium: every gpu-lab and TF.js backend "
+                    "(gpulab bench --browser --help)")
     args = ap.parse_args(argv)
     allow_software = args.allow_software or host.software_allowed()
     rows: list[dict[str, Any]] = []
