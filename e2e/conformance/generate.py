@@ -560,9 +560,45 @@ def chain_cases() -> list[dict]:
             _integers_as_floats()]
 
 
+# ---- large: many elements from little data (broadcasting), one small output -------------
+
+
+def _grid_of(b: Builder, rows: int, cols: int) -> int:
+    """A varied [rows, cols] tensor from rows + cols values: u_i + r_j (one float32 rounding,
+    the same on every backend, so the node needs not be an output)."""
+    return b.op("add", b.rand([rows, 1], -1, 1), b.rand([cols], -1, 1))
+
+
+def large_cases() -> list[dict]:
+    """Sizes past a GPU's one-dimensional dispatch limit (65535 workgroups of 64) and long
+    reduction rows, built by broadcasting so the corpus stays small."""
+    cases = []
+    b = Builder("sum/large_all_2049x2047")  # 4194303 elements: > 65535 * 64
+    b.out(b.op("sum", _grid_of(b, 2049, 2047)), "y")
+    cases.append(b.case("sum"))
+    b = Builder("sum/large_65537x64_axis0")
+    b.out(b.op("sum", b.op("add", b.full([65537, 64], 1.5), b.rand([64], -1, 1)), axis=0), "y")
+    cases.append(b.case("sum"))
+    b = Builder("mean/large_relu_2049x2047_axis1")
+    b.out(b.op("mean", b.op("relu", _grid_of(b, 2049, 2047)), axis=1), "y")
+    cases.append(b.case("mean"))
+    b = Builder("matmul/large_257x1000x129")
+    b.out(b.op("matmul", _grid_of(b, 257, 1000), _grid_of(b, 1000, 129)), "y")
+    cases.append(b.case("matmul"))
+    b = Builder("softmax/large_row_100489")
+    b.out(b.op("softmax", b.op("reshape", _grid_of(b, 317, 317), shape=[100489])), "y")
+    cases.append(b.case("softmax"))
+    b = Builder("cross_entropy/large_4097x10")
+    logits = b.op("mul", _grid_of(b, 4097, 10), b.full([], 3.0))
+    targets = b.op("add", b.full([4097, 10], 0.0), b.input([10], np.eye(10)[3]))
+    b.out(b.op("cross_entropy", logits, targets), "loss")
+    cases.append(b.case("cross_entropy"))
+    return cases
+
+
 FAMILIES: list[Callable[[], list[dict]]] = [
     source_cases, binary_cases, unary_cases, layout_cases, reduction_cases, softmax_cases,
-    cross_entropy_cases, matmul_cases, optimizer_cases, life_cases, chain_cases,
+    cross_entropy_cases, matmul_cases, optimizer_cases, life_cases, chain_cases, large_cases,
 ]
 
 

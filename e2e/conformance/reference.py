@@ -10,12 +10,15 @@ Besides the value, the reduction / matmul / optimizer / softmax-family ops retur
 magnitude that float32 rounding inside the op is proportional to (the tolerance allows
 `scale_eps * eps32 * scale` on top of `ulps * ulp32(ref)`):
 
-- sum: sum of |x| over the reduced elements; mean: that divided by the count.
-- matmul: |A| @ |B|.
+- sum: sum of |x| over the reduced elements times max(1, c / 8), c = ceil(n / 64) + 6 the
+  longest chain of additions of the 64-lane order (with scale_eps 4 the bound is then never
+  below the worst case c * eps32 / 2 * sum |x|); mean: that divided by the count.
+- matmul: |A| @ |B| times max(1, K / 8) (K sequential additions, the same argument).
 - softmax: out * (|z| + L), z = a - max, L = ceil(n / 64) + 6 the longest addition chain of the
   protocol's 64-lane sum (vendor exp error grows with |z|, the sum's rounding with L).
 - log_softmax: |z| + |log S| + L (an absolute error: z and log S are subtracted).
-- cross_entropy: mean over rows of sum_c |b| * (|log_softmax| + its scale).
+- cross_entropy: mean over rows of sum_c |b| * (|log_softmax| + its scale), times the chain
+  factor of the sum over the N rows.
 - cross_entropy_grad: (softmax scale + |b|) / N.
 - sgd/momentum: the sum of |terms| of the update formula.
 - adam_m/adam_v: the sum of |terms| plus beta * (|a| + |b|) (resp. |b|^2): the protocol does not
@@ -101,6 +104,12 @@ def _norm_axis(axis: int, rank: int) -> int:
 def _lane_chain(n: int) -> int:
     """Longest chain of float additions in the protocol's 64-lane reduction of n values."""
     return math.ceil(n / REDUCE_LANES) + int(math.log2(REDUCE_LANES))
+
+
+def _chain_factor(additions: int) -> float:
+    """max(1, c / 8): with scale_eps 4, 4 * eps32 * c / 8 = c * eps32 / 2 is the classical
+    worst-case error of c chained float32 additions, per unit of sum |terms|."""
+    return max(1.0, additions / 8)
 
 
 Kernel = Callable[[Mapping, list[np.ndarray]], tuple[np.ndarray, np.ndarray]]
@@ -251,13 +260,13 @@ def protocol_sum32(a: np.ndarray, axis: int | None, keepdim: bool) -> np.ndarray
     n = moved.shape[-1]
     rows = moved.reshape(-1, n)
     chunks = -(-n // REDUCE_LANES)
-    # padding with +0.0 is neutral: a lane starts at +0.0 so it never holds -0.0
-    padded = np.zeros((rows.shape[0], chunks * REDUCE_LANES), dtype=np.float32)
-    padded[:, :n] = rows
-    lanes = np.zeros((rows.shape[0], REDUCE_LANES), dtype=np.float32)
+    # chunk 0 is the lanes' starting +0.0; padding with +0.0 is neutral (a lane that starts at
+    # +0.0 never holds -0.0). add.accumulate adds sequentially, in float32.
+    padded = np.zeros((rows.shape[0], (chunks + 1) * REDUCE_LANES), dtype=np.float32)
+    padded[:, REDUCE_LANES : REDUCE_LANES + n] = rows
     with np.errstate(all="ignore"):
-        for k in range(chunks):
-            lanes = lanes + padded[:, k * REDUCE_LANES : (k + 1) * REDUCE_LANES]
+        per_chunk = padded.reshape(rows.shape[0], chunks + 1, REDUCE_LANES)
+        lanes = np.add.accumulate(per_chunk, axis=1, dtype=np.float32)[:, -1, :]
         s = REDUCE_LANES // 2
         while s >= 1:
             lanes = np.concatenate([lanes[:, :s] + lanes[:, s : 2 * s], lanes[:, 2 * s :]], 1)
@@ -274,7 +283,7 @@ def _sum_mean(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndar
     a = ops[0]
     axis, keepdim, count = _reduce_args(node, a)
     value = np.sum(a, axis=axis, keepdims=keepdim)
-    scale = np.sum(np.abs(a), axis=axis, keepdims=keepdim)
+    scale = np.sum(np.abs(a), axis=axis, keepdims=keepdim) * _chain_factor(_lane_chain(count))
     if node["op"] == "mean":
         value, scale = value / count, scale / count
     return np.asarray(value), np.asarray(scale)
@@ -332,8 +341,9 @@ def _cross_entropy(_: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.nd
     ls_scale = np.abs(z) + np.abs(log_s) + chain
     rows = -np.sum(b * ls, axis=1)
     value = np.asarray(np.mean(rows))
-    scale = np.asarray(np.mean(np.sum(np.abs(b) * (np.abs(ls) + ls_scale), axis=1)))
-    return value, scale
+    per_row = np.sum(np.abs(b) * (np.abs(ls) + ls_scale), axis=1)
+    scale = np.mean(per_row) * _chain_factor(_lane_chain(a.shape[0]))  # then summed over rows
+    return value, np.asarray(scale)
 
 
 @kernel("cross_entropy_grad")
@@ -354,7 +364,7 @@ def _matmul(_: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     a, b = ops
     with np.errstate(invalid="ignore", over="ignore"):
         value = np.matmul(a, b)
-        scale = np.matmul(np.abs(a), np.abs(b))
+        scale = np.matmul(np.abs(a), np.abs(b)) * _chain_factor(a.shape[-1])
     return value, scale
 
 
