@@ -90,20 +90,28 @@ def main(argv: list[str] | None = None) -> int:
     if "fatal" in result:
         print(result["fatal"], file=sys.stderr)
         return 1
-    result["machine"] = {"cpu": cpu_model(), "cores": os.cpu_count(), "platform": platform.platform()}
+    result["machine"] = {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "platform": platform.platform(),
+        "load_average": os.getloadavg(),
+    }
+    text = json.dumps(result, indent=1)
+    if args.json:
+        args.json.write_text(text)
     print(table(result))
     print()
-    print(f"machine: {result['machine']['cpu']}, {result['machine']['cores']} cores; "
-          f"{result['userAgent']}; crossOriginIsolated={result['crossOriginIsolated']}; "
-          f"{result['date']}")
+    print(
+        f"machine: {result['machine']['cpu']}, {result['machine']['cores']} cores, load average "
+        f"{', '.join(f'{x:.1f}' for x in result['machine']['load_average'])}; "
+        f"{result['userAgent']}; crossOriginIsolated={result['crossOriginIsolated']}; "
+        f"{result['date']}"
+    )
     for row in result["rows"]:
         print(f"{row['name']}: adapter {json.dumps(row['adapter'])}; losses {row['losses']}")
     if result["errors"]:
         print(f"errors: {json.dumps(result['errors'], indent=1)}", file=sys.stderr)
-    text = json.dumps(result, indent=1)
     print(text)
-    if args.json:
-        args.json.write_text(text)
     return 1 if result["errors"] else 0
 
 
