@@ -96,6 +96,16 @@ def test_bad_input_refused_before_any_gl_work(gl_page: Any, where: str) -> None:
     assert r["good"]["values"] == [0, 60, 120]
 
 
+def test_glsl_compile_error_is_backend_and_leaks_nothing(gl_page: Any) -> None:
+    r = scenario(gl_page, "shaderError", "main")
+    assert r["relu"]["code"] == "BACKEND", r["relu"]
+    assert "GLSL compile error in unary.glsl" in r["relu"]["message"]
+    stats = r["afterError"]
+    assert stats["livePrograms"] == 0  # the failed program was disposed
+    assert stats["liveTextures"] > 0 and stats["free"] == stats["liveTextures"]  # all pooled
+    assert r["other"] == [2, 4]  # the backend still runs graphs that avoid the broken shader
+
+
 @pytest.mark.parametrize("where", WHERE)
 def test_repeated_executes_reuse_textures_and_dispose_frees_them(gl_page: Any, where: str) -> None:
     r = scenario(gl_page, "pooling", where)

@@ -143,6 +143,25 @@ export async function badInput() {
   return out;
 }
 
+// ---- shader errors -------------------------------------------------------------------------
+
+/** A GLSL compile error (injected into unary.glsl) is BACKEND, leaks nothing, spares others. */
+export async function shaderError() {
+  const hooks = {
+    webgl2TransformSource: (file, source) => (file === 'unary.glsl'
+      ? source.replace('float op(float x) {', 'float op(float x) { this is not GLSL;') : source),
+  };
+  const rt = await createRuntime({ ...SOFT, hooks });
+  const relu = await settle(rt.execute(GOOD_GRAPH));
+  const afterError = hooks.webgl2Stats();
+  const add = { version: 1, nodes: [{ id: 0, op: 'input', shape: [2], data: [1, 2] },
+    { id: 1, op: 'add', a: 0, b: 0 }], outputs: [{ name: 'y', id: 1 }] };
+  const other = await settle(rt.execute(add));
+  rt.dispose();
+  return { relu: relu.error ?? { ok: true }, afterError,
+    other: other.value ? [...other.value.outputs.y.data] : other.error };
+}
+
 // ---- pooling -------------------------------------------------------------------------------
 
 /** A small MLP step (see mlpGraph) executed 30 times: live textures after each, then dispose. */

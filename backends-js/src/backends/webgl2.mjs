@@ -11,6 +11,8 @@
 // Test hooks: the backend reads, from the `hooks` object given to createBackend/createRuntime,
 //   hooks.webgl2MaxTextureSize  a smaller texture width/height limit, so small tensors wrap
 //                               across texture rows the way large ones do (layout tests)
+//   hooks.webgl2TransformSource(file, source)  edits a fragment shader before it is compiled
+//                               (inject a GLSL error)
 // and fills in
 //   hooks.loseContext()   loses the context through WEBGL_lose_context
 //   hooks.webgl2Stats()   {liveTextures, liveFramebuffers, free, created, reused, programs, livePrograms}
@@ -34,7 +36,7 @@ export async function createBackend({ allowSoftware = false, hooks = {} } = {}) 
   const gl = ctx.gl;
   const maxTextureSize = Math.min(ctx.maxTextureSize, hooks?.webgl2MaxTextureSize ?? Infinity);
   const pool = new TexturePool(gl, maxTextureSize);
-  const shaders = new ShaderCache(gl);
+  const shaders = new ShaderCache(gl, hooks?.webgl2TransformSource);
   const vao = gl.createVertexArray();  // no attributes: the vertex shader uses gl_VertexID
   gl.bindVertexArray(vao);
   gl.disable(gl.DITHER);  // on by default in GL; must never touch a stored value

@@ -50,9 +50,14 @@ void main() {
  */
 
 export class ShaderCache {
-  /** @param {WebGL2RenderingContext} gl */
-  constructor(gl) {
+  /**
+   * @param {WebGL2RenderingContext} gl
+   * @param {(file: string, source: string) => string} [transform] test hook: edits a program's
+   *   fragment source before compiling (to inject a GLSL error)
+   */
+  constructor(gl, transform = (file, source) => source) {
     this.gl = gl;
+    this.transform = transform;
     /** @type {Map<string, GlProgram>} */
     this.programs = new Map();
     /** @type {Map<string, Promise<string>>} */
@@ -88,7 +93,7 @@ export class ShaderCache {
     if (!prog) {
       const body = await this.fragmentSources.get(file);
       const head = Object.entries(defines).map(([k, v]) => `#define ${k} ${v}`).join('\n');
-      prog = this.link(key, `#version 300 es\n${head}\n${body}`);
+      prog = this.link(key, this.transform(file, `#version 300 es\n${head}\n${body}`));
       this.programs.set(key, prog);
     }
     return prog;
