@@ -199,3 +199,17 @@ def test_carries_act_simultaneously_even_when_they_swap(executor: Any) -> None:
         assert program.download(0).tolist() == [1.0, 2.0]
     finally:
         program.dispose()
+
+
+def test_a_row_longer_than_llvmpipes_loop_cap_sums_correctly(executor: Any) -> None:
+    """64 lanes x 65600 steps: past the 65535 loop iterations llvmpipe allows an invocation
+    (reduce.wgsl adds 32 elements per iteration). Before that fix the tree's last step was
+    silently dropped on lavapipe and the sum came out as half."""
+    n = 64 * 65600
+    graph = {"version": 2, "nodes": [
+        {"id": 0, "op": "full", "shape": [n], "value": 1.0},
+        {"id": 1, "op": "sum", "a": 0}, {"id": 2, "op": "mean", "a": 0}],
+        "outputs": [{"name": "s", "id": 1}, {"name": "m", "id": 2}]}
+    out = _run(executor, graph)
+    assert float(out[1]) == n  # exact: n < 2^24
+    assert float(out[2]) == 1.0
