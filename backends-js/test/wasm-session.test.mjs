@@ -103,3 +103,18 @@ test('carries apply all at once: two inputs swap values, a counter counts', asyn
   s.dispose();
   rt.dispose();
 });
+
+test('a constant carried into an input is copied, so the constant keeps its value', async () => {
+  const rt = await createRuntime({ backend: 'wasm' });
+  const graph = { version: 2, nodes: [
+    { id: 0, op: 'input', shape: [2], data: [5, 5] },
+    { id: 1, op: 'full', shape: [2], value: 7 },
+    { id: 2, op: 'add', a: 0, b: 1 },
+  ], outputs: [{ name: 'seven', id: 1 }, { name: 's', id: 2 }] };
+  const s = await rt.prepare(graph, { carry: { 0: 'seven' }, outputs: ['s'] });
+  const sums = [];
+  for (let i = 0; i < 3; i++) sums.push([...(await s.run(1)).outputs.s.data]);
+  assert.deepEqual(sums, [[12, 12], [14, 14], [14, 14]]);
+  s.dispose();
+  rt.dispose();
+});

@@ -7,8 +7,8 @@
 // the matmul reads its source through swapped strides (same products, same order, same bits).
 //
 // Carry: after each step the carried input must hold the output's value. When the output is
-// computed (not an input) and carried into one input only, the two slots swap pointers (no
-// copy); otherwise the value is copied. After a swap the output's latest value lives in the
+// computed every step (not an input or a `full` constant) and carried into one input only, the
+// two slots swap pointers (no copy); otherwise the value is copied. After a swap the output's latest value lives in the
 // input's block, which `locate` accounts for.
 import { GpuLabError, asBackendError, nodeLabel } from '../../errors.mjs';
 import { numel } from '../../shapes.mjs';
@@ -213,6 +213,8 @@ export class WasmProgram {
   planCarry() {
     const targets = new Map();
     for (const output of this.carry.values()) targets.set(output, (targets.get(output) ?? 0) + 1);
+    // only a value rewritten every step may give its block away (not an input or a `full`)
+    const computed = new Set(this.steps.map((step) => step.id));
     /** @type {[number, number][]} slot pairs */
     this.swaps = [];
     /** @type {[number, number, number, number][]} from slot, to slot, floats, staging block */
@@ -223,7 +225,7 @@ export class WasmProgram {
       if (input === output) continue;
       const from = /** @type {number} */ (this.slotOf.get(output));
       const to = /** @type {number} */ (this.slotOf.get(input));
-      if (this.node(output).op !== 'input' && targets.get(output) === 1) {
+      if (computed.has(output) && targets.get(output) === 1) {
         this.swaps.push([from, to]);
         this.swappedInto.set(output, input);
       } else {
