@@ -164,7 +164,14 @@ def _unfilter(kind: int, line: np.ndarray, prev: np.ndarray, bpp: int) -> np.nda
 
 
 def save_shot(locator: Locator, path: Path) -> np.ndarray:
-    data = locator.screenshot(path=str(path))
+    """Screenshot one element (from a full-page capture, so the sticky toolbar never covers
+    it), check its size and return its pixels."""
+    locator.scroll_into_view_if_needed()
+    box = locator.bounding_box()
+    scroll = locator.page.evaluate("[scrollX, scrollY]")
+    clip = {"x": box["x"] + scroll[0], "y": box["y"] + scroll[1],
+            "width": box["width"], "height": box["height"]}
+    data = locator.page.screenshot(path=str(path), full_page=True, clip=clip)
     assert len(data) < SHOT_LIMIT, f"{path.name} is {len(data)} bytes (limit {SHOT_LIMIT})"
     return decode_png(data)
 
@@ -439,6 +446,40 @@ r""")
     for row in table.locator("tbody tr").all():
         assert re.search(r"\d+ ulps?", row.inner_text()), row.inner_text()
     save_shot(cell(page, 1), shot_dir / "compare-view.png")
+
+
+def test_ulp_distance_in_the_page(notebook: Page) -> None:
+    """The compare view's ulp measure: adjacent float32s are 1 apart, across zero too."""
+    got = notebook.evaluate("""async () => {
+        const { ulpDistance } = await import('./compare.mjs');
+        const next = (x) => { const f = new Float32Array([x]); const i = new Int32Array(f.buffer);
+                              i[0] += 1; return f[0]; };
+        return [ulpDistance(1, next(1)), ulpDistance(1, 1), ulpDistance(0, -0),
+                ulpDistance(NaN, NaN), ulpDistance(NaN, 1), ulpDistance(next(0), -next(0)),
+                ulpDistance(1, Math.fround(1.5))];
+    }""")
+    assert got[:4] == [1, 0, 0, 0]
+    assert got[4] is None or got[4] == float("inf")  # Infinity arrives as null through JSON
+    assert got[5] == 2 and got[6] == 2 ** 22
+
+
+def test_backend_selector_switches_and_never_downgrades(notebook: Page) -> None:
+    page = notebook
+    status = page.get_by_role("status", name="Backend in use")
+    page.get_by_label("Backend", exact=True).select_option("cpu")
+    expect(status).to_contain_text("Backend in use: cpu")
+    out = run_program(page, "from gpulab import Graph\ng = Graph()\n"
+                            "print(g.run(v=g.tensor([2.0]) * 3)['backend'])")
+    expect(out.locator(".stream.stdout")).to_have_text("cpu\n")
+    # WebGPU here is a software adapter: asked for explicitly without allowing software, it is
+    # refused (with the reason), and graphs fail with UNAVAILABLE instead of running elsewhere.
+    page.get_by_label("Backend", exact=True).select_option("webgpu")
+    expect(status).to_contain_text("Backend webgpu unavailable")
+    expect(status).to_contain_text("software")
+    out = run_program(page, "g.run(v=g.tensor([2.0]) * 3)")
+    expect(out.get_by_role("alert")).to_contain_text("UNAVAILABLE")
+    page.get_by_label("Backend", exact=True).select_option("wasm")
+    expect(status).to_contain_text("Backend in use: wasm")
 
 
 def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict]:

@@ -9,6 +9,7 @@ function describeBrowser(result) {
   return `${result.backend}${adapter}${s.software ? ', software adapter' : ''}`;
 }
 
+/** "cpu-python (no hardware GPU: …)": the native backend and, in short, why not the GPU. */
 function describeNative(result) {
   const s = result.stats ?? {};
   const adapter = s.adapter?.description ?? s.adapter?.device ?? '';
@@ -16,9 +17,12 @@ function describeNative(result) {
   if (adapter) parts.push(`(${adapter})`);
   if (s.software) parts.push('software adapter');
   if (s.fallback) parts.push(`— ${s.fallback}`);
-  const refused = (s.attempts ?? []).filter((a) => !a.ok).map((a) => `${a.backend}: ${a.reason}`);
-  if (refused.length) parts.push(`— tried ${refused.join('; ')}`);
-  return parts.join(' ');
+  const refused = (s.attempts ?? []).filter((a) => !a.ok);
+  if (refused.length) {
+    const first = `${refused[0].backend}: ${refused[0].reason}`;
+    parts.push(`— no hardware GPU (${first.length > 90 ? `${first.slice(0, 90)}…` : first})`);
+  }
+  return { text: parts.join(' '), detail: refused.map((a) => `${a.backend}: ${a.reason}`).join('\n') };
 }
 
 function verdict(row) {
@@ -44,6 +48,7 @@ export async function showComparison(container, graph, browserResult) {
   }
   const ms = performance.now() - t0;
   const rows = compareResults(browserResult, native);
+  const nativeText = describeNative(native);
   const table = el('table', { class: 'ulps', 'aria-label': 'Max difference per output' }, [
     el('thead', {}, [el('tr', {}, ['output', 'shape', 'values', 'max difference', 'max |Δ|']
       .map((h) => el('th', { text: h, scope: 'col' })))]),
@@ -63,7 +68,7 @@ export async function showComparison(container, graph, browserResult) {
   ]);
   container.replaceChildren(
     el('h3', { text: 'Browser vs native' }),
-    el('p', { class: 'summary', text: `browser: ${describeBrowser(browserResult)} · native: ${describeNative(native)} (${Math.round(ms)} ms round trip)` }),
+    el('p', { class: 'summary', text: `browser: ${describeBrowser(browserResult)} · native: ${nativeText.text} (${Math.round(ms)} ms round trip)`, title: nativeText.detail }),
     table,
     el('div', { class: 'sides' }, [side(`browser — ${browserResult.backend}`, browserResult), side(`native — ${native.backend}`, native)]),
   );
