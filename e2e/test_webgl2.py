@@ -106,6 +106,14 @@ def test_glsl_compile_error_is_backend_and_leaks_nothing(gl_page: Any) -> None:
     assert r["other"] == [2, 4]  # the backend still runs graphs that avoid the broken shader
 
 
+def test_tensor_past_the_texture_limit_is_refused_with_limit(gl_page: Any) -> None:
+    r = scenario(gl_page, "textureLimit", "main")
+    assert r["fits"] == [2.0] * 16  # 16 elements fill the 4x4 texture exactly
+    assert r["tooBig"]["code"] == "LIMIT", r["tooBig"]
+    assert "17 elements" in r["tooBig"]["message"] and "4x4" in r["tooBig"]["message"]
+    assert r["stats"]["livePrograms"] == 0 and r["stats"]["free"] == r["stats"]["liveTextures"]
+
+
 @pytest.mark.parametrize("where", WHERE)
 def test_repeated_executes_reuse_textures_and_dispose_frees_them(gl_page: Any, where: str) -> None:
     r = scenario(gl_page, "pooling", where)

@@ -162,6 +162,22 @@ export async function shaderError() {
     other: other.value ? [...other.value.outputs.y.data] : other.error };
 }
 
+// ---- device limits -------------------------------------------------------------------------
+
+/** With a 4x4 texture limit, a 17-element tensor is refused with LIMIT at prepare. */
+export async function textureLimit() {
+  const hooks = { webgl2MaxTextureSize: 4 };
+  const rt = await createRuntime({ ...SOFT, hooks });
+  const graph = (n) => ({ version: 1, nodes: [{ id: 0, op: 'full', shape: [n], value: 2 },
+    { id: 1, op: 'relu', a: 0 }], outputs: [{ name: 'y', id: 1 }] });
+  const fits = await settle(rt.execute(graph(16)));
+  const tooBig = await settle(rt.execute(graph(17)));
+  const stats = hooks.webgl2Stats();
+  rt.dispose();
+  return { fits: fits.value ? [...fits.value.outputs.y.data] : fits.error,
+    tooBig: tooBig.error ?? { ok: true }, stats };
+}
+
 // ---- pooling -------------------------------------------------------------------------------
 
 /** A small MLP step (see mlpGraph) executed 30 times: live textures after each, then dispose. */
