@@ -213,3 +213,21 @@ def test_a_row_longer_than_llvmpipes_loop_cap_sums_correctly(executor: Any) -> N
     out = _run(executor, graph)
     assert float(out[1]) == n  # exact: n < 2^24
     assert float(out[2]) == 1.0
+
+
+def test_a_carried_input_no_output_reads_still_carries(executor: Any) -> None:
+    """As on cpu-python: input 0 feeds nothing, yet it is carried (and downloadable); feeding an
+    input no output depends on is accepted and changes nothing."""
+    graph = {"version": 2, "nodes": [
+        {"id": 0, "op": "input", "shape": [2], "data": [5, 6]},
+        {"id": 1, "op": "input", "shape": [2], "data": [1, 2]},
+        {"id": 2, "op": "neg", "a": 1},
+        {"id": 3, "op": "input", "shape": [1]}],
+        "outputs": [{"name": "n", "id": 2}]}
+    program = executor.prepare(validate(graph), feeds=[3], carry={0: 2}, keep=[2])
+    try:
+        assert program.download(0).tolist() == [5.0, 6.0]
+        assert program.run([{3: [1.0]}], [2])[2].tolist() == [-1.0, -2.0]
+        assert program.download(0).tolist() == [-1.0, -2.0]
+    finally:
+        program.dispose()

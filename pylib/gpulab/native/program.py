@@ -32,7 +32,13 @@ class WgpuProgram:
         self.plan = plan
         self._buffer_of = {v["node"]: v["buffer"] for v in plan["values"]}
         self._sizes = [4 * b["elements"] for b in plan["buffers"]]
-        self._feeds = [self._feed_entry(node_id) for node_id in feeds]
+        # Inputs no output depends on have no plan buffer: feeding them changes nothing (as on
+        # cpu-python), but a carried one holds state download() may read, so it gets one here.
+        self._extra_inputs = [i for i in carry if i not in self._buffer_of]
+        for node_id in self._extra_inputs:
+            self._buffer_of[node_id] = len(self._sizes)
+            self._sizes.append(4 * _element_count(self._input_node(node_id).shape))
+        self._feeds = [self._feed_entry(i) for i in feeds if i in self._buffer_of]
         self._keep = set(keep) | set(carry.values())
         self._carry = carry
         self._buffers: list[Any] = []
@@ -55,12 +61,16 @@ class WgpuProgram:
 
     # -- prepare --------------------------------------------------------------------------
 
-    def _feed_entry(self, node_id: int) -> tuple[int, int, int]:
-        buffer_id = self._buffer_of.get(node_id)
+    def _input_node(self, node_id: int) -> Any:
         node = self._checked.by_id.get(node_id)
-        if buffer_id is None or node is None or node.op != "input":
-            raise GpuLabError("VALIDATION", f"feed {node_id} is not an input node of the graph "
-                              "that an output depends on", node_id)
+        if node is None or node.op != "input":
+            raise GpuLabError("VALIDATION", f"{node_id} is not an input node of the graph",
+                              node_id)
+        return node
+
+    def _feed_entry(self, node_id: int) -> tuple[int, int, int]:
+        self._input_node(node_id)
+        buffer_id = self._buffer_of[node_id]
         return node_id, buffer_id, self._sizes[buffer_id]
 
     def _allocate(self) -> None:
@@ -71,10 +81,12 @@ class WgpuProgram:
         import numpy as np
 
         queue = self._ex.device.queue
-        for up in self.plan["uploads"]:
+        extra = [{"buffer": self._buffer_of[i], "node": i} for i in self._extra_inputs
+                 if self._checked.by_id[i].data is not None]
+        for up in self.plan["uploads"] + extra:
             node = self._checked.by_id[up["node"]]
             if node.op == "full":
-                count = self.plan["buffers"][up["buffer"]]["elements"]
+                count = self._sizes[up["buffer"]] // 4
                 data: Any = np.full(count, node.attrs["value"], dtype=np.float32)
             else:
                 data = memoryview(node.data).cast("B")  # array('f'): float32 already
@@ -294,3 +306,10 @@ class WgpuProgram:
     def _check_alive(self) -> None:
         if self._disposed:
             raise GpuLabError("DISPOSED", "this wgpu program was disposed")
+
+
+def _element_count(shape: Any) -> int:
+    count = 1
+    for d in shape:
+        count *= int(d)
+    return count
