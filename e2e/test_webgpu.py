@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from e2e.conformance.executors import _js_lane
+from e2e.conformance.runner import check_results, load_cases
+
 PAGE = "/e2e/webgpu_test.html"
 
 
@@ -477,4 +480,39 @@ def test_conformance_corpus_on_webgpu_software(browser, server_url):
     assert report.lane.available, report.describe_failures()
     assert report.lane.backend == "webgpu"
     assert report.lane.software is True  # SwiftShader: the report says software
+    assert report.passed, report.describe_failures()
+
+
+def test_matmul_64_tile_path_on_webgpu(wg):
+    """With workgroup storage lowered to 16 KiB the planner picks the 64x64 `matmul` kernel
+    (SwiftShader offers 32 KiB, so the corpus lane above runs `matmul_rb`): the matmul cases
+    and the chains pass the same conformance check on that path too."""
+    cases = [c for c in load_cases() if c["op"] in ("matmul", "chain")]
+    assert len(cases) >= 10
+    payload = wg(
+        """
+        const { runCases } = await import('/e2e/conformance/run_cases.mjs');
+        const kernels = new Set();
+        const hooks = {
+          limits: {maxComputeWorkgroupStorageSize: 16384},
+          transformPlan: (plan) => { plan.steps.forEach((s) => kernels.add(s.kernel)); return plan; },
+        };
+        const create = (opts) => wg.runtime.createRuntime({...opts, hooks});
+        const out = await runCases(create, {backend: 'webgpu', allowSoftware: true}, arg);
+        out.kernels = [...kernels];
+        // the same device without the lowered limit takes the register-blocked kernel
+        const seen = new Set();
+        const rt = await wg.runtime.createRuntime({backend: 'webgpu', allowSoftware: true, hooks: {
+          transformPlan: (plan) => { plan.steps.forEach((s) => seen.add(s.kernel)); return plan; }}});
+        await rt.execute(arg[0].graph);
+        rt.dispose();
+        out.defaultKernels = [...seen];
+        return out;
+        """,
+        [{"name": c["name"], "graph": c["graph"]} for c in cases],
+    )
+    assert "matmul" in payload["kernels"] and "matmul_rb" not in payload["kernels"]
+    assert "matmul_rb" in payload["defaultKernels"]
+    report = check_results(cases, _js_lane("browser-webgpu-16k", payload))
+    assert report.lane.software is True
     assert report.passed, report.describe_failures()

@@ -7,6 +7,8 @@
 //
 // Test hooks (all optional, on the `hooks` object given to createBackend / createRuntime):
 //   hooks.planGraph(checked, limits)   replaces the planner (hand-written plans)
+//   hooks.limits                       {name: value}: lowers limits the planner sees (so a test
+//                                       can take the 64x64 matmul path on a 32 KiB device)
 //   hooks.transformPlan(plan)          edits a plan before it runs (inject a bad dispatch)
 //   hooks.kernelSource(kernel)         WGSL text for a kernel, instead of fetching it (or null)
 //   hooks.transformWgsl(kernel, src)   edits a kernel's source (inject a WGSL error)
@@ -38,6 +40,18 @@ function loadPlanner() {
     throw new GpuLabError('BACKEND', `cannot load the GPU planner (planner.mjs): ${err.message}`);
   });
   return plannerModule;
+}
+
+/**
+ * The device's limits, each lowered to `lower[key]` where a test asks for less.
+ * @param {Record<string, number>} device @param {Record<string, number>} [lower]
+ */
+function plannerLimits(device, lower = {}) {
+  const out = { ...device };
+  for (const [key, value] of Object.entries(lower)) {
+    if (key in out && Number.isInteger(value) && value > 0) out[key] = Math.min(out[key], value);
+  }
+  return out;
 }
 
 /**
@@ -87,7 +101,7 @@ export async function createBackend({ allowSoftware = false, hooks = {} } = {}) 
       const packParams = planner.packParams;
       try {
         const planGraph = hooks.planGraph || planner.planGraph;
-        plan = planGraph(checked, gpu.limits());
+        plan = planGraph(checked, plannerLimits(gpu.limits(), hooks.limits));
         if (hooks.transformPlan) plan = hooks.transformPlan(plan);
       } catch (err) {
         throw err instanceof GpuLabError ? err : asBackendError(err, 'planning');
