@@ -194,3 +194,82 @@ test('a session run with fewer steps than a chunk is one runtime call', async ()
   await session.run(8);
   assert.deepEqual(runs, [8]);
 });
+
+// ---------------------------------------------------------------------------------------------
+// The real thing in node: Pyodide + pylib's gpulab (pyodide_bridge) + this adapter + the CPU
+// runtime. JSPI is not in node 20, so this covers the awaitable and callback paths; the
+// synchronous g.run is covered in the browser (e2e/test_playground.py).
+
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** Copy pylib/gpulab (sources and data, no tests/caches) into Pyodide's filesystem. */
+function installGpulab(py) {
+  const walk = (dir, rel) => {
+    py.FS.mkdirTree(`/pkgs/${rel}`);
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      if (['__pycache__', 'tests', 'playground'].includes(entry.name)) continue;
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(full, `${rel}/${entry.name}`);
+      else py.FS.writeFile(`/pkgs/${rel}/${entry.name}`, fs.readFileSync(full));
+    }
+  };
+  walk(path.join(ROOT, 'pylib/gpulab'), 'gpulab');
+}
+
+test('Python in Pyodide runs graphs through the adapter, without numpy', { timeout: 120_000 }, async () => {
+  const { loadPyodide } = await import('pyodide');
+  const { createRuntime } = await import('../src/runtime.mjs');
+  const py = await loadPyodide({ indexURL: path.join(ROOT, 'node_modules/pyodide/') });
+  installGpulab(py);
+  const lines = [];
+  py.setStdout({ batched: (s) => lines.push(s) });
+  py.setStderr({ batched: (s) => lines.push(`stderr: ${s}`) });
+  const runtime = await createRuntime({ backend: 'cpu' });
+  const adapter = createPythonGPUAdapter(py, runtime, { allowExecute: true });
+  await py.runPythonAsync(`
+import sys
+sys.path.insert(0, "/pkgs")
+from gpulab import Graph, GpuLabError
+from gpulab import pyodide_bridge as bridge
+
+g = Graph()
+a = g.tensor([-2, 3, 4]); b = g.tensor([10, 20, 30])
+r = await g.run_async(values=(a * b).relu())
+print("result", r["backend"], r["outputs"]["values"], type(r["outputs"]["values"]["data"][0]).__name__)
+
+try:
+    await bridge.execute_async({"version": 1, "nodes": [{"id": 0, "op": "input", "shape": [2], "data": [1, 2]},
+                                {"id": 5, "op": "relu", "a": 9}], "outputs": [{"name": "y", "id": 5}]})
+except GpuLabError as err:
+    print("error", err.code, err.node, "dangling" in err.message)
+
+x = g.tensor([[0, 1, 0], [0, 1, 0], [0, 1, 0]])
+s = await bridge.prepare_async(g.to_dict(board=x.life()), carry={x.id: "board"}, outputs=["board"])
+out = await s.run_steps_async(2)
+now = await s.download_async(x)
+print("session", s.steps_run, out["outputs"]["board"]["data"] == now["data"], now["shape"])
+s.dispose()
+print("numpy loaded:", "numpy" in sys.modules)
+`);
+  await adapter.whenIdle();
+  const out = lines.join('\n');
+  assert.match(out, /result cpu \{'shape': \[3\], 'dtype': 'float32', 'data': \[0\.0, 60\.0, 120\.0\]\} float/);
+  assert.match(out, /error VALIDATION 5 True/);
+  assert.match(out, /session 2 True \[3, 3\]/);
+  assert.match(out, /numpy loaded: False/);
+
+  // A second adapter without allowExecute replaces the module: Python sees PERMISSION.
+  adapter.dispose();
+  createPythonGPUAdapter(py, runtime, { allowExecute: false });
+  await py.runPythonAsync(`
+try:
+    await g.run_async(values=a + b)
+except GpuLabError as err:
+    print("refused", err.code, "allowExecute" in err.message)
+`);
+  assert.match(lines.join('\n'), /refused PERMISSION True/);
+});
