@@ -473,6 +473,14 @@ def needed_order(graph: Mapping) -> list[Mapping]:
     return order
 
 
+def _stored(ref: NodeRef, override: np.ndarray | None) -> np.ndarray:
+    """A node's value as its consumers see it: the backend's own (override), else the float32
+    every backend must hold (a sum's fixed-order bits, else the rounded reference)."""
+    if override is not None:
+        return f32(override).reshape(ref.value.shape)
+    return f32(ref.bits) if ref.bits is not None else f32(ref.value)
+
+
 def evaluate(graph: Mapping, overrides: Mapping[int, np.ndarray] | None = None) -> dict[int, NodeRef]:
     """Reference value and scale of every node the outputs need.
 
@@ -483,10 +491,7 @@ def evaluate(graph: Mapping, overrides: Mapping[int, np.ndarray] | None = None) 
     overrides = overrides or {}
     refs: dict[int, NodeRef] = {}
     for node in needed_order(graph):
-        operands = [
-            f32(overrides[i]).reshape(refs[i].value.shape) if i in overrides else f32(refs[i].value)
-            for i in operand_ids(node)
-        ]
+        operands = [_stored(refs[i], overrides.get(i)) for i in operand_ids(node)]
         with np.errstate(all="ignore"):
             value, scale = KERNELS[node["op"]](node, operands)
         value = np.asarray(value, dtype=np.float64)
