@@ -73,3 +73,32 @@ def test_browser_wasm_session_steps_equal_chained_executes(page, server_url):
     assert r["same"], f"session losses {r['steps']} vs executes {r['executes']}"
     assert r["steps"][4] < r["steps"][0]
     assert r["codes"] == ["BACKEND", "STATE"]
+
+
+WORKER_JS = """
+async () => {
+  const src = `
+    const { createRuntime } = await import('${location.origin}/backends-js/src/runtime.mjs');
+    const rt = await createRuntime({ backend: 'wasm' });
+    const r = await rt.execute({ version: 1, nodes: [
+      { id: 0, op: 'input', shape: [2, 3], data: [1, -2, 3, -4, 5, -6] },
+      { id: 1, op: 'relu', a: 0 }, { id: 2, op: 'transpose', a: 1 }, { id: 3, op: 'matmul', a: 1, b: 2 }],
+      outputs: [{ name: 'g', id: 3 }] });
+    postMessage({ backend: r.backend, data: Array.from(r.outputs.g.data), info: rt.info });`;
+  const url = URL.createObjectURL(new Blob([src], { type: 'text/javascript' }));
+  const worker = new Worker(url, { type: 'module' });
+  return await new Promise((resolve, reject) => {
+    worker.onmessage = (e) => resolve(e.data);
+    worker.onerror = (e) => reject(new Error(e.message));
+  });
+}
+"""
+
+
+def test_wasm_backend_runs_in_a_module_worker(page, server_url):
+    """The playground runs the runtime in a Web Worker: kernels.wasm is fetched from there too."""
+    page.goto(server_url + PAGE)
+    r = page.evaluate(WORKER_JS)
+    assert r["backend"] == "wasm"
+    assert r["info"]["architecture"] == "wasm32+simd128"
+    assert r["data"] == [10.0, 0.0, 0.0, 25.0]
