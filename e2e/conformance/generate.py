@@ -113,14 +113,19 @@ def _needs_v2(node: dict, shapes: list[Shape]) -> bool:
     return False
 
 
-def required_version(graph: dict) -> int:
-    """The lowest protocol version the graph's ops and their uses need (docs/protocol.md 5)."""
+def node_shapes(graph: dict) -> dict[int, tuple[int, ...]]:
+    """Every node's shape (the reference evaluates all of them, live or not)."""
     every = {**graph, "outputs": [{"name": str(n["id"]), "id": n["id"]} for n in graph["nodes"]]}
-    refs = evaluate(every)
+    return {i: r.value.shape for i, r in evaluate(every).items()}
+
+
+def required_version(graph: dict, shapes: dict[int, tuple[int, ...]] | None = None) -> int:
+    """The lowest protocol version the graph's ops and their uses need (docs/protocol.md 5)."""
+    shapes = node_shapes(graph) if shapes is None else shapes
     version = 1
     for node in graph["nodes"]:
-        shapes = [refs[i].value.shape for i in operand_ids(node)]
-        need = 2 if _needs_v2(node, shapes) else OPS[node["op"]]["version"]
+        operand_shapes = [shapes[i] for i in operand_ids(node)]
+        need = 2 if _needs_v2(node, operand_shapes) else OPS[node["op"]]["version"]
         version = max(version, need)
     return version
 
