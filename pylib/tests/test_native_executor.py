@@ -125,12 +125,26 @@ def test_one_submission_and_one_readback_per_run() -> None:
 
 
 def test_pipelines_are_cached_and_buffers_reused(executor: Any) -> None:
+    """Every buffer kind (values, params uniform, read-back, feed staging) comes from the pool:
+    after the first execute, 20 more create no buffer and no pipeline."""
     graph = _mixed_graph()
-    _run(executor, graph)
+    graph["nodes"].append({"id": 11, "op": "input", "shape": [3]})
+    graph["nodes"].append({"id": 12, "op": "neg", "a": 11})
+    graph["outputs"].append({"name": "fed", "id": 12})
+
+    def _run_fed() -> None:
+        checked = validate(graph)
+        program = executor.prepare(checked, feeds=[11])
+        try:
+            program.run([{11: [1.0, 2.0, 3.0]}] * 2, [o.id for o in checked.outputs])
+        finally:
+            program.dispose()
+
+    _run_fed()
     pipelines = executor.counters["pipelines"]
     buffers = executor.counters["buffers_created"]
     for _ in range(20):
-        _run(executor, graph)
+        _run_fed()
     assert executor.counters["pipelines"] == pipelines
     assert executor.counters["buffers_created"] == buffers
 

@@ -19,7 +19,6 @@ from typing import Any
 from ..errors import GpuLabError
 from ..protocol import CheckedGraph, label
 from .planner import Plan, pack_params
-from .wgpu_executor import quietly
 
 
 class WgpuProgram:
@@ -42,7 +41,7 @@ class WgpuProgram:
         self._keep = set(keep) | set(carry.values())
         self._carry = carry
         self._buffers: list[Any] = []
-        self._extra: list[Any] = []  # the uniform buffer (destroyed at dispose)
+        self._uniform: Any = None
         self._scratch: list[Any] = []  # pooled carry scratch buffers
         self._recorded: list[tuple[Any, Any, list[int]]] = []
         self._staging: Any = None
@@ -93,7 +92,6 @@ class WgpuProgram:
             queue.write_buffer(self._buffers[up["buffer"]], 0, data)
 
     def _record(self) -> None:
-        import wgpu
 
         device = self._ex.device
         align = int(device.limits.get("min-uniform-buffer-offset-alignment", 256))
@@ -104,9 +102,7 @@ class WgpuProgram:
             total += -(-len(chunk) // align) * align
         if not packed:
             return
-        uniform = device.create_buffer(size=total, usage=wgpu.BufferUsage.UNIFORM |
-                                       wgpu.BufferUsage.COPY_DST)
-        self._extra.append(uniform)
+        uniform = self._uniform = self._ex.acquire(total, "uniform")
         blob = bytearray(total)
         for off, chunk in zip(offsets, packed):
             blob[off:off + len(chunk)] = chunk
@@ -201,13 +197,10 @@ class WgpuProgram:
             self._step_feed_copies.append(copies)
 
     def _staging_buffer(self, nbytes: int) -> Any:
-        import wgpu
-
         if self._staging is None or self._staging.size < nbytes:
             if self._staging is not None:
-                self._staging.destroy()
-            self._staging = self._ex.device.create_buffer(
-                size=max(nbytes, 256), usage=wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST)
+                self._ex.release(self._staging, "staging")
+            self._staging = self._ex.acquire(nbytes, "staging")
         return self._staging
 
     def _encode_step(self, encoder: Any, index: int) -> None:
@@ -246,13 +239,10 @@ class WgpuProgram:
 
     def _readback_buffer(self, nbytes: int) -> Any:
         """The program's MAP_READ buffer, grown to the largest read-back seen."""
-        import wgpu
-
         if self._readback is None or self._readback.size < nbytes:
             if self._readback is not None:
-                self._readback.destroy()
-            self._readback = self._ex.device.create_buffer(
-                size=max(nbytes, 256), usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+                self._ex.release(self._readback, "readback")
+            self._readback = self._ex.acquire(nbytes, "readback")
         return self._readback
 
     def _map_readback(self, nbytes: int) -> memoryview:
@@ -298,10 +288,12 @@ class WgpuProgram:
         self._disposed = True
         for buf in self._buffers + self._scratch:
             self._ex.release(buf)
-        for buf in self._extra + [self._staging, self._readback]:
+        for buf, kind in ((self._uniform, "uniform"), (self._staging, "staging"),
+                          (self._readback, "readback")):
             if buf is not None:
-                quietly(buf.destroy)  # a lost device must not fail dispose
-        self._buffers, self._extra, self._recorded = [], [], []
+                self._ex.release(buf, kind)
+        self._buffers, self._scratch, self._recorded = [], [], []
+        self._uniform = self._staging = self._readback = None
 
     def _check_alive(self) -> None:
         if self._disposed:

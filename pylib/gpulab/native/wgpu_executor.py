@@ -80,7 +80,7 @@ class WgpuExecutor:
                          "buffers_created": 0}
         self._modules: dict[str, Any] = {}
         self._pipelines: dict[tuple, Any] = {}
-        self._pool: dict[int, list[Any]] = {}
+        self._pool: dict[tuple[str, int], list[Any]] = {}
         self._pooled_bytes = 0
         self._lost: str | None = None
         self._disposed = False
@@ -153,27 +153,25 @@ class WgpuExecutor:
             self.counters["shader_modules"] += 1
         return module
 
-    def acquire(self, nbytes: int) -> Any:
-        """A storage buffer of at least nbytes (STORAGE | COPY_SRC | COPY_DST), pooled."""
-        import wgpu
-
+    def acquire(self, nbytes: int, kind: str = "storage") -> Any:
+        """A buffer of at least nbytes from the pool. kind: "storage" (STORAGE | COPY_SRC |
+        COPY_DST: values), "uniform" (params), "staging" (feeds) or "readback" (MAP_READ)."""
         size = max(POOL_ALIGN, -(-nbytes // POOL_ALIGN) * POOL_ALIGN)
-        free = self._pool.get(size)
+        free = self._pool.get((kind, size))
         if free:
             self._pooled_bytes -= size
             return free.pop()
-        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
         self.counters["buffers_created"] += 1
-        return self.device.create_buffer(size=size, usage=usage)
+        return self.device.create_buffer(size=size, usage=_usage(kind))
 
-    def release(self, buf: Any) -> None:
+    def release(self, buf: Any, kind: str = "storage") -> None:
         """Give a buffer back to the pool (destroyed when the pool is full)."""
         if self._disposed or self._lost is not None:
             return
         if self._pooled_bytes + buf.size > POOL_MAX_BYTES:
             quietly(buf.destroy)
             return
-        self._pool.setdefault(buf.size, []).append(buf)
+        self._pool.setdefault((kind, buf.size), []).append(buf)
         self._pooled_bytes += buf.size
 
     def submit(self, command_buffers: list[Any]) -> None:
@@ -187,6 +185,18 @@ class WgpuExecutor:
         """Test hook: destroy the device; every later call raises BACKEND."""
         quietly(self.device.destroy)
         self._lost = reason
+
+
+def _usage(kind: str) -> int:
+    import wgpu
+
+    usage = wgpu.BufferUsage
+    return {
+        "storage": usage.STORAGE | usage.COPY_SRC | usage.COPY_DST,
+        "uniform": usage.UNIFORM | usage.COPY_DST,
+        "staging": usage.COPY_SRC | usage.COPY_DST,
+        "readback": usage.MAP_READ | usage.COPY_DST,
+    }[kind]
 
 
 def kernel_source(kernel: str) -> str:
