@@ -15,7 +15,7 @@ import pytest
 
 from e2e.conformance import reference
 from e2e.conformance.executors import _js_lane
-from e2e.conformance.runner import check_results, load_cases
+from e2e.conformance.runner import check_results, load_cases, run_conformance
 
 PAGE = "/e2e/webgl2_test.html"
 WHERE = ["main", "worker"]
@@ -46,17 +46,27 @@ def f32(b64: str) -> np.ndarray:
     return np.frombuffer(base64.b64decode(b64), dtype="<f4")
 
 
-@pytest.mark.parametrize("where", WHERE)
-def test_conformance_corpus_passes(gl_page: Any, where: str) -> None:
-    cases = load_cases()
-    payload = scenario(gl_page, "conformance", where, {"cases": cases})
-    report = check_results(cases, _js_lane(f"browser-webgl2-{where}", payload))
+def _assert_corpus_passed(report: Any, cases: list[dict]) -> None:
     assert report.lane.available, report.describe_failures()
     assert report.lane.backend == "webgl2"
     assert report.lane.software is True  # SwiftShader: labelled as the software renderer it is
     assert "swiftshader" in (report.lane.adapter or "").lower()
     assert len(report.results) == len(cases)
     assert report.passed, report.describe_failures()
+
+
+def test_conformance_corpus_passes_on_the_main_thread(browser: Any, server_url: str) -> None:
+    # The conformance runner's own browser-webgl2 lane (e2e/conformance/page.html).
+    report = run_conformance("browser-webgl2", allow_software=True, browser=browser,
+                             server_url=server_url)
+    _assert_corpus_passed(report, load_cases())
+
+
+def test_conformance_corpus_passes_in_a_worker(gl_page: Any) -> None:
+    # The same cases through run_cases.mjs, in a module worker on an OffscreenCanvas.
+    cases = load_cases()
+    payload = scenario(gl_page, "conformance", "worker", {"cases": cases})
+    _assert_corpus_passed(check_results(cases, _js_lane("browser-webgl2-worker", payload)), cases)
 
 
 @pytest.mark.parametrize("where", WHERE)
