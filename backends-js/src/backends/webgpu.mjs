@@ -43,6 +43,18 @@ function loadPlanner() {
 }
 
 /**
+ * A description when the adapter gives none: "SwiftShader (google, swiftshader)" for a
+ * software renderer, else its vendor, architecture and device.
+ * @param {import('./webgpu/adapter.mjs').AdapterFacts} facts
+ */
+function describeFacts(facts) {
+  const soft = softwareName(facts);
+  if (soft) return describeAdapter(facts, soft);
+  const words = [facts.vendor, facts.architecture, facts.device].filter(Boolean);
+  return words.join(' ') || 'WebGPU adapter';
+}
+
+/**
  * The device's limits, each lowered to `lower[key]` where a test asks for less.
  * @param {Record<string, number>} device @param {Record<string, number>} [lower]
  */
@@ -57,18 +69,19 @@ function plannerLimits(device, lower = {}) {
 /**
  * @param {{allowSoftware?: boolean, hooks?: Record<string, any>}} [opts]
  */
-export async function createBackend({ allowSoftware = false, hooks = {} } = {}) {
+export async function createBackend({ allowSoftware = false, hooks: given = {} } = {}) {
+  /** @type {Record<string, any>} */
+  const hooks = given && typeof given === 'object' ? given : {};
   const { adapter, facts, software } = await acquireAdapter({ allowSoftware });
   const gpu = await openDevice(adapter);
   const counters = { submits: 0 };
   const pool = new BufferPool(gpu.device);
   const kernels = new KernelRegistry(gpu, kernelUrl, hooks);
   const ctx = { gpu, pool, kernels, counters };
-  const label = softwareName(facts) || facts.vendor || 'WebGPU adapter';
   const info = {
     vendor: facts.vendor,
     architecture: facts.architecture,
-    description: facts.description || describeAdapter(facts, label),
+    description: facts.description || describeFacts(facts),
     device: facts.device,
     software,
   };
@@ -78,10 +91,8 @@ export async function createBackend({ allowSoftware = false, hooks = {} } = {}) 
     pipelines: kernels.pipelinesCreated,
     uncapturedErrors: [...gpu.uncaptured],
   });
-  if (hooks && typeof hooks === 'object') {
-    hooks.loseDevice = () => gpu.device.destroy();
-    hooks.webgpuStats = stats;
-  }
+  hooks.loseDevice = () => gpu.device.destroy();
+  hooks.webgpuStats = stats;
 
   return {
     name,
