@@ -15,8 +15,18 @@ from gpulab.native.planner import plan_graph
 from gpulab.protocol import validate
 
 ROOT = Path(__file__).resolve().parents[2]
-WGSL = {p.stem: p.read_text() for p in sorted((ROOT / "kernels" / "wgsl").glob("*.wgsl"))}
+WGSL = {p.stem: p.read_text(encoding="utf-8")
+        for p in sorted((ROOT / "kernels" / "wgsl").glob("*.wgsl"))}
 MATH = re.compile(r"// ---- shared math:.*?// ---- end shared math ----\n", re.DOTALL)
+
+
+def test_the_package_ships_byte_copies_of_the_kernels() -> None:
+    """wgpu-py reads pylib/gpulab/kernels/wgsl; the browser fetches kernels/wgsl: same bytes."""
+    copies = {p.stem: p.read_bytes() for p in (ROOT / "pylib/gpulab/kernels/wgsl").glob("*.wgsl")}
+    assert copies == {k: v.encode() for k, v in WGSL.items()}, "run `make sync`"
+    from gpulab.native.wgpu_executor import kernel_source
+
+    assert all(kernel_source(k) == v for k, v in WGSL.items())
 
 
 def test_the_shared_math_block_is_identical_in_every_kernel_that_has_it() -> None:
