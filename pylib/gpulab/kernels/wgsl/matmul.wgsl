@@ -23,34 +23,43 @@ const BUF: u32 = 256u;    // vec4s per buffer (BK * VEC_ROW)
 var<workgroup> as_: array<vec4<f32>, 512>;
 var<workgroup> bs: array<vec4<f32>, 512>;
 
-fn load_a(base: u32, row0: u32, k0: u32, lid: u32) -> vec4<f32> {
-  // Thread lid loads row (lid % 64), k = k0 + (lid / 64) * 4 .. +4.
-  var v = vec4<f32>(0.0f);
+fn a_at(row_ok: bool, base: u32, k: u32) -> f32 {
+  return select(0.0f, a[base + k], row_ok && k < p.k);
+}
+
+// Thread lid loads row (lid % 64) of the tile, k = k0 + (lid / 64) * 4 .. +4. Loads past the
+// edges read 0 (out-of-range indices are clamped by WebGPU's robust access, then replaced).
+fn load_a(a_base: u32, row0: u32, k0: u32, lid: u32) -> vec4<f32> {
   let r = row0 + lid % TILE;
-  let kk = k0 + (lid / TILE) * 4u;
-  for (var q = 0u; q < 4u; q++) {
-    if (r < p.m && kk + q < p.k) { v[q] = a[base + r * p.k + kk + q]; }
-  }
-  return v;
+  let ok = r < p.m;
+  let base = a_base + r * p.k;
+  let k = k0 + (lid / TILE) * 4u;
+  return vec4<f32>(a_at(ok, base, k), a_at(ok, base, k + 1u), a_at(ok, base, k + 2u),
+                   a_at(ok, base, k + 3u));
 }
 
 fn store_a(buf: u32, lid: u32, v: vec4<f32>) {
   let r = lid % TILE;
-  let kk = (lid / TILE) * 4u;
-  for (var q = 0u; q < 4u; q++) {
-    as_[buf * BUF + (kk + q) * VEC_ROW + r / 4u][r % 4u] = v[q];
-  }
+  let at = buf * BUF + ((lid / TILE) * 4u) * VEC_ROW + r / 4u;
+  let c = r % 4u;
+  as_[at][c] = v.x;
+  as_[at + VEC_ROW][c] = v.y;
+  as_[at + 2u * VEC_ROW][c] = v.z;
+  as_[at + 3u * VEC_ROW][c] = v.w;
 }
 
-fn load_b(base: u32, k0: u32, col0: u32, lid: u32) -> vec4<f32> {
-  // Thread lid loads k = k0 + lid / 16, columns col0 + (lid % 16) * 4 .. +4.
-  var v = vec4<f32>(0.0f);
-  let kk = k0 + lid / 16u;
+fn b_at(k_ok: bool, base: u32, c: u32) -> f32 {
+  return select(0.0f, b[base + c], k_ok && c < p.n);
+}
+
+// Thread lid loads k = k0 + lid / 16, columns col0 + (lid % 16) * 4 .. +4.
+fn load_b(b_base: u32, k0: u32, col0: u32, lid: u32) -> vec4<f32> {
+  let k = k0 + lid / 16u;
+  let ok = k < p.k;
+  let base = b_base + k * p.n;
   let c = col0 + (lid % 16u) * 4u;
-  for (var q = 0u; q < 4u; q++) {
-    if (kk < p.k && c + q < p.n) { v[q] = b[base + kk * p.n + c + q]; }
-  }
-  return v;
+  return vec4<f32>(b_at(ok, base, c), b_at(ok, base, c + 1u), b_at(ok, base, c + 2u),
+                   b_at(ok, base, c + 3u));
 }
 
 fn store4(base: u32, row: u32, col: u32, v: vec4<f32>) {
@@ -76,8 +85,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let tx = lid % 16u;
   let ty = lid / 16u;
 
-  var acc: array<vec4<f32>, 4>;
-  for (var i = 0u; i < 4u; i++) { acc[i] = vec4<f32>(0.0f); }
+  var acc: array<vec4<f32>, 4>; // zero-initialized; acc[i]: row ty*4 + i
 
   let tiles_k = (p.k + BK - 1u) / BK;
   store_a(0u, lid, load_a(a_base, row0, 0u, lid));
@@ -108,8 +116,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     workgroupBarrier();
   }
 
+  // Constant indices only, so the accumulators stay in registers.
   let c_base = bi * p.m * p.n;
-  for (var i = 0u; i < 4u; i++) {
-    store4(c_base, row0 + ty * 4u + i, col0 + tx * 4u, acc[i]);
-  }
+  let r0 = row0 + ty * 4u;
+  let c0 = col0 + tx * 4u;
+  store4(c_base, r0, c0, acc[0]);
+  store4(c_base, r0 + 1u, c0, acc[1]);
+  store4(c_base, r0 + 2u, c0, acc[2]);
+  store4(c_base, r0 + 3u, c0, acc[3]);
 }
