@@ -72,6 +72,9 @@ def torch_peer(device: str, runs: int) -> list[dict[str, Any]]:
     rows[0]["losses"] = tp.mlp_losses(device, LOSS_STEPS)
     if device == "cuda":
         rows.append(tp.mlp_step_bench(device, runs, graph=True))
+    label = tp.device_label(device)
+    for r in rows:
+        r["adapter"] = {"description": label}
     return rows
 
 

@@ -85,6 +85,13 @@ def mlp_step_bench(device: str, runs: int, seed: int = 0, graph: bool = False) -
     return {"mode": "torch-cuda-graph (8 replays per read-back)", "first_loss": first_loss, "last_loss": loss, **_stats(samples)}
 
 
+def device_label(device: str) -> str:
+    """What the peer ran on, for the table."""
+    if device == "cuda":
+        return f"{torch.cuda.get_device_name(0)} (PyTorch {torch.__version__})"
+    return f"CPU, {torch.get_num_threads()} threads (PyTorch {torch.__version__})"
+
+
 def mlp_losses(device: str, steps: int, seed: int = 0) -> list[float]:
     """The losses of the first `steps` Adam steps from the benchmark's weights."""
     p = mlp_params(seed)
