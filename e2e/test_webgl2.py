@@ -116,6 +116,16 @@ def test_glsl_compile_error_is_backend_and_leaks_nothing(gl_page: Any) -> None:
     assert r["other"] == [2, 4]  # the backend still runs graphs that avoid the broken shader
 
 
+def test_free_textures_stay_within_the_pool_budget(gl_page: Any) -> None:
+    r = scenario(gl_page, "poolBudget", "main")
+    for step in r["0"]:
+        assert step["allNine"] and step["liveTextures"] == 0 and step["freeBytes"] == 0, step
+    assert r["0"][-1]["created"] == 2 * len(r["0"])  # nothing reused: the budget is 0
+    for step in r["65536"]:
+        assert step["allNine"] and 0 < step["freeBytes"] <= 65536, step
+    assert r["65536"][-1]["liveTextures"] < r["65536"][-1]["created"]  # some were deleted
+
+
 def test_tensor_past_the_texture_limit_is_refused_with_limit(gl_page: Any) -> None:
     r = scenario(gl_page, "textureLimit", "main")
     assert r["fits"] == [2.0] * 16  # 16 elements fill the 4x4 texture exactly

@@ -201,6 +201,28 @@ export async function pooling() {
   return { live, chain: await chainTextures(), distinctLosses: lossBits.size, withSession, afterSession, afterDispose: hooks.webgl2Stats() };
 }
 
+/**
+ * With a free-texture budget of 0 bytes, nothing stays pooled after an execute; with 64 KiB,
+ * graphs of ever-new shapes leave at most 64 KiB of free textures behind.
+ */
+export async function poolBudget() {
+  const out = {};
+  for (const budget of [0, 65536]) {
+    const hooks = { webgl2PoolBytes: budget };
+    const rt = await createRuntime({ ...SOFT, hooks });
+    const after = [];
+    for (let n = 1000; n < 11000; n += 1000) {
+      const r = await rt.execute({ version: 1, nodes: [{ id: 0, op: 'full', shape: [n], value: 3 },
+        { id: 1, op: 'mul', a: 0, b: 0 }], outputs: [{ name: 'y', id: 1 }] });
+      const { liveTextures, freeBytes, created } = hooks.webgl2Stats();
+      after.push({ n, liveTextures, freeBytes, created, allNine: r.outputs.y.data.every((v) => v === 9) });
+    }
+    rt.dispose();
+    out[budget] = after;
+  }
+  return out;
+}
+
 /** Textures created by a chain of 20 elementwise ops on one shape (a fresh backend). */
 async function chainTextures() {
   const hooks = {};

@@ -11,11 +11,13 @@
 // Test hooks: the backend reads, from the `hooks` object given to createBackend/createRuntime,
 //   hooks.webgl2MaxTextureSize  a smaller texture width/height limit, so small tensors wrap
 //                               across texture rows the way large ones do (layout tests)
+//   hooks.webgl2PoolBytes       the byte budget of free pooled textures (default 256 MiB)
 //   hooks.webgl2TransformSource(file, source)  edits a fragment shader before it is compiled
 //                               (inject a GLSL error)
 // and fills in
 //   hooks.loseContext()   loses the context through WEBGL_lose_context
-//   hooks.webgl2Stats()   {liveTextures, liveFramebuffers, free, created, reused, programs, livePrograms}
+//   hooks.webgl2Stats()   {liveTextures, liveFramebuffers, free, freeBytes, created, reused,
+//                          programs, livePrograms}
 import { GpuLabError } from '../errors.mjs';
 import { openContext } from './webgl2/context.mjs';
 import { ShaderCache } from './webgl2/shaders.mjs';
@@ -35,7 +37,7 @@ export async function createBackend({ allowSoftware = false, hooks = {} } = {}) 
   const ctx = openContext({ allowSoftware });
   const gl = ctx.gl;
   const maxTextureSize = Math.min(ctx.maxTextureSize, hooks?.webgl2MaxTextureSize ?? Infinity);
-  const pool = new TexturePool(gl, maxTextureSize);
+  const pool = new TexturePool(gl, maxTextureSize, hooks?.webgl2PoolBytes);
   const shaders = new ShaderCache(gl, hooks?.webgl2TransformSource);
   const vao = gl.createVertexArray();  // no attributes: the vertex shader uses gl_VertexID
   gl.bindVertexArray(vao);

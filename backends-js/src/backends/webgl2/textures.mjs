@@ -2,7 +2,9 @@
 // into it. Layout (docs/webgl2.md): width = min(n, MAX_TEXTURE_SIZE), height = ceil(n / width),
 // element i at texel (i % width, i / width). Textures are pooled by size: a program gives its
 // textures back on dispose and the next program of the same shapes reuses them, so repeated
-// executes of one graph create no new textures. The backend's dispose deletes them all.
+// executes of one graph create no new textures. Free textures beyond a byte budget are deleted,
+// oldest first, so graphs of ever-new shapes do not pile up GPU memory. The backend's dispose
+// deletes them all.
 import { GpuLabError } from '../../errors.mjs';
 
 /**
@@ -32,12 +34,17 @@ export class TexturePool {
   /**
    * @param {WebGL2RenderingContext} gl
    * @param {number} maxSize
+   * @param {number} [maxFreeBytes] how much the free textures may hold
    */
-  constructor(gl, maxSize) {
+  constructor(gl, maxSize, maxFreeBytes = 256 * 2 ** 20) {
     this.gl = gl;
     this.maxSize = maxSize;
+    this.maxFreeBytes = maxFreeBytes;
     /** @type {Map<string, Tex[]>} free textures by "w x h" */
     this.free = new Map();
+    /** @type {Set<Tex>} free textures, oldest release first */
+    this.freeOrder = new Set();
+    this.freeBytes = 0;
     /** @type {Set<Tex>} every texture not yet deleted */
     this.all = new Set();
     this.created = 0;
@@ -50,7 +57,10 @@ export class TexturePool {
     const stack = this.free.get(`${w}x${h}`);
     if (stack?.length) {
       this.reused++;
-      return stack.pop();
+      const tex = stack.pop();
+      this.freeOrder.delete(tex);
+      this.freeBytes -= bytesOf(tex);
+      return tex;
     }
     return this.create(w, h);
   }
@@ -80,13 +90,27 @@ export class TexturePool {
     const key = `${tex.w}x${tex.h}`;
     if (!this.free.has(key)) this.free.set(key, []);
     this.free.get(key).push(tex);
+    this.freeOrder.add(tex);
+    this.freeBytes += bytesOf(tex);
+    while (this.freeBytes > this.maxFreeBytes) this.evict(this.freeOrder.values().next().value);
+  }
+
+  /** Delete a free texture. @param {Tex} tex */
+  evict(tex) {
+    const stack = this.free.get(`${tex.w}x${tex.h}`);
+    stack.splice(stack.indexOf(tex), 1);
+    this.freeOrder.delete(tex);
+    this.freeBytes -= bytesOf(tex);
+    this.all.delete(tex);
+    this.gl.deleteFramebuffer(tex.framebuffer);
+    this.gl.deleteTexture(tex.texture);
   }
 
   stats() {
     let free = 0;
     for (const s of this.free.values()) free += s.length;
     return { liveTextures: this.all.size, liveFramebuffers: this.all.size, free,
-      created: this.created, reused: this.reused };
+      freeBytes: this.freeBytes, created: this.created, reused: this.reused };
   }
 
   dispose() {
@@ -96,8 +120,13 @@ export class TexturePool {
     }
     this.all.clear();
     this.free.clear();
+    this.freeOrder.clear();
+    this.freeBytes = 0;
   }
 }
+
+/** @param {Tex} tex */
+const bytesOf = (tex) => tex.w * tex.h * 4;
 
 /**
  * Upload n float32 values into a texture (full rows, then the partial last row).
