@@ -22,12 +22,13 @@ const UNIFORM = () => GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST;
  */
 
 /**
- * A slot for `elements` float32 values. Bindings cover the plan's buffer size, at least 16
- * bytes (docs/plan.md), so `arrayLength` in a kernel agrees with the native executor.
+ * A slot for `elements` float32 values. Bindings cover exactly the plan's `4 * elements` bytes,
+ * never the pooled buffer's larger size (docs/plan.md), so `arrayLength` in a kernel agrees
+ * with the native executor.
  * @param {GPUBuffer} buffer @param {number} elements @returns {Slot}
  */
 function makeSlot(buffer, elements) {
-  return { buffer, bytes: elements * 4, bindBytes: Math.max(16, elements * 4) };
+  return { buffer, bytes: elements * 4 };
 }
 
 export class WebGpuProgram {
@@ -139,7 +140,7 @@ export class WebGpuProgram {
       }
       step.bindings.forEach((id, j) => {
         const slot = this.slotOf(id);
-        const resource = { buffer: slot.buffer, offset: 0, size: slot.bindBytes };
+        const resource = { buffer: slot.buffer, offset: 0, size: slot.bytes };
         entries.push({ binding: j + 1, resource });
       });
       const group = device.createBindGroup({ layout: k.layout, entries, label: step.kernel });

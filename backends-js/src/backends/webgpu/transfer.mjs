@@ -3,7 +3,7 @@
 
 /**
  * A tensor's home on the device: the pooled buffer and the bytes the tensor uses.
- * @typedef {{buffer: GPUBuffer, bytes: number, bindBytes: number}} Slot
+ * @typedef {{buffer: GPUBuffer, bytes: number}} Slot
  * @typedef {import('./pool.mjs').BufferPool} BufferPool
  * @typedef {import('./device.mjs').GpuDevice} GpuDevice
  * @typedef {{buffer: GPUBuffer, offsets: number[][]}} StagedFeeds
