@@ -166,11 +166,9 @@ def _unfilter(kind: int, line: np.ndarray, prev: np.ndarray, bpp: int) -> np.nda
 def save_shot(locator: Locator, path: Path) -> np.ndarray:
     """Screenshot one element (from a full-page capture, so the sticky toolbar never covers
     it), check its size and return its pixels."""
-    locator.scroll_into_view_if_needed()
+    locator.page.evaluate("scrollTo(0, 0)")  # the toolbar sticks to the page's top, not over it
     box = locator.bounding_box()
-    scroll = locator.page.evaluate("[scrollX, scrollY]")
-    clip = {"x": box["x"] + scroll[0], "y": box["y"] + scroll[1],
-            "width": box["width"], "height": box["height"]}
+    clip = {"x": box["x"], "y": box["y"], "width": box["width"], "height": box["height"]}
     data = locator.page.screenshot(path=str(path), full_page=True, clip=clip)
     assert len(data) < SHOT_LIMIT, f"{path.name} is {len(data)} bytes (limit {SHOT_LIMIT})"
     return decode_png(data)
@@ -196,7 +194,8 @@ def test_loading_shows_progress_and_backend(page: Page, playground_url: str) -> 
 
 
 @pytest.mark.parametrize("backend", ["cpu", "wasm", "webgl2", "webgpu"])
-def test_seed_example_on_each_backend(page: Page, playground_url: str, backend: str) -> None:
+def test_seed_example_on_each_backend(page: Page, playground_url: str, backend: str,
+                                      shot_dir: Path) -> None:
     """The seed's first program prints the backend and [0.0, 60.0, 120.0] on every backend
     (software adapters allowed: fails if the backend does not open or computes wrong)."""
     open_notebook(page, playground_url, backend=backend, software=True)
@@ -207,6 +206,9 @@ def test_seed_example_on_each_backend(page: Page, playground_url: str, backend: 
     out = run_program(page, SEED_PROGRAM)
     expect(out.locator(".stream.stdout")).to_have_text(f"{backend} {SEED_LINE}\n")
     expect(out).to_contain_text(f"1 GPU run on {backend}")
+    if backend == "webgpu":
+        save_shot(page.get_by_role("region", name="Runtime status"),
+                  shot_dir / "status-webgpu-software.png")
 
 
 def test_seed_example_from_menu(notebook: Page, shot_dir: Path) -> None:

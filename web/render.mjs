@@ -52,20 +52,23 @@ function tableRows(shape, data) {
   return { rows, cols };
 }
 
-/** One output as a captioned table: "name — shape [2, 3] float32". */
+/** One output as a captioned table: "name — shape [2, 3] float32". A scalar is one cell,
+ * a vector one row with its indices, higher ranks one row per index of all but the last axis. */
 export function tensorTable({ name, shape, dtype = 'float32', data }) {
   const { rows, cols } = tableRows(shape, Array.from(data));
   const table = el('table', { class: 'tensor' });
-  const caption = `${name} — shape [${shape.join(', ')}] ${dtype}`;
-  table.append(el('caption', { text: caption }));
+  table.append(el('caption', { text: `${name} — shape [${shape.join(', ')}] ${dtype}` }));
+  const rowHeaders = shape.length >= 2;
   const shownCols = Math.min(cols, MAX_COLS);
-  const head = el('tr', {}, [el('th', { text: '', scope: 'col' })]);
-  for (let c = 0; c < shownCols; c += 1) head.append(el('th', { text: String(c), scope: 'col' }));
-  if (cols > shownCols) head.append(el('th', { text: '…', scope: 'col' }));
-  table.append(el('thead', {}, [head]));
+  if (shape.length >= 1) {
+    const head = el('tr', {}, rowHeaders ? [el('th', { text: '', scope: 'col' })] : []);
+    for (let c = 0; c < shownCols; c += 1) head.append(el('th', { text: String(c), scope: 'col' }));
+    if (cols > shownCols) head.append(el('th', { text: '…', scope: 'col' }));
+    table.append(el('thead', {}, [head]));
+  }
   const body = el('tbody');
   rows.slice(0, MAX_ROWS).forEach((row, r) => {
-    const tr = el('tr', {}, [el('th', { text: String(r), scope: 'row' })]);
+    const tr = el('tr', {}, rowHeaders ? [el('th', { text: rowLabel(shape, r), scope: 'row' })] : []);
     for (let c = 0; c < shownCols; c += 1) tr.append(el('td', { text: formatFloat32(row[c]) }));
     if (cols > shownCols) tr.append(el('td', { text: '…' }));
     body.append(tr);
@@ -78,6 +81,17 @@ export function tensorTable({ name, shape, dtype = 'float32', data }) {
     }));
   }
   return wrap;
+}
+
+/** Row r of a tensor viewed as rows of its last axis: "3" (rank 2) or "1, 0" (rank 3). */
+function rowLabel(shape, r) {
+  const lead = shape.slice(0, -1);
+  const index = [];
+  for (let i = lead.length - 1, rest = r; i >= 0; i -= 1) {
+    index.unshift(rest % lead[i]);
+    rest = Math.floor(rest / lead[i]);
+  }
+  return index.join(', ');
 }
 
 /** A result: backend line + one table per output. */
