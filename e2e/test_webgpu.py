@@ -193,21 +193,24 @@ def test_device_loss_becomes_backend_without_hanging(wg):
 
 
 def test_device_lost_while_reading_back_rejects(wg):
-    """Loss after submit, before the map resolves: the pending run rejects (race with loss)."""
+    """Loss right after the submit, while the read-back map is pending: the run rejects with
+    BACKEND (the map races the device's loss) instead of hanging."""
     r = wg(
         open_runtime()
         + """
         const s = await rt.prepare(wg.seedGraph(), {});
-        const pending = wg.settle(s.run(1), 20000);
-        hooks.loseDevice();
-        const res = await pending;
+        const ok = await wg.settle(s.run(1));
+        let armed = true;
+        hooks.onSubmit = () => { if (armed) { armed = false; hooks.loseDevice(); } };
+        const res = await wg.settle(s.run(1), 20000);
         rt.dispose();
-        return res;
+        return {ok: ok.ok, res, fired: !armed};
         """
     )
-    # Either the run finished before the loss took effect, or it failed with BACKEND: never hangs.
-    assert r["ok"] or r["code"] == "BACKEND", r
-    assert "TIMEOUT" not in str(r.get("message"))
+    assert r["ok"] is True and r["fired"] is True
+    assert r["res"]["ok"] is False and r["res"]["code"] == "BACKEND", r["res"]
+    assert "TIMEOUT" not in r["res"]["message"]
+    assert "lost" in r["res"]["message"].lower() or "destroyed" in r["res"]["message"].lower()
 
 
 def test_wgsl_compile_error_is_backend_with_browser_message(wg):

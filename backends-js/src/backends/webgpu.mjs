@@ -12,6 +12,7 @@
 //   hooks.transformPlan(plan)          edits a plan before it runs (inject a bad dispatch)
 //   hooks.kernelSource(kernel)         WGSL text for a kernel, instead of fetching it (or null)
 //   hooks.transformWgsl(kernel, src)   edits a kernel's source (inject a WGSL error)
+//   hooks.onSubmit()                   called right after each queue submission
 // and the backend fills in:
 //   hooks.loseDevice()                 destroys the device as if it were lost
 //   hooks.webgpuStats()                {live, liveBytes, free, freeBytes, created, reused, submits,
@@ -77,7 +78,7 @@ export async function createBackend({ allowSoftware = false, hooks: given = {} }
   const counters = { submits: 0 };
   const pool = new BufferPool(gpu.device);
   const kernels = new KernelRegistry(gpu, kernelUrl, hooks);
-  const ctx = { gpu, pool, kernels, counters };
+  const ctx = { gpu, pool, kernels, counters, hooks };
   const info = {
     vendor: facts.vendor,
     architecture: facts.architecture,

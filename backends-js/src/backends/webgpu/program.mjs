@@ -17,6 +17,7 @@ const UNIFORM = () => GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST;
  * @typedef {import('./kernels.mjs').Kernel} Kernel
  * @typedef {{gpu: import('./device.mjs').GpuDevice, pool: import('./pool.mjs').BufferPool,
  *   kernels: import('./kernels.mjs').KernelRegistry, counters: {submits: number},
+ *   hooks: {onSubmit?: () => void},
  *   packParams: (params: Array<[string, number]>) => Uint8Array}} Context
  * @typedef {{pipeline: GPUComputePipeline, group: GPUBindGroup, dispatch: number[]}} Command
  */
@@ -243,6 +244,7 @@ export class WebGpuProgram {
   submit(encoder) {
     this.ctx.gpu.device.queue.submit([encoder.finish()]);
     this.ctx.counters.submits += 1;
+    this.ctx.hooks.onSubmit?.();
   }
 
   /**
