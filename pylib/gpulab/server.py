@@ -12,6 +12,7 @@ button can interrupt Python through a SharedArrayBuffer.
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 import threading
 from collections.abc import Sequence
@@ -85,9 +86,19 @@ def prepare_site(root: Path) -> MemoryFiles:
 
 
 def allowed_hosts(host: str, port: int) -> set[str]:
-    """Host header values naming this server (the page may be opened by name or by address)."""
-    names = {host, "localhost", "127.0.0.1"} if host in ("127.0.0.1", "localhost") else {host}
-    return {f"{name}:{port}" for name in names}
+    """Host header values naming this server (the page may be opened by name or by address;
+    bound to every interface, also by this machine's name and address)."""
+    names = {host}
+    if host in ("127.0.0.1", "localhost", "0.0.0.0", "", "::"):
+        names |= {"localhost", "127.0.0.1"}
+    if host in ("0.0.0.0", "", "::"):
+        hostname = socket.gethostname()
+        names.add(hostname)
+        try:
+            names.add(socket.gethostbyname(hostname))
+        except OSError:
+            pass  # no resolvable name: loopback names still work
+    return {f"{name}:{port}" for name in names if name}
 
 
 def start(
@@ -120,7 +131,11 @@ def main(args: Sequence[str] | argparse.Namespace | None = None) -> int:
     ns = args if isinstance(args, argparse.Namespace) else parse_args(args)
     host = getattr(ns, "host", None) or "127.0.0.1"
     port = getattr(ns, "port", None)
-    srv = start(host, 8000 if port is None else int(port))
+    try:
+        srv = start(host, 8000 if port is None else int(port))
+    except OSError as err:  # port taken, address not ours, missing set-up files
+        print(f"gpulab serve: cannot start on {host}:{port}: {err}", file=sys.stderr)
+        return 1
     shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
     print(f"GPU Lab playground: http://{shown}:{srv.server_address[1]}/  (Ctrl+C to stop)",
           flush=True)
