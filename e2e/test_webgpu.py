@@ -397,23 +397,34 @@ def test_poisoned_by_forced_nan_then_state(wg):
 
 
 def test_poisoned_by_backend_error_then_state(wg):
-    """A real backend failure inside run (the device destroyed under the session) poisons it;
-    the runtime's failNextRun hook poisons another session the same way."""
+    """A real WebGPU validation error inside a session run (a plan edited to dispatch past the
+    device's limit) poisons the session; so does the runtime's injected failure (failNextRun)."""
     r = wg(
-        open_runtime()
+        open_runtime(
+            "transformPlan: (plan) => { plan.steps[0].dispatch = [70000, 1, 1]; return plan; }"
+        )
         + """
         const s = await rt.prepare(wg.seedGraph(), {});
-        hooks.failNextRun = 'injected';
-        const injected = await wg.settle(s.run(1));
-        const later = await wg.settle(s.run(1));
+        const real = await wg.settle(s.run(1));
+        const realLater = await wg.settle(s.run(1));
         const download = await wg.settle(s.download('values'));
-        s.dispose(); rt.dispose();
-        return {injected, later, download};
+        s.dispose();
+        delete hooks.transformPlan;
+        const t = await rt.prepare(wg.seedGraph(), {});
+        const fine = await wg.settle(t.run(1));
+        hooks.failNextRun = 'injected';
+        const injected = await wg.settle(t.run(1));
+        const injectedLater = await wg.settle(t.run(1));
+        t.dispose(); rt.dispose();
+        return {real, realLater, download, fine: fine.ok, injected, injectedLater};
         """
     )
+    assert r["real"]["code"] == "BACKEND" and "validation error" in r["real"]["message"]
+    assert r["realLater"]["code"] == "STATE"
+    assert r["download"]["code"] == "STATE"  # refused as poisoned before anything else
+    assert r["fine"] is True
     assert r["injected"]["code"] == "BACKEND" and "injected" in r["injected"]["message"]
-    assert r["later"]["code"] == "STATE"
-    assert r["download"]["code"] in ("STATE", "VALIDATION")
+    assert r["injectedLater"]["code"] == "STATE"
 
 
 # ---- caches ----
