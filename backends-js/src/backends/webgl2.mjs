@@ -47,7 +47,7 @@ export async function createBackend({ allowSoftware = false, hooks = {} } = {}) 
   const env = { gl, ctx, pool, shaders };
   let disposed = false;
 
-  const stats = () => ({ ...pool.stats(), programs: shaders.programs.size, livePrograms: programs.size });
+  const stats = () => ({ ...pool.stats(), programs: shaders.handles.size, livePrograms: programs.size });
   if (hooks && typeof hooks === 'object') {
     hooks.loseContext = () => ctx.lose();
     hooks.webgl2Stats = stats;

@@ -97,9 +97,8 @@ export class WebGL2Program {
     const carry = this.planCarry(new Set(step.map((p) => p.target)));
     const all = [...init, ...step, ...carry.copies];
     await this.env.shaders.load(all);
-    this.initCommands = await this.compile(init);
-    this.stepCommands = await this.compile(step);
-    this.copyCommands = await this.compile(carry.copies);
+    [this.initCommands, this.stepCommands, this.copyCommands] = await Promise.all(
+      [init, step, carry.copies].map((passes) => this.compile(passes)));
     this.swaps = carry.swaps;
     for (const id of this.order) {
       const node = this.nodes.get(id);
@@ -175,19 +174,18 @@ export class WebGL2Program {
   /** @param {import('./registry.mjs').Pass[]} passes @returns {Promise<DrawCommand[]>} */
   async compile(passes) {
     const shaders = this.env.shaders;
-    const out = [];
-    for (const p of passes) {
-      const prog = await shaders.get(p.shader, p.defines ?? {});
-      out.push({
+    const progs = await Promise.all(passes.map((p) => shaders.get(p.shader, p.defines ?? {})));
+    return passes.map((p, i) => {
+      const prog = progs[i];
+      return {
         prog, target: p.target,
         samplers: Object.entries(p.inputs ?? {}).map(([name, slot]) => [shaders.location(prog, name), slot]),
         uniforms: Object.entries(p.uniforms ?? {}).map(([name, [type, value]]) =>
           [SETTERS[type], shaders.location(prog, name), value]),
         nLoc: shaders.location(prog, 'u_n'),
         wLoc: shaders.location(prog, 'u_w'),
-      });
-    }
-    return out;
+      };
+    });
   }
 
   /** @param {DrawCommand} cmd */

@@ -58,11 +58,15 @@ export class ShaderCache {
   constructor(gl, transform = (file, source) => source) {
     this.gl = gl;
     this.transform = transform;
-    /** @type {Map<string, GlProgram>} */
+    /** @type {Map<string, Promise<GlProgram>>} */
     this.programs = new Map();
+    /** @type {Set<WebGLProgram>} linked programs, deleted on dispose */
+    this.handles = new Set();
     /** @type {Map<string, Promise<string>>} */
     this.fragmentSources = new Map();
     this.vertex = null;
+    // Where the browser offers it, the driver compiles in the background and we poll.
+    this.parallel = gl.getExtension('KHR_parallel_shader_compile');
   }
 
   /** Program key of a shader file and its defines. */
@@ -83,52 +87,75 @@ export class ShaderCache {
 
   /**
    * The linked program for a shader file and defines (load() must have fetched the file).
+   * Callers that ask for several programs at once (Promise.all) get every compile and link
+   * issued before the first status query, so the driver can overlap them.
    * @param {string} file
    * @param {Record<string, string|number>} defines
    * @returns {Promise<GlProgram>}
    */
-  async get(file, defines) {
+  get(file, defines) {
     const key = ShaderCache.key(file, defines);
-    let prog = this.programs.get(key);
-    if (!prog) {
-      const body = await this.fragmentSources.get(file);
-      const head = Object.entries(defines).map(([k, v]) => `#define ${k} ${v}`).join('\n');
-      prog = this.link(key, this.transform(file, `#version 300 es\n${head}\n${body}`));
-      this.programs.set(key, prog);
+    if (!this.programs.has(key)) {
+      const built = this.build(file, defines, key);
+      this.programs.set(key, built);
+      built.catch(() => this.programs.delete(key));  // a failed build may be retried
     }
-    return prog;
+    return this.programs.get(key);
   }
 
-  /** @param {number} type @param {string} source @param {string} key */
-  compile(type, source, key) {
+  /** @param {string} file @param {Record<string, string|number>} defines @param {string} key */
+  async build(file, defines, key) {
+    const body = await this.fragmentSources.get(file);
+    const head = Object.entries(defines).map(([k, v]) => `#define ${k} ${v}`).join('\n');
     const gl = this.gl;
-    const sh = gl.createShader(type);
-    gl.shaderSource(sh, source);
-    gl.compileShader(sh);
-    if (!gl.getShaderParameter(sh, gl.COMPILE_STATUS) && !gl.isContextLost()) {
-      const log = gl.getShaderInfoLog(sh);
-      gl.deleteShader(sh);
-      throw new GpuLabError('BACKEND', `GLSL compile error in ${key}: ${log}`);
-    }
-    return sh;
-  }
-
-  /** @param {string} key @param {string} fragment */
-  link(key, fragment) {
-    const gl = this.gl;
-    this.vertex ??= this.compile(gl.VERTEX_SHADER, VERTEX_SOURCE, 'vertex');
-    const fs = this.compile(gl.FRAGMENT_SHADER, fragment, key);
+    this.vertex ??= this.compileVertex();
+    const fs = gl.createShader(gl.FRAGMENT_SHADER);
+    gl.shaderSource(fs, this.transform(file, `#version 300 es\n${head}\n${body}`));
+    gl.compileShader(fs);
     const handle = gl.createProgram();
     gl.attachShader(handle, this.vertex);
     gl.attachShader(handle, fs);
     gl.linkProgram(handle);
-    gl.deleteShader(fs);  // flagged: freed with the program
-    if (!gl.getProgramParameter(handle, gl.LINK_STATUS) && !gl.isContextLost()) {
-      const log = gl.getProgramInfoLog(handle);
-      gl.deleteProgram(handle);
-      throw new GpuLabError('BACKEND', `GLSL link error in ${key}: ${log}`);
+    await this.linked(handle);
+    try {
+      this.check(handle, fs, key);
+    } finally {
+      gl.deleteShader(fs);  // flagged: freed with the program
     }
+    this.handles.add(handle);
     return { handle, key, locations: new Map() };
+  }
+
+  /** Resolves once a program's link has finished (at once without KHR_parallel_shader_compile). */
+  async linked(handle) {
+    const gl = this.gl;
+    if (!this.parallel) return;
+    // A lost context reports completion, so this cannot wait forever on a dead context.
+    while (!gl.isContextLost() &&
+      !gl.getProgramParameter(handle, this.parallel.COMPLETION_STATUS_KHR)) {
+      await new Promise((resolve) => setTimeout(resolve, 0));
+    }
+  }
+
+  /** Throw BACKEND with the driver's log if a program did not compile or link. */
+  check(handle, fs, key) {
+    const gl = this.gl;
+    if (gl.getProgramParameter(handle, gl.LINK_STATUS) || gl.isContextLost()) return;
+    const compiled = gl.getShaderParameter(fs, gl.COMPILE_STATUS);
+    const log = compiled ? gl.getProgramInfoLog(handle) : gl.getShaderInfoLog(fs);
+    gl.deleteProgram(handle);
+    throw new GpuLabError('BACKEND', `GLSL ${compiled ? 'link' : 'compile'} error in ${key}: ${log}`);
+  }
+
+  compileVertex() {
+    const gl = this.gl;
+    const vs = gl.createShader(gl.VERTEX_SHADER);
+    gl.shaderSource(vs, VERTEX_SOURCE);
+    gl.compileShader(vs);
+    if (!gl.getShaderParameter(vs, gl.COMPILE_STATUS) && !gl.isContextLost()) {
+      throw new GpuLabError('BACKEND', `GLSL compile error in the vertex shader: ${gl.getShaderInfoLog(vs)}`);
+    }
+    return vs;
   }
 
   /** @param {GlProgram} prog @param {string} name */
@@ -138,8 +165,9 @@ export class ShaderCache {
   }
 
   dispose() {
-    for (const p of this.programs.values()) this.gl.deleteProgram(p.handle);
+    for (const h of this.handles) this.gl.deleteProgram(h);
     if (this.vertex) this.gl.deleteShader(this.vertex);
+    this.handles.clear();
     this.programs.clear();
     this.vertex = null;
   }
