@@ -166,6 +166,39 @@ def test_runs_in_a_module_worker(wg):
     assert r["value"] == {"backend": "webgpu", "software": True, "data": [0, 60, 120]}
 
 
+def test_binding_layout_read_from_wgsl_declarations(wg):
+    """Bind group layouts come from the kernels' declarations (access modes, either attribute
+    order, comments ignored), and pooled sizes never shrink below the request."""
+    r = wg(
+        """
+        const k = await import('/backends-js/src/backends/webgpu/kernels.mjs');
+        const pool = await import('/backends-js/src/backends/webgpu/pool.mjs');
+        const src = `
+          struct P { n: u32 }
+          @group(0) @binding(0) var<uniform> p: P;
+          @binding(1) @group(0) var<storage, read> a: array<f32>;
+          @group(0)
+          @binding(2) var<storage> b: array<f32>;   // default access: read
+          // @group(0) @binding(5) var<storage, read_write> commented: array<f32>;
+          /* @group(0) @binding(6) var<storage, read_write> block: array<f32>; */
+          @group(1) @binding(3) var<storage, read_write> other_group: array<f32>;
+          @group(0) @binding(4) var<storage, read_write> out: array<f32>;`;
+        const sizes = [1, 4, 255, 256, 257, 65536, 65537, 1e6, 123456789].map(
+          (n) => [n, pool.sizeClass(n)]);
+        return {bindings: Object.fromEntries(k.declaredBindings(src)), sizes};
+        """
+    )
+    assert r["bindings"] == {
+        "0": "uniform",
+        "1": "read-only-storage",
+        "2": "read-only-storage",
+        "4": "storage",
+    }
+    for n, size in r["sizes"]:
+        assert n <= size <= max(n + 255, n * 1.125), (n, size)  # 256-byte steps, then 12.5%
+        assert size % 4 == 0
+
+
 # ---- errors and device loss ----
 
 

@@ -132,7 +132,10 @@ export class KernelRegistry {
     const module = await this.gpu.guard(what, () =>
       this.gpu.device.createShaderModule({ code: source, label: kernel }),
     );
-    const info = await this.gpu.race(module.getCompilationInfo(), what);
+    // Chromium reports WGSL errors through the validation scope above; compilation info is a
+    // second look for browsers that only put them there.
+    const info = typeof module.getCompilationInfo === 'function'
+      ? await this.gpu.race(module.getCompilationInfo(), what) : { messages: [] };
     const errors = info.messages.filter((m) => m.type === 'error');
     if (errors.length) {
       const text = errors.map((m) => `line ${m.lineNum}:${m.linePos}: ${m.message}`).join('; ');
