@@ -17,7 +17,8 @@ function errorOf(err) {
 async function settle(p, ms = 30000) {
   let timer;
   const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(Object.assign(new Error(`no answer after ${ms} ms`), { code: 'TIMEOUT' })), ms);
+    const late = () => reject(Object.assign(new Error(`no answer after ${ms} ms`), { code: 'TIMEOUT' }));
+    timer = setTimeout(late, ms);
   });
   try {
     return { value: await Promise.race([p, timeout]) };
@@ -138,7 +139,8 @@ export async function badInput() {
     refused[name] = { error: r.error ?? null, created: hooks.webgl2Stats().created };
   }
   const good = await rt.execute(GOOD_GRAPH);
-  const out = { refused, good: { values: [...good.outputs.values.data], created: hooks.webgl2Stats().created } };
+  const out = { refused,
+    good: { values: [...good.outputs.values.data], created: hooks.webgl2Stats().created } };
   rt.dispose();
   return out;
 }
@@ -198,7 +200,8 @@ export async function pooling() {
   session.dispose();
   const afterSession = hooks.webgl2Stats();
   rt.dispose();
-  return { live, chain: await chainTextures(), distinctLosses: lossBits.size, withSession, afterSession, afterDispose: hooks.webgl2Stats() };
+  return { live, chain: await chainTextures(), distinctLosses: lossBits.size, withSession,
+    afterSession, afterDispose: hooks.webgl2Stats() };
 }
 
 /**

@@ -75,7 +75,8 @@ export async function createBackend({ allowSoftware = false, hooks = {} } = {}) 
       } catch (err) {
         program.dispose();
         if (err instanceof GpuLabError) throw err;
-        throw new GpuLabError('BACKEND', `webgl2 prepare failed: ${err?.message ?? err}`, null, { cause: err });
+        throw new GpuLabError('BACKEND', `webgl2 prepare failed: ${err?.message ?? err}`, null,
+          { cause: err });
       }
       return program;
     },

@@ -12,7 +12,10 @@ function permutePass(node, k, dims) {
   const strides = dims.map((d) => inStrides[d]);
   return [{
     shader: 'strided.glsl', inputs: { u_a: k.slot(a) }, target: k.out,
-    uniforms: { u_shape: ['i4', pad4(node.shape)], u_sa: ['i4', [...Array(4 - dims.length).fill(0), ...strides]] },
+    uniforms: {
+      u_shape: ['i4', pad4(node.shape)],
+      u_sa: ['i4', [...Array(4 - dims.length).fill(0), ...strides]],
+    },
   }];
 }
 

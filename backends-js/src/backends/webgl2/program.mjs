@@ -41,7 +41,8 @@ export class WebGL2Program {
     this.nodes = new Map(checked.nodes.map((n) => [n.id, n]));
     this.order = checked.order;
     this.feeds = [...feeds];
-    this.carry = carry instanceof Map ? carry : new Map(Object.entries(carry).map(([k, v]) => [Number(k), v]));
+    this.carry = carry instanceof Map ? carry
+      : new Map(Object.entries(carry).map(([k, v]) => [Number(k), v]));
     /** Nodes whose texture is never shared: everything readable from outside, and constants. */
     this.pinned = new Set([...checked.outputs.map((o) => o.id), ...this.feeds, ...this.carry.keys(),
       ...this.carry.values(), ...keep]);
@@ -120,7 +121,8 @@ export class WebGL2Program {
       if (node.op === 'input') return;
       const kernel = kernelFor(node.op);
       if (!kernel) {
-        throw new GpuLabError('BACKEND', `node ${id} (${node.op}): the webgl2 backend has no kernel for ${node.op}`, id);
+        throw new GpuLabError('BACKEND',
+          `node ${id} (${node.op}): the webgl2 backend has no kernel for ${node.op}`, id);
       }
       const temps = [];
       const passes = kernel.build(node, {
@@ -254,7 +256,9 @@ export class WebGL2Program {
   /** Current value of a node: a carried output lives in its input's slot after a swap. @param {number} id */
   read(id) {
     let slot = this.slotOf.get(id);
-    if (slot === undefined) throw new GpuLabError('BACKEND', `node ${id} has no tensor on the webgl2 backend`, id);
+    if (slot === undefined) {
+      throw new GpuLabError('BACKEND', `node ${id} has no tensor on the webgl2 backend`, id);
+    }
     if (this.stepsRun > 0 && this.swapped.has(id)) slot = this.swapped.get(id);
     return download(this.gl, this.slots[slot], this.slotSize[slot]);
   }
