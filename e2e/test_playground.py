@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import math
 import os
 import re
 import struct
@@ -36,6 +37,23 @@ a = g.tensor([-2, 3, 4])
 b = g.tensor([10, 20, 30])
 g.submit(show, values=(a * b).relu())
 """
+
+
+MORE_OPS = """import json
+x = g.tensor([[1.0, 2.0], [3.0, 4.0]])
+r = g.run(mm=x @ x, sm=(x @ x).softmax(), mean=x.mean(axis=0), t=(x / 4).tanh().transpose())
+print(json.dumps({"backend": r["backend"], **{k: v["data"] for k, v in r["outputs"].items()}}))
+"""
+
+
+def expected_more_ops() -> dict[str, list[float]]:
+    mm = [7.0, 10.0, 15.0, 22.0]
+    sm = []
+    for row in (mm[:2], mm[2:]):
+        e = [math.exp(v - max(row)) for v in row]
+        sm += [v / sum(e) for v in e]
+    return {"mm": mm, "sm": sm, "mean": [2.0, 3.0],
+            "t": [math.tanh(0.25), math.tanh(0.75), math.tanh(0.5), math.tanh(1.0)]}
 
 
 @pytest.fixture(scope="session")
@@ -209,6 +227,13 @@ def test_seed_example_on_each_backend(page: Page, playground_url: str, backend: 
     if backend == "webgpu":
         save_shot(page.get_by_role("region", name="Runtime status"),
                   shot_dir / "status-webgpu-software.png")
+    # A few more ops, checked against values computed here in float64.
+    page.get_by_role("button", name="+ Add cell").click()
+    out = run_program(page, MORE_OPS, n=2)
+    got = json.loads(out.locator(".stream.stdout").inner_text())
+    assert got["backend"] == backend
+    for name, want in expected_more_ops().items():
+        assert got[name] == pytest.approx(want, rel=1e-5, abs=1e-6), name
 
 
 def test_seed_example_from_menu(notebook: Page, shot_dir: Path) -> None:

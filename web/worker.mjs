@@ -161,8 +161,12 @@ async function run({ runId, cellId, cellLabel, code }) {
     outcome = envelope.toJs({ dict_converter: Object.fromEntries });
     envelope.destroy();
     runCell.destroy();
-    await adapter.whenIdle(); // submit() callbacks print after the cell's code returns
-    await new Promise((resolve) => setTimeout(resolve, 0)); // let their Python side run
+    // submit() callbacks run after the cell's code returned, and may submit again: wait until
+    // nothing is pending and their Python side has run.
+    do {
+      await adapter.whenIdle();
+      await new Promise((resolve) => setTimeout(resolve, 0));
+    } while (adapter.pending > 0);
   } catch (err) {
     outcome = { ok: false, error: { type: err?.type ?? 'Error', message: String(err?.message ?? err), traceback: String(err?.message ?? err), line: null } };
   }
