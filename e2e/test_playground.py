@@ -262,8 +262,11 @@ g = Graph()
 x = g.tensor([[1, 2], [3, 4]])
 r = g.run(y=x @ x)                       # synchronous: JSPI suspends Python on the GPU promise
 print("sync", r["outputs"]["y"]["shape"], r["outputs"]["y"]["data"])
-got = []
-g.submit(lambda res: print("callback", res["outputs"]["s"]["data"]), s=x.sum())
+def first(res):
+    print("callback", res["outputs"]["s"]["data"])
+    g.submit(lambda again: print("chained", again["outputs"]["c"]["data"]), c=x.sum() * 2)
+
+g.submit(first, s=x.sum())
 print("submitted")
 a = await g.run_async(m=x.mean())
 print("await", a["outputs"]["m"]["data"])
@@ -272,6 +275,7 @@ print("await", a["outputs"]["m"]["data"])
     assert "sync [2, 2] [7.0, 10.0, 15.0, 22.0]" in text
     assert "await [2.5]" in text
     assert "callback [10.0]" in text
+    assert "chained [20.0]" in text, "the cell waits for callbacks that submit again"
     assert text.index("submitted") < text.index("callback"), "the callback runs when the GPU is done"
 
 
