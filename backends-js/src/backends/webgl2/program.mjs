@@ -205,12 +205,9 @@ export class WebGL2Program {
     gl.uniform1i(cmd.nLoc, this.slotSize[cmd.target]);
     gl.uniform1i(cmd.wLoc, target.w);
     for (const [setter, loc, value] of cmd.uniforms) gl[setter](loc, value);
+    // Units past this program's samplers may still hold older textures, even this target:
+    // that is no feedback loop, since WebGL only checks the units the program samples.
     gl.drawArrays(gl.TRIANGLES, 0, 3);
-    // Unbind so no later draw samples a texture it renders into.
-    for (let unit = cmd.samplers.length - 1; unit >= 0; unit--) {
-      gl.activeTexture(gl.TEXTURE0 + unit);
-      gl.bindTexture(gl.TEXTURE_2D, null);
-    }
   }
 
   /** Throw BACKEND on a lost context or a GL error. @param {string} when */
