@@ -151,7 +151,8 @@ async function init({ backend, allowSoftware, controlBuffer }) {
 
 async function run({ runId, cellId, cellLabel, code }) {
   currentRun = { id: runId, cellId, graphs: 0, backend: null };
-  if (control) { Atomics.store(control, CONTROL_INTERRUPT, 0); Atomics.store(control, CONTROL_CANCEL, 0); }
+  // The page clears the Stop flags before it posts a run (so a Stop pressed before this
+  // message arrives still counts); they are not cleared here.
   const t0 = now();
   let outcome;
   try {
