@@ -9,6 +9,7 @@ import copy
 import numpy as np
 import pytest
 from gpulab import host
+from gpulab.errors import GpuLabError
 from gpulab.protocol import validate
 
 pytest.importorskip("wgpu", reason="wgpu-py is not installed")
@@ -135,5 +136,49 @@ def test_a_multi_step_run_is_one_submission_and_one_readback() -> None:
         program.run(_batches(1), [14])
         assert submits == [1, 2] and ex.counters["readbacks"] == 2
         program.dispose()
+    finally:
+        ex.dispose()
+
+
+def _log_session() -> object:
+    graph = {"version": 2, "nodes": [{"id": 0, "op": "input", "shape": [2]},
+                                      {"id": 1, "op": "log", "a": 0}],
+             "outputs": [{"name": "y", "id": 1}]}
+    return host.prepare(graph, feeds=[0], backend="wgpu", allow_software=True)
+
+
+def test_a_non_finite_read_back_poisons_a_wgpu_session() -> None:
+    session = _log_session()
+    try:
+        assert session.run({0: [1.0, np.e]})["outputs"]["y"]["data"][0] == 0.0
+        with pytest.raises(GpuLabError) as err:
+            session.run({0: [-1.0, 1.0]})  # log(-1) = NaN
+        assert err.value.code == "BACKEND" and "non-finite" in err.value.message
+        with pytest.raises(GpuLabError) as err:
+            session.run({0: [1.0, 1.0]})
+        assert err.value.code == "STATE"
+    finally:
+        session.dispose()
+
+
+def test_a_lost_device_fails_the_run_with_backend_then_state() -> None:
+    ex = open_executor(True)
+    try:
+        checked = validate({"version": 2, "nodes": [
+            {"id": 0, "op": "input", "shape": [2]}, {"id": 1, "op": "log", "a": 0}],
+            "outputs": [{"name": "y", "id": 1}]})
+        from gpulab.session import Session, SessionPlan
+
+        plan = SessionPlan.build(checked, [0], {}, [], None, {})
+        session = Session(ex.prepare(checked, feeds=[0]), ex.name, plan, {})
+        session.run({0: [1.0, 2.0]})
+        ex.lose_device()
+        with pytest.raises(GpuLabError) as err:
+            session.run({0: [1.0, 2.0]})
+        assert err.value.code == "BACKEND" and "lost" in err.value.message
+        with pytest.raises(GpuLabError) as err:
+            session.run({0: [1.0, 2.0]})
+        assert err.value.code == "STATE"
+        session.dispose()  # always works
     finally:
         ex.dispose()
