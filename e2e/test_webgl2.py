@@ -153,6 +153,12 @@ def test_repeated_executes_reuse_textures_and_dispose_frees_them(gl_page: Any, w
     assert r["afterDispose"]["free"] == 0
 
 
+def test_overlapping_executes_give_the_results_of_sequential_ones(gl_page: Any) -> None:
+    r = scenario(gl_page, "concurrent", "main")
+    assert len(set(r["alone"])) == 8  # eight different graphs, eight different results
+    assert r["together"] == r["alone"]
+
+
 @pytest.mark.parametrize("where", WHERE)
 def test_context_loss_becomes_backend_error(gl_page: Any, where: str) -> None:
     r = scenario(gl_page, "contextLoss", where)

@@ -243,6 +243,21 @@ async function chainTextures() {
   return out;
 }
 
+/** Eight executes in flight at once on one runtime, then the same eight one by one. */
+export async function concurrent() {
+  const rt = await createRuntime(SOFT);
+  const graphs = Array.from({ length: 8 }, (_, k) => ({ version: 2, nodes: [
+    { id: 0, op: 'input', shape: [4, 16], data: noise(64, 40 + k) },
+    { id: 1, op: 'softmax', a: 0 }, { id: 2, op: 'sum', a: 1, axis: 0 }, { id: 3, op: 'exp', a: 2 },
+  ], outputs: [{ name: 'y', id: 3 }] }));
+  const together = await Promise.all(graphs.map((g) => rt.execute(g)));
+  const alone = [];
+  for (const g of graphs) alone.push(await rt.execute(g));
+  rt.dispose();
+  const bits = (rs) => rs.map((r) => toBase64(r.outputs.y.data));
+  return { together: bits(together), alone: bits(alone) };
+}
+
 // ---- context loss --------------------------------------------------------------------------
 
 /** Loss after a good execute, during an execute in flight, and inside a session. */
