@@ -208,8 +208,11 @@ class WgpuProgram:
             encoder.copy_buffer_to_buffer(self._staging, offset, dst, 0, size)
         if self._recorded:
             compute = encoder.begin_compute_pass()
+            current = None
             for pipeline, group, (x, y, z) in self._recorded:
-                compute.set_pipeline(pipeline)
+                if pipeline is not current:  # each wgpu-py call costs microseconds of Python
+                    compute.set_pipeline(pipeline)
+                    current = pipeline
                 compute.set_bind_group(0, group)
                 compute.dispatch_workgroups(x, y, z)
             compute.end()
