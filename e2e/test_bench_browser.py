@@ -10,6 +10,8 @@ fixture, unknown lanes) and the agreement check are tested to fail when they sho
 from __future__ import annotations
 
 import math
+import subprocess
+from pathlib import Path
 
 import pytest
 from gpulab.benchmarks import browser as bb
@@ -95,3 +97,12 @@ def test_page_without_fixture_fails_naming_it(page, server_url):
     # the plain repo server has no fixture route: the page must refuse, not time nothing
     res = bb.run_page(page, server_url, bb.page_query(1), timeout_s=60)
     assert "fixture" in res["fatal"] and "HTTP 404" in res["fatal"]
+
+
+def test_timing_helper_node_tests():
+    # bench/browser/timing.mjs (warm-up, median/min, the budget's minimum runs) under node
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run(["node", "--test", "bench/browser/test/"], check=False, cwd=root,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "# pass 3" in proc.stdout and "# fail 0" in proc.stdout

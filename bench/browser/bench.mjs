@@ -17,7 +17,7 @@ function options() {
   if (!Number.isInteger(runs) || runs < 1) throw new Error(`runs must be an integer >= 1, got ${q.get('runs')}`);
   const warmup = Number(q.get('warmup') ?? 1);
   if (!Number.isInteger(warmup) || warmup < 0) throw new Error(`warmup must be an integer >= 0, got ${q.get('warmup')}`);
-  return { runs, warmup, softwareBudgetS: Number(q.get('software_budget_s') ?? 0),
+  return { runs, warmup, budgetS: Number(q.get('budget_s') ?? 0),
     lossSteps: Number(q.get('loss_steps') ?? 5),
     gpulab: list('gpulab', 'cpu,wasm,webgl2,webgpu'), tfjs: list('tfjs', 'cpu,wasm,webgl,webgpu') };
 }
@@ -56,7 +56,7 @@ async function main() {
   }
   status.textContent = 'done';
   /** @type {any} */ (globalThis).benchResult = { runs: opts.runs, warmup: opts.warmup,
-    softwareBudgetS: opts.softwareBudgetS, lossSteps: opts.lossSteps, seed: fx.seed,
+    budgetS: opts.budgetS, lossSteps: opts.lossSteps, seed: fx.seed,
     userAgent: navigator.userAgent, hardwareConcurrency: navigator.hardwareConcurrency,
     crossOriginIsolated: globalThis.crossOriginIsolated, date: new Date().toISOString(), rows };
 }

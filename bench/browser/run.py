@@ -1,6 +1,6 @@
 """Run the browser benchmark page (bench/browser/index.html); same as `gpulab bench --browser`.
 
-    .venv/bin/python bench/browser/run.py [--runs 20] [--software-budget-s 8] [--json out.json]
+    .venv/bin/python bench/browser/run.py [--runs 20] [--budget-s 8] [--json out.json]
 
 Every gpu-lab backend (cpu, wasm, webgl2, webgpu) and TF.js backend (cpu, wasm, webgl, webgpu)
 on the MLP Adam step from gpulab.models.mlp.init(0), in one headless Chromium page; prints a

@@ -84,12 +84,12 @@ def fixture_route(payload: bytes) -> Callable[[Any], bool]:
 
 
 def page_query(runs: int, gpulab: tuple[str, ...] = GPULAB_BACKENDS,
-               tfjs: tuple[str, ...] = TFJS_BACKENDS, software_budget_s: float = 0.0,
+               tfjs: tuple[str, ...] = TFJS_BACKENDS, budget_s: float = 0.0,
                warmup: int = 1) -> str:
     """The page's query string: runs per mode, which lanes, warm-up calls, and the time budget
-    per mode of software-renderer lanes."""
+    per mode (software-renderer lanes, and TF.js's 8-step mode)."""
     return (f"?runs={runs}&gpulab={','.join(gpulab)}&tfjs={','.join(tfjs)}"
-            f"&loss_steps={LOSS_STEPS}&warmup={warmup}&software_budget_s={software_budget_s:g}")
+            f"&loss_steps={LOSS_STEPS}&warmup={warmup}&budget_s={budget_s:g}")
 
 
 def run_page(page: Any, base_url: str, query: str, timeout_s: float) -> dict[str, Any]:
@@ -146,7 +146,7 @@ def machine() -> dict[str, Any]:
 
 
 def run(runs: int = 20, seed: int = 0, gpulab: tuple[str, ...] = GPULAB_BACKENDS,
-        tfjs: tuple[str, ...] = TFJS_BACKENDS, software_budget_s: float = 0.0, warmup: int = 1,
+        tfjs: tuple[str, ...] = TFJS_BACKENDS, budget_s: float = 0.0, warmup: int = 1,
         timeout_s: float = 900, torch: bool = True, browser: Any = None) -> dict[str, Any]:
     """Serve the repo with the fixture, run the page in Chromium, return its result + agreement.
 
@@ -161,7 +161,7 @@ def run(runs: int = 20, seed: int = 0, gpulab: tuple[str, ...] = GPULAB_BACKENDS
     payload = json.dumps(fixture(seed)).encode()
     srv = start_server(ROOT, host="127.0.0.1", port=0, routes=[fixture_route(payload)])
     base = f"http://127.0.0.1:{srv.server_address[1]}"
-    query = page_query(runs, gpulab, tfjs, software_budget_s, warmup)
+    query = page_query(runs, gpulab, tfjs, budget_s, warmup)
     try:
         if browser is not None:
             result = _in_new_page(browser, base, query, timeout_s)
@@ -242,8 +242,8 @@ def summary(result: dict[str, Any]) -> str:
         f"machine: {m['cpu']}, {m['cores']} cores, {m['platform']}",
         f"browser: {result['userAgent']}; crossOriginIsolated={result['crossOriginIsolated']}",
         (f"date: {result['date']}; runs per mode: {result['runs']} after {result['warmup']} "
-         f"warm-up; software lanes stop a mode after {result['softwareBudgetS'] or 'no'} s "
-         "(at least 5 runs)"),
+         f"warm-up; time budget per mode {result['budgetS'] or 'none'} s (at least 5 runs, 3 of 8 "
+         "steps; software-renderer lanes and TF.js's 8-step mode only)"),
         torch_line,
     ]
     for r in result["rows"]:
@@ -273,9 +273,9 @@ def _names(text: str) -> tuple[str, ...]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="gpulab bench --browser", description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=20, help="timed runs per mode (default 20)")
-    ap.add_argument("--software-budget-s", type=float, default=8.0,
-                    help="on software-renderer lanes, stop a mode after this many seconds once "
-                    "5 runs are in (0: never; default 8)")
+    ap.add_argument("--budget-s", type=float, default=8.0,
+                    help="stop a mode after this many seconds once 5 runs (3 of 8 steps) are in, on "
+                    "software-renderer lanes and TF.js's 8-step mode only (0: never; default 8)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed calls before each mode")
     ap.add_argument("--gpulab", default=",".join(GPULAB_BACKENDS), help="gpu-lab backends")
     ap.add_argument("--tfjs", default=",".join(TFJS_BACKENDS), help="TF.js backends ('' none)")
@@ -285,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     t0 = time.monotonic()
     result = run(runs=args.runs, gpulab=_names(args.gpulab), tfjs=_names(args.tfjs),
-                 software_budget_s=args.software_budget_s, warmup=args.warmup,
+                 budget_s=args.budget_s, warmup=args.warmup,
                  timeout_s=args.timeout, torch=not args.no_torch)
     if "fatal" in result:
         print(f"the benchmark page failed: {result['fatal']}", file=sys.stderr)
