@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from gpulab.errors import GpuLabError
 from gpulab.native.planner import plan_graph
@@ -107,3 +108,114 @@ def test_a_planner_difference_would_be_caught(cases: list[dict]) -> None:
     assert plans == js
     plans[0]["steps"][0]["params"][0][1] += 1
     assert plans != js
+
+
+# ---- random graphs: the same comparison beyond the corpus ------------------------------------
+
+UNARY = ["neg", "exp", "log", "sqrt", "tanh", "sigmoid", "gelu", "relu", "positive"]
+BINARY = ["add", "sub", "mul", "div"]
+SAME = ["gelu_grad", "sgd_update", "momentum_update", "adam_m", "adam_v"]
+SCALAR = {"sgd_update": "lr", "momentum_update": "momentum", "adam_m": "beta1",
+          "adam_v": "beta2"}
+
+
+class _Builder:
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.nodes: list[dict] = []
+
+    def add(self, node: dict) -> int:
+        node["id"] = len(self.nodes) * 3 + 1  # sparse ids: plans must not assume 0..n-1
+        self.nodes.append(node)
+        return node["id"]
+
+    def input(self, shape: list[int], fed: bool = False) -> int:
+        node: dict = {"op": "input", "shape": shape}
+        if not fed:
+            node["data"] = [0.5] * int(np.prod(shape))
+        return self.add(node)
+
+    def shape(self, rank: int | None = None) -> list[int]:
+        rank = int(self.rng.integers(1, 5)) if rank is None else rank
+        return [int(d) for d in self.rng.integers(1, 6, rank)]
+
+    def broadcastable(self, shape: list[int]) -> list[int]:
+        keep = int(self.rng.integers(0, len(shape) + 1))
+        return [1 if self.rng.random() < 0.4 else d for d in shape[len(shape) - keep:]]
+
+    def axis(self, rank: int) -> int | None:
+        return None if self.rng.random() < 0.3 else int(self.rng.integers(-rank, rank))
+
+
+def _random_graph(rng: np.random.Generator) -> dict:
+    b = _Builder(rng)
+    shape = b.shape()
+    x = b.input(shape, fed=bool(rng.random() < 0.3))
+    outs = [x]
+    for _ in range(int(rng.integers(1, 6))):
+        kind = rng.choice(["unary", "binary", "same", "reduce", "softmax", "permute",
+                           "reshape", "matmul", "ce", "adam", "life", "full"])
+        if kind == "unary":
+            outs.append(b.add({"op": str(rng.choice(UNARY)), "a": x}))
+        elif kind == "binary":
+            other = b.input(b.broadcastable(shape))
+            a, c = (x, other) if rng.random() < 0.5 else (other, x)
+            outs.append(b.add({"op": str(rng.choice(BINARY)), "a": a, "b": c}))
+        elif kind == "same":
+            op = str(rng.choice(SAME))
+            node = {"op": op, "a": x, "b": b.input(shape)}
+            if op in SCALAR:
+                node[SCALAR[op]] = float(rng.choice([0.1, 0.9, 1.0, 0.001]))
+            outs.append(b.add(node))
+        elif kind == "reduce":
+            outs.append(b.add({"op": str(rng.choice(["sum", "mean"])), "a": x,
+                               "axis": b.axis(len(shape)), "keepdim": bool(rng.random() < 0.5)}))
+        elif kind == "softmax":
+            axis = b.axis(len(shape))
+            outs.append(b.add({"op": str(rng.choice(["softmax", "log_softmax"])), "a": x,
+                               "axis": -1 if axis is None else axis}))
+        elif kind == "permute":
+            if len(shape) >= 2 and rng.random() < 0.5:
+                outs.append(b.add({"op": "transpose", "a": x}))
+            else:
+                dims = [int(d) for d in rng.permutation(len(shape))]
+                outs.append(b.add({"op": "permute", "a": x, "dims": dims}))
+        elif kind == "reshape":
+            source = x if rng.random() < 0.5 else b.add({"op": "neg", "a": x})
+            new = [-1] if rng.random() < 0.5 else [*reversed(shape)]
+            outs.append(b.add({"op": "reshape", "a": source, "shape": new}))
+        elif kind == "matmul":
+            m, k, n = (int(v) for v in rng.integers(1, 140, 3))
+            batch = b.shape(int(rng.integers(0, 3)))
+            left = b.input([*b.broadcastable(batch), m, k])
+            right = b.input([*b.broadcastable(batch), k, n])
+            outs.append(b.add({"op": "matmul", "a": left, "b": right}))
+        elif kind == "ce":
+            two = b.shape(2)
+            op = str(rng.choice(["cross_entropy", "cross_entropy_grad"]))
+            outs.append(b.add({"op": op, "a": b.input(two), "b": b.input(two)}))
+        elif kind == "adam":
+            outs.append(b.add({"op": "adam_update", "a": x, "b": b.input(shape),
+                               "c": b.input(shape), "t": b.input([1]), "lr": 0.01}))
+        elif kind == "life":
+            outs.append(b.add({"op": "life", "a": b.input(b.shape(2))}))
+        else:
+            outs.append(b.add({"op": "full", "shape": b.shape(), "value": 2.5}))
+    return {"version": 2, "nodes": b.nodes,
+            "outputs": [{"name": f"o{i}", "id": o} for i, o in enumerate(outs)]}
+
+
+def test_python_and_js_plans_are_equal_for_random_graphs() -> None:
+    rng = np.random.default_rng(20261130)
+    cases = [{"name": f"random/{i}", "graph": _random_graph(rng)} for i in range(300)]
+    valid = 0
+    for case in cases:
+        try:
+            validate(case["graph"])
+            valid += 1
+        except GpuLabError as err:
+            raise AssertionError(f"{case['name']}: the generator made a bad graph: {err}") from err
+    js = _js_plans(cases)
+    differ = [c["name"] for c in cases
+              if json.loads(json.dumps(_python_plans(c["graph"]))) != js[c["name"]]]
+    assert valid == len(cases) and not differ, differ[:10]
