@@ -41,15 +41,13 @@ function unavailableRuntime(error) {
 
 /** What the page shows about the runtime in use: backend, adapter, software, attempts. */
 function describe(rt, requested, error) {
-  const info = rt?.info ?? rt?.backendInfo ?? null;
   return {
     requested,
-    backend: rt?.backend ?? rt?.name ?? null,
-    info,
-    software: Boolean(info?.software),
-    attempts: (rt?.attempts ?? rt?.stats?.attempts ?? []).map((a) => ({
-      backend: a.backend ?? a.name, ok: Boolean(a.ok ?? !a.reason), reason: a.reason ?? a.error ?? null,
-    })),
+    backend: rt.backend,
+    info: rt.info ?? null,
+    software: Boolean(rt.info?.software),
+    attempts: (rt.attempts ?? []).map(({ backend, ok, reason, software }) =>
+      ({ backend, ok, reason: reason ?? null, software: Boolean(software) })),
     error: error ? { code: error.code ?? 'UNAVAILABLE', message: String(error.message ?? error) } : null,
   };
 }
