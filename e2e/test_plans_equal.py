@@ -132,7 +132,7 @@ class _Builder:
     def input(self, shape: list[int], fed: bool = False) -> int:
         node: dict = {"op": "input", "shape": shape}
         if not fed:
-            node["data"] = [0.5] * int(np.prod(shape))
+            node["data"] = self.rng.standard_normal(int(np.prod(shape))).round(3).tolist()
         return self.add(node)
 
     def shape(self, rank: int | None = None) -> list[int]:
@@ -147,10 +147,12 @@ class _Builder:
         return None if self.rng.random() < 0.3 else int(self.rng.integers(-rank, rank))
 
 
-def _random_graph(rng: np.random.Generator) -> dict:
+def random_graph(rng: np.random.Generator, allow_fed: bool = True) -> dict:
+    """A small valid version-2 graph of random ops over random shapes (seeded: reproducible).
+    Also used by e2e/test_conformance_wgpu.py (with every input given data)."""
     b = _Builder(rng)
     shape = b.shape()
-    x = b.input(shape, fed=bool(rng.random() < 0.3))
+    x = b.input(shape, fed=allow_fed and bool(rng.random() < 0.3))
     outs = [x]
     for _ in range(int(rng.integers(1, 6))):
         kind = rng.choice(["unary", "binary", "same", "reduce", "softmax", "permute",
@@ -195,8 +197,9 @@ def _random_graph(rng: np.random.Generator) -> dict:
             op = str(rng.choice(["cross_entropy", "cross_entropy_grad"]))
             outs.append(b.add({"op": op, "a": b.input(two), "b": b.input(two)}))
         elif kind == "adam":
+            step = b.add({"op": "input", "shape": [1], "data": [float(rng.integers(1, 50))]})
             outs.append(b.add({"op": "adam_update", "a": x, "b": b.input(shape),
-                               "c": b.input(shape), "t": b.input([1]), "lr": 0.01}))
+                               "c": b.input(shape), "t": step, "lr": 0.01}))
         elif kind == "life":
             outs.append(b.add({"op": "life", "a": b.input(b.shape(2))}))
         else:
@@ -207,7 +210,7 @@ def _random_graph(rng: np.random.Generator) -> dict:
 
 def test_python_and_js_plans_are_equal_for_random_graphs() -> None:
     rng = np.random.default_rng(20261130)
-    cases = [{"name": f"random/{i}", "graph": _random_graph(rng)} for i in range(300)]
+    cases = [{"name": f"random/{i}", "graph": random_graph(rng)} for i in range(300)]
     valid = 0
     for case in cases:
         try:
