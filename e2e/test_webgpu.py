@@ -199,6 +199,29 @@ def test_binding_layout_read_from_wgsl_declarations(wg):
         assert size % 4 == 0
 
 
+def test_tensor_past_the_device_buffer_limit_is_limit(wg):
+    """A tensor larger than the device can bind is refused with LIMIT at prepare, naming the
+    node, before any device work (the limit is lowered through the test hook)."""
+    r = wg(
+        open_runtime("limits: {maxStorageBufferBindingSize: 256}")
+        + """
+        const g = {version: 1, nodes: [
+          {id: 0, op: 'input', shape: [8, 8], data: new Float32Array(64)},
+          {id: 5, op: 'relu', a: 0},
+          {id: 6, op: 'input', shape: [8, 9], data: new Float32Array(72)},
+          {id: 7, op: 'matmul', a: 5, b: 6}],
+          outputs: [{name: 'y', id: 7}]};
+        const res = await wg.settle(rt.execute(g));
+        const small = await rt.execute(wg.seedGraph());
+        rt.dispose();
+        return {res, small: Array.from(small.outputs.values.data)};
+        """
+    )
+    assert r["res"]["code"] == "LIMIT", r["res"]
+    assert "node 6 (input)" in r["res"]["message"]  # 72 floats = 288 bytes > 256
+    assert r["small"] == [0, 60, 120]
+
+
 # ---- errors and device loss ----
 
 
