@@ -436,7 +436,7 @@ def test_keyboard_editing_and_cells(notebook: Page) -> None:
     expect(cell(page, 2)).to_be_visible()
 
 
-def test_stop_unavailable_without_isolation(page: Page, playground_url: str) -> None:
+def test_stop_unavailable_without_isolation_restart_works(page: Page, playground_url: str) -> None:
     def strip_isolation(route):  # serve the page without COOP/COEP: no SharedArrayBuffer
         response = route.fetch()
         headers = {k: v for k, v in response.headers.items()
@@ -450,6 +450,19 @@ def test_stop_unavailable_without_isolation(page: Page, playground_url: str) -> 
     expect(page.get_by_text("Stop is unavailable")).to_be_visible()
     out = run_program(page, "print(6 * 7)")  # everything else still works
     expect(out).to_contain_text("42")
+    # "Restart Python" is the hard stop that needs no isolation: it ends the worker.
+    set_code(page, 1, "marker = 1\nwhile True:\n    pass\n")
+    cell(page, 1).get_by_role("button", name="Run", exact=True).click()
+    expect(cell(page, 1).locator(".prompt")).to_have_text("[running]")
+    page.get_by_role("button", name="Restart Python").click()
+    expect(output(page, 1)).to_contain_text("Python was restarted")
+    expect(page.locator("body")).to_have_attribute("data-ready", "true", timeout=120_000)
+    out = run_program(page, "print('fresh', 'marker' in globals())")
+    expect(out).to_contain_text("fresh False")  # a new interpreter: the loop's variable is gone
+    # the cells survive a reload
+    page.reload()
+    expect(cell(page, 1).get_by_role("textbox")).to_have_value(
+        "print('fresh', 'marker' in globals())")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ const ui = {
 // Both need a SharedArrayBuffer, which needs cross-origin isolation (COOP/COEP headers).
 const control = globalThis.crossOriginIsolated ? new Int32Array(new SharedArrayBuffer(8)) : null;
 
-const worker = new Worker(new URL('./worker.mjs', import.meta.url), { type: 'module' });
+/** @type {Worker} */ let worker;
 const state = {
   ready: false,
   nextRunId: 1,
@@ -132,11 +132,12 @@ function finishRun(msg) {
     const where = msg.error?.line ? ` at line ${msg.error.line}` : '';
     cell.output.append(el('p', { class: 'error', role: 'alert',
       text: `Stopped by the user${where} (${msg.error?.type}: ${msg.error?.message || 'interrupted'}).` }));
-  } else if (!msg.ok) {
+  } else if (!msg.ok && !msg.restarted) {
     renderError(cell.output, msg.error, cell.editor.value.split('\n'));
   }
   const graphs = msg.graphs ? `, ${msg.graphs} GPU run${msg.graphs === 1 ? '' : 's'} on ${msg.backend ?? state.backendDescription?.backend}` : '';
-  cell.output.append(el('p', { class: 'summary', text: `${stopped ? 'stopped' : msg.ok ? 'done' : 'error'} in ${formatMs(msg.ms)}${graphs}` }));
+  const outcome = msg.restarted ? 'restarted' : stopped ? 'stopped' : msg.ok ? 'done' : 'error';
+  cell.output.append(el('p', { class: 'summary', text: `${outcome} after ${formatMs(msg.ms)}${graphs}` }));
   cell.prompt.textContent = `[${cell.runs}] ${formatMs(msg.ms)}`;
   cell.prompt.className = `prompt${msg.ok ? '' : ' failed'}`;
   cell.compareButton.disabled = !msg.comparable;
@@ -177,7 +178,7 @@ async function compareCell(cell) {
 // ---------------------------------------------------------------------------------------------
 // Worker messages and controls
 
-worker.onmessage = ({ data: msg }) => {
+function onWorkerMessage({ data: msg }) {
   switch (msg.type) {
     case 'progress': showProgress(msg); break;
     case 'ready':
@@ -204,15 +205,46 @@ worker.onmessage = ({ data: msg }) => {
       break;
     default: break;
   }
-};
-worker.onerror = (event) => {
-  ui.backendStatus.textContent = `Worker failed to start: ${event.message}`;
-  ui.backendStatus.classList.add('error');
-};
+}
+
+/** Start (or restart) the worker: Pyodide, gpulab and the runtime load afresh. */
+function startWorker() {
+  state.ready = false;
+  document.body.dataset.ready = 'false';
+  ui.runAll.disabled = true;
+  ui.progress.replaceChildren();
+  ui.backendStatus.textContent = 'Loading…';
+  ui.backendStatus.classList.remove('error');
+  worker = new Worker(new URL('./worker.mjs', import.meta.url), { type: 'module' });
+  worker.onmessage = onWorkerMessage;
+  worker.onerror = (event) => {
+    ui.backendStatus.textContent = `Worker failed to start: ${event.message}`;
+    ui.backendStatus.classList.add('error');
+  };
+  worker.postMessage({ type: 'init', backend: ui.backend.value, allowSoftware: ui.software.checked,
+    controlBuffer: control?.buffer ?? null });
+}
+
+/** The hard stop: end the worker (whatever it is doing, GPU wait included) and start anew. */
+function restart() {
+  for (const { cell } of state.queue) cell.prompt.textContent = '[ ]';
+  state.queue = [];
+  if (state.running) {
+    const { cell, runId, started } = state.running;
+    cell.output.append(el('p', { class: 'error', role: 'alert', text: 'Python was restarted: this run was ended and its variables are gone.' }));
+    finishRun({ runId, ok: false, ms: performance.now() - started, error: { type: 'Restart', message: 'restarted' }, restarted: true });
+  }
+  state.replies.forEach((reply) => reply({ graph: null, result: null }));
+  state.replies.clear();
+  worker.terminate();
+  notebook.cells.forEach((cell) => { cell.compareButton.disabled = true; });
+  startWorker();
+}
 
 ui.backend.addEventListener('change', configureBackend);
 ui.software.addEventListener('change', configureBackend);
 ui.stop.addEventListener('click', stop);
+$('restart').addEventListener('click', restart);
 ui.runAll.addEventListener('click', () => notebook.cells.forEach(enqueue));
 $('add-cell').addEventListener('click', () => notebook.addCell().editor.focus());
 $('new-notebook').addEventListener('click', () => {
@@ -229,12 +261,33 @@ ui.examples.addEventListener('change', () => {
 if (!control) {
   ui.stopNote.hidden = false;
   ui.stopNote.textContent = 'Stop is unavailable: this page is not cross-origin isolated ' +
-    '(no SharedArrayBuffer to interrupt Python). Serve it with `gpulab serve` (COOP/COEP headers).';
+    '(no SharedArrayBuffer to interrupt Python). Serve it with `gpulab serve` (COOP/COEP ' +
+    'headers). "Restart Python" still ends a run.';
+}
+
+// The notebook's cells survive a reload (this browser only).
+const STORE_KEY = 'gpulab-playground-cells';
+
+function saveSources() {
+  try {
+    localStorage.setItem(STORE_KEY, JSON.stringify(notebook.cells.map((c) => c.editor.value)));
+  } catch { /* storage full or disabled: the notebook still works, unsaved */ }
+}
+
+/** @returns {string[]|null} */
+function savedSources() {
+  try {
+    const saved = JSON.parse(localStorage.getItem(STORE_KEY) ?? 'null');
+    return Array.isArray(saved) && saved.length && saved.every((c) => typeof c === 'string') ? saved : null;
+  } catch {
+    return null;
+  }
 }
 
 // Start: the backend from the URL (?backend=webgpu&software=1) or the selector's defaults.
 const params = new URLSearchParams(location.search);
 if (params.get('backend')) ui.backend.value = params.get('backend');
 if (params.get('software') === '1') ui.software.checked = true;
-notebook.load(EXAMPLES[0].cells.slice(0, 1));
-worker.postMessage({ type: 'init', backend: ui.backend.value, allowSoftware: ui.software.checked, controlBuffer: control?.buffer ?? null });
+notebook.load(savedSources() ?? EXAMPLES[0].cells.slice(0, 1));
+notebook.onChange = saveSources;
+startWorker();

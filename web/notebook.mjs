@@ -20,6 +20,8 @@ export class Notebook {
     /** @type {Cell[]} */
     this.cells = [];
     this.nextId = 1;
+    /** Called after any edit, added or deleted cell (the page saves the sources). */
+    this.onChange = () => {};
   }
 
   /** Add a cell after `after` (or at the end); returns it. */
@@ -32,6 +34,7 @@ export class Notebook {
     else this.container.append(cell.root);
     this.renumber();
     autosize(cell.editor);
+    this.onChange();
     return cell;
   }
 
@@ -42,6 +45,7 @@ export class Notebook {
     cell.root.remove();
     if (this.cells.length === 0) this.addCell();
     this.renumber();
+    this.onChange();
     (this.cells[Math.min(index, this.cells.length - 1)]).editor.focus();
   }
 
@@ -91,7 +95,7 @@ export class Notebook {
     compareButton.addEventListener('click', () => this.handlers.onCompare(cell));
     addButton.addEventListener('click', () => this.addCell('', cell).editor.focus());
     deleteButton.addEventListener('click', () => this.deleteCell(cell));
-    editor.addEventListener('input', () => autosize(editor));
+    editor.addEventListener('input', () => { autosize(editor); this.onChange(); });
     editor.addEventListener('keydown', (event) => this.onKey(cell, event));
     return cell;
   }
