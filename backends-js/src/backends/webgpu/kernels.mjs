@@ -152,7 +152,6 @@ export class KernelRegistry {
   async build(kernel, entry, overrides, count) {
     const { module, bindings } = await this.module(kernel);
     const uniform = bindings.get(0) === 'uniform';
-    /** @type {GPUBindGroupLayoutEntry[]} */
     const visibility = GPUShaderStage.COMPUTE;
     /** @type {GPUBindGroupLayoutEntry[]} */
     const entries = uniform ? [{ binding: 0, visibility, buffer: { type: 'uniform' } }] : [];
