@@ -95,9 +95,10 @@ function rowLabel(shape, r) {
 }
 
 /** A result: backend line + one table per output. */
-export function renderTable(output, { title, backend, outputs, software }) {
+export function renderTable(output, { title, backend, outputs, software, ms }) {
   const block = el('div', { class: 'result' });
-  const label = `${title ? `${title} — ` : ''}ran on ${backend ?? '?'}${software ? ' (software adapter)' : ''}`;
+  const time = typeof ms === 'number' ? ` in ${ms < 10 ? ms.toFixed(2) : ms.toFixed(1)} ms` : '';
+  const label = `${title ? `${title} — ` : ''}ran on ${backend ?? '?'}${software ? ' (software adapter)' : ''}${time}`;
   block.append(el('p', { class: 'result-backend', text: label }));
   for (const o of outputs) block.append(tensorTable(o));
   output.append(block);

@@ -62,9 +62,11 @@ def show(result: dict, title: str | None = None) -> None:
          "data": _floats(o["data"])}
         for name, o in result["outputs"].items()
     ]
-    stats = result.get("stats") or {}
+    stats = result.get("stats") if isinstance(result.get("stats"), dict) else {}
+    ms = stats.get("runMs", stats.get("run_ms"))
     _emit("table", {"title": title, "backend": result.get("backend"), "outputs": outputs,
-                    "software": bool(stats.get("software")) if isinstance(stats, dict) else False})
+                    "software": bool(stats.get("software")),
+                    "ms": float(ms) if isinstance(ms, int | float) else None})
 
 
 def text(message: str) -> None:
