@@ -279,6 +279,29 @@ print("await", a["outputs"]["m"]["data"])
     assert text.index("submitted") < text.index("callback"), "the callback runs when the GPU is done"
 
 
+def test_without_jspi_await_and_submit_work(page: Page, playground_url: str) -> None:
+    """A browser without JS promise integration (emulated: ?jspi=off hides it from the worker):
+    the page says so, await/submit work, and g.run refuses with a message naming them."""
+    page.goto(playground_url + "/?backend=cpu&jspi=off")
+    expect(page.locator("body")).to_have_attribute("data-ready", "true", timeout=120_000)
+    expect(page.get_by_label("Loading progress")).to_contain_text(
+        "synchronous g.run: no — use await g.run_async")
+    out = run_program(page, """from gpulab import Graph
+g = Graph()
+x = g.tensor([1.0, -2.0])
+r = await g.run_async(y=x.relu())
+print("await", r["outputs"]["y"]["data"])
+g.submit(lambda r: print("callback", r["outputs"]["y"]["data"]), y=x * 2)
+g.run(y=x)
+""")
+    text = out.locator(".stream.stdout").inner_text()
+    assert "await [1.0, 0.0]" in text and "callback [2.0, -4.0]" in text
+    alert = out.get_by_role("alert")
+    expect(alert).to_contain_text("UNAVAILABLE")
+    expect(alert).to_contain_text("await g.run_async")
+    expect(alert).to_contain_text("line 7")
+
+
 def test_too_many_pending_is_refused_with_permission(notebook: Page) -> None:
     page = notebook
     out = run_program(page, """from gpulab import Graph, GpuLabError

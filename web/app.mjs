@@ -23,6 +23,7 @@ const ui = {
 const control = globalThis.crossOriginIsolated ? new Int32Array(new SharedArrayBuffer(8)) : null;
 
 /** @type {Worker} */ let worker;
+const params = new URLSearchParams(location.search);
 const state = {
   ready: false,
   nextRunId: 1,
@@ -222,7 +223,7 @@ function startWorker() {
     ui.backendStatus.classList.add('error');
   };
   worker.postMessage({ type: 'init', backend: ui.backend.value, allowSoftware: ui.software.checked,
-    controlBuffer: control?.buffer ?? null });
+    controlBuffer: control?.buffer ?? null, jspi: params.get('jspi') !== 'off' });
 }
 
 /** The hard stop: end the worker (whatever it is doing, GPU wait included) and start anew. */
@@ -284,8 +285,8 @@ function savedSources() {
   }
 }
 
-// Start: the backend from the URL (?backend=webgpu&software=1) or the selector's defaults.
-const params = new URLSearchParams(location.search);
+// Start: the backend from the URL (?backend=webgpu&software=1) or the selector's defaults;
+// ?jspi=off makes the worker act as a browser without JS promise integration.
 if (params.get('backend')) ui.backend.value = params.get('backend');
 if (params.get('software') === '1') ui.software.checked = true;
 notebook.load(savedSources() ?? EXAMPLES[0].cells.slice(0, 1));

@@ -114,8 +114,16 @@ const notebookModule = {
   },
 };
 
-async function init({ backend, allowSoftware, controlBuffer }) {
+/** Make this worker look like a browser without JS promise integration (Firefox, Safari
+ * today), so that path can be tried and tested in Chromium: `?jspi=off`. */
+function hideJspi() {
+  delete WebAssembly.Suspending;
+  delete WebAssembly.promising;
+}
+
+async function init({ backend, allowSoftware, controlBuffer, jspi = true }) {
   const t0 = now();
+  if (!jspi) hideJspi();
   control = controlBuffer ? new Int32Array(controlBuffer) : null;
   pyodide = await timed('pyodide', 'Pyodide (Python 3 in WebAssembly)', () =>
     loadPyodide({ indexURL: new URL('./vendor/pyodide/', import.meta.url).href }));
