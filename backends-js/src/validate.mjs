@@ -118,10 +118,12 @@ const ATTR_CHECKS = {
 
   float(value, node, name) {
     if (name === 'value') return scalarValue(value, node, name);
-    if (typeof value !== 'number' || !Number.isFinite(value)) {
-      throw nodeError('VALIDATION', node, `${name} must be a finite number, got ${show(value)}`);
+    // Float attributes are float32 values (every GPU and wasm path uses them so); rounding
+    // here gives every backend the same number.
+    if (typeof value !== 'number' || !Number.isFinite(Math.fround(value))) {
+      throw nodeError('VALIDATION', node, `${name} must be a finite float32 number, got ${show(value)}`);
     }
-    return value;
+    return Math.fround(value);
   },
 
   axis(value, node, name) {
@@ -255,7 +257,9 @@ function checkAttrs(raw, spec, label) {
   for (const [name, attr] of Object.entries(spec.attrs)) {
     if (!Object.hasOwn(raw, name) || raw[name] === undefined) {
       if (attr.required) throw nodeError('VALIDATION', label, `missing attribute "${name}"`);
-      if (Object.hasOwn(attr, 'default')) attrs[name] = structuredClone(attr.default);
+      if (Object.hasOwn(attr, 'default')) {
+        attrs[name] = attr.type === 'float' ? Math.fround(attr.default) : structuredClone(attr.default);
+      }
       continue;
     }
     const check = ATTR_CHECKS[attr.type];

@@ -115,9 +115,10 @@ test('attributes are type-checked', () => {
     [{ id: 1, op: 'sum', a: 0, axis: '0' }, /axis must be an integer or null/],
     [{ id: 1, op: 'sum', a: 0, keepdim: 1 }, /keepdim must be a boolean/],
     [{ id: 1, op: 'sgd_update', a: 0, b: 0 }, /missing attribute "lr"/],
-    [{ id: 1, op: 'sgd_update', a: 0, b: 0, lr: Infinity }, /lr must be a finite number/],
-    [{ id: 1, op: 'sgd_update', a: 0, b: 0, lr: 'inf' }, /lr must be a finite number/],
-    [{ id: 1, op: 'adam_m', a: 0, b: 0, beta1: true }, /beta1 must be a finite number/],
+    [{ id: 1, op: 'sgd_update', a: 0, b: 0, lr: Infinity }, /lr must be a finite float32 number/],
+    [{ id: 1, op: 'sgd_update', a: 0, b: 0, lr: 'inf' }, /lr must be a finite float32 number/],
+    [{ id: 1, op: 'adam_m', a: 0, b: 0, beta1: true }, /beta1 must be a finite float32 number/],
+    [{ id: 1, op: 'sgd_update', a: 0, b: 0, lr: 1e39 }, /lr must be a finite float32 number/],
     [{ id: 1, op: 'permute', a: 0, dims: [0, 'x'] }, /dims must be a list of integers/],
     [{ id: 1, op: 'reshape', a: 0, shape: [-1, -1] }, /more than one -1/],
     [{ id: 1, op: 'reshape', a: 0, shape: [0, 6] }, /integers >= 1 or -1/],
@@ -282,8 +283,8 @@ test('attributes are normalized and defaults filled', () => {
   assert.deepEqual(checked.byId.get(4).shape, [6, 4]);
   assert.deepEqual(checked.byId.get(5).attrs, { axis: null, keepdim: false });
   assert.deepEqual(checked.byId.get(5).shape, []);
-  assert.deepEqual(checked.byId.get(6).attrs, { lr: 0.001, beta1: 0.9, beta2: 0.999, eps: 1e-8 });
-  assert.deepEqual(checked.byId.get(8).attrs, { beta1: 0.9 });
+  assert.deepEqual(checked.byId.get(6).attrs, { lr: Math.fround(0.001), beta1: Math.fround(0.9), beta2: Math.fround(0.999), eps: Math.fround(1e-8) });
+  assert.deepEqual(checked.byId.get(8).attrs, { beta1: Math.fround(0.9) });
 });
 
 test('checks run in the documented order: the earlier step wins', () => {
@@ -355,4 +356,10 @@ test('random mutations of valid graphs give a GpuLabError with a known code, nev
     }
   }
   assert.ok(refused > 400, `most mutations are refused (${refused})`);
+});
+
+test('float attributes are normalized to float32 values', () => {
+  const checked = validateGraph(graph([inp(0, [2], [1, 2]), { id: 1, op: 'adam_m', a: 0, b: 0, beta1: 0.9 }]));
+  assert.equal(checked.byId.get(1).attrs.beta1, Math.fround(0.9));
+  assert.notEqual(checked.byId.get(1).attrs.beta1, 0.9);
 });

@@ -261,10 +261,22 @@ def _check_value(value: Any, where: str, node: int | None, _: dict) -> float:
 
 
 def _check_float(value: Any, where: str, node: int | None, _: dict) -> float:
+    # Float attributes are float32 values (every GPU and wasm path uses them so); rounding
+    # here gives every backend the same number.
     number = _as_number(value)
-    if number is None or not math.isfinite(number):
-        raise _fail("VALIDATION", f"{where}: expected a finite number, got {value!r}", node)
-    return number
+    rounded = _float32(number) if number is not None and math.isfinite(number) else math.inf
+    if not math.isfinite(rounded):
+        raise _fail("VALIDATION", f"{where}: expected a finite float32 number, got {value!r}",
+                    node)
+    return rounded
+
+
+def _float32(x: float) -> float:
+    """x rounded to the nearest float32 (inf past its range)."""
+    try:
+        return array.array("f", [x])[0]
+    except OverflowError:
+        return math.inf
 
 
 def _check_axis(value: Any, where: str, node: int | None, _: dict) -> int | None:
@@ -332,7 +344,8 @@ def check_attrs(node_id: int, op: str, given: dict[str, Any]) -> tuple[dict[str,
             if spec.get("required"):
                 raise _fail("VALIDATION", f"{where}: missing attribute '{name}'", node_id)
             if "default" in spec:
-                checked[name] = spec["default"]
+                default = spec["default"]
+                checked[name] = _float32(default) if spec["type"] == "float" else default
             continue
         kind = "value" if (op, name) == ("full", "value") else spec["type"]
         checker = _check_value if kind == "value" else ATTR_CHECKERS[kind]

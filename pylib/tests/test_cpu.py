@@ -295,13 +295,16 @@ def test_optimizer_updates_against_python_formulas():
              {"id": 8, "op": "adam_v", "a": 3, "b": 1, "beta2": 0.99},
              {"id": 9, "op": "adam_update", "a": 0, "b": 2, "c": 3, "t": 4, "lr": 0.01}]
     sgd, mom, am, av, upd = evaluate(nodes, [5, 6, 7, 8, 9])
+    # float attributes are float32 values (docs/protocol.md): the formulas use those
+    lr, mu, b1, b2 = f32(0.1), f32(0.9), f32(0.9), f32(0.99)
+    lr2, b2d, eps = f32(0.01), f32(0.999), f32(1e-8)
     for i in range(5):
-        assert sgd[i] == f32(p[i] - 0.1 * g[i])
-        assert mom[i] == f32(0.9 * m[i] + g[i])
-        assert am[i] == f32(0.9 * m[i] + (1 - 0.9) * g[i])
-        assert av[i] == f32(0.99 * v[i] + (1 - 0.99) * g[i] * g[i])
-        ref = p[i] - (0.01 / (1 - 0.9 ** 3)) * m[i] / (
-            math.sqrt(v[i]) / math.sqrt(1 - 0.999 ** 3) + 1e-8)
+        assert sgd[i] == f32(p[i] - lr * g[i])
+        assert mom[i] == f32(mu * m[i] + g[i])
+        assert am[i] == f32(b1 * m[i] + (1 - b1) * g[i])
+        assert av[i] == f32(b2 * v[i] + (1 - b2) * g[i] * g[i])
+        ref = p[i] - (lr2 / (1 - b1 ** 3)) * m[i] / (
+            math.sqrt(v[i]) / math.sqrt(1 - b2d ** 3) + eps)
         assert abs(upd[i] - ref) <= ulp32(ref)
 
 

@@ -97,7 +97,7 @@ def test_attrs_are_normalized_with_defaults_filled():
     assert by_id[1].attrs == {"axis": 2, "keepdim": False} and by_id[1].shape == (2, 3)
     assert by_id[2].attrs == {"axis": 2}
     assert by_id[3].attrs["shape"] == (6, 4) and by_id[3].shape == (6, 4)
-    assert by_id[4].attrs == {"beta1": 0.9}
+    assert by_id[4].attrs == {"beta1": float(np.float32(0.9))}  # defaults are float32 values too
 
 
 @pytest.mark.parametrize("data", [
@@ -424,3 +424,12 @@ def test_non_string_keys_in_process_are_unknown_fields():
     g = with_nodes({"id": 0, "op": "full", "shape": [1], "value": 1},
                    outputs=[{"name": "o", "id": 0, 3: 4, "k": 1}])
     refused(g, "VALIDATION", None, "unknown field")
+
+
+def test_float_attributes_are_float32_values():
+    graph = with_nodes(inp(0, [2], [1, 2]), {"id": 1, "op": "adam_m", "a": 0, "b": 0,
+                                             "beta1": 0.9})
+    beta1 = validate(graph).by_id[1].attrs["beta1"]
+    assert beta1 == float(np.float32(0.9)) and beta1 != 0.9
+    refused(with_nodes(inp(0, [2], [1, 2]), {"id": 1, "op": "sgd_update", "a": 0, "b": 0,
+                                             "lr": 1e39}), "VALIDATION", 1, "float32")
