@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 from gpulab.benchmarks import browser as bb
+from gpulab.static_server import start_server
+
+ROOT = Path(__file__).resolve().parents[1]
 
 TOLERANCE = 1e-4
 
@@ -101,8 +104,21 @@ def test_page_without_fixture_fails_naming_it(page, server_url):
 
 def test_timing_helper_node_tests():
     # bench/browser/timing.mjs (warm-up, median/min, the budget's minimum runs) under node
-    root = Path(__file__).resolve().parents[1]
-    proc = subprocess.run(["node", "--test", "bench/browser/test/"], check=False, cwd=root,
+    proc = subprocess.run(["node", "--test", "bench/browser/test/"], check=False, cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "# pass 3" in proc.stdout and "# fail 0" in proc.stdout
+
+
+def test_page_whose_module_fails_to_load_reports_it_at_once(page):
+    # index.html with its module renamed: the result must say so, not leave the driver waiting
+    html = (ROOT / "bench/browser/index.html").read_text().replace("./bench.mjs", "./gone.mjs")
+    assert "./gone.mjs" in html
+    route = bb.payload_route("/bench/browser/broken.html", html.encode(), "text/html")
+    srv = start_server(ROOT, port=0, routes=[route])
+    try:
+        res = bb.run_page(page, f"http://127.0.0.1:{srv.server_address[1]}", "", timeout_s=30,
+                          path="/bench/browser/broken.html")
+    finally:
+        srv.shutdown()
+    assert "cannot load" in res["fatal"] and "gone.mjs" in res["fatal"]

@@ -38,6 +38,7 @@ function render(rows) {
 }
 
 async function main() {
+  /** @type {any} */ (globalThis).benchStarted = true;
   const opts = options();
   const status = document.getElementById('status');
   const fx = await loadFixture(FIXTURE_URL);

@@ -61,20 +61,32 @@ def fixture(seed: int = 0) -> dict[str, Any]:
         "batch": {"x": _f32_base64(values["x"]), "y": _f32_base64(values["y"])},
         "carry": {str(i.id): name_of[id(o)] for i, o in step.carry().items()},
         "params": {k: t.id for k, t in step.params.items()},
-        "sizes": {"batch": 64, "inputs": 784, "hidden": 256, "classes": 10},
-        "adam": {"lr": 1e-3, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8},
+        "sizes": {"batch": values["x"].shape[0], "inputs": values["x"].shape[1],
+                  "hidden": values["w1"].shape[1], "classes": values["y"].shape[1]},
+        "adam": _adam_settings(graph),
         "loss": "loss",
     }
 
 
-def fixture_route(payload: bytes) -> Callable[[Any], bool]:
-    """A static_server route answering GET FIXTURE_PATH with `payload` (JSON)."""
+def _adam_settings(graph: dict[str, Any]) -> dict[str, float]:
+    """lr, betas and eps of the graph's Adam updates (all four are the same), for TF.js."""
+    found = {(n["lr"], n["beta1"], n["beta2"], n["eps"])
+             for n in graph["nodes"] if n["op"] == "adam_update"}
+    if len(found) != 1:
+        raise ValueError(f"the step graph should have one Adam setting, found {sorted(found)}")
+    lr, beta1, beta2, eps = found.pop()
+    return {"lr": lr, "beta1": beta1, "beta2": beta2, "eps": eps}
+
+
+def payload_route(path: str, payload: bytes,
+                  content_type: str = "application/json") -> Callable[[Any], bool]:
+    """A static_server route answering GET `path` (any query) with `payload`."""
 
     def route(handler: Any) -> bool:
-        if handler.command != "GET" or handler.path.split("?")[0] != FIXTURE_PATH:
+        if handler.command != "GET" or handler.path.split("?")[0] != path:
             return False
         handler.send_response(200)
-        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Type", content_type)
         handler.send_header("Content-Length", str(len(payload)))
         handler.end_headers()
         handler.wfile.write(payload)
@@ -92,12 +104,13 @@ def page_query(runs: int, gpulab: tuple[str, ...] = GPULAB_BACKENDS,
             f"&loss_steps={LOSS_STEPS}&warmup={warmup}&budget_s={budget_s:g}")
 
 
-def run_page(page: Any, base_url: str, query: str, timeout_s: float) -> dict[str, Any]:
+def run_page(page: Any, base_url: str, query: str, timeout_s: float,
+             path: str = PAGE) -> dict[str, Any]:
     """Open the page (already served with the fixture route) and return its result."""
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.set_default_timeout(timeout_s * 1000)
-    page.goto(base_url + PAGE + query)
+    page.goto(base_url + path + query)
     page.wait_for_function("window.benchResult !== undefined", timeout=timeout_s * 1000)
     result = page.evaluate("window.benchResult")
     if errors:
@@ -142,7 +155,16 @@ def machine() -> dict[str, Any]:
                 break
     except OSError:
         pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "platform": platform.platform()}
+    return {"cpu": cpu, "cores": os.cpu_count(), "platform": platform.platform(),
+            "load": _load()}
+
+
+def _load() -> list[float] | None:
+    """1/5/15-minute load averages (the machine may be shared: timings depend on it)."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
 
 
 def run(runs: int = 20, seed: int = 0, gpulab: tuple[str, ...] = GPULAB_BACKENDS,
@@ -155,11 +177,13 @@ def run(runs: int = 20, seed: int = 0, gpulab: tuple[str, ...] = GPULAB_BACKENDS
     if not (ROOT / "bench" / "browser" / "index.html").is_file():
         raise FileNotFoundError(f"bench/browser/index.html not found under {ROOT}: the browser "
                                 "benchmark runs from a source checkout")
-    sys.path.insert(0, str(ROOT))  # e2e.browser: how Chromium is found and launched
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))  # e2e.browser: how Chromium is found and launched
     from gpulab.static_server import start_server
 
+    load_before = _load()
     payload = json.dumps(fixture(seed)).encode()
-    srv = start_server(ROOT, host="127.0.0.1", port=0, routes=[fixture_route(payload)])
+    srv = start_server(ROOT, host="127.0.0.1", port=0, routes=[payload_route(FIXTURE_PATH, payload)])
     base = f"http://127.0.0.1:{srv.server_address[1]}"
     query = page_query(runs, gpulab, tfjs, budget_s, warmup)
     try:
@@ -181,7 +205,7 @@ def run(runs: int = 20, seed: int = 0, gpulab: tuple[str, ...] = GPULAB_BACKENDS
         srv.shutdown()
     if "fatal" in result:
         return result
-    result["machine"] = machine()
+    result["machine"] = {**machine(), "loadBefore": load_before}
     add_agreement(result, torch_losses(seed, LOSS_STEPS) if torch else {"error": "not asked"})
     return result
 
@@ -239,7 +263,8 @@ def summary(result: dict[str, Any]) -> str:
     torch_line = (f"PyTorch {torch_ref['version']} CPU losses {torch_ref['losses']}"
                   if torch_ref.get("losses") else f"PyTorch: {torch_ref.get('error')}")
     lines = [
-        f"machine: {m['cpu']}, {m['cores']} cores, {m['platform']}",
+        (f"machine: {m['cpu']}, {m['cores']} cores, {m['platform']}; load average "
+         f"{m['loadBefore']} before, {m['load']} after"),
         f"browser: {result['userAgent']}; crossOriginIsolated={result['crossOriginIsolated']}",
         (f"date: {result['date']}; runs per mode: {result['runs']} after {result['warmup']} "
          f"warm-up; time budget per mode {result['budgetS'] or 'none'} s (at least 5 runs, 3 of 8 "
