@@ -512,6 +512,8 @@ r""")
     expect(table.locator("tbody tr")).to_have_count(2)
     for row in table.locator("tbody tr").all():
         assert re.search(r"\d+ ulps?", row.inner_text()), row.inner_text()
+    expect(table.locator("tbody tr").first).to_contain_text("tanh: transcendental (≤ 16 ulps)")
+    expect(table.locator("tbody tr").nth(1)).to_contain_text("softmax: reduction (≤ 8 ulps + a scale term)")
     save_shot(cell(page, 1), shot_dir / "compare-view.png")
 
 

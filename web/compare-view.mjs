@@ -32,6 +32,30 @@ function verdict(row) {
   return el('span', { class: 'differ', text: `${ulps} (at index ${row.worstIndex})` });
 }
 
+/** The op table (tolerance classes), loaded once. */
+let opTable = null;
+async function loadOpTable() {
+  if (!opTable) {
+    opTable = fetch(new URL('../backends-js/src/ops.json', import.meta.url)).then((r) => r.json())
+      .catch(() => null);
+  }
+  return opTable;
+}
+
+/**
+ * What the protocol allows for this output: its op's tolerance class and ulp bound. Classes
+ * with a scale term (reductions, matmul) also allow an error relative to the terms' size.
+ */
+function toleranceNote(table, graph, name) {
+  const out = graph.outputs?.find((o) => o.name === name);
+  const node = graph.nodes?.find((n) => n.id === out?.id);
+  const op = node && table?.ops?.[node.op];
+  const cls = op && table.tolerance_classes?.[op.tolerance];
+  if (!cls) return '';
+  const scale = cls.scale_eps ? ' + a scale term' : '';
+  return `${node.op}: ${op.tolerance} (≤ ${cls.ulps} ulps${scale})`;
+}
+
 /** Run `graph` natively and render the comparison into `container`. */
 export async function showComparison(container, graph, browserResult) {
   container.hidden = false;
@@ -49,8 +73,9 @@ export async function showComparison(container, graph, browserResult) {
   const ms = performance.now() - t0;
   const rows = compareResults(browserResult, native);
   const nativeText = describeNative(native);
+  const ops = await loadOpTable();
   const table = el('table', { class: 'ulps', 'aria-label': 'Max difference per output' }, [
-    el('thead', {}, [el('tr', {}, ['output', 'shape', 'values', 'max difference', 'max |Δ|']
+    el('thead', {}, [el('tr', {}, ['output', 'shape', 'values', 'max difference', 'max |Δ|', 'protocol tolerance']
       .map((h) => el('th', { text: h, scope: 'col' })))]),
     el('tbody', {}, rows.map((r) => el('tr', {}, [
       el('td', { text: r.name }),
@@ -58,6 +83,7 @@ export async function showComparison(container, graph, browserResult) {
       el('td', { class: 'num', text: String(r.count ?? '') }),
       el('td', {}, [verdict(r)]),
       el('td', { class: 'num', text: r.maxAbs === undefined ? '' : formatFloat32(r.maxAbs) }),
+      el('td', { text: toleranceNote(ops, graph, r.name) }),
     ]))),
   ]);
   const side = (title, result) => el('div', { class: 'side' }, [
