@@ -348,6 +348,15 @@ def test_python_error_shows_traceback_with_cell_line(notebook: Page) -> None:
     expect(out).not_to_contain_text("unreachable")
 
 
+def test_syntax_error_points_at_the_cell_line(notebook: Page) -> None:
+    out = run_program(notebook, "x = 1\nprint(x +)\n")
+    alert = out.get_by_role("alert")
+    expect(alert).to_contain_text("SyntaxError (line 2)")
+    expect(alert.locator(".error-line")).to_contain_text("print(x +)")
+    expect(alert.locator(".traceback")).to_contain_text('File "<cell 1>", line 2')
+    expect(alert.locator(".traceback")).not_to_contain_text("_pyodide")
+
+
 def test_graph_error_names_the_node(notebook: Page) -> None:
     page = notebook
     out = run_program(page, """from gpulab import Graph
@@ -357,6 +366,8 @@ g.run(p=a @ b)
 """)
     expect(out.get_by_role("alert")).to_contain_text("GpuLabError")
     expect(out.get_by_role("alert")).to_contain_text("line 4")
+    expect(out.get_by_role("alert").locator(".error-title")).to_contain_text(
+        re.compile(r"node \d+ \(matmul\)"))
 
 
 # ---------------------------------------------------------------------------------------------

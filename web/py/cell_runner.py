@@ -23,8 +23,10 @@ def format_error(exc: BaseException, filename: str) -> dict:
     tb = traceback.TracebackException.from_exception(exc)
     frames = list(tb.stack)
     first = next((i for i, f in enumerate(frames) if f.filename == filename), None)
-    if first is not None:
-        tb.stack = traceback.StackSummary.from_list(frames[first:])
+    if first is None:  # e.g. a SyntaxError: raised while compiling, only Pyodide's frames
+        frames = [f for f in frames if "_pyodide" not in f.filename]
+        first = 0
+    tb.stack = traceback.StackSummary.from_list(frames[first:])
     cell_lines = [f.lineno for f in tb.stack if f.filename == filename]
     line = cell_lines[-1] if cell_lines else None
     if isinstance(exc, SyntaxError) and exc.filename == filename:
