@@ -103,3 +103,22 @@ def test_serve_reports_a_taken_port(server: int, capsys: pytest.CaptureFixture) 
 
     assert main(["--port", str(server)]) == 1
     assert "cannot start" in capsys.readouterr().err
+
+
+def test_api_answers_graphs_past_the_protocol_limits_with_limit(server: int) -> None:
+    origin = f"http://127.0.0.1:{server}"
+    too_big = {"version": 1, "nodes": [{"id": 0, "op": "full", "shape": [8192, 8193],
+                                        "value": 1.0}],
+               "outputs": [{"name": "x", "id": 0}]}
+    too_many = {"version": 1,
+                "nodes": [{"id": i, "op": "full", "shape": [1], "value": 0.0}
+                          for i in range(10_001)],
+                "outputs": [{"name": "x", "id": 0}]}
+    for graph in (too_big, too_many):
+        conn = http.client.HTTPConnection("127.0.0.1", server, timeout=60)
+        conn.request("POST", "/api/execute", body=json.dumps(graph),
+                     headers={"Origin": origin, "Content-Type": "application/json"})
+        response = conn.getresponse()
+        answer = json.loads(response.read())
+        conn.close()
+        assert response.status == 400 and answer["code"] == "LIMIT", answer
