@@ -302,6 +302,25 @@ g.run(y=x)
     expect(alert).to_contain_text("line 7")
 
 
+def test_session_with_feeds_in_the_page(notebook: Page) -> None:
+    """A prepared session fed per step (keys: Tensor, input name or id), carrying a sum."""
+    out = run_program(notebook, """from gpulab import Graph
+g = Graph()
+x = g.input([2], name="x")
+acc = g.tensor([0.0, 0.0])
+s = g.prepare(feeds=[x], carry={acc: "acc"}, acc=acc + x)
+r = s.run_steps([{x: [1, 2]}, {"x": [3, 4]}, {x.id: [5, 6]}])
+print(r["outputs"]["acc"]["data"], s.download(acc)["data"], s.steps_run, s.backend)
+print(s.run({x: [1, 1]})["outputs"]["acc"]["data"])
+s.dispose()
+s.run({x: [1, 1]})
+""")
+    text = out.locator(".stream.stdout").inner_text()
+    assert "[9.0, 12.0] [9.0, 12.0] 3 wasm" in text
+    assert "[10.0, 13.0]" in text
+    expect(out.get_by_role("alert")).to_contain_text("DISPOSED")
+
+
 def test_too_many_pending_is_refused_with_permission(notebook: Page) -> None:
     page = notebook
     out = run_program(page, """from gpulab import Graph, GpuLabError
