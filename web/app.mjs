@@ -188,6 +188,10 @@ function onWorkerMessage({ data: msg }) {
       state.ready = true;
       ui.runAll.disabled = false;
       document.body.dataset.ready = 'true';
+      // The selector may have changed while loading: open what it says now.
+      if (msg.backend.requested !== ui.backend.value || msg.allowSoftware !== ui.software.checked) {
+        configureBackend();
+      }
       pump();
       break;
     case 'backend': showBackend(msg.backend); break;

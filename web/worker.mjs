@@ -151,6 +151,7 @@ async function init({ backend, allowSoftware, controlBuffer, jspi = true }) {
     // can_run_sync() is only true inside an async run (where cells run), so ask there.
     canRunSync: Boolean(await pyodide.runPythonAsync('import pyodide.ffi as f\nf.can_run_sync()')),
     pyodideVersion: pyodide.version,
+    allowSoftware,
     stop: Boolean(control),
   });
 }
