@@ -211,6 +211,14 @@ def test_loading_shows_progress_and_backend(page: Page, playground_url: str) -> 
     expect(attempts).to_contain_text("software")
 
 
+def test_backend_chosen_while_loading_is_used(page: Page, playground_url: str) -> None:
+    page.goto(playground_url + "/?backend=wasm")
+    page.get_by_label("Backend", exact=True).select_option("cpu")  # Pyodide is still loading
+    expect(page.locator("body")).to_have_attribute("data-ready", "true", timeout=120_000)
+    expect(page.get_by_role("status", name="Backend in use")).to_contain_text(
+        "Backend in use: cpu")
+
+
 @pytest.mark.parametrize("backend", ["cpu", "wasm", "webgl2", "webgpu"])
 def test_seed_example_on_each_backend(page: Page, playground_url: str, backend: str,
                                       shot_dir: Path) -> None:
