@@ -22,17 +22,26 @@ function options() {
     gpulab: list('gpulab', 'cpu,wasm,webgl2,webgpu'), tfjs: list('tfjs', 'cpu,wasm,webgl,webgpu') };
 }
 
-/** @param {unknown} err */
-const reason = (err) => (err instanceof Error ? `${err.name}${/** @type {any} */ (err).code ? ` ${/** @type {any} */ (err).code}` : ''}: ${err.message}` : String(err));
+/** "GpuLabError UNAVAILABLE: ...": the error's name, its code when it has one, its message. */
+function reason(/** @type {any} */ err) {
+  if (!(err instanceof Error)) return String(err);
+  const code = /** @type {any} */ (err).code;
+  return `${err.name}${code ? ` ${code}` : ''}: ${err.message}`;
+}
+
+/** @param {string} text */
+const escape = (text) => text.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** @param {{median: number, min: number, n: number}|null|undefined} s */
 const cell = (s) => (s ? `${s.median.toFixed(2)} / ${s.min.toFixed(2)} (${s.n})` : '—');
 
+/** The table so far, one row per lane. @param {any[]} rows */
 function render(rows) {
   const head = '<tr><th>library</th><th>backend</th><th>adapter</th><th>execute ms</th>' +
     '<th>run (1 step) ms</th><th>run (8 steps) ms/step</th><th>loss, step 1</th></tr>';
   document.getElementById('table').innerHTML = head + rows.map((r) => `<tr><td>${r.lib}</td>` +
-    `<td>${r.backend}</td><td>${r.error ? `not run: ${r.error}` : r.adapter + (r.software ? ' (software)' : '')}</td>` +
+    `<td>${escape(r.backend)}</td>` +
+    `<td>${escape(r.error ? `not run: ${r.error}` : r.adapter + (r.software ? ' (software)' : ''))}</td>` +
     `<td>${cell(r.execute)}</td><td>${cell(r.run1)}</td><td>${cell(r.run8)}</td>` +
     `<td>${r.losses?.[0]?.toFixed(6) ?? '—'}</td></tr>`).join('');
 }
