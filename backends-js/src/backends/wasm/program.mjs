@@ -11,23 +11,13 @@
 // two slots swap pointers (no copy); otherwise the value is copied. After a swap the output's latest value lives in the
 // input's block, which `locate` accounts for.
 import { GpuLabError, asBackendError, nodeLabel } from '../../errors.mjs';
-import { numel } from '../../shapes.mjs';
+import { numel, stridesOf } from '../../shapes.mjs';
 import { getKernel } from './registry.mjs';
 import './kernels-elementwise.mjs';
 import './kernels-tensor.mjs';
 
 /** @typedef {import('../../validate.mjs').CheckedNode} CheckedNode */
 
-/** Row-major element strides. @param {number[]} shape */
-function stridesOf(shape) {
-  const s = new Array(shape.length);
-  let acc = 1;
-  for (let i = shape.length - 1; i >= 0; i--) {
-    s[i] = acc;
-    acc *= shape[i];
-  }
-  return s;
-}
 
 export class WasmProgram {
   /**
