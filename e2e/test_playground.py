@@ -364,6 +364,13 @@ print("micropip", micropip.__version__)
     assert re.search(r"micropip \d+\.\d+", text)
 
 
+def test_runaway_output_is_truncated(notebook: Page) -> None:
+    out = run_program(notebook, "for i in range(60000):\n    print('line', i)\nprint('end')")
+    expect(out).to_contain_text("output truncated after 200000 characters")
+    expect(out.locator(".stream.stdout")).not_to_contain_text("end")
+    assert len(out.locator(".stream.stdout").inner_text()) <= 200_000
+
+
 def test_python_error_shows_traceback_with_cell_line(notebook: Page) -> None:
     page = notebook
     out = run_program(page, "x = 1\ny = 2\nz = x / (y - 2)\nprint('unreachable')\n")

@@ -101,6 +101,7 @@ function pump() {
   const { cell, runId } = state.queue.shift();
   state.running = { cell, runId, started: performance.now() };
   cell.output.replaceChildren();
+  delete cell.output.dataset.streamChars;
   cell.compare.replaceChildren();
   cell.compare.hidden = true;
   cell.prompt.textContent = '[running]';

@@ -34,12 +34,22 @@ export function formatFloat32(x) {
   return /^-?\d+$/.test(text) ? `${text}.0` : text;
 }
 
+/** Characters of stdout/stderr kept per cell: a runaway print loop must not freeze the page. */
+const MAX_STREAM_CHARS = 200_000;
+
 /** Append text to the cell's stdout/stderr block (one <pre> per stream, kept in order). */
 export function appendStream(output, stream, text) {
+  const shown = Number(output.dataset.streamChars ?? 0);
+  if (shown > MAX_STREAM_CHARS) return;
   let pre = output.lastElementChild;
   if (!pre || !pre.classList.contains(stream)) {
     pre = el('pre', { class: `stream ${stream}`, 'aria-label': stream });
     output.append(pre);
+  }
+  output.dataset.streamChars = String(shown + text.length + 1);
+  if (shown + text.length + 1 > MAX_STREAM_CHARS) {
+    output.append(el('p', { class: 'summary', text: `… output truncated after ${MAX_STREAM_CHARS} characters` }));
+    return;
   }
   pre.textContent += `${text}\n`;
 }
