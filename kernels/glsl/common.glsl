@@ -46,6 +46,22 @@ int dot4(ivec4 c, ivec4 strides) {
   return c.x * strides.x + c.y * strides.y + c.z * strides.z + c.w * strides.w;
 }
 
+// Texel t of a packed (RGBA32F) scratch texture: 4 values, texels laid out like elements above.
+vec4 load4(sampler2D t, int i) {
+  int w = textureSize(t, 0).x;
+  return texelFetch(t, ivec2(i % w, i / w), 0);
+}
+
+#if defined(PACKED_OUT)
+// Kernels that render into a packed scratch texture define the 4 values of texel t (u_n texels).
+vec4 kernel4(int t);
+
+void main() {
+  ivec2 p = ivec2(gl_FragCoord.xy);
+  int t = p.y * u_w + p.x;
+  o_value = t < u_n ? kernel4(t) : vec4(0.0);
+}
+#else
 // Each kernel file defines the value of output element i.
 float kernel(int i);
 
@@ -55,3 +71,4 @@ void main() {
   // The last texture row may be longer than the tensor: those texels get 0 and are never read.
   o_value = vec4(i < u_n ? kernel(i) : 0.0, 0.0, 0.0, 1.0);
 }
+#endif

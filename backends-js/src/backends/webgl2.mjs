@@ -44,7 +44,7 @@ export async function createBackend({ allowSoftware = false, hooks = {} } = {}) 
   gl.disable(gl.DITHER);  // on by default in GL; must never touch a stored value
   /** @type {Set<WebGL2Program>} */
   const programs = new Set();
-  const env = { gl, ctx, pool, shaders };
+  const env = { gl, ctx, pool, shaders, profile: hooks?.webgl2Profile };
   let disposed = false;
 
   const stats = () => ({ ...pool.stats(), programs: shaders.handles.size, livePrograms: programs.size });

@@ -46,14 +46,19 @@ registerKernel('adam_m', (node, k) => binaryPass('adam_m', node, k, {
 registerKernel('adam_v', (node, k) => binaryPass('adam_v', node, k, {
   u_p: ['f', node.attrs.beta2], u_q: ['f', 1 - node.attrs.beta2] }));
 
+// Two passes: the bias corrections once (a 2-element scratch), then the update per element.
 registerKernel('adam_update', (node, k) => {
   const [a, b, c, t] = node.operands;
   const { lr, beta1, beta2, eps } = node.attrs;
+  const bias = k.temp(2);
   return [{
+    shader: 'adam_update.glsl', defines: { STAGE_BIAS: 1 }, inputs: { u_t: k.slot(t) },
+    uniforms: { u_lr: ['f', lr], u_lnb1: ['f', Math.log(beta1)], u_lnb2: ['f', Math.log(beta2)] },
+    target: bias,
+  }, {
     shader: 'adam_update.glsl',
-    inputs: { u_a: k.slot(a), u_b: k.slot(b), u_c: k.slot(c), u_t: k.slot(t) },
-    uniforms: { u_lr: ['f', lr], u_eps: ['f', eps], u_lnb1: ['f', Math.log(beta1)],
-      u_lnb2: ['f', Math.log(beta2)] },
+    inputs: { u_a: k.slot(a), u_b: k.slot(b), u_c: k.slot(c), u_bias: bias },
+    uniforms: { u_eps: ['f', eps] },
     target: k.out,
   }];
 });

@@ -7,7 +7,7 @@
 // its texture (and its kernel's scratch textures) may be the target of a later node.
 import { GpuLabError } from '../../errors.mjs';
 import { kernelFor, sizeOf } from './registry.mjs';
-import { upload, download, layoutFor } from './textures.mjs';
+import { upload, download, layoutFor, sizeKey, texKey } from './textures.mjs';
 
 /** Pass uniform type -> WebGL2 setter. */
 const SETTERS = { i: 'uniform1i', f: 'uniform1f', u: 'uniform1ui', i2: 'uniform2iv', i4: 'uniform4iv' };
@@ -60,21 +60,23 @@ export class WebGL2Program {
     this.disposed = false;
   }
 
-  /** A slot of n elements; shared slots may take a texture another node is done with. */
-  allocate(n, shared = false) {
+  /**
+   * A slot of n texels; shared slots may take a texture another node is done with.
+   * @param {number} n @param {boolean} [shared] @param {number} [channels] 1, or 4 for packed scratch
+   */
+  allocate(n, shared = false, channels = 1) {
     const { w, h } = layoutFor(n, this.env.pool.maxSize);
-    const free = shared ? this.reusable.get(`${w}x${h}`) : undefined;
-    this.slots.push(free?.length ? free.pop() : this.env.pool.acquire(n));
+    const free = shared ? this.reusable.get(sizeKey(w, h, channels)) : undefined;
+    this.slots.push(free?.length ? free.pop() : this.env.pool.acquire(n, channels));
     this.slotSize.push(n);
     return this.slots.length - 1;
   }
 
   /** This program no longer needs the texture of a slot for later nodes. @param {number} slot */
   recycle(slot) {
-    const tex = this.slots[slot];
-    const key = `${tex.w}x${tex.h}`;
+    const key = texKey(this.slots[slot]);
     if (!this.reusable.has(key)) this.reusable.set(key, []);
-    this.reusable.get(key).push(tex);
+    this.reusable.get(key).push(this.slots[slot]);
   }
 
   /** @param {number} id */
@@ -131,6 +133,10 @@ export class WebGL2Program {
         out: this.nodeSlot(id),
         temp: (n) => {
           temps.push(this.allocate(n, true));
+          return temps[temps.length - 1];
+        },
+        temp4: (texels) => {
+          temps.push(this.allocate(texels, true, 4));
           return temps[temps.length - 1];
         },
       });
@@ -232,7 +238,8 @@ export class WebGL2Program {
         const data = feedOf(step, id);
         if (data) upload(this.gl, this.slots[this.slotOf.get(id)], data);
       }
-      for (const cmd of this.stepCommands) this.draw(cmd);
+      if (this.env.profile) this.profiledDraws(this.env.profile);
+      else for (const cmd of this.stepCommands) this.draw(cmd);
       this.applyCarry();
       this.stepsRun++;
     }
@@ -241,6 +248,23 @@ export class WebGL2Program {
     for (const id of readIds) out.set(id, this.read(id));
     this.env.ctx.check();  // a context lost during readPixels leaves zeros, not values
     return out;
+  }
+
+  /**
+   * The step's draws, each followed by a 1-texel read of its target so the time of every pass
+   * is measured separately (test hook webgl2Profile; slows the step down).
+   * @param {Array<{key: string, n: number, ms: number}>} log
+   */
+  profiledDraws(log) {
+    const gl = this.gl;
+    const texel = new Float32Array(4);
+    for (const cmd of this.stepCommands) {
+      const t0 = performance.now();
+      this.draw(cmd);
+      gl.bindFramebuffer(gl.READ_FRAMEBUFFER, this.slots[cmd.target].framebuffer);
+      gl.readPixels(0, 0, 1, 1, gl.RGBA, gl.FLOAT, texel);
+      log.push({ key: cmd.prog.key, n: this.slotSize[cmd.target], ms: performance.now() - t0 });
+    }
   }
 
   applyCarry() {

@@ -13,6 +13,7 @@
  * @property {(id: number) => number[]} shape  shape of a node
  * @property {number} out                      slot of this node's output
  * @property {(n: number) => number} temp      a scratch tensor of n elements for this node
+ * @property {(texels: number) => number} temp4  a packed RGBA32F scratch texture of that many texels
  * @typedef {(node: any, k: KernelContext) => Pass[]} Kernel
  */
 

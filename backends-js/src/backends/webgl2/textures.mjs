@@ -1,6 +1,8 @@
 // Tensor storage: one R32F texture per tensor, with its own framebuffer so a kernel can render
-// into it. Layout (docs/webgl2.md): width = min(n, MAX_TEXTURE_SIZE), height = ceil(n / width),
-// element i at texel (i % width, i / width). Textures are pooled by size: a program gives its
+// into it. Kernels may also use RGBA32F scratch textures ("packed": 4 values per texel, the
+// layout below counted in texels), e.g. matmul operands packed along a row.
+// Layout (docs/webgl2.md): width = min(ceil(sqrt(n)), MAX_TEXTURE_SIZE),
+// height = ceil(n / width), element i at texel (i % width, i / width). Textures are pooled by size: a program gives its
 // textures back on dispose and the next program of the same shapes reuses them, so repeated
 // executes of one graph create no new textures. Free textures beyond a byte budget are deleted,
 // oldest first, so graphs of ever-new shapes do not pile up GPU memory. The backend's dispose
@@ -13,6 +15,7 @@ import { GpuLabError } from '../../errors.mjs';
  * @property {WebGLFramebuffer} framebuffer
  * @property {number} w
  * @property {number} h
+ * @property {number} channels 1 (R32F) or 4 (RGBA32F, packed scratch)
  */
 
 /**
@@ -21,7 +24,9 @@ import { GpuLabError } from '../../errors.mjs';
  * @param {number} maxSize MAX_TEXTURE_SIZE
  */
 export function layoutFor(n, maxSize) {
-  const w = Math.max(1, Math.min(n, maxSize));
+  // Square-ish, not one long row: a software rasterizer shades 2x2 quads and hands rows to its
+  // threads, so a 1-texel-high target wastes half of every quad and runs on one thread.
+  const w = Math.max(1, Math.min(Math.ceil(Math.sqrt(n)), maxSize));
   const h = Math.max(1, Math.ceil(n / w));
   if (h > maxSize) {
     throw new GpuLabError('LIMIT', `a tensor of ${n} elements needs a ${w}x${h} texture; ` +
@@ -40,7 +45,7 @@ export class TexturePool {
     this.gl = gl;
     this.maxSize = maxSize;
     this.maxFreeBytes = maxFreeBytes;
-    /** @type {Map<string, Tex[]>} free textures by "w x h" */
+    /** @type {Map<string, Tex[]>} free textures by sizeKey */
     this.free = new Map();
     /** @type {Set<Tex>} free textures, oldest release first */
     this.freeOrder = new Set();
@@ -51,10 +56,13 @@ export class TexturePool {
     this.reused = 0;
   }
 
-  /** A texture for n elements: a free one of the same size, or a new one. */
-  acquire(n) {
+  /**
+   * A texture for n texels: a free one of the same size, or a new one.
+   * @param {number} n @param {number} [channels] 1 (R32F) or 4 (RGBA32F)
+   */
+  acquire(n, channels = 1) {
     const { w, h } = layoutFor(n, this.maxSize);
-    const stack = this.free.get(`${w}x${h}`);
+    const stack = this.free.get(sizeKey(w, h, channels));
     if (stack?.length) {
       this.reused++;
       const tex = stack.pop();
@@ -62,15 +70,15 @@ export class TexturePool {
       this.freeBytes -= bytesOf(tex);
       return tex;
     }
-    return this.create(w, h);
+    return this.create(w, h, channels);
   }
 
-  /** @param {number} w @param {number} h */
-  create(w, h) {
+  /** @param {number} w @param {number} h @param {number} channels */
+  create(w, h, channels) {
     const gl = this.gl;
     const texture = gl.createTexture();
     gl.bindTexture(gl.TEXTURE_2D, texture);
-    gl.texStorage2D(gl.TEXTURE_2D, 1, gl.R32F, w, h);
+    gl.texStorage2D(gl.TEXTURE_2D, 1, channels === 4 ? gl.RGBA32F : gl.R32F, w, h);
     // texelFetch ignores filtering, but an incomplete texture would read as zero on some drivers.
     gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MIN_FILTER, gl.NEAREST);
     gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MAG_FILTER, gl.NEAREST);
@@ -78,7 +86,7 @@ export class TexturePool {
     gl.bindFramebuffer(gl.FRAMEBUFFER, framebuffer);
     gl.framebufferTexture2D(gl.FRAMEBUFFER, gl.COLOR_ATTACHMENT0, gl.TEXTURE_2D, texture, 0);
     /** @type {Tex} */
-    const tex = { texture, framebuffer, w, h };
+    const tex = { texture, framebuffer, w, h, channels };
     this.all.add(tex);
     this.created++;
     return tex;
@@ -87,7 +95,7 @@ export class TexturePool {
   /** @param {Tex} tex */
   release(tex) {
     if (!this.all.has(tex)) return;
-    const key = `${tex.w}x${tex.h}`;
+    const key = texKey(tex);
     if (!this.free.has(key)) this.free.set(key, []);
     this.free.get(key).push(tex);
     this.freeOrder.add(tex);
@@ -97,7 +105,7 @@ export class TexturePool {
 
   /** Delete a free texture. @param {Tex} tex */
   evict(tex) {
-    const stack = this.free.get(`${tex.w}x${tex.h}`);
+    const stack = this.free.get(texKey(tex));
     stack.splice(stack.indexOf(tex), 1);
     this.freeOrder.delete(tex);
     this.freeBytes -= bytesOf(tex);
@@ -126,7 +134,13 @@ export class TexturePool {
 }
 
 /** @param {Tex} tex */
-const bytesOf = (tex) => tex.w * tex.h * 4;
+const bytesOf = (tex) => tex.w * tex.h * 4 * tex.channels;
+
+/** Pool key of a texture size and format. @param {number} w @param {number} h @param {number} channels */
+export const sizeKey = (w, h, channels) => `${w}x${h}x${channels}`;
+
+/** @param {Tex} tex */
+export const texKey = (tex) => sizeKey(tex.w, tex.h, tex.channels);
 
 /**
  * Upload n float32 values into a texture (full rows, then the partial last row).
