@@ -218,11 +218,13 @@ def test_conformance_corpus_passes_with_tensors_wrapped_across_texture_rows(gl_p
     # With a 97-texel texture limit nearly every tensor spans several texture rows that break
     # at odd places, so the row-crossing paths of the addressing run on the corpus. Cases with
     # a tensor past 97 * 97 elements cannot run under that limit; at the real limit (8192)
-    # those wrap anyway, in the main corpus test.
+    # those wrap anyway, in the main corpus test. Every matmul here takes the general path
+    # (flat packed operands, 4 outputs per fragment; the main corpus runs take the 4x4 blocks).
     cases = [c for c in load_cases() if _largest_tensor(c) <= WRAP_LIMIT * WRAP_LIMIT]
     assert len(cases) >= 0.9 * len(load_cases())
     assert {c["op"] for c in cases} >= set(reference.OP_TABLE["ops"])
-    payload = scenario(gl_page, "conformance", "main", {"cases": cases, "maxTextureSize": WRAP_LIMIT})
+    args = {"cases": cases, "maxTextureSize": WRAP_LIMIT, "flatMatmul": True}
+    payload = scenario(gl_page, "conformance", "main", args)
     report = check_results(cases, _js_lane("browser-webgl2-wrapped", payload))
     assert report.lane.available, report.describe_failures()
     assert len(report.results) == len(cases)

@@ -44,10 +44,12 @@ function noise(n, seed, scale = 1) {
 
 /**
  * The corpus on WebGL2 (software allowed), answered like the conformance runner's lanes.
- * maxTextureSize (optional) shrinks the texture limit so every tensor wraps across rows.
+ * maxTextureSize (optional) shrinks the texture limit so every tensor wraps across rows;
+ * flatMatmul sends every matmul down the general (flat packed) path instead of 4x4 blocks.
  */
-export async function conformance({ cases, maxTextureSize = null }) {
-  const hooks = maxTextureSize ? { webgl2MaxTextureSize: maxTextureSize } : {};
+export async function conformance({ cases, maxTextureSize = null, flatMatmul = false }) {
+  const hooks = { webgl2FlatMatmul: flatMatmul };
+  if (maxTextureSize) hooks.webgl2MaxTextureSize = maxTextureSize;
   return runCases((opts) => createRuntime({ ...opts, hooks }), SOFT, cases);
 }
 

@@ -24,6 +24,6 @@ uniform float u_eps;
 float kernel(int i) {
   float step = load(u_bias, 0);
   float sqrtBc2 = load(u_bias, 1);
-  return load(u_a, i) - (step * load(u_b, i)) / (sqrt_f32(load(u_c, i)) / sqrtBc2 + u_eps);
+  return loadHere(u_a) - (step * loadHere(u_b)) / (sqrt_f32(loadHere(u_c)) / sqrtBc2 + u_eps);
 }
 #endif

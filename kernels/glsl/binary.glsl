@@ -41,6 +41,6 @@ float kernel(int i) {
   ivec4 c = unravel(i, u_shape);
   return op(load(u_a, dot4(c, u_sa)), load(u_b, dot4(c, u_sb)));
 #else
-  return op(load(u_a, i), load(u_b, i));
+  return op(loadHere(u_a), loadHere(u_b));  // same shapes: same layout
 #endif
 }

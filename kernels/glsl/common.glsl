@@ -9,10 +9,13 @@
 precision highp float;
 precision highp int;
 precision highp sampler2D;
+precision highp sampler2DArray;
 
 uniform int u_n;   // element count of the output
 uniform int u_w;   // width of the output texture
-out vec4 o_value;  // the render target is R32F: only .r is stored
+#if !defined(PACKED_OUT4)
+out vec4 o_value;  // the render target is R32F (only .r is stored) or RGBA32F (PACKED_OUT)
+#endif
 
 // Element i of a tensor texture.
 float load(sampler2D t, int i) {
@@ -20,6 +23,12 @@ float load(sampler2D t, int i) {
   return texelFetch(t, ivec2(i % w, i / w), 0).r;
 }
 
+// Element i of a tensor with as many elements as the output: it has the output's layout, so it
+// sits at this fragment's own texel (no integer division, which software renderers emulate
+// lane by lane).
+float loadHere(sampler2D t) {
+  return texelFetch(t, ivec2(gl_FragCoord.xy), 0).r;
+}
 // Texel of element i in a texture of width w (for kernels that walk a tensor).
 ivec2 texelOf(int i, int w) {
   return ivec2(i % w, i / w);
@@ -52,7 +61,28 @@ vec4 load4(sampler2D t, int i) {
   return texelFetch(t, ivec2(i % w, i / w), 0);
 }
 
-#if defined(PACKED_OUT)
+#if defined(PACKED_OUT4)
+// Kernels that render into the 4 layers of a packed texture array at once (4 color
+// attachments) define the 4 texels at p (u_n texels per layer).
+layout(location = 0) out vec4 o_0;
+layout(location = 1) out vec4 o_1;
+layout(location = 2) out vec4 o_2;
+layout(location = 3) out vec4 o_3;
+void kernel4x4(ivec2 p, out vec4 r0, out vec4 r1, out vec4 r2, out vec4 r3);
+
+void main() {
+  ivec2 p = ivec2(gl_FragCoord.xy);
+  vec4 r0 = vec4(0.0);
+  vec4 r1 = vec4(0.0);
+  vec4 r2 = vec4(0.0);
+  vec4 r3 = vec4(0.0);
+  if (p.y * u_w + p.x < u_n) kernel4x4(p, r0, r1, r2, r3);
+  o_0 = r0;
+  o_1 = r1;
+  o_2 = r2;
+  o_3 = r3;
+}
+#elif defined(PACKED_OUT)
 // Kernels that render into a packed scratch texture define the 4 values of texel t (u_n texels).
 vec4 kernel4(int t);
 

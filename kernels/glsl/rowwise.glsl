@@ -17,13 +17,13 @@ uniform float u_div;
 
 float kernel(int i) {
   int r = (i / (u_len * u_inner)) * u_inner + i % u_inner;
-  float v = load(u_a, i) - load(u_m, r);
+  float v = loadHere(u_a) - load(u_m, r);
 #if defined(OP_softmax)
   return exp_f32(v) / load(u_s, r);
 #elif defined(OP_log_softmax)
   return v - log_f32(load(u_s, r));
 #elif defined(OP_cross_entropy_grad)
-  return (exp_f32(v) / load(u_s, r) - load(u_b, i)) / u_div;
+  return (exp_f32(v) / load(u_s, r) - loadHere(u_b)) / u_div;
 #else
 #error unknown rowwise op
 #endif

@@ -14,6 +14,11 @@
 //   hooks.webgl2PoolBytes       the byte budget of free pooled textures (default 256 MiB)
 //   hooks.webgl2TransformSource(file, source)  edits a fragment shader before it is compiled
 //                               (inject a GLSL error)
+//   hooks.webgl2FlatMatmul      true: every matmul takes the general path (flat packed
+//                               textures, 4 outputs per fragment), as when the 4x4 blocks'
+//                               textures would pass the texture limit
+//   hooks.webgl2Profile         an array: run() then syncs after every draw and pushes
+//                               {key, n, ms} per pass (per-kernel timing; slows runs down)
 // and fills in
 //   hooks.loseContext()   loses the context through WEBGL_lose_context
 //   hooks.webgl2Stats()   {liveTextures, liveFramebuffers, free, freeBytes, created, reused,
@@ -44,7 +49,8 @@ export async function createBackend({ allowSoftware = false, hooks = {} } = {}) 
   gl.disable(gl.DITHER);  // on by default in GL; must never touch a stored value
   /** @type {Set<WebGL2Program>} */
   const programs = new Set();
-  const env = { gl, ctx, pool, shaders, profile: hooks?.webgl2Profile };
+  const env = { gl, ctx, pool, shaders, profile: hooks?.webgl2Profile,
+    kernelOptions: { flatMatmul: Boolean(hooks?.webgl2FlatMatmul) } };
   let disposed = false;
 
   const stats = () => ({ ...pool.stats(), programs: shaders.handles.size, livePrograms: programs.size });

@@ -1,8 +1,11 @@
 // Batched matmul with broadcast batch axes (rank <= 4, so at most two batch axes), in three
 // kinds of passes: a packed along K and b packed along N into RGBA32F scratch textures
-// (pack.glsl), the product with 4 outputs per fragment (matmul.glsl), and the result unpacked
-// into the output tensor (unpack.glsl). Reading 4 values per texel fetch is what makes it fast:
-// texture fetches dominate a matmul on WebGL2 (docs/webgl2.md, "Speed").
+// (pack.glsl), the product, and the result unpacked into the output tensor (unpack.glsl).
+// Texel fetches are what a matmul costs here (docs/webgl2.md, "Speed"), so the product reads
+// 4 values per fetch and computes several outputs per fragment:
+//   blocks (matmul_blocks.glsl): a 4x4 output block per fragment, written to 4 layers at once;
+//     needs one matrix row per texture row (rows and texels per row within the texture limit).
+//   flat (matmul.glsl): 4 outputs per fragment over flat packed textures; any size.
 import { registerKernel, broadcastStrides, sizeOf } from './registry.mjs';
 
 /** Texels per packed row of `cols` values. @param {number} cols */
@@ -19,20 +22,33 @@ function batchStrides(shape, outBatch) {
   return [s[2], s[3]];
 }
 
-/**
- * The pass packing operand `id` (shape [..., rows, cols]) along its rows into a new scratch.
- * @param {import('./registry.mjs').KernelContext} k @param {number} id
- */
-function packPass(k, id) {
-  const shape = k.shape(id);
+/** [rows, cols] of an operand seen as a stack of rows. @param {number[]} shape */
+function rowsOf(shape) {
   const cols = shape[shape.length - 1];
-  const rows = sizeOf(shape) / cols;
+  return [sizeOf(shape) / cols, cols];
+}
+
+/**
+ * The pass packing operand `id` along its rows into a new scratch texture; with `rowPerLine`
+ * the texture is exactly one packed row wide, so texel (q, r) is row r's q-th texel.
+ * @param {import('./registry.mjs').KernelContext} k @param {number} id @param {boolean} rowPerLine
+ */
+function packPass(k, id, rowPerLine) {
+  const [rows, cols] = rowsOf(k.shape(id));
   const tpr = texelsPerRow(cols);
   return {
     shader: 'pack.glsl', defines: { PACKED_OUT: 1 }, inputs: { u_a: k.slot(id) },
-    uniforms: { u_cols: ['i', cols], u_tpr: ['i', tpr], u_rows: ['i', rows] },
-    target: k.temp4(rows * tpr),
+    uniforms: { u_cols: ['i', cols], u_tpr: ['i', tpr] },
+    target: k.temp4(rows * tpr, { width: rowPerLine ? tpr : 0 }),
   };
+}
+
+/** @param {{node: any, k: import('./registry.mjs').KernelContext, M: number, N: number, K: number, batch: number[]}} m */
+function blocksFit({ node, k, M, N, K, batch }) {
+  const max = k.maxTextureSize;
+  const [a, b] = node.operands.map((id) => rowsOf(k.shape(id)));
+  const within = (rows, cols) => rows <= max && texelsPerRow(cols) <= max;
+  return within(...a) && within(...b) && within(sizeOf(batch) * Math.ceil(M / 4), N) && K > 0;
 }
 
 registerKernel('matmul', (node, k) => {
@@ -43,20 +59,37 @@ registerKernel('matmul', (node, k) => {
   const [M, N] = out.slice(-2);
   const K = sa[sa.length - 1];
   const outBatch = out.slice(0, -2);
-  const b2 = [...Array(2 - outBatch.length).fill(1), ...outBatch];
+  const batch = [...Array(2 - outBatch.length).fill(1), ...outBatch];
   const tk = texelsPerRow(K);
   const tn = texelsPerRow(N);
-  const packA = packPass(k, a);
-  const packB = packPass(k, b);
-  const product = k.temp4(sizeOf(b2) * M * tn);
+  const stridesA = batchStrides(sa, outBatch);
+  const stridesB = batchStrides(sb, outBatch);
+  if (!k.options?.flatMatmul && blocksFit({ node, k, M, N, K, batch })) {
+    const packA = packPass(k, a, true);
+    const packB = packPass(k, b, true);
+    const groups = Math.ceil(M / 4);
+    const product = k.temp4(sizeOf(batch) * groups * tn, { layers: 4, width: tn });
+    return [packA, packB, {
+      shader: 'matmul_blocks.glsl', defines: { PACKED_OUT4: 1 },
+      inputs: { u_a: packA.target, u_b: packB.target }, target: product,
+      uniforms: { u_shape: ['i4', [...batch, groups, tn]], u_m: ['i', M], u_k: ['i', K],
+        u_sa: ['i2', stridesA], u_sb: ['i2', stridesB] },
+    }, {
+      shader: 'unpack.glsl', defines: { LAYERS4: 1 }, inputs: { u_q: product }, target: k.out,
+      uniforms: { u_cols: ['i', N], u_m: ['i', M] },
+    }];
+  }
+  const packA = packPass(k, a, false);
+  const packB = packPass(k, b, false);
+  const product = k.temp4(sizeOf(batch) * M * tn);
   return [packA, packB, {
     shader: 'matmul.glsl', defines: { PACKED_OUT: 1 },
     inputs: { u_a: packA.target, u_b: packB.target }, target: product,
     uniforms: {
-      u_shape: ['i4', [...b2, M, tn]],
+      u_shape: ['i4', [...batch, M, tn]],
       u_k: ['i', K],
-      u_sa: ['i2', batchStrides(sa, outBatch).map((s) => s * M * tk)],
-      u_sb: ['i2', batchStrides(sb, outBatch).map((s) => s * K * tn)],
+      u_sa: ['i2', stridesA.map((s) => s * M * tk)],
+      u_sb: ['i2', stridesB.map((s) => s * K * tn)],
     },
   }, {
     shader: 'unpack.glsl', inputs: { u_p: product }, target: k.out,

@@ -62,12 +62,14 @@ export class WebGL2Program {
 
   /**
    * A slot of n texels; shared slots may take a texture another node is done with.
-   * @param {number} n @param {boolean} [shared] @param {number} [channels] 1, or 4 for packed scratch
+   * @param {number} n @param {boolean} [shared]
+   * @param {import('./textures.mjs').TexFormat} [format] scratch formats (default: a tensor's R32F)
    */
-  allocate(n, shared = false, channels = 1) {
-    const { w, h } = layoutFor(n, this.env.pool.maxSize);
-    const free = shared ? this.reusable.get(sizeKey(w, h, channels)) : undefined;
-    this.slots.push(free?.length ? free.pop() : this.env.pool.acquire(n, channels));
+  allocate(n, shared = false, format = {}) {
+    const { channels = 1, layers = 1, width = 0 } = format;
+    const { w, h } = layoutFor(n, this.env.pool.maxSize, width);
+    const free = shared ? this.reusable.get(sizeKey(w, h, channels, layers)) : undefined;
+    this.slots.push(free?.length ? free.pop() : this.env.pool.acquire(n, format));
     this.slotSize.push(n);
     return this.slots.length - 1;
   }
@@ -131,12 +133,14 @@ export class WebGL2Program {
         slot: (opId) => this.slotOf.get(opId),
         shape: (opId) => this.nodes.get(opId).shape,
         out: this.nodeSlot(id),
+        maxTextureSize: this.env.pool.maxSize,
+        options: this.env.kernelOptions,
         temp: (n) => {
           temps.push(this.allocate(n, true));
           return temps[temps.length - 1];
         },
-        temp4: (texels) => {
-          temps.push(this.allocate(texels, true, 4));
+        temp4: (texels, format = {}) => {
+          temps.push(this.allocate(texels, true, { ...format, channels: 4 }));
           return temps[temps.length - 1];
         },
       });
@@ -205,7 +209,8 @@ export class WebGL2Program {
     gl.viewport(0, 0, target.w, target.h);
     cmd.samplers.forEach(([loc, slot], unit) => {
       gl.activeTexture(gl.TEXTURE0 + unit);
-      gl.bindTexture(gl.TEXTURE_2D, this.slots[slot].texture);
+      const tex = this.slots[slot];
+      gl.bindTexture(tex.target, tex.texture);
       gl.uniform1i(loc, unit);
     });
     gl.uniform1i(cmd.nLoc, this.slotSize[cmd.target]);

@@ -12,8 +12,12 @@
  * @property {(id: number) => number} slot     texture slot of a node's tensor
  * @property {(id: number) => number[]} shape  shape of a node
  * @property {number} out                      slot of this node's output
+ * @property {number} maxTextureSize            the texture width/height limit
+ * @property {{flatMatmul?: boolean}} options   test hooks that pick a kernel's general path
  * @property {(n: number) => number} temp      a scratch tensor of n elements for this node
- * @property {(texels: number) => number} temp4  a packed RGBA32F scratch texture of that many texels
+ * @property {(texels: number, format?: {layers?: number, width?: number}) => number} temp4
+ *   a packed RGBA32F scratch texture of that many texels (per layer), optionally a 4-layer array
+ *   or with a fixed width
  * @typedef {(node: any, k: KernelContext) => Pass[]} Kernel
  */
 

@@ -1,6 +1,8 @@
 // Tensor storage: one R32F texture per tensor, with its own framebuffer so a kernel can render
 // into it. Kernels may also use RGBA32F scratch textures ("packed": 4 values per texel, the
-// layout below counted in texels), e.g. matmul operands packed along a row.
+// layout below counted in texels, optionally with a fixed width so that texel rows are matrix
+// rows), and 4-layer RGBA32F texture arrays that one draw fills through 4 color attachments
+// (matmul's 4x4 output blocks).
 // Layout (docs/webgl2.md): width = min(ceil(sqrt(n)), MAX_TEXTURE_SIZE),
 // height = ceil(n / width), element i at texel (i % width, i / width). Textures are pooled by size: a program gives its
 // textures back on dispose and the next program of the same shapes reuses them, so repeated
@@ -16,17 +18,23 @@ import { GpuLabError } from '../../errors.mjs';
  * @property {number} w
  * @property {number} h
  * @property {number} channels 1 (R32F) or 4 (RGBA32F, packed scratch)
+ * @property {number} layers 1 (TEXTURE_2D) or 4 (TEXTURE_2D_ARRAY, one color attachment each)
+ * @property {number} target gl.TEXTURE_2D or gl.TEXTURE_2D_ARRAY
+ *
+ * @typedef {{channels?: number, layers?: number, width?: number}} TexFormat
+ *   channels 1 or 4; layers 1 or 4; width: a fixed texture width (0: the square-ish default)
  */
 
 /**
  * Texture size for n elements, or LIMIT when the device's textures are too small.
  * @param {number} n
  * @param {number} maxSize MAX_TEXTURE_SIZE
+ * @param {number} [width] a fixed width (0: the default)
  */
-export function layoutFor(n, maxSize) {
+export function layoutFor(n, maxSize, width = 0) {
   // Square-ish, not one long row: a software rasterizer shades 2x2 quads and hands rows to its
   // threads, so a 1-texel-high target wastes half of every quad and runs on one thread.
-  const w = Math.max(1, Math.min(Math.ceil(Math.sqrt(n)), maxSize));
+  const w = Math.max(1, Math.min(width || Math.ceil(Math.sqrt(n)), maxSize));
   const h = Math.max(1, Math.ceil(n / w));
   if (h > maxSize) {
     throw new GpuLabError('LIMIT', `a tensor of ${n} elements needs a ${w}x${h} texture; ` +
@@ -57,12 +65,12 @@ export class TexturePool {
   }
 
   /**
-   * A texture for n texels: a free one of the same size, or a new one.
-   * @param {number} n @param {number} [channels] 1 (R32F) or 4 (RGBA32F)
+   * A texture for n texels (per layer): a free one of the same size and format, or a new one.
+   * @param {number} n @param {TexFormat} [format]
    */
-  acquire(n, channels = 1) {
-    const { w, h } = layoutFor(n, this.maxSize);
-    const stack = this.free.get(sizeKey(w, h, channels));
+  acquire(n, { channels = 1, layers = 1, width = 0 } = {}) {
+    const { w, h } = layoutFor(n, this.maxSize, width);
+    const stack = this.free.get(sizeKey(w, h, channels, layers));
     if (stack?.length) {
       this.reused++;
       const tex = stack.pop();
@@ -70,23 +78,36 @@ export class TexturePool {
       this.freeBytes -= bytesOf(tex);
       return tex;
     }
-    return this.create(w, h, channels);
+    return this.create(w, h, channels, layers);
   }
 
-  /** @param {number} w @param {number} h @param {number} channels */
-  create(w, h, channels) {
+  /** @param {number} w @param {number} h @param {number} channels @param {number} layers */
+  create(w, h, channels, layers) {
     const gl = this.gl;
     const texture = gl.createTexture();
-    gl.bindTexture(gl.TEXTURE_2D, texture);
-    gl.texStorage2D(gl.TEXTURE_2D, 1, channels === 4 ? gl.RGBA32F : gl.R32F, w, h);
+    const target = layers > 1 ? gl.TEXTURE_2D_ARRAY : gl.TEXTURE_2D;
+    const internal = channels === 4 ? gl.RGBA32F : gl.R32F;
+    gl.bindTexture(target, texture);
+    if (layers > 1) gl.texStorage3D(target, 1, internal, w, h, layers);
+    else gl.texStorage2D(target, 1, internal, w, h);
     // texelFetch ignores filtering, but an incomplete texture would read as zero on some drivers.
-    gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MIN_FILTER, gl.NEAREST);
-    gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MAG_FILTER, gl.NEAREST);
+    gl.texParameteri(target, gl.TEXTURE_MIN_FILTER, gl.NEAREST);
+    gl.texParameteri(target, gl.TEXTURE_MAG_FILTER, gl.NEAREST);
     const framebuffer = gl.createFramebuffer();
     gl.bindFramebuffer(gl.FRAMEBUFFER, framebuffer);
-    gl.framebufferTexture2D(gl.FRAMEBUFFER, gl.COLOR_ATTACHMENT0, gl.TEXTURE_2D, texture, 0);
+    if (layers > 1) {
+      // Layer i is color attachment i: one draw writes all layers (out locations 0..layers-1).
+      const buffers = [];
+      for (let i = 0; i < layers; i++) {
+        gl.framebufferTextureLayer(gl.FRAMEBUFFER, gl.COLOR_ATTACHMENT0 + i, texture, 0, i);
+        buffers.push(gl.COLOR_ATTACHMENT0 + i);
+      }
+      gl.drawBuffers(buffers);
+    } else {
+      gl.framebufferTexture2D(gl.FRAMEBUFFER, gl.COLOR_ATTACHMENT0, gl.TEXTURE_2D, texture, 0);
+    }
     /** @type {Tex} */
-    const tex = { texture, framebuffer, w, h, channels };
+    const tex = { texture, framebuffer, w, h, channels, layers, target };
     this.all.add(tex);
     this.created++;
     return tex;
@@ -134,13 +155,16 @@ export class TexturePool {
 }
 
 /** @param {Tex} tex */
-const bytesOf = (tex) => tex.w * tex.h * 4 * tex.channels;
+const bytesOf = (tex) => tex.w * tex.h * 4 * tex.channels * tex.layers;
 
-/** Pool key of a texture size and format. @param {number} w @param {number} h @param {number} channels */
-export const sizeKey = (w, h, channels) => `${w}x${h}x${channels}`;
+/**
+ * Pool key of a texture size and format.
+ * @param {number} w @param {number} h @param {number} channels @param {number} layers
+ */
+export const sizeKey = (w, h, channels, layers) => `${w}x${h}x${channels}x${layers}`;
 
 /** @param {Tex} tex */
-export const texKey = (tex) => sizeKey(tex.w, tex.h, tex.channels);
+export const texKey = (tex) => sizeKey(tex.w, tex.h, tex.channels, tex.layers);
 
 /**
  * Upload n float32 values into a texture (full rows, then the partial last row).
