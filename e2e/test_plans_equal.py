@@ -2,8 +2,9 @@
 
 Every conformance case is validated and planned on both sides under several limit sets; the
 plans must be deep-equal JSON, so the browser WebGPU backend and the wgpu-py executor dispatch
-the same kernels with the same params. The limit sets cover both matmul kernels (16 and 32 KiB
-of workgroup storage) and small devices (dispatches split over y/z, buffers past the limit).
+the same kernels with the same params. The limit sets cover devices with 16 and 32 KiB of
+workgroup storage and small devices (dispatches split over y/z, buffers past the limit); the
+matmul kernel follows the work (docs/plan.md), so one graph per matmul kernel is planned too.
 """
 
 from __future__ import annotations
@@ -31,6 +32,29 @@ LIMIT_SETS = [
     {"maxComputeWorkgroupStorageSize": 16384, "maxComputeWorkgroupsPerDimension": 3,
      "maxStorageBufferBindingSize": 4096},
 ]
+
+
+# One [batch, M, K] @ [K, N] product per matmul kernel: the planner picks by shape.
+MATMUL_KERNEL_SHAPES = {"matmul_small": (1, 5, 7, 3), "matmul": (128, 33, 4, 33),
+                        "matmul_v4": (128, 36, 4, 36), "matmul_rb": (128, 65, 4, 65),
+                        "matmul_rb_v4": (128, 68, 4, 68)}
+
+
+def matmul_kernel_graph(kernel: str, seed: int = 0) -> dict:
+    """A graph whose one matmul the planner gives to `kernel` (b broadcast over the batch)."""
+    batch, m, k, n = MATMUL_KERNEL_SHAPES[kernel]
+    rng = np.random.default_rng(seed)
+    return {"version": 2, "nodes": [
+        {"id": 0, "op": "input", "shape": [batch, m, k],
+         "data": rng.standard_normal(batch * m * k).astype(np.float32).tolist()},
+        {"id": 1, "op": "input", "shape": [k, n],
+         "data": rng.standard_normal(k * n).astype(np.float32).tolist()},
+        {"id": 2, "op": "matmul", "a": 0, "b": 1}], "outputs": [{"name": "c", "id": 2}]}
+
+
+def _matmul_cases() -> list[dict]:
+    return [{"name": f"matmul-kernel/{k}", "op": "matmul", "graph": matmul_kernel_graph(k)}
+            for k in MATMUL_KERNEL_SHAPES]
 
 
 def _python_plans(graph: dict) -> list[Any]:
@@ -67,7 +91,7 @@ def _js_plans(cases: list[dict]) -> dict[str, list[Any]]:
 def cases() -> list[dict]:
     found = load_cases()
     assert len(found) > 100, "the conformance corpus is missing"
-    return found
+    return found + _matmul_cases()
 
 
 def test_python_and_js_plans_are_equal_for_every_case(cases: list[dict]) -> None:
@@ -93,10 +117,11 @@ def test_the_limit_sets_exercise_every_planner_path(cases: list[dict]) -> None:
                 continue
             kernels[i] |= {s["kernel"] for s in plan["steps"]}
             split += any(s["dispatch"][1] > 1 for s in plan["steps"])
-    assert "matmul" in kernels[0] and "matmul_rb" not in kernels[0]
-    assert {"matmul_rb", "matmul_rb_v4"} <= kernels[1] and "matmul" not in kernels[1]
     wgsl = {p.stem for p in (ROOT / "kernels" / "wgsl").glob("*.wgsl")}
-    assert kernels[0] | kernels[1] == wgsl, "a kernel no case plans, or a plan names no file"
+    assert kernels[0] == kernels[1] == wgsl, "a kernel no case plans, or a plan names no file"
+    for kernel in MATMUL_KERNEL_SHAPES:  # the shape table above really picks each kernel
+        plan = plan_graph(validate(matmul_kernel_graph(kernel)))
+        assert [s["kernel"] for s in plan["steps"]] == [kernel]
     assert split > 0 and limited > 0
 
 

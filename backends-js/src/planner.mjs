@@ -19,7 +19,13 @@ export const DEFAULT_LIMITS = Object.freeze({
 /** Workgroup size of elementwise kernels (the `WG` override). */
 export const ELEMENTWISE_WG = 64;
 /** Workgroup storage the 128x128 register-blocked matmul needs (double-buffered 16-deep tiles). */
-export const MATMUL_RB_STORAGE = 32768;
+/**
+ * A matmul takes the largest tile (128, then 64) that still gives this many workgroups (and is
+ * at least half filled along M and N), else the 16x16 matmul_small: few big tiles leave most of
+ * a GPU idle. Every matmul kernel fits WebGPU's default 16 KiB of workgroup storage.
+ */
+export const MATMUL_MIN_WORKGROUPS = 128;
+const MATMUL_KERNELS = [[128, 'matmul_rb_v4', 'matmul_rb'], [64, 'matmul_v4', 'matmul']];
 
 const UNARY_OP = { neg: 0, exp: 1, log: 2, sqrt: 3, tanh: 4, sigmoid: 5, gelu: 6, relu: 7, positive: 8 };
 const BINARY_OP = {
@@ -332,26 +338,33 @@ function planMatmul(ctx, node) {
   const batch4 = padTo4([...batchShape, 1, 1], []).shape; // [b0, b1, 1, 1]
   const aStrides = matrixBatchStrides(sa, batchShape.length, m * k);
   const bStrides = matrixBatchStrides(sb, batchShape.length, k * n);
-  const big = ctx.limits.maxComputeWorkgroupStorageSize >= MATMUL_RB_STORAGE;
-  const tile = big ? 128 : 64;
+  const batch = batch4[0] * batch4[1];
+  const [tile, kernel] = matmulKernel(m, n, k, batch);
   const tilesM = Math.ceil(m / tile);
   const tilesN = Math.ceil(n / tile);
-  const batch = batch4[0] * batch4[1];
   const params = u32s(m, n, k, tilesM, tilesN, batch, batch4[1], aStrides[0], aStrides[1],
     bStrides[0], bStrides[1], 0);
   const a = ctx.operand(node, 0);
   const b = ctx.operand(node, 1);
   const out = ctx.output(node);
-  ctx.dispatch(node, matmulKernel(big, k, n), {}, params, [a, b, out], tilesM * tilesN * batch);
+  ctx.dispatch(node, kernel, {}, params, [a, b, out], tilesM * tilesN * batch);
 }
 
 /**
- * matmul_rb_v4 reads and writes vec4s, so every row of a, b and out must start on 16 bytes.
- * @param {boolean} big @param {number} k @param {number} n
+ * [tile, kernel] for an [M, K] @ [K, N] product over `batch` matrices: shapes only, so both
+ * planners agree on every device. The _v4 kernels read and write vec4s, so every row of a, b
+ * and out must start on 16 bytes (K and N multiples of 4).
+ * @param {number} m @param {number} n @param {number} k @param {number} batch
+ * @returns {[number, string]}
  */
-function matmulKernel(big, k, n) {
-  if (!big) return 'matmul';
-  return k % 4 === 0 && n % 4 === 0 ? 'matmul_rb_v4' : 'matmul_rb';
+export function matmulKernel(m, n, k, batch) {
+  for (const [tile, aligned, scalar] of MATMUL_KERNELS) {
+    const groups = Math.ceil(m / tile) * Math.ceil(n / tile) * batch;
+    if (2 * m > tile && 2 * n > tile && groups >= MATMUL_MIN_WORKGROUPS) {
+      return [tile, k % 4 === 0 && n % 4 === 0 ? aligned : scalar];
+    }
+  }
+  return [16, 'matmul_small'];
 }
 
 /**

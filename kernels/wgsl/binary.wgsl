@@ -125,6 +125,16 @@ fn erfc_half(x: f32) -> f32 {
 }
 // ---- end shared math ----
 
+// x / y. NVIDIA's Vulkan compiler divides as x * (1 / y), and 1 / y flushes to zero for
+// |y| > 2^126, so both operands are scaled down by 4 first (ldexp, which no compiler folds back
+// into the division); inf and NaN take the plain path, whose result is already right.
+fn div_f32(x: f32, y: f32) -> f32 {
+  if (abs(y) > 8.507059173023462e+37f && !is_inf(y) && !is_nan(y)) {
+    return ldexp(x, -2i) / ldexp(y, -2i);
+  }
+  return x / y;
+}
+
 // g * gelu'(x), gelu'(x) = Phi(x) + x phi(x), phi(x) = exp(-x^2/2) / sqrt(2 pi).
 fn gelu_grad(x: f32, g: f32) -> f32 {
   if (is_nan(x)) { return x; }
@@ -139,7 +149,7 @@ fn apply(x: f32, y: f32) -> f32 {
     case 0u: { return x + y; }
     case 1u: { return x - y; }
     case 2u: { return x * y; }
-    case 3u: { return x / y; }
+    case 3u: { return div_f32(x, y); }
     case 4u: { return gelu_grad(x, y); }
     case 5u: { return x - p.s * y; }
     case 6u: { return p.s * x + y; }

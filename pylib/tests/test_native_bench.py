@@ -9,15 +9,21 @@ pytest.importorskip("wgpu", reason="wgpu-py is not installed")
 from gpulab.native import bench_matmul
 
 
-@pytest.mark.parametrize(("size", "storage", "kernel"), [
-    (132, 16384, "matmul"), (132, None, "matmul_rb_v4"), (130, None, "matmul_rb")])
-def test_bench_reports_the_kernel_and_a_checked_result(size: int, storage: int | None,
+@pytest.mark.parametrize(("size", "force", "kernel"), [
+    (132, None, "matmul_small"), (132, "matmul_rb_v4", "matmul_rb_v4"),
+    (130, "matmul_rb_v4", "matmul_rb"), (130, "matmul_v4", "matmul")])
+def test_bench_reports_the_kernel_and_a_checked_result(size: int, force: str | None,
                                                        kernel: str) -> None:
-    r = bench_matmul.bench(size, 2, True, storage)
+    r = bench_matmul.bench(size, 2, True, kernel=force)
     assert r["kernel"] == kernel
     assert r["ms"] > 0 and r["tflops"] > 0
     assert r["max_err_over_scale"] < 1e-6
     assert r["adapter"]["backend_type"]
+
+
+def test_an_unknown_kernel_is_refused() -> None:
+    with pytest.raises(SystemExit):
+        bench_matmul.main(["--size", "8", "--kernel", "matmul_huge", "--allow-software"])
 
 
 def test_bench_main_prints_one_line(capsys: pytest.CaptureFixture[str]) -> None:

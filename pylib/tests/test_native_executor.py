@@ -1,5 +1,5 @@
 """The wgpu executor on this machine's adapter (lavapipe here: software, allowed explicitly):
-one submission per run, cached pipelines, pooled buffers, both matmul kernels and split
+one submission per run, cached pipelines, pooled buffers, every matmul kernel and split
 dispatches giving the same bits, matmul accuracy across tile edges, and errors as BACKEND."""
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from gpulab.protocol import validate
 
 pytest.importorskip("wgpu", reason="wgpu-py is not installed")
 from gpulab.native import wgpu_executor
+from gpulab.native.bench_matmul import forcing_matmul_kernel
+from gpulab.native.planner import MATMUL_TILES
 from gpulab.native.wgpu_executor import open_executor
 
 RNG = np.random.default_rng(1234)
@@ -34,7 +36,7 @@ def _mixed_graph() -> dict:
         {"id": 5, "op": "sub", "a": 2, "b": 4},
         {"id": 6, "op": "gelu", "a": 5},
         {"id": 7, "op": "mean", "a": 6},
-        # K and N multiples of 4: matmul_rb_v4 where the device has 32 KiB of workgroup storage
+        # K and N multiples of 4: the _v4 kernels where those are forced
         {"id": 8, "op": "input", "shape": [2, 1, 130, 36], "data": _data(2, 1, 130, 36)},
         {"id": 9, "op": "input", "shape": [3, 36, 132], "data": _data(3, 36, 132)},
         {"id": 10, "op": "matmul", "a": 8, "b": 9}],
@@ -67,39 +69,40 @@ def _operand(graph: dict, node_id: int) -> np.ndarray:
     return np.array(node["data"], np.float64).reshape(node["shape"])
 
 
+def _run_forced(graph: dict, kernel: str | None, **limits: int) -> tuple[dict, list[dict]]:
+    """Outputs and plan steps with every matmul on `kernel` (None: the planner's choice)."""
+    ex = open_executor(True, limits=limits)
+    try:
+        with forcing_matmul_kernel(kernel):
+            steps = ex.prepare(validate(graph)).plan["steps"]
+            return _run(ex, graph), steps
+    finally:
+        ex.dispose()
+
+
 def test_matmul_within_the_protocol_bound_on_every_kernel() -> None:
     graph = _mixed_graph()
     eps = float(np.finfo(np.float32).eps)
-    for storage, kernels in ((16384, {"matmul"}), (32768, {"matmul_rb", "matmul_rb_v4"})):
-        ex = open_executor(True, limits={"maxComputeWorkgroupStorageSize": storage})
-        try:
-            planned = {s["kernel"] for s in ex.prepare(validate(graph)).plan["steps"]}
-            got = _run(ex, graph)
-        finally:
-            ex.dispose()
-        assert kernels <= planned
+    for kernel in MATMUL_TILES:
+        got, steps = _run_forced(graph, kernel)
+        planned = {s["kernel"] for s in steps}
+        assert kernel in planned and len(planned & set(MATMUL_TILES)) <= 2, planned
         for out, (a_id, b_id) in ((2, (0, 1)), (10, (8, 9))):
             a, b = _operand(graph, a_id), _operand(graph, b_id)
             ref, scale = a @ b, np.abs(a) @ np.abs(b)
             ulp = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
             err = np.abs(got[out].astype(np.float64) - ref)
-            assert np.all(err <= 8 * ulp + 4 * eps * scale), (storage, out)
+            assert np.all(err <= 8 * ulp + 4 * eps * scale), (kernel, out)
 
 
 def test_matmul_kernels_and_split_dispatches_give_identical_bits(executor: Any) -> None:
     graph = _mixed_graph()
     base = _run(executor, graph)
-    for limits in ({"maxComputeWorkgroupStorageSize": 16384},
-                   {"maxComputeWorkgroupsPerDimension": 9}):
-        ex = open_executor(True, limits=limits)
-        try:
-            other = _run(ex, graph)
-            steps = ex.prepare(validate(graph)).plan["steps"]
-        finally:
-            ex.dispose()
-        if "maxComputeWorkgroupsPerDimension" in limits:
-            assert any(s["dispatch"][2] > 1 for s in steps)  # really split over z
-        assert _bits_equal(base, other), limits
+    for kernel in MATMUL_TILES:
+        assert _bits_equal(base, _run_forced(graph, kernel)[0]), kernel
+    other, steps = _run_forced(graph, None, maxComputeWorkgroupsPerDimension=9)
+    assert any(s["dispatch"][2] > 1 for s in steps)  # really split over z
+    assert _bits_equal(base, other)
 
 
 def test_one_submission_and_one_readback_per_run() -> None:

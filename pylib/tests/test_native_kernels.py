@@ -65,16 +65,19 @@ def _overrides(text: str) -> tuple[set[str], set[str]]:
 
 def test_plans_match_each_kernels_params_bindings_and_overrides() -> None:
     from e2e.conformance.runner import load_cases
+    from e2e.test_plans_equal import MATMUL_KERNEL_SHAPES, matmul_kernel_graph
 
     seen = set()
-    for case in load_cases():
+    graphs = [c["graph"] for c in load_cases()]
+    graphs += [matmul_kernel_graph(k) for k in MATMUL_KERNEL_SHAPES]
+    for graph in graphs:
         for storage in (16384, 32768):
-            plan = plan_graph(validate(case["graph"]), {"maxComputeWorkgroupStorageSize": storage})
+            plan = plan_graph(validate(graph), {"maxComputeWorkgroupStorageSize": storage})
             for step in plan["steps"]:
                 text = WGSL[step["kernel"]]
                 seen.add(step["kernel"])
                 words = _struct_words(text)
-                assert len(step["params"]) == words, (step["kernel"], case["name"])
+                assert len(step["params"]) == words, step["kernel"]
                 assert len(step["bindings"]) + 1 == _bindings(text), step["kernel"]
                 declared, required = _overrides(text)
                 assert required <= set(step["overrides"]) <= declared, step["kernel"]

@@ -56,19 +56,25 @@ def test_pack_params_is_little_endian_words_padded_to_16_bytes() -> None:
     assert len(pack_params([])) == 16
 
 
-def test_matmul_kernel_follows_workgroup_storage() -> None:
-    checked = validate(_graph(_input(0, [5, 7]), _input(1, [7, 3]),
-                              {"id": 2, "op": "matmul", "a": 0, "b": 1}, outputs=[2]))
-    small = plan_graph(checked, {"maxComputeWorkgroupStorageSize": 16384})
-    big = plan_graph(checked, {"maxComputeWorkgroupStorageSize": 32768})
-    assert [s["kernel"] for s in small["steps"]] == ["matmul"]
-    assert [s["kernel"] for s in big["steps"]] == ["matmul_rb"]
-    m, n, k = (small["steps"][0]["params"][i][1] for i in range(3))
-    assert (m, n, k) == (5, 3, 7)
-    aligned = validate(_graph(_input(0, [5, 8]), _input(1, [8, 4]),
-                              {"id": 2, "op": "matmul", "a": 0, "b": 1}, outputs=[2]))
-    big = plan_graph(aligned, {"maxComputeWorkgroupStorageSize": 32768})
-    assert [s["kernel"] for s in big["steps"]] == ["matmul_rb_v4"]  # K, N multiples of 4
+def test_matmul_kernel_follows_the_work_not_the_storage_limit() -> None:
+    def kernel(a: list[int], b: list[int], storage: int = 32768) -> tuple[str, list[int]]:
+        checked = validate(_graph(_input(0, a), _input(1, b),
+                                  {"id": 2, "op": "matmul", "a": 0, "b": 1}, outputs=[2]))
+        step = plan_graph(checked, {"maxComputeWorkgroupStorageSize": storage})["steps"][0]
+        return step["kernel"], [v for _, v in step["params"][:6]] + step["dispatch"]
+
+    # few outputs: 16x16 tiles, whatever the storage
+    for storage in (16384, 32768):
+        assert kernel([5, 7], [7, 3], storage) == ("matmul_small", [5, 3, 7, 1, 1, 1, 1, 1, 1])
+    assert kernel([64, 784], [784, 256])[0] == "matmul_small"  # the MLP's x @ W1: 64 groups
+    # 128 tiles where they still give 128 workgroups; 64 tiles next; vec4 kernels when aligned
+    assert kernel([4096, 8], [8, 4096]) == ("matmul_rb_v4", [4096, 4096, 8, 32, 32, 1, 1024, 1, 1])
+    assert kernel([4096, 9], [9, 4096])[0] == "matmul_rb"
+    assert kernel([1024, 8], [8, 1024]) == ("matmul_v4", [1024, 1024, 8, 16, 16, 1, 256, 1, 1])
+    assert kernel([1024, 8], [8, 1023])[0] == "matmul"
+    # a batch of thin products: tiles must be half filled along M and N
+    assert kernel([128, 30, 8], [8, 36])[0] == "matmul_small"
+    assert kernel([128, 36, 8], [8, 36])[0] == "matmul_v4"
 
 
 def test_broadcast_strides_are_zero_on_size_one_axes() -> None:

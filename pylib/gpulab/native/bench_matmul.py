@@ -3,6 +3,7 @@ product and TFLOP/s, and the worst error against float64 on sampled rows.
 
     python -m gpulab.native.bench_matmul --size 4096 --reps 20
     python -m gpulab.native.bench_matmul --size 512 --allow-software      # lavapipe: slow
+    python -m gpulab.native.bench_matmul --size 4096 --kernel matmul      # force a kernel
 
 The products of one timing run are encoded into one submission (a prepared program run with
 `reps` steps), then the queue is drained, so the figure is device time plus one submit.
@@ -11,11 +12,15 @@ The products of one timing run are encoded into one submission (a prepared progr
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
+from ..errors import GpuLabError
 from ..protocol import validate
+from . import planner
 from .wgpu_executor import open_executor
 
 
@@ -29,6 +34,30 @@ def matmul_graph(n: int, seed: int = 0) -> dict[str, Any]:
         {"id": 0, "op": "input", "shape": [n, n], "data": a.reshape(-1)},
         {"id": 1, "op": "input", "shape": [n, n], "data": b.reshape(-1)},
         {"id": 2, "op": "matmul", "a": 0, "b": 1}], "outputs": [{"name": "c", "id": 2}]}
+
+
+@contextlib.contextmanager
+def forcing_matmul_kernel(kernel: str | None) -> Iterator[None]:
+    """Plan every matmul with `kernel` (its scalar twin where K or N is not a multiple of 4)
+    instead of the planner's choice by shape: for benchmarks and for tests that compare the
+    kernels on the same data. None changes nothing."""
+    if kernel is None:
+        yield
+        return
+    if kernel not in planner.MATMUL_TILES:
+        raise GpuLabError("VALIDATION", f"unknown matmul kernel {kernel!r}; known: "
+                          f"{sorted(planner.MATMUL_TILES)}")
+    tile, scalar = planner.MATMUL_TILES[kernel]
+    chosen = planner.matmul_kernel
+
+    def forced(m: int, n: int, k: int, batch: int) -> tuple[int, str]:
+        return tile, kernel if k % 4 == 0 and n % 4 == 0 else scalar
+
+    planner.matmul_kernel = forced
+    try:
+        yield
+    finally:
+        planner.matmul_kernel = chosen
 
 
 def wait_for_queue(device: Any) -> None:
@@ -48,14 +77,15 @@ def wait_for_queue(device: Any) -> None:
 
 
 def bench(n: int, reps: int, allow_software: bool | None,
-          storage: int | None = None) -> dict[str, Any]:
+          storage: int | None = None, kernel: str | None = None) -> dict[str, Any]:
     """Run the benchmark; the measurements as a dict (see main for the printout)."""
     import numpy as np
 
     limits = {"maxComputeWorkgroupStorageSize": storage} if storage else None
     executor = open_executor(allow_software, limits=limits)
     graph = matmul_graph(n)
-    program = executor.prepare(validate(graph))
+    with forcing_matmul_kernel(kernel):
+        program = executor.prepare(validate(graph))
     try:
         out = program.run([{}], [2])[2]  # warm-up: pipelines compiled, buffers touched
         start = time.perf_counter()
@@ -83,9 +113,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--allow-software", action="store_true", default=None)
     parser.add_argument("--storage", type=int, default=None,
-                        help="cap maxComputeWorkgroupStorageSize (16384 forces the 64x64 tile)")
+                        help="cap maxComputeWorkgroupStorageSize (every matmul kernel fits "
+                        "16384, so this no longer changes the kernel: see --kernel)")
+    parser.add_argument("--kernel", choices=sorted(planner.MATMUL_TILES), default=None,
+                        help="run this matmul kernel instead of the planner's choice")
     args = parser.parse_args(argv)
-    r = bench(args.size, args.reps, args.allow_software, args.storage)
+    r = bench(args.size, args.reps, args.allow_software, args.storage, args.kernel)
     info = r["adapter"]
     soft = " (software adapter)" if info.get("software") else ""
     print(f"{r['n']}^3 float32 matmul on {info.get('description')}{soft} "

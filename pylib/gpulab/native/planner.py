@@ -27,7 +27,15 @@ DEFAULT_LIMITS: dict[str, int] = {
 }
 
 ELEMENTWISE_WG = 64  # workgroup size of elementwise kernels (the WG override)
-MATMUL_RB_STORAGE = 32768  # workgroup storage the 128x128 register-blocked matmul needs
+# A matmul takes the largest tile (128, then 64) that still gives this many workgroups (and is
+# at least half filled along M and N), else the 16x16 matmul_small: few big tiles leave most of a
+# GPU idle. Every matmul kernel fits WebGPU's default 16 KiB of workgroup storage.
+MATMUL_MIN_WORKGROUPS = 128
+MATMUL_KERNELS = ((128, "matmul_rb_v4", "matmul_rb"), (64, "matmul_v4", "matmul"))
+# kernel -> (its tile, the kernel for shapes whose K or N is not a multiple of 4)
+MATMUL_TILES = {"matmul_rb_v4": (128, "matmul_rb"), "matmul_rb": (128, "matmul_rb"),
+                "matmul_v4": (64, "matmul"), "matmul": (64, "matmul"),
+                "matmul_small": (16, "matmul_small")}
 
 UNARY_OP = {"neg": 0, "exp": 1, "log": 2, "sqrt": 3, "tanh": 4, "sigmoid": 5, "gelu": 6,
             "relu": 7, "positive": 8}
@@ -291,26 +299,27 @@ def _plan_matmul(ctx: _PlanContext, node: CheckedNode) -> None:
     batch4 = _pad_to4([*batch_shape, 1, 1], [])[0]
     a_strides = _matrix_batch_strides(sa, len(batch_shape), m * k)
     b_strides = _matrix_batch_strides(sb, len(batch_shape), k * n)
-    big = ctx.limits["maxComputeWorkgroupStorageSize"] >= MATMUL_RB_STORAGE
-    tile = 128 if big else 64
+    batch = batch4[0] * batch4[1]
+    tile, kernel = matmul_kernel(m, n, k, batch)
     tiles_m = _ceil_div(m, tile)
     tiles_n = _ceil_div(n, tile)
-    batch = batch4[0] * batch4[1]
     params = _u32s(m, n, k, tiles_m, tiles_n, batch, batch4[1], a_strides[0], a_strides[1],
                    b_strides[0], b_strides[1], 0)
     a = ctx.operand(node, 0)
     b = ctx.operand(node, 1)
     out = ctx.output(node)
-    ctx.dispatch(node, _matmul_kernel(big, k, n), {}, params, [a, b, out],
-                 tiles_m * tiles_n * batch)
+    ctx.dispatch(node, kernel, {}, params, [a, b, out], tiles_m * tiles_n * batch)
 
 
-def _matmul_kernel(big: bool, k: int, n: int) -> str:
-    """matmul_rb_v4 reads and writes vec4s, so every row of a, b and out must start on 16
-    bytes."""
-    if not big:
-        return "matmul"
-    return "matmul_rb_v4" if k % 4 == 0 and n % 4 == 0 else "matmul_rb"
+def matmul_kernel(m: int, n: int, k: int, batch: int) -> tuple[int, str]:
+    """(tile, kernel) for an [M, K] @ [K, N] product over `batch` matrices: shapes only, so
+    both planners agree on every device. The _v4 kernels read and write vec4s, so every row of
+    a, b and out must start on 16 bytes (K and N multiples of 4)."""
+    for tile, aligned, scalar in MATMUL_KERNELS:
+        groups = _ceil_div(m, tile) * _ceil_div(n, tile) * batch
+        if 2 * m > tile and 2 * n > tile and groups >= MATMUL_MIN_WORKGROUPS:
+            return tile, aligned if k % 4 == 0 and n % 4 == 0 else scalar
+    return 16, "matmul_small"
 
 
 def _plan_reduce(ctx: _PlanContext, node: CheckedNode) -> None:

@@ -7,8 +7,14 @@ planning, pipeline lookup, bind-group creation or param packing happens per run.
 
 `run(steps, read_ids)` encodes every session step into ONE command encoder: copy that step's
 feeds from a staging buffer (all steps' feeds are written up front, straight from the caller's
-arrays), the recorded dispatches, then the carries as buffer copies; after the last step the
-requested values are copied into one read-back buffer. One queue submission and one map per run.
+arrays), the recorded dispatches, then the carries; after the last step the requested values are
+copied into one read-back buffer. One queue submission and one map per run.
+
+Carries cost no copies when they pair up (each carried output's buffer is written by a dispatch
+and belongs to one carry only, the usual training state): the dispatches are recorded twice,
+the second time with each carried input's buffer and its output's buffer swapped, and steps
+alternate between the two recordings ("ping-pong"), so each step reads the state where the
+previous one wrote it. Otherwise every carry is a buffer copy after the step.
 """
 
 from __future__ import annotations
@@ -43,7 +49,11 @@ class WgpuProgram:
         self._buffers: list[Any] = []
         self._uniform: Any = None
         self._scratch: list[Any] = []  # pooled carry scratch buffers
-        self._recorded: list[tuple[Any, Any, list[int]]] = []
+        # the dispatches as (pipeline, bind group, workgroups): [plain] or [plain, swapped]
+        self._recorded: list[list[tuple[Any, Any, list[int]]]] = []
+        self._swap: dict[int, int] = {}  # plan buffer -> its ping-pong partner
+        self._carried_inputs: set[int] = set()  # plan buffers of carried inputs (swap keys)
+        self._parity = 0  # 1: the next step runs the swapped recording
         self._staging: Any = None
         self._readback: Any = None
         self._steps_run = 0
@@ -52,8 +62,9 @@ class WgpuProgram:
             with executor.guard("prepare"):
                 self._allocate()
                 self._upload()
+                self._swap = self._plan_swap()
                 self._record()
-                self._carry_copies = self._plan_carries()
+                self._carry_copies = [] if self._swap else self._plan_carries()
         except BaseException:
             self.dispose()
             raise
@@ -107,17 +118,59 @@ class WgpuProgram:
         for off, chunk in zip(offsets, packed):
             blob[off:off + len(chunk)] = chunk
         device.queue.write_buffer(uniform, 0, bytes(blob))
-        for step, off, chunk in zip(self.plan["steps"], offsets, packed):
-            pipeline = self._ex.pipeline(step["kernel"], step["overrides"])
-            entries = [{"binding": 0, "resource": {"buffer": uniform, "offset": off,
-                                                   "size": len(chunk)}}]
-            for i, buffer_id in enumerate(step["bindings"]):
-                entries.append({"binding": i + 1, "resource": {
-                    "buffer": self._buffers[buffer_id], "offset": 0,
-                    "size": self._sizes[buffer_id]}})
-            group = device.create_bind_group(layout=pipeline.get_bind_group_layout(0),
-                                             entries=entries)
-            self._recorded.append((pipeline, group, step["dispatch"]))
+        for swapped in ([False, True] if self._swap else [False]):
+            recorded = []
+            for step, off, chunk in zip(self.plan["steps"], offsets, packed):
+                pipeline = self._ex.pipeline(step["kernel"], step["overrides"])
+                entries = [{"binding": 0, "resource": {"buffer": uniform, "offset": off,
+                                                       "size": len(chunk)}}]
+                for i, buffer_id in enumerate(step["bindings"]):
+                    physical = self._swap.get(buffer_id, buffer_id) if swapped else buffer_id
+                    entries.append({"binding": i + 1, "resource": {
+                        "buffer": self._buffers[physical], "offset": 0,
+                        "size": self._sizes[buffer_id]}})
+                group = device.create_bind_group(layout=pipeline.get_bind_group_layout(0),
+                                                 entries=entries)
+                recorded.append((pipeline, group, step["dispatch"]))
+            self._recorded.append(recorded)
+
+    def _plan_swap(self) -> dict[int, int]:
+        """The ping-pong pairs {input buffer: output buffer, and back}, or {} when the carries
+        do not pair up: a buffer in two carries, a fed input, an output no dispatch writes
+        (an input carried into an input), or buffers of different sizes."""
+        written = {step["bindings"][-1] for step in self.plan["steps"]}
+        fed = {buffer_id for _, buffer_id, _ in self._feeds}
+        swap: dict[int, int] = {}
+        for input_id, output_id in self._carry.items():
+            dst = self._buffer_of.get(input_id)
+            src = self._buffer_of.get(output_id)
+            if dst is None or src is None or src == dst:
+                continue  # unknown ids fail in _plan_carries; src == dst needs nothing
+            if (dst in swap or src in swap or dst in fed or src not in written
+                    or self._sizes[dst] != self._sizes[src]):
+                return {}
+            swap[dst], swap[src] = src, dst
+            self._carried_inputs.add(dst)
+        if swap:
+            self._plan_carries()  # the same checks of the carry ids as the copy path
+        return swap
+
+    @property
+    def carry_mode(self) -> str:
+        """"ping-pong" (swapped recordings), "copies" (buffer copies) or "none"."""
+        if self._swap:
+            return "ping-pong"
+        return "copies" if self._carry_copies else "none"
+
+    def _physical(self, buffer_id: int) -> int:
+        """Where a plan buffer's current value is: after a swapped step the pairs trade
+        places. A carried input holds the next step's input (read with the next parity); every
+        other buffer holds what the last step wrote (the previous parity)."""
+        partner = self._swap.get(buffer_id)
+        if partner is None:
+            return buffer_id
+        parity = self._parity if buffer_id in self._carried_inputs else 1 - self._parity
+        return partner if parity else buffer_id
 
     def _plan_carries(self) -> list[tuple[Any, Any, int]]:
         """(source, destination, bytes) copies that apply every carry at once: a source that is
@@ -209,13 +262,15 @@ class WgpuProgram:
         if self._recorded:
             compute = encoder.begin_compute_pass()
             current = None
-            for pipeline, group, (x, y, z) in self._recorded:
+            for pipeline, group, (x, y, z) in self._recorded[self._parity]:
                 if pipeline is not current:  # each wgpu-py call costs microseconds of Python
                     compute.set_pipeline(pipeline)
                     current = pipeline
                 compute.set_bind_group(0, group)
                 compute.dispatch_workgroups(x, y, z)
             compute.end()
+        if self._swap:
+            self._parity = 1 - self._parity
         for src, dst, size in self._carry_copies:
             encoder.copy_buffer_to_buffer(src, 0, dst, 0, size)
 
@@ -230,8 +285,8 @@ class WgpuProgram:
             total += self._sizes[buffer_id]
         readback = self._readback_buffer(total) if read else None
         for _, buffer_id, offset in layout:
-            encoder.copy_buffer_to_buffer(self._buffers[buffer_id], 0, readback, offset,
-                                          self._sizes[buffer_id])
+            encoder.copy_buffer_to_buffer(self._buffers[self._physical(buffer_id)], 0, readback,
+                                          offset, self._sizes[buffer_id])
         self._ex.submit([encoder.finish()])
         if not read:
             return {}
