@@ -205,6 +205,28 @@ def test_carry_by_swap_and_by_copy(gl_page: Any, where: str) -> None:
         assert got["carried"] == {"0": a, "1": b, "2": c, "4": e}, got
 
 
+def test_transposes_feeding_matmuls_are_read_in_place(gl_page: Any) -> None:
+    r = scenario(gl_page, "transposeFolding", "main")
+    x = {int(k): f32(v["data"]).astype(np.float64).reshape(v["shape"])
+         for k, v in r["inputs"].items()}
+    t = lambda m: np.swapaxes(m, -1, -2)
+    expected = {"tA_B": (t(x[0]), x[1]), "tB_A": (t(x[1]), x[0]), "E_tF": (x[2], t(x[3])),
+                "tX_X": (t(x[4]), x[4])}
+    eps = np.finfo(np.float32).eps
+    for lane in ("blocks", "flat"):
+        got = r[lane]["values"]
+        for name, (a, b) in expected.items():
+            # The matmul class: FMA contraction allowed, bound against |A| @ |B|.
+            err = np.abs(f32(got[name]) - (a @ b).ravel())
+            assert np.all(err <= 4 * eps * (np.abs(a) @ np.abs(b)).ravel()), (lane, name, err.max())
+        assert got["relu_tB"] == r["cpu"]["values"]["relu_tB"], lane  # exact op, same bits
+        # Three transposes are read by the matmul's packing in place; the one a relu also
+        # reads is computed (one strided pass).
+        passes = r[lane]["passes"]
+        assert sum("TRANSPOSED=1" in p for p in passes) == 3, (lane, passes)
+        assert sum(p.startswith("strided.glsl") for p in passes) == 1, (lane, passes)
+
+
 WRAP_LIMIT = 97  # a prime texture limit: rows break at odd places
 
 

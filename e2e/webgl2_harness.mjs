@@ -92,6 +92,46 @@ export async function largeLayout() {
   return out;
 }
 
+// ---- transposes read by matmul ---------------------------------------------------------------
+
+/**
+ * Transposes feeding matmuls (batched, broadcast, on either side, K % 4 != 0): folded into the
+ * matmul's packing unless something else reads them (t1 also feeds a relu).
+ */
+function transposeGraph() {
+  const input = (id, shape, seed) => ({ id, op: 'input', shape,
+    data: [...noise(shape.reduce((a, b) => a * b, 1), seed, 2)] });
+  const nodes = [
+    input(0, [2, 5, 7], 21), input(1, [2, 5, 6], 22), input(2, [3, 1, 4, 5], 23),
+    input(3, [2, 6, 5], 24), input(4, [9, 11], 25),
+    { id: 10, op: 'transpose', a: 0 }, { id: 11, op: 'matmul', a: 10, b: 1 },   // [2, 7, 6]
+    { id: 12, op: 'transpose', a: 1 }, { id: 13, op: 'matmul', a: 12, b: 0 },   // [2, 6, 7]
+    { id: 14, op: 'relu', a: 12 },
+    { id: 15, op: 'transpose', a: 3 }, { id: 16, op: 'matmul', a: 2, b: 15 },   // [3, 2, 4, 6]
+    { id: 17, op: 'transpose', a: 4 }, { id: 18, op: 'matmul', a: 17, b: 4 },   // [11, 11], K = 9
+  ];
+  const names = { tA_B: 11, tB_A: 13, relu_tB: 14, E_tF: 16, tX_X: 18 };
+  return { version: 2, nodes, outputs: Object.entries(names).map(([name, id]) => ({ name, id })) };
+}
+
+/** transposeGraph on webgl2 (4x4 blocks, then the flat path) and the CPU reference. */
+export async function transposeFolding() {
+  const graph = transposeGraph();
+  const out = { inputs: Object.fromEntries(graph.nodes.filter((n) => n.op === 'input')
+    .map((n) => [n.id, { shape: n.shape, data: toBase64(Float32Array.from(n.data)) }])) };
+  const encode = (r) => Object.fromEntries(Object.entries(r.outputs).map(([k, v]) => [k, toBase64(v.data)]));
+  for (const [lane, hooks] of [['blocks', {}], ['flat', { webgl2FlatMatmul: true }]]) {
+    const profile = [];
+    const rt = await createRuntime({ ...SOFT, hooks: { ...hooks, webgl2Profile: profile } });
+    out[lane] = { values: encode(await rt.execute(graph)), passes: profile.map((p) => p.key) };
+    rt.dispose();
+  }
+  const cpu = await createRuntime({ backend: 'cpu' });
+  out.cpu = { values: encode(await cpu.execute(graph)) };
+  cpu.dispose();
+  return out;
+}
+
 // ---- policy --------------------------------------------------------------------------------
 
 /** Without allowSoftware: the explicit backend refuses, auto records the refusal. */

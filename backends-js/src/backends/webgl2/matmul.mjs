@@ -30,15 +30,20 @@ function rowsOf(shape) {
 
 /**
  * The pass packing operand `id` along its rows into a new scratch texture; with `rowPerLine`
- * the texture is exactly one packed row wide, so texel (q, r) is row r's q-th texel.
+ * the texture is exactly one packed row wide, so texel (q, r) is row r's q-th texel. A
+ * transpose the program does not compute is packed from its source, read transposed.
  * @param {import('./registry.mjs').KernelContext} k @param {number} id @param {boolean} rowPerLine
  */
 function packPass(k, id, rowPerLine) {
-  const [rows, cols] = rowsOf(k.shape(id));
+  const shape = k.shape(id);
+  const [rows, cols] = rowsOf(shape);
   const tpr = texelsPerRow(cols);
+  const source = k.transposeSource(id);
   return {
-    shader: 'pack.glsl', defines: { PACKED_OUT: 1 }, inputs: { u_a: k.slot(id) },
-    uniforms: { u_cols: ['i', cols], u_tpr: ['i', tpr] },
+    shader: 'pack.glsl',
+    defines: source === undefined ? { PACKED_OUT: 1 } : { PACKED_OUT: 1, TRANSPOSED: 1 },
+    inputs: { u_a: k.slot(source ?? id) },
+    uniforms: { u_cols: ['i', cols], u_tpr: ['i', tpr], u_rows: ['i', shape[shape.length - 2]] },
     target: k.temp4(rows * tpr, { width: rowPerLine ? tpr : 0 }),
   };
 }
@@ -95,4 +100,4 @@ registerKernel('matmul', (node, k) => {
     shader: 'unpack.glsl', inputs: { u_p: product }, target: k.out,
     uniforms: { u_cols: ['i', N], u_tpr: ['i', tn] },
   }];
-});
+}, { readsTransposed: true });

@@ -113,16 +113,43 @@ export class WebGL2Program {
     this.checkGl('prepare');
   }
 
+  /**
+   * Transposes that are never computed: not readable from outside, and every consumer reads
+   * them from their source (registerKernel's readsTransposed). id -> source id.
+   */
+  foldedTransposes() {
+    /** @type {Map<number, number[]>} */
+    const consumers = new Map();
+    for (const id of this.order) {
+      for (const op of this.nodes.get(id).operands) consumers.set(op, [...(consumers.get(op) ?? []), id]);
+    }
+    const folded = new Map();
+    for (const id of this.order) {
+      const node = this.nodes.get(id);
+      const users = consumers.get(id) ?? [];
+      if (node.op !== 'transpose' || this.pinned.has(id) || users.length === 0) continue;
+      if (users.every((u) => kernelFor(this.nodes.get(u).op)?.readsTransposed)) {
+        folded.set(id, node.operands[0]);
+      }
+    }
+    return folded;
+  }
+
   /** The passes of every live node: constants once (init), the rest every step. */
   recordKernels() {
     const init = [];
     const step = [];
+    const folded = this.foldedTransposes();
+    /** An operand as it is read: a folded transpose is read from its source. @param {number} op */
+    const source = (op) => folded.get(op) ?? op;
     /** @type {Map<number, number>} node id -> position of its last consumer in the order */
     const lastUse = new Map();
-    this.order.forEach((id, i) => this.nodes.get(id).operands.forEach((op) => lastUse.set(op, i)));
+    this.order.forEach((id, i) => {
+      if (!folded.has(id)) this.nodes.get(id).operands.forEach((op) => lastUse.set(source(op), i));
+    });
     this.order.forEach((id, i) => {
       const node = this.nodes.get(id);
-      if (node.op === 'input') return;
+      if (node.op === 'input' || folded.has(id)) return;
       const kernel = kernelFor(node.op);
       if (!kernel) {
         throw new GpuLabError('BACKEND',
@@ -135,6 +162,7 @@ export class WebGL2Program {
         out: this.nodeSlot(id),
         maxTextureSize: this.env.pool.maxSize,
         options: this.env.kernelOptions,
+        transposeSource: (opId) => folded.get(opId),
         temp: (n) => {
           temps.push(this.allocate(n, true));
           return temps[temps.length - 1];
@@ -146,7 +174,7 @@ export class WebGL2Program {
       });
       (kernel.constant ? init : step).push(...passes);
       // Recycled only after this node's passes, so no pass renders into a texture it reads.
-      for (const op of new Set(node.operands)) {
+      for (const op of new Set(node.operands.map(source))) {
         if (!this.pinned.has(op) && lastUse.get(op) === i) this.recycle(this.slotOf.get(op));
       }
       temps.forEach((t) => this.recycle(t));

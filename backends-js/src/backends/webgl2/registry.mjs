@@ -14,6 +14,8 @@
  * @property {number} out                      slot of this node's output
  * @property {number} maxTextureSize            the texture width/height limit
  * @property {{flatMatmul?: boolean}} options   test hooks that pick a kernel's general path
+ * @property {(id: number) => number|undefined} transposeSource  for an operand that is a
+ *   transpose the program does not compute: the node it transposes (read that instead)
  * @property {(n: number) => number} temp      a scratch tensor of n elements for this node
  * @property {(texels: number, format?: {layers?: number, width?: number}) => number} temp4
  *   a packed RGBA32F scratch texture of that many texels (per layer), optionally a 4-layer array
@@ -21,16 +23,19 @@
  * @typedef {(node: any, k: KernelContext) => Pass[]} Kernel
  */
 
-/** @type {Map<string, {build: Kernel, constant: boolean}>} */
+/** @type {Map<string, {build: Kernel, constant: boolean, readsTransposed: boolean}>} */
 const KERNELS = new Map();
 
 /**
  * @param {string} op
  * @param {Kernel} build
- * @param {{constant?: boolean}} [opts] constant: the result never changes (computed once at prepare)
+ * @param {{constant?: boolean, readsTransposed?: boolean}} [opts] constant: the result never
+ *   changes (computed once at prepare); readsTransposed: the kernel can read a transpose
+ *   operand from its source (k.transposeSource), so a transpose consumed only by such kernels
+ *   is never computed
  */
-export function registerKernel(op, build, { constant = false } = {}) {
-  KERNELS.set(op, { build, constant });
+export function registerKernel(op, build, { constant = false, readsTransposed = false } = {}) {
+  KERNELS.set(op, { build, constant, readsTransposed });
 }
 
 /** @param {string} op */
