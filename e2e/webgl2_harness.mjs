@@ -45,12 +45,16 @@ function noise(n, seed, scale = 1) {
 /**
  * The corpus on WebGL2 (software allowed), answered like the conformance runner's lanes.
  * maxTextureSize (optional) shrinks the texture limit so every tensor wraps across rows;
- * flatMatmul sends every matmul down the general (flat packed) path instead of 4x4 blocks.
+ * flatMatmul sends every matmul down the general (flat packed) path instead of 4x4 blocks;
+ * with profile, the answer also lists the shader of every pass run (webgl2Profile).
  */
-export async function conformance({ cases, maxTextureSize = null, flatMatmul = false }) {
+export async function conformance({ cases, maxTextureSize = null, flatMatmul = false, profile = false }) {
+  const log = [];
   const hooks = { webgl2FlatMatmul: flatMatmul };
   if (maxTextureSize) hooks.webgl2MaxTextureSize = maxTextureSize;
-  return runCases((opts) => createRuntime({ ...opts, hooks }), SOFT, cases);
+  if (profile) hooks.webgl2Profile = log;
+  const payload = await runCases((opts) => createRuntime({ ...opts, hooks }), SOFT, cases);
+  return { ...payload, passes: log.map((p) => p.key) };
 }
 
 // ---- tensors larger than one texture row -------------------------------------------------

@@ -13,7 +13,7 @@ precision highp sampler2DArray;
 
 uniform int u_n;   // element count of the output
 uniform int u_w;   // width of the output texture
-#if !defined(PACKED_OUT4)
+#if !defined(PACKED_OUT4) && !defined(OUT3)
 out vec4 o_value;  // the render target is R32F (only .r is stored) or RGBA32F (PACKED_OUT)
 #endif
 
@@ -81,6 +81,25 @@ void main() {
   o_1 = r1;
   o_2 = r2;
   o_3 = r3;
+}
+#elif defined(OUT3)
+// Kernels that compute three tensors of the output's size at once (3 color attachments,
+// R32F) define the three values of element i.
+layout(location = 0) out vec4 o_0;
+layout(location = 1) out vec4 o_1;
+layout(location = 2) out vec4 o_2;
+void kernel3(int i, out float r0, out float r1, out float r2);
+
+void main() {
+  ivec2 p = ivec2(gl_FragCoord.xy);
+  int i = p.y * u_w + p.x;
+  float r0 = 0.0;
+  float r1 = 0.0;
+  float r2 = 0.0;
+  if (i < u_n) kernel3(i, r0, r1, r2);
+  o_0 = vec4(r0, 0.0, 0.0, 1.0);
+  o_1 = vec4(r1, 0.0, 0.0, 1.0);
+  o_2 = vec4(r2, 0.0, 0.0, 1.0);
 }
 #elif defined(PACKED_OUT)
 // Kernels that render into a packed scratch texture define the 4 values of texel t (u_n texels).

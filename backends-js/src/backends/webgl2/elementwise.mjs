@@ -46,19 +46,46 @@ registerKernel('adam_m', (node, k) => binaryPass('adam_m', node, k, {
 registerKernel('adam_v', (node, k) => binaryPass('adam_v', node, k, {
   u_p: ['f', node.attrs.beta2], u_q: ['f', 1 - node.attrs.beta2] }));
 
-// Two passes: the bias corrections once (a 2-element scratch), then the update per element.
+/** The adam_m and adam_v nodes feeding an update through the same gradient (fusable). */
+function adamMoments(node, nodeOf) {
+  const [, m, v] = node.operands;
+  const [mNode, vNode] = [nodeOf(m), nodeOf(v)];
+  const fits = mNode.op === 'adam_m' && vNode.op === 'adam_v' &&
+    mNode.operands[1] === vNode.operands[1] && m !== v;
+  return fits ? [m, v] : [];
+}
+
+// The bias corrections once per step (one packed texel), then the update per element. Where
+// the adam_m and adam_v feeding it feed nothing else, one pass computes all three (3 color
+// attachments): the moments are read and written once instead of twice.
 registerKernel('adam_update', (node, k) => {
   const [a, b, c, t] = node.operands;
   const { lr, beta1, beta2, eps } = node.attrs;
-  const bias = k.temp(2);
-  return [{
-    shader: 'adam_update.glsl', defines: { STAGE_BIAS: 1 }, inputs: { u_t: k.slot(t) },
+  const bias = k.temp4(1);
+  const passes = [{
+    shader: 'adam_update.glsl', defines: { PACKED_OUT: 1, STAGE_BIAS: 1 }, inputs: { u_t: k.slot(t) },
     uniforms: { u_lr: ['f', lr], u_lnb1: ['f', Math.log(beta1)], u_lnb2: ['f', Math.log(beta2)] },
     target: bias,
-  }, {
+  }];
+  if (k.absorbed(b) && k.absorbed(c)) {
+    const [m0, g] = k.node(b).operands;
+    const [v0] = k.node(c).operands;
+    const b1 = k.node(b).attrs.beta1;
+    const b2 = k.node(c).attrs.beta2;
+    passes.push({
+      shader: 'adam_update.glsl', defines: { OUT3: 1, STAGE_FUSED: 1 },
+      inputs: { u_a: k.slot(a), u_bias: bias, u_m0: k.slot(m0), u_v0: k.slot(v0), u_g: k.slot(g) },
+      uniforms: { u_eps: ['f', eps], u_b1: ['f', b1], u_c1: ['f', 1 - b1], u_b2: ['f', b2],
+        u_c2: ['f', 1 - b2] },
+      target: k.out, alsoTargets: [k.slot(b), k.slot(c)],
+    });
+    return passes;
+  }
+  passes.push({
     shader: 'adam_update.glsl',
     inputs: { u_a: k.slot(a), u_b: k.slot(b), u_c: k.slot(c), u_bias: bias },
     uniforms: { u_eps: ['f', eps] },
     target: k.out,
-  }];
-});
+  });
+  return passes;
+}, { absorbs: adamMoments });

@@ -18,6 +18,7 @@ const SETTERS = { i: 'uniform1i', f: 'uniform1f', u: 'uniform1ui', i2: 'uniform2
  * @property {Array<[WebGLUniformLocation|null, number]>} samplers location, slot
  * @property {Array<[string, WebGLUniformLocation|null, any]>} uniforms setter, location, value
  * @property {number} target slot
+ * @property {number[]} alsoTargets slots written through color attachments 1, 2, ...
  * @property {WebGLUniformLocation|null} nLoc
  * @property {WebGLUniformLocation|null} wLoc
  */
@@ -99,7 +100,7 @@ export class WebGL2Program {
       if (this.pinned.has(id)) this.nodeSlot(id);
     }
     const { init, step } = this.recordKernels();
-    const carry = this.planCarry(new Set(step.map((p) => p.target)));
+    const carry = this.planCarry(new Set(step.flatMap((p) => [p.target, ...(p.alsoTargets ?? [])])));
     const all = [...init, ...step, ...carry.copies];
     await this.env.shaders.load(all);
     [this.initCommands, this.stepCommands, this.copyCommands] = await Promise.all(
@@ -135,26 +136,60 @@ export class WebGL2Program {
     return folded;
   }
 
+  /**
+   * Nodes another node's kernel computes in its own passes (registerKernel's absorbs): taken
+   * only when every one of them feeds that node alone and is neither an input nor constant.
+   * absorbed id -> the absorbing node's id.
+   */
+  absorbedNodes() {
+    /** @type {Map<number, number[]>} */
+    const consumers = new Map();
+    for (const id of this.order) {
+      for (const op of new Set(this.nodes.get(id).operands)) {
+        consumers.set(op, [...(consumers.get(op) ?? []), id]);
+      }
+    }
+    const absorbed = new Map();
+    for (const id of this.order) {
+      const absorbs = kernelFor(this.nodes.get(id).op)?.absorbs;
+      const ids = absorbs ? absorbs(this.nodes.get(id), (n) => this.nodes.get(n)) : [];
+      const alone = (a) => consumers.get(a)?.length === 1 && this.nodes.get(a).op !== 'input' &&
+        !kernelFor(this.nodes.get(a).op)?.constant;
+      if (ids.length && ids.every(alone)) ids.forEach((a) => absorbed.set(a, id));
+    }
+    return absorbed;
+  }
+
   /** The passes of every live node: constants once (init), the rest every step. */
   recordKernels() {
     const init = [];
     const step = [];
     const folded = this.foldedTransposes();
+    const absorbed = this.absorbedNodes();
     /** An operand as it is read: a folded transpose is read from its source. @param {number} op */
     const source = (op) => folded.get(op) ?? op;
+    const position = new Map(this.order.map((id, i) => [id, i]));
+    /** Where a node's passes are recorded: an absorbed node's with its absorber's. */
+    const recordedAt = (id) => position.get(absorbed.get(id) ?? id);
     /** @type {Map<number, number>} node id -> position of its last consumer in the order */
     const lastUse = new Map();
-    this.order.forEach((id, i) => {
-      if (!folded.has(id)) this.nodes.get(id).operands.forEach((op) => lastUse.set(source(op), i));
-    });
+    for (const id of this.order) {
+      if (folded.has(id)) continue;
+      const at = recordedAt(id);
+      for (const op of this.nodes.get(id).operands) {
+        lastUse.set(source(op), Math.max(lastUse.get(source(op)) ?? -1, at));
+      }
+    }
     this.order.forEach((id, i) => {
       const node = this.nodes.get(id);
-      if (node.op === 'input' || folded.has(id)) return;
+      if (node.op === 'input' || folded.has(id) || absorbed.has(id)) return;
+      const inside = [...absorbed].filter(([, by]) => by === id).map(([a]) => a);
       const kernel = kernelFor(node.op);
       if (!kernel) {
         throw new GpuLabError('BACKEND',
           `node ${id} (${node.op}): the webgl2 backend has no kernel for ${node.op}`, id);
       }
+      inside.forEach((a) => this.nodeSlot(a));
       const temps = [];
       const passes = kernel.build(node, {
         slot: (opId) => this.slotOf.get(opId),
@@ -163,6 +198,8 @@ export class WebGL2Program {
         maxTextureSize: this.env.pool.maxSize,
         options: this.env.kernelOptions,
         transposeSource: (opId) => folded.get(opId),
+        absorbed: (opId) => absorbed.get(opId) === id,
+        node: (opId) => this.nodes.get(opId),
         temp: (n) => {
           temps.push(this.allocate(n, true));
           return temps[temps.length - 1];
@@ -174,7 +211,8 @@ export class WebGL2Program {
       });
       (kernel.constant ? init : step).push(...passes);
       // Recycled only after this node's passes, so no pass renders into a texture it reads.
-      for (const op of new Set(node.operands.map(source))) {
+      const read = [node, ...inside.map((a) => this.nodes.get(a))].flatMap((n) => n.operands);
+      for (const op of new Set(read.map(source))) {
         if (!this.pinned.has(op) && lastUse.get(op) === i) this.recycle(this.slotOf.get(op));
       }
       temps.forEach((t) => this.recycle(t));
@@ -218,7 +256,7 @@ export class WebGL2Program {
     return passes.map((p, i) => {
       const prog = progs[i];
       return {
-        prog, target: p.target,
+        prog, target: p.target, alsoTargets: p.alsoTargets ?? [],
         samplers: Object.entries(p.inputs ?? {}).map(([name, slot]) => [shaders.location(prog, name), slot]),
         uniforms: Object.entries(p.uniforms ?? {}).map(([name, [type, value]]) =>
           [SETTERS[type], shaders.location(prog, name), value]),
@@ -228,12 +266,33 @@ export class WebGL2Program {
     });
   }
 
+  /**
+   * The framebuffer a draw renders into: the target's own, or for a pass with several targets
+   * this program's multi-target framebuffer with their current textures attached (carried
+   * slots swap textures between steps, so attachments are set per draw).
+   * @param {DrawCommand} cmd
+   */
+  bindTargets(cmd) {
+    const gl = this.gl;
+    const target = this.slots[cmd.target];
+    if (!cmd.alsoTargets.length) {
+      gl.bindFramebuffer(gl.FRAMEBUFFER, target.framebuffer);
+      return target;
+    }
+    this.multiTarget ??= gl.createFramebuffer();
+    gl.bindFramebuffer(gl.FRAMEBUFFER, this.multiTarget);
+    const slots = [cmd.target, ...cmd.alsoTargets];
+    slots.forEach((slot, i) => gl.framebufferTexture2D(gl.FRAMEBUFFER, gl.COLOR_ATTACHMENT0 + i,
+      gl.TEXTURE_2D, this.slots[slot].texture, 0));
+    gl.drawBuffers(slots.map((_, i) => gl.COLOR_ATTACHMENT0 + i));
+    return target;
+  }
+
   /** @param {DrawCommand} cmd */
   draw(cmd) {
     const gl = this.gl;
-    const target = this.slots[cmd.target];
     gl.useProgram(cmd.prog.handle);
-    gl.bindFramebuffer(gl.FRAMEBUFFER, target.framebuffer);
+    const target = this.bindTargets(cmd);
     gl.viewport(0, 0, target.w, target.h);
     cmd.samplers.forEach(([loc, slot], unit) => {
       gl.activeTexture(gl.TEXTURE0 + unit);
@@ -333,6 +392,7 @@ export class WebGL2Program {
   dispose() {
     if (this.disposed) return;
     this.disposed = true;
+    if (this.multiTarget) this.gl.deleteFramebuffer(this.multiTarget);
     for (const tex of new Set(this.slots)) this.env.pool.release(tex);
     this.slots = [];
     this.onDispose?.();

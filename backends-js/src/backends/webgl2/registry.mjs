@@ -7,7 +7,8 @@
 
 /**
  * @typedef {{shader: string, defines?: Record<string, string|number>, inputs?: Record<string, number>,
- *   uniforms?: Record<string, [string, any]>, target: number}} Pass
+ *   uniforms?: Record<string, [string, any]>, target: number, alsoTargets?: number[]}} Pass
+ *   alsoTargets: further slots of target's size the shader writes (color attachments 1, 2, ...)
  * @typedef {object} KernelContext
  * @property {(id: number) => number} slot     texture slot of a node's tensor
  * @property {(id: number) => number[]} shape  shape of a node
@@ -16,6 +17,8 @@
  * @property {{flatMatmul?: boolean}} options   test hooks that pick a kernel's general path
  * @property {(id: number) => number|undefined} transposeSource  for an operand that is a
  *   transpose the program does not compute: the node it transposes (read that instead)
+ * @property {(id: number) => boolean} absorbed  whether this kernel computes operand id itself
+ * @property {(id: number) => any} node          a checked node by id
  * @property {(n: number) => number} temp      a scratch tensor of n elements for this node
  * @property {(texels: number, format?: {layers?: number, width?: number}) => number} temp4
  *   a packed RGBA32F scratch texture of that many texels (per layer), optionally a 4-layer array
@@ -23,19 +26,28 @@
  * @typedef {(node: any, k: KernelContext) => Pass[]} Kernel
  */
 
-/** @type {Map<string, {build: Kernel, constant: boolean, readsTransposed: boolean}>} */
+/**
+ * @typedef {(node: any, nodeOf: (id: number) => any) => number[]} Absorbs
+ * @typedef {{build: Kernel, constant: boolean, readsTransposed: boolean, absorbs: Absorbs|null}} KernelEntry
+ */
+
+/** @type {Map<string, KernelEntry>} */
 const KERNELS = new Map();
 
 /**
  * @param {string} op
  * @param {Kernel} build
- * @param {{constant?: boolean, readsTransposed?: boolean}} [opts] constant: the result never
- *   changes (computed once at prepare); readsTransposed: the kernel can read a transpose
- *   operand from its source (k.transposeSource), so a transpose consumed only by such kernels
- *   is never computed
+ * @param {{constant?: boolean, readsTransposed?: boolean, absorbs?: Absorbs}} [opts]
+ *   constant: the result never changes (computed once at prepare);
+ *   readsTransposed: the kernel can read a transpose operand from its source
+ *   (k.transposeSource), so a transpose consumed only by such kernels is never computed;
+ *   absorbs: operand nodes the kernel can compute in its own passes (fusion); where the
+ *   program agrees (they feed nothing else) they are not recorded on their own and the kernel
+ *   writes them to k.slot(id) (k.absorbed(id) says so)
  */
-export function registerKernel(op, build, { constant = false, readsTransposed = false } = {}) {
-  KERNELS.set(op, { build, constant, readsTransposed });
+export function registerKernel(op, build, { constant = false, readsTransposed = false,
+  absorbs = null } = {}) {
+  KERNELS.set(op, { build, constant, readsTransposed, absorbs });
 }
 
 /** @param {string} op */
