@@ -317,7 +317,8 @@ def test_tensors_larger_than_a_texture_row_match_the_cpu_reference(gl_page: Any)
 
 
 if __name__ == "__main__":
-    # Timing for docs/webgl2.md (not a test): python -m e2e.test_webgl2 [main|worker]
+    # Timing for docs/webgl2.md (not a test): python -m e2e.test_webgl2 [main|worker|profile]
+    # (profile: ms per pass of one MLP session step, on the main thread)
     import json
     import os
     import sys
@@ -337,6 +338,12 @@ if __name__ == "__main__":
         pg.set_default_timeout(600_000)
         pg.goto(f"http://127.0.0.1:{srv.server_address[1]}{PAGE}")
         pg.wait_for_function("window.webgl2Test !== undefined")
-        print(json.dumps(scenario(pg, "timing", where), indent=1))
+        if where == "profile":
+            r = scenario(pg, "profile", "main")
+            print(f"sum of passes {r['totalMs']:.2f} ms ({r['dims']}, min of {r['repeats']})")
+            for p in r["passes"]:
+                print(f"{p['ms']:8.2f}  {p['key']}  ({p['n']} texels)")
+        else:
+            print(json.dumps(scenario(pg, "timing", where), indent=1))
         browser.close()
     srv.shutdown()

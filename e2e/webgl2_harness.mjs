@@ -547,3 +547,26 @@ export async function timing({ dims = { B: 64, I: 784, H: 256, O: 10 }, repeats 
   rt.dispose();
   return out;
 }
+
+/**
+ * Where the time of one MLP session step goes: every pass synced and timed (webgl2Profile),
+ * the minimum over `repeats` steps per pass, after a warm-up. Syncing after each pass adds a
+ * little per pass, so the sum is above an unprofiled step.
+ */
+export async function profile({ dims = { B: 64, I: 784, H: 256, O: 10 }, repeats = 5 } = {}) {
+  const log = [];
+  const rt = await createRuntime({ ...SOFT, hooks: { webgl2Profile: log } });
+  const { graph, feeds, carry, step } = mlpSession(dims);
+  const session = await rt.prepare(graph, { feeds, carry, outputs: ['loss'] });
+  await session.run([step(0)]);
+  /** @type {{key: string, n: number, ms: number}[]} */
+  let passes = [];
+  for (let r = 0; r < repeats; r++) {
+    log.length = 0;
+    await session.run([step(0)]);
+    passes = log.map((p, i) => ({ ...p, ms: Math.min(p.ms, passes[i]?.ms ?? Infinity) }));
+  }
+  session.dispose();
+  rt.dispose();
+  return { dims, repeats, totalMs: passes.reduce((a, p) => a + p.ms, 0), passes };
+}
