@@ -10,6 +10,7 @@ matmul kernel follows the work (docs/plan.md), so one graph per matmul kernel is
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 from pathlib import Path
@@ -52,9 +53,26 @@ def matmul_kernel_graph(kernel: str, seed: int = 0) -> dict:
         {"id": 2, "op": "matmul", "a": 0, "b": 1}], "outputs": [{"name": "c", "id": 2}]}
 
 
+def transposes_into_matmuls_graph() -> dict:
+    """Transposes that small matmuls read in place (as a and as b), one also read by a relu
+    and one feeding a 64-tile matmul (both copied)."""
+    def inp(i: int, shape: list[int]) -> dict:
+        return {"id": i, "op": "input", "shape": shape, "data": [0.5] * math.prod(shape)}
+    nodes = [inp(0, [9, 12]), inp(1, [9, 7]), {"id": 2, "op": "transpose", "a": 0},
+             {"id": 3, "op": "matmul", "a": 2, "b": 1},
+             inp(4, [7, 12]), {"id": 5, "op": "transpose", "a": 4}, inp(6, [3, 12]),
+             {"id": 7, "op": "matmul", "a": 6, "b": 5}, {"id": 8, "op": "relu", "a": 5},
+             inp(9, [128, 4, 36]), {"id": 10, "op": "transpose", "a": 9}, inp(11, [4, 36]),
+             {"id": 12, "op": "matmul", "a": 10, "b": 11}]
+    return {"version": 2, "nodes": nodes,
+            "outputs": [{"name": f"o{i}", "id": i} for i in (3, 7, 8, 12)]}
+
+
 def _matmul_cases() -> list[dict]:
-    return [{"name": f"matmul-kernel/{k}", "op": "matmul", "graph": matmul_kernel_graph(k)}
-            for k in MATMUL_KERNEL_SHAPES]
+    cases = [{"name": f"matmul-kernel/{k}", "op": "matmul", "graph": matmul_kernel_graph(k)}
+             for k in MATMUL_KERNEL_SHAPES]
+    return [*cases, {"name": "matmul-kernel/transposes", "op": "matmul",
+                     "graph": transposes_into_matmuls_graph()}]
 
 
 def _python_plans(graph: dict) -> list[Any]:
@@ -122,6 +140,10 @@ def test_the_limit_sets_exercise_every_planner_path(cases: list[dict]) -> None:
     for kernel in MATMUL_KERNEL_SHAPES:  # the shape table above really picks each kernel
         plan = plan_graph(validate(matmul_kernel_graph(kernel)))
         assert [s["kernel"] for s in plan["steps"]] == [kernel]
+    plan = plan_graph(validate(transposes_into_matmuls_graph()))  # 2 read in place, 2 copied
+    assert [s["kernel"] for s in plan["steps"]] == ["matmul_small", "permute", "matmul_small",
+                                                    "unary", "permute", "matmul_v4"]
+    assert [s["params"][11][1] for s in plan["steps"] if s["kernel"] == "matmul_small"] == [1, 0]
     assert split > 0 and limited > 0
 
 

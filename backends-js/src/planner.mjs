@@ -85,6 +85,17 @@ class PlanContext {
     /** @type {Map<number, number>} node id -> buffer id */ this.bufferOf = new Map();
     /** @type {Plan['uploads']} */ this.uploads = [];
     /** @type {Step[]} */ this.steps = [];
+    /** @type {Map<number, CheckedNode[]>} node id -> the planned nodes reading it */
+    this.consumers = new Map();
+    for (const id of checked.order) {
+      const consumer = this.node(id);
+      for (const operand of new Set(consumer.operands)) {
+        if (!this.consumers.has(operand)) this.consumers.set(operand, []);
+        /** @type {CheckedNode[]} */ (this.consumers.get(operand)).push(consumer);
+      }
+    }
+    /** @type {Set<number>} transposes that matmuls read in place */
+    this.transposed = new Set();
   }
 
   /** @param {number} id */
@@ -307,6 +318,13 @@ function planPermute(ctx, node) {
 
 /** @type {Rule} */
 function planTranspose(ctx, node) {
+  // A copy, unless only matmul_small products read it: they read the operand in place (a
+  // view, `alias`, and a flag in their params), one dispatch less and the same bits.
+  if (readInPlace(ctx, node)) {
+    ctx.transposed.add(node.id);
+    ctx.bind(node, ctx.operand(node, 0), true);
+    return;
+  }
   const rank = node.shape.length;
   const src = contiguousStrides(ctx.operandShape(node, 0));
   const dims = [...Array(rank - 2).keys(), rank - 1, rank - 2];
@@ -339,15 +357,36 @@ function planMatmul(ctx, node) {
   const aStrides = matrixBatchStrides(sa, batchShape.length, m * k);
   const bStrides = matrixBatchStrides(sb, batchShape.length, k * n);
   const batch = batch4[0] * batch4[1];
-  const [tile, kernel] = matmulKernel(m, n, k, batch);
+  const [tile, kernel] = matmulChoice(ctx, node);
   const tilesM = Math.ceil(m / tile);
   const tilesN = Math.ceil(n / tile);
+  // bit 0: a is a transpose read in place (a[m, k] at k * M + m), bit 1: likewise b
+  const flags = (ctx.transposed.has(node.operands[0]) ? 1 : 0) |
+    (ctx.transposed.has(node.operands[1]) ? 2 : 0);
   const params = u32s(m, n, k, tilesM, tilesN, batch, batch4[1], aStrides[0], aStrides[1],
-    bStrides[0], bStrides[1], 0);
+    bStrides[0], bStrides[1], flags);
   const a = ctx.operand(node, 0);
   const b = ctx.operand(node, 1);
   const out = ctx.output(node);
   ctx.dispatch(node, kernel, {}, params, [a, b, out], tilesM * tilesN * batch);
+}
+
+/**
+ * A transpose that is no output and feeds only matmuls that take matmul_small.
+ * @param {PlanContext} ctx @param {CheckedNode} node
+ */
+function readInPlace(ctx, node) {
+  const users = ctx.consumers.get(node.id) ?? [];
+  return !ctx.outputIds.has(node.id) && users.length > 0 &&
+    users.every((u) => u.op === 'matmul' && matmulChoice(ctx, u)[1] === 'matmul_small');
+}
+
+/** @param {PlanContext} ctx @param {CheckedNode} node @returns {[number, string]} */
+function matmulChoice(ctx, node) {
+  const sa = ctx.operandShape(node, 0);
+  const sb = ctx.operandShape(node, 1);
+  const batch = count(node.shape.slice(0, -2));
+  return matmulKernel(sa[sa.length - 2], sb[sb.length - 1], sa[sa.length - 1], batch);
 }
 
 /**

@@ -4,11 +4,13 @@
 // products wait on load latency, not arithmetic); the next tile is loaded into registers while
 // the current one is used. Any M, N, K (scalar loads). Every output accumulates in ascending k
 // from 0.0 with one fma per k, the same sequence as matmul.wgsl, so the same bits.
+// `flags` bit 0: a is stored transposed ([K, M], a transpose read in place: a[m, k] at
+// k * M + m); bit 1: likewise b ([N, K]).
 
 struct Params {
   m: u32, n: u32, k: u32, tiles_m: u32,
   tiles_n: u32, batch: u32, b1: u32, a_s0: u32,
-  a_s1: u32, b_s0: u32, b_s1: u32, pad0: u32,
+  a_s1: u32, b_s0: u32, b_s1: u32, flags: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -25,11 +27,13 @@ var<workgroup> bs: array<array<f32, 16>, 64>;  // bs[k][column]
 struct Tile { a: vec4<f32>, b: vec4<f32> }
 
 fn a_at(row: u32, k: u32, base: u32) -> f32 {
-  return select(0.0f, a[base + row * p.k + k], row < p.m && k < p.k);
+  let at = select(row * p.k + k, k * p.m + row, (p.flags & 1u) != 0u);
+  return select(0.0f, a[base + at], row < p.m && k < p.k);
 }
 
 fn b_at(k: u32, col: u32, base: u32) -> f32 {
-  return select(0.0f, b[base + k * p.n + col], k < p.k && col < p.n);
+  let at = select(k * p.n + col, col * p.k + k, (p.flags & 2u) != 0u);
+  return select(0.0f, b[base + at], k < p.k && col < p.n);
 }
 
 // Thread lid loads a[row0 + lid / 16, k0 + (lid % 16) * 4 ..+4] and b[k0 + lid / 4,

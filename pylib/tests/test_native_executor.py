@@ -248,3 +248,39 @@ def test_a_carried_input_no_output_reads_still_carries(executor: Any) -> None:
         assert program.download(0).tolist() == [-1.0, -2.0]
     finally:
         program.dispose()
+
+
+def _transposes_graph() -> dict:
+    """Transposes feeding small matmuls as a (x^T @ y, batched too) and as b (d @ w^T)."""
+    nodes = [
+        {"id": 0, "op": "input", "shape": [9, 12], "data": _data(9, 12)},
+        {"id": 1, "op": "input", "shape": [9, 7], "data": _data(9, 7)},
+        {"id": 2, "op": "transpose", "a": 0},
+        {"id": 3, "op": "matmul", "a": 2, "b": 1},  # [12, 7]
+        {"id": 4, "op": "input", "shape": [7, 12], "data": _data(7, 12)},
+        {"id": 5, "op": "transpose", "a": 4},
+        {"id": 6, "op": "input", "shape": [3, 12], "data": _data(3, 12)},
+        {"id": 7, "op": "matmul", "a": 6, "b": 5},  # [3, 7]
+        {"id": 8, "op": "input", "shape": [2, 5, 4], "data": _data(2, 5, 4)},
+        {"id": 9, "op": "transpose", "a": 8},
+        {"id": 10, "op": "input", "shape": [5, 6], "data": _data(5, 6)},
+        {"id": 11, "op": "matmul", "a": 9, "b": 10},  # [2, 4, 6]
+        {"id": 12, "op": "matmul", "a": 9, "b": 10}]
+    outputs = [("c", 3), ("e", 7), ("f", 11)]
+    return {"version": 2, "nodes": nodes,
+            "outputs": [{"name": n, "id": i} for n, i in outputs]}
+
+
+def test_transposes_read_in_place_by_small_matmuls_give_the_same_bits(executor: Any) -> None:
+    fused = _transposes_graph()
+    steps = executor.prepare(validate(fused)).plan["steps"]
+    assert [s["kernel"] for s in steps] == ["matmul_small"] * 3  # no permute dispatch
+    assert [s["params"][11][1] for s in steps] == [1, 2, 1]  # the transposed operand's flag
+    copied = {**fused, "outputs": [*fused["outputs"], *({"name": f"t{i}", "id": i}
+                                                         for i in (2, 5, 9))]}  # so copied
+    assert sum(s["kernel"] == "permute" for s in
+               executor.prepare(validate(copied)).plan["steps"]) == 3
+    got, want = _run(executor, fused), _run(executor, copied)
+    assert all(np.array_equal(got[i].view(np.uint32), want[i].view(np.uint32)) for i in got)
+    a = _operand(fused, 0)
+    assert np.allclose(got[3], a.T @ _operand(fused, 1), rtol=1e-5, atol=1e-5)
