@@ -227,21 +227,34 @@ def test_transposes_feeding_matmuls_are_read_in_place(gl_page: Any) -> None:
         assert sum(p.startswith("strided.glsl") for p in passes) == 1, (lane, passes)
 
 
-def _adam_case(rng: np.random.Generator, shape: list[int], shared_consumer: bool) -> dict:
+def _adam_case(rng: np.random.Generator, shape: list[int], shared_consumer: bool,
+               matmul_gradient: bool = False) -> dict:
     """adam_m and adam_v feeding adam_update, every result an output (judged node by node from
     the values the backend fed the next node). With shared_consumer, a relu also reads m, so
-    the moments cannot be computed inside the update's pass."""
+    the moments cannot be computed inside the update's pass. With matmul_gradient the gradient
+    is a matmul of small integers (exact in float32, so the reference's gradient is the
+    backend's) that is not an output: the update's pass reads the product unpacked."""
     n = int(np.prod(shape))
 
     def data(scale: float, positive: bool = False) -> list[float]:
         x = rng.standard_normal(n) * scale
         return (np.abs(x) if positive else x).astype(np.float32).tolist()
 
+    def ints(dims: list[int]) -> dict:
+        return {"op": "input", "shape": dims,
+                "data": rng.integers(-3, 4, int(np.prod(dims))).astype(float).tolist()}
+
+    gradient = {"id": 3, "op": "input", "shape": shape, "data": data(1.0)}
+    extra = []
+    if matmul_gradient:
+        gradient = {"id": 3, "op": "matmul", "a": 9, "b": 10}
+        extra = [{"id": 9, **ints([*shape[:-1], 5])}, {"id": 10, **ints([5, shape[-1]])}]
     nodes = [
+        *extra,
         {"id": 0, "op": "input", "shape": shape, "data": data(1.0)},          # parameters
         {"id": 1, "op": "input", "shape": shape, "data": data(0.1)},          # m
         {"id": 2, "op": "input", "shape": shape, "data": data(0.01, True)},   # v
-        {"id": 3, "op": "input", "shape": shape, "data": data(1.0)},          # gradient
+        gradient,
         {"id": 4, "op": "input", "shape": [1], "data": [3.0]},
         {"id": 5, "op": "adam_m", "a": 1, "b": 3, "beta1": 0.8},
         {"id": 6, "op": "adam_v", "a": 2, "b": 3, "beta2": 0.99},
@@ -251,22 +264,30 @@ def _adam_case(rng: np.random.Generator, shape: list[int], shared_consumer: bool
     if shared_consumer:
         nodes.append({"id": 8, "op": "relu", "a": 5})
         outputs.append({"name": "relu_m", "id": 8})
-    name = f"adam_fusion/{'x'.join(map(str, shape))}{'_shared' if shared_consumer else ''}"
+    name = (f"adam_fusion/{'x'.join(map(str, shape))}{'_shared' if shared_consumer else ''}"
+            f"{'_matmul' if matmul_gradient else ''}")
     return {"name": name, "op": "adam_update",
             "graph": {"version": 2, "nodes": nodes, "outputs": outputs}}
 
 
-def test_adam_moments_computed_inside_the_update_pass(gl_page: Any) -> None:
+@pytest.mark.parametrize("flat", [False, True])
+def test_adam_moments_computed_inside_the_update_pass(gl_page: Any, flat: bool) -> None:
     rng = np.random.default_rng(5)
     cases = [_adam_case(rng, shape, shared) for shape in ([300, 7], [5])
              for shared in (False, True)]
-    payload = scenario(gl_page, "conformance", "main", {"cases": cases, "profile": True})
+    cases += [_adam_case(rng, shape, False, matmul_gradient=True) for shape in ([300, 7], [2, 9, 6])]
+    args = {"cases": cases, "profile": True, "flatMatmul": flat}
+    payload = scenario(gl_page, "conformance", "main", args)
     report = check_results(cases, _js_lane("browser-webgl2-adam", payload))
-    assert report.passed and len(report.results) == 4, report.describe_failures()
-    # The two unshared cases take one fused pass each; the shared ones compute the moments in
+    assert report.passed and len(report.results) == 6, report.describe_failures()
+    # The four unshared cases take one fused pass each, the two with a matmul gradient reading
+    # the product in its packed form (no unpack pass); the shared ones compute the moments in
     # their own passes (binary.glsl) and then the plain update.
     passes = payload["passes"]
-    assert sum("STAGE_FUSED=1" in p for p in passes) == 2, passes
+    assert sum("STAGE_FUSED=1" in p for p in passes) == 4, passes
+    layout = "RESULT_FLAT=1" if flat else "RESULT_LAYERS4=1"
+    assert sum(p.startswith("adam_update.glsl") and layout in p for p in passes) == 2, passes
+    assert not any(p.startswith("unpack.glsl") for p in passes), passes
     assert sum(p.startswith("binary.glsl|OP_adam_m=1") for p in passes) == 2, passes
 
 

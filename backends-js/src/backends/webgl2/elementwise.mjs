@@ -1,5 +1,6 @@
 // Elementwise kernels: unary ops, broadcasting binary ops, and the two-operand optimizer steps.
 import { registerKernel, broadcastStrides, pad4, sizeOf } from './registry.mjs';
+import { matmulProduct } from './matmul.mjs';
 
 for (const op of ['relu', 'positive', 'neg', 'exp', 'log', 'sqrt', 'tanh', 'sigmoid', 'gelu']) {
   registerKernel(op, (node, k) => [{
@@ -46,18 +47,28 @@ registerKernel('adam_m', (node, k) => binaryPass('adam_m', node, k, {
 registerKernel('adam_v', (node, k) => binaryPass('adam_v', node, k, {
   u_p: ['f', node.attrs.beta2], u_q: ['f', 1 - node.attrs.beta2] }));
 
-/** The adam_m and adam_v nodes feeding an update through the same gradient (fusable). */
-function adamMoments(node, nodeOf) {
+/**
+ * What an update can compute in its own pass: the adam_m and adam_v nodes feeding it through
+ * the same gradient, and that gradient too when it is a matmul nothing reads from outside (the
+ * update then reads the product without unpacking it).
+ * @type {import('./registry.mjs').Absorbs}
+ */
+function adamMoments(node, { nodeOf, pinned }) {
   const [, m, v] = node.operands;
   const [mNode, vNode] = [nodeOf(m), nodeOf(v)];
-  const fits = mNode.op === 'adam_m' && vNode.op === 'adam_v' &&
-    mNode.operands[1] === vNode.operands[1] && m !== v;
-  return fits ? [m, v] : [];
+  const g = mNode.operands[1];
+  const fits = mNode.op === 'adam_m' && vNode.op === 'adam_v' && vNode.operands[1] === g &&
+    m !== v;
+  if (!fits) return [];
+  const product = nodeOf(g).op === 'matmul' && !pinned(g) && g !== mNode.operands[0] &&
+    g !== vNode.operands[0] && g !== node.operands[0];
+  return product ? [[m, v, g], [m, v]] : [[m, v]];
 }
 
 // The bias corrections once per step (one packed texel), then the update per element. Where
 // the adam_m and adam_v feeding it feed nothing else, one pass computes all three (3 color
-// attachments): the moments are read and written once instead of twice.
+// attachments): the moments are read and written once instead of twice; where their gradient
+// is a matmul read by nothing else, that pass reads the product in its packed form.
 registerKernel('adam_update', (node, k) => {
   const [a, b, c, t] = node.operands;
   const { lr, beta1, beta2, eps } = node.attrs;
@@ -72,13 +83,23 @@ registerKernel('adam_update', (node, k) => {
     const [v0] = k.node(c).operands;
     const b1 = k.node(b).attrs.beta1;
     const b2 = k.node(c).attrs.beta2;
-    passes.push({
+    const fused = {
       shader: 'adam_update.glsl', defines: { OUT3: 1, STAGE_FUSED: 1 },
-      inputs: { u_a: k.slot(a), u_bias: bias, u_m0: k.slot(m0), u_v0: k.slot(v0), u_g: k.slot(g) },
+      inputs: { u_a: k.slot(a), u_bias: bias, u_m0: k.slot(m0), u_v0: k.slot(v0) },
       uniforms: { u_eps: ['f', eps], u_b1: ['f', b1], u_c1: ['f', 1 - b1], u_b2: ['f', b2],
         u_c2: ['f', 1 - b2] },
       target: k.out, alsoTargets: [k.slot(b), k.slot(c)],
-    });
+    };
+    if (k.absorbed(g)) {
+      const product = matmulProduct(k.node(g), k);
+      passes.push(...product.passes);
+      Object.assign(fused.defines, product.read.defines);
+      Object.assign(fused.inputs, product.read.inputs);
+      Object.assign(fused.uniforms, product.read.uniforms);
+    } else {
+      fused.inputs.u_g = k.slot(g);
+    }
+    passes.push(fused);
     return passes;
   }
   passes.push({

@@ -56,7 +56,15 @@ function blocksFit({ node, k, M, N, K, batch }) {
   return within(...a) && within(...b) && within(sizeOf(batch) * Math.ceil(M / 4), N) && K > 0;
 }
 
-registerKernel('matmul', (node, k) => {
+/**
+ * The passes computing a matmul node's product into packed scratch, without unpacking it, and
+ * how to read it (packed_result.glsl's defines, sampler and uniforms). Used by the matmul
+ * kernel (which unpacks into its output) and by kernels that absorb a matmul.
+ * @param {any} node @param {import('./registry.mjs').KernelContext} k
+ * @returns {{passes: import('./registry.mjs').Pass[], read: {defines: Record<string, number>,
+ *   inputs: Record<string, number>, uniforms: Record<string, [string, any]>}}}
+ */
+export function matmulProduct(node, k) {
   const [a, b] = node.operands;
   const sa = k.shape(a);
   const sb = k.shape(b);
@@ -74,30 +82,37 @@ registerKernel('matmul', (node, k) => {
     const packB = packPass(k, b, true);
     const groups = Math.ceil(M / 4);
     const product = k.temp4(sizeOf(batch) * groups * tn, { layers: 4, width: tn });
-    return [packA, packB, {
-      shader: 'matmul_blocks.glsl', defines: { PACKED_OUT4: 1 },
-      inputs: { u_a: packA.target, u_b: packB.target }, target: product,
-      uniforms: { u_shape: ['i4', [...batch, groups, tn]], u_m: ['i', M], u_k: ['i', K],
-        u_sa: ['i2', stridesA], u_sb: ['i2', stridesB] },
-    }, {
-      shader: 'unpack.glsl', defines: { LAYERS4: 1 }, inputs: { u_q: product }, target: k.out,
-      uniforms: { u_cols: ['i', N], u_m: ['i', M] },
-    }];
+    return {
+      passes: [packA, packB, {
+        shader: 'matmul_blocks.glsl', defines: { PACKED_OUT4: 1 },
+        inputs: { u_a: packA.target, u_b: packB.target }, target: product,
+        uniforms: { u_shape: ['i4', [...batch, groups, tn]], u_m: ['i', M], u_k: ['i', K],
+          u_sa: ['i2', stridesA], u_sb: ['i2', stridesB] },
+      }],
+      read: { defines: { RESULT_LAYERS4: 1 }, inputs: { u_rq: product },
+        uniforms: { u_rcols: ['i', N], u_rm: ['i', M] } },
+    };
   }
   const packA = packPass(k, a, false);
   const packB = packPass(k, b, false);
   const product = k.temp4(sizeOf(batch) * M * tn);
-  return [packA, packB, {
-    shader: 'matmul.glsl', defines: { PACKED_OUT: 1 },
-    inputs: { u_a: packA.target, u_b: packB.target }, target: product,
-    uniforms: {
-      u_shape: ['i4', [...batch, M, tn]],
-      u_k: ['i', K],
-      u_sa: ['i2', stridesA.map((s) => s * M * tk)],
-      u_sb: ['i2', stridesB.map((s) => s * K * tn)],
-    },
-  }, {
-    shader: 'unpack.glsl', inputs: { u_p: product }, target: k.out,
-    uniforms: { u_cols: ['i', N], u_tpr: ['i', tn] },
-  }];
+  return {
+    passes: [packA, packB, {
+      shader: 'matmul.glsl', defines: { PACKED_OUT: 1 },
+      inputs: { u_a: packA.target, u_b: packB.target }, target: product,
+      uniforms: {
+        u_shape: ['i4', [...batch, M, tn]],
+        u_k: ['i', K],
+        u_sa: ['i2', stridesA.map((s) => s * M * tk)],
+        u_sb: ['i2', stridesB.map((s) => s * K * tn)],
+      },
+    }],
+    read: { defines: { RESULT_FLAT: 1 }, inputs: { u_rp: product },
+      uniforms: { u_rcols: ['i', N], u_rtpr: ['i', tn] } },
+  };
+}
+
+registerKernel('matmul', (node, k) => {
+  const { passes, read } = matmulProduct(node, k);
+  return [...passes, { shader: 'unpack.glsl', ...read, target: k.out }];
 }, { readsTransposed: true });

@@ -137,11 +137,13 @@ export class WebGL2Program {
   }
 
   /**
-   * Nodes another node's kernel computes in its own passes (registerKernel's absorbs): taken
-   * only when every one of them feeds that node alone and is neither an input nor constant.
-   * absorbed id -> the absorbing node's id.
+   * Nodes another node's kernel computes in its own passes (registerKernel's absorbs): the
+   * kernel offers sets of operand nodes, preferred first; a set is taken when each node in it
+   * is computed (neither input nor constant), not taken already, and feeds only the absorbing
+   * node or other nodes of the set. absorbed id -> the absorbing node's id.
+   * @param {Map<number, number>} folded transposes that are never computed
    */
-  absorbedNodes() {
+  absorbedNodes(folded) {
     /** @type {Map<number, number[]>} */
     const consumers = new Map();
     for (const id of this.order) {
@@ -150,12 +152,19 @@ export class WebGL2Program {
       }
     }
     const absorbed = new Map();
+    const graph = { nodeOf: (n) => this.nodes.get(n), pinned: (n) => this.pinned.has(n) };
     for (const id of this.order) {
       const absorbs = kernelFor(this.nodes.get(id).op)?.absorbs;
-      const ids = absorbs ? absorbs(this.nodes.get(id), (n) => this.nodes.get(n)) : [];
-      const alone = (a) => consumers.get(a)?.length === 1 && this.nodes.get(a).op !== 'input' &&
-        !kernelFor(this.nodes.get(a).op)?.constant;
-      if (ids.length && ids.every(alone)) ids.forEach((a) => absorbed.set(a, id));
+      for (const ids of absorbs ? absorbs(this.nodes.get(id), graph) : []) {
+        const set = new Set([id, ...ids]);
+        const fits = (a) => this.nodes.get(a).op !== 'input' && !folded.has(a) &&
+          !absorbed.has(a) && !kernelFor(this.nodes.get(a).op)?.constant &&
+          (consumers.get(a) ?? []).every((c) => set.has(c));
+        if (ids.length && ids.every(fits)) {
+          ids.forEach((a) => absorbed.set(a, id));
+          break;
+        }
+      }
     }
     return absorbed;
   }
@@ -165,7 +174,7 @@ export class WebGL2Program {
     const init = [];
     const step = [];
     const folded = this.foldedTransposes();
-    const absorbed = this.absorbedNodes();
+    const absorbed = this.absorbedNodes(folded);
     /** An operand as it is read: a folded transpose is read from its source. @param {number} op */
     const source = (op) => folded.get(op) ?? op;
     const position = new Map(this.order.map((id, i) => [id, i]));
@@ -189,10 +198,10 @@ export class WebGL2Program {
         throw new GpuLabError('BACKEND',
           `node ${id} (${node.op}): the webgl2 backend has no kernel for ${node.op}`, id);
       }
-      inside.forEach((a) => this.nodeSlot(a));
       const temps = [];
       const passes = kernel.build(node, {
-        slot: (opId) => this.slotOf.get(opId),
+        // An absorbed node gets its texture only if the kernel writes it (asks for its slot).
+        slot: (opId) => (absorbed.get(opId) === id ? this.nodeSlot(opId) : this.slotOf.get(opId)),
         shape: (opId) => this.nodes.get(opId).shape,
         out: this.nodeSlot(id),
         maxTextureSize: this.env.pool.maxSize,
@@ -213,7 +222,8 @@ export class WebGL2Program {
       // Recycled only after this node's passes, so no pass renders into a texture it reads.
       const read = [node, ...inside.map((a) => this.nodes.get(a))].flatMap((n) => n.operands);
       for (const op of new Set(read.map(source))) {
-        if (!this.pinned.has(op) && lastUse.get(op) === i) this.recycle(this.slotOf.get(op));
+        if (this.pinned.has(op) || lastUse.get(op) !== i || !this.slotOf.has(op)) continue;
+        this.recycle(this.slotOf.get(op));
       }
       temps.forEach((t) => this.recycle(t));
     });

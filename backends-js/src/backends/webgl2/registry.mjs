@@ -27,7 +27,8 @@
  */
 
 /**
- * @typedef {(node: any, nodeOf: (id: number) => any) => number[]} Absorbs
+ * @typedef {(node: any, graph: {nodeOf: (id: number) => any, pinned: (id: number) => boolean})
+ *   => number[][]} Absorbs  sets of operand nodes the kernel can compute itself, preferred first
  * @typedef {{build: Kernel, constant: boolean, readsTransposed: boolean, absorbs: Absorbs|null}} KernelEntry
  */
 
@@ -41,9 +42,10 @@ const KERNELS = new Map();
  *   constant: the result never changes (computed once at prepare);
  *   readsTransposed: the kernel can read a transpose operand from its source
  *   (k.transposeSource), so a transpose consumed only by such kernels is never computed;
- *   absorbs: operand nodes the kernel can compute in its own passes (fusion); where the
- *   program agrees (they feed nothing else) they are not recorded on their own and the kernel
- *   writes them to k.slot(id) (k.absorbed(id) says so)
+ *   absorbs: sets of operand nodes the kernel can compute in its own passes (fusion); where
+ *   the program takes one (they feed nothing outside the set) they are not recorded on their
+ *   own, k.absorbed(id) says so, and the kernel computes them (writing k.slot(id) where the
+ *   value is needed outside)
  */
 export function registerKernel(op, build, { constant = false, readsTransposed = false,
   absorbs = null } = {}) {
