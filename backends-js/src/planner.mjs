@@ -41,7 +41,8 @@ const BINARY_SCALAR = { sgd_update: 'lr', momentum_update: 'momentum', adam_m: '
  * @typedef {{nodes: CheckedNode[], order: number[], outputs: {name: string, id: number}[]}} CheckedGraph
  * @typedef {[('u32'|'f32'), number]} Param
  * @typedef {{node: number, kernel: string, entry: string, overrides: Record<string, number>,
- *            params: Param[], bindings: number[], dispatch: [number, number, number]}} Step
+ *            params: Param[], bindings: number[], dispatch: [number, number, number],
+ *            writes?: number}} Step
  * @typedef {{id: number, elements: number, node: number, kind: 'input'|'const'|'temp'|'output'}} PlanBuffer
  * @typedef {{format: number, limits: Record<string, number>, buffers: PlanBuffer[],
  *            values: {node: number, buffer: number, alias: boolean}[],
@@ -96,6 +97,31 @@ class PlanContext {
     }
     /** @type {Set<number>} transposes that matmuls read in place */
     this.transposed = new Set();
+    /** @type {Map<number, [CheckedNode, CheckedNode]>} adam_update id -> its (adam_m, adam_v) */
+    this.adamFused = new Map();
+    for (const id of checked.order) this.findAdamStep(this.node(id));
+    this.adamParts = new Set([...this.adamFused.values()].flat().map((n) => n.id));
+  }
+
+  /**
+   * An adam_update whose moments are an adam_m and an adam_v of the same gradient that nothing
+   * else reads (outputs may), all of one shape: one adam_step dispatch does all three.
+   * @param {CheckedNode} u
+   */
+  findAdamStep(u) {
+    if (u.op !== 'adam_update') return;
+    const m = this.node(u.operands[1]);
+    const v = this.node(u.operands[2]);
+    if (m.op !== 'adam_m' || v.op !== 'adam_v' || m.operands[1] !== v.operands[1]) return;
+    const onlyU = (/** @type {CheckedNode} */ x) => {
+      const users = this.consumers.get(x.id) ?? [];
+      return users.length === 1 && users[0].id === u.id;
+    };
+    if (!onlyU(m) || !onlyU(v)) return;
+    const ids = [...m.operands, v.operands[0], u.operands[0]];
+    const same = (/** @type {number[]} */ s) => s.length === u.shape.length &&
+      s.every((d, i) => d === u.shape[i]);
+    if (ids.every((i) => same(this.node(i).shape))) this.adamFused.set(u.id, [m, v]);
   }
 
   /** @param {number} id */
@@ -157,10 +183,14 @@ class PlanContext {
    * Append a dispatch.
    * @param {CheckedNode} node @param {string} kernel @param {Record<string, number>} overrides
    * @param {Param[]} params @param {number[]} bindings @param {number} workgroups
+   * @param {number} [writes] how many of the last bindings the dispatch writes
    */
-  dispatch(node, kernel, overrides, params, bindings, workgroups) {
+  dispatch(node, kernel, overrides, params, bindings, workgroups, writes = 1) {
     const dispatch = splitDispatch(node, workgroups, this.limits.maxComputeWorkgroupsPerDimension);
-    this.steps.push({ node: node.id, kernel, entry: 'main', overrides, params, bindings, dispatch });
+    /** @type {Step} */
+    const step = { node: node.id, kernel, entry: 'main', overrides, params, bindings, dispatch };
+    if (writes !== 1) step.writes = writes; // the last `writes` bindings are written
+    this.steps.push(step);
   }
 
   /** @returns {Plan} */
@@ -269,6 +299,10 @@ function planUnary(ctx, node) {
 
 /** @type {Rule} */
 function planBinary(ctx, node) {
+  if (ctx.adamParts.has(node.id)) { // its adam_update's adam_step dispatch writes it
+    ctx.output(node);
+    return;
+  }
   const n = count(node.shape);
   const rank = node.shape.length;
   const sa = ctx.operandShape(node, 0);
@@ -458,6 +492,11 @@ function planCrossEntropyGrad(ctx, node) {
 
 /** @type {Rule} */
 function planAdamUpdate(ctx, node) {
+  const fused = ctx.adamFused.get(node.id);
+  if (fused) {
+    planAdamStep(ctx, node, ...fused);
+    return;
+  }
   const n = count(node.shape);
   const { lr, beta1, beta2, eps } = node.attrs;
   /** @type {Param[]} */
@@ -467,6 +506,25 @@ function planAdamUpdate(ctx, node) {
   const out = ctx.output(node);
   ctx.dispatch(node, 'adam_update', { WG: ELEMENTWISE_WG }, params, [...bindings, out],
     Math.ceil(n / ELEMENTWISE_WG));
+}
+
+/**
+ * adam_m, adam_v and adam_update in one dispatch writing all three values.
+ * @param {PlanContext} ctx @param {CheckedNode} node @param {CheckedNode} m @param {CheckedNode} v
+ */
+function planAdamStep(ctx, node, m, v) {
+  const n = count(node.shape);
+  const { lr, beta1, beta2, eps } = node.attrs;
+  /** @type {Param[]} */
+  const params = [['u32', n], ['f32', Number(lr)], ['f32', Number(beta1)], ['f32', Number(beta2)],
+    ['f32', Number(eps)], ['f32', Number(m.attrs.beta1)], ['f32', Number(v.attrs.beta2)],
+    ['u32', 0]];
+  const buf = (/** @type {number} */ id) => /** @type {number} */ (ctx.bufferOf.get(id));
+  const reads = [buf(m.operands[0]), buf(v.operands[0]), buf(m.operands[1]), ctx.operand(node, 0),
+    ctx.operand(node, 3)];
+  const out = ctx.output(node);
+  ctx.dispatch(node, 'adam_step', { WG: ELEMENTWISE_WG }, params,
+    [...reads, buf(m.id), buf(v.id), out], Math.ceil(n / ELEMENTWISE_WG), 3);
 }
 
 /** @type {Rule} */

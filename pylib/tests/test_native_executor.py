@@ -284,3 +284,28 @@ def test_transposes_read_in_place_by_small_matmuls_give_the_same_bits(executor: 
     assert all(np.array_equal(got[i].view(np.uint32), want[i].view(np.uint32)) for i in got)
     a = _operand(fused, 0)
     assert np.allclose(got[3], a.T @ _operand(fused, 1), rtol=1e-5, atol=1e-5)
+
+
+def test_fused_adam_step_matches_the_three_adam_kernels(executor: Any) -> None:
+    """adam_m + adam_v + adam_update of one parameter plan as one adam_step dispatch (both
+    parameters of the session test's MLP here); where a moment has another reader they stay
+    three dispatches. Same outputs, bit for bit."""
+    from test_native_session import mlp_adam_graph
+
+    graph = mlp_adam_graph()
+    for node in graph["nodes"]:  # the session feeds x and y; give them data here
+        if node["id"] in (0, 1):
+            node["data"] = _data(*node["shape"])
+    fused_steps = executor.prepare(validate(graph)).plan["steps"]
+    assert [s["kernel"] for s in fused_steps].count("adam_step") == 2
+    assert not {"adam_update"} & {s["kernel"] for s in fused_steps}
+    assert all(s.get("writes", 1) == (3 if s["kernel"] == "adam_step" else 1)
+               for s in fused_steps)
+    split = {**graph, "nodes": [*graph["nodes"], {"id": 40, "op": "neg", "a": 24}],
+             "outputs": [*graph["outputs"], {"name": "neg_m1", "id": 40}]}
+    split_steps = executor.prepare(validate(split)).plan["steps"]
+    assert [s["kernel"] for s in split_steps].count("adam_step") == 1
+    assert [s["kernel"] for s in split_steps].count("adam_update") == 1
+    got, want = _run(executor, graph), _run(executor, split)
+    assert all(_bits_equal({k: got[k]}, {k: want[k]}) for k in got), [
+        k for k in got if not _bits_equal({k: got[k]}, {k: want[k]})]

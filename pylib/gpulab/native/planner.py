@@ -83,6 +83,25 @@ class _PlanContext:
             for operand in dict.fromkeys(consumer.operands):
                 self.consumers.setdefault(operand, []).append(consumer)
         self.transposed: set[int] = set()  # transposes that matmuls read in place
+        self.adam_fused: dict[int, tuple[CheckedNode, CheckedNode]] = {}  # update -> (m, v)
+        for node_id in checked.order:
+            self._find_adam_step(self.node(node_id))
+        self.adam_parts = {n.id for pair in self.adam_fused.values() for n in pair}
+
+    def _find_adam_step(self, u: CheckedNode) -> None:
+        """An adam_update whose moments are an adam_m and an adam_v of the same gradient that
+        nothing else reads (outputs may), all of one shape: one adam_step dispatch does all
+        three (docs/plan.md)."""
+        if u.op != "adam_update":
+            return
+        m, v = self.node(u.operands[1]), self.node(u.operands[2])
+        if m.op != "adam_m" or v.op != "adam_v" or m.operands[1] != v.operands[1]:
+            return
+        if any([c.id for c in self.consumers.get(x.id, [])] != [u.id] for x in (m, v)):
+            return
+        ids = [*m.operands, v.operands[0], u.operands[0]]
+        if all(list(self.node(i).shape) == list(u.shape) for i in ids):
+            self.adam_fused[u.id] = (m, v)
 
     def node(self, node_id: int) -> CheckedNode:
         node = self.by_id.get(node_id)
@@ -132,12 +151,15 @@ class _PlanContext:
         return list(self.node(node.operands[i]).shape)
 
     def dispatch(self, node: CheckedNode, kernel: str, overrides: dict[str, int],
-                 params: list[Param], bindings: list[int], workgroups: int) -> None:
+                 params: list[Param], bindings: list[int], workgroups: int,
+                 writes: int = 1) -> None:
         dispatch = split_dispatch(node, workgroups,
                                   self.limits["maxComputeWorkgroupsPerDimension"])
-        self.steps.append({"node": node.id, "kernel": kernel, "entry": "main",
-                           "overrides": overrides, "params": params, "bindings": bindings,
-                           "dispatch": dispatch})
+        step = {"node": node.id, "kernel": kernel, "entry": "main", "overrides": overrides,
+                "params": params, "bindings": bindings, "dispatch": dispatch}
+        if writes != 1:
+            step["writes"] = writes  # the last `writes` bindings are written
+        self.steps.append(step)
 
     def finish(self) -> Plan:
         outputs = [{"name": o.name, "node": o.id, "buffer": self.buffer_of[o.id],
@@ -234,6 +256,9 @@ def _plan_unary(ctx: _PlanContext, node: CheckedNode) -> None:
 
 
 def _plan_binary(ctx: _PlanContext, node: CheckedNode) -> None:
+    if node.id in ctx.adam_parts:  # its adam_update's adam_step dispatch writes it
+        ctx.output(node)
+        return
     shape = list(node.shape)
     n = _count(shape)
     rank = len(shape)
@@ -390,6 +415,9 @@ def _plan_cross_entropy_grad(ctx: _PlanContext, node: CheckedNode) -> None:
 
 
 def _plan_adam_update(ctx: _PlanContext, node: CheckedNode) -> None:
+    if node.id in ctx.adam_fused:
+        _plan_adam_step(ctx, node, *ctx.adam_fused[node.id])
+        return
     n = _count(node.shape)
     at = node.attrs
     params = [["u32", n], _f32_param(at["lr"]), _f32_param(at["beta1"]),
@@ -398,6 +426,22 @@ def _plan_adam_update(ctx: _PlanContext, node: CheckedNode) -> None:
     out = ctx.output(node)
     ctx.dispatch(node, "adam_update", {"WG": ELEMENTWISE_WG}, params, [*bindings, out],
                  _ceil_div(n, ELEMENTWISE_WG))
+
+
+def _plan_adam_step(ctx: _PlanContext, node: CheckedNode, m: CheckedNode,
+                    v: CheckedNode) -> None:
+    """adam_m, adam_v and adam_update in one dispatch writing all three values."""
+    n = _count(node.shape)
+    at = node.attrs
+    params = [["u32", n], _f32_param(at["lr"]), _f32_param(at["beta1"]),
+              _f32_param(at["beta2"]), _f32_param(at["eps"]), _f32_param(m.attrs["beta1"]),
+              _f32_param(v.attrs["beta2"]), ["u32", 0]]
+    buf = ctx.buffer_of
+    reads = [buf[m.operands[0]], buf[v.operands[0]], buf[m.operands[1]], ctx.operand(node, 0),
+             ctx.operand(node, 3)]
+    out = ctx.output(node)
+    ctx.dispatch(node, "adam_step", {"WG": ELEMENTWISE_WG}, params,
+                 [*reads, buf[m.id], buf[v.id], out], _ceil_div(n, ELEMENTWISE_WG), writes=3)
 
 
 def _plan_life(ctx: _PlanContext, node: CheckedNode) -> None:

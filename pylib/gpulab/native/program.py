@@ -138,7 +138,8 @@ class WgpuProgram:
         """The ping-pong pairs {input buffer: output buffer, and back}, or {} when the carries
         do not pair up: a buffer in two carries, a fed input, an output no dispatch writes
         (an input carried into an input), or buffers of different sizes."""
-        written = {step["bindings"][-1] for step in self.plan["steps"]}
+        written = {b for step in self.plan["steps"]
+                   for b in step["bindings"][-step.get("writes", 1):]}
         fed = {buffer_id for _, buffer_id, _ in self._feeds}
         swap: dict[int, int] = {}
         for input_id, output_id in self._carry.items():
