@@ -4,5 +4,5 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$PWD/pylib:$PWD
 python3 -m e2e.conformance --executor wgpu --report $OUT/conf 2>&1 | tail -40
 python3 -m gpulab.native.bench_matmul --size 4096 --reps 20
-python3 -m gpulab.native.bench_matmul --size 4096 --reps 10 --storage 16384
+python3 -m gpulab.native.bench_matmul --size 4096 --reps 10 --kernel matmul
 python3 -m gpulab bench --backends wgpu --torch-device cuda --runs 30 --json $OUT/bench.json
