@@ -158,7 +158,7 @@ class WgpuProgram:
 
     @property
     def carry_mode(self) -> str:
-        """"ping-pong" (swapped recordings), "copies" (buffer copies) or "none"."""
+        """How carries are applied: "ping-pong" (swapped recordings), "copies" or "none"."""
         if self._swap:
             return "ping-pong"
         return "copies" if self._carry_copies else "none"
