@@ -46,6 +46,15 @@ print(json.dumps({"backend": r["backend"], **{k: v["data"] for k, v in r["output
 """
 
 
+LIFE_SESSION = """from gpulab import Graph
+g = Graph()
+board = g.tensor([[0, 1, 0], [0, 1, 0], [0, 1, 0]])
+life = g.prepare(carry={board: "board"}, board=board.life())
+print("ready")
+"""
+STOP_ENDS_WITHIN_MS = 15_000
+
+
 def expected_more_ops() -> dict[str, list[float]]:
     mm = [7.0, 10.0, 15.0, 22.0]
     sm = []
@@ -79,10 +88,18 @@ def shared_page(browser, playground_url: str):
 
 @pytest.fixture()
 def notebook(shared_page: Page) -> Page:
-    """The shared page with a fresh, empty notebook ("New notebook"; Python state persists)."""
-    if shared_page.get_by_role("button", name="Stop").is_enabled():
-        shared_page.get_by_role("button", name="Stop").click()
-        expect(shared_page.get_by_role("button", name="Stop")).to_be_disabled(timeout=15_000)
+    """The shared page with a fresh, empty notebook ("New notebook"; Python state persists).
+
+    A run a failed test left going is stopped; if Stop cannot end it, the page's own recovery
+    ("Restart Python") does, so one failure does not cascade into the tests after it."""
+    stop = shared_page.get_by_role("button", name="Stop")
+    if stop.is_enabled():
+        stop.click()
+        try:
+            expect(stop).to_be_disabled(timeout=15_000)
+        except AssertionError:
+            shared_page.get_by_role("button", name="Restart Python").click()
+    expect(shared_page.locator("body")).to_have_attribute("data-ready", "true", timeout=120_000)
     shared_page.get_by_role("button", name="New notebook").click()
     expect(shared_page.locator("section.cell")).to_have_count(1)
     return shared_page
@@ -465,12 +482,7 @@ def test_stop_interrupts_an_endless_loop(notebook: Page) -> None:
 
 def test_stop_cancels_a_long_session_run(notebook: Page) -> None:
     page = notebook
-    out = run_program(page, """from gpulab import Graph
-g = Graph()
-board = g.tensor([[0, 1, 0], [0, 1, 0], [0, 1, 0]])
-life = g.prepare(carry={board: "board"}, board=board.life())
-print("ready")
-""")
+    out = run_program(page, LIFE_SESSION)
     expect(out).to_contain_text("ready")
     set_code(page, 1, "for i in range(10**6):\n    life.run_steps(64)\n")
     cell(page, 1).get_by_role("button", name="Run", exact=True).click()
@@ -478,6 +490,67 @@ print("ready")
     page.get_by_role("button", name="Stop").click()
     expect(cell(page, 1).locator(".prompt")).to_have_text(DONE, timeout=15_000)
     expect(output(page, 1)).to_contain_text("Stopped by the user")
+
+
+
+
+def expect_stopped(page: Page) -> None:
+    """The run ended by Stop itself: not by the worker's last-resort watchdog, which would say
+    'abandoned', and the Stop button is off again."""
+    expect(cell(page, 1).locator(".prompt")).to_have_text(DONE, timeout=STOP_ENDS_WITHIN_MS)
+    expect(output(page, 1)).to_contain_text("Stopped by the user")
+    expect(output(page, 1)).not_to_contain_text("abandoned")
+    expect(page.get_by_role("button", name="Stop")).to_be_disabled()
+
+
+def press_stop_on_next_result(page: Page) -> None:
+    """The worker's test hook: press Stop (the page's own protocol) just before the next GPU
+    result is handed to Python, i.e. while Pyodide's glue brings it to the waiting cell. Before
+    the fix this lost the KeyboardInterrupt and the run never ended."""
+    [worker] = page.workers
+    worker.evaluate("() => { self.gpulabTestHooks.stopOnDelivery = 1; }")
+
+
+@pytest.mark.parametrize("loop", [
+    "for i in range(10**6):\n    life.run_steps(64)\n",
+    "for i in range(10**6):\n    await life.run_steps_async(64)\n",
+    "for i in range(10**6):\n    life.run_steps(200)\n",  # chunked: 64 + 64 + 64 + 8
+])
+def test_stop_as_a_result_reaches_python_ends_the_run(notebook: Page, loop: str) -> None:
+    page = notebook
+    expect(run_program(page, LIFE_SESSION)).to_contain_text("ready")
+    set_code(page, 1, loop)
+    for _ in range(3):
+        press_stop_on_next_result(page)
+        cell(page, 1).get_by_role("button", name="Run", exact=True).click()
+        expect_stopped(page)
+        expect(output(page, 1)).to_contain_text("KeyboardInterrupt")
+    out = run_program(page, "print('alive', life.run_steps(3)['outputs']['board']['data'][:3])")
+    expect(out).to_contain_text("alive [")  # the session and the worker survive
+
+
+def test_stop_at_many_moments_always_ends_the_run(notebook: Page) -> None:
+    page = notebook
+    expect(run_program(page, LIFE_SESSION)).to_contain_text("ready")
+    set_code(page, 1, "for i in range(10**6):\n    life.run_steps(64)\n    s = sum(range(50))\n")
+    for offset_ms in (0, 5, 20, 50, 120, 300, 700):
+        cell(page, 1).get_by_role("button", name="Run", exact=True).click()
+        page.wait_for_timeout(offset_ms)
+        page.get_by_role("button", name="Stop").click()
+        expect_stopped(page)
+    expect(run_program(page, "print('alive', 6 * 7)")).to_contain_text("alive 42")
+
+
+def test_stop_ends_a_cell_awaiting_a_promise_that_never_settles(notebook: Page) -> None:
+    page = notebook
+    set_code(page, 1, "import js\nawait js.Promise.new(lambda resolve, reject: None)\n")
+    cell(page, 1).get_by_role("button", name="Run", exact=True).click()
+    expect(cell(page, 1).locator(".prompt")).to_have_text("[running]")
+    page.wait_for_timeout(300)
+    page.get_by_role("button", name="Stop").click()  # no SIGINT can reach a parked coroutine
+    expect_stopped(page)
+    expect(output(page, 1)).to_contain_text("CancelledError")
+    expect(run_program(page, "print('alive', 6 * 7)")).to_contain_text("alive 42")
 
 
 def test_keyboard_editing_and_cells(notebook: Page) -> None:

@@ -4,6 +4,7 @@ import { Notebook } from './notebook.mjs';
 import { appendStream, el, renderCanvas, renderError, renderPlot, renderTable, renderText } from './render.mjs';
 import { EXAMPLES } from './examples.mjs';
 import { showComparison } from './compare-view.mjs';
+import { createControl, requestStop, resetControl } from './stop-control.mjs';
 
 const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 const ui = {
@@ -18,9 +19,9 @@ const ui = {
   stopNote: $('stop-note'),
 };
 
-// Stop: slot 0 is Pyodide's interrupt buffer (2 = SIGINT), slot 1 the adapter's cancel flag.
-// Both need a SharedArrayBuffer, which needs cross-origin isolation (COOP/COEP headers).
-const control = globalThis.crossOriginIsolated ? new Int32Array(new SharedArrayBuffer(8)) : null;
+// Stop: Pyodide's interrupt buffer, the adapter's cancel flag and the wait phase that says when
+// SIGINT is safe (stop-control.mjs). A SharedArrayBuffer: needs cross-origin isolation (COOP/COEP).
+const control = createControl();
 
 /** @type {Worker} */ let worker;
 const params = new URLSearchParams(location.search);
@@ -107,7 +108,7 @@ function pump() {
   cell.prompt.textContent = '[running]';
   cell.prompt.className = 'prompt running';
   cell.root.setAttribute('aria-busy', 'true');
-  if (control) { Atomics.store(control, 0, 0); Atomics.store(control, 1, 0); }
+  if (control) resetControl(control);
   ui.stop.disabled = !control;
   worker.postMessage({ type: 'run', runId, cellId: cell.id, cellLabel: cell.label.toLowerCase(), code: cell.editor.value });
 }
@@ -116,8 +117,7 @@ function stop() {
   if (!control || !state.running) return;
   for (const { cell } of state.queue) cell.prompt.textContent = '[ ]';
   state.queue = [];
-  Atomics.store(control, 1, 1); // cancel between GPU requests and session chunks
-  Atomics.store(control, 0, 2); // SIGINT: KeyboardInterrupt at the next bytecode
+  requestStop(control); // cancel flag, and SIGINT unless Python waits on the GPU
 }
 
 function outputOf(runId) {

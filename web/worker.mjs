@@ -4,14 +4,24 @@
 import { loadPyodide } from './vendor/pyodide/pyodide.mjs';
 import { createPythonGPUAdapter } from '../backends-js/src/python-adapter.mjs';
 import { GpuLabError } from '../backends-js/src/errors.mjs';
+import {
+  cancelRequested, clearInterrupt, createWaitGate, interruptInFlight, requestStop,
+} from './stop-control.mjs';
 
-const CONTROL_INTERRUPT = 0; // Int32 slot Pyodide polls: 2 = SIGINT (KeyboardInterrupt)
-const CONTROL_CANCEL = 1; //    Int32 slot the adapter polls between GPU requests/steps
+/** After Stop: when the worker cancels a parked cell, and when it gives up waiting for it. */
+const STOP_CANCEL_MS = 1500;
+const STOP_GRACE_MS = 8000;
+const STOP_POLL_MS = 50;
 
 /** @type {any} */ let pyodide = null;
 /** @type {any} */ let runtime = null;
 /** @type {any} */ let adapter = null;
-/** @type {Int32Array|null} */ let control = null;
+/** @type {Int32Array|null} */ let control = null; // see stop-control.mjs
+/** @type {ReturnType<typeof createWaitGate>} */ let waitGate = createWaitGate(null);
+/** Test hooks (set from the tests through the worker's scope): `stopOnDelivery: n` presses
+ * Stop just before each of the next n GPU results is handed to Python, the worst moment. */
+const testHooks = { stopOnDelivery: 0 };
+self.gpulabTestHooks = testHooks;
 /** The run whose stdout/outputs we are forwarding (one at a time: the page queues runs). */
 let currentRun = null;
 /** Last graph (and its browser result) per cell, for "Compare with native". */
@@ -94,16 +104,32 @@ async function openRuntime(backend, allowSoftware) {
       : new GpuLabError('UNAVAILABLE', `backend ${backend}: ${err?.message ?? err}`);
     runtime = unavailableRuntime(error);
   }
-  adapter = createPythonGPUAdapter(pyodide, recording(runtime), {
-    allowExecute: true,
-    maxPending: 16,
-    shouldCancel: () => Boolean(control && Atomics.load(control, CONTROL_CANCEL) === 1),
-  });
+  openAdapter();
   return describe(runtime, backend, error);
 }
 
-/** The JS module Python's `display` helpers post rich outputs through. */
+/** The Python adapter on the current runtime (registers `_gpulab_adapter`). */
+function openAdapter() {
+  adapter = createPythonGPUAdapter(pyodide, recording(runtime), {
+    allowExecute: true,
+    maxPending: 16,
+    shouldCancel: () => cancelRequested(control),
+    waitGate,
+    beforeDeliver: stopOnDeliveryHook,
+  });
+}
+
+function stopOnDeliveryHook() {
+  if (testHooks.stopOnDelivery > 0 && control && currentRun) {
+    testHooks.stopOnDelivery -= 1;
+    requestStop(control); // what the page's Stop button does
+  }
+}
+
+/** The JS module Python's `display` helpers (and the cell runner) use. */
 const notebookModule = {
+  interrupt_in_flight: () => interruptInFlight(control),
+  clear_interrupt: () => clearInterrupt(control),
   emit(kind, payload) {
     if (!currentRun) return;
     const plain = payload?.toJs
@@ -125,6 +151,7 @@ async function init({ backend, allowSoftware, controlBuffer, jspi = true }) {
   const t0 = now();
   if (!jspi) hideJspi();
   control = controlBuffer ? new Int32Array(controlBuffer) : null;
+  waitGate = createWaitGate(control);
   pyodide = await timed('pyodide', 'Pyodide (Python 3 in WebAssembly)', () =>
     loadPyodide({ indexURL: new URL('./vendor/pyodide/', import.meta.url).href }));
   if (control) pyodide.setInterruptBuffer(control);
@@ -158,15 +185,29 @@ async function init({ backend, allowSoftware, controlBuffer, jspi = true }) {
 
 async function run({ runId, cellId, cellLabel, code }) {
   currentRun = { id: runId, cellId, graphs: 0, backend: null };
+  waitGate.reset();
   // The page clears the Stop flags before it posts a run (so a Stop pressed before this
   // message arrives still counts); they are not cleared here.
   const t0 = now();
-  let outcome;
+  const watchdog = stopWatchdog();
+  const outcome = await Promise.race([runToIdle(code, cellLabel), watchdog.expired]);
+  watchdog.cancel();
+  const stopped = cancelRequested(control) || outcome.error?.type === 'KeyboardInterrupt';
+  const done = {
+    type: 'done', runId, ms: now() - t0, graphs: currentRun.graphs, backend: currentRun.backend, stopped,
+    comparable: lastGraphs.has(cellId), ...outcome,
+  };
+  currentRun = null;
+  post(done);
+}
+
+/** The cell's code, then every pending submit callback; resolves with the run's outcome. */
+async function runToIdle(code, cellLabel) {
   try {
     await pyodide.loadPackagesFromImports(code, { messageCallback: () => {} });
     const runCell = pyodide.globals.get('_cell_runner').run_cell;
     const envelope = await runCell(code, `<${cellLabel}>`);
-    outcome = envelope.toJs({ dict_converter: Object.fromEntries });
+    const outcome = envelope.toJs({ dict_converter: Object.fromEntries });
     envelope.destroy();
     runCell.destroy();
     // submit() callbacks run after the cell's code returned, and may submit again: wait until
@@ -175,17 +216,54 @@ async function run({ runId, cellId, cellLabel, code }) {
       await adapter.whenIdle();
       await new Promise((resolve) => setTimeout(resolve, 0));
     } while (adapter.pending > 0);
+    return outcome;
   } catch (err) {
-    outcome = { ok: false, error: { type: err?.type ?? 'Error', message: String(err?.message ?? err), traceback: String(err?.message ?? err), line: null } };
+    return { ok: false, error: { type: err?.type ?? 'Error', message: String(err?.message ?? err), traceback: String(err?.message ?? err), line: null } };
   }
-  const stopped = Boolean(control && Atomics.load(control, CONTROL_CANCEL) === 1) ||
-    outcome.error?.type === 'KeyboardInterrupt';
-  const done = {
-    type: 'done', runId, ms: now() - t0, graphs: currentRun.graphs, backend: currentRun.backend, stopped,
-    comparable: lastGraphs.has(cellId), ...outcome,
-  };
-  currentRun = null;
-  post(done);
+}
+
+/**
+ * The last resort that makes every Stop end the run. The timer only fires while Python is not
+ * running (one thread), so if the run is still going STOP_CANCEL_MS after Stop, Python is parked
+ * on an await (a promise that never settles; an interrupt that landed in asyncio's own code):
+ * drop the SIGINT nobody took and cancel the cell's task. If even that does not end it within
+ * STOP_GRACE_MS and no GPU request is in flight (one in flight finishes first, as documented),
+ * nothing can wake Python any more: stop waiting and report the run as abandoned.
+ */
+function stopWatchdog() {
+  let timer = null;
+  let stopSeen = null;
+  let cancelled = false;
+  const expired = new Promise((resolve) => {
+    timer = setInterval(() => {
+      if (!cancelRequested(control)) return;
+      stopSeen ??= now();
+      const waited = now() - stopSeen;
+      if (!cancelled && waited >= STOP_CANCEL_MS) {
+        cancelled = true;
+        clearInterrupt(control);
+        cancelRunningTask();
+      }
+      if (waited < STOP_GRACE_MS || adapter.pending > 0) return;
+      clearInterval(timer);
+      resolve({ ok: false, abandoned: true, error: { type: 'KeyboardInterrupt',
+        message: `the run did not unwind within ${STOP_GRACE_MS / 1000} s of Stop and was ` +
+          'abandoned (Python was waiting on something that cannot finish now); ' +
+          '"Restart Python" gives a clean interpreter',
+        traceback: '', line: null } });
+    }, STOP_POLL_MS);
+  });
+  return { expired, cancel: () => clearInterval(timer) };
+}
+
+function cancelRunningTask() {
+  try {
+    const runner = pyodide.globals.get('_cell_runner');
+    runner.cancel_running();
+    runner.destroy();
+  } catch (err) {
+    console.warn('cancelling the stopped cell failed:', err);
+  }
 }
 
 function lastGraph({ requestId, cellId }) {

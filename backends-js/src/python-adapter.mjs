@@ -9,6 +9,9 @@
 //   queued without bound;
 // - after dispose() a late result is dropped: no callback runs, no promise settles (the Python
 //   engine it would reach may be gone).
+// Stop: besides `shouldCancel`, the page hands a `waitGate` whose enter()/leave() the bridge
+// calls around each wait on a request, so the page never sends SIGINT while the answer is on its
+// way through Pyodide's glue (an interrupt there is lost with the answer; web/stop-control.mjs).
 
 import { GpuLabError } from './errors.mjs';
 
@@ -79,9 +82,14 @@ function chunkSteps(steps, size) {
  * @typedef {{execute(graph: object): Promise<object>,
  *            prepare?(graph: object, options: object): Promise<object>,
  *            backend?: string}} Runtime
+ * @typedef {{enter(): string, leave(): string}} WaitGate 'ok' | 'sigint' | 'stopped'
  * @typedef {{allowExecute?: boolean, maxPending?: number, shouldCancel?: () => boolean,
- *            chunkSteps?: number, moduleName?: string|null}} AdapterOptions
+ *            chunkSteps?: number, moduleName?: string|null, waitGate?: WaitGate,
+ *            beforeDeliver?: () => void}} AdapterOptions
  */
+
+/** No Stop protocol (node, tests): every wait may start, none was stopped. */
+const OPEN_GATE = Object.freeze({ enter: () => 'ok', leave: () => 'ok' });
 
 /**
  * Connect Python (via `pyodide.registerJsModule`) to `runtime`.
@@ -89,7 +97,9 @@ function chunkSteps(steps, size) {
  * @param {Runtime} runtime from createRuntime()
  * @param {AdapterOptions} [options] shouldCancel: checked before each request and between
  *   chunks of a long session run (the page's Stop button; an interrupt cannot break a pending
- *   GPU promise, so this is how Stop reaches the GPU side).
+ *   GPU promise, so this is how Stop reaches the GPU side). waitGate: see above.
+ *   beforeDeliver: called just before each result or error is handed on (a test hook: the
+ *   playground's tests press Stop there, the worst moment).
  */
 export function createPythonGPUAdapter(pyodide, runtime, {
   allowExecute = false,
@@ -97,6 +107,8 @@ export function createPythonGPUAdapter(pyodide, runtime, {
   shouldCancel = () => false,
   chunkSteps: chunkSize = DEFAULT_CHUNK_STEPS,
   moduleName = PYTHON_MODULE_NAME,
+  waitGate = OPEN_GATE,
+  beforeDeliver = () => {},
 } = {}) {
   let disposed = false;
   let pending = 0;
@@ -151,6 +163,7 @@ export function createPythonGPUAdapter(pyodide, runtime, {
   function finish(deliver) {
     pending -= 1;
     if (disposed) { dropped += 1; settleIdle(); return; }
+    try { beforeDeliver(); } catch { /* a hook must not lose the result */ }
     deliver();
     settleIdle();
   }
@@ -162,6 +175,7 @@ export function createPythonGPUAdapter(pyodide, runtime, {
     get allowExecute() { return allowExecute; },
     get maxPending() { return maxPending; },
     runtime,
+    waitGate,
 
     /** Run one graph; resolves with the runtime's result (plain JS). */
     execute(graph) {
@@ -290,6 +304,8 @@ function pythonModule(adapter) {
       if (handle) handle.dispose();
     },
     pending: () => adapter.pending,
+    enter_wait: () => adapter.waitGate.enter(),
+    leave_wait: () => adapter.waitGate.leave(),
     backend: () => adapter.runtime?.backend ?? null,
   };
 }

@@ -11,11 +11,18 @@ Three ways to run, as in the native host:
 - `submit(graph, callback, on_error)`: calls back when the GPU is done.
 Results are the native shape: {"backend", "outputs": {name: {"shape", "dtype", "data": list of
 floats}}, "stats"}. Nothing here needs numpy (the page has none).
+
+Stop: every wait on a request is bracketed by the adapter's `enter_wait()`/`leave_wait()`. While
+Python waits, the page does not send SIGINT (it would land in Pyodide's glue that hands the
+answer back, and be lost together with the answer: the cell would wait forever); it raises the
+cancel flag instead, and `leave_wait()` says "stopped", so we raise KeyboardInterrupt here, in the
+cell's own stack (web/stop-control.mjs has the page's side).
 """
 
 from __future__ import annotations
 
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any, Self
@@ -31,6 +38,9 @@ NO_SYNC = (
     "a synchronous run needs JavaScript promise integration (JSPI), which this browser or "
     "context lacks: use `await g.run_async(...)` or `g.submit(callback, ...)`"
 )
+
+STOPPED = "stopped by the user (Stop)"
+SIGINT_GRACE_S = 2.0  # the page writes SIGINT right after committing to it: microseconds
 
 Callback = Callable[[dict], Any]
 ErrorCallback = Callable[[GpuLabError], Any]
@@ -137,12 +147,14 @@ def execute(graph: dict) -> dict:
     """Run `graph` and return its result, blocking on the GPU promise (needs JSPI)."""
     if not can_run_sync():
         raise GpuLabError("UNAVAILABLE", NO_SYNC)
-    return result_to_py(_unwrap(_block_on(_adapter().execute(_to_js(graph)))))
+    adapter = _adapter()
+    return result_to_py(_unwrap(_block_on(adapter.execute(_to_js(graph)), adapter)))
 
 
 async def execute_async(graph: dict) -> dict:
     """Run `graph`; await the result (works in every browser)."""
-    return result_to_py(_unwrap(await _adapter().execute(_to_js(graph))))
+    adapter = _adapter()
+    return result_to_py(_unwrap(await _wait_async(adapter.execute(_to_js(graph)), adapter)))
 
 
 def _report(exc: BaseException) -> None:
@@ -255,16 +267,20 @@ class BrowserSession:
     def run_steps(self, steps: int | list[dict | None]) -> dict:
         """Many steps (a count, or one feed map per step); returns the last step's outputs."""
         steps = steps if isinstance(steps, int) else list(steps)
-        pending = self._live().session_run(self.id, self._steps_js(steps))
-        return self._finish(_unwrap(_block_on(pending)), self._count(steps) or len(steps))
+        adapter = self._live()
+        pending = adapter.session_run(self.id, self._steps_js(steps))
+        return self._finish(_unwrap(_block_on(pending, adapter)),
+                            self._count(steps) or len(steps))
 
     async def run_async(self, feeds: dict | None = None) -> dict:
         return await self.run_steps_async([feeds or {}])
 
     async def run_steps_async(self, steps: int | list[dict | None]) -> dict:
         steps = steps if isinstance(steps, int) else list(steps)
-        pending = self._live().session_run(self.id, self._steps_js(steps))
-        return self._finish(_unwrap(await pending), self._count(steps) or len(steps))
+        adapter = self._live()
+        pending = adapter.session_run(self.id, self._steps_js(steps))
+        return self._finish(_unwrap(await _wait_async(pending, adapter)),
+                            self._count(steps) or len(steps))
 
     def _download_target(self, what: Any) -> tuple[Any, int]:
         if isinstance(what, str) and what in self._names:
@@ -279,12 +295,15 @@ class BrowserSession:
     def download(self, what: Any) -> dict:
         """The current value of a resident/carried output (by name) or a carried input."""
         key, node_id = self._download_target(what)
-        data = _unwrap(_block_on(self._live().session_download(self.id, key)))
+        adapter = self._live()
+        data = _unwrap(_block_on(adapter.session_download(self.id, key), adapter))
         return self._entry(node_id, data)
 
     async def download_async(self, what: Any) -> dict:
         key, node_id = self._download_target(what)
-        return self._entry(node_id, _unwrap(await self._live().session_download(self.id, key)))
+        adapter = self._live()
+        pending = adapter.session_download(self.id, key)
+        return self._entry(node_id, _unwrap(await _wait_async(pending, adapter)))
 
     def dispose(self) -> None:
         """Release the session in the page; idempotent, always works."""
@@ -297,12 +316,56 @@ class BrowserSession:
             pass  # the adapter is gone, and with it the session
 
 
-def _block_on(promise: Any) -> Any:
+def _await_interrupt() -> None:
+    """The page's SIGINT is on its way: run bytecode until Pyodide raises it here, in the cell's
+    own stack (not later in glue that would lose it)."""
+    deadline = time.monotonic() + SIGINT_GRACE_S
+    while time.monotonic() < deadline:
+        pass
+
+
+def _enter_wait(adapter: Any) -> None:
+    """Tell the page that Python is about to wait; raise KeyboardInterrupt if it was stopped."""
+    enter = getattr(adapter, "enter_wait", None)
+    answer = "ok" if enter is None else str(enter())
+    if answer == "sigint":
+        _await_interrupt()
+    if answer != "ok":
+        raise KeyboardInterrupt(STOPPED)
+
+
+def _leave_wait(adapter: Any) -> bool:
+    """Back in our own code after a wait; True if Stop was pressed meanwhile."""
+    leave = getattr(adapter, "leave_wait", None)
+    return leave is not None and str(leave()) == "stopped"
+
+
+def _block_on(promise: Any, adapter: Any) -> Any:
     from pyodide.ffi import run_sync
 
     if not can_run_sync():
         raise GpuLabError("UNAVAILABLE", NO_SYNC)
-    return run_sync(promise)
+    _enter_wait(adapter)
+    try:
+        value = run_sync(promise)
+    except BaseException:
+        _leave_wait(adapter)
+        raise
+    if _leave_wait(adapter):
+        raise KeyboardInterrupt(STOPPED)
+    return value
+
+
+async def _wait_async(promise: Any, adapter: Any) -> Any:
+    _enter_wait(adapter)
+    try:
+        value = await promise
+    except BaseException:
+        _leave_wait(adapter)
+        raise
+    if _leave_wait(adapter):
+        raise KeyboardInterrupt(STOPPED)
+    return value
 
 
 def _session_options(feeds: Any, carry: Any, resident: Any, outputs: Any) -> dict:
@@ -320,9 +383,10 @@ def prepare(graph: dict, feeds: Any = (), carry: Any = None, resident: Any = (),
             outputs: Any = None, input_names: dict[str, int] | None = None) -> BrowserSession:
     """Prepare `graph` in the page (runtime.prepare); needs JSPI (else `prepare_async`).
     feeds: input ids; carry: {input id: output name}; resident/outputs: output names."""
-    pending = _adapter().prepare(_to_js(graph),
-                                 _to_js(_session_options(feeds, carry, resident, outputs)))
-    session_id = int(_unwrap(_block_on(pending)))
+    adapter = _adapter()
+    pending = adapter.prepare(_to_js(graph),
+                              _to_js(_session_options(feeds, carry, resident, outputs)))
+    session_id = int(_unwrap(_block_on(pending, adapter)))
     return BrowserSession(session_id, graph, input_names, _backend_name())
 
 
@@ -330,9 +394,10 @@ async def prepare_async(graph: dict, feeds: Any = (), carry: Any = None, residen
                         outputs: Any = None,
                         input_names: dict[str, int] | None = None) -> BrowserSession:
     """Prepare `graph` in the page; await the session (works in every browser)."""
-    pending = _adapter().prepare(_to_js(graph),
-                                 _to_js(_session_options(feeds, carry, resident, outputs)))
-    session_id = int(_unwrap(await pending))
+    adapter = _adapter()
+    pending = adapter.prepare(_to_js(graph),
+                              _to_js(_session_options(feeds, carry, resident, outputs)))
+    session_id = int(_unwrap(await _wait_async(pending, adapter)))
     return BrowserSession(session_id, graph, input_names, _backend_name())
 
 
