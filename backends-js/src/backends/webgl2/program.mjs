@@ -5,8 +5,11 @@
 // several inputs) it draws a copy.
 // Intermediates that are not outputs share textures: once a node's last consumer is recorded,
 // its texture (and its kernel's scratch textures) may be the target of a later node.
+// Transposes read in place and nodes absorbed by another kernel (fusion.mjs) are not recorded
+// on their own; what they read stays alive until the pass that reads it.
 import { GpuLabError } from '../../errors.mjs';
 import { kernelFor, sizeOf } from './registry.mjs';
+import { absorbedNodes, foldedTransposes } from './fusion.mjs';
 import { upload, download, layoutFor, sizeKey, texKey } from './textures.mjs';
 
 /** Pass uniform type -> WebGL2 setter. */
@@ -114,67 +117,13 @@ export class WebGL2Program {
     this.checkGl('prepare');
   }
 
-  /**
-   * Transposes that are never computed: not readable from outside, and every consumer reads
-   * them from their source (registerKernel's readsTransposed). id -> source id.
-   */
-  foldedTransposes() {
-    /** @type {Map<number, number[]>} */
-    const consumers = new Map();
-    for (const id of this.order) {
-      for (const op of this.nodes.get(id).operands) consumers.set(op, [...(consumers.get(op) ?? []), id]);
-    }
-    const folded = new Map();
-    for (const id of this.order) {
-      const node = this.nodes.get(id);
-      const users = consumers.get(id) ?? [];
-      if (node.op !== 'transpose' || this.pinned.has(id) || users.length === 0) continue;
-      if (users.every((u) => kernelFor(this.nodes.get(u).op)?.readsTransposed)) {
-        folded.set(id, node.operands[0]);
-      }
-    }
-    return folded;
-  }
-
-  /**
-   * Nodes another node's kernel computes in its own passes (registerKernel's absorbs): the
-   * kernel offers sets of operand nodes, preferred first; a set is taken when each node in it
-   * is computed (neither input nor constant), not taken already, and feeds only the absorbing
-   * node or other nodes of the set. absorbed id -> the absorbing node's id.
-   * @param {Map<number, number>} folded transposes that are never computed
-   */
-  absorbedNodes(folded) {
-    /** @type {Map<number, number[]>} */
-    const consumers = new Map();
-    for (const id of this.order) {
-      for (const op of new Set(this.nodes.get(id).operands)) {
-        consumers.set(op, [...(consumers.get(op) ?? []), id]);
-      }
-    }
-    const absorbed = new Map();
-    const graph = { nodeOf: (n) => this.nodes.get(n), pinned: (n) => this.pinned.has(n) };
-    for (const id of this.order) {
-      const absorbs = kernelFor(this.nodes.get(id).op)?.absorbs;
-      for (const ids of absorbs ? absorbs(this.nodes.get(id), graph) : []) {
-        const set = new Set([id, ...ids]);
-        const fits = (a) => this.nodes.get(a).op !== 'input' && !folded.has(a) &&
-          !absorbed.has(a) && !kernelFor(this.nodes.get(a).op)?.constant &&
-          (consumers.get(a) ?? []).every((c) => set.has(c));
-        if (ids.length && ids.every(fits)) {
-          ids.forEach((a) => absorbed.set(a, id));
-          break;
-        }
-      }
-    }
-    return absorbed;
-  }
-
   /** The passes of every live node: constants once (init), the rest every step. */
   recordKernels() {
     const init = [];
     const step = [];
-    const folded = this.foldedTransposes();
-    const absorbed = this.absorbedNodes(folded);
+    const graph = { order: this.order, nodes: this.nodes, pinned: this.pinned };
+    const folded = foldedTransposes(graph);
+    const absorbed = absorbedNodes(graph, folded);
     /** An operand as it is read: a folded transpose is read from its source. @param {number} op */
     const source = (op) => folded.get(op) ?? op;
     const position = new Map(this.order.map((id, i) => [id, i]));
