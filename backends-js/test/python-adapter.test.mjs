@@ -4,6 +4,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { createPythonGPUAdapter, PYTHON_MODULE_NAME } from '../src/python-adapter.mjs';
+import {
+  PHASE, SLOT, clearInterrupt, createWaitGate, interruptInFlight, requestStop,
+} from '../../web/stop-control.mjs';
 
 const GRAPH = {
   version: 1,
@@ -196,6 +199,106 @@ test('a session run with fewer steps than a chunk is one runtime call', async ()
 });
 
 // ---------------------------------------------------------------------------------------------
+// Stop while Python waits (web/stop-control.mjs, the page's side of the adapter's wait gate)
+
+const newControl = () => new Int32Array(new SharedArrayBuffer(16));
+
+test('Stop while Python runs its own code sends SIGINT; a wait then starts as "sigint"', () => {
+  const control = newControl();
+  const gate = createWaitGate(control);
+  requestStop(control);
+  assert.equal(control[SLOT.INTERRUPT], 2);
+  assert.equal(control[SLOT.CANCEL], 1);
+  assert.equal(gate.enter(), 'sigint', 'the bridge must let the SIGINT land in its own code');
+  assert.equal(interruptInFlight(control), true);
+  clearInterrupt(control);
+  assert.equal(interruptInFlight(control), false);
+});
+
+test('Stop during a wait sends no SIGINT: leaving the wait says "stopped", and so do later waits', () => {
+  const control = newControl();
+  const gate = createWaitGate(control);
+  assert.equal(gate.enter(), 'ok');
+  assert.equal(gate.enter(), 'ok', 'nested wait (asyncio.gather)');
+  requestStop(control);
+  assert.equal(control[SLOT.INTERRUPT], 0, 'no SIGINT while the answer goes through glue');
+  assert.equal(control[SLOT.CANCEL], 1);
+  assert.equal(gate.leave(), 'ok', 'the inner wait');
+  assert.equal(gate.leave(), 'stopped');
+  assert.equal(gate.enter(), 'stopped');
+  assert.equal(interruptInFlight(control), false);
+});
+
+test('a wait that starts or ends as Stop is pressed is seen by exactly one side (two threads)', {
+  timeout: 60_000,
+}, async () => {
+  const { Worker } = await import('node:worker_threads');
+  const control = newControl();
+  const moduleUrl = new URL('../../web/stop-control.mjs', import.meta.url).href;
+  // The worker thread plays Python: wait, run "own code", wait, ... until a wait answers
+  // something else than 'ok'; it reports which answer ended it.
+  const source = `
+    const { parentPort, workerData } = require('node:worker_threads');
+    import(workerData.moduleUrl).then(({ createWaitGate }) => {
+      parentPort.on('message', () => {
+        const gate = createWaitGate(workerData.control);
+        for (;;) {
+          const entered = gate.enter();
+          if (entered !== 'ok') { parentPort.postMessage(entered); return; }
+          const left = gate.leave();
+          if (left !== 'ok') { parentPort.postMessage('left:' + left); return; }
+        }
+      });
+      parentPort.postMessage('ready');
+    });`;
+  const worker = new Worker(source, { eval: true, workerData: { control, moduleUrl } });
+  const next = () => new Promise((resolve) => worker.once('message', resolve));
+  assert.equal(await next(), 'ready');
+  const seen = new Set();
+  for (let trial = 0; trial < 60; trial += 1) {
+    for (const slot of Object.values(SLOT)) Atomics.store(control, slot, 0);
+    const answer = next();
+    worker.postMessage('go');
+    const spin = Date.now() + (trial % 4);
+    while (Date.now() < spin) { /* let the other thread loop a little */ }
+    requestStop(control);
+    const how = await answer;
+    seen.add(how);
+    if (how === 'sigint') {
+      assert.equal(control[SLOT.INTERRUPT], 2, 'SIGINT sent while Python ran its own code');
+    } else {
+      assert.equal(how, 'left:stopped');
+      assert.equal(control[SLOT.INTERRUPT], 0, 'no SIGINT may be sent during a wait');
+      assert.equal(control[SLOT.PHASE], PHASE.STOPPED);
+    }
+  }
+  await worker.terminate();
+  assert.ok(seen.size >= 1);
+});
+
+test('the Python module exposes the wait gate; beforeDeliver runs before each result', async () => {
+  const py = fakePyodide();
+  const { runtime, release } = gatedRuntime();
+  const calls = [];
+  const adapter = createPythonGPUAdapter(py, runtime, {
+    allowExecute: true,
+    waitGate: { enter: () => { calls.push('enter'); return 'ok'; }, leave: () => 'stopped' },
+    beforeDeliver: () => calls.push('beforeDeliver'),
+  });
+  const mod = py.modules.get(PYTHON_MODULE_NAME);
+  assert.equal(mod.enter_wait(), 'ok');
+  const envelope = mod.execute(GRAPH);
+  await tick();
+  release(0);
+  const answer = await envelope;
+  calls.push('delivered');
+  assert.equal(answer.ok, true, 'the result is still delivered');
+  assert.equal(mod.leave_wait(), 'stopped');
+  assert.deepEqual(calls, ['enter', 'beforeDeliver', 'delivered']);
+  assert.equal(adapter.pending, 0);
+});
+
+// ---------------------------------------------------------------------------------------------
 // The real thing in node: Pyodide + pylib's gpulab (pyodide_bridge) + this adapter + the CPU
 // runtime. JSPI is not in node 20, so this covers the awaitable and callback paths; the
 // synchronous g.run is covered in the browser (e2e/test_playground.py).
@@ -272,4 +375,41 @@ except GpuLabError as err:
     print("refused", err.code, "allowExecute" in err.message)
 `);
   assert.match(lines.join('\n'), /refused PERMISSION True/);
+
+  // Stop through the wait gate, with Pyodide's real interrupt buffer: pressed just before a
+  // result reaches Python (the moment that used to lose the interrupt in Pyodide's glue), and
+  // pressed while Python runs its own code (SIGINT: the bridge lets it land in its own stack).
+  const control = new Int32Array(new SharedArrayBuffer(16));
+  py.setInterruptBuffer(control);
+  let stopNext = false;
+  createPythonGPUAdapter(py, runtime, {
+    allowExecute: true,
+    waitGate: createWaitGate(control),
+    shouldCancel: () => control[SLOT.CANCEL] === 1,
+    beforeDeliver: () => { if (stopNext) { stopNext = false; requestStop(control); } },
+  });
+  globalThis.gpulabTestPressStop = () => requestStop(control);
+  const stopped = async (pressFirst) => {
+    for (const slot of Object.values(SLOT)) Atomics.store(control, slot, 0);
+    await py.runPythonAsync(`
+import js
+try:
+    if ${pressFirst ? 'True' : 'False'}:
+        js.gpulabTestPressStop()
+    await g.run_async(values=a + b)
+    print("stop: not stopped")
+except KeyboardInterrupt as exc:
+    print("stop:", repr(exc))
+`);
+  };
+  stopNext = true;
+  await stopped(false);
+  assert.match(lines.join('\n'), /stop: KeyboardInterrupt\('stopped by the user \(Stop\)'\)/);
+  assert.equal(control[SLOT.INTERRUPT], 0, 'no SIGINT was sent into the glue');
+  lines.length = 0;
+  await stopped(true);
+  assert.match(lines.join('\n'), /stop: KeyboardInterrupt\(\)/, 'the real SIGINT, in the bridge');
+  assert.equal(control[SLOT.INTERRUPT], 0, 'Pyodide took the SIGINT');
+  py.setInterruptBuffer(undefined);
+  delete globalThis.gpulabTestPressStop;
 });
