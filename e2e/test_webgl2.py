@@ -63,9 +63,10 @@ def test_conformance_corpus_passes_on_the_main_thread(browser: Any, server_url: 
 
 
 def test_conformance_corpus_passes_in_a_worker(gl_page: Any) -> None:
-    # The same cases through run_cases.mjs, in a module worker on an OffscreenCanvas.
+    # The same cases through run_cases.mjs, in a module worker on an OffscreenCanvas, with
+    # matmul blocks of 4 rows (the main-thread run uses 8: SwiftShader has 8 draw buffers).
     cases = load_cases()
-    payload = scenario(gl_page, "conformance", "worker", {"cases": cases})
+    payload = scenario(gl_page, "conformance", "worker", {"cases": cases, "blockRows": 4})
     _assert_corpus_passed(check_results(cases, _js_lane("browser-webgl2-worker", payload)), cases)
 
 
@@ -213,7 +214,7 @@ def test_transposes_feeding_matmuls_are_read_in_place(gl_page: Any) -> None:
     expected = {"tA_B": (t(x[0]), x[1]), "tB_A": (t(x[1]), x[0]), "E_tF": (x[2], t(x[3])),
                 "tX_X": (t(x[4]), x[4])}
     eps = np.finfo(np.float32).eps
-    for lane in ("blocks", "flat"):
+    for lane in ("blocks", "blocks4", "flat"):
         got = r[lane]["values"]
         for name, (a, b) in expected.items():
             # The matmul class: FMA contraction allowed, bound against |A| @ |B|.
@@ -225,6 +226,9 @@ def test_transposes_feeding_matmuls_are_read_in_place(gl_page: Any) -> None:
         passes = r[lane]["passes"]
         assert sum("TRANSPOSED=1" in p for p in passes) == 3, (lane, passes)
         assert sum(p.startswith("strided.glsl") for p in passes) == 1, (lane, passes)
+    # SwiftShader offers 8 draw buffers: blocks of 8 rows unless the hook asks for 4.
+    assert sum("BLOCK_ROWS=8" in p for p in r["blocks"]["passes"]) == 4
+    assert sum("BLOCK_ROWS=4" in p for p in r["blocks4"]["passes"]) == 4
 
 
 def _adam_case(rng: np.random.Generator, shape: list[int], shared_consumer: bool,
@@ -272,6 +276,7 @@ def _adam_case(rng: np.random.Generator, shape: list[int], shared_consumer: bool
 
 @pytest.mark.parametrize("flat", [False, True])
 def test_adam_moments_computed_inside_the_update_pass(gl_page: Any, flat: bool) -> None:
+    # (flat: the matmul gradient is read from the flat packing; else from the blocks' layers)
     rng = np.random.default_rng(5)
     cases = [_adam_case(rng, shape, shared) for shape in ([300, 7], [5])
              for shared in (False, True)]
@@ -285,7 +290,7 @@ def test_adam_moments_computed_inside_the_update_pass(gl_page: Any, flat: bool) 
     # their own passes (binary.glsl) and then the plain update.
     passes = payload["passes"]
     assert sum("STAGE_FUSED=1" in p for p in passes) == 4, passes
-    layout = "RESULT_FLAT=1" if flat else "RESULT_LAYERS4=1"
+    layout = "RESULT_FLAT=1" if flat else "RESULT_LAYERS=1"
     assert sum(p.startswith("adam_update.glsl") and layout in p for p in passes) == 2, passes
     assert not any(p.startswith("unpack.glsl") for p in passes), passes
     assert sum(p.startswith("binary.glsl|OP_adam_m=1") for p in passes) == 2, passes

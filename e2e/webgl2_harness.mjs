@@ -45,12 +45,14 @@ function noise(n, seed, scale = 1) {
 /**
  * The corpus on WebGL2 (software allowed), answered like the conformance runner's lanes.
  * maxTextureSize (optional) shrinks the texture limit so every tensor wraps across rows;
- * flatMatmul sends every matmul down the general (flat packed) path instead of 4x4 blocks;
+ * flatMatmul sends every matmul down the general (flat packed) path instead of blocks;
+ * blockRows 4 makes the blocks 4 rows high (as with fewer than 8 draw buffers);
  * with profile, the answer also lists the shader of every pass run (webgl2Profile).
  */
-export async function conformance({ cases, maxTextureSize = null, flatMatmul = false, profile = false }) {
+export async function conformance({ cases, maxTextureSize = null, flatMatmul = false,
+  blockRows = null, profile = false }) {
   const log = [];
-  const hooks = { webgl2FlatMatmul: flatMatmul };
+  const hooks = { webgl2FlatMatmul: flatMatmul, webgl2BlockRows: blockRows };
   if (maxTextureSize) hooks.webgl2MaxTextureSize = maxTextureSize;
   if (profile) hooks.webgl2Profile = log;
   const payload = await runCases((opts) => createRuntime({ ...opts, hooks }), SOFT, cases);
@@ -118,13 +120,14 @@ function transposeGraph() {
   return { version: 2, nodes, outputs: Object.entries(names).map(([name, id]) => ({ name, id })) };
 }
 
-/** transposeGraph on webgl2 (4x4 blocks, then the flat path) and the CPU reference. */
+/** transposeGraph on webgl2 (8- and 4-row blocks, then the flat path) and the CPU reference. */
 export async function transposeFolding() {
   const graph = transposeGraph();
   const out = { inputs: Object.fromEntries(graph.nodes.filter((n) => n.op === 'input')
     .map((n) => [n.id, { shape: n.shape, data: toBase64(Float32Array.from(n.data)) }])) };
   const encode = (r) => Object.fromEntries(Object.entries(r.outputs).map(([k, v]) => [k, toBase64(v.data)]));
-  for (const [lane, hooks] of [['blocks', {}], ['flat', { webgl2FlatMatmul: true }]]) {
+  const lanes = [['blocks', {}], ['blocks4', { webgl2BlockRows: 4 }], ['flat', { webgl2FlatMatmul: true }]];
+  for (const [lane, hooks] of lanes) {
     const profile = [];
     const rt = await createRuntime({ ...SOFT, hooks: { ...hooks, webgl2Profile: profile } });
     out[lane] = { values: encode(await rt.execute(graph)), passes: profile.map((p) => p.key) };

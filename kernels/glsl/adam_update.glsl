@@ -5,7 +5,7 @@
 //   STAGE_FUSED the adam_m and adam_v nodes feeding this update, computed with it (OUT3): one
 //               pass writes m = b1 m0 + (1 - b1) g, v = b2 v0 + (1 - b2) g g (as binary.glsl
 //               computes them) and the update from those values. g is the tensor u_g, or with
-//               RESULT_LAYERS4 / RESULT_FLAT a matmul product read in its packed form.
+//               RESULT_LAYERS / RESULT_FLAT a matmul product read in its packed form.
 //   else        the update of every element, reading those two values from u_bias.
 // 1 - beta^t = -expm1(t ln beta): ln beta comes from the host in float64 (rounded once), which
 // keeps 1 - 0.999^t accurate in float32.
@@ -32,7 +32,7 @@ float update(float m, float v) {
 #if defined(STAGE_FUSED)
 uniform sampler2D u_m0;
 uniform sampler2D u_v0;
-#if defined(RESULT_LAYERS4) || defined(RESULT_FLAT)
+#if defined(RESULT_LAYERS) || defined(RESULT_FLAT)
 float gradient(int i) { return resultValue(i); }
 #else
 uniform sampler2D u_g;

@@ -13,7 +13,7 @@ precision highp sampler2DArray;
 
 uniform int u_n;   // element count of the output
 uniform int u_w;   // width of the output texture
-#if !defined(PACKED_OUT4) && !defined(OUT3)
+#if !defined(BLOCK_ROWS) && !defined(OUT3)
 out vec4 o_value;  // the render target is R32F (only .r is stored) or RGBA32F (PACKED_OUT)
 #endif
 
@@ -61,26 +61,37 @@ vec4 load4(sampler2D t, int i) {
   return texelFetch(t, ivec2(i % w, i / w), 0);
 }
 
-#if defined(PACKED_OUT4)
-// Kernels that render into the 4 layers of a packed texture array at once (4 color
-// attachments) define the 4 texels at p (u_n texels per layer).
+#if defined(BLOCK_ROWS)
+// Kernels that render into the BLOCK_ROWS (4 or 8) layers of a packed texture array at once
+// (one color attachment each) define the texels at p of every layer (u_n texels per layer).
 layout(location = 0) out vec4 o_0;
 layout(location = 1) out vec4 o_1;
 layout(location = 2) out vec4 o_2;
 layout(location = 3) out vec4 o_3;
-void kernel4x4(ivec2 p, out vec4 r0, out vec4 r1, out vec4 r2, out vec4 r3);
+#if BLOCK_ROWS == 8
+layout(location = 4) out vec4 o_4;
+layout(location = 5) out vec4 o_5;
+layout(location = 6) out vec4 o_6;
+layout(location = 7) out vec4 o_7;
+#endif
+void kernelBlock(ivec2 p, out vec4 r0, out vec4 r1, out vec4 r2, out vec4 r3, out vec4 r4,
+                 out vec4 r5, out vec4 r6, out vec4 r7);
 
 void main() {
+  vec4 r[8];
+  for (int i = 0; i < 8; ++i) r[i] = vec4(0.0);
   ivec2 p = ivec2(gl_FragCoord.xy);
-  vec4 r0 = vec4(0.0);
-  vec4 r1 = vec4(0.0);
-  vec4 r2 = vec4(0.0);
-  vec4 r3 = vec4(0.0);
-  if (p.y * u_w + p.x < u_n) kernel4x4(p, r0, r1, r2, r3);
-  o_0 = r0;
-  o_1 = r1;
-  o_2 = r2;
-  o_3 = r3;
+  if (p.y * u_w + p.x < u_n) kernelBlock(p, r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
+  o_0 = r[0];
+  o_1 = r[1];
+  o_2 = r[2];
+  o_3 = r[3];
+#if BLOCK_ROWS == 8
+  o_4 = r[4];
+  o_5 = r[5];
+  o_6 = r[6];
+  o_7 = r[7];
+#endif
 }
 #elif defined(OUT3)
 // Kernels that compute three tensors of the output's size at once (3 color attachments,

@@ -1,14 +1,15 @@
 // Element i of a matmul result [..., M, N] still in matmul's packed form (read by unpack.glsl,
 // and by a kernel that takes the product without unpacking it). Exact bits. Empty unless a
 // layout is defined:
-//   RESULT_LAYERS4: matmul_blocks.glsl's texture array u_rq: row m of a matrix is layer
-//                   m % 4, texel (c / 4, matrix * ceil(M / 4) + m / 4).
+//   RESULT_LAYERS: matmul_blocks.glsl's texture array u_rq of u_rrows layers: row m of a
+//                  matrix is layer m % R, texel (c / 4, matrix * ceil(M / R) + m / R).
 //   RESULT_FLAT:    matmul.glsl's flat packing u_rp, u_rtpr texels of 4 values per row.
-#if defined(RESULT_LAYERS4) || defined(RESULT_FLAT)
+#if defined(RESULT_LAYERS) || defined(RESULT_FLAT)
 uniform int u_rcols;  // N
-#if defined(RESULT_LAYERS4)
+#if defined(RESULT_LAYERS)
 uniform highp sampler2DArray u_rq;
 uniform int u_rm;     // M
+uniform int u_rrows;  // R, rows per block (layers)
 #else
 uniform sampler2D u_rp;
 uniform int u_rtpr;   // ceil(N / 4)
@@ -17,11 +18,12 @@ uniform int u_rtpr;   // ceil(N / 4)
 float resultValue(int i) {
   int r = i / u_rcols;
   int c = i - r * u_rcols;
-#if defined(RESULT_LAYERS4)
+#if defined(RESULT_LAYERS)
   int matrix = r / u_rm;
   int m = r - matrix * u_rm;
-  int g = m / 4;
-  return texelFetch(u_rq, ivec3(c / 4, matrix * ((u_rm + 3) / 4) + g, m - 4 * g), 0)[c & 3];
+  int g = m / u_rrows;
+  int groups = (u_rm + u_rrows - 1) / u_rrows;
+  return texelFetch(u_rq, ivec3(c / 4, matrix * groups + g, m - u_rrows * g), 0)[c & 3];
 #else
   return load4(u_rp, r * u_rtpr + c / 4)[c & 3];
 #endif

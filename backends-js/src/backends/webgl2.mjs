@@ -15,8 +15,10 @@
 //   hooks.webgl2TransformSource(file, source)  edits a fragment shader before it is compiled
 //                               (inject a GLSL error)
 //   hooks.webgl2FlatMatmul      true: every matmul takes the general path (flat packed
-//                               textures, 4 outputs per fragment), as when the 4x4 blocks'
+//                               textures, 4 outputs per fragment), as when the blocks'
 //                               textures would pass the texture limit
+//   hooks.webgl2BlockRows       4: matmul blocks of 4 rows, as on a context with fewer than 8
+//                               draw buffers (default: 8 where there are 8)
 //   hooks.webgl2Profile         an array: run() then syncs after every draw and pushes
 //                               {key, n, ms} per pass (per-kernel timing; slows runs down)
 // and fills in
@@ -49,8 +51,12 @@ export async function createBackend({ allowSoftware = false, hooks = {} } = {}) 
   gl.disable(gl.DITHER);  // on by default in GL; must never touch a stored value
   /** @type {Set<WebGL2Program>} */
   const programs = new Set();
+  // 8 rows per matmul block need 8 color attachments drawn at once (WebGL2 promises 4).
+  const drawBuffers = Math.min(gl.getParameter(gl.MAX_DRAW_BUFFERS),
+    gl.getParameter(gl.MAX_COLOR_ATTACHMENTS));
+  const blockRows = drawBuffers >= 8 && hooks?.webgl2BlockRows !== 4 ? 8 : 4;
   const env = { gl, ctx, pool, shaders, profile: hooks?.webgl2Profile,
-    kernelOptions: { flatMatmul: Boolean(hooks?.webgl2FlatMatmul) } };
+    kernelOptions: { flatMatmul: Boolean(hooks?.webgl2FlatMatmul), blockRows } };
   let disposed = false;
 
   const stats = () => ({ ...pool.stats(), programs: shaders.handles.size, livePrograms: programs.size });

@@ -3,8 +3,9 @@
 // (pack.glsl), the product, and the result unpacked into the output tensor (unpack.glsl).
 // Texel fetches are what a matmul costs here (docs/webgl2.md, "Speed"), so the product reads
 // 4 values per fetch and computes several outputs per fragment:
-//   blocks (matmul_blocks.glsl): a 4x4 output block per fragment, written to 4 layers at once;
-//     needs one matrix row per texture row (rows and texels per row within the texture limit).
+//   blocks (matmul_blocks.glsl): an 8x4 (or 4x4) output block per fragment, written to 8 (4)
+//     layers at once; needs one matrix row per texture row (rows and texels per row within the
+//     texture limit), and 8 draw buffers for 8 rows (WebGL2 promises 4).
 //   flat (matmul.glsl): 4 outputs per fragment over flat packed textures; any size.
 import { registerKernel, broadcastStrides, sizeOf } from './registry.mjs';
 
@@ -53,7 +54,8 @@ function blocksFit({ node, k, M, N, K, batch }) {
   const max = k.maxTextureSize;
   const [a, b] = node.operands.map((id) => rowsOf(k.shape(id)));
   const within = (rows, cols) => rows <= max && texelsPerRow(cols) <= max;
-  return within(...a) && within(...b) && within(sizeOf(batch) * Math.ceil(M / 4), N) && K > 0;
+  const groups = Math.ceil(M / k.options.blockRows);
+  return within(...a) && within(...b) && within(sizeOf(batch) * groups, N) && K > 0;
 }
 
 /**
@@ -80,17 +82,18 @@ export function matmulProduct(node, k) {
   if (!k.options?.flatMatmul && blocksFit({ node, k, M, N, K, batch })) {
     const packA = packPass(k, a, true);
     const packB = packPass(k, b, true);
-    const groups = Math.ceil(M / 4);
-    const product = k.temp4(sizeOf(batch) * groups * tn, { layers: 4, width: tn });
+    const rows = k.options.blockRows;
+    const groups = Math.ceil(M / rows);
+    const product = k.temp4(sizeOf(batch) * groups * tn, { layers: rows, width: tn });
     return {
       passes: [packA, packB, {
-        shader: 'matmul_blocks.glsl', defines: { PACKED_OUT4: 1 },
+        shader: 'matmul_blocks.glsl', defines: { BLOCK_ROWS: rows },
         inputs: { u_a: packA.target, u_b: packB.target }, target: product,
         uniforms: { u_shape: ['i4', [...batch, groups, tn]], u_m: ['i', M], u_k: ['i', K],
           u_sa: ['i2', stridesA], u_sb: ['i2', stridesB] },
       }],
-      read: { defines: { RESULT_LAYERS4: 1 }, inputs: { u_rq: product },
-        uniforms: { u_rcols: ['i', N], u_rm: ['i', M] } },
+      read: { defines: { RESULT_LAYERS: 1 }, inputs: { u_rq: product },
+        uniforms: { u_rcols: ['i', N], u_rm: ['i', M], u_rrows: ['i', rows] } },
     };
   }
   const packA = packPass(k, a, false);

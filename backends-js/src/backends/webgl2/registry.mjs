@@ -14,7 +14,8 @@
  * @property {(id: number) => number[]} shape  shape of a node
  * @property {number} out                      slot of this node's output
  * @property {number} maxTextureSize            the texture width/height limit
- * @property {{flatMatmul?: boolean}} options   test hooks that pick a kernel's general path
+ * @property {{flatMatmul: boolean, blockRows: number}} options  how matmul blocks: the flat
+ *   path only (test hook), rows per block (8 where the context has 8 draw buffers, else 4)
  * @property {(id: number) => number|undefined} transposeSource  for an operand that is a
  *   transpose the program does not compute: the node it transposes (read that instead)
  * @property {(id: number) => boolean} absorbed  whether this kernel computes operand id itself
