@@ -24,8 +24,7 @@ float load(sampler2D t, int i) {
 }
 
 // Element i of a tensor with as many elements as the output: it has the output's layout, so it
-// sits at this fragment's own texel (no integer division, which software renderers emulate
-// lane by lane).
+// sits at this fragment's own texel (no index arithmetic).
 float loadHere(sampler2D t) {
   return texelFetch(t, ivec2(gl_FragCoord.xy), 0).r;
 }
