@@ -92,17 +92,22 @@ def notebook(shared_page: Page) -> Page:
 
     A run a failed test left going is stopped; if Stop cannot end it, the page's own recovery
     ("Restart Python") does, so one failure does not cascade into the tests after it."""
-    stop = shared_page.get_by_role("button", name="Stop")
-    if stop.is_enabled():
-        stop.click()
-        try:
-            expect(stop).to_be_disabled(timeout=15_000)
-        except AssertionError:
-            shared_page.get_by_role("button", name="Restart Python").click()
-    expect(shared_page.locator("body")).to_have_attribute("data-ready", "true", timeout=120_000)
+    end_leftover_run(shared_page)
     shared_page.get_by_role("button", name="New notebook").click()
     expect(shared_page.locator("section.cell")).to_have_count(1)
     return shared_page
+
+
+def end_leftover_run(page: Page, stop_timeout_ms: float = 15_000) -> None:
+    """Stop a run still going; "Restart Python" if Stop does not end it in time."""
+    stop = page.get_by_role("button", name="Stop")
+    if stop.is_enabled():
+        stop.click()
+        try:
+            expect(stop).to_be_disabled(timeout=stop_timeout_ms)
+        except AssertionError:
+            page.get_by_role("button", name="Restart Python").click()
+    expect(page.locator("body")).to_have_attribute("data-ready", "true", timeout=120_000)
 
 
 @pytest.fixture(scope="session")
@@ -551,6 +556,21 @@ def test_stop_ends_a_cell_awaiting_a_promise_that_never_settles(notebook: Page) 
     expect_stopped(page)
     expect(output(page, 1)).to_contain_text("CancelledError")
     expect(run_program(page, "print('alive', 6 * 7)")).to_contain_text("alive 42")
+
+
+def test_a_run_stop_cannot_end_is_ended_by_restart_python(notebook: Page) -> None:
+    """The shared page's recovery: a cell that swallows every interrupt cannot be stopped, so
+    the fixture's helper falls back to "Restart Python" and the page is usable again."""
+    page = notebook
+    set_code(page, 1, "swallowed = 0\nwhile True:\n    try:\n        while True:\n            pass\n"
+                      "    except BaseException:\n        swallowed += 1\n")
+    cell(page, 1).get_by_role("button", name="Run", exact=True).click()
+    expect(cell(page, 1).locator(".prompt")).to_have_text("[running]")
+    end_leftover_run(page, stop_timeout_ms=2_000)
+    expect(output(page, 1)).to_contain_text("Python was restarted")
+    expect(page.get_by_role("button", name="Stop")).to_be_disabled()
+    out = run_program(page, "print('fresh', 'swallowed' in globals())")
+    expect(out).to_contain_text("fresh False")
 
 
 def test_keyboard_editing_and_cells(notebook: Page) -> None:
