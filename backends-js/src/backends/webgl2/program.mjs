@@ -241,8 +241,13 @@ export class WebGL2Program {
     this.multiTarget ??= gl.createFramebuffer();
     gl.bindFramebuffer(gl.FRAMEBUFFER, this.multiTarget);
     const slots = [cmd.target, ...cmd.alsoTargets];
-    slots.forEach((slot, i) => gl.framebufferTexture2D(gl.FRAMEBUFFER, gl.COLOR_ATTACHMENT0 + i,
-      gl.TEXTURE_2D, this.slots[slot].texture, 0));
+    const attach = (i, texture) => gl.framebufferTexture2D(gl.FRAMEBUFFER,
+      gl.COLOR_ATTACHMENT0 + i, gl.TEXTURE_2D, texture, 0);
+    slots.forEach((slot, i) => attach(i, this.slots[slot].texture));
+    // Detach what an earlier pass with more targets left: an attached texture that a later
+    // pass samples would be a feedback loop even if it is not drawn to.
+    for (let i = slots.length; i < (this.multiTargetCount ?? 0); i++) attach(i, null);
+    this.multiTargetCount = slots.length;
     gl.drawBuffers(slots.map((_, i) => gl.COLOR_ATTACHMENT0 + i));
     return target;
   }
