@@ -60,8 +60,11 @@ function adamMoments(node, { nodeOf, pinned }) {
   const fits = mNode.op === 'adam_m' && vNode.op === 'adam_v' && vNode.operands[1] === g &&
     m !== v;
   if (!fits) return [];
-  const product = nodeOf(g).op === 'matmul' && !pinned(g) && g !== mNode.operands[0] &&
-    g !== vNode.operands[0] && g !== node.operands[0];
+  // Not when the update or a moment also reads the gradient as another operand: that read
+  // needs the gradient as a tensor.
+  const readsElsewhere = [mNode.operands[0], vNode.operands[0], node.operands[0], node.operands[3]]
+    .includes(g);
+  const product = nodeOf(g).op === 'matmul' && !pinned(g) && !readsElsewhere;
   return product ? [[m, v, g], [m, v]] : [[m, v]];
 }
 
