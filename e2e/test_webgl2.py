@@ -274,6 +274,33 @@ def _adam_case(rng: np.random.Generator, shape: list[int], shared_consumer: bool
             "graph": {"version": 2, "nodes": nodes, "outputs": outputs}}
 
 
+def test_adam_nodes_wired_into_each_other_are_not_fused(gl_page: Any) -> None:
+    # m feeds adam_v as its v and adam_update as its parameter: a fused pass would read the
+    # texture it writes. Each node then runs on its own, and the results are still right.
+    rng = np.random.default_rng(6)
+    n = 40
+
+    def data(lo: float, hi: float) -> list[float]:
+        return rng.uniform(lo, hi, n).astype(np.float32).tolist()
+
+    nodes = [
+        {"id": 0, "op": "input", "shape": [n], "data": data(0.5, 1.0)},    # m0
+        {"id": 1, "op": "input", "shape": [n], "data": data(-0.1, 0.1)},   # gradient
+        {"id": 2, "op": "input", "shape": [1], "data": [2.0]},
+        {"id": 3, "op": "adam_m", "a": 0, "b": 1},
+        {"id": 4, "op": "adam_v", "a": 3, "b": 1},
+        {"id": 5, "op": "adam_update", "a": 3, "b": 3, "c": 4, "t": 2},
+    ]
+    outputs = [{"name": "m", "id": 3}, {"name": "v", "id": 4}, {"name": "p", "id": 5}]
+    cases = [{"name": "adam_fusion/wired", "op": "adam_update",
+              "graph": {"version": 2, "nodes": nodes, "outputs": outputs}}]
+    payload = scenario(gl_page, "conformance", "main", {"cases": cases, "profile": True})
+    report = check_results(cases, _js_lane("browser-webgl2-adam", payload))
+    assert report.passed and len(report.results) == 1, report.describe_failures()
+    assert not any("STAGE_FUSED" in p for p in payload["passes"]), payload["passes"]
+    assert sum(p.startswith("binary.glsl|OP_adam_") for p in payload["passes"]) == 2
+
+
 @pytest.mark.parametrize("flat", [False, True])
 def test_adam_moments_computed_inside_the_update_pass(gl_page: Any, flat: bool) -> None:
     # (flat: the matmul gradient is read from the flat packing; else from the blocks' layers)

@@ -57,8 +57,11 @@ function adamMoments(node, { nodeOf, pinned }) {
   const [, m, v] = node.operands;
   const [mNode, vNode] = [nodeOf(m), nodeOf(v)];
   const g = mNode.operands[1];
+  // The fused pass reads every other operand from its texture while it writes m and v, so
+  // none of them may be m or v (e.g. adam_v(m, g) or adam_update(m, m, v, t)).
+  const others = [node.operands[0], node.operands[3], mNode.operands[0], vNode.operands[0]];
   const fits = mNode.op === 'adam_m' && vNode.op === 'adam_v' && vNode.operands[1] === g &&
-    m !== v;
+    m !== v && !others.includes(m) && !others.includes(v);
   if (!fits) return [];
   // Not when the update or a moment also reads the gradient as another operand: that read
   // needs the gradient as a tensor.
