@@ -5,6 +5,7 @@
 // Slots are indices into the program's texture table, so a session can swap carried tensors
 // between steps without re-recording anything.
 
+import { stridesOf } from '../../shapes.mjs';
 /**
  * @typedef {{shader: string, defines?: Record<string, string|number>, inputs?: Record<string, number>,
  *   uniforms?: Record<string, [string, any]>, target: number, alsoTargets?: number[]}} Pass
@@ -67,16 +68,8 @@ export function pad4(shape) {
   return [...Array(4 - shape.length).fill(1), ...shape];
 }
 
-/** Row-major element strides. @param {number[]} shape */
-export function stridesOf(shape) {
-  const s = new Array(shape.length);
-  let acc = 1;
-  for (let i = shape.length - 1; i >= 0; i--) {
-    s[i] = acc;
-    acc *= shape[i];
-  }
-  return s;
-}
+// Row-major strides: the one definition in shapes.mjs (re-exported for the kernel modules).
+export { stridesOf };
 
 /**
  * Strides of `shape` along the axes of `outShape` (aligned right), 0 where `shape` broadcasts,
