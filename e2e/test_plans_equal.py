@@ -3,8 +3,9 @@
 Every conformance case is validated and planned on both sides under several limit sets; the
 plans must be deep-equal JSON, so the browser WebGPU backend and the wgpu-py executor dispatch
 the same kernels with the same params. The limit sets cover devices with 16 and 32 KiB of
-workgroup storage and small devices (dispatches split over y/z, buffers past the limit); the
-matmul kernel follows the work (docs/plan.md), so one graph per matmul kernel is planned too.
+workgroup storage, small devices (dispatches split over y/z, buffers past the limit) and
+software adapters (`minMatmulWorkgroups` 1); the matmul kernel follows the work and that limit
+(docs/plan.md), so one graph per matmul kernel is planned too.
 """
 
 from __future__ import annotations
@@ -32,7 +33,10 @@ LIMIT_SETS = [
     # a tiny device: every dispatch over 3 workgroups splits over y (and z); big buffers refused
     {"maxComputeWorkgroupStorageSize": 16384, "maxComputeWorkgroupsPerDimension": 3,
      "maxStorageBufferBindingSize": 4096},
+    # a software adapter (SwiftShader, lavapipe): big matmul tiles whatever the workgroup count
+    {"maxComputeWorkgroupStorageSize": 32768, "minMatmulWorkgroups": 1},
 ]
+SOFTWARE = 3  # the index of the software limit set
 
 
 # One [batch, M, K] @ [K, N] product per matmul kernel: the planner picks by shape.
@@ -137,6 +141,7 @@ def test_the_limit_sets_exercise_every_planner_path(cases: list[dict]) -> None:
             split += any(s["dispatch"][1] > 1 for s in plan["steps"])
     wgsl = {p.stem for p in (ROOT / "kernels" / "wgsl").glob("*.wgsl")}
     assert kernels[0] == kernels[1] == wgsl, "a kernel no case plans, or a plan names no file"
+    assert kernels[SOFTWARE] == wgsl, "the software limit set misses a kernel"
     for kernel in MATMUL_KERNEL_SHAPES:  # the shape table above really picks each kernel
         plan = plan_graph(validate(matmul_kernel_graph(kernel)))
         assert [s["kernel"] for s in plan["steps"]] == [kernel]
@@ -145,6 +150,31 @@ def test_the_limit_sets_exercise_every_planner_path(cases: list[dict]) -> None:
                                                     "unary", "permute", "matmul_v4"]
     assert [s["params"][11][1] for s in plan["steps"] if s["kernel"] == "matmul_small"] == [1, 0]
     assert split > 0 and limited > 0
+
+
+def test_software_limit_takes_big_tiles_where_hardware_takes_matmul_small() -> None:
+    """The MLP's x @ W1 ([64, 784] @ [784, 256]: 4 tiles of 64) and a small batch of 128 tiles:
+    matmul_small on a GPU (under 128 workgroups), the big tiles on a software adapter; products
+    under half a 64 tile stay on matmul_small either way."""
+    def kernels(limits: dict) -> list[str]:
+        graph = {"version": 2, "nodes": [
+            {"id": 0, "op": "input", "shape": [64, 784]}, {"id": 1, "op": "input",
+                                                            "shape": [784, 256]},
+            {"id": 2, "op": "matmul", "a": 0, "b": 1},
+            {"id": 3, "op": "input", "shape": [2, 200, 9]}, {"id": 4, "op": "input",
+                                                             "shape": [9, 130]},
+            {"id": 5, "op": "matmul", "a": 3, "b": 4},
+            {"id": 6, "op": "input", "shape": [5, 7]}, {"id": 7, "op": "input", "shape": [7, 3]},
+            {"id": 8, "op": "matmul", "a": 6, "b": 7}],
+            "outputs": [{"name": f"o{i}", "id": i} for i in (2, 5, 8)]}
+        return [s["kernel"] for s in plan_graph(validate(graph), limits)["steps"]]
+
+    hardware = ["matmul_small", "matmul_small", "matmul_small"]
+    assert kernels({}) == kernels({"minMatmulWorkgroups": 128}) == hardware
+    assert kernels(LIMIT_SETS[SOFTWARE]) == ["matmul_v4", "matmul_rb", "matmul_small"]
+    assert kernels({"minMatmulWorkgroups": 0}) == hardware  # invalid: the default
+    assert plan_graph(validate(matmul_kernel_graph("matmul")), LIMIT_SETS[SOFTWARE])[
+        "limits"]["minMatmulWorkgroups"] == 1
 
 
 def test_a_planner_difference_would_be_caught(cases: list[dict]) -> None:

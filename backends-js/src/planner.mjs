@@ -9,22 +9,26 @@ import { GpuLabError, nodeError } from './errors.mjs';
 
 export const PLAN_FORMAT = 1;
 
-/** WebGPU's default limits: what a plan assumes when the caller gives none. */
+/**
+ * A matmul takes the largest tile (128, then 64) that still gives `minMatmulWorkgroups`
+ * workgroups (and is at least half filled along M and N), else the 16x16 matmul_small: on a GPU
+ * few big tiles leave most of it idle, so hardware adapters ask for 128. A software adapter (a
+ * CPU with a few cores) is busy with any count and runs matmul_small about 3x slower than the
+ * 64x64 tile, so its executor passes 1. Every matmul kernel fits 16 KiB of workgroup storage.
+ */
+export const MATMUL_MIN_WORKGROUPS = 128;
+export const MATMUL_MIN_WORKGROUPS_SOFTWARE = 1;
+
+/** WebGPU's default limits (and the hardware matmul rule): what a plan assumes when not given. */
 export const DEFAULT_LIMITS = Object.freeze({
   maxComputeWorkgroupStorageSize: 16384,
   maxStorageBufferBindingSize: 134217728,
   maxComputeWorkgroupsPerDimension: 65535,
+  minMatmulWorkgroups: MATMUL_MIN_WORKGROUPS,
 });
 
 /** Workgroup size of elementwise kernels (the `WG` override). */
 export const ELEMENTWISE_WG = 64;
-/** Workgroup storage the 128x128 register-blocked matmul needs (double-buffered 16-deep tiles). */
-/**
- * A matmul takes the largest tile (128, then 64) that still gives this many workgroups (and is
- * at least half filled along M and N), else the 16x16 matmul_small: few big tiles leave most of
- * a GPU idle. Every matmul kernel fits WebGPU's default 16 KiB of workgroup storage.
- */
-export const MATMUL_MIN_WORKGROUPS = 128;
 const MATMUL_KERNELS = [[128, 'matmul_rb_v4', 'matmul_rb'], [64, 'matmul_v4', 'matmul']];
 
 const UNARY_OP = { neg: 0, exp: 1, log: 2, sqrt: 3, tanh: 4, sigmoid: 5, gelu: 6, relu: 7, positive: 8 };
@@ -420,20 +424,22 @@ function matmulChoice(ctx, node) {
   const sa = ctx.operandShape(node, 0);
   const sb = ctx.operandShape(node, 1);
   const batch = count(node.shape.slice(0, -2));
-  return matmulKernel(sa[sa.length - 2], sb[sb.length - 1], sa[sa.length - 1], batch);
+  return matmulKernel(sa[sa.length - 2], sb[sb.length - 1], sa[sa.length - 1], batch,
+    ctx.limits.minMatmulWorkgroups);
 }
 
 /**
- * [tile, kernel] for an [M, K] @ [K, N] product over `batch` matrices: shapes only, so both
- * planners agree on every device. The _v4 kernels read and write vec4s, so every row of a, b
- * and out must start on 16 bytes (K and N multiples of 4).
+ * [tile, kernel] for an [M, K] @ [K, N] product over `batch` matrices: shapes and the plan's
+ * `minMatmulWorkgroups` limit (`minGroups`) only, so both planners agree. The _v4 kernels read
+ * and write vec4s, so every row of a, b and out must start on 16 bytes (K and N multiples of 4).
  * @param {number} m @param {number} n @param {number} k @param {number} batch
+ * @param {number} [minGroups]
  * @returns {[number, string]}
  */
-export function matmulKernel(m, n, k, batch) {
+export function matmulKernel(m, n, k, batch, minGroups = MATMUL_MIN_WORKGROUPS) {
   for (const [tile, aligned, scalar] of MATMUL_KERNELS) {
     const groups = Math.ceil(m / tile) * Math.ceil(n / tile) * batch;
-    if (2 * m > tile && 2 * n > tile && groups >= MATMUL_MIN_WORKGROUPS) {
+    if (2 * m > tile && 2 * n > tile && groups >= minGroups) {
       return [tile, k % 4 === 0 && n % 4 === 0 ? aligned : scalar];
     }
   }

@@ -77,6 +77,28 @@ def test_matmul_kernel_follows_the_work_not_the_storage_limit() -> None:
     assert kernel([128, 36, 8], [8, 36])[0] == "matmul_v4"
 
 
+def test_min_matmul_workgroups_is_a_limit_that_software_adapters_lower() -> None:
+    def kernel(a: list[int], b: list[int], limits: dict) -> tuple[str, list[int]]:
+        checked = validate(_graph(_input(0, a), _input(1, b),
+                                  {"id": 2, "op": "matmul", "a": 0, "b": 1}, outputs=[2]))
+        plan = plan_graph(checked, limits)
+        step = plan["steps"][0]
+        assert plan["limits"]["minMatmulWorkgroups"] == limits.get("minMatmulWorkgroups", 128)
+        return step["kernel"], [v for _, v in step["params"][3:5]] + step["dispatch"]
+
+    software = {"minMatmulWorkgroups": 1}
+    # the MLP's x @ W1: 4 tiles of 64 (a 128 tile would be half empty along M)
+    assert kernel([64, 784], [784, 256], {})[0] == "matmul_small"
+    assert kernel([64, 784], [784, 256], software) == ("matmul_v4", [1, 4, 4, 1, 1])
+    # its weight gradient x^T @ dh ([784, 64] @ [64, 256]): 7 x 2 tiles of 128
+    assert kernel([784, 64], [64, 256], software) == ("matmul_rb_v4", [7, 2, 14, 1, 1])
+    # the threshold is compared, not just "software or not": 16 tiles of 64 need at most 16
+    assert kernel([256, 8], [8, 256], {"minMatmulWorkgroups": 16})[0] == "matmul_v4"
+    assert kernel([256, 8], [8, 256], {"minMatmulWorkgroups": 17})[0] == "matmul_small"
+    # products under half a 64 tile stay on matmul_small even on a software adapter
+    assert kernel([32, 8], [8, 256], software)[0] == "matmul_small"
+
+
 def test_broadcast_strides_are_zero_on_size_one_axes() -> None:
     checked = validate(_graph(_input(0, [2, 1, 4]), _input(1, [3, 1]),
                               {"id": 2, "op": "add", "a": 0, "b": 1}, outputs=[2]))

@@ -31,7 +31,7 @@ export const name = 'webgpu';
 const kernelUrl = (/** @type {string} */ kernel) =>
   new URL(`../../../kernels/wgsl/${kernel}.wgsl`, import.meta.url);
 
-/** @type {Promise<{planGraph: Function, packParams: Function}> | null} */
+/** @type {Promise<typeof import('../planner.mjs')> | null} */
 let plannerModule = null;
 
 /** The planner, imported on first use (so the backend still reports adapters without it). */
@@ -56,11 +56,14 @@ function describeFacts(facts) {
 }
 
 /**
- * The device's limits, each lowered to `lower[key]` where a test asks for less.
- * @param {Record<string, number>} device @param {Record<string, number>} [lower]
+ * The limits the planner sees: the device's, plus `minMatmulWorkgroups` (a software adapter
+ * is a CPU, busy with any workgroup count, so it takes big matmul tiles: docs/plan.md), each
+ * lowered to `lower[key]` where a test asks for less.
+ * @param {Record<string, number>} device @param {number} minMatmulWorkgroups
+ * @param {Record<string, number>} [lower]
  */
-function plannerLimits(device, lower = {}) {
-  const out = { ...device };
+function plannerLimits(device, minMatmulWorkgroups, lower = {}) {
+  const out = { ...device, minMatmulWorkgroups };
   for (const [key, value] of Object.entries(lower)) {
     if (key in out && Number.isInteger(value) && value > 0) out[key] = Math.min(out[key], value);
   }
@@ -113,7 +116,9 @@ export async function createBackend({ allowSoftware = false, hooks: given = {} }
       const packParams = planner.packParams;
       try {
         const planGraph = hooks.planGraph || planner.planGraph;
-        plan = planGraph(checked, plannerLimits(gpu.limits(), hooks.limits));
+        const minGroups = software ? planner.MATMUL_MIN_WORKGROUPS_SOFTWARE
+          : planner.MATMUL_MIN_WORKGROUPS;
+        plan = planGraph(checked, plannerLimits(gpu.limits(), minGroups, hooks.limits));
         if (hooks.transformPlan) plan = hooks.transformPlan(plan);
       } catch (err) {
         throw err instanceof GpuLabError ? err : asBackendError(err, 'planning');

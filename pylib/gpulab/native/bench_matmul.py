@@ -50,7 +50,7 @@ def forcing_matmul_kernel(kernel: str | None) -> Iterator[None]:
     tile, scalar = planner.MATMUL_TILES[kernel]
     chosen = planner.matmul_kernel
 
-    def forced(m: int, n: int, k: int, batch: int) -> tuple[int, str]:
+    def forced(m: int, n: int, k: int, batch: int, min_groups: int = 0) -> tuple[int, str]:
         return tile, kernel if k % 4 == 0 and n % 4 == 0 else scalar
 
     planner.matmul_kernel = forced

@@ -19,18 +19,23 @@ from ..protocol import CheckedGraph, CheckedNode, label
 
 PLAN_FORMAT = 1
 
-# WebGPU's default limits: what a plan assumes when the caller gives none.
+# A matmul takes the largest tile (128, then 64) that still gives `minMatmulWorkgroups`
+# workgroups (and is at least half filled along M and N), else the 16x16 matmul_small: on a GPU
+# few big tiles leave most of it idle, so hardware adapters ask for 128. A software adapter (a
+# CPU with a few cores) is busy with any count and runs matmul_small about 3x slower than the
+# 64x64 tile, so its executor passes 1. Every matmul kernel fits 16 KiB of workgroup storage.
+MATMUL_MIN_WORKGROUPS = 128
+MATMUL_MIN_WORKGROUPS_SOFTWARE = 1
+
+# WebGPU's default limits (and the hardware matmul rule): what a plan assumes when not given.
 DEFAULT_LIMITS: dict[str, int] = {
     "maxComputeWorkgroupStorageSize": 16384,
     "maxStorageBufferBindingSize": 134217728,
     "maxComputeWorkgroupsPerDimension": 65535,
+    "minMatmulWorkgroups": MATMUL_MIN_WORKGROUPS,
 }
 
 ELEMENTWISE_WG = 64  # workgroup size of elementwise kernels (the WG override)
-# A matmul takes the largest tile (128, then 64) that still gives this many workgroups (and is
-# at least half filled along M and N), else the 16x16 matmul_small: few big tiles leave most of a
-# GPU idle. Every matmul kernel fits WebGPU's default 16 KiB of workgroup storage.
-MATMUL_MIN_WORKGROUPS = 128
 MATMUL_KERNELS = ((128, "matmul_rb_v4", "matmul_rb"), (64, "matmul_v4", "matmul"))
 # kernel -> (its tile, the kernel for shapes whose K or N is not a multiple of 4)
 MATMUL_TILES = {"matmul_rb_v4": (128, "matmul_rb"), "matmul_rb": (128, "matmul_rb"),
@@ -330,7 +335,7 @@ def _matmul_choice(ctx: _PlanContext, node: CheckedNode) -> tuple[int, str]:
     sa = ctx.operand_shape(node, 0)
     sb = ctx.operand_shape(node, 1)
     batch = math.prod(node.shape[:-2])
-    return matmul_kernel(sa[-2], sb[-1], sa[-1], batch)
+    return matmul_kernel(sa[-2], sb[-1], sa[-1], batch, ctx.limits["minMatmulWorkgroups"])
 
 
 def _matrix_batch_strides(shape: list[int], batch_rank: int, matrix: int) -> list[int]:
@@ -365,13 +370,15 @@ def _plan_matmul(ctx: _PlanContext, node: CheckedNode) -> None:
     ctx.dispatch(node, kernel, {}, params, [a, b, out], tiles_m * tiles_n * batch)
 
 
-def matmul_kernel(m: int, n: int, k: int, batch: int) -> tuple[int, str]:
-    """(tile, kernel) for an [M, K] @ [K, N] product over `batch` matrices: shapes only, so
-    both planners agree on every device. The _v4 kernels read and write vec4s, so every row of
-    a, b and out must start on 16 bytes (K and N multiples of 4)."""
+def matmul_kernel(m: int, n: int, k: int, batch: int,
+                  min_groups: int = MATMUL_MIN_WORKGROUPS) -> tuple[int, str]:
+    """(tile, kernel) for an [M, K] @ [K, N] product over `batch` matrices: shapes and the
+    plan's `minMatmulWorkgroups` limit (`min_groups`) only, so both planners agree. The _v4
+    kernels read and write vec4s, so every row of a, b and out must start on 16 bytes (K and N
+    multiples of 4)."""
     for tile, aligned, scalar in MATMUL_KERNELS:
         groups = _ceil_div(m, tile) * _ceil_div(n, tile) * batch
-        if 2 * m > tile and 2 * n > tile and groups >= MATMUL_MIN_WORKGROUPS:
+        if 2 * m > tile and 2 * n > tile and groups >= min_groups:
             return tile, aligned if k % 4 == 0 and n % 4 == 0 else scalar
     return 16, "matmul_small"
 

@@ -19,7 +19,12 @@ from typing import Any
 from ..errors import GpuLabError
 from ..protocol import CheckedGraph
 from .adapter import choose_adapter
-from .planner import DEFAULT_LIMITS, plan_graph
+from .planner import (
+    DEFAULT_LIMITS,
+    MATMUL_MIN_WORKGROUPS,
+    MATMUL_MIN_WORKGROUPS_SOFTWARE,
+    plan_graph,
+)
 
 NAME = "wgpu"
 
@@ -47,6 +52,9 @@ def open_executor(allow_software: bool | None = None,
         raise GpuLabError("UNAVAILABLE", f"could not open a device on {info['description']}: "
                           f"{err}") from err
     plan_limits = {k: int(device_limits.get(v, DEFAULT_LIMITS[k])) for k, v in PLAN_LIMITS.items()}
+    # a software adapter is a CPU, busy with any workgroup count: big matmul tiles (docs/plan.md)
+    plan_limits["minMatmulWorkgroups"] = (MATMUL_MIN_WORKGROUPS_SOFTWARE if info["software"]
+                                          else MATMUL_MIN_WORKGROUPS)
     for key, cap in (limits or {}).items():
         if key not in plan_limits:
             raise GpuLabError("VALIDATION", f"unknown plan limit {key!r}; known: "
