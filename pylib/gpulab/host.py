@@ -181,13 +181,15 @@ def execute(graph: Any, backend: str | None = None, allow_software: bool | None 
 
     `graph` is a protocol dict (data may be lists, array('f') or numpy arrays in-process).
     """
-    started = time.perf_counter()
-    checked = validate(graph)
-    validated = time.perf_counter()
     if in_pyodide():
+        # The page's runtime validates before any device work (same codes and messages);
+        # validating here too would double the cost of every run in the page.
         from . import pyodide_bridge
 
         return pyodide_bridge.execute(graph)
+    started = time.perf_counter()
+    checked = validate(graph)
+    validated = time.perf_counter()
     _refuse_unfed_inputs(checked)
     attempts = Attempts()
     candidates = _candidates(backend, allow_software, strict, attempts)
@@ -214,7 +216,9 @@ def submit(graph: Any, callback: Callable[[dict], Any],
     """Run a graph and call back with the result (natively before returning). Errors go to
     on_error, or raise when there is none."""
     if in_pyodide():
-        validate(graph)  # bad input is refused in Python before it crosses the bridge
+        # submit reports asynchronously, so bad input is refused here, at once, while the
+        # caller's line is still on the stack (execute gets the runtime's error synchronously)
+        validate(graph)
         from . import pyodide_bridge
 
         pyodide_bridge.submit(graph, callback, on_error)
