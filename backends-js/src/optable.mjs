@@ -5,8 +5,9 @@ import table from './ops.json' with { type: 'json' };
 export { table };
 
 /** @typedef {{type: string, required: boolean, default?: unknown}} AttrSpec */
-/** @typedef {{version: number, operands: string[], attrs: Record<string, AttrSpec>,
- *   shape_rule: string, v2_when?: string, tolerance: string, doc: string}} OpSpec */
+/** @typedef {{since: number, family: string, operands: string[], types?: Record<string, string[]>,
+ *   operand_types: Record<string, string>, result_type: string, attrs: Record<string, AttrSpec>,
+ *   shape_rule: string, features?: Record<string, number>, tolerance: string, doc: string}} OpSpec */
 
 export const LIMITS = Object.freeze({ ...table.limits });
 export const PROTOCOL_VERSIONS = Object.freeze([...table.protocol_versions]);

@@ -460,10 +460,11 @@ function inferShapes(nodes, topo, byId) {
 const isScalarLike = (s) => s.length <= 1 && numel(s) === 1;
 
 /**
- * When a version-1 op needs version 2 (`v2_when` in the op table).
+ * When an op's use of a feature needs a later version than the op (`features` in the op table:
+ * feature name -> the version that allows it).
  * @type {Record<string, (shapes: Shape[], raw: Record<string, any>) => boolean>}
  */
-const V2_WHEN = {
+const FEATURE_USED = {
   broadcast: ([a, b]) => !sameShape(a, b) && !isScalarLike(a) && !isScalarLike(b),
   batched: (shapes) => shapes.some((s) => s.length > 2),
   axis: (_, attrs) => attrs.axis !== null || attrs.keepdim === true,
@@ -472,9 +473,12 @@ const V2_WHEN = {
 /** @param {CheckedNode} node @param {Map<number, CheckedNode>} byId */
 function versionNeeded(node, byId) {
   const spec = opSpec(node.op);
-  if (spec.version >= 2 || !spec.v2_when) return spec.version;
+  let need = spec.since;
   const shapes = node.operands.map((ref) => byId.get(ref).shape);
-  return V2_WHEN[spec.v2_when](shapes, node.attrs) ? 2 : spec.version;
+  for (const [feature, version] of Object.entries(spec.features ?? {})) {
+    if (version > need && FEATURE_USED[feature](shapes, node.attrs)) need = version;
+  }
+  return need;
 }
 
 /** @param {CheckedNode[]} nodes @param {number} declared @param {Map<number, CheckedNode>} byId */
@@ -484,9 +488,10 @@ function checkVersion(nodes, declared, byId) {
     const need = versionNeeded(node, byId);
     if (need > declared) {
       const spec = opSpec(node.op);
-      const why = spec.version > declared
-        ? `${node.op} is a version ${spec.version} op`
-        : `its use of ${spec.v2_when} is a version 2 feature`;
+      const feature = Object.keys(spec.features ?? {}).find((f) => spec.features[f] === need);
+      const why = spec.since > declared
+        ? `${node.op} is a version ${spec.since} op`
+        : `its use of ${feature} is a version ${need} feature`;
       throw new GpuLabError('UNSUPPORTED_VERSION', `node ${node.id} (${node.op}): needs ` +
         `version ${need} (${why}), the graph declares version ${declared}`, node.id);
     }

@@ -102,7 +102,7 @@ def _one_element_low_rank(shape: Shape) -> bool:
 
 
 def _needs_v2(node: dict, shapes: list[Shape]) -> bool:
-    when = OPS[node["op"]].get("v2_when")
+    when = next(iter(OPS[node["op"]].get("features", {})), None)
     if when == "broadcast":
         a, b = shapes
         return list(a) != list(b) and not (_one_element_low_rank(a) or _one_element_low_rank(b))
@@ -125,7 +125,7 @@ def required_version(graph: dict, shapes: dict[int, tuple[int, ...]] | None = No
     version = 1
     for node in graph["nodes"]:
         operand_shapes = [shapes[i] for i in operand_ids(node)]
-        need = 2 if _needs_v2(node, operand_shapes) else OPS[node["op"]]["version"]
+        need = max(OPS[node["op"]]["since"], 2 if _needs_v2(node, operand_shapes) else 1)
         version = max(version, need)
     return version
 

@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-CODES = (
-    "VALIDATION",
-    "UNSUPPORTED_VERSION",
-    "LIMIT",
-    "UNAVAILABLE",
-    "BACKEND",
-    "STATE",
-    "DISPOSED",
-    "PERMISSION",
-)
+from . import optable
+
+# The codes come from the op table, the one source both languages read.
+CODES = tuple(optable.load()["error_codes"])
 
 
 class GpuLabError(Exception):

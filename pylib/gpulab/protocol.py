@@ -373,7 +373,7 @@ def _is_scalar_like(shape: Shape) -> bool:
     return len(shape) <= 1 and element_count(shape) == 1
 
 
-V2_FEATURES = {
+FEATURE_USED = {
     "broadcast": lambda shapes, attrs: shapes[0] != shapes[1]
     and not _is_scalar_like(shapes[0])
     and not _is_scalar_like(shapes[1]),
@@ -383,12 +383,14 @@ V2_FEATURES = {
 
 
 def node_version(op: str, operand_shapes: list[Shape], attrs: dict[str, Any]) -> int:
-    """The version a node needs: its op's, or 2 where a v1 op uses a v2 feature."""
+    """The version a node needs: its op's (`since`), or a later one where it uses a feature
+    that the op table (`features`: feature -> version) dates later."""
     row = optable.ops()[op]
-    feature = row.get("v2_when")
-    if feature and V2_FEATURES[feature](operand_shapes, attrs):
-        return max(2, row["version"])
-    return row["version"]
+    need = row["since"]
+    for feature, version in row.get("features", {}).items():
+        if version > need and FEATURE_USED[feature](operand_shapes, attrs):
+            need = version
+    return need
 
 
 # ---------------------------------------------------------------------------------------------
