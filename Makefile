@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 export XDG_RUNTIME_DIR ?= /tmp
 
-.PHONY: setup serve test test-js test-py sync lint
+.PHONY: setup serve test test-js test-py gen gen-check sync lint
 
 setup:
 	@bash scripts/setup.sh
@@ -23,5 +23,14 @@ test-py:
 lint:
 	$(PY) -m ruff check pylib e2e bench
 
+# Every generated file (package copies, templated kernels, corpus, docs tables, kernels.wasm):
+# scripts/gen.py. gen-check writes nothing and fails if anything is stale.
+gen:
+	$(PY) scripts/gen.py
+
+gen-check:
+	$(PY) scripts/gen.py --check
+
+# The package-copy step of gen alone (the old `make sync`).
 sync:
-	python3 scripts/sync.py
+	$(PY) scripts/gen.py --copies

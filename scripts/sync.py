@@ -1,29 +1,17 @@
-"""Copy the shared sources into the Python package: the op table and the WGSL kernels.
+"""Kept for old habits and helpers: the package-copy step of `make gen` (scripts/gen.py --copies).
 
-The canonical op table is backends-js/src/ops.json and the canonical kernels are kernels/wgsl/;
-pylib/gpulab ships byte copies (package data). Tests check the copies are identical; run
-`make sync` after editing either source.
+Copies backends-js/src/ops.json, kernels/ops.json and kernels/wgsl/*.wgsl into pylib/gpulab.
+`make gen` writes these and every other generated file; prefer it.
 """
 
 from __future__ import annotations
 
-import shutil
+import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-
-def main() -> None:
-    shutil.copyfile(ROOT / "backends-js/src/ops.json", ROOT / "pylib/gpulab/ops.json")
-    src = ROOT / "kernels/wgsl"
-    dst = ROOT / "pylib/gpulab/kernels/wgsl"
-    dst.mkdir(parents=True, exist_ok=True)
-    for old in dst.glob("*.wgsl"):
-        if not (src / old.name).exists():
-            old.unlink()
-    for f in sorted(src.glob("*.wgsl")):
-        shutil.copyfile(f, dst / f.name)
-
+from gen import main
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(["--copies", *sys.argv[1:]]))

@@ -23,7 +23,7 @@ MATH = re.compile(r"// ---- shared math:.*?// ---- end shared math ----\n", re.D
 def test_the_package_ships_byte_copies_of_the_kernels() -> None:
     """wgpu-py reads pylib/gpulab/kernels/wgsl; the browser fetches kernels/wgsl: same bytes."""
     copies = {p.stem: p.read_bytes() for p in (ROOT / "pylib/gpulab/kernels/wgsl").glob("*.wgsl")}
-    assert copies == {k: v.encode() for k, v in WGSL.items()}, "run `make sync`"
+    assert copies == {k: v.encode() for k, v in WGSL.items()}, "run `make gen`"
     from gpulab.native.wgpu_executor import kernel_source
 
     assert all(kernel_source(k) == v for k, v in WGSL.items())

@@ -1,0 +1,72 @@
+"""Generation changes nothing: every generated file is committed as `make gen` writes it.
+
+scripts/gen.py is the one source of the package copies (pylib/gpulab/ops.json,
+pylib/gpulab/kernels/), the templated and register-blocked WGSL kernels, the conformance corpus
+(cases.json, bad_graphs.json) and the docs tables (wgpu-py's codegen/tests/test_codegen_z.py is
+the model). It replaces the byte-copy, generated-matmul and corpus-bytes tests. The kernels.wasm
+rebuild is checked by backends-js/test/wasm-build.test.mjs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def gen() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gpulab_gen", ROOT / "scripts/gen.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gpulab_gen"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def files(gen: ModuleType) -> dict[Path, bytes]:
+    return gen.outputs()
+
+
+def test_generation_changes_nothing(gen: ModuleType, files: dict[Path, bytes]) -> None:
+    stale = [p.relative_to(ROOT).as_posix() for p in gen.stale(files)]
+    assert not stale, f"stale generated files (run `make gen`): {stale}"
+
+
+def test_every_kind_of_generated_file_is_covered(files: dict[Path, bytes]) -> None:
+    names = {p.relative_to(ROOT).as_posix() for p in files}
+    expected = {"pylib/gpulab/ops.json", "pylib/gpulab/kernels/ops.json",
+                "kernels/wgsl/matmul_rb_v4.wgsl", "kernels/wgsl/matmul.wgsl",
+                "e2e/conformance/cases.json", "e2e/conformance/bad_graphs.json"}
+    assert expected <= names
+    shipped = {p.name for p in (ROOT / "kernels/wgsl").glob("*.wgsl")}
+    copies = {p.name for p in files if p.parent == ROOT / "pylib/gpulab/kernels/wgsl"}
+    assert copies == shipped, "every shipped kernel has its package copy"
+    # every lane, the browser ones included, runs the whole corpus: keep it small
+    assert len(files[ROOT / "e2e/conformance/cases.json"]) < 1_500_000
+
+
+def test_a_stale_or_leftover_file_is_reported(gen: ModuleType, files: dict[Path, bytes],
+                                              tmp_path: Path, monkeypatch) -> None:
+    """The check can fail: an edited copy and a copy without a source are both found."""
+    path = ROOT / "pylib/gpulab/ops.json"
+    edited = dict(files)
+    edited[path] = files[path] + b" "
+    assert gen.stale(edited) == [path]
+    leftover = tmp_path / "old_kernel.wgsl"
+    leftover.write_text("// no source any more\n")
+    monkeypatch.setattr(gen, "OWNED_DIRS", {tmp_path: "*.wgsl"})
+    assert gen.stale(files) == [leftover]
+
+
+def test_the_loaded_tables_are_the_shared_ones() -> None:
+    from gpulab import optable
+
+    assert optable.load() == json.loads((ROOT / "backends-js/src/ops.json").read_text())
