@@ -1,7 +1,7 @@
 // The one error type of the runtime. Every refusal carries a code from the op table's
 // `error_codes` and, when a node is at fault, that node's id, so callers can point at it.
 
-/** @typedef {'VALIDATION'|'UNSUPPORTED_VERSION'|'LIMIT'|'UNAVAILABLE'|'BACKEND'|'STATE'|'DISPOSED'|'PERMISSION'} ErrorCode */
+/** @typedef {'VALIDATION'|'UNSUPPORTED_VERSION'|'UNSUPPORTED'|'LIMIT'|'UNAVAILABLE'|'BACKEND'|'STATE'|'DISPOSED'|'PERMISSION'} ErrorCode */
 
 export class GpuLabError extends Error {
   /**
@@ -45,14 +45,20 @@ export function nodeError(code, node, detail) {
 }
 
 /**
- * Wrap anything thrown by a backend as BACKEND, keeping GpuLabErrors that already say BACKEND.
+ * Wrap anything thrown by backend work as BACKEND (the one wrapper: the runtime, sessions and
+ * the backends' device code all use it).
  * @param {unknown} err
  * @param {string} context what was being done, e.g. "run"
+ * @param {{keepAll?: boolean, who?: string}} [options] keepAll: a GpuLabError of any code
+ *   passes unchanged (the code that threw knew what went wrong), else only a BACKEND one does
+ *   (a session poisons itself with BACKEND whatever failed); who: names the failing part in the
+ *   message ("WebGPU failed during ...")
  */
-export function asBackendError(err, context) {
-  if (err instanceof GpuLabError && err.code === 'BACKEND') return err;
-  const why = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-  return new GpuLabError('BACKEND', `backend failed during ${context}: ${why}`, null, { cause: err });
+export function asBackendError(err, context, { keepAll = false, who = 'backend' } = {}) {
+  if (err instanceof GpuLabError && (keepAll || err.code === 'BACKEND')) return err;
+  const why = err instanceof Error ? `${err.name}: ${err.message}`
+    : err && typeof err === 'object' && 'message' in err ? String(err.message) : String(err);
+  return new GpuLabError('BACKEND', `${who} failed during ${context}: ${why}`, null, { cause: err });
 }
 
 /** @param {unknown} err */

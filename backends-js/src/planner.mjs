@@ -563,6 +563,13 @@ export const RULES = {
 };
 
 /**
+ * The dtypes a rule plans where it handles more than float32 (the kernel registry's default):
+ * op -> dtypes. The WebGPU backend's supports() reads it with RULES, before planning anything.
+ * @type {Record<string, string[]>}
+ */
+export const RULE_DTYPES = {};
+
+/**
  * The bytes of a step's uniform: params packed as 4-byte little-endian words, padded to 16.
  * @param {Param[]} params
  */

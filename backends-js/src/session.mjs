@@ -173,8 +173,8 @@ export class Session {
   #queue = Promise.resolve();
 
   /**
-   * @param {{backendName: string, info: object, attempts: object[], checked: CheckedGraph,
-   *   program: Program, resolved: ReturnType<typeof resolveSessionOptions>, hooks: Hooks,
+   * @param {{backendName: string, info: object, attempts: object[], fallback?: string|null,
+   *   checked: CheckedGraph, program: Program, resolved: ReturnType<typeof resolveSessionOptions>, hooks: Hooks,
    *   onDispose?: (s: Session) => void}} parts
    */
   constructor(parts) {
@@ -262,9 +262,9 @@ export class Session {
   }
 
   #stats(steps, runMs) {
-    const { info, attempts, checked } = this.parts;
+    const { info, attempts, checked, fallback } = this.parts;
     return { software: Boolean(info.software), adapter: info, attempts, runMs, steps,
-      version: checked.requiredVersion };
+      version: checked.requiredVersion, ...(fallback ? { fallback } : {}) };
   }
 
   /**

@@ -2,8 +2,8 @@
 // protocol's numerics (float32 arithmetic, fixed reduction order). Always available, used when
 // no accelerated backend is, and the reference the others are compared with.
 import { GpuLabError } from '../errors.mjs';
-import { opNames } from '../optable.mjs';
-import { getKernel } from './cpu/registry.mjs';
+import { supportsGraph } from '../kernels.mjs';
+import { BACKEND, getKernel } from './cpu/registry.mjs';
 import './cpu/elementwise.mjs';
 import './cpu/reduce.mjs';
 import './cpu/layout.mjs';
@@ -18,9 +18,14 @@ const INFO = Object.freeze({
   software: false,
 });
 
-/** Every op of the table has a kernel: checked once, when the module loads. */
-const missing = opNames().filter((op) => !getKernel(op));
-if (missing.length > 0) throw new Error(`cpu backend lacks kernels for: ${missing.join(', ')}`);
+/**
+ * Which nodes of a checked graph this backend has no kernel for (none, for every op that
+ * e2e/conformance/lanes.json does not list on cpu: test/kernels.test.mjs checks that).
+ * @param {CheckedGraph} checked @param {{without?: Iterable<string>}} [options]
+ */
+export function supports(checked, options) {
+  return supportsGraph(BACKEND, checked, options);
+}
 
 /**
  * @typedef {import('../validate.mjs').CheckedGraph} CheckedGraph

@@ -1,5 +1,6 @@
 // The backend registry: name -> lazy import of its module. A module that is missing or cannot
-// load is simply an unavailable backend; `auto` tries BACKEND_ORDER, fastest first.
+// load is simply an unavailable backend; `auto` tries BACKEND_ORDER, fastest first, per graph
+// (the first that is available and whose supports(checked) says it has every kernel).
 import { GpuLabError } from '../errors.mjs';
 
 /** @type {Record<string, () => Promise<any>>} */
@@ -45,6 +46,11 @@ export async function openBackend(name, options, registry = BACKENDS) {
     // Whatever stops a backend from opening (no API, refused adapter, a failed device
     // request) makes it unavailable here; the reason travels in the message.
     throw new GpuLabError('UNAVAILABLE', `${name}: ${reasonOf(err)}`, null, { cause: err });
+  }
+  // The module's supports(checked) answers for the opened backend too (runtime asks it per
+  // graph, before prepare).
+  if (typeof mod.supports === 'function' && typeof backend.supports !== 'function') {
+    backend.supports = mod.supports;
   }
   if (backend.info?.software && !options.allowSoftware) {
     backend.dispose?.();

@@ -14,8 +14,19 @@ import { GpuLabError } from '../errors.mjs';
 import { Arena } from './wasm/arena.mjs';
 import { instantiate, loadKernels } from './wasm/loader.mjs';
 import { WasmProgram } from './wasm/program.mjs';
+import { BACKEND } from './wasm/registry.mjs';
+import { supportsGraph } from '../kernels.mjs';
 
 export const name = 'wasm';
+
+/**
+ * Which nodes of a checked graph this backend has no kernel for (answered from the shared
+ * registry, before any device work).
+ * @param {any} checked @param {{without?: Iterable<string>}} [options]
+ */
+export function supports(checked, options) {
+  return supportsGraph(BACKEND, checked, options);
+}
 
 /** The committed build at the repository (or served) root. */
 const KERNELS_URL = new URL('../../../kernels/kernels.wasm', import.meta.url);

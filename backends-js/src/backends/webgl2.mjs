@@ -30,12 +30,23 @@ import { openContext } from './webgl2/context.mjs';
 import { ShaderCache } from './webgl2/shaders.mjs';
 import { TexturePool } from './webgl2/textures.mjs';
 import { WebGL2Program } from './webgl2/program.mjs';
+import { BACKEND } from './webgl2/registry.mjs';
+import { supportsGraph } from '../kernels.mjs';
 import './webgl2/elementwise.mjs';
 import './webgl2/layout.mjs';
 import './webgl2/matmul.mjs';
 import './webgl2/reductions.mjs';
 
 export const name = 'webgl2';
+
+/**
+ * Which nodes of a checked graph this backend has no kernel for (answered from the shared
+ * registry, before any device work).
+ * @param {any} checked @param {{without?: Iterable<string>}} [options]
+ */
+export function supports(checked, options) {
+  return supportsGraph(BACKEND, checked, options);
+}
 
 /**
  * @param {{allowSoftware?: boolean, hooks?: Record<string, any>}} [opts]

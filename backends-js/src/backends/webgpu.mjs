@@ -20,8 +20,9 @@
 
 import { GpuLabError } from '../errors.mjs';
 import { acquireAdapter, describeAdapter, softwareName } from './webgpu/adapter.mjs';
-import { openDevice, asBackendError } from './webgpu/device.mjs';
-import { KernelRegistry } from './webgpu/kernels.mjs';
+import { openDevice, webgpuFailure } from './webgpu/device.mjs';
+import { PipelineCache } from './webgpu/kernels.mjs';
+import { DEFAULT_DTYPES, getKernel, registerKernel, supportsGraph } from '../kernels.mjs';
 import { BufferPool } from './webgpu/pool.mjs';
 import { WebGpuProgram } from './webgpu/program.mjs';
 
@@ -41,6 +42,28 @@ function loadPlanner() {
     throw new GpuLabError('BACKEND', `cannot load the GPU planner (planner.mjs): ${err.message}`);
   });
   return plannerModule;
+}
+
+/**
+ * The planner's rules as this backend's kernels in the shared registry (once: the planner
+ * module is loaded once per page). A rule's dtypes are planner.RULE_DTYPES[op], else float32.
+ * @param {typeof import('../planner.mjs')} planner
+ */
+function registerRules(planner) {
+  for (const [op, plan] of Object.entries(planner.RULES)) {
+    if (getKernel(op, name)) continue;
+    registerKernel({ op, backend: name, plan, dtypes: planner.RULE_DTYPES?.[op] ?? DEFAULT_DTYPES });
+  }
+}
+
+/**
+ * Which nodes of a checked graph this backend has no kernel for: the planner's rule table and
+ * its dtypes, asked before any planning or device work.
+ * @param {any} checked @param {{without?: Iterable<string>}} [options]
+ */
+export async function supports(checked, options) {
+  registerRules(await loadPlanner());
+  return supportsGraph(name, checked, options);
 }
 
 /**
@@ -80,7 +103,7 @@ export async function createBackend({ allowSoftware = false, hooks: given = {} }
   const gpu = await openDevice(adapter);
   const counters = { submits: 0 };
   const pool = new BufferPool(gpu.device);
-  const kernels = new KernelRegistry(gpu, kernelUrl, hooks);
+  const kernels = new PipelineCache(gpu, kernelUrl, hooks);
   const ctx = { gpu, pool, kernels, counters, hooks };
   const info = {
     vendor: facts.vendor,
@@ -121,7 +144,7 @@ export async function createBackend({ allowSoftware = false, hooks: given = {} }
         plan = planGraph(checked, plannerLimits(gpu.limits(), minGroups, hooks.limits));
         if (hooks.transformPlan) plan = hooks.transformPlan(plan);
       } catch (err) {
-        throw err instanceof GpuLabError ? err : asBackendError(err, 'planning');
+        throw webgpuFailure(err, 'planning');
       }
       const program = new WebGpuProgram({ ...ctx, packParams }, plan, checked, session);
       try {

@@ -1,5 +1,7 @@
-// The CPU kernel registry, keyed by op name (as in TensorFlow.js): a kernel module calls
-// registerKernel for each op it implements; the program looks kernels up by name.
+// The CPU backend's kernels live in the shared registry (../../kernels.mjs) under backend
+// 'cpu'. A kernel module calls registerKernel(op, run, {dtypes}) for each op it implements.
+
+import { registrarFor, getKernel as lookup } from '../../kernels.mjs';
 
 /**
  * A kernel writes its result into `out` (preallocated, node.shape) from its operand values.
@@ -7,20 +9,12 @@
  *   inShapes: number[][]) => void} Kernel
  */
 
-/** @type {Map<string, Kernel>} */
-const KERNELS = new Map();
+export const BACKEND = 'cpu';
 
-/** @param {string} op @param {Kernel} kernel */
-export function registerKernel(op, kernel) {
-  KERNELS.set(op, kernel);
-}
+/** registerKernel(op, run, {dtypes}) -> {op, backend: 'cpu', run, dtypes} in the shared registry. */
+export const registerKernel = registrarFor(BACKEND, 'run');
 
 /** @param {string} op @returns {Kernel|undefined} */
 export function getKernel(op) {
-  return KERNELS.get(op);
-}
-
-/** @returns {string[]} */
-export function registeredOps() {
-  return [...KERNELS.keys()];
+  return lookup(op, BACKEND)?.run;
 }

@@ -12,7 +12,8 @@
 // input's block, which `locate` accounts for.
 import { GpuLabError, asBackendError, nodeLabel } from '../../errors.mjs';
 import { numel, stridesOf } from '../../shapes.mjs';
-import { getKernel } from './registry.mjs';
+import { BACKEND, getKernel } from './registry.mjs';
+import { unsupportedError } from '../../kernels.mjs';
 import './kernels-elementwise.mjs';
 import './kernels-tensor.mjs';
 
@@ -54,7 +55,7 @@ export class WasmProgram {
       this.upload();
     } catch (err) {
       this.dispose();
-      throw err instanceof GpuLabError ? err : asBackendError(err, 'prepare');
+      throw asBackendError(err, 'prepare', { keepAll: true });
     }
   }
 
@@ -164,7 +165,9 @@ export class WasmProgram {
       const node = this.node(id);
       const kernel = getKernel(node.op);
       if (!kernel) {
-        throw new GpuLabError('BACKEND', `${nodeLabel(id, node.op)}: no wasm kernel for this op`, id);
+        // supports() refused such a graph already; a program built without it says the same.
+        throw unsupportedError(BACKEND, [{ id, op: node.op, dtype: node.dtype ?? 'float32',
+          reason: `no ${node.op} kernel` }]);
       }
       const slot = (/** @type {number} */ i) => /** @type {number} */ (this.slotOf.get(node.operands[i]));
       const shape = (/** @type {number} */ i) => this.node(node.operands[i]).shape;
@@ -305,7 +308,7 @@ export class WasmProgram {
         this.ran = true;
       });
     } catch (err) {
-      throw err instanceof GpuLabError ? err : asBackendError(err, 'run');
+      throw asBackendError(err, 'run', { keepAll: true });
     }
     return out;
   }

@@ -1,5 +1,7 @@
-// The wasm kernel registry, keyed by op name (as in TensorFlow.js). A kernel is planned once
-// per node at prepare time and returns the step that runs it.
+// The wasm backend's kernels live in the shared registry (../../kernels.mjs) under backend
+// 'wasm'. A kernel is planned once per node at prepare time and returns the step that runs it.
+
+import { registrarFor, getKernel as lookup } from '../../kernels.mjs';
 
 /**
  * What a kernel's plan function gets for one node.
@@ -19,19 +21,12 @@
  * @typedef {(ctx: PlanContext) => Step|{init: Step}|null} Kernel
  */
 
-/** @type {Map<string, Kernel>} */
-const KERNELS = new Map();
+export const BACKEND = 'wasm';
 
-/** @param {string} op @param {Kernel} kernel */
-export function registerKernel(op, kernel) {
-  KERNELS.set(op, kernel);
-}
+/** registerKernel(op, plan, {dtypes}) -> {op, backend: 'wasm', plan, dtypes} in the shared registry. */
+export const registerKernel = registrarFor(BACKEND, 'plan');
 
-/** @param {string} op */
+/** @param {string} op @returns {Kernel|undefined} */
 export function getKernel(op) {
-  return KERNELS.get(op);
-}
-
-export function registeredOps() {
-  return [...KERNELS.keys()];
+  return lookup(op, BACKEND)?.plan;
 }

@@ -19,6 +19,10 @@ function permutePass(node, k, dims) {
   }];
 }
 
+// Inputs are uploaded by the program (it never calls this build); the entry says which dtypes
+// an input texture can hold, so supports() answers for input nodes like any other.
+registerKernel('input', () => []);
+
 registerKernel('permute', (node, k) => permutePass(node, k, node.attrs.dims));
 
 registerKernel('transpose', (node, k) => {

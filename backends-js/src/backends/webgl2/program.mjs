@@ -8,7 +8,8 @@
 // Transposes read in place and nodes absorbed by another kernel (fusion.mjs) are not recorded
 // on their own; what they read stays alive until the pass that reads it.
 import { GpuLabError } from '../../errors.mjs';
-import { kernelFor, sizeOf } from './registry.mjs';
+import { BACKEND, kernelFor, sizeOf } from './registry.mjs';
+import { unsupportedError } from '../../kernels.mjs';
 import { absorbedNodes, foldedTransposes } from './fusion.mjs';
 import { upload, download, layoutFor, sizeKey, texKey } from './textures.mjs';
 
@@ -144,8 +145,9 @@ export class WebGL2Program {
       const inside = [...absorbed].filter(([, by]) => by === id).map(([a]) => a);
       const kernel = kernelFor(node.op);
       if (!kernel) {
-        throw new GpuLabError('BACKEND',
-          `node ${id} (${node.op}): the webgl2 backend has no kernel for ${node.op}`, id);
+        // supports() refused such a graph already; a program built without it says the same.
+        throw unsupportedError(BACKEND, [{ id, op: node.op, dtype: node.dtype ?? 'float32',
+          reason: `no ${node.op} kernel` }]);
       }
       const temps = [];
       const passes = kernel.build(node, {

@@ -1,11 +1,13 @@
-// The kernel registry (like TensorFlow.js's): op name -> a function that turns one checked node
-// into GPU passes. A pass is one draw of one shader into one tensor texture:
+// The webgl2 kernels, in the shared registry (../../kernels.mjs, backend 'webgl2'): op name ->
+// a function that turns one checked node into GPU passes. A pass is one draw of one shader
+// into one tensor texture:
 //   { shader: 'binary.glsl', defines: {OP_add: 1}, inputs: {u_a: slot, ...},
 //     uniforms: {u_shape: ['i4', [1, 1, 2, 3]], ...}, target: slot }
 // Slots are indices into the program's texture table, so a session can swap carried tensors
 // between steps without re-recording anything.
 
 import { stridesOf } from '../../shapes.mjs';
+import { registrarFor, getKernel as lookup } from '../../kernels.mjs';
 /**
  * @typedef {{shader: string, defines?: Record<string, string|number>, inputs?: Record<string, number>,
  *   uniforms?: Record<string, [string, any]>, target: number, alsoTargets?: number[]}} Pass
@@ -34,33 +36,33 @@ import { stridesOf } from '../../shapes.mjs';
  * @typedef {{build: Kernel, constant: boolean, readsTransposed: boolean, absorbs: Absorbs|null}} KernelEntry
  */
 
-/** @type {Map<string, KernelEntry>} */
-const KERNELS = new Map();
+export const BACKEND = 'webgl2';
+
+const register = registrarFor(BACKEND, 'build');
 
 /**
+ * Register a kernel in the shared registry (../../kernels.mjs) under backend 'webgl2'.
  * @param {string} op
  * @param {Kernel} build
- * @param {{constant?: boolean, readsTransposed?: boolean, absorbs?: Absorbs}} [opts]
+ * @param {{constant?: boolean, readsTransposed?: boolean, absorbs?: Absorbs,
+ *   dtypes?: string[]}} [opts]
  *   constant: the result never changes (computed once at prepare);
  *   readsTransposed: the kernel can read a transpose operand from its source
  *   (k.transposeSource), so a transpose consumed only by such kernels is never computed;
  *   absorbs: sets of operand nodes the kernel can compute in its own passes (fusion); where
  *   the program takes one (they feed nothing outside the set) they are not recorded on their
  *   own, k.absorbed(id) says so, and the kernel computes them (writing k.slot(id) where the
- *   value is needed outside)
+ *   value is needed outside);
+ *   dtypes: the node dtypes it handles (default float32)
  */
 export function registerKernel(op, build, { constant = false, readsTransposed = false,
-  absorbs = null } = {}) {
-  KERNELS.set(op, { build, constant, readsTransposed, absorbs });
+  absorbs = null, dtypes = undefined } = {}) {
+  register(op, build, { constant, readsTransposed, absorbs, ...(dtypes ? { dtypes } : {}) });
 }
 
-/** @param {string} op */
+/** @param {string} op @returns {KernelEntry|undefined} */
 export function kernelFor(op) {
-  return KERNELS.get(op);
-}
-
-export function registeredOps() {
-  return [...KERNELS.keys()];
+  return lookup(op, BACKEND);
 }
 
 /** A shape padded at the front with 1s to rank 4. @param {number[]} shape */

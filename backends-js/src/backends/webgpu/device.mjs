@@ -1,7 +1,7 @@
 // The GPU device and everything that can go wrong with it: limits requested from the adapter,
 // device loss (turned into BACKEND errors, never a hang), and error scopes around device work.
 
-import { GpuLabError } from '../../errors.mjs';
+import { GpuLabError, asBackendError } from '../../errors.mjs';
 import { errorText } from './adapter.mjs';
 
 /** Limits the plan may need; each is requested at the adapter's maximum. */
@@ -82,7 +82,7 @@ export class GpuDevice {
     }
     const scopes = [d.popErrorScope(), d.popErrorScope(), d.popErrorScope()];
     const errors = await this.race(Promise.all(scopes), what);
-    if (thrown) throw asBackendError(thrown, what);
+    if (thrown) throw webgpuFailure(thrown, what);
     const kinds = ['validation error', 'out of memory', 'internal error'];
     const found = errors.findIndex((e) => e);
     if (found >= 0) {
@@ -110,7 +110,7 @@ export class GpuDevice {
       if (err instanceof GpuLabError) throw err;
       // A map or pipeline failure that happened because the device went away says so.
       if (this.disposed || this.lostMessage) throw this.gone(what, err);
-      throw asBackendError(err, what);
+      throw webgpuFailure(err, what);
     } finally {
       lostFirst.catch(() => {});
     }
@@ -162,7 +162,6 @@ export async function openDevice(adapter) {
  * @param {unknown} err
  * @param {string} what
  */
-export function asBackendError(err, what) {
-  if (err instanceof GpuLabError) return err;
-  return new GpuLabError('BACKEND', `WebGPU error in ${what}: ${errorText(err)}`);
+export function webgpuFailure(err, what) {
+  return asBackendError(err, what, { keepAll: true, who: 'WebGPU' });
 }

@@ -1,6 +1,7 @@
-// The kernel registry of the WebGPU backend, keyed by kernel name (the WGSL file stem the plan
+// The pipeline cache of the WebGPU backend, keyed by kernel name (the WGSL file stem the plan
 // names): each kernel's source is fetched once per page, its shader module and pipelines are
-// built once per device and per set of `override` constants.
+// built once per device and per set of `override` constants. (Which ops the backend has
+// kernels for is the planner's rule table, in the shared registry: ../../kernels.mjs.)
 
 import { GpuLabError } from '../../errors.mjs';
 import { errorText } from './adapter.mjs';
@@ -74,7 +75,7 @@ export function declaredBindings(source) {
  */
 
 /** Shader modules and pipelines of one device. */
-export class KernelRegistry {
+export class PipelineCache {
   /**
    * @param {import('./device.mjs').GpuDevice} gpu
    * @param {(kernel: string) => URL} urlOf where a kernel's WGSL lives

@@ -16,7 +16,7 @@ const UNIFORM = () => GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST;
  * @typedef {import('./transfer.mjs').Slot} Slot
  * @typedef {import('./kernels.mjs').Kernel} Kernel
  * @typedef {{gpu: import('./device.mjs').GpuDevice, pool: import('./pool.mjs').BufferPool,
- *   kernels: import('./kernels.mjs').KernelRegistry, counters: {submits: number},
+ *   kernels: import('./kernels.mjs').PipelineCache, counters: {submits: number},
  *   hooks: {onSubmit?: () => void},
  *   packParams: (params: Array<[string, number]>) => Uint8Array}} Context
  * @typedef {{pipeline: GPUComputePipeline, group: GPUBindGroup, dispatch: number[]}} Command

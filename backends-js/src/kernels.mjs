@@ -1,0 +1,154 @@
+// The kernel registry of every JS backend (one shape, as TensorFlow.js's kernel_registry):
+// a kernel module registers {op, backend, dtypes?, ...impl}; a backend's program looks its
+// kernels up by (op, backend), and its supports(checked) asks supportsGraph which nodes of a
+// graph it has no kernel for, so the runtime can refuse the graph with UNSUPPORTED before any
+// device work. A missing kernel is a fact the registry reports, never a load failure.
+import { GpuLabError } from './errors.mjs';
+import { opSpec } from './optable.mjs';
+
+/**
+ * A registered kernel: its op, its backend, the dtypes it handles, and whatever the backend's
+ * program needs to run it (cpu: `run`, wasm: `plan`, webgl2: `build` + fusion flags, webgpu:
+ * `plan`, the planner's rule).
+ * @typedef {{op: string, backend: string, dtypes: readonly string[], [impl: string]: any}} KernelConfig
+ * @typedef {{id: number, op: string, dtype: string, reason: string}} Missing
+ * @typedef {{ok: boolean, missing: Missing[]}} Support
+ */
+
+/** Every kernel has handled float32 only until it says otherwise. */
+export const DEFAULT_DTYPES = Object.freeze(['float32']);
+
+/** @type {Map<string, KernelConfig>} keyed `${backend}/${op}` */
+const KERNELS = new Map();
+
+const keyOf = (/** @type {string} */ op, /** @type {string} */ backend) => `${backend}/${op}`;
+
+/**
+ * Register one kernel. A second registration of the same (op, backend) throws: two kernel
+ * modules claiming one op is a bug that would otherwise depend on import order.
+ * @param {{op: string, backend: string, dtypes?: readonly string[], [impl: string]: any}} config
+ * @returns {KernelConfig}
+ */
+export function registerKernel(config) {
+  const { op, backend } = config ?? {};
+  if (typeof op !== 'string' || !op || typeof backend !== 'string' || !backend) {
+    throw new TypeError('registerKernel needs {op, backend} strings');
+  }
+  const key = keyOf(op, backend);
+  if (KERNELS.has(key)) throw new Error(`the kernel for ${op} on ${backend} is already registered`);
+  const dtypes = Object.freeze([...(config.dtypes ?? DEFAULT_DTYPES)]);
+  const entry = Object.freeze({ ...config, dtypes });
+  KERNELS.set(key, entry);
+  return entry;
+}
+
+/**
+ * A backend's registration function in its old short form, `(op, impl, opts)`: the impl goes
+ * under `implKey`, opts (dtypes, fusion flags) beside it. The kernel modules keep one line each.
+ * @param {string} backend @param {string} implKey
+ * @returns {(op: string, impl: any, opts?: Record<string, any>) => KernelConfig}
+ */
+export function registrarFor(backend, implKey) {
+  return (op, impl, opts = {}) => registerKernel({ ...opts, op, backend, [implKey]: impl });
+}
+
+/** @param {string} op @param {string} backend @returns {KernelConfig|undefined} */
+export function getKernel(op, backend) {
+  return KERNELS.get(keyOf(op, backend));
+}
+
+/** @param {string} backend @returns {string[]} the ops registered on one backend */
+export function registeredOps(backend) {
+  return [...KERNELS.values()].filter((k) => k.backend === backend).map((k) => k.op);
+}
+
+/** @returns {string[]} every backend with at least one kernel */
+export function registeredBackends() {
+  return [...new Set([...KERNELS.values()].map((k) => k.backend))];
+}
+
+/**
+ * Each node's result dtype: `node.dtype` where the validator set it, else from the op table's
+ * result_type (a literal dtype, `attr:<name>` read from the node's attrs, or the type variable
+ * of its operands), float32 where nothing says otherwise (the only dtype before protocol v3).
+ * @param {{order: number[], byId: Map<number, any>}} checked
+ * @returns {Map<number, string>}
+ */
+export function resultDtypes(checked) {
+  /** @type {Map<number, string>} */
+  const out = new Map();
+  for (const id of checked.order) {
+    const node = checked.byId.get(id);
+    out.set(id, node.dtype ?? inferDtype(node, out));
+  }
+  return out;
+}
+
+/** @param {any} node @param {Map<number, string>} known */
+function inferDtype(node, known) {
+  const spec = opSpec(node.op);
+  const rule = spec?.result_type;
+  if (typeof rule !== 'string') return 'float32';
+  if (rule.startsWith('attr:')) {
+    const attr = rule.slice(5);
+    return node.attrs?.[attr] ?? spec.attrs?.[attr]?.default ?? 'float32';
+  }
+  if (!Object.hasOwn(spec.types ?? {}, rule)) return rule;
+  const at = (spec.operands ?? []).findIndex((o) => spec.operand_types?.[o] === rule);
+  return (at >= 0 ? known.get(node.operands[at]) : undefined) ?? 'float32';
+}
+
+/**
+ * The dtype a kernel is chosen by: the result's where the result has the op's type variable
+ * (add on int32 is an int32 kernel) or there is no operand (input, full), else the first
+ * operand's (argmax of float32 is a float32 kernel with an int32 result).
+ * @param {{op: string, operands: number[]}} node @param {Map<number, string>} dtypes
+ * @param {number} id
+ */
+export function kernelDtype(node, dtypes, id) {
+  const spec = opSpec(node.op);
+  const resultIsVariable = spec && Object.hasOwn(spec.types ?? {}, spec.result_type);
+  if (!resultIsVariable && node.operands?.length) return dtypes.get(node.operands[0]) ?? 'float32';
+  return dtypes.get(id) ?? 'float32';
+}
+
+/**
+ * Which nodes of a checked graph `backend` has no kernel for.
+ * @param {string} backend
+ * @param {{nodes: {id: number, op: string, operands: number[], dtype?: string}[],
+ *   order: number[], byId: Map<number, any>}} checked
+ * @param {{without?: Iterable<string>}} [options] without: ops to treat as having no kernel
+ *   (a test hook: the runtime's hooks.withoutKernels)
+ * @returns {Support}
+ */
+export function supportsGraph(backend, checked, { without = [] } = {}) {
+  const hidden = new Set(without);
+  const dtypes = resultDtypes(checked);
+  /** @type {Missing[]} */
+  const missing = [];
+  for (const id of checked.order) {
+    const node = checked.byId.get(id);
+    const dtype = kernelDtype(node, dtypes, id);
+    const kernel = hidden.has(node.op) ? undefined : getKernel(node.op, backend);
+    if (!kernel) {
+      missing.push({ id, op: node.op, dtype, reason: `no ${node.op} kernel` });
+    } else if (!kernel.dtypes.includes(dtype)) {
+      missing.push({ id, op: node.op, dtype, reason: `no ${node.op} kernel at ${dtype}` });
+    }
+  }
+  return { ok: missing.length === 0, missing };
+}
+
+/**
+ * The refusal for a graph a backend does not support, naming its first missing node:
+ * "webgl2 has no kernel for abs at int32 (node 3)".
+ * @param {string} backend @param {Missing[]} missing
+ */
+export function unsupportedError(backend, missing) {
+  const first = missing[0];
+  const atDtype = /kernel at /.test(first.reason) ? ` at ${first.dtype}` : '';
+  const more = missing.length > 1 ? `; ${missing.length - 1} more node(s) unsupported ` +
+    `(${[...new Set(missing.slice(1).map((m) => m.op))].join(', ')})` : '';
+  return new GpuLabError('UNSUPPORTED',
+    `${backend} has no kernel for ${first.op}${atDtype} (node ${first.id})${more}`, first.id);
+}
