@@ -61,8 +61,10 @@ def matmul_kernels() -> dict[Path, bytes]:
 
 
 def wgsl_kernels() -> dict[Path, bytes]:
-    """Every generated file of kernels/wgsl."""
-    return matmul_kernels()
+    """Every generated file of kernels/wgsl: the matmuls and the templated kernels."""
+    from kernels.gen import wgsl
+
+    return {**matmul_kernels(), **wgsl.outputs()}
 
 
 def corpus() -> dict[Path, bytes]:

@@ -6,6 +6,7 @@
 // Per-op rules live in a registry keyed by op name (RULES below), not in a switch.
 
 import { GpuLabError, nodeError } from './errors.mjs';
+import { familyCodes, familyKernel, scalarAttrs } from './kernel-table.mjs';
 
 export const PLAN_FORMAT = 1;
 
@@ -31,13 +32,12 @@ export const DEFAULT_LIMITS = Object.freeze({
 export const ELEMENTWISE_WG = 64;
 const MATMUL_KERNELS = [[128, 'matmul_rb_v4', 'matmul_rb'], [64, 'matmul_v4', 'matmul']];
 
-const UNARY_OP = { neg: 0, exp: 1, log: 2, sqrt: 3, tanh: 4, sigmoid: 5, gelu: 6, relu: 7, positive: 8 };
-const BINARY_OP = {
-  add: 0, sub: 1, mul: 2, div: 3,
-  gelu_grad: 4, sgd_update: 5, momentum_update: 6, adam_m: 7, adam_v: 8,
-};
-/** The float attribute a binary op reads as its scalar (0 when it has none). */
-const BINARY_SCALAR = { sgd_update: 'lr', momentum_update: 'momentum', adam_m: 'beta1', adam_v: 'beta2' };
+// OP codes of the family kernels (unary.wgsl, binary.wgsl, reduce.wgsl) and the float attribute
+// a binary op reads as its scalar: from the kernel table, as the native planner reads them.
+const UNARY_OP = familyCodes('map1');
+const BINARY_OP = familyCodes('map2');
+const BINARY_SCALAR = scalarAttrs('map2');
+const REDUCE_OP = familyCodes('reduce');
 
 /**
  * @typedef {{id: number, op: string, operands: number[], attrs: Record<string, any>,
@@ -297,7 +297,8 @@ function planUnary(ctx, node) {
   const n = count(node.shape);
   const a = ctx.operand(node, 0);
   const out = ctx.output(node);
-  ctx.dispatch(node, 'unary', { WG: ELEMENTWISE_WG, OP: UNARY_OP[node.op] }, u32s(n),
+  ctx.dispatch(node, familyKernel('map1', node.dtype), { WG: ELEMENTWISE_WG, OP: UNARY_OP[node.op] },
+    u32s(n),
     [a, out], Math.ceil(n / ELEMENTWISE_WG));
 }
 
@@ -323,8 +324,8 @@ function planBinary(ctx, node) {
   const a = ctx.operand(node, 0);
   const b = ctx.operand(node, 1);
   const out = ctx.output(node);
-  ctx.dispatch(node, 'binary', { WG: ELEMENTWISE_WG, OP: BINARY_OP[node.op] }, params,
-    [a, b, out], Math.ceil(n / ELEMENTWISE_WG));
+  ctx.dispatch(node, familyKernel('map2', node.dtype), { WG: ELEMENTWISE_WG, OP: BINARY_OP[node.op] },
+    params, [a, b, out], Math.ceil(n / ELEMENTWISE_WG));
 }
 
 /** @param {number[]} a @param {number[]} b */
@@ -463,8 +464,8 @@ function planReduce(ctx, node) {
   const { outer, size, inner } = reduceExtents(ctx.operandShape(node, 0), node.attrs.axis);
   const a = ctx.operand(node, 0);
   const out = ctx.output(node);
-  const op = node.op === 'mean' ? 1 : 0;
-  ctx.dispatch(node, 'reduce', { OP: op }, u32s(size, inner, outer * inner, 0), [a, out], outer * inner);
+  ctx.dispatch(node, familyKernel('reduce', node.dtype), { OP: REDUCE_OP[node.op] },
+    u32s(size, inner, outer * inner, 0), [a, out], outer * inner);
 }
 
 /** @type {Rule} */
@@ -484,7 +485,7 @@ function planCrossEntropy(ctx, node) {
   const scratch = ctx.allocate(node, rows, 'temp');
   const out = ctx.output(node);
   ctx.dispatch(node, 'cross_entropy_rows', {}, u32s(classes, rows, 0, 0), [a, b, scratch], rows);
-  ctx.dispatch(node, 'reduce', { OP: 1 }, u32s(rows, 1, 1, 0), [scratch, out], 1);
+  ctx.dispatch(node, 'reduce', { OP: REDUCE_OP.mean }, u32s(rows, 1, 1, 0), [scratch, out], 1);
 }
 
 /** @type {Rule} */
@@ -552,8 +553,7 @@ export const RULES = {
   permute: planPermute,
   reshape: planReshape,
   matmul: planMatmul,
-  sum: planReduce,
-  mean: planReduce,
+  ...Object.fromEntries(Object.keys(REDUCE_OP).map((op) => [op, planReduce])),
   softmax: planSoftmax,
   log_softmax: planSoftmax,
   cross_entropy: planCrossEntropy,

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import GpuLabError
+from ..kernel_table import family_codes, family_kernel, scalar_attrs
 from ..protocol import CheckedGraph, CheckedNode, label
 
 PLAN_FORMAT = 1
@@ -42,13 +43,12 @@ MATMUL_TILES = {"matmul_rb_v4": (128, "matmul_rb"), "matmul_rb": (128, "matmul_r
                 "matmul_v4": (64, "matmul"), "matmul": (64, "matmul"),
                 "matmul_small": (16, "matmul_small")}
 
-UNARY_OP = {"neg": 0, "exp": 1, "log": 2, "sqrt": 3, "tanh": 4, "sigmoid": 5, "gelu": 6,
-            "relu": 7, "positive": 8}
-BINARY_OP = {"add": 0, "sub": 1, "mul": 2, "div": 3, "gelu_grad": 4, "sgd_update": 5,
-             "momentum_update": 6, "adam_m": 7, "adam_v": 8}
-# The float attribute a binary op reads as its scalar (0 when it has none).
-BINARY_SCALAR = {"sgd_update": "lr", "momentum_update": "momentum", "adam_m": "beta1",
-                 "adam_v": "beta2"}
+# OP codes of the family kernels (unary.wgsl, binary.wgsl, reduce.wgsl) and the float attribute a
+# binary op reads as its scalar: from the kernel table, as the JS planner reads them.
+UNARY_OP = family_codes("map1")
+BINARY_OP = family_codes("map2")
+BINARY_SCALAR = scalar_attrs("map2")
+REDUCE_OP = family_codes("reduce")
 
 Param = list  # ["u32" | "f32", number]
 Plan = dict[str, Any]
@@ -252,11 +252,17 @@ def _plan_full(ctx: _PlanContext, node: CheckedNode) -> None:
     ctx.uploads.append({"buffer": buffer_id, "node": node.id})
 
 
+def _dtype(node: CheckedNode) -> str:
+    """The node's result dtype (float32 for a checked node of a table without dtypes)."""
+    return str(getattr(node, "dtype", None) or "float32")
+
+
 def _plan_unary(ctx: _PlanContext, node: CheckedNode) -> None:
     n = _count(node.shape)
     a = ctx.operand(node, 0)
     out = ctx.output(node)
-    ctx.dispatch(node, "unary", {"WG": ELEMENTWISE_WG, "OP": UNARY_OP[node.op]}, _u32s(n),
+    ctx.dispatch(node, family_kernel("map1", _dtype(node)),
+                 {"WG": ELEMENTWISE_WG, "OP": UNARY_OP[node.op]}, _u32s(n),
                  [a, out], _ceil_div(n, ELEMENTWISE_WG))
 
 
@@ -278,7 +284,8 @@ def _plan_binary(ctx: _PlanContext, node: CheckedNode) -> None:
     a = ctx.operand(node, 0)
     b = ctx.operand(node, 1)
     out = ctx.output(node)
-    ctx.dispatch(node, "binary", {"WG": ELEMENTWISE_WG, "OP": BINARY_OP[node.op]}, params,
+    ctx.dispatch(node, family_kernel("map2", _dtype(node)),
+                 {"WG": ELEMENTWISE_WG, "OP": BINARY_OP[node.op]}, params,
                  [a, b, out], _ceil_div(n, ELEMENTWISE_WG))
 
 
@@ -387,9 +394,8 @@ def _plan_reduce(ctx: _PlanContext, node: CheckedNode) -> None:
     outer, size, inner = _reduce_extents(ctx.operand_shape(node, 0), node.attrs.get("axis"))
     a = ctx.operand(node, 0)
     out = ctx.output(node)
-    op = 1 if node.op == "mean" else 0
-    ctx.dispatch(node, "reduce", {"OP": op}, _u32s(size, inner, outer * inner, 0), [a, out],
-                 outer * inner)
+    ctx.dispatch(node, family_kernel("reduce", _dtype(node)), {"OP": REDUCE_OP[node.op]},
+                 _u32s(size, inner, outer * inner, 0), [a, out], outer * inner)
 
 
 def _plan_softmax(ctx: _PlanContext, node: CheckedNode) -> None:
@@ -410,7 +416,7 @@ def _plan_cross_entropy(ctx: _PlanContext, node: CheckedNode) -> None:
     out = ctx.output(node)
     ctx.dispatch(node, "cross_entropy_rows", {}, _u32s(classes, rows, 0, 0), [a, b, scratch],
                  rows)
-    ctx.dispatch(node, "reduce", {"OP": 1}, _u32s(rows, 1, 1, 0), [scratch, out], 1)
+    ctx.dispatch(node, "reduce", {"OP": REDUCE_OP["mean"]}, _u32s(rows, 1, 1, 0), [scratch, out], 1)
 
 
 def _plan_cross_entropy_grad(ctx: _PlanContext, node: CheckedNode) -> None:
@@ -469,8 +475,7 @@ RULES: dict[str, Rule] = {
     "permute": _plan_permute,
     "reshape": _plan_reshape,
     "matmul": _plan_matmul,
-    "sum": _plan_reduce,
-    "mean": _plan_reduce,
+    **{op: _plan_reduce for op in REDUCE_OP},
     "softmax": _plan_softmax,
     "log_softmax": _plan_softmax,
     "cross_entropy": _plan_cross_entropy,
