@@ -3,12 +3,13 @@
 // It returns the checked graph of docs/architecture.md or throws a GpuLabError.
 import { GpuLabError, nodeError } from './errors.mjs';
 import { LIMITS, PROTOCOL_VERSIONS, opSpec } from './optable.mjs';
+import { DTYPES, DTYPE_NAMES, resultDtype, toTypedData } from './dtypes.mjs';
 import { SHAPE_RULES, numel, formatShape, sameShape } from './shapes.mjs';
 
 /** @typedef {import('./shapes.mjs').Shape} Shape */
 /**
  * @typedef {{id: number, op: string, operands: number[], attrs: Record<string, any>,
- *   shape: Shape, data?: Float32Array}} CheckedNode
+ *   shape: Shape, dtype: string, data?: import('./dtypes.mjs').TypedData}} CheckedNode
  * @typedef {{version: number, requiredVersion: number, nodes: CheckedNode[], order: number[],
  *   outputs: {name: string, id: number}[], byId: Map<number, CheckedNode>}} CheckedGraph
  */
@@ -106,12 +107,13 @@ const ATTR_CHECKS = {
   },
 
   data(value, node, name, attrs) {
-    return toFloat32(value, numel(attrs.shape), node, name);
+    return toTypedData(value, attrs.dtype, attrs.shape, node, name);
   },
 
   dtype(value, node, name) {
-    if (value !== 'float32') {
-      throw nodeError('VALIDATION', node, `${name} must be "float32", got ${show(value)}`);
+    if (typeof value !== 'string' || !DTYPE_NAMES.includes(value)) {
+      throw nodeError('VALIDATION', node, `${name} must be one of ${DTYPE_NAMES.join(', ')}, ` +
+        `got ${show(value)}`);
     }
     return value;
   },
@@ -171,44 +173,6 @@ function scalarValue(value, node, name) {
     `${show(value)}`);
 }
 
-/**
- * Data as a Float32Array of exactly `count` values. A Float32Array is kept as is (no copy:
- * backends never write into checked data).
- * @returns {Float32Array}
- */
-function toFloat32(value, count, node, name) {
-  if (value instanceof ArrayBuffer) {
-    if (value.byteLength % 4 !== 0) {
-      throw nodeError('VALIDATION', node, `${name} buffer of ${value.byteLength} bytes is not ` +
-        'a whole number of float32 values');
-    }
-    value = new Float32Array(value);
-  }
-  const isTyped = ArrayBuffer.isView(value) && !(value instanceof DataView);
-  if (!isTyped && !Array.isArray(value)) {
-    throw nodeError('VALIDATION', node, `${name} must be a list of numbers, got ${show(value)}`);
-  }
-  if (value.length !== count) {
-    throw nodeError('VALIDATION', node, `${name} has ${value.length} values, shape needs ${count}`);
-  }
-  if (value instanceof Float32Array) return value;
-  if (value instanceof BigInt64Array || value instanceof BigUint64Array) {
-    throw nodeError('VALIDATION', node, `${name} must hold numbers, got a ${value.constructor.name}`);
-  }
-  if (isTyped) return Float32Array.from(value);
-  const out = new Float32Array(count);
-  for (let i = 0; i < count; i++) {
-    const v = value[i];
-    if (typeof v === 'number') out[i] = v;
-    else if (typeof v === 'string' && NON_FINITE.has(v)) out[i] = NON_FINITE.get(v);
-    else {
-      throw nodeError('VALIDATION', node, `${name}[${i}] must be a number or "nan", "inf", ` +
-        `"-inf", got ${show(v)}`);
-    }
-  }
-  return out;
-}
-
 // ---------------------------------------------------------------- step 2: nodes
 
 /**
@@ -242,7 +206,7 @@ function checkNode(raw, index, seen) {
   if (extra !== undefined) throw nodeError('VALIDATION', label, `unknown field "${extra}"`);
   const attrs = checkAttrs(raw, spec, label);
   /** @type {CheckedNode} */
-  const node = { id, op: label.op, operands, attrs, shape: [] };
+  const node = { id, op: label.op, operands, attrs, shape: [], dtype: '' };
   if (Object.hasOwn(attrs, 'data')) {
     node.data = attrs.data;
     delete attrs.data;
@@ -454,7 +418,18 @@ function inferShapes(nodes, topo, byId) {
   }
 }
 
-// ---------------------------------------------------------------- step 5: version
+// ---------------------------------------------------------------- step 5: dtypes
+
+/** @param {CheckedNode[]} nodes @param {number[]} topo @param {Map<number, CheckedNode>} byId */
+function inferDtypes(nodes, topo, byId) {
+  for (const i of topo) {
+    const node = nodes[i];
+    const dtypes = node.operands.map((ref) => byId.get(ref).dtype);
+    node.dtype = resultDtype(node, opSpec(node.op), dtypes);
+  }
+}
+
+// ---------------------------------------------------------------- step 6: version
 
 /** One-element tensor of rank <= 1: a scalar in version 1. @param {Shape} s */
 const isScalarLike = (s) => s.length <= 1 && numel(s) === 1;
@@ -470,28 +445,34 @@ const FEATURE_USED = {
   axis: (_, attrs) => attrs.axis !== null || attrs.keepdim === true,
 };
 
-/** @param {CheckedNode} node @param {Map<number, CheckedNode>} byId */
-function versionNeeded(node, byId) {
+/**
+ * The version a node needs and why: the highest of its op's `since`, its dtype's `since` and
+ * the versions of the features it uses; the reason is the first of those (op, dtype, features
+ * in table order) that reaches it.
+ * @param {CheckedNode} node @param {Map<number, CheckedNode>} byId
+ * @returns {{need: number, why: string}}
+ */
+export function versionNeeded(node, byId) {
   const spec = opSpec(node.op);
-  let need = spec.since;
   const shapes = node.operands.map((ref) => byId.get(ref).shape);
+  const reasons = [[spec.since, `${node.op} is a version ${spec.since} op`]];
+  const dtypeSince = DTYPES[node.dtype].since;
+  reasons.push([dtypeSince, `its dtype ${node.dtype} is a version ${dtypeSince} dtype`]);
   for (const [feature, version] of Object.entries(spec.features ?? {})) {
-    if (version > need && FEATURE_USED[feature](shapes, node.attrs)) need = version;
+    if (FEATURE_USED[feature](shapes, node.attrs)) {
+      reasons.push([version, `its use of ${feature} is a version ${version} feature`]);
+    }
   }
-  return need;
+  const need = Math.max(...reasons.map(([v]) => v));
+  return { need, why: reasons.find(([v]) => v === need)[1] };
 }
 
 /** @param {CheckedNode[]} nodes @param {number} declared @param {Map<number, CheckedNode>} byId */
 function checkVersion(nodes, declared, byId) {
   let required = 1;
   for (const node of nodes) {
-    const need = versionNeeded(node, byId);
+    const { need, why } = versionNeeded(node, byId);
     if (need > declared) {
-      const spec = opSpec(node.op);
-      const feature = Object.keys(spec.features ?? {}).find((f) => spec.features[f] === need);
-      const why = spec.since > declared
-        ? `${node.op} is a version ${spec.since} op`
-        : `its use of ${feature} is a version ${need} feature`;
       throw new GpuLabError('UNSUPPORTED_VERSION', `node ${node.id} (${node.op}): needs ` +
         `version ${need} (${why}), the graph declares version ${declared}`, node.id);
     }
@@ -534,6 +515,7 @@ export function validateGraph(graph) {
   const outputs = checkOutputs(g.outputs, byId);
   const topo = topologicalOrder(nodes, indexOf);
   inferShapes(nodes, topo, byId);
+  inferDtypes(nodes, topo, byId);
   const requiredVersion = checkVersion(nodes, g.version, byId);
   const live = liveIds(outputs, byId);
   const order = topo.filter((i) => live.has(nodes[i].id)).map((i) => nodes[i].id);

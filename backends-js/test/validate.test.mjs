@@ -59,8 +59,8 @@ test('top level: VALIDATION for a malformed graph, UNSUPPORTED_VERSION, LIMIT', 
   refuses({ version: 1, nodes: [] }, 'VALIDATION', /missing "outputs"/);
   refuses({ ...SEED(), version: '1' }, 'VALIDATION', /version must be an integer/);
   refuses({ ...SEED(), version: true }, 'VALIDATION', /version must be an integer/);
-  refuses({ ...SEED(), version: 3 }, 'UNSUPPORTED_VERSION', /version 3 is not known/);
-  refuses({ ...SEED(), version: 3, nodes: [] }, 'UNSUPPORTED_VERSION', /version 3/);
+  refuses({ ...SEED(), version: 4 }, 'UNSUPPORTED_VERSION', /version 4 is not known/);
+  refuses({ ...SEED(), version: 4, nodes: [] }, 'UNSUPPORTED_VERSION', /version 4/);
   refuses({ ...SEED(), nodes: [] }, 'VALIDATION', /nodes must be a non-empty list/);
   refuses({ ...SEED(), outputs: {} }, 'VALIDATION', /outputs must be a non-empty list/);
   const many = Array.from({ length: LIMITS.max_nodes + 1 }, (_, i) => inp(i, [1], [0]));
@@ -98,12 +98,12 @@ test('attributes are type-checked', () => {
     [inp(0, [2.5], [1]), 'VALIDATION', /not an integer >= 1/],
     [inp(0, [1, 1, 1, 1, 1], [1]), 'LIMIT', /rank 5, more than max_rank 4/],
     [inp(0, [65536, 1025]), 'LIMIT', /more than max_elements/],
-    [inp(0, [3], [1, 2]), 'VALIDATION', /data has 2 values, shape needs 3/],
+    [inp(0, [3], [1, 2]), 'VALIDATION', /data has 2 values, shape \[3\] needs 3/],
     [inp(0, [2], [1, 'x']), 'VALIDATION', /data\[1\] must be a number/],
     [inp(0, [2], [1, null]), 'VALIDATION', /data\[1\] must be a number/],
     [inp(0, [1], 'abc'), 'VALIDATION', /data must be a list of numbers/],
     [{ ...inp(0, [1], [1]), data: null }, 'VALIDATION', /data must be a list of numbers/],
-    [{ ...inp(0, [1], [1]), dtype: 'float64' }, 'VALIDATION', /dtype must be "float32"/],
+    [{ ...inp(0, [1], [1]), dtype: 'float64' }, 'VALIDATION', /dtype must be one of float32, int32, uint32, bool/],
     [{ id: 0, op: 'full', shape: [2] }, 'VALIDATION', /missing attribute "value"/],
     [{ id: 0, op: 'full', shape: [2], value: 'NaN' }, 'VALIDATION', /value must be a number/],
     [{ id: 0, op: 'full', shape: [2], value: [1] }, 'VALIDATION', /value must be a number/],

@@ -9,6 +9,8 @@ validators (gpulab.protocol.validate, validateGraph in backends-js) are tested a
 
 from __future__ import annotations
 
+import base64
+import struct
 from typing import Any
 
 Node = dict[str, Any]
@@ -51,7 +53,7 @@ def top_level_rows() -> list[dict]:
             "VALIDATION", None),
         row("top/version_bool", {"version": True, "nodes": ok_nodes, "outputs": ok_out},
             "VALIDATION", None),
-        row("top/unknown_version_3", graph(ok_nodes, version=3), "UNSUPPORTED_VERSION", None),
+        row("top/unknown_version_4", graph(ok_nodes, version=4), "UNSUPPORTED_VERSION", None),
         row("top/unknown_version_0", graph(ok_nodes, version=0), "UNSUPPORTED_VERSION", None),
         row("top/empty_nodes", {"version": 1, "nodes": [], "outputs": ok_out}, "VALIDATION", None),
         row("top/nodes_not_a_list", {"version": 1, "nodes": {"0": ok_nodes[0]}, "outputs": ok_out},
@@ -262,9 +264,99 @@ def version_rows() -> list[dict]:
     ]
 
 
+def typed(node_id: int, shape: list, dtype: str, data: Any) -> Node:
+    """An input node of `dtype`."""
+    return {"id": node_id, "op": "input", "shape": shape, "dtype": dtype, "data": data}
+
+
+def b64(fmt: str, *values: Any) -> dict:
+    """{"base64": ...} of little-endian values packed by struct format `fmt`."""
+    return {"base64": base64.b64encode(struct.pack("<" + fmt, *values)).decode()}
+
+
+def dtype_rows() -> list[dict]:
+    """Dtypes (version 3): operand constraints and data per dtype. `says` is the whole message
+    (lowercase), so both validators must say exactly the same."""
+    def v3(*nodes: Node) -> dict:
+        return graph(list(nodes), version=3)
+
+    i3 = typed(0, [3], "int32", [1, 2, 3])
+    rows = [
+        row("dtype/int32_into_relu", v3(i3, {"id": 1, "op": "relu", "a": 0}), "VALIDATION", 1,
+            "node 1 (relu): operand a must be float32, got int32"),
+        row("dtype/bool_into_matmul_b", v3(inp(0, [2, 2]), typed(1, [2, 2], "bool", [1, 0, 0, 1]),
+                                           {"id": 2, "op": "matmul", "a": 0, "b": 1}),
+            "VALIDATION", 2, "node 2 (matmul): operand b must be float32, got bool"),
+        row("dtype/uint32_into_add_a", v3(typed(0, [3], "uint32", [1, 2, 3]), inp(1, [3]),
+                                          {"id": 2, "op": "add", "a": 0, "b": 1}),
+            "VALIDATION", 2, "node 2 (add): operand a must be float32, got uint32"),
+        # layout ops are float32 only in the table today
+        row("dtype/int32_into_layout", v3(i3, {"id": 1, "op": "reshape", "a": 0, "shape": [3]},
+                                             {"id": 2, "op": "exp", "a": 1}),
+            "VALIDATION", 1, "node 1 (reshape): operand a must be float32, got int32"),
+        # shapes (step 4) are checked before dtypes (step 5)
+        row("order/shape_before_dtype", v3(typed(0, [2], "int32", [1, 2]), inp(1, [3]),
+                                           {"id": 2, "op": "add", "a": 0, "b": 1}),
+            "VALIDATION", 2, None),
+        # dtypes (step 5) before the version (step 6)
+        row("order/dtype_before_version", graph([i3, {"id": 1, "op": "relu", "a": 0}], version=2),
+            "VALIDATION", 1, "node 1 (relu): operand a must be float32, got int32"),
+        row("dtype/base64_short", v3(typed(0, [3], "int32", b64("2i", 1, 2))), "VALIDATION", 0,
+            "node 0 (input): data.base64 holds 8 bytes, shape [3] of int32 needs 12"),
+        row("dtype/base64_long_float32", v3(typed(0, [1], "float32", b64("2f", 1, 2))),
+            "VALIDATION", 0,
+            "node 0 (input): data.base64 holds 8 bytes, shape [1] of float32 needs 4"),
+        row("dtype/base64_bool_bytes", v3(typed(0, [2], "bool", b64("2i", 1, 0))), "VALIDATION",
+            0, "node 0 (input): data.base64 holds 8 bytes, shape [2] of bool needs 2"),
+        row("dtype/base64_bool_2", v3(typed(0, [2], "bool", b64("2B", 0, 2))), "VALIDATION", 0,
+            "node 0 (input): data[1] = 2 is not a bool (0, 1, true or false)"),
+        row("dtype/base64_unpadded", v3(typed(0, [2], "bool", {"base64": "AAE"})), "VALIDATION",
+            0, "node 0 (input): data.base64 is not base64 (a-z a-z 0-9 + /, = padding, length a "
+            "multiple of 4)"),
+        row("dtype/base64_bad_char", v3(typed(0, [1], "int32", {"base64": "AA*A"})),
+            "VALIDATION", 0, None),
+        row("dtype/base64_not_a_string", v3(typed(0, [1], "int32", {"base64": 5})), "VALIDATION",
+            0, 'node 0 (input): data object must be {"base64": "<string>"}, got {"base64":5}'),
+        row("dtype/data_object_extra_key", v3(typed(0, [1], "int32", {"base64": "AAAAAA==",
+                                                                      "x": 1})),
+            "VALIDATION", 0, None),
+        row("dtype/int32_fraction", v3(typed(0, [2], "int32", [1, 2.5])), "VALIDATION", 0,
+            "node 0 (input): data[1] = 2.5 is not an int32 (an integer in "
+            "-2147483648..2147483647)"),
+        row("dtype/int32_overflow", v3(typed(0, [1], "int32", [2147483648])), "VALIDATION", 0,
+            "node 0 (input): data[0] = 2147483648 is not an int32 (an integer in "
+            "-2147483648..2147483647)"),
+        row("dtype/uint32_negative", v3(typed(0, [2], "uint32", [0, -1])), "VALIDATION", 0,
+            "node 0 (input): data[1] = -1 is not a uint32 (an integer in 0..4294967295)"),
+        row("dtype/int32_bool_value", v3(typed(0, [1], "int32", [True])), "VALIDATION", 0,
+            "node 0 (input): data[0] = true is not an int32 (an integer in "
+            "-2147483648..2147483647)"),
+        row("dtype/int32_nan_string", v3(typed(0, [1], "int32", ["nan"])), "VALIDATION", 0,
+            'node 0 (input): data[0] = "nan" is not an int32 (an integer in '
+            '-2147483648..2147483647)'),
+        row("dtype/bool_2", v3(typed(0, [3], "bool", [0, 1, 2])), "VALIDATION", 0,
+            "node 0 (input): data[2] = 2 is not a bool (0, 1, true or false)"),
+        row("dtype/bool_length", v3(typed(0, [3], "bool", [True, False])), "VALIDATION", 0,
+            "node 0 (input): data has 2 values, shape [3] needs 3"),
+        row("dtype/not_a_string", v3({**inp(0, [1]), "dtype": 3}), "VALIDATION", 0, None),
+        row("version/v2_int32_input", graph([i3], version=2), "UNSUPPORTED_VERSION", 0,
+            "node 0 (input): needs version 3 (its dtype int32 is a version 3 dtype), the graph "
+            "declares version 2"),
+        row("version/v1_bool_input", graph([inp(0, [1]), typed(1, [1], "bool", [True])], out=0,
+                                           version=1),
+            "UNSUPPORTED_VERSION", 1,
+            "node 1 (input): needs version 3 (its dtype bool is a version 3 dtype), the graph "
+            "declares version 1"),
+        row("version/v1_message", graph([inp(0, [2]), {"id": 1, "op": "exp", "a": 0}], version=1),
+            "UNSUPPORTED_VERSION", 1,
+            "node 1 (exp): needs version 2 (exp is a version 2 op), the graph declares version 1"),
+    ]
+    return rows
+
+
 def build_bad_graphs() -> list[dict]:
     rows = (top_level_rows() + node_rows() + attr_rows() + structure_rows() + shape_rows()
-            + version_rows())
+            + version_rows() + dtype_rows())
     names = [r["name"] for r in rows]
     assert len(names) == len(set(names)), "duplicate bad-graph names"
     return rows

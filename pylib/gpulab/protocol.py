@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import optable
+from .dtypes import DTYPES, result_dtype, to_typed
 from .errors import GpuLabError
 from .shapes import SHAPE_RULES, Shape, ShapeError, element_count
 
@@ -25,6 +26,7 @@ __all__ = [
     "infer_node",
     "label",
     "node_version",
+    "node_version_reason",
     "to_float32_array",
     "validate",
 ]
@@ -50,8 +52,11 @@ class CheckedNode:
     operands: tuple[int, ...]
     attrs: dict[str, Any]
     shape: Shape = ()
-    data: array.array | None = None  # float32 values of an input node given by value
-    version: int = 1  # the protocol version this node needs (op version or v2 feature)
+    # an input's values given by value: array.array of the dtype (gpulab.dtypes.TYPECODE)
+    data: array.array | None = None
+    version: int = 1  # the protocol version this node needs (op, dtype or feature)
+    dtype: str = "float32"  # the result's dtype (op table types / result_type)
+    why: str = ""  # what makes `version` necessary (for UNSUPPORTED_VERSION messages)
 
 
 @dataclass
@@ -117,66 +122,9 @@ def to_float32_array(data: Any, where: str, node: int | None = None) -> array.ar
 
     Lists hold numbers or the strings "nan", "inf", "-inf"; nested lists are refused (protocol
     data is flat). Raises GpuLabError(VALIDATION) naming `where` (and carrying `node`).
+    Any dtype: gpulab.dtypes.to_typed.
     """
-    try:
-        if isinstance(data, array.array):
-            return data if data.typecode == "f" else array.array("f", data)
-        if isinstance(data, (list, tuple)):
-            return _list_to_float32(data, where)
-        if hasattr(data, "__array_interface__") and hasattr(data, "dtype"):
-            return _numpy_to_float32(data, where)
-        if isinstance(data, (bytes, bytearray, memoryview)):
-            return _buffer_to_float32(memoryview(data), where)
-    except GpuLabError as err:
-        raise _fail(err.code, err.message, node) from None
-    raise _fail(
-        "VALIDATION", f"{where}: data must be a list of numbers, got {type(data).__name__}", node
-    )
-
-
-def _list_to_float32(values: list | tuple, where: str) -> array.array:
-    floats = []
-    for i, v in enumerate(values):
-        number = _as_number(v)
-        if number is None:
-            if isinstance(v, str) and v in NONFINITE_STRINGS:
-                number = NONFINITE_STRINGS[v]
-            else:
-                shown = repr(v) if len(repr(v)) < 40 else type(v).__name__
-                raise _fail(
-                    "VALIDATION",
-                    f"{where}: data[{i}] is {shown}, not a number "
-                    '(non-finite values travel as "nan", "inf", "-inf")',
-                )
-        floats.append(number)
-    return array.array("f", floats)
-
-
-def _numpy_to_float32(arr: Any, where: str) -> array.array:
-    if arr.dtype.kind not in ("f", "i", "u"):
-        raise _fail("VALIDATION", f"{where}: data has dtype {arr.dtype}, not a number type")
-    flat = arr.astype("<f4").ravel(order="C")
-    out = array.array("f")
-    out.frombytes(flat.tobytes())
-    return out
-
-
-def _buffer_to_float32(view: memoryview, where: str) -> array.array:
-    fmt = view.format.lstrip("@=<")
-    if fmt == "f":
-        out = array.array("f")
-        out.frombytes(view.tobytes())
-        return out
-    if fmt in ("d", "b", "B", "h", "H", "i", "I", "l", "L", "q", "Q") and view.itemsize > 1:
-        return array.array("f", view.cast("B").cast(fmt).tolist())
-    if fmt in ("B", "b", "c") and view.nbytes % 4 == 0:  # raw bytes holding float32 values
-        out = array.array("f")
-        out.frombytes(view.tobytes())
-        return out
-    raise _fail(
-        "VALIDATION",
-        f"{where}: buffer of format {view.format!r} and {view.nbytes} bytes is not float32 data",
-    )
+    return to_typed(data, "float32", where, node)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -213,40 +161,14 @@ def _check_shape(value: Any, where: str, node: int | None, _: dict) -> Shape:
 
 
 def _check_data(value: Any, where: str, node: int | None, checked: dict) -> array.array:
-    expected = element_count(checked["shape"])
     # the length is checked before the values, as in the JS twin, so both report the same error
-    length = _data_length(value)
-    if length is not None and length != expected:
-        raise _fail(
-            "VALIDATION",
-            f"{where}: data has {length} values but shape {list(checked['shape'])} "
-            f"needs {expected}",
-            node,
-        )
-    data = to_float32_array(value, where, node)
-    if len(data) != expected:
-        raise _fail(
-            "VALIDATION",
-            f"{where}: data has {len(data)} values but shape {list(checked['shape'])} "
-            f"needs {expected}",
-            node,
-        )
-    return data
-
-
-def _data_length(value: Any) -> int | None:
-    """The number of values a data container holds, when that is known without converting."""
-    if isinstance(value, (list, tuple, array.array)):
-        return len(value)
-    size = getattr(value, "size", None)
-    if hasattr(value, "__array_interface__") and isinstance(size, int):
-        return size
-    return None
+    return to_typed(value, checked["dtype"], where, node, checked["shape"])
 
 
 def _check_dtype(value: Any, where: str, node: int | None, _: dict) -> str:
-    if value not in optable.load()["dtypes"]:
-        raise _fail("VALIDATION", f"{where}: dtype {value!r} is not supported (float32)", node)
+    if not isinstance(value, str) or value not in DTYPES:
+        raise _fail("VALIDATION", f"{where}: dtype must be one of {', '.join(DTYPES)}, "
+                    f"got {value!r}", node)
     return value
 
 
@@ -349,7 +271,9 @@ def check_attrs(node_id: int, op: str, given: dict[str, Any]) -> tuple[dict[str,
             continue
         kind = "value" if (op, name) == ("full", "value") else spec["type"]
         checker = _check_value if kind == "value" else ATTR_CHECKERS[kind]
-        checked[name] = checker(given[name], f"{where} attribute '{name}'", node_id, checked)
+        # data messages are the JS twin's word for word ("node 0 (input): data ...")
+        context = where if kind == "data" else f"{where} attribute '{name}'"
+        checked[name] = checker(given[name], context, node_id, checked)
     data = checked.pop("data", None)
     return checked, data
 
@@ -382,15 +306,25 @@ FEATURE_USED = {
 }
 
 
-def node_version(op: str, operand_shapes: list[Shape], attrs: dict[str, Any]) -> int:
-    """The version a node needs: its op's (`since`), or a later one where it uses a feature
-    that the op table (`features`: feature -> version) dates later."""
+def node_version(op: str, operand_shapes: list[Shape], attrs: dict[str, Any],
+                 dtype: str = "float32") -> int:
+    """The version a node needs: the highest of its op's `since`, its dtype's `since` and the
+    versions (`features`: feature -> version) of the features it uses."""
+    return node_version_reason(op, operand_shapes, attrs, dtype)[0]
+
+
+def node_version_reason(op: str, operand_shapes: list[Shape], attrs: dict[str, Any],
+                        dtype: str = "float32") -> tuple[int, str]:
+    """(version, why): why names the first of op, dtype, features (table order) reaching it."""
     row = optable.ops()[op]
-    need = row["since"]
+    reasons = [(row["since"], f"{op} is a version {row['since']} op")]
+    since = DTYPES[dtype]["since"]
+    reasons.append((since, f"its dtype {dtype} is a version {since} dtype"))
     for feature, version in row.get("features", {}).items():
-        if version > need and FEATURE_USED[feature](operand_shapes, attrs):
-            need = version
-    return need
+        if FEATURE_USED[feature](operand_shapes, attrs):
+            reasons.append((version, f"its use of {feature} is a version {version} feature"))
+    need = max(v for v, _ in reasons)
+    return need, next(why for v, why in reasons if v == need)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -409,6 +343,7 @@ def validate(graph: Any) -> CheckedGraph:
     outputs = _check_structure(nodes, by_id, graph["outputs"])
     topo = _topological_order(nodes, by_id)
     _infer_shapes(topo, by_id)
+    _infer_dtypes(topo, by_id)
     required = _check_version(version, nodes)
     needed = _needed(outputs, by_id)
     order = [i for i in topo if i in needed]
@@ -618,7 +553,6 @@ def _infer_shapes(topo: list[int], by_id: dict[int, CheckedNode]) -> None:
         node = by_id[node_id]
         shapes = [by_id[ref].shape for ref in node.operands]
         node.shape, node.attrs = infer_node(node.id, node.op, node.attrs, shapes)
-        node.version = node_version(node.op, shapes, node.attrs)
         count = element_count(node.shape)
         if count > lim["max_elements"]:
             raise _fail(
@@ -637,14 +571,25 @@ def _infer_shapes(topo: list[int], by_id: dict[int, CheckedNode]) -> None:
             )
 
 
+def _infer_dtypes(topo: list[int], by_id: dict[int, CheckedNode]) -> None:
+    """Step 5: every node's dtype by its op-table row, in topological order; then its version."""
+    for node_id in topo:
+        node = by_id[node_id]
+        operands = [by_id[ref] for ref in node.operands]
+        node.dtype = result_dtype(label(node.id, node.op), node.id, optable.ops()[node.op],
+                                  [o.dtype for o in operands], node.attrs)
+        node.version, node.why = node_version_reason(
+            node.op, [o.shape for o in operands], node.attrs, node.dtype)
+
+
 def _check_version(declared: int, nodes: list[CheckedNode]) -> int:
     required = max(n.version for n in nodes)
     if required > declared:
         first = next(n for n in nodes if n.version > declared)
         raise _fail(
             "UNSUPPORTED_VERSION",
-            f"{label(first.id, first.op)}: needs version {first.version} "
-            f"but the graph declares version {declared}",
+            f"{label(first.id, first.op)}: needs version {first.version} ({first.why}), "
+            f"the graph declares version {declared}",
             first.id,
         )
     return required

@@ -1,6 +1,7 @@
 """The two validators are twins: gpulab.protocol.validate and backends-js validateGraph give the
 same first error (code and node) or the same checked graph (required version, execution order,
-shapes) on 1500 randomly built and mutated graphs. One node process checks them all (node is
+shapes, dtypes) on 2000 randomly built and mutated graphs; dtype and version messages are
+the same word for word. One node process checks them all (node is
 required: `make test` runs the JS tests with it too)."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import random
+import re
 import subprocess
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from gpulab.errors import GpuLabError
 from gpulab.protocol import validate
 
 ROOT = Path(__file__).resolve().parents[2]
-COUNT = 1500
+COUNT = 2000
 JS = """
 import { validateGraph } from './backends-js/src/validate.mjs';
 let text = '';
@@ -24,15 +26,20 @@ const out = JSON.parse(text).map((g) => {
   try {
     const c = validateGraph(g);
     return { ok: true, required: c.requiredVersion, order: c.order,
-             shapes: c.nodes.map((n) => [n.id, n.shape]) };
+             shapes: c.nodes.map((n) => [n.id, n.shape, n.dtype]) };
   } catch (e) {
     if (!e || typeof e.code !== 'string') return { crash: String(e && e.stack || e) };
-    return { code: e.code, node: e.node ?? null };
+    const view = { code: e.code, node: e.node ?? null };
+    if (new RegExp(process.argv[1]).test(e.message)) view.message = e.message;
+    return view;
   }
 });
 process.stdout.write(JSON.stringify(out));
 """
 
+# messages both validators word the same: dtype constraints, data per dtype, versions
+SAME_TEXT = (r"operand \w+ must be (float32|int32|uint32|bool)|is not an? (int32|uint32|bool)"
+             r"|needs version|data has")
 UNARY = ["relu", "neg", "exp", "sqrt", "positive", "gelu", "tanh"]
 BINARY = ["add", "sub", "mul", "div"]
 JUNK = [None, True, False, 0, -1, 1, 2, 3, 1.5, 2.0, 1e9, -7, "", "x", "nan", "inf", "add",
@@ -52,7 +59,12 @@ def random_graph(rng: random.Random) -> dict:
             count = 1
             for d in shape:
                 count *= d
-            if rng.random() < 0.5:
+            dtype = rng.choice(["float32"] * 6 + ["int32", "uint32", "bool"])
+            if dtype != "float32":
+                junk = [2, -1, 2.5, True] if rng.random() < 0.3 else []
+                nodes.append({"id": node_id, "op": "input", "shape": shape, "dtype": dtype,
+                              "data": [rng.choice([0, 1, *junk]) for _ in range(count)]})
+            elif rng.random() < 0.5:
                 nodes.append({"id": node_id, "op": "input", "shape": shape,
                               "data": [rng.choice([0.5, -1, 2, "nan", "-inf"])
                                        for _ in range(count)]})
@@ -78,7 +90,7 @@ def random_graph(rng: random.Random) -> dict:
             ]))
     rng.shuffle(nodes)
     outputs = [{"name": f"o{k}", "id": i} for k, i in enumerate(rng.sample(ids, 2))]
-    return {"version": rng.choice([1, 2, 2]), "nodes": nodes, "outputs": outputs}
+    return {"version": rng.choice([1, 2, 2, 3, 3]), "nodes": nodes, "outputs": outputs}
 
 
 def mutate(graph: dict, rng: random.Random) -> dict:
@@ -105,9 +117,12 @@ def python_view(graph: dict) -> dict:
     try:
         c = validate(graph)
     except GpuLabError as err:
-        return {"code": err.code, "node": err.node}
+        view: dict = {"code": err.code, "node": err.node}
+        if re.search(SAME_TEXT, err.message):
+            view["message"] = err.message
+        return view
     return {"ok": True, "required": c.required_version, "order": c.order,
-            "shapes": [[n.id, list(n.shape)] for n in c.nodes]}
+            "shapes": [[n.id, list(n.shape), n.dtype] for n in c.nodes]}
 
 
 def test_python_and_js_validators_agree():
@@ -115,14 +130,18 @@ def test_python_and_js_validators_agree():
     graphs = [mutate(random_graph(rng), rng) for _ in range(COUNT)]
     text = json.dumps(graphs, allow_nan=False)
     graphs = json.loads(text)  # both sides read the same JSON
-    js = subprocess.run(["node", "--input-type=module", "-e", JS], input=text, cwd=ROOT,
+    js = subprocess.run(["node", "--input-type=module", "-e", JS, SAME_TEXT], input=text,
+                        cwd=ROOT,
                         capture_output=True, text=True, check=True, timeout=120)
     js_views = json.loads(js.stdout)
-    kinds = {"ok": 0, "error": 0}
+    kinds = {"ok": 0, "error": 0, "dtype": 0, "message": 0}
     for graph, js_view in zip(graphs, js_views, strict=True):
         assert "crash" not in js_view, js_view["crash"]
         py_view = python_view(graph)
         assert py_view == js_view, json.dumps(graph)
         kinds["ok" if "ok" in py_view else "error"] += 1
+        kinds["message"] += "message" in py_view
+        kinds["dtype"] += any(s[2] != "float32" for s in py_view.get("shapes", []))
     # the corpus exercises both outcomes, so agreement is not vacuous
     assert kinds["ok"] >= 60 and kinds["error"] >= 300, kinds
+    assert kinds["dtype"] >= 10 and kinds["message"] >= 100, kinds

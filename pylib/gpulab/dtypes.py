@@ -1,0 +1,354 @@
+"""Dtypes (docs/protocol.md "Dtypes"): the twin of backends-js/src/dtypes.mjs.
+
+The op table's `dtypes` rows, the typed buffer that holds each one, data in any accepted form
+turned into that buffer, base64 both ways, and the generic result-dtype rule (the op table's
+`types` / `operand_types` / `result_type`). Messages match the JS twin word for word.
+
+Checked data is an `array.array` of the dtype's typecode (TYPECODE: float32 'f', int32 'i',
+uint32 'I', bool 'B', one byte 0/1 per element): pure Python, so the package imports without
+numpy (Pyodide), and numpy reads it without a copy (`numpy.frombuffer(data, DTYPE_NUMPY[dt])`).
+Buffers are converted without per-element Python loops: `frombytes` for raw bytes and matching
+formats, numpy for the rest where it is installed (a plain Python conversion otherwise).
+"""
+
+from __future__ import annotations
+
+import array
+import base64
+import binascii
+import json
+import math
+import re
+import sys
+from typing import Any
+
+from . import optable
+from .errors import GpuLabError
+
+__all__ = [
+    "DTYPES",
+    "DTYPE_NUMPY",
+    "TYPECODE",
+    "alloc_typed",
+    "decode_base64",
+    "encode_base64",
+    "or_list",
+    "result_dtype",
+    "to_base64_data",
+    "to_typed",
+]
+
+DTYPES: dict[str, dict[str, Any]] = optable.load()["dtypes"]
+
+
+def _typecode(size: int, signed: bool) -> str:
+    """The array typecode of a `size`-byte integer here ('i'/'I' on every platform we know)."""
+    for code in ("i", "l") if signed else ("I", "L"):
+        if array.array(code).itemsize == size:
+            return code
+    raise RuntimeError(f"no {size}-byte array typecode on this platform")  # pragma: no cover
+
+
+TYPECODE = {"float32": "f", "int32": _typecode(4, True), "uint32": _typecode(4, False),
+            "bool": "B"}
+DTYPE_NUMPY = {"float32": "<f4", "int32": "<i4", "uint32": "<u4", "bool": "u1"}
+
+# inclusive ranges of the integer-like dtypes, and what a message calls them
+RANGES = {
+    "int32": (-2147483648, 2147483647, "an integer in -2147483648..2147483647"),
+    "uint32": (0, 4294967295, "an integer in 0..4294967295"),
+    "bool": (0, 1, "0, 1, true or false"),
+}
+NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+_BYTE_FORMATS = ("B", "b", "c")
+
+
+def alloc_typed(dtype: str, count: int) -> array.array:
+    """A zero-filled buffer of `count` elements of `dtype`."""
+    return array.array(TYPECODE[dtype], bytes(count * DTYPES[dtype]["bytes"]))
+
+
+def or_list(names: list[str]) -> str:
+    """'float32', 'float32 or int32', 'float32, int32 or bool'."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def show(v: Any) -> str:
+    """A value as the JS twin prints it in messages (String(number), JSON otherwise)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "NaN"
+        if math.isinf(v):
+            return "Infinity" if v > 0 else "-Infinity"
+        return str(int(v)) if v.is_integer() and abs(v) < 1e21 else repr(v)
+    try:
+        text = json.dumps(v, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return type(v).__name__
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _articled(dtype: str) -> str:
+    return "an int32" if dtype == "int32" else f"a {dtype}"
+
+
+def _not_of(where: str, name: str, index: int, value: Any, dtype: str, node: int | None):
+    return GpuLabError(
+        "VALIDATION",
+        f"{where}: {name}[{index}] = {show(value)} is not {_articled(dtype)} "
+        f"({RANGES[dtype][2]})",
+        node,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# base64
+
+
+def encode_base64(data: bytes | bytearray | memoryview | array.array) -> str:
+    """Standard base64 of the bytes (of an array, its little-endian bytes)."""
+    raw = memoryview(data).cast("B") if not isinstance(data, bytes) else data
+    return base64.b64encode(raw).decode("ascii")
+
+
+def decode_base64(text: str) -> bytes | None:
+    """Strict base64 (RFC 4648 alphabet, '=' padding, length a multiple of 4), or None."""
+    if len(text) % 4 or not _BASE64.fullmatch(text):
+        return None
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def to_base64_data(data: array.array) -> dict[str, str]:
+    """JSON data of a typed buffer: {"base64": little-endian bytes}."""
+    if sys.byteorder == "big":  # pragma: no cover - every supported host is little-endian
+        data = array.array(data.typecode, data)
+        data.byteswap()
+    return {"base64": encode_base64(data)}
+
+
+# ---------------------------------------------------------------------------------------------
+# data -> typed buffer
+
+
+def to_typed(
+    value: Any, dtype: str, where: str, node: int | None = None,
+    shape: tuple[int, ...] | None = None, name: str = "data",
+) -> array.array:
+    """Data of `dtype` as an array.array of TYPECODE[dtype], or GpuLabError(VALIDATION).
+
+    Accepted: a list/tuple (checked per element), an array.array (kept when its typecode is the
+    dtype's), bytes/bytearray/memoryview (bytes: the raw little-endian values; a typed view of
+    the dtype's format is copied; others converted), a numpy array, {"base64": "..."}.
+    `shape` given: the element count (or byte length) must match it exactly; messages start with
+    `where`, name the datum `name` and carry `node`.
+    """
+    count = None if shape is None else math.prod(shape)
+    ctx = _Ctx(dtype, where, node, shape, count, name)
+    if isinstance(value, dict):
+        return ctx.from_base64(value)
+    if isinstance(value, array.array):
+        return ctx.from_array(value)
+    if isinstance(value, (list, tuple)):
+        ctx.check_length(len(value))
+        return ctx.from_list(value)
+    if hasattr(value, "__array_interface__") and hasattr(value, "dtype"):
+        ctx.check_length(int(value.size))
+        return ctx.from_numpy(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return ctx.from_buffer(memoryview(value))
+    raise GpuLabError(
+        "VALIDATION",
+        f"{where}: {name} must be a list of numbers, a typed array or {{\"base64\": \"...\"}}, "
+        f"got {type(value).__name__}",
+        node,
+    )
+
+
+class _Ctx:
+    """One conversion: the dtype, where to point messages, the expected size."""
+
+    def __init__(self, dtype: str, where: str, node: int | None,
+                 shape: tuple[int, ...] | None, count: int | None, name: str) -> None:
+        self.dtype, self.where, self.node, self.name = dtype, where, node, name
+        self.shape, self.count = shape, count
+        self.code = TYPECODE[dtype]
+
+    def fail(self, detail: str) -> GpuLabError:
+        return GpuLabError("VALIDATION", f"{self.where}: {self.name}{detail}", self.node)
+
+    def shape_text(self) -> str:
+        return "[" + ", ".join(str(d) for d in self.shape or ()) + "]"
+
+    def check_length(self, length: int) -> None:
+        if self.count is not None and length != self.count:
+            raise self.fail(f" has {length} values, shape {self.shape_text()} needs {self.count}")
+
+    def from_bytes(self, raw: bytes | memoryview, what: str) -> array.array:
+        size = DTYPES[self.dtype]["bytes"]
+        nbytes = len(raw) if isinstance(raw, bytes) else raw.nbytes
+        need = self.count * size if self.count is not None else nbytes - nbytes % size
+        if nbytes != need:
+            shown = self.shape_text() if self.shape is not None else "(any)"
+            raise self.fail(f"{what} {nbytes} bytes, shape {shown} of {self.dtype} needs {need}")
+        out = array.array(self.code)
+        out.frombytes(raw)
+        if sys.byteorder == "big":  # pragma: no cover
+            out.byteswap()
+        return self.checked(out)
+
+    def checked(self, out: array.array) -> array.array:
+        """bool holds only 0 and 1 (found without a Python loop); other dtypes take any bits."""
+        if self.dtype == "bool":
+            raw = out.tobytes()
+            if raw.translate(None, b"\x00\x01"):
+                index = next(i for i, b in enumerate(raw) if b > 1)
+                raise _not_of(self.where, self.name, index, raw[index], "bool", self.node)
+        return out
+
+    def from_base64(self, value: dict) -> array.array:
+        if list(value) != ["base64"] or not isinstance(value["base64"], str):
+            raise self.fail(f' object must be {{"base64": "<string>"}}, got {show(value)}')
+        raw = decode_base64(value["base64"])
+        if raw is None:
+            raise self.fail(".base64 is not base64 (A-Z a-z 0-9 + /, = padding, length a "
+                            "multiple of 4)")
+        return self.from_bytes(raw, ".base64 holds")
+
+    def from_array(self, value: array.array) -> array.array:
+        self.check_length(len(value))
+        if value.typecode == self.code:
+            return self.checked(value)
+        if self.dtype == "float32" and value.typecode != "u":
+            return array.array("f", value)
+        return self.from_other(value)
+
+    def from_buffer(self, view: memoryview) -> array.array:
+        fmt = view.format.lstrip("@=<")
+        if fmt in _BYTE_FORMATS and view.ndim <= 1:
+            return self.from_bytes(view.cast("B") if view.format != "B" else view,
+                                   " buffer holds")
+        self.check_length(math.prod(view.shape) if view.ndim else 1)
+        if fmt == self.code and view.itemsize == DTYPES[self.dtype]["bytes"]:
+            return self.from_bytes(view.cast("B"), " buffer holds")
+        return self.from_other(view)
+
+    def from_other(self, values: memoryview | array.array) -> array.array:
+        """A buffer of another element type: numpy converts it where installed."""
+        numpy = _numpy()
+        if numpy is not None:
+            return self.from_numpy(numpy.asarray(values))
+        return self.from_list(values.tolist())
+
+    def from_numpy(self, arr: Any) -> array.array:
+        kind = arr.dtype.kind
+        numbers = kind in ("f", "i", "u")
+        if not (numbers or (kind == "b" and self.dtype == "bool")):
+            raise self.fail(f" has dtype {arr.dtype}, not {_articled(self.dtype)} type")
+        flat = arr.ravel(order="C")
+        if self.dtype != "float32" and numbers:
+            self._numpy_range(flat)
+        out = array.array(self.code)
+        out.frombytes(flat.astype(DTYPE_NUMPY[self.dtype]).tobytes())
+        return out
+
+    def _numpy_range(self, flat: Any) -> None:
+        numpy = _numpy()
+        assert numpy is not None
+        lo, hi, _ = RANGES[self.dtype]
+        with numpy.errstate(invalid="ignore"):
+            ok = (flat >= lo) & (flat <= hi)
+            if flat.dtype.kind == "f":
+                ok &= numpy.floor(flat) == flat
+        if not ok.all():
+            index = int(numpy.argmin(ok))
+            raise _not_of(self.where, self.name, index, flat[index].item(), self.dtype,
+                          self.node)
+
+    def from_list(self, values: list | tuple) -> array.array:
+        if self.dtype == "float32":
+            return array.array("f", [self._float(v, i) for i, v in enumerate(values)])
+        return array.array(self.code, [self._integral(v, i) for i, v in enumerate(values)])
+
+    def _float(self, v: Any, index: int) -> float:
+        number = _as_number(v)
+        if number is None:
+            if isinstance(v, str) and v in NONFINITE:
+                return NONFINITE[v]
+            raise self.fail(f'[{index}] must be a number or "nan", "inf", "-inf", got {show(v)}')
+        return number
+
+    def _integral(self, v: Any, index: int) -> int:
+        if isinstance(v, bool):
+            if self.dtype == "bool":
+                return int(v)
+            raise _not_of(self.where, self.name, index, v, self.dtype, self.node)
+        number = _as_number(v)
+        lo, hi, _ = RANGES[self.dtype]
+        if number is None or not (number.is_integer() and lo <= number <= hi):
+            raise _not_of(self.where, self.name, index, v, self.dtype, self.node)
+        return int(number)
+
+
+def _as_number(value: Any) -> float | None:
+    """A float for an int/float (numpy scalars included), or None. Booleans are not numbers."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        try:
+            return float(value)
+        except OverflowError:
+            return math.inf if value > 0 else -math.inf
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    if kind in ("i", "u", "f") and getattr(value, "shape", None) == ():
+        return float(value)
+    return None
+
+
+def _numpy() -> Any:
+    """numpy when installed (natively, and in Pyodide once loaded), else None."""
+    try:
+        import numpy
+    except ImportError:  # pragma: no cover - numpy is installed in the test environment
+        return None
+    return numpy
+
+
+# ---------------------------------------------------------------------------------------------
+# result dtype
+
+
+def result_dtype(where: str, node: int, row: dict[str, Any], operand_dtypes: list[str],
+                 attrs: dict[str, Any]) -> str:
+    """The dtype of a node's result by its op-table row (see the JS twin `resultDtype`)."""
+    bound: dict[str, tuple[str, str]] = {}
+    for operand, got in zip(row["operands"], operand_dtypes):
+        variable = row["operand_types"][operand]
+        allowed = [variable] if variable in DTYPES else row["types"][variable]
+        if got not in allowed:
+            raise GpuLabError(
+                "VALIDATION", f"{where}: operand {operand} must be {or_list(allowed)}, got {got}",
+                node,
+            )
+        first = bound.get(variable)
+        if first is not None and first[0] != got:
+            raise GpuLabError(
+                "VALIDATION",
+                f"{where}: operand {operand} must be {first[0]} like operand {first[1]}, "
+                f"got {got}",
+                node,
+            )
+        bound.setdefault(variable, (got, operand))
+    rule = row["result_type"]
+    if rule == "attr:dtype":
+        return str(attrs["dtype"])
+    if rule in DTYPES:
+        return str(rule)
+    return bound[rule][0]
