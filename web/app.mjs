@@ -1,7 +1,7 @@
 // The page: starts the worker, shows loading progress and the backend in use, runs cells one at
 // a time (a queue), renders their outputs, and drives Stop and "Compare with native".
 import { Notebook } from './notebook.mjs';
-import { appendStream, el, renderCanvas, renderError, renderPlot, renderTable, renderText } from './render.mjs';
+import { appendBatch, el, renderCanvas, renderError, renderPlot, renderTable, renderText } from './render.mjs';
 import { EXAMPLES } from './examples.mjs';
 import { showComparison } from './compare-view.mjs';
 import { createControl, requestStop, resetControl } from './stop-control.mjs';
@@ -145,7 +145,10 @@ function finishRun(msg) {
   cell.compareButton.disabled = !msg.comparable;
   state.running = null;
   ui.stop.disabled = true;
-  pump();
+  // A run Stop could not unwind may still resume one day (a timer, a promise): only a fresh
+  // interpreter guarantees it never changes globals or prints into another cell.
+  if (msg.abandoned) restart();
+  else pump();
 }
 
 function onOutput({ runId, kind, payload }) {
@@ -196,9 +199,9 @@ function onWorkerMessage({ data: msg }) {
       pump();
       break;
     case 'backend': showBackend(msg.backend); break;
-    case 'stdout': case 'stderr': {
+    case 'stream': {
       const cell = outputOf(msg.runId);
-      if (cell) appendStream(cell.output, msg.type, msg.text);
+      if (cell) appendBatch(cell.output, msg.batch);
       break;
     }
     case 'output': onOutput(msg); break;

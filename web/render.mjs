@@ -34,24 +34,42 @@ export function formatFloat32(x) {
   return /^-?\d+$/.test(text) ? `${text}.0` : text;
 }
 
-/** Characters of stdout/stderr kept per cell: a runaway print loop must not freeze the page. */
-const MAX_STREAM_CHARS = 200_000;
-
 /** Append text to the cell's stdout/stderr block (one <pre> per stream, kept in order). */
-export function appendStream(output, stream, text) {
-  const shown = Number(output.dataset.streamChars ?? 0);
-  if (shown > MAX_STREAM_CHARS) return;
+function appendText(output, stream, text) {
+  if (!text) return;
   let pre = output.lastElementChild;
-  if (!pre || !pre.classList.contains(stream)) {
+  if (!pre || !pre.classList.contains('stream') || !pre.classList.contains(stream)) {
     pre = el('pre', { class: `stream ${stream}`, 'aria-label': stream });
     output.append(pre);
   }
-  output.dataset.streamChars = String(shown + text.length + 1);
-  if (shown + text.length + 1 > MAX_STREAM_CHARS) {
-    output.append(el('p', { class: 'summary', text: `… output truncated after ${MAX_STREAM_CHARS} characters` }));
-    return;
+  pre.append(text); // a new text node: appending never re-serialises what is shown
+}
+
+const count = (n) => n.toLocaleString('en-US');
+
+/** "… 1,234 lines dropped (56,789 characters)": what the worker left out of a long output. */
+function droppedText({ lines, chars }, final) {
+  const what = lines > 0 ? `${count(lines)} lines dropped (${count(chars)} characters)`
+    : `${count(chars)} characters dropped`;
+  return final ? `… ${what}: the first and the last lines are shown`
+    : `… ${what} so far: the last lines follow when the run ends`;
+}
+
+/**
+ * A batch of the run's output from the worker (web/run-output.mjs): text as it came, a note of
+ * what was dropped past the kept head, and at the end the kept tail after that note.
+ * @param {HTMLElement} output @param {import('./run-output.mjs').Batch} batch
+ */
+export function appendBatch(output, batch) {
+  for (const { stream, text } of batch.segments) appendText(output, stream, text);
+  if (!batch.dropped) return;
+  let note = output.querySelector(':scope > p.dropped');
+  if (!note) {
+    note = el('p', { class: 'summary dropped' });
+    output.append(note);
   }
-  pre.textContent += `${text}\n`;
+  note.textContent = droppedText(batch.dropped, Boolean(batch.final));
+  for (const { stream, text } of batch.tail ?? []) appendText(output, stream, text);
 }
 
 /** Rows of a tensor for display: rank ≤ 1 one row, rank 2 a matrix, higher ranks by last axis. */

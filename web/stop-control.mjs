@@ -45,6 +45,11 @@ export function cancelRequested(control) {
  */
 export function requestStop(control) {
   Atomics.store(control, SLOT.CANCEL, 1);
+  signal(control);
+  Atomics.notify(control, SLOT.CANCEL); // wakes a cell's time.sleep (worker.mjs)
+}
+
+function signal(control) {
   for (;;) {
     const phase = Atomics.load(control, SLOT.PHASE);
     if (phase === PHASE.PYTHON) {

@@ -5,11 +5,14 @@ import { loadPyodide } from './vendor/pyodide/pyodide.mjs';
 import { createPythonGPUAdapter } from '../backends-js/src/python-adapter.mjs';
 import { GpuLabError } from '../backends-js/src/errors.mjs';
 import {
-  cancelRequested, clearInterrupt, createWaitGate, interruptInFlight, requestStop,
+  cancelRequested, clearInterrupt, createWaitGate, interruptInFlight, requestStop, SLOT,
 } from './stop-control.mjs';
+import { RunOutput } from './run-output.mjs';
 
-/** After Stop: when the worker cancels a parked cell, and when it gives up waiting for it. */
+/** After Stop: when the worker cancels a parked cell (sooner when no GPU request is in flight:
+ * then nothing but a timer or a foreign promise can wake it), and when it gives up on it. */
 const STOP_CANCEL_MS = 1500;
+const STOP_IDLE_CANCEL_MS = 250;
 const STOP_GRACE_MS = 8000;
 const STOP_POLL_MS = 50;
 
@@ -126,10 +129,40 @@ function stopOnDeliveryHook() {
   }
 }
 
+/** Pyodide's stdout/stderr: exact bytes (text without a newline included) into the running
+ * cell's throttled output (run-output.mjs); nothing is written when no run is current. */
+function streamWriter(stream) {
+  const decoder = new TextDecoder();
+  return {
+    write(buffer) {
+      const text = decoder.decode(buffer, { stream: true });
+      currentRun?.output.write(stream, text);
+      return buffer.length;
+    },
+  };
+}
+
+/**
+ * `time.sleep` in cells (web/py/cell_runner.py): wait on the Stop flag instead of a timer, so a
+ * Stop wakes it at once (requestStop notifies that slot) and the SIGINT lands right after.
+ * Answers 'slept', 'stopped', or 'unavailable' without a control buffer (no isolation: Python
+ * then sleeps as usual).
+ */
+function interruptibleSleep(seconds) {
+  if (!control) return 'unavailable';
+  currentRun?.output.flush();
+  const deadline = now() + Math.max(0, seconds) * 1000;
+  for (let left = deadline - now(); left > 0 && !cancelRequested(control); left = deadline - now()) {
+    Atomics.wait(control, SLOT.CANCEL, 0, left);
+  }
+  return cancelRequested(control) ? 'stopped' : 'slept';
+}
+
 /** The JS module Python's `display` helpers (and the cell runner) use. */
 const notebookModule = {
   interrupt_in_flight: () => interruptInFlight(control),
   clear_interrupt: () => clearInterrupt(control),
+  sleep: interruptibleSleep,
   emit(kind, payload) {
     if (!currentRun) return;
     const plain = payload?.toJs
@@ -155,8 +188,8 @@ async function init({ backend, allowSoftware, controlBuffer, jspi = true }) {
   pyodide = await timed('pyodide', 'Pyodide (Python 3 in WebAssembly)', () =>
     loadPyodide({ indexURL: new URL('./vendor/pyodide/', import.meta.url).href }));
   if (control) pyodide.setInterruptBuffer(control);
-  pyodide.setStdout({ batched: (text) => currentRun && post({ type: 'stdout', runId: currentRun.id, text }) });
-  pyodide.setStderr({ batched: (text) => currentRun && post({ type: 'stderr', runId: currentRun.id, text }) });
+  pyodide.setStdout(streamWriter('stdout'));
+  pyodide.setStderr(streamWriter('stderr'));
   await timed('packages', 'packages: gpulab wheel', async () => {
     // loadPackage reports failures (a wheel whose sha256 does not match the lock, a 404)
     // through errorCallback instead of throwing: collect them and fail loudly.
@@ -184,7 +217,8 @@ async function init({ backend, allowSoftware, controlBuffer, jspi = true }) {
 }
 
 async function run({ runId, cellId, cellLabel, code }) {
-  currentRun = { id: runId, cellId, graphs: 0, backend: null };
+  const output = new RunOutput((batch) => post({ type: 'stream', runId, batch }));
+  currentRun = { id: runId, cellId, graphs: 0, backend: null, output };
   waitGate.reset();
   // The page clears the Stop flags before it posts a run (so a Stop pressed before this
   // message arrives still counts); they are not cleared here.
@@ -192,6 +226,8 @@ async function run({ runId, cellId, cellLabel, code }) {
   const watchdog = stopWatchdog();
   const outcome = await Promise.race([runToIdle(code, cellLabel), watchdog.expired]);
   watchdog.cancel();
+  flushPythonStreams();
+  output.end(); // text without a trailing newline belongs to this cell, not the next one
   const stopped = cancelRequested(control) || outcome.error?.type === 'KeyboardInterrupt';
   const done = {
     type: 'done', runId, ms: now() - t0, graphs: currentRun.graphs, backend: currentRun.backend, stopped,
@@ -199,6 +235,15 @@ async function run({ runId, cellId, cellLabel, code }) {
   };
   currentRun = null;
   post(done);
+}
+
+/** Python's own stdout/stderr buffers, into this run's output. */
+function flushPythonStreams() {
+  try {
+    pyodide.runPython('import sys\nsys.stdout.flush()\nsys.stderr.flush()');
+  } catch (err) {
+    console.warn('flushing the cell output failed:', err);
+  }
 }
 
 /** The cell's code, then every pending submit callback; resolves with the run's outcome. */
@@ -226,9 +271,11 @@ async function runToIdle(code, cellLabel) {
  * The last resort that makes every Stop end the run. The timer only fires while Python is not
  * running (one thread), so if the run is still going STOP_CANCEL_MS after Stop, Python is parked
  * on an await (a promise that never settles; an interrupt that landed in asyncio's own code):
- * drop the SIGINT nobody took and cancel the cell's task. If even that does not end it within
- * STOP_GRACE_MS and no GPU request is in flight (one in flight finishes first, as documented),
- * nothing can wake Python any more: stop waiting and report the run as abandoned.
+ * drop the SIGINT nobody took and cancel the cell's task (after STOP_IDLE_CANCEL_MS when no GPU
+ * request is in flight: `await asyncio.sleep(30)` then stops within a second). If even that does
+ * not end it within STOP_GRACE_MS and no GPU request is in flight (one in flight finishes first,
+ * as documented), nothing can wake Python any more: report the run as abandoned, and the page
+ * restarts Python, so that the abandoned code can never resume, change globals or print.
  */
 function stopWatchdog() {
   let timer = null;
@@ -239,7 +286,8 @@ function stopWatchdog() {
       if (!cancelRequested(control)) return;
       stopSeen ??= now();
       const waited = now() - stopSeen;
-      if (!cancelled && waited >= STOP_CANCEL_MS) {
+      const cancelAfter = adapter.pending > 0 ? STOP_CANCEL_MS : STOP_IDLE_CANCEL_MS;
+      if (!cancelled && waited >= cancelAfter) {
         cancelled = true;
         clearInterrupt(control);
         cancelRunningTask();
@@ -248,8 +296,8 @@ function stopWatchdog() {
       clearInterval(timer);
       resolve({ ok: false, abandoned: true, error: { type: 'KeyboardInterrupt',
         message: `the run did not unwind within ${STOP_GRACE_MS / 1000} s of Stop and was ` +
-          'abandoned (Python was waiting on something that cannot finish now); ' +
-          '"Restart Python" gives a clean interpreter',
+          'abandoned (Python was waiting on something that cannot finish now); Python is ' +
+          'restarted so that it can never resume: its variables are gone',
         traceback: '', line: null } });
     }, STOP_POLL_MS);
   });

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import linecache
+import sys
 import time
 import traceback
 from typing import Any
@@ -21,6 +22,38 @@ SIGINT_GRACE_S = 2.0  # the page writes SIGINT right after committing to it: mic
 _running: asyncio.Task | None = None  # the task of the cell that runs now
 
 NAMESPACE: dict[str, Any] = {"__name__": "__main__"}
+_system_sleep = time.sleep
+
+
+def _sleep(seconds: float) -> None:
+    """time.sleep that Stop ends at once: the worker waits on the Stop flag (Atomics.wait)
+    instead of a timer, and the page's SIGINT raises KeyboardInterrupt right after. Pyodide's
+    own sleep is neither interruptible nor final: a Stop during it was abandoned after 8 s and
+    the cell resumed later, printing into another cell."""
+    if seconds < 0:
+        raise ValueError("sleep length must be non-negative")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    answer = _notebook.sleep(float(seconds))
+    if answer == "unavailable":  # no Stop control (no isolation): sleep as usual
+        _system_sleep(seconds)
+    elif answer == "stopped":
+        _take_stop()
+
+
+def _take_stop() -> None:
+    """Stop woke a sleep: let the page's SIGINT land here, in the cell's stack, before any more
+    of the cell runs (Pyodide checks the interrupt buffer only now and then)."""
+    deadline = time.monotonic() + SIGINT_GRACE_S
+    while _notebook.interrupt_in_flight() and time.monotonic() < deadline:
+        pass
+    raise KeyboardInterrupt("stopped by the user (Stop)")
+
+
+time.sleep = _sleep
+# Each line reaches the page when printed (the worker batches them), not when a buffer fills.
+sys.stdout.reconfigure(line_buffering=True)
+sys.stderr.reconfigure(line_buffering=True)
 
 
 def _register_source(code: str, filename: str) -> None:
