@@ -23,12 +23,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", default="reports/conformance", help="report directory")
     parser.add_argument("--op", action="append", help="only the cases of this op (repeatable)")
     parser.add_argument("--case", action="append", help="only this case name (repeatable)")
+    parser.add_argument("--lanes", default=None,
+                        help="the expectation list (default e2e/conformance/lanes.json)")
     args = parser.parse_args(argv)
     cases = load_cases(names=args.case, ops=args.op)
     reports = []
     for name in args.executor:
         print(f"running {len(cases)} cases on {name} ...", file=sys.stderr, flush=True)
-        reports.append(run_conformance(name, cases, allow_software=args.allow_software))
+        reports.append(run_conformance(name, cases, lanes=args.lanes,
+                                       allow_software=args.allow_software))
     json_path, md_path = write_reports(reports, args.report)
     print(to_markdown(reports))
     print(f"wrote {json_path} and {md_path}", file=sys.stderr)

@@ -8,6 +8,10 @@ A lane that cannot run here says UNAVAILABLE with the reason; it is never report
 - wgpu: gpulab.host.execute(graph, backend="wgpu", allow_software=...) (wgpu-py).
 - node-cpu / node-wasm: node e2e/conformance/node_executor.mjs <backend> (createRuntime).
 - browser-webgpu / -webgl2 / -wasm / -cpu: headless Chromium on e2e/conformance/page.html.
+
+Each executor runs one backend lane of lanes.json (`lane_of`): node-cpu and browser-cpu are
+both lane `cpu`. Node lanes take a test hook, `without_kernels=[op, ...]`, that makes the
+runtime answer as if the backend had no kernel for those ops (hooks.withoutKernels).
 """
 
 from __future__ import annotations
@@ -53,14 +57,21 @@ class LaneRun:
 
 Executor = Callable[..., LaneRun]
 EXECUTORS: dict[str, Executor] = {}
+LANES: dict[str, str] = {}  # executor -> the backend lane of lanes.json it runs
 
 
-def executor(name: str) -> Callable[[Executor], Executor]:
+def executor(name: str, lane: str) -> Callable[[Executor], Executor]:
     def register(fn: Executor) -> Executor:
         EXECUTORS[name] = fn
+        LANES[name] = lane
         return fn
 
     return register
+
+
+def lane_of(name: str) -> str:
+    """The lanes.json lane an executor runs (its own name where it was not registered)."""
+    return LANES.get(name, name)
 
 
 def unavailable(name: str, reason: str) -> LaneRun:
@@ -70,15 +81,24 @@ def unavailable(name: str, reason: str) -> LaneRun:
 # ---- Python host lanes ----------------------------------------------------------------------
 
 
+WIRE_DTYPES = {"float32": "<f4", "int32": "<i4", "uint32": "<u4", "bool": "u1"}
+
+
 def _error_of(exc: BaseException) -> dict:
     code = getattr(exc, "code", None) or f"CRASH ({type(exc).__name__})"
     return {"code": code, "message": str(exc), "node": getattr(exc, "node", None)}
 
 
 def _host_outputs(result: Mapping) -> dict[str, np.ndarray]:
+    """Outputs in their dtype: a buffer is read as its bytes, a list converted."""
     outs = {}
     for name, out in result["outputs"].items():
-        data = np.asarray(out["array"] if "array" in out else out["data"], dtype=np.float32)
+        dtype = np.dtype(WIRE_DTYPES[out.get("dtype") or "float32"]).newbyteorder("=")
+        raw = out["array"] if "array" in out else out["data"]
+        if isinstance(raw, bytes | bytearray | memoryview):
+            data = np.frombuffer(raw, dtype=dtype)
+        else:
+            data = np.asarray(raw, dtype=dtype)
         outs[name] = data.reshape(out["shape"])
     return outs
 
@@ -125,12 +145,12 @@ def _run_host(name: str, backend: str, cases: list[dict], **kwargs: object) -> L
     return LaneRun(info, results)
 
 
-@executor("cpu-python")
+@executor("cpu-python", lane="cpu-python")
 def run_cpu_python(cases: list[dict], **_: object) -> LaneRun:
     return _run_host("cpu-python", "cpu-python", cases)
 
 
-@executor("wgpu")
+@executor("wgpu", lane="wgpu")
 def run_wgpu(cases: list[dict], allow_software: bool = False, **_: object) -> LaneRun:
     return _run_host("wgpu", "wgpu", cases, allow_software=allow_software)
 
@@ -139,10 +159,12 @@ def run_wgpu(cases: list[dict], allow_software: bool = False, **_: object) -> La
 
 
 def _js_outputs(outputs: Mapping) -> dict[str, np.ndarray]:
+    """Outputs from their little-endian bytes, in their dtype (float32 when none is given)."""
     arrays = {}
     for name, out in outputs.items():
         raw = base64.b64decode(out["b64"])
-        arrays[name] = np.frombuffer(raw, dtype="<f4").reshape(out["shape"]).astype(np.float32)
+        wire = np.dtype(WIRE_DTYPES[out.get("dtype", "float32")])
+        arrays[name] = np.frombuffer(raw, dtype=wire).reshape(out["shape"]).astype(wire.newbyteorder("="))
     return arrays
 
 
@@ -195,10 +217,13 @@ def _run_js_batches(name: str, cases: list[dict], run_batch: Callable[[list[dict
 
 
 def _run_node(name: str, backend: str, cases: list[dict], allow_software: bool = False,
-              timeout_s: float = 600, **_: object) -> LaneRun:
+              timeout_s: float = 600, without_kernels: list[str] | None = None,
+              **_: object) -> LaneRun:
     cmd = [os.environ.get("NODE", "node"), str(NODE_EXECUTOR), backend]
     if allow_software:
         cmd.append("--allow-software")
+    if without_kernels:
+        cmd.append("--without-kernels=" + ",".join(without_kernels))
 
     def run_batch(batch: list[dict]) -> dict:
         proc = subprocess.run(cmd, input=json.dumps(_case_payload(batch)), capture_output=True,
@@ -210,12 +235,12 @@ def _run_node(name: str, backend: str, cases: list[dict], allow_software: bool =
     return _run_js_batches(name, cases, run_batch)
 
 
-@executor("node-cpu")
+@executor("node-cpu", lane="cpu")
 def run_node_cpu(cases: list[dict], **opts: object) -> LaneRun:
     return _run_node("node-cpu", "cpu", cases, **opts)  # type: ignore[arg-type]
 
 
-@executor("node-wasm")
+@executor("node-wasm", lane="wasm")
 def run_node_wasm(cases: list[dict], **opts: object) -> LaneRun:
     return _run_node("node-wasm", "wasm", cases, **opts)  # type: ignore[arg-type]
 
@@ -307,7 +332,7 @@ def _browser_executor(backend: str) -> Executor:
         return _run_browser(lane, backend, cases, **opts)  # type: ignore[arg-type]
 
     run.__name__ = f"run_browser_{backend}"
-    return executor(lane)(run)
+    return executor(lane, lane=backend)(run)
 
 
 for _backend in ("webgpu", "webgl2", "wasm", "cpu"):

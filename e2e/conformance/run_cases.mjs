@@ -1,17 +1,28 @@
 // Runs conformance cases on one runtime backend and encodes every output losslessly.
 // Shared by node_executor.mjs (node lanes) and page.mjs (browser lanes), so both lanes report
 // the same way: {lane: {available, reason, backend, adapter, software, extra},
-//                results: [{name, outputs: {name: {shape, b64}}} | {name, error: {code, message, node}}]}
-// Float32 bits travel as base64 (little-endian) because JSON cannot carry NaN or infinities.
+//                results: [{name, outputs: {name: {shape, dtype, b64}}} | {name, error: {code, message, node}}]}
+// Output bytes travel as base64 (little-endian) because JSON cannot carry NaN or infinities,
+// and in their dtype (an int32 argmax stays exact). A refusal (UNSUPPORTED on a lane that
+// lanes.json lists) is a result like any other: the Python judge decides what was expected.
 
-/** @param {Float32Array} f32 @returns {string} */
-export function toBase64(f32) {
-  const bytes = new Uint8Array(f32.buffer, f32.byteOffset, f32.byteLength);
+/** @param {ArrayBufferView} typed @returns {string} */
+export function toBase64(typed) {
+  const bytes = new Uint8Array(typed.buffer, typed.byteOffset, typed.byteLength);
   let text = '';
   for (let i = 0; i < bytes.length; i += 0x8000) {
     text += String.fromCharCode.apply(null, Array.from(bytes.subarray(i, i + 0x8000)));
   }
   return btoa(text);
+}
+
+const ARRAYS = { float32: Float32Array, int32: Int32Array, uint32: Uint32Array, bool: Uint8Array };
+
+/** An output's data as the typed array of its dtype (a plain array is converted). */
+function typedOf(/** @type {any} */ data, /** @type {string} */ dtype) {
+  const Type = ARRAYS[/** @type {keyof typeof ARRAYS} */ (dtype)];
+  if (!Type) throw Object.assign(new Error(`output of unknown dtype ${dtype}`), { code: 'BACKEND' });
+  return data instanceof Type ? data : Type.from(data);
 }
 
 /** @param {unknown} err */
@@ -63,13 +74,17 @@ function withTimeout(promise, ms, what) {
 
 /**
  * @param {(opts: object) => Promise<any>} createRuntime
- * @param {{backend: string, allowSoftware: boolean, caseTimeoutMs?: number}} opts
+ * @param {{backend: string, allowSoftware: boolean, caseTimeoutMs?: number,
+ *   withoutKernels?: string[]}} opts  withoutKernels: a test hook, ops the backend answers as
+ *   having no kernel for (the runtime's hooks.withoutKernels)
  * @param {{name: string, graph: object}[]} cases
  */
-export async function runCases(createRuntime, { backend, allowSoftware, caseTimeoutMs = 60000 }, cases) {
+export async function runCases(createRuntime, { backend, allowSoftware, caseTimeoutMs = 60000,
+  withoutKernels = [] }, cases) {
   let runtime;
   try {
-    runtime = await createRuntime({ backend, allowSoftware });
+    runtime = await createRuntime({ backend, allowSoftware,
+      hooks: withoutKernels.length ? { withoutKernels } : {} });
   } catch (err) {
     const e = errorOf(err);
     return { lane: { available: false, reason: `${e.code}: ${e.message}` }, results: [] };
@@ -85,11 +100,11 @@ export async function runCases(createRuntime, { backend, allowSoftware, caseTime
           throw Object.assign(new Error(`ran on ${res.backend ?? runtime.backend}, lane is ${backend}`),
             { code: 'FALLBACK' });
         }
-        /** @type {Record<string, {shape: number[], b64: string}>} */
+        /** @type {Record<string, {shape: number[], dtype: string, b64: string}>} */
         const outputs = {};
         for (const [outName, out] of Object.entries(res.outputs)) {
-          const data = out.data instanceof Float32Array ? out.data : Float32Array.from(out.data);
-          outputs[outName] = { shape: Array.from(out.shape), b64: toBase64(data) };
+          const dtype = out.dtype ?? 'float32';
+          outputs[outName] = { shape: Array.from(out.shape), dtype, b64: toBase64(typedOf(out.data, dtype)) };
         }
         results.push({ name, outputs });
       } catch (err) {

@@ -8,6 +8,10 @@ From pytest (each lane is a few lines):
 
 From the shell: `python -m e2e.conformance --executor cpu-python --executor node-cpu
 --report reports/conformance` writes one combined JSON + markdown table (op x executor).
+
+lanes.json (e2e/conformance/lanes.py) lists, per backend lane, the ops a lane is expected not to
+support yet: there a case must be refused with UNSUPPORTED (that passes, reported as expected);
+a listed case that runs fails, correct or not ("unexpectedly supported: remove from lanes.json").
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from e2e.conformance.compare import compare
-from e2e.conformance.executors import EXECUTORS, LaneInfo, LaneRun, RawResult
+from e2e.conformance.executors import EXECUTORS, LaneInfo, LaneRun, RawResult, lane_of
+from e2e.conformance.lanes import Lanes, listed_entry, load_lanes
 from e2e.conformance.reference import OP_TABLE, NodeRef, evaluate, operand_ids
 
 CASES_PATH = Path(__file__).with_name("cases.json")
@@ -62,6 +67,9 @@ class CaseResult:
     error: str | None = None  # the executor refused or crashed: "CODE: message"
     outputs: list[OutputResult] = field(default_factory=list)
     used: float = 0.0  # largest share of the tolerance used by an output
+    listed: str | None = None  # the lanes.json entry this lane lists the case under ("abs")
+    reason: str | None = None  # that entry's reason
+    refused: str | None = None  # the expected UNSUPPORTED refusal's message
 
     def describe(self) -> str:
         if self.error:
@@ -77,6 +85,7 @@ class OpSummary:
     failed: int = 0
     max_ulp: float = 0.0
     used: float = 0.0
+    unsupported: int = 0  # cases refused with UNSUPPORTED as lanes.json expects
 
 
 @dataclass
@@ -85,6 +94,7 @@ class Report:
 
     lane: LaneInfo
     results: list[CaseResult]
+    listed: dict[str, str] = field(default_factory=dict)  # this lane's lanes.json entries
 
     @property
     def passed(self) -> bool:
@@ -111,6 +121,7 @@ class Report:
             s = summary.setdefault(r.op, OpSummary())
             s.cases += 1
             s.failed += 0 if r.passed else 1
+            s.unsupported += 1 if r.passed and r.refused is not None else 0
             s.max_ulp = max(s.max_ulp, r.max_ulp)
             s.used = max(s.used, r.used)
         return summary
@@ -122,6 +133,7 @@ class Report:
             "cases": len(self.results),
             "failed": len(self.failures()),
             "by_op": {op: asdict(s) for op, s in self.by_op().items()},
+            "listed": dict(self.listed),
             "results": [asdict(r) for r in self.results],
         }
 
@@ -135,8 +147,15 @@ def _outputs_used_as_operands(graph: Mapping) -> set[int]:
     return {i for node in graph["nodes"] for i in operand_ids(node) if i in outs}
 
 
-def check_case(case: Mapping, raw: RawResult | None) -> CaseResult:
-    """Judge one executor result: every output against the reference from its operands."""
+def check_case(case: Mapping, raw: RawResult | None,
+               listed: tuple[str, str] | None = None) -> CaseResult:
+    """Judge one executor result: every output against the reference from its operands.
+
+    `listed` (entry, reason) from lanes.json: the lane must refuse the case with UNSUPPORTED;
+    that passes, and anything else (another error, a result) fails.
+    """
+    if listed is not None:
+        return _check_listed(case, raw, *listed)
     if raw is None:
         return CaseResult(case["name"], case["op"], False, math.inf, "no result from executor",
                           used=math.inf)
@@ -168,6 +187,23 @@ def check_case(case: Mapping, raw: RawResult | None) -> CaseResult:
                       None, outputs, max(o.used for o in outputs))
 
 
+def _check_listed(case: Mapping, raw: RawResult | None, entry: str, reason: str) -> CaseResult:
+    """A case lanes.json lists for this lane: only an UNSUPPORTED refusal passes."""
+    name, op = case["name"], case["op"]
+    tag = {"listed": entry, "reason": reason}
+    if raw is not None and raw.error is not None and raw.error.get("code") == "UNSUPPORTED":
+        return CaseResult(name, op, True, 0.0, refused=str(raw.error.get("message")), **tag)
+    if raw is None or raw.error is not None:
+        got = "no result" if raw is None else f"{raw.error.get('code')}: {raw.error.get('message')}"
+        return CaseResult(name, op, False, math.inf, f"expected UNSUPPORTED (lanes.json lists "
+                          f"{entry!r}: {reason}), got {got}", used=math.inf, **tag)
+    judged = check_case(case, raw)
+    how = "and matches the reference" if judged.passed else f"and is wrong: {judged.describe()}"
+    return CaseResult(name, op, False, judged.max_ulp,
+                      f"unexpectedly supported: remove {entry!r} from lanes.json (it ran, {how})",
+                      judged.outputs, judged.used, **tag)
+
+
 def _check_output(name: str, nid: int, op: str, got: np.ndarray, ref: NodeRef) -> OutputResult:
     tolerance = _tolerance_of(op)
     if list(got.shape) != list(ref.value.shape):
@@ -183,26 +219,38 @@ def _check_output(name: str, nid: int, op: str, got: np.ndarray, ref: NodeRef) -
     return OutputResult(name, nid, op, tolerance, c.passed, c.max_ulp, c.detail, c.used)
 
 
-def check_results(cases: list[dict], run: LaneRun) -> Report:
-    """Judge an executor's raw results (also how tests feed perturbed results)."""
+def check_results(cases: list[dict], run: LaneRun, lanes: Lanes | None = None) -> Report:
+    """Judge an executor's raw results (also how tests feed perturbed results).
+
+    lanes: the expectation list (default lanes.json); the executor's lane's entries apply.
+    """
+    entries = (load_lanes() if lanes is None else lanes).get(lane_of(run.info.executor), {})
     if not run.info.available:
-        return Report(run.info, [])
-    return Report(run.info, [check_case(c, run.results.get(c["name"])) for c in cases])
+        return Report(run.info, [], dict(entries))
+    results = []
+    for c in cases:
+        listed = listed_entry(c["graph"], entries)
+        results.append(check_case(c, run.results.get(c["name"]), listed))
+    return Report(run.info, results, dict(entries))
 
 
-def run_conformance(executor: str, cases: list[dict] | None = None, **opts: object) -> Report:
+def run_conformance(executor: str, cases: list[dict] | None = None,
+                    lanes: Lanes | Path | str | None = None, **opts: object) -> Report:
     """Run the corpus (or `cases`) on one executor and judge it.
 
+    lanes: the expectation list (a mapping or a file; default e2e/conformance/lanes.json).
     opts go to the executor: allow_software (bool), and for browser lanes `browser` (a
-    Playwright Browser, e.g. the pytest fixture) and `server_url` (the repo root served).
+    Playwright Browser, e.g. the pytest fixture) and `server_url` (the repo root served);
+    node lanes take the test hook without_kernels (a list of ops).
     """
+    expectations = load_lanes(lanes)
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; known: {', '.join(EXECUTORS)}")
     cases = load_cases() if cases is None else cases
     started = time.perf_counter()
     run = EXECUTORS[executor](cases, **opts)
     run.info.extra["run_seconds"] = round(time.perf_counter() - started, 2)
-    return check_results(cases, run)
+    return check_results(cases, run, expectations)
 
 
 # ---- report files ---------------------------------------------------------------------------
@@ -215,7 +263,10 @@ def _cell(s: OpSummary | None) -> str:
     used = "" if math.isinf(s.used) else f", {s.used:.0%} of tol"
     if s.failed:
         return f"FAIL {s.failed}/{s.cases} (max {ulp} ulp{used})"
-    return f"pass {s.cases} (max {ulp} ulp{used})"
+    if s.unsupported == s.cases:
+        return f"UNSUPPORTED {s.cases} (as lanes.json expects)"
+    also = f", {s.unsupported} UNSUPPORTED as listed" if s.unsupported else ""
+    return f"pass {s.cases} (max {ulp} ulp{used}{also})"
 
 
 def _lane_line(r: Report) -> str:
@@ -255,11 +306,28 @@ def to_markdown(reports: list[Report]) -> str:
             continue
         tol = _tolerance_of(op) if op in OP_TABLE["ops"] else "per node"
         lines.append(f"| {op} | {tol} | " + " | ".join(_cell(s.get(op)) for s in summaries) + " |")
+    lines += _listed_section(reports)
     for r in reports:
         if r.failures():
             lines += ["", f"## Failures: {r.lane.executor}", "", "```", r.describe_failures(200),
                       "```"]
     return "\n".join(lines) + "\n"
+
+
+def _listed_section(reports: list[Report]) -> list[str]:
+    """lanes.json's entries of the lanes in the report, with their reasons and refused cases."""
+    rows = []
+    for r in reports:
+        for entry, reason in r.listed.items():
+            listed = [c for c in r.results if c.listed == entry]
+            refused = sum(1 for c in listed if c.refused is not None)
+            rows.append(f"| {r.lane.executor} | {lane_of(r.lane.executor)} | {entry} | {reason} "
+                        f"| {refused} of {len(listed)} |")
+    if not rows:
+        return []
+    return ["", "## Expected unsupported (lanes.json)", "",
+            "| executor | lane | entry | reason | refused with UNSUPPORTED |",
+            "| --- | --- | --- | --- | --- |", *rows]
 
 
 def _json_safe(obj: object) -> object:

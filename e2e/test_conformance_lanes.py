@@ -1,0 +1,170 @@
+"""lanes.json, the per-lane expectation list: a listed op must be refused with UNSUPPORTED (that
+is the expected result), and a listed lane that runs the op, or fails it another way, fails.
+
+The end-to-end tests hide a kernel with the runtime's test hook (hooks.withoutKernels, passed
+by the node executor as --without-kernels), so the JS backend really refuses before any device
+work, and the judge sees the refusal as an executor result.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from e2e.conformance import executors
+from e2e.conformance.executors import LaneInfo, LaneRun, RawResult, lane_of
+from e2e.conformance.lanes import LANES_PATH, kernel_dtype, listed_entry, load_lanes, node_dtypes
+from e2e.conformance.reference import evaluate
+from e2e.conformance.runner import check_results, load_cases, run_conformance, to_markdown
+
+RELU_LISTED = {"cpu": {"relu": "test: the relu kernel is hidden"}}
+
+
+def _relu_cases() -> list[dict]:
+    """Every relu case, a chain that uses relu, and cases of another op (add)."""
+    cases = load_cases()
+    chain = next(c for c in cases if c["op"] == "chain"
+                 and any(n["op"] == "relu" for n in c["graph"]["nodes"]))
+    return [c for c in cases if c["op"] == "relu"] + [chain] + \
+        [c for c in cases if c["op"] == "add"][:4]
+
+
+def _uses_relu(case: dict) -> bool:
+    return any(n["op"] == "relu" for n in case["graph"]["nodes"])
+
+
+def test_lanes_json_names_every_backend_lane_and_only_ops_with_reasons(tmp_path: Path) -> None:
+    lanes = load_lanes()
+    assert set(lanes) == {lane_of(name) for name in executors.EXECUTORS}
+    bad = tmp_path / "lanes.json"
+    for content, says in [({"cpu": {"nope": "x"}}, "not an op"), ({"cpu": {"relu": ""}}, "reason"),
+                          ({"cpu": {"relu:int8": "x"}}, "unknown dtype"), ({"cpu": []}, "map")]:
+        bad.write_text(json.dumps(content))
+        with pytest.raises((ValueError, TypeError), match=says):
+            load_lanes(bad)
+    assert LANES_PATH.name == "lanes.json"
+
+
+def test_an_entry_covers_an_op_or_one_dtype_of_it() -> None:
+    graph = {"version": 3, "nodes": [
+        {"id": 0, "op": "input", "shape": [2], "dtype": "int32", "data": [1, -2]},
+        {"id": 1, "op": "relu", "a": 0},
+        {"id": 2, "op": "input", "shape": [2], "data": [1, 2]},
+        {"id": 3, "op": "add", "a": 2, "b": 2}],
+        "outputs": [{"name": "y", "id": 1}, {"name": "z", "id": 3}]}
+    dtypes = node_dtypes(graph)
+    assert dtypes == {0: "int32", 1: "int32", 2: "float32", 3: "float32"}
+    assert kernel_dtype(graph["nodes"][1], dtypes) == "int32"
+    assert listed_entry(graph, {"relu:int32": "no int32"}) == ("relu:int32", "no int32")
+    assert listed_entry(graph, {"add:int32": "no int32"}) is None
+    assert listed_entry(graph, {"add": "no add"}) == ("add", "no add")
+    assert listed_entry(graph, {}) is None
+
+
+def _fake_run(cases: list[dict], result: dict[str, RawResult], executor: str = "node-cpu") -> LaneRun:
+    return LaneRun(LaneInfo(executor, backend="cpu", software=False), result)
+
+
+def _correct(case: dict) -> RawResult:
+    """The reference's answer (the protocol's fixed-order bits where it has them)."""
+    refs = evaluate(case["graph"])
+    pick = {o["id"]: refs[o["id"]] for o in case["graph"]["outputs"]}
+    return RawResult(outputs={
+        o["name"]: (pick[o["id"]].value if pick[o["id"]].bits is None else pick[o["id"]].bits
+                    ).astype(np.float32) for o in case["graph"]["outputs"]})
+
+
+UNSUPPORTED = RawResult(error={"code": "UNSUPPORTED", "message": "cpu has no kernel for relu "
+                               "(node 1)", "node": 1})
+
+
+def test_the_judge_counts_a_listed_refusal_and_fails_everything_else_on_a_listed_op() -> None:
+    cases = _relu_cases()
+    listed = [c for c in cases if _uses_relu(c)]
+    plain = [c for c in cases if not _uses_relu(c)]
+    refused = {c["name"]: UNSUPPORTED for c in listed} | {c["name"]: _correct(c) for c in plain}
+    report = check_results(cases, _fake_run(cases, refused), RELU_LISTED)
+    assert report.passed, report.describe_failures()
+    assert {r.name for r in report.results if r.refused} == {c["name"] for c in listed}
+    assert report.by_op()["relu"].unsupported == len([c for c in listed if c["op"] == "relu"])
+    md = to_markdown([report])
+    assert "| relu | exact | UNSUPPORTED 8 (as lanes.json expects) |" in md
+    assert "| node-cpu | cpu | relu | test: the relu kernel is hidden | 9 of 9 |" in md
+    assert report.to_dict()["listed"] == RELU_LISTED["cpu"]
+
+    # The same refusals where lanes.json does not list relu: every one fails.
+    unlisted = check_results(cases, _fake_run(cases, refused), {"cpu": {}})
+    assert {r.name for r in unlisted.failures()} == {c["name"] for c in listed}
+
+    # A listed lane that runs relu correctly fails: the entry is stale.
+    ran = {c["name"]: _correct(c) for c in cases}
+    stale = check_results(cases, _fake_run(cases, ran), RELU_LISTED)
+    assert {r.name for r in stale.failures()} == {c["name"] for c in listed}
+    assert all("unexpectedly supported: remove 'relu' from lanes.json" in r.error
+               for r in stale.failures())
+
+    # A listed lane that fails relu some other way fails too.
+    other = dict(refused) | {listed[0]["name"]: RawResult(error={"code": "BACKEND",
+                                                              "message": "boom", "node": None})}
+    broken = check_results(cases, _fake_run(cases, other), RELU_LISTED)
+    assert [r.name for r in broken.failures()] == [listed[0]["name"]]
+    assert "expected UNSUPPORTED (lanes.json lists 'relu'" in broken.failures()[0].error
+
+    # Entries of one lane do not apply to another.
+    webgl2 = check_results(cases, _fake_run(cases, ran, "browser-webgl2"), RELU_LISTED)
+    assert webgl2.passed
+
+
+def test_node_cpu_lane_refuses_a_hidden_kernel_with_unsupported_as_lanes_json_expects() -> None:
+    cases = _relu_cases()
+    report = run_conformance("node-cpu", cases, lanes=RELU_LISTED, without_kernels=["relu"])
+    assert report.passed, report.describe_failures()
+    refused = [r for r in report.results if r.refused]
+    assert len(refused) == sum(_uses_relu(c) for c in cases)
+    assert all(r.refused.startswith("cpu has no kernel for relu (node ") for r in refused)
+
+    # Not listed: the real refusals fail the lane.
+    unlisted = run_conformance("node-cpu", cases, lanes={"cpu": {}}, without_kernels=["relu"])
+    assert len(unlisted.failures()) == len(refused)
+    assert all(r.error.startswith("UNSUPPORTED: cpu has no kernel for relu")
+               for r in unlisted.failures())
+
+    # Listed but the kernel is there: unexpectedly supported.
+    stale = run_conformance("node-cpu", cases, lanes=RELU_LISTED)
+    assert len(stale.failures()) == len(refused)
+    assert "remove 'relu' from lanes.json" in stale.describe_failures()
+
+
+def test_node_wasm_lane_honours_lanes_json() -> None:
+    cases = [c for c in _relu_cases() if c["op"] in {"relu", "add"}]
+    report = run_conformance("node-wasm", cases, lanes={"wasm": {"relu": "test"}},
+                             without_kernels=["relu"])
+    assert report.passed, report.describe_failures()
+    assert sum(1 for r in report.results if r.refused) == 8
+
+
+def test_python_lanes_honour_lanes_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    """cpu-python (and wgpu, through the same host path) are judged by lanes.json too: a listed
+    op that runs fails, and an UNSUPPORTED refusal from the host passes."""
+    cases = [c for c in _relu_cases() if c["op"] in {"relu", "add"}]
+    stale = run_conformance("cpu-python", cases, lanes={"cpu-python": {"relu": "test"}})
+    assert len(stale.failures()) == 8
+    assert "unexpectedly supported" in stale.describe_failures()
+
+    from gpulab import host
+    from gpulab.errors import GpuLabError
+
+    real = host.execute
+
+    def refusing(graph: dict, **kwargs: object) -> dict:
+        if any(n["op"] == "relu" for n in graph["nodes"]):
+            raise GpuLabError("UNSUPPORTED", "cpu-python has no kernel for relu (node 1)", 1)
+        return real(graph, **kwargs)
+
+    monkeypatch.setattr(host, "execute", refusing)
+    report = run_conformance("cpu-python", cases, lanes={"cpu-python": {"relu": "test"}})
+    assert report.passed, report.describe_failures()
+    assert sum(1 for r in report.results if r.refused) == 8
