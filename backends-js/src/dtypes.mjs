@@ -228,3 +228,31 @@ export function resultDtype(node, spec, operandDtypes) {
   if (isDtype(rule)) return rule;
   return bound.get(rule).dtype;
 }
+
+// ---------------------------------------------------------------- device words
+
+/**
+ * Data as 32-bit words for device memory (wasm heap, GPU buffers, integer textures): the bits of
+ * a 4-byte dtype as they are (a view, no copy), bool widened to a u32 0/1 per element (WGSL and
+ * GLSL ES have no 8-bit storage type).
+ * @param {TypedData} data @returns {Uint32Array}
+ */
+export function toDeviceWords(data) {
+  if (data instanceof Uint8Array) return Uint32Array.from(data);
+  return new Uint32Array(data.buffer, data.byteOffset, data.length);
+}
+
+/**
+ * 32-bit device words (a view that may be reused: this copies) as data of `dtype`: bit-exact for
+ * 4-byte dtypes, bool narrowed to one byte (any non-zero word reads as 1).
+ * @param {Uint32Array} words @param {string} dtype @returns {TypedData}
+ */
+export function fromDeviceWords(words, dtype) {
+  if (dtype === 'bool') {
+    const out = new Uint8Array(words.length);
+    for (let i = 0; i < words.length; i++) out[i] = words[i] !== 0 ? 1 : 0;
+    return out;
+  }
+  const copy = words.slice();
+  return new TYPED_ARRAY[dtype](copy.buffer, copy.byteOffset, copy.length);
+}

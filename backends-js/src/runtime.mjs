@@ -6,6 +6,7 @@
 import { GpuLabError, asBackendError } from './errors.mjs';
 import { unsupportedError } from './kernels.mjs';
 import { validateGraph } from './validate.mjs';
+import { isTypedOf } from './dtypes.mjs';
 import { BACKENDS, BACKEND_ORDER, openBackend } from './backends/index.mjs';
 import { Session, checkInputsProvided, resolveSessionOptions } from './session.mjs';
 
@@ -150,11 +151,12 @@ function withPassedOver(/** @type {GpuLabError} */ error, /** @type {Attempt[]} 
 /** Outputs by name from values by id; a value shared by two names is copied for the second. */
 function namedOutputs(checked, values) {
   const used = new Set();
-  /** @type {Record<string, {shape: number[], dtype: 'float32', data: Float32Array}>} */
+  /** @type {Record<string, import('./session.mjs').OutputValue>} */
   const outputs = {};
   for (const { name, id } of checked.outputs) {
     const data = values.get(id);
-    outputs[name] = { shape: [...checked.byId.get(id).shape], dtype: 'float32',
+    const node = checked.byId.get(id);
+    outputs[name] = { shape: [...node.shape], dtype: node.dtype,
       data: used.has(id) ? data.slice() : data };
     used.add(id);
   }
@@ -235,10 +237,12 @@ export async function createRuntime(options = {}) {
       } finally {
         program.dispose();
       }
-      const lost = checked.outputs.find((o) => !(values.get(o.id) instanceof Float32Array));
+      // every output must come back as a typed array of its node's dtype
+      const lost = checked.outputs.find((o) => !isTypedOf(values.get(o.id),
+        checked.byId.get(o.id).dtype));
       if (lost) {
         throw new GpuLabError('BACKEND', `the ${backend.name} backend returned no value for ` +
-          `output "${lost.name}"`);
+          `output "${lost.name}" (a typed array of dtype ${checked.byId.get(lost.id).dtype})`);
       }
       return {
         backend: backend.name,

@@ -2,15 +2,18 @@
 // step normalization, read-back checks and the poisoning rule of docs/protocol.md
 // ("Prepared sessions"). Backends only provide a Program (docs/architecture.md).
 import { GpuLabError, asBackendError, nodeError } from './errors.mjs';
-import { numel, formatShape, sameShape } from './shapes.mjs';
+import { formatShape, sameShape } from './shapes.mjs';
+import { isTypedOf, toTypedData } from './dtypes.mjs';
 
 /**
  * @typedef {import('./validate.mjs').CheckedGraph} CheckedGraph
- * @typedef {{run(steps: Map<number, Float32Array>[], readIds: number[]): Promise<Map<number, Float32Array>>,
- *   download(id: number): Promise<Float32Array>, dispose(): void}} Program
+ * @typedef {import('./dtypes.mjs').TypedData} TypedData
+ * @typedef {{run(steps: Map<number, TypedData>[], readIds: number[]): Promise<Map<number, TypedData>>,
+ *   download(id: number): Promise<TypedData>, dispose(): void}} Program
+ *   Values in and out are typed arrays of each node's dtype (bool: Uint8Array of 0/1).
  * @typedef {{feeds?: number[], carry?: Record<string, string>|Map<number, string>,
  *   resident?: string[], outputs?: string[]}} SessionOptions
- * @typedef {{shape: number[], dtype: 'float32', data: Float32Array}} OutputValue
+ * @typedef {{shape: number[], dtype: string, data: TypedData}} OutputValue
  * @typedef {{failNextRun?: boolean|string}} Hooks
  */
 
@@ -80,6 +83,10 @@ function resolveCarry(checked, carry = {}) {
       throw nodeError('VALIDATION', node, `is carried from output ${JSON.stringify(name)} of ` +
         `shape ${formatShape(target.shape)}, but its shape is ${formatShape(node.shape)}`);
     }
+    if (node.dtype !== target.dtype) {
+      throw nodeError('VALIDATION', node, `is carried from output ${JSON.stringify(name)} of ` +
+        `dtype ${target.dtype}, but its dtype is ${node.dtype}`);
+    }
     resolved.set(id, target.id);
   }
   return resolved;
@@ -104,24 +111,13 @@ export function resolveSessionOptions(checked, options = {}) {
 }
 
 /**
- * A feed value as a Float32Array of the input's size.
+ * A feed value as a typed array of the input's dtype and size, checked as input data is
+ * (docs/protocol.md "Dtypes": a typed array of the dtype is kept, lists and other typed arrays
+ * are converted and checked, {"base64"} and ArrayBuffers are bytes).
  * @param {import('./validate.mjs').CheckedNode} node @param {unknown} value @param {number} step
  */
 function feedValue(node, value, step) {
-  const count = numel(node.shape);
-  let data;
-  if (value instanceof Float32Array) data = value;
-  else if (Array.isArray(value) || (ArrayBuffer.isView(value) && !(value instanceof DataView))) {
-    data = Float32Array.from(/** @type {ArrayLike<number>} */ (value));
-  } else {
-    throw nodeError('VALIDATION', node, `step ${step}: feed must be a Float32Array or a list of ` +
-      'numbers');
-  }
-  if (data.length !== count) {
-    throw nodeError('VALIDATION', node, `step ${step}: feed has ${data.length} values, shape ` +
-      `${formatShape(node.shape)} needs ${count}`);
-  }
-  return data;
+  return toTypedData(value, node.dtype, node.shape, node, `step ${step}: feed`);
 }
 
 /**
@@ -143,7 +139,7 @@ export function normalizeSteps(checked, feeds, steps) {
     const entries = step instanceof Map ? [...step.entries()]
       : (typeof step === 'object' && step !== null ? Object.entries(step) : null);
     if (entries === null) throw invalid(`step ${s}: a feed map {inputId: data} is needed`);
-    /** @type {Map<number, Float32Array>} */
+    /** @type {Map<number, TypedData>} */
     const map = new Map();
     for (const [key, value] of entries) {
       const id = Number(key);
@@ -157,10 +153,22 @@ export function normalizeSteps(checked, feeds, steps) {
   });
 }
 
-/** Index and value of the first NaN or infinity, or null. @param {Float32Array} data */
-function firstNonFinite(data) {
+/** Index of the first NaN or infinity of float32 data, or null (other dtypes are finite). */
+function firstNonFinite(/** @type {TypedData} */ data) {
+  if (!(data instanceof Float32Array)) return null;
   for (let i = 0; i < data.length; i++) if (!Number.isFinite(data[i])) return i;
   return null;
+}
+
+/**
+ * A read-back must be a typed array of the node's dtype: a backend that returns another kind
+ * has a bug, reported as BACKEND rather than handed out mislabeled.
+ */
+function checkReadBack(/** @type {unknown} */ data, /** @type {{dtype: string}} */ node, label) {
+  if (!isTypedOf(data, node.dtype)) {
+    const got = data?.constructor?.name ?? typeof data;
+    throw new GpuLabError('BACKEND', `${label}: the backend returned a ${got} for ${node.dtype} data`);
+  }
 }
 
 /** A prepared graph on one backend. Created by runtime.prepare(). */
@@ -211,8 +219,13 @@ export class Session {
     return error;
   }
 
-  /** @param {string} label @param {Float32Array} data @param {string} context */
-  #checkFinite(label, data, context) {
+  /** @param {string} label @param {TypedData} data @param {string} context @param {{dtype: string}} node */
+  #checkFinite(label, data, context, node) {
+    try {
+      checkReadBack(data, node, label);
+    } catch (err) {
+      throw this.#fail(err, context);
+    }
     const at = firstNonFinite(data);
     if (at !== null) {
       throw this.#fail(new GpuLabError('BACKEND', `non-finite value in ${label} at index ${at} ` +
@@ -252,9 +265,10 @@ export class Session {
       const id = outputId(checked, name, 'outputs');
       const data = read.get(id);
       if (!data) throw this.#fail(new Error(`backend returned no value for output "${name}"`), 'run');
-      this.#checkFinite(`output "${name}"`, data, 'run');
+      const node = checked.byId.get(id);
+      this.#checkFinite(`output "${name}"`, data, 'run', node);
       // Two names of one node get their own arrays, as in execute.
-      outputs[name] = { shape: [...checked.byId.get(id).shape], dtype: 'float32',
+      outputs[name] = { shape: [...node.shape], dtype: node.dtype,
         data: handedOut.has(id) ? data.slice() : data };
       handedOut.add(id);
     }
@@ -270,7 +284,7 @@ export class Session {
   /**
    * The current value of a resident (or carried-to) output, by name, or of a carried input, by id.
    * @param {string|number} key
-   * @returns {Promise<Float32Array>}
+   * @returns {Promise<TypedData>} typed by the tensor's dtype
    */
   download(key) {
     return this.#exclusive(() => this.#download(key));
@@ -297,7 +311,7 @@ export class Session {
     } catch (err) {
       throw this.#fail(err, 'download');
     }
-    this.#checkFinite(`download of ${JSON.stringify(key)}`, data, 'download');
+    this.#checkFinite(`download of ${JSON.stringify(key)}`, data, 'download', checked.byId.get(id));
     return data;
   }
 

@@ -69,7 +69,7 @@ test('feed and option errors are VALIDATION and do not poison', async () => {
   await rejects(s.run([{}]), 'VALIDATION', /node 1 \(input\): step 0: no feed given/);
   await rejects(s.run([{ 1: [1, 2, 3] }]), 'VALIDATION', /step 0: feed has 3 values, shape \[2\] needs 2/);
   await rejects(s.run([{ 1: [1, 2] }, { 1: [1, 2], 0: [0, 0] }]), 'VALIDATION', /step 1: "0" is not a fed input id/);
-  await rejects(s.run([{ 1: 'ab' }]), 'VALIDATION', /feed must be a Float32Array/);
+  await rejects(s.run([{ 1: 'ab' }]), 'VALIDATION', /feed must be a list of numbers, a typed array/);
   await rejects(s.run(2), 'VALIDATION', /needs one feed map per step/);
   await rejects(s.run([]), 'VALIDATION', /non-empty list/);
   assert.equal(s.state, 'ready');

@@ -3,6 +3,7 @@
 // no accelerated backend is, and the reference the others are compared with.
 import { GpuLabError } from '../errors.mjs';
 import { supportsGraph } from '../kernels.mjs';
+import { allocTyped } from '../dtypes.mjs';
 import { BACKEND, getKernel } from './cpu/registry.mjs';
 import './cpu/elementwise.mjs';
 import './cpu/reduce.mjs';
@@ -40,14 +41,14 @@ class CpuProgram {
   constructor(checked, { carry }) {
     this.checked = checked;
     this.carry = [...carry.entries()];
-    /** @type {Map<number, Float32Array>} */
+    /** @type {Map<number, import('../dtypes.mjs').TypedData>} typed by each node's dtype */
     this.buffers = new Map();
     for (const id of checked.order) this.allocate(checked.byId.get(id));
     for (const [inputId] of this.carry) {
       if (!this.buffers.has(inputId)) this.allocate(checked.byId.get(inputId));
     }
     // Carry sources are copied aside before any input is overwritten, so two carries may swap.
-    this.carryScratch = this.carry.map(([inputId]) => new Float32Array(this.buffers.get(inputId).length));
+    this.carryScratch = this.carry.map(([inputId]) => this.buffers.get(inputId).slice());
     this.steps = checked.order.map((id) => {
       const node = checked.byId.get(id);
       return {
@@ -62,7 +63,7 @@ class CpuProgram {
 
   /** @param {import('../validate.mjs').CheckedNode} node */
   allocate(node) {
-    const buffer = new Float32Array(node.shape.reduce((p, d) => p * d, 1));
+    const buffer = allocTyped(node.dtype, node.shape.reduce((p, d) => p * d, 1));
     if (node.data) buffer.set(node.data);
     this.buffers.set(node.id, buffer);
   }

@@ -2,9 +2,11 @@
 // (input, full). Layout kernels are exact: they only copy float32 values.
 import { registerKernel } from './registry.mjs';
 import { stridesOf } from '../../shapes.mjs';
+import { DTYPE_NAMES } from '../../dtypes.mjs';
 
-// Input values are written into the node's buffer by the program (data, feed or carry).
-registerKernel('input', () => {});
+// Input values are written into the node's buffer by the program (data, feed or carry), in
+// the buffer of its dtype: no kernel work, so every dtype.
+registerKernel('input', () => {}, { dtypes: DTYPE_NAMES });
 
 registerKernel('full', (out, ins, node) => {
   out.fill(node.attrs.value);

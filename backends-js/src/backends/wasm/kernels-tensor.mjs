@@ -2,9 +2,10 @@
 // the softmax family, layout ops, life, and the data ops (input, full).
 import { numel } from '../../shapes.mjs';
 import { registerKernel } from './registry.mjs';
+import { DTYPE_NAMES } from '../../dtypes.mjs';
 
-/** Inputs are uploaded or fed by the program; they have no per-step work. */
-registerKernel('input', () => null);
+/** Inputs are uploaded or fed by the program (as 32-bit words, any dtype): no per-step work. */
+registerKernel('input', () => null, { dtypes: DTYPE_NAMES });
 
 /** full is filled once at prepare (its bits, so NaN and -0 survive) and never changes. */
 registerKernel('full', ({ exports, node, out }) => {

@@ -14,6 +14,7 @@ import { GpuLabError, asBackendError, nodeLabel } from '../../errors.mjs';
 import { numel, stridesOf } from '../../shapes.mjs';
 import { BACKEND, getKernel } from './registry.mjs';
 import { unsupportedError } from '../../kernels.mjs';
+import { fromDeviceWords, toDeviceWords } from '../../dtypes.mjs';
 import './kernels-elementwise.mjs';
 import './kernels-tensor.mjs';
 
@@ -238,10 +239,9 @@ export class WasmProgram {
 
   /** Writes input data and runs once-only kernels (full). */
   upload() {
-    const heap = this.wasm.heap();
     for (const [id, slot] of this.slotOf) {
       const node = this.node(id);
-      if (node.op === 'input' && node.data) heap.set(node.data, this.ptr[slot] / 4);
+      if (node.op === 'input' && node.data) this.write(slot, node.data);
     }
     for (const init of this.inits) init(this.ptr);
   }
@@ -294,13 +294,12 @@ export class WasmProgram {
     const out = new Map();
     try {
       steps.forEach((feeds, i) => {
-        const heap = this.wasm.heap();
         for (const [id, data] of feeds) {
           const slot = this.slotOf.get(id);
           if (slot === undefined) {
             throw new GpuLabError('VALIDATION', `node ${id} is not a fed input of this program`, id);
           }
-          heap.set(data, this.ptr[slot] / 4);
+          this.write(slot, data);
         }
         for (const step of this.steps) step.run(this.ptr, s);
         if (i === steps.length - 1) for (const id of readIds) out.set(id, this.read(id, false));
@@ -313,9 +312,20 @@ export class WasmProgram {
     return out;
   }
 
+  /**
+   * Every dtype lives in the heap as 32-bit words (bool as u32 0/1), written and read as bits,
+   * so int32/uint32 values and NaN payloads pass through unchanged.
+   * @param {number} slot @param {import('../../dtypes.mjs').TypedData} data
+   */
+  write(slot, data) {
+    new Uint32Array(this.wasm.heap().buffer).set(toDeviceWords(data), this.ptr[slot] / 4);
+  }
+
   read(/** @type {number} */ id, /** @type {boolean} */ betweenRuns) {
-    const at = this.locate(id, betweenRuns) / 4;
-    return this.wasm.heap().slice(at, at + numel(this.node(id).shape));
+    const at = this.locate(id, betweenRuns);
+    const node = this.node(id);
+    return fromDeviceWords(new Uint32Array(this.wasm.heap().buffer, at, numel(node.shape)),
+      node.dtype);
   }
 
   /** @param {number} id */
