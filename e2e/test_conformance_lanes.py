@@ -9,6 +9,7 @@ work, and the judge sees the refusal as an executor result.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -17,9 +18,10 @@ import pytest
 from e2e.conformance import executors
 from e2e.conformance.executors import LaneInfo, LaneRun, RawResult, lane_of
 from e2e.conformance.lanes import LANES_PATH, kernel_dtype, listed_entry, load_lanes, node_dtypes
-from e2e.conformance.reference import evaluate
+from e2e.conformance.reference import OP_TABLE, evaluate
 from e2e.conformance.runner import check_results, load_cases, run_conformance, to_markdown
 
+NODE_KERNEL_DTYPES = Path(__file__).parent / "conformance" / "node_kernel_dtypes.mjs"
 RELU_LISTED = {"cpu": {"relu": "test: the relu kernel is hidden"}}
 
 
@@ -168,3 +170,44 @@ def test_python_lanes_honour_lanes_json(monkeypatch: pytest.MonkeyPatch) -> None
     report = run_conformance("cpu-python", cases, lanes={"cpu-python": {"relu": "test"}})
     assert report.passed, report.describe_failures()
     assert sum(1 for r in report.results if r.refused) == 8
+
+
+def _int32_graphs() -> list[dict]:
+    """Graphs with non-float32 nodes, whatever ops of the table take them today."""
+    table = OP_TABLE["ops"]
+    graphs = [{"name": "input/int32", "graph": {"version": 3, "nodes": [
+        {"id": 0, "op": "input", "shape": [2], "dtype": "int32", "data": [1, -2]}],
+        "outputs": [{"name": "y", "id": 0}]}}]
+    for op, spec in table.items():
+        variables = {spec["operand_types"][o] for o in spec["operands"]}
+        if len(spec["operands"]) != 1 or len(variables) != 1 or spec["attrs"]:
+            continue
+        allowed = spec.get("types", {}).get(next(iter(variables)), [])
+        if "int32" in allowed:
+            graphs.append({"name": f"{op}/int32", "graph": {"version": 3, "nodes": [
+                {"id": 0, "op": "input", "shape": [2], "dtype": "int32", "data": [1, -2]},
+                {"id": 1, "op": op, "a": 0}], "outputs": [{"name": "y", "id": 1}]}})
+    return graphs
+
+
+def test_kernel_dtype_twins_agree_on_every_case() -> None:
+    """lanes.py's kernel_dtype (which "op:dtype" entry a case falls under) is the JS registry's
+    kernelDtype, node for node, on the corpus and on int32 graphs; its result dtypes are the
+    Python validator's."""
+    from gpulab.protocol import validate
+
+    graphs = [{"name": c["name"], "graph": c["graph"]} for c in load_cases()] + _int32_graphs()
+    proc = subprocess.run(["node", str(NODE_KERNEL_DTYPES)], input=json.dumps(graphs),
+                          capture_output=True, text=True, check=True, timeout=300)
+    js = {a["name"]: a for a in json.loads(proc.stdout)}
+    checked_int32 = 0
+    for g in graphs:
+        answer = js[g["name"]]
+        assert "error" not in answer, answer
+        dtypes = node_dtypes(g["graph"])
+        py = {str(int(n["id"])): kernel_dtype(n, dtypes) for n in g["graph"]["nodes"]}
+        assert py == answer["dtypes"], g["name"]
+        checked = validate(g["graph"])
+        assert {n.id: n.dtype for n in checked.nodes} == dtypes, g["name"]
+        checked_int32 += "int32" in py.values()
+    assert checked_int32 >= 1

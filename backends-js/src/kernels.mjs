@@ -67,49 +67,22 @@ export function registeredBackends() {
   return [...new Set([...KERNELS.values()].map((k) => k.backend))];
 }
 
-/**
- * Each node's result dtype: `node.dtype` where the validator set it, else from the op table's
- * result_type (a literal dtype, `attr:<name>` read from the node's attrs, or the type variable
- * of its operands), float32 where nothing says otherwise (the only dtype before protocol v3).
- * @param {{order: number[], byId: Map<number, any>}} checked
- * @returns {Map<number, string>}
- */
-export function resultDtypes(checked) {
-  /** @type {Map<number, string>} */
-  const out = new Map();
-  for (const id of checked.order) {
-    const node = checked.byId.get(id);
-    out.set(id, node.dtype ?? inferDtype(node, out));
-  }
-  return out;
-}
-
-/** @param {any} node @param {Map<number, string>} known */
-function inferDtype(node, known) {
-  const spec = opSpec(node.op);
-  const rule = spec?.result_type;
-  if (typeof rule !== 'string') return 'float32';
-  if (rule.startsWith('attr:')) {
-    const attr = rule.slice(5);
-    return node.attrs?.[attr] ?? spec.attrs?.[attr]?.default ?? 'float32';
-  }
-  if (!Object.hasOwn(spec.types ?? {}, rule)) return rule;
-  const at = (spec.operands ?? []).findIndex((o) => spec.operand_types?.[o] === rule);
-  return (at >= 0 ? known.get(node.operands[at]) : undefined) ?? 'float32';
-}
+/** A checked node's dtype (the validator's; float32 for a hand-built node without one). */
+const dtypeOf = (/** @type {{dtype?: string}|undefined} */ node) => node?.dtype ?? 'float32';
 
 /**
  * The dtype a kernel is chosen by: the result's where the result has the op's type variable
  * (add on int32 is an int32 kernel) or there is no operand (input, full), else the first
- * operand's (argmax of float32 is a float32 kernel with an int32 result).
- * @param {{op: string, operands: number[]}} node @param {Map<number, string>} dtypes
- * @param {number} id
+ * operand's (argmax of float32 is a float32 kernel with an int32 result). Its twin is
+ * e2e/conformance/lanes.py kernel_dtype (lanes.json's "op:dtype"); a test compares them.
+ * @param {{op: string, operands: number[], dtype?: string}} node
+ * @param {{byId: Map<number, {dtype?: string}>}} checked
  */
-export function kernelDtype(node, dtypes, id) {
+export function kernelDtype(node, checked) {
   const spec = opSpec(node.op);
   const resultIsVariable = spec && Object.hasOwn(spec.types ?? {}, spec.result_type);
-  if (!resultIsVariable && node.operands?.length) return dtypes.get(node.operands[0]) ?? 'float32';
-  return dtypes.get(id) ?? 'float32';
+  if (!resultIsVariable && node.operands?.length) return dtypeOf(checked.byId.get(node.operands[0]));
+  return dtypeOf(node);
 }
 
 /**
@@ -123,12 +96,11 @@ export function kernelDtype(node, dtypes, id) {
  */
 export function supportsGraph(backend, checked, { without = [] } = {}) {
   const hidden = new Set(without);
-  const dtypes = resultDtypes(checked);
   /** @type {Missing[]} */
   const missing = [];
   for (const id of checked.order) {
     const node = checked.byId.get(id);
-    const dtype = kernelDtype(node, dtypes, id);
+    const dtype = kernelDtype(node, checked);
     const kernel = hidden.has(node.op) ? undefined : getKernel(node.op, backend);
     if (!kernel) {
       missing.push({ id, op: node.op, dtype, reason: `no ${node.op} kernel` });

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import {
-  registerKernel, getKernel, registeredOps, supportsGraph, unsupportedError, resultDtypes,
+  registerKernel, getKernel, registeredOps, supportsGraph, unsupportedError, kernelDtype,
 } from '../src/kernels.mjs';
 import { opNames } from '../src/optable.mjs';
 import { validateGraph } from '../src/validate.mjs';
@@ -73,19 +73,27 @@ test('supportsGraph names every node without a kernel, and a kernel lacking the 
 });
 
 test('an int32 input is a node at int32: a backend whose input kernel is float32-only lacks it', () => {
-  // Hand-built checked graph (the validator's dtype field): input int32 -> relu.
-  const nodes = [
-    { id: 0, op: 'input', operands: [], attrs: { dtype: 'int32' }, shape: [2] },
-    { id: 1, op: 'relu', operands: [0], attrs: {}, shape: [2] },
-  ];
-  const checked = { nodes, order: [0, 1], byId: new Map(nodes.map((n) => [n.id, n])) };
-  assert.deepEqual([...resultDtypes(checked)], [[0, 'int32'], [1, 'int32']],
-    'without node.dtype the op table types it (attr:dtype, then T)');
-  registerKernel({ op: 'input', backend: 'test-d', dtypes: ['float32', 'int32'] });
+  const checked = validateGraph({ version: 3, nodes: [
+    { id: 0, op: 'input', shape: [2], dtype: 'int32', data: [1, -2] },
+    { id: 1, op: 'input', shape: [2], data: [1, 2] },
+    { id: 2, op: 'relu', a: 1 },
+  ], outputs: [{ name: 'i', id: 0 }, { name: 'r', id: 2 }] });
+  registerKernel({ op: 'input', backend: 'test-d' });
   registerKernel({ op: 'relu', backend: 'test-d' });
   const { missing } = supportsGraph('test-d', checked);
-  assert.deepEqual(missing, [{ id: 1, op: 'relu', dtype: 'int32', reason: 'no relu kernel at int32' }]);
-  assert.match(unsupportedError('test-d', missing).message, /^test-d has no kernel for relu at int32 \(node 1\)$/);
+  assert.deepEqual(missing, [{ id: 0, op: 'input', dtype: 'int32', reason: 'no input kernel at int32' }]);
+  assert.match(unsupportedError('test-d', missing).message, /^test-d has no kernel for input at int32 \(node 0\)$/);
+  registerKernel({ op: 'input', backend: 'test-e', dtypes: ['float32', 'int32'] });
+  registerKernel({ op: 'relu', backend: 'test-e' });
+  assert.deepEqual(supportsGraph('test-e', checked), { ok: true, missing: [] });
+});
+
+test('the kernel dtype of a T -> T op or a source is its result dtype', () => {
+  const node = (id, op, operands, dtype) => ({ id, op, operands, attrs: {}, shape: [2], dtype });
+  const nodes = [node(0, 'input', [], 'int32'), node(1, 'add', [0, 0], 'int32')];
+  const checked = { byId: new Map(nodes.map((n) => [n.id, n])) };
+  assert.equal(kernelDtype(nodes[0], checked), 'int32');
+  assert.equal(kernelDtype(nodes[1], checked), 'int32');
 });
 
 for (const [lane, mod] of Object.entries(MODULES)) {
