@@ -11,6 +11,7 @@ Sources -> generated files (docs/architecture.md, "Generated files", has the tab
 - kernels/gen/matmul.py -> the register-blocked matmul kernels kernels/wgsl/matmul*.wgsl;
 - kernels/wgsl/*.wgsl -> pylib/gpulab/kernels/wgsl/ (byte copies: wgpu-py reads those);
 - e2e/conformance/generate.py (+ bad_graphs.py) -> cases.json, bad_graphs.json;
+- kernels/ops.json -> the `#if defined(OP_x)` arms of kernels/glsl/unary.glsl, binary.glsl;
 - kernels/wasm/src -> kernels/kernels.wasm (scripts/build-wasm.sh; bit-reproducible).
 
 Generation happens here, at build time only: every output is a committed plain file that the
@@ -67,13 +68,19 @@ def wgsl_kernels() -> dict[Path, bytes]:
     return {**matmul_kernels(), **wgsl.outputs()}
 
 
+def glsl_arms() -> dict[Path, bytes]:
+    from kernels.gen import glsl
+
+    return glsl.outputs()
+
+
 def corpus() -> dict[Path, bytes]:
     from e2e.conformance import generate
 
     return {path: text.encode() for path, text in generate.outputs().items()}
 
 
-PRODUCERS: list[Callable[[], dict[Path, bytes]]] = [wgsl_kernels, package_copies, corpus]
+PRODUCERS: list[Callable[[], dict[Path, bytes]]] = [wgsl_kernels, package_copies, glsl_arms, corpus]
 
 
 def outputs() -> dict[Path, bytes]:

@@ -1,8 +1,11 @@
 // Elementwise kernels: unary ops, broadcasting binary ops, and the two-operand optimizer steps.
 import { registerKernel, broadcastStrides, pad4, sizeOf } from './registry.mjs';
 import { matmulProduct } from './matmul.mjs';
+import { familyOps, kernelTable } from '../../kernel-table.mjs';
 
-for (const op of ['relu', 'positive', 'neg', 'exp', 'log', 'sqrt', 'tanh', 'sigmoid', 'gelu']) {
+// Every map op of the kernel table: its GLSL arm in unary.glsl / binary.glsl is generated from
+// the same table (make gen), so these lists cannot drift from the shaders.
+for (const op of familyOps('map1')) {
   registerKernel(op, (node, k) => [{
     shader: 'unary.glsl', defines: { [`OP_${op}`]: 1 },
     inputs: { u_a: k.slot(node.operands[0]) }, target: k.out,
@@ -32,20 +35,19 @@ function binaryPass(op, node, k, uniforms = {}) {
   return [pass];
 }
 
-for (const op of ['add', 'sub', 'mul', 'div', 'gelu_grad']) {
-  registerKernel(op, (node, k) => binaryPass(op, node, k));
+// A float attribute (the kernel table's `scalar`) goes in as the float32 uniform u_p; where the
+// expression reads u_q it gets 1 - that attribute formed in float64 first, so it is rounded once
+// (1 - fround(0.999) would be off by ~100 ulps).
+for (const op of familyOps('map2')) {
+  const { scalar, glsl } = kernelTable.ops[op];
+  const usesQ = /\bu_q\b/.test(glsl);
+  registerKernel(op, (node, k) => {
+    if (!scalar) return binaryPass(op, node, k);
+    const value = node.attrs[scalar];
+    return binaryPass(op, node, k, usesQ ? { u_p: ['f', value], u_q: ['f', 1 - value] }
+      : { u_p: ['f', value] });
+  });
 }
-
-// Float attributes go in as float32 uniforms; "1 - beta" is formed in float64 first, so it is
-// rounded once (1 - fround(0.999) would be off by ~100 ulps).
-registerKernel('sgd_update', (node, k) => binaryPass('sgd_update', node, k, {
-  u_p: ['f', node.attrs.lr] }));
-registerKernel('momentum_update', (node, k) => binaryPass('momentum_update', node, k, {
-  u_p: ['f', node.attrs.momentum] }));
-registerKernel('adam_m', (node, k) => binaryPass('adam_m', node, k, {
-  u_p: ['f', node.attrs.beta1], u_q: ['f', 1 - node.attrs.beta1] }));
-registerKernel('adam_v', (node, k) => binaryPass('adam_v', node, k, {
-  u_p: ['f', node.attrs.beta2], u_q: ['f', 1 - node.attrs.beta2] }));
 
 /**
  * What an update can compute in its own pass: the adam_m and adam_v nodes feeding it through
