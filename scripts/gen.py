@@ -12,6 +12,7 @@ Sources -> generated files (docs/architecture.md, "Generated files", has the tab
 - kernels/wgsl/*.wgsl -> pylib/gpulab/kernels/wgsl/ (byte copies: wgpu-py reads those);
 - e2e/conformance/generate.py (+ bad_graphs.py) -> cases.json, bad_graphs.json;
 - kernels/ops.json -> the `#if defined(OP_x)` arms of kernels/glsl/unary.glsl, binary.glsl;
+- kernels/ops.json -> kernels/wasm/src/maps.rs (the map1!/map2! export list);
 - kernels/wasm/src -> kernels/kernels.wasm (scripts/build-wasm.sh; bit-reproducible).
 
 Generation happens here, at build time only: every output is a committed plain file that the
@@ -74,13 +75,20 @@ def glsl_arms() -> dict[Path, bytes]:
     return glsl.outputs()
 
 
+def rust_exports() -> dict[Path, bytes]:
+    from kernels.gen import rust
+
+    return rust.outputs()
+
+
 def corpus() -> dict[Path, bytes]:
     from e2e.conformance import generate
 
     return {path: text.encode() for path, text in generate.outputs().items()}
 
 
-PRODUCERS: list[Callable[[], dict[Path, bytes]]] = [wgsl_kernels, package_copies, glsl_arms, corpus]
+PRODUCERS: list[Callable[[], dict[Path, bytes]]] = [wgsl_kernels, package_copies, glsl_arms, rust_exports,
+                                                     corpus]
 
 
 def outputs() -> dict[Path, bytes]:

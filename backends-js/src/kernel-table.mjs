@@ -2,6 +2,7 @@
 // The planners read their OP codes here (the Python twin, gpulab/kernel_table.py, reads the
 // package copy), the webgl2 and wasm backends their op lists: no hand-kept list of op names.
 import table from '../../kernels/ops.json' with { type: 'json' };
+import { opSpec } from './optable.mjs';
 
 export { table as kernelTable };
 
@@ -39,4 +40,33 @@ export function familyKernel(family, dtype = 'float32') {
   const suffix = table.dtype_suffix[dtype];
   if (suffix === undefined) throw new Error(`kernels/ops.json: no kernels at ${dtype}`);
   return table.families[family].wgsl + suffix;
+}
+
+/**
+ * An op's text in one language at one dtype (a string for every dtype, or {dtype: text}); null
+ * where that language has no kernel at that dtype.
+ * @param {string} op @param {string} lang 'wgsl' | 'glsl' | 'rust' | 'js' | 'np'
+ * @param {string} [dtype] @returns {string|null}
+ */
+export function exprOf(op, lang, dtype = 'float32') {
+  const value = table.ops[op][lang];
+  if (value !== null && typeof value === 'object') return value[dtype] ?? null;
+  return value ?? null;
+}
+
+/**
+ * The dtypes at which one language computes an op: the op table's dtypes of its first operand
+ * that have kernels (dtype_suffix) and a non-null text in that language.
+ * @param {string} op @param {string} lang @returns {string[]}
+ */
+export function langDtypes(op, lang) {
+  const spec = opSpec(op);
+  if (!spec) return [];
+  const types = spec.types?.[spec.operand_types?.[spec.operands[0]]] ?? ['float32'];
+  return types.filter((d) => d in table.dtype_suffix && exprOf(op, lang, d) !== null);
+}
+
+/** The export / kernel name suffix of a dtype ('' for float32, '_i32'). @param {string} dtype */
+export function dtypeSuffix(dtype = 'float32') {
+  return table.dtype_suffix[dtype] ?? '';
 }

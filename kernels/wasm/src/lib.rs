@@ -6,9 +6,11 @@
 //! matmul accumulation without contraction, bit-exact masks and copies.
 #![no_std]
 
+#[macro_use]
 mod elementwise;
 mod layout;
 mod life;
+mod maps;
 mod math;
 mod matmul;
 mod optim;

@@ -2,14 +2,23 @@
 // gelu gradient and the optimizers. Each forwards pointers and sizes to one kernels.wasm export.
 import { numel } from '../../shapes.mjs';
 import { registerKernel } from './registry.mjs';
+import { dtypeSuffix, exprOf, familyOps, kernelTable, langDtypes } from '../../kernel-table.mjs';
 
-for (const op of ['relu', 'positive', 'neg', 'sqrt', 'exp', 'log', 'tanh', 'sigmoid', 'gelu']) {
+// The map ops and their exports come from the kernel table: kernels/wasm/src/maps.rs is
+// generated from its `rust` texts (make gen), one export per op and dtype (`abs`, `abs_i32`).
+// How a map2 export is called follows from its form: simd(...) = NumPy broadcast with a Bcast
+// descriptor; f64(...) = same-shape (a, b, out, n); hand-written with a `scalar` attribute =
+// (a, b, out, n, attribute).
+const exportOf = (/** @type {string} */ op, /** @type {any} */ node) =>
+  op + dtypeSuffix(node.dtype);
+
+for (const op of familyOps('map1')) {
   registerKernel(op, ({ exports, node, operand, out }) => {
-    const fn = exports[op];
+    const fn = exports[exportOf(op, node)];
     const a = operand(0);
     const n = numel(node.shape);
     return (p) => fn(p[a], p[out], n);
-  });
+  }, { dtypes: langDtypes(op, 'rust') });
 }
 
 /**
@@ -52,28 +61,26 @@ export function broadcastDesc(outShape, aShape, bShape) {
   return [...merged.map((x) => x.d), ...merged.map((x) => x.a), ...merged.map((x) => x.b)];
 }
 
-for (const op of ['add', 'sub', 'mul', 'div']) {
-  registerKernel(op, ({ exports, node, operand, shape, out, desc }) => {
-    const fn = exports[op];
-    const [a, b] = [operand(0), operand(1)];
-    const d = desc(broadcastDesc(node.shape, shape(0), shape(1)));
-    return (p) => fn(p[a], p[b], p[out], d);
-  });
-}
-
-registerKernel('gelu_grad', ({ exports, node, operand, out }) => {
-  const [a, b, n] = [operand(0), operand(1), numel(node.shape)];
-  return (p) => exports.gelu_grad(p[a], p[b], p[out], n);
-});
-
-/** Optimizer updates with one float attribute: (a, b, out, n, attr). */
-for (const [op, attr] of [['sgd_update', 'lr'], ['momentum_update', 'momentum'],
-  ['adam_m', 'beta1'], ['adam_v', 'beta2']]) {
-  registerKernel(op, ({ exports, node, operand, out }) => {
-    const fn = exports[op];
-    const [a, b, n, x] = [operand(0), operand(1), numel(node.shape), node.attrs[attr]];
-    return (p) => fn(p[a], p[b], p[out], n, x);
-  });
+for (const op of familyOps('map2')) {
+  const rust = /** @type {string} */ (exprOf(op, 'rust'));
+  const { scalar } = kernelTable.ops[op];
+  const dtypes = langDtypes(op, 'rust');
+  if (rust.startsWith('simd(')) {
+    registerKernel(op, ({ exports, node, operand, shape, out, desc }) => {
+      const fn = exports[exportOf(op, node)];
+      const [a, b] = [operand(0), operand(1)];
+      const d = desc(broadcastDesc(node.shape, shape(0), shape(1)));
+      return (p) => fn(p[a], p[b], p[out], d);
+    }, { dtypes });
+  } else {
+    registerKernel(op, ({ exports, node, operand, out }) => {
+      const fn = exports[exportOf(op, node)];
+      const [a, b, n] = [operand(0), operand(1), numel(node.shape)];
+      if (!scalar) return (p) => fn(p[a], p[b], p[out], n);
+      const x = node.attrs[scalar];
+      return (p) => fn(p[a], p[b], p[out], n, x);
+    }, { dtypes });
+  }
 }
 
 registerKernel('adam_update', ({ exports, node, operand, out }) => {
