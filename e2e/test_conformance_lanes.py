@@ -211,3 +211,65 @@ def test_kernel_dtype_twins_agree_on_every_case() -> None:
         assert {n.id: n.dtype for n in checked.nodes} == dtypes, g["name"]
         checked_int32 += "int32" in py.values()
     assert checked_int32 >= 1
+
+
+DEVICE_WORK_JS = """async ([backend, graph, plain]) => {
+  const { createRuntime } = await import('/backends-js/src/runtime.mjs');
+  const hooks = { withoutKernels: ['relu'] };
+  let rt;
+  try {
+    rt = await createRuntime({ backend, allowSoftware: true, hooks });
+  } catch (err) {
+    return { unavailable: `${err.code}: ${err.message}` };
+  }
+  const stats = () => JSON.stringify(backend === 'webgpu' ? hooks.webgpuStats()
+    : hooks.webgl2Stats());
+  const before = stats();
+  const refusals = [];
+  for (const attempt of [() => rt.execute(graph), () => rt.prepare(graph)]) {
+    try { await attempt(); refusals.push(null); } catch (err) { refusals.push([err.code, err.message]); }
+  }
+  const after = stats();
+  const ran = await rt.execute(plain);
+  const moved = stats();
+  rt.dispose();
+  return { before, after, moved, refusals, ranOn: ran.backend };
+}"""
+
+
+@pytest.mark.parametrize("backend", ["webgl2", "webgpu"])
+def test_browser_gpu_backends_refuse_before_any_device_work(backend: str, browser: object,
+                                                            server_url: str) -> None:
+    """In Chromium (software adapters allowed): an UNSUPPORTED graph leaves the backend's own
+    counters (textures/buffers created, pipelines/programs, submits) untouched, for execute
+    and prepare; a supported graph afterwards moves them, so the counters do see device work."""
+    graph = {"version": 1, "nodes": [{"id": 0, "op": "input", "shape": [3], "data": [-1, 0, 2]},
+                                     {"id": 1, "op": "relu", "a": 0}],
+             "outputs": [{"name": "y", "id": 1}]}
+    plain = {"version": 2, "nodes": [{"id": 0, "op": "input", "shape": [3], "data": [-1, 0, 2]},
+                                     {"id": 1, "op": "neg", "a": 0}],
+             "outputs": [{"name": "y", "id": 1}]}
+    ctx = browser.new_context()  # type: ignore[attr-defined]
+    try:
+        page = ctx.new_page()
+        page.goto(server_url + executors.PAGE_PATH)
+        page.wait_for_function("window.gpulabConformance !== undefined")
+        got = page.evaluate(DEVICE_WORK_JS, [backend, graph, plain])
+    finally:
+        ctx.close()
+    assert "unavailable" not in got, got
+    want = f"{backend} has no kernel for relu (node 1)"
+    assert got["refusals"] == [["UNSUPPORTED", want], ["UNSUPPORTED", want]]
+    assert got["after"] == got["before"]
+    assert got["moved"] != got["before"]
+    assert got["ranOn"] == backend
+
+
+def test_browser_lane_honours_lanes_json(browser: object, server_url: str) -> None:
+    cases = [c for c in _relu_cases() if c["op"] in {"relu", "add"}]
+    report = run_conformance("browser-webgl2", cases, lanes={"webgl2": {"relu": "test"}},
+                             without_kernels=["relu"], allow_software=True, browser=browser,
+                             server_url=server_url)
+    assert report.lane.available, report.describe_failures()
+    assert report.passed, report.describe_failures()
+    assert sum(1 for r in report.results if r.refused) == 8

@@ -10,8 +10,8 @@ A lane that cannot run here says UNAVAILABLE with the reason; it is never report
 - browser-webgpu / -webgl2 / -wasm / -cpu: headless Chromium on e2e/conformance/page.html.
 
 Each executor runs one backend lane of lanes.json (`lane_of`): node-cpu and browser-cpu are
-both lane `cpu`. Node lanes take a test hook, `without_kernels=[op, ...]`, that makes the
-runtime answer as if the backend had no kernel for those ops (hooks.withoutKernels).
+both lane `cpu`. Node and browser lanes take a test hook, `without_kernels=[op, ...]`, that
+makes the runtime answer as if the backend had no kernel for those ops (hooks.withoutKernels).
 """
 
 from __future__ import annotations
@@ -289,13 +289,14 @@ class _LanePage:
             raise RuntimeError(f"{PAGE_PATH} did not load: {self.console[-5:]}") from exc
         self.page = page
 
-    def run(self, backend: str, allow_software: bool, batch: list[dict]) -> dict:
+    def run(self, backend: str, allow_software: bool, batch: list[dict],
+            without_kernels: list[str]) -> dict:
         if self.page is None:
             self.open()
         try:
             return self.page.evaluate(  # type: ignore[union-attr]
-                "([b, s, c]) => window.gpulabConformance.run(b, s, c)",
-                [backend, allow_software, _case_payload(batch)])
+                "([b, s, c, w]) => window.gpulabConformance.run(b, s, c, w)",
+                [backend, allow_software, _case_payload(batch), without_kernels])
         except Exception:
             self.page = None  # the next batch gets a fresh page
             raise
@@ -309,14 +310,16 @@ class _LanePage:
 
 def _run_browser(name: str, backend: str, cases: list[dict], allow_software: bool = False,
                  browser: object = None, server_url: str | None = None,
-                 timeout_s: float = 600, **_: object) -> LaneRun:
+                 timeout_s: float = 600, without_kernels: list[str] | None = None,
+                 **_: object) -> LaneRun:
     try:
         with _browser_and_server(browser, server_url) as (b, url):
             lane_page = _LanePage(b, url, timeout_s)
             try:
                 lane_page.open()
                 run = _run_js_batches(
-                    name, cases, lambda batch: lane_page.run(backend, allow_software, batch))
+                    name, cases, lambda batch: lane_page.run(backend, allow_software, batch,
+                                                             list(without_kernels or [])))
             finally:
                 lane_page.close()
     except Exception as exc:  # noqa: BLE001 - a lane that cannot start is UNAVAILABLE

@@ -1,9 +1,10 @@
 // Browser lane of the conformance runner. Exposes window.gpulabConformance.run(backend,
-// allowSoftware, cases), which imports the runtime the same way an embedding page would and
+// allowSoftware, cases, withoutKernels?), which imports the runtime the same way an embedding page would and
 // answers like node_executor.mjs (see run_cases.mjs).
 import { runCases } from './run_cases.mjs';
 
-async function run(backend, allowSoftware, cases) {
+/** withoutKernels: a test hook, ops the backend answers as having no kernel for. */
+async function run(backend, allowSoftware, cases, withoutKernels = []) {
   let createRuntime;
   try {
     ({ createRuntime } = await import('/backends-js/src/runtime.mjs'));
@@ -11,7 +12,7 @@ async function run(backend, allowSoftware, cases) {
     const reason = `/backends-js/src/runtime.mjs cannot be imported: ${err.message}`;
     return { lane: { available: false, reason }, results: [] };
   }
-  return runCases(createRuntime, { backend, allowSoftware }, cases);
+  return runCases(createRuntime, { backend, allowSoftware, withoutKernels }, cases);
 }
 
 window.gpulabConformance = { run };
