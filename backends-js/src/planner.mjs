@@ -138,7 +138,7 @@ class PlanContext {
   /** @param {CheckedNode} node */
   planNode(node) {
     const rule = RULES[node.op];
-    if (!rule) throw nodeError('UNSUPPORTED_VERSION', node, `no GPU kernel for op "${node.op}"`);
+    if (!rule) throw nodeError('UNSUPPORTED', node, `no GPU kernel for op "${node.op}"`);
     rule(this, node);
   }
 

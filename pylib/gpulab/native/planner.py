@@ -117,7 +117,7 @@ class _PlanContext:
     def plan_node(self, node: CheckedNode) -> None:
         rule = RULES.get(node.op)
         if rule is None:
-            raise GpuLabError("UNSUPPORTED_VERSION",
+            raise GpuLabError("UNSUPPORTED",
                               f'{label(node.id, node.op)}: no GPU kernel for op "{node.op}"',
                               node.id)
         rule(self, node)
