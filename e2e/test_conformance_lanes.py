@@ -213,7 +213,7 @@ def test_kernel_dtype_twins_agree_on_every_case() -> None:
     assert checked_int32 >= 1
 
 
-DEVICE_WORK_JS = """async ([backend, graph, plain]) => {
+DEVICE_WORK_JS = """async ([backend, graphs, plain]) => {
   const { createRuntime } = await import('/backends-js/src/runtime.mjs');
   const hooks = { withoutKernels: ['relu'] };
   let rt;
@@ -226,8 +226,10 @@ DEVICE_WORK_JS = """async ([backend, graph, plain]) => {
     : hooks.webgl2Stats());
   const before = stats();
   const refusals = [];
-  for (const attempt of [() => rt.execute(graph), () => rt.prepare(graph)]) {
-    try { await attempt(); refusals.push(null); } catch (err) { refusals.push([err.code, err.message]); }
+  for (const graph of graphs) {
+    for (const attempt of [() => rt.execute(graph), () => rt.prepare(graph)]) {
+      try { await attempt(); refusals.push(null); } catch (err) { refusals.push([err.code, err.message]); }
+    }
   }
   const after = stats();
   const ran = await rt.execute(plain);
@@ -240,12 +242,16 @@ DEVICE_WORK_JS = """async ([backend, graph, plain]) => {
 @pytest.mark.parametrize("backend", ["webgl2", "webgpu"])
 def test_browser_gpu_backends_refuse_before_any_device_work(backend: str, browser: object,
                                                             server_url: str) -> None:
-    """In Chromium (software adapters allowed): an UNSUPPORTED graph leaves the backend's own
+    """In Chromium (software adapters allowed): an UNSUPPORTED graph (an op whose kernel the
+    hook hides; an int32 input, which lanes.json lists for these lanes) leaves the backend's own
     counters (textures/buffers created, pipelines/programs, submits) untouched, for execute
     and prepare; a supported graph afterwards moves them, so the counters do see device work."""
     graph = {"version": 1, "nodes": [{"id": 0, "op": "input", "shape": [3], "data": [-1, 0, 2]},
                                      {"id": 1, "op": "relu", "a": 0}],
              "outputs": [{"name": "y", "id": 1}]}
+    int32 = {"version": 3, "nodes": [{"id": 0, "op": "input", "shape": [2], "dtype": "int32",
+                                      "data": [1, -2]}], "outputs": [{"name": "y", "id": 0}]}
+    assert listed_entry(int32, load_lanes()[backend]) is not None
     plain = {"version": 2, "nodes": [{"id": 0, "op": "input", "shape": [3], "data": [-1, 0, 2]},
                                      {"id": 1, "op": "neg", "a": 0}],
              "outputs": [{"name": "y", "id": 1}]}
@@ -254,12 +260,13 @@ def test_browser_gpu_backends_refuse_before_any_device_work(backend: str, browse
         page = ctx.new_page()
         page.goto(server_url + executors.PAGE_PATH)
         page.wait_for_function("window.gpulabConformance !== undefined")
-        got = page.evaluate(DEVICE_WORK_JS, [backend, graph, plain])
+        got = page.evaluate(DEVICE_WORK_JS, [backend, [graph, int32], plain])
     finally:
         ctx.close()
     assert "unavailable" not in got, got
     want = f"{backend} has no kernel for relu (node 1)"
-    assert got["refusals"] == [["UNSUPPORTED", want], ["UNSUPPORTED", want]]
+    at_int32 = f"{backend} has no kernel for input at int32 (node 0)"
+    assert got["refusals"] == [["UNSUPPORTED", want]] * 2 + [["UNSUPPORTED", at_int32]] * 2
     assert got["after"] == got["before"]
     assert got["moved"] != got["before"]
     assert got["ranOn"] == backend

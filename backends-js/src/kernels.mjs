@@ -86,6 +86,24 @@ export function kernelDtype(node, checked) {
 }
 
 /**
+ * The dtypes a complete kernel for `op` handles, by the op table: those of the type variable
+ * the kernel is chosen by (kernelDtype's rule), every dtype of the table for an `attr:dtype`
+ * source (input), the literal for a literal source (full).
+ * @param {string} op @returns {string[]}
+ */
+export function opKernelDtypes(op) {
+  const spec = opSpec(op);
+  if (!spec) return [];
+  const types = spec.types ?? {};
+  const rule = spec.result_type;
+  const ofVariable = (/** @type {string} */ v) => (Object.hasOwn(types, v) ? [...types[v]] : [v]);
+  if (Object.hasOwn(types, rule)) return ofVariable(rule);
+  if (spec.operands.length) return ofVariable(spec.operand_types[spec.operands[0]]);
+  if (rule.startsWith('attr:')) return [...new Set(Object.values(types).flat())];
+  return [rule];
+}
+
+/**
  * Which nodes of a checked graph `backend` has no kernel for.
  * @param {string} backend
  * @param {{nodes: {id: number, op: string, operands: number[], dtype?: string}[],

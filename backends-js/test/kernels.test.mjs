@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import {
   registerKernel, getKernel, registeredOps, supportsGraph, unsupportedError, kernelDtype,
+  opKernelDtypes,
 } from '../src/kernels.mjs';
 import { opNames } from '../src/optable.mjs';
 import { validateGraph } from '../src/validate.mjs';
@@ -88,6 +89,13 @@ test('an int32 input is a node at int32: a backend whose input kernel is float32
   assert.deepEqual(supportsGraph('test-e', checked), { ok: true, missing: [] });
 });
 
+test('opKernelDtypes: the dtypes of the variable the kernel goes by', () => {
+  assert.deepEqual(opKernelDtypes('relu'), ['float32']);
+  assert.deepEqual(opKernelDtypes('input').sort(), ['bool', 'float32', 'int32', 'uint32']);
+  assert.deepEqual(opKernelDtypes('full'), ['float32']);
+  assert.deepEqual(opKernelDtypes('no-such-op'), []);
+});
+
 test('the kernel dtype of a T -> T op or a source is its result dtype', () => {
   const node = (id, op, operands, dtype) => ({ id, op, operands, attrs: {}, shape: [2], dtype });
   const nodes = [node(0, 'input', [], 'int32'), node(1, 'add', [0, 0], 'int32')];
@@ -97,13 +105,23 @@ test('the kernel dtype of a T -> T op or a source is its result dtype', () => {
 });
 
 for (const [lane, mod] of Object.entries(MODULES)) {
-  test(`${lane}: every op of the table has a kernel unless lanes.json lists it (and only then)`, async () => {
+  test(`${lane}: every op (and dtype) of the table has a kernel unless lanes.json lists it (and only then)`, async () => {
     assert.ok(Object.hasOwn(LANES, lane), `lanes.json has a "${lane}" lane`);
     const listed = LANES[lane];
     await mod.supports(validateGraph(RELU));  // webgpu registers the planner's rules on first use
     const have = new Set(registeredOps(lane));
     const lacking = opNames().filter((op) => !have.has(op) && !Object.hasOwn(listed, op));
     assert.deepEqual(lacking, [], `${lane} has no kernel for these ops, and lanes.json does not list them`);
+    const lackingDtypes = [];
+    for (const op of have) {
+      const kernel = getKernel(op, lane);
+      for (const dtype of opKernelDtypes(op)) {
+        const entry = `${op}:${dtype}`;
+        if (!kernel.dtypes.includes(dtype) && !Object.hasOwn(listed, entry)) lackingDtypes.push(entry);
+      }
+    }
+    assert.deepEqual(lackingDtypes, [], `${lane}'s kernels lack these dtypes the op table allows, ` +
+      'and lanes.json does not list them');
     for (const entry of Object.keys(listed)) {
       const [op, dtype] = entry.split(':');
       assert.ok(opNames().includes(op), `lanes.json ${lane}: "${entry}" is not an op of the table`);
