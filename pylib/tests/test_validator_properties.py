@@ -170,7 +170,7 @@ def test_wrong_data_length(graph, data, delta):
 
 
 @SETTINGS
-@given(valid_graphs(), st.one_of(st.integers().filter(lambda v: v not in (1, 2))))
+@given(valid_graphs(), st.integers().filter(lambda v: v not in optable.protocol_versions()))
 def test_unknown_version(graph, version):
     graph["version"] = version
     expect(graph, "UNSUPPORTED_VERSION", None)
