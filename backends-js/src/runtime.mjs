@@ -100,12 +100,15 @@ class BackendSet {
       ? BACKEND_ORDER.slice(BACKEND_ORDER.indexOf(this.primary.name)) : [this.primary.name];
     /** @type {Attempt[]} */
     const attempts = this.auto ? BACKEND_ORDER.slice(0, BACKEND_ORDER.indexOf(this.primary.name))
-      .map((n) => this.opened.get(n)).filter(Boolean) : [];
+      .map((n) => this.opened.get(n)).filter(Boolean).map((a) => ({ ...a })) : [];
+    /** @type {GpuLabError|null} */
     let refusal = null;
+    /** @type {GpuLabError|null} */
+    let last = null;
     for (const name of names) {
       const backend = await this.open(name);
       if (backend.ok === false) {
-        attempts.push(backend);
+        attempts.push({ ...backend });
         continue;
       }
       const { ok, missing } = await supportOf(backend, checked, this.options.hooks);
@@ -113,12 +116,13 @@ class BackendSet {
         attempts.push({ backend: name, ok: true, software: Boolean(backend.info?.software) });
         return { backend, attempts, fallback: refusal && `${refusal.message}; ran on ${name}` };
       }
-      const error = unsupportedError(name, missing);
-      refusal ??= error;
+      last = unsupportedError(name, missing);
+      refusal ??= last;
       attempts.push({ backend: name, ok: false, code: 'UNSUPPORTED',
-        reason: `UNSUPPORTED: ${error.message}` });
-      if (name === names[names.length - 1]) throw withPassedOver(error, attempts);
+        reason: `UNSUPPORTED: ${last.message}` });
     }
+    // No backend ran it: the last refusal says why, with every other backend passed over.
+    if (last) throw withPassedOver(last, attempts);
     throw unavailable(this.options.backend ?? 'auto', attempts, null);
   }
 
@@ -140,11 +144,11 @@ async function supportOf(backend, checked, hooks) {
   return backend.supports(checked, { without });
 }
 
-/** The last refusal of auto, listing the backends passed over before it. */
+/** The last refusal of auto, listing the other backends passed over. */
 function withPassedOver(/** @type {GpuLabError} */ error, /** @type {Attempt[]} */ attempts) {
-  const before = attempts.slice(0, -1);
-  if (!before.length) return error;
-  const list = before.map((a) => `${a.backend}: ${a.reason}`).join('; ');
+  const others = attempts.filter((a) => a.reason !== `UNSUPPORTED: ${error.message}`);
+  if (!others.length) return error;
+  const list = others.map((a) => `${a.backend}: ${a.reason}`).join('; ');
   return new GpuLabError('UNSUPPORTED', `${error.message} (passed over: ${list})`, error.node);
 }
 

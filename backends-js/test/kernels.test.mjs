@@ -12,6 +12,7 @@ import {
 import { opNames } from '../src/optable.mjs';
 import { validateGraph } from '../src/validate.mjs';
 import { createRuntime, BACKEND_ORDER } from '../src/runtime.mjs';
+import { BACKENDS } from '../src/backends/index.mjs';
 import * as cpu from '../src/backends/cpu.mjs';
 import * as wasm from '../src/backends/wasm.mjs';
 import * as webgl2 from '../src/backends/webgl2.mjs';
@@ -213,6 +214,15 @@ test('auto: no backend with the kernel is UNSUPPORTED listing every backend pass
   const rt = await createRuntime({ hooks: { withoutKernels: ['relu'] } });
   await rejects(rt.execute(RELU), 'UNSUPPORTED',
     /^cpu has no kernel for relu \(node 3\) \(passed over: webgpu: .*; wasm: UNSUPPORTED: wasm has no kernel for relu/);
+  rt.dispose();
+});
+
+test('auto: a refusal stays UNSUPPORTED when the backends after it are unavailable', async () => {
+  const registry = { wasm: BACKENDS.wasm, cpu: () => Promise.reject(new Error('no cpu today')) };
+  const rt = await createRuntime({ hooks: { registry, withoutKernels: ['relu'] } });
+  assert.equal(rt.backend, 'wasm');
+  await rejects(rt.execute(RELU), 'UNSUPPORTED',
+    /^wasm has no kernel for relu \(node 3\) \(passed over: webgpu: .*; cpu: cpu backend module could not be loaded: Error: no cpu today\)$/);
   rt.dispose();
 });
 
