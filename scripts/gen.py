@@ -13,6 +13,8 @@ Sources -> generated files (docs/architecture.md, "Generated files", has the tab
 - e2e/conformance/generate.py (+ bad_graphs.py) -> cases.json, bad_graphs.json;
 - kernels/ops.json -> the `#if defined(OP_x)` arms of kernels/glsl/unary.glsl, binary.glsl;
 - kernels/ops.json -> kernels/wasm/src/maps.rs (the map1!/map2! export list);
+- kernels/ops.json -> the CPU map kernels backends-js/src/backends/cpu/maps.mjs and
+  pylib/gpulab/cpu/maps.py;
 - kernels/wasm/src -> kernels/kernels.wasm (scripts/build-wasm.sh; bit-reproducible).
 
 Generation happens here, at build time only: every output is a committed plain file that the
@@ -81,6 +83,12 @@ def rust_exports() -> dict[Path, bytes]:
     return rust.outputs()
 
 
+def cpu_kernels() -> dict[Path, bytes]:
+    from kernels.gen import cpu
+
+    return cpu.outputs()
+
+
 def corpus() -> dict[Path, bytes]:
     from e2e.conformance import generate
 
@@ -88,7 +96,7 @@ def corpus() -> dict[Path, bytes]:
 
 
 PRODUCERS: list[Callable[[], dict[Path, bytes]]] = [wgsl_kernels, package_copies, glsl_arms, rust_exports,
-                                                     corpus]
+                                                     cpu_kernels, corpus]
 
 
 def outputs() -> dict[Path, bytes]:

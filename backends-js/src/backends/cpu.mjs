@@ -5,7 +5,7 @@ import { GpuLabError } from '../errors.mjs';
 import { supportsGraph } from '../kernels.mjs';
 import { allocTyped } from '../dtypes.mjs';
 import { BACKEND, getKernel } from './cpu/registry.mjs';
-import './cpu/elementwise.mjs';
+import './cpu/maps.mjs';
 import './cpu/reduce.mjs';
 import './cpu/layout.mjs';
 import './cpu/optimizers.mjs';

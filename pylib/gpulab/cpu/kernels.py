@@ -10,43 +10,60 @@ matmul (class `matmul`: not bit-exact, within tolerance).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import numpy as np
 
 from ..protocol import CheckedNode
 from .fixed_reduce import fixed_max, fixed_sum, reduced_count
-from .special import normal_cdf
 
 Kernel = Callable[[CheckedNode, list[np.ndarray]], np.ndarray]
 KERNELS: dict[str, Kernel] = {}
+KERNEL_DTYPES: dict[str, tuple[str, ...]] = {}  # op -> the dtypes its kernel handles
 F32 = np.float32
 
 
-def register(*ops: str) -> Callable[[Kernel], Kernel]:
-    """Register one kernel for the given op names."""
+def register(*ops: str, dtypes: tuple[str, ...] = ("float32",)) -> Callable[[Kernel], Kernel]:
+    """Register one kernel for the given op names (at the given dtypes)."""
 
     def wrap(fn: Kernel) -> Kernel:
         for op in ops:
             KERNELS[op] = fn
+            KERNEL_DTYPES[op] = tuple(dtypes)
         return fn
 
     return wrap
 
 
-def _f32(x: np.ndarray | float) -> np.ndarray:
-    return np.asarray(x, dtype=F32)
-
-
-def _in_float64(fn: Callable[[np.ndarray], np.ndarray]) -> Kernel:
-    """A unary kernel computed in float64 and rounded once to float32."""
+def map_kernel(fn: Callable[..., object], scalar: str | None = None) -> Kernel:
+    """A map op's kernel from its numpy expression (maps.py, generated from kernels/ops.json):
+    operands widened to float64 (int64 for integer dtypes), NumPy broadcasting, the float
+    attribute `scalar` as a last argument, one cast to the result dtype (a float32 rounding, or
+    an int32 wrap). For one + - * / or sqrt of float32 operands that is exactly the float32
+    operation (float64 has more than 2*24+2 bits)."""
 
     def kernel(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
-        with np.errstate(all="ignore"):
-            return _f32(fn(args[0].astype(np.float64)))
+        dtype = args[0].dtype
+        wide = np.float64 if dtype.kind == "f" else np.int64
+        extra = (node.attrs[scalar],) if scalar else ()
+        with np.errstate(all="ignore"):  # float64 -> float32 overflow is the IEEE inf
+            out = np.asarray(fn(*(a.astype(wide) for a in args), *extra))
+            return np.broadcast_to(out, tuple(node.shape)).astype(dtype)
 
     return kernel
+
+
+def by_dtype(kernels: dict[str, Kernel]) -> Kernel:
+    """One kernel per dtype, chosen by the first operand's dtype."""
+
+    def kernel(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+        return kernels[str(args[0].dtype)](node, args)
+
+    return kernel
+
+
+def _f32(x: np.ndarray | float) -> np.ndarray:
+    return np.asarray(x, dtype=F32)
 
 
 @register("full")
@@ -54,61 +71,8 @@ def _full(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
     return np.full(node.shape, node.attrs["value"], dtype=F32)
 
 
-_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}
-
-
-def _binary(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        return _f32(_BINARY[node.op](args[0], args[1]))
-
-
-register(*_BINARY)(_binary)
-
-
-@register("relu")
-def _relu(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
-    a = args[0]
-    return np.where(a > 0, a, F32(0.0)).astype(F32)  # NaN > 0 is false: relu(NaN) = +0
-
-
-@register("positive")
-def _positive(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
-    return (args[0] > 0).astype(F32)  # NaN gives 0
-
-
-@register("neg")
-def _neg(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
-    return np.negative(args[0]).astype(F32)
-
-
-@register("sqrt")
-def _sqrt(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
-    with np.errstate(invalid="ignore"):
-        return np.sqrt(args[0]).astype(F32)  # float32 sqrt is correctly rounded
-
-
-register("exp")(_in_float64(np.exp))
-register("log")(_in_float64(np.log))
-register("tanh")(_in_float64(np.tanh))
-register("sigmoid")(_in_float64(lambda x: 1.0 / (1.0 + np.exp(-x))))
-
-
-def _gelu64(x: np.ndarray) -> np.ndarray:
-    out = x * normal_cdf(x)  # 0.5 x (1 + erf(x / sqrt 2)) = x Phi(x)
-    return np.where(x == -np.inf, -0.0, out)  # the limit, not inf * 0
-
-
-register("gelu")(_in_float64(_gelu64))
-
-
-@register("gelu_grad")
-def _gelu_grad(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
-    x = args[0].astype(np.float64)
-    dy = args[1].astype(np.float64)
-    with np.errstate(all="ignore"):
-        density = np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
-        x_density = np.where(np.isinf(x), 0.0, x * density)
-        return _f32(dy * (normal_cdf(x) + x_density))
+# The map ops (neg ... gelu, add ... gelu_grad, the optimizer updates but adam_update) are in
+# maps.py, generated from the kernel table's `np` expressions (make gen).
 
 
 @register("transpose")
@@ -193,32 +157,6 @@ def _cross_entropy_grad(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray
 # digits to float32), then each update is evaluated in float64 and rounded once to float32.
 
 
-@register("sgd_update")
-def _sgd(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
-    param, grad = (x.astype(np.float64) for x in args)
-    return _f32(param - node.attrs["lr"] * grad)
-
-
-@register("momentum_update")
-def _momentum(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
-    velocity, grad = (x.astype(np.float64) for x in args)
-    return _f32(node.attrs["momentum"] * velocity + grad)
-
-
-@register("adam_m")
-def _adam_m(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
-    m, grad = (x.astype(np.float64) for x in args)
-    beta1 = node.attrs["beta1"]
-    return _f32(beta1 * m + (1.0 - beta1) * grad)
-
-
-@register("adam_v")
-def _adam_v(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
-    v, grad = (x.astype(np.float64) for x in args)
-    beta2 = node.attrs["beta2"]
-    return _f32(beta2 * v + (1.0 - beta2) * grad * grad)
-
-
 @register("adam_update")
 def _adam_update(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
     param, m, v = (x.astype(np.float64) for x in args[:3])
@@ -241,3 +179,6 @@ def _life(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
     )
     born_or_kept = (neighbours == 3) | ((alive == 1) & (neighbours == 2))
     return born_or_kept.astype(F32)
+
+
+from . import maps  # noqa: F401  (registers the map ops; it imports this module)

@@ -55,3 +55,16 @@ def erfc(x: np.ndarray) -> np.ndarray:
 def normal_cdf(x: np.ndarray) -> np.ndarray:
     """Phi(x) = erfc(-x / sqrt 2) / 2, accurate in the lower tail."""
     return 0.5 * erfc(-np.asarray(x, dtype=np.float64) / math.sqrt(2.0))
+
+
+def gelu64(x: np.ndarray) -> np.ndarray:
+    """gelu(x) = x Phi(x) in float64 (the kernel table's np text of gelu)."""
+    out = x * normal_cdf(x)  # 0.5 x (1 + erf(x / sqrt 2)) = x Phi(x)
+    return np.where(x == -np.inf, -0.0, out)  # the limit, not inf * 0
+
+
+def gelu_grad64(x: np.ndarray) -> np.ndarray:
+    """gelu'(x) = Phi(x) + x phi(x) in float64 (gelu_grad is y * gelu_grad64(x))."""
+    density = np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+    x_density = np.where(np.isinf(x), 0.0, x * density)
+    return normal_cdf(x) + x_density

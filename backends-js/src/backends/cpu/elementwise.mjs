@@ -1,8 +1,8 @@
-// Elementwise kernels. Storing a float64 result into a Float32Array rounds it once to float32;
+// Elementwise loops. Storing a float64 result into a Float32Array rounds it once to float32;
 // for one + - * / or sqrt of float32 operands that is exactly the float32 operation (float64
-// has more than 2*24+2 bits), so these loops are faithful float32 arithmetic.
-import { registerKernel } from './registry.mjs';
-import { gelu, geluDerivative } from './erf.mjs';
+// has more than 2*24+2 bits), so these loops are faithful float32 arithmetic (an Int32Array
+// store wraps modulo 2^32). The kernels themselves are in maps.mjs, generated from the kernel
+// table's `js` expressions (make gen).
 import { stridesOf } from '../../shapes.mjs';
 
 /**
@@ -22,7 +22,7 @@ function broadcastStrides(shape, rank) {
  * out[i] = f(a[ia], b[ib]) with NumPy broadcasting; one odometer walk, no allocation per element.
  * @param {(x: number, y: number) => number} f
  */
-function binary(f) {
+export function binary(f) {
   return (out, [a, b], node, [sa, sb]) => {
     const n = out.length;
     if (a.length === n && b.length === n) {
@@ -61,29 +61,28 @@ function binary(f) {
   };
 }
 
-/** @param {(x: number) => number} f */
-function unary(f) {
+/** out[i] = f(a[i]). @param {(x: number) => number} f */
+export function unary(f) {
   return (out, [a]) => {
     for (let i = 0; i < out.length; i++) out[i] = f(a[i]);
   };
 }
 
-registerKernel('add', binary((x, y) => x + y));
-registerKernel('sub', binary((x, y) => x - y));
-registerKernel('mul', binary((x, y) => x * y));
-registerKernel('div', binary((x, y) => x / y));
+/**
+ * A binary op reading one float attribute as its third argument (the kernel table's `scalar`).
+ * @param {string} attr @param {(x: number, y: number, s: number) => number} f
+ */
+export function scalarBinary(attr, f) {
+  return (out, ins, node, shapes) => {
+    const s = node.attrs[attr];
+    binary((x, y) => f(x, y, s))(out, ins, node, shapes);
+  };
+}
 
-// `x > 0` is false for NaN, which gives the protocol's relu(NaN) = +0 and positive(NaN) = 0.
-registerKernel('relu', unary((x) => (x > 0 ? x : 0)));
-registerKernel('positive', unary((x) => (x > 0 ? 1 : 0)));
-registerKernel('neg', unary((x) => -x));
-registerKernel('exp', unary(Math.exp));
-registerKernel('log', unary(Math.log));
-registerKernel('sqrt', unary(Math.sqrt));
-registerKernel('tanh', unary(Math.tanh));
-registerKernel('sigmoid', unary((x) => 1 / (1 + Math.exp(-x))));
-registerKernel('gelu', unary(gelu));
-
-registerKernel('gelu_grad', (out, [a, b]) => {
-  for (let i = 0; i < out.length; i++) out[i] = b[i] * geluDerivative(a[i]);
-});
+/**
+ * One kernel per dtype, chosen by the node's dtype.
+ * @param {Record<string, (out: any, ins: any[], node: any, shapes: number[][]) => void>} kernels
+ */
+export function byDtype(kernels) {
+  return (out, ins, node, shapes) => kernels[node.dtype ?? 'float32'](out, ins, node, shapes);
+}
