@@ -400,3 +400,10 @@ if __name__ == "__main__":
             print(json.dumps(scenario(pg, "timing", where), indent=1))
         browser.close()
     srv.shutdown()
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_every_dtype_round_trips_bit_for_bit(gl_page: Any, where: str) -> None:
+    """int32 in R32I, uint32 and bool (0/1 words) in R32UI, float32 in R32F: inputs that are
+    outputs, given by value, fed, carried by blit or copy, swapped, come back with their bits."""
+    assert scenario(gl_page, "typedRoundTrips", where)["problems"] == []

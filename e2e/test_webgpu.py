@@ -586,3 +586,17 @@ def test_matmul_64_tile_path_on_webgpu(wg):
     report = check_results(cases, _js_lane("browser-webgpu-16k", payload))
     assert report.lane.software is True
     assert report.passed, report.describe_failures()
+
+
+# ---- dtypes ----
+
+
+def test_every_dtype_round_trips_bit_for_bit(wg):
+    """float32/int32/uint32/bool inputs that are outputs (given by value, fed, carried, swapped)
+    come back as typed arrays of their dtype with the same bits (bool stored as u32 words)."""
+    problems = wg(
+        open_runtime()
+        + "const { typedRoundTrips } = await import('/backends-js/test/typed-roundtrip.mjs');"
+        "try { return await typedRoundTrips(rt); } finally { rt.dispose(); }"
+    )
+    assert problems == []

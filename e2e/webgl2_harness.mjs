@@ -573,3 +573,20 @@ export async function profile({ dims = { B: 64, I: 784, H: 256, O: 10 }, repeats
   rt.dispose();
   return { dims, repeats, totalMs: passes.reduce((a, p) => a + p.ms, 0), passes };
 }
+
+// ---- dtypes ------------------------------------------------------------------------------
+
+/**
+ * float32/int32/uint32/bool inputs that are outputs (by value, fed, carried, swapped) round
+ * trip through R32F / R32I / R32UI textures: the shared check of backends-js/test (it lists
+ * what differed; the Python test asserts the list is empty).
+ */
+export async function typedRoundTrips() {
+  const { typedRoundTrips: check } = await import('/backends-js/test/typed-roundtrip.mjs');
+  const rt = await createRuntime(SOFT);
+  try {
+    return { problems: await check(rt) };
+  } finally {
+    rt.dispose();
+  }
+}

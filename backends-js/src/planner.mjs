@@ -6,6 +6,7 @@
 // Per-op rules live in a registry keyed by op name (RULES below), not in a switch.
 
 import { GpuLabError, nodeError } from './errors.mjs';
+import { DTYPE_NAMES } from './dtypes.mjs';
 import { familyCodes, familyKernel, scalarAttrs } from './kernel-table.mjs';
 
 export const PLAN_FORMAT = 1;
@@ -567,7 +568,10 @@ export const RULES = {
  * op -> dtypes. The WebGPU backend's supports() reads it with RULES, before planning anything.
  * @type {Record<string, string[]>}
  */
-export const RULE_DTYPES = {};
+export const RULE_DTYPES = {
+  // an input is a buffer of 32-bit words (bool as u32 0/1) written by the program: any dtype
+  input: DTYPE_NAMES,
+};
 
 /**
  * The bytes of a step's uniform: params packed as 4-byte little-endian words, padded to 16.

@@ -1,6 +1,7 @@
 // Kernels that move elements without arithmetic (exact bits): transpose, permute, reshape,
 // plus full (a constant, computed once per program) and life.
 import { registerKernel, pad4, stridesOf } from './registry.mjs';
+import { DTYPE_NAMES } from '../../dtypes.mjs';
 
 /**
  * A strided copy: output axis i reads input axis dims[i].
@@ -20,8 +21,9 @@ function permutePass(node, k, dims) {
 }
 
 // Inputs are uploaded by the program (it never calls this build); the entry says which dtypes
-// an input texture can hold, so supports() answers for input nodes like any other.
-registerKernel('input', () => []);
+// an input texture can hold (R32F for float32, R32I / R32UI for the others: textures.mjs), so
+// supports() answers for input nodes like any other.
+registerKernel('input', () => [], { dtypes: DTYPE_NAMES });
 
 registerKernel('permute', (node, k) => permutePass(node, k, node.attrs.dims));
 

@@ -11,7 +11,9 @@ import { GpuLabError } from '../../errors.mjs';
 import { BACKEND, kernelFor, sizeOf } from './registry.mjs';
 import { unsupportedError } from '../../kernels.mjs';
 import { absorbedNodes, foldedTransposes } from './fusion.mjs';
-import { upload, download, layoutFor, sizeKey, texKey } from './textures.mjs';
+import {
+  blitCopy, upload, download, layoutFor, sizeKey, texKey, texKindOf,
+} from './textures.mjs';
 
 /** Pass uniform type -> WebGL2 setter. */
 const SETTERS = { i: 'uniform1i', f: 'uniform1f', u: 'uniform1ui', i2: 'uniform2iv', i4: 'uniform4iv' };
@@ -71,9 +73,9 @@ export class WebGL2Program {
    * @param {import('./textures.mjs').TexFormat} [format] scratch formats (default: a tensor's R32F)
    */
   allocate(n, shared = false, format = {}) {
-    const { channels = 1, layers = 1, width = 0 } = format;
+    const { channels = 1, layers = 1, width = 0, kind = 'float' } = format;
     const { w, h } = layoutFor(n, this.env.pool.maxSize, width);
-    const free = shared ? this.reusable.get(sizeKey(w, h, channels, layers)) : undefined;
+    const free = shared ? this.reusable.get(sizeKey(w, h, channels, layers, kind)) : undefined;
     this.slots.push(free?.length ? free.pop() : this.env.pool.acquire(n, format));
     this.slotSize.push(n);
     return this.slots.length - 1;
@@ -89,7 +91,9 @@ export class WebGL2Program {
   /** @param {number} id */
   nodeSlot(id) {
     if (!this.slotOf.has(id)) {
-      this.slotOf.set(id, this.allocate(sizeOf(this.nodes.get(id).shape), !this.pinned.has(id)));
+      const node = this.nodes.get(id);
+      this.slotOf.set(id, this.allocate(sizeOf(node.shape), !this.pinned.has(id),
+        { kind: texKindOf(node.dtype ?? 'float32') }));
     }
     return this.slotOf.get(id);
   }
@@ -110,6 +114,7 @@ export class WebGL2Program {
     [this.initCommands, this.stepCommands, this.copyCommands] = await Promise.all(
       [init, step, carry.copies].map((passes) => this.compile(passes)));
     this.swaps = carry.swaps;
+    this.blits = carry.blits;
     for (const id of this.order) {
       const node = this.nodes.get(id);
       if (node.op === 'input' && node.data) upload(this.gl, this.slots[this.slotOf.get(id)], node.data);
@@ -188,6 +193,8 @@ export class WebGL2Program {
   planCarry(recomputed) {
     const swaps = [];
     const copies = [];
+    /** @type {Array<[number, number]>} integer tensors are copied by blit: [from, to] slots */
+    const blits = [];
     const taken = new Set();
     for (const [input, output] of this.carry) {
       const inSlot = this.slotOf.get(input);
@@ -199,15 +206,38 @@ export class WebGL2Program {
         this.swapped.set(output, inSlot);
       }
     }
+    /** @type {Array<[number, number]>} [from, to] slots */
+    const moves = [];
     for (const [input, output] of this.carry) {
       const inSlot = this.slotOf.get(input);
       const outSlot = this.slotOf.get(output);
       if (inSlot === outSlot || this.swapped.get(output) === inSlot) continue;
       // After the swaps the output's value lives in the slot it was swapped into.
-      const from = this.swapped.get(output) ?? outSlot;
-      copies.push({ shader: 'copy.glsl', inputs: { u_a: from }, target: inSlot });
+      moves.push([this.swapped.get(output) ?? outSlot, inSlot]);
     }
-    return { swaps, copies };
+    for (const [from, to] of this.simultaneous(moves)) {
+      if (this.slots[to].kind !== 'float') blits.push([from, to]);
+      else copies.push({ shader: 'copy.glsl', inputs: { u_a: from }, target: to });
+    }
+    return { swaps, copies, blits };
+  }
+
+  /**
+   * Carries move at once (two carried inputs may swap): a source that another move overwrites
+   * is first copied to a scratch slot of its own, and the move reads that.
+   * @param {Array<[number, number]>} moves [from, to] slots
+   * @returns {Array<[number, number]>} in the order to run them
+   */
+  simultaneous(moves) {
+    const targets = new Set(moves.map(([, to]) => to));
+    const first = [];
+    const then = moves.map(([from, to]) => {
+      if (!targets.has(from)) return [from, to];
+      const scratch = this.allocate(this.slotSize[from], false, { kind: this.slots[from].kind });
+      first.push([from, scratch]);
+      return [scratch, to];
+    });
+    return [...first, ...then];
   }
 
   /** @param {import('./registry.mjs').Pass[]} passes @returns {Promise<DrawCommand[]>} */
@@ -291,19 +321,21 @@ export class WebGL2Program {
    */
   async run(steps, readIds) {
     this.checkLive();
-    for (const step of steps) {
+    const out = new Map();
+    steps.forEach((step, s) => {
       for (const id of this.feeds) {
         const data = feedOf(step, id);
         if (data) upload(this.gl, this.slots[this.slotOf.get(id)], data);
       }
       if (this.env.profile) this.profiledDraws(this.env.profile);
       else for (const cmd of this.stepCommands) this.draw(cmd);
+      // outputs are the last step's values, read before its carry moves them (an output that
+      // is a carried input keeps the value that step used, as on every backend)
+      if (s === steps.length - 1) for (const id of readIds) out.set(id, this.read(id, true));
       this.applyCarry();
       this.stepsRun++;
-    }
+    });
     this.checkGl('run');
-    const out = new Map();
-    for (const id of readIds) out.set(id, this.read(id));
     this.env.ctx.check();  // a context lost during readPixels leaves zeros, not values
     return out;
   }
@@ -330,16 +362,22 @@ export class WebGL2Program {
       [this.slots[inSlot], this.slots[outSlot]] = [this.slots[outSlot], this.slots[inSlot]];
     }
     for (const cmd of this.copyCommands) this.draw(cmd);
+    for (const [from, to] of this.blits) blitCopy(this.gl, this.slots[from], this.slots[to]);
   }
 
-  /** Current value of a node: a carried output lives in its input's slot after a swap. @param {number} id */
-  read(id) {
+  /**
+   * Current value of a node, as a typed array of its dtype: a carried output lives in its
+   * input's slot after a swap (not yet during the step that computed it: `beforeCarry`).
+   * @param {number} id @param {boolean} [beforeCarry]
+   */
+  read(id, beforeCarry = false) {
     let slot = this.slotOf.get(id);
     if (slot === undefined) {
       throw new GpuLabError('BACKEND', `node ${id} has no tensor on the webgl2 backend`, id);
     }
-    if (this.stepsRun > 0 && this.swapped.has(id)) slot = this.swapped.get(id);
-    return download(this.gl, this.slots[slot], this.slotSize[slot]);
+    if (!beforeCarry && this.stepsRun > 0 && this.swapped.has(id)) slot = this.swapped.get(id);
+    const dtype = this.nodes.get(id)?.dtype ?? 'float32';
+    return download(this.gl, this.slots[slot], this.slotSize[slot], dtype);
   }
 
   /** @param {number} id */

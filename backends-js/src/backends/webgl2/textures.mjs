@@ -9,7 +9,12 @@
 // executes of one graph create no new textures. Free textures beyond a byte budget are deleted,
 // oldest first, so graphs of ever-new shapes do not pile up GPU memory. The backend's dispose
 // deletes them all.
+// Dtypes: float32 tensors are R32F; int32 tensors R32I and uint32/bool tensors R32UI (bool as a
+// 0/1 word), uploaded and read back as integers, so every bit pattern survives (a float texture
+// would flush the small integers, float denormals, and may quiet NaN patterns). Integer
+// textures are never filtered or blended; copies between them are blits (docs/webgl2.md).
 import { GpuLabError } from '../../errors.mjs';
+import { fromDeviceWords, toDeviceWords } from '../../dtypes.mjs';
 
 /**
  * @typedef {object} Tex
@@ -20,10 +25,19 @@ import { GpuLabError } from '../../errors.mjs';
  * @property {number} channels 1 (R32F) or 4 (RGBA32F, packed scratch)
  * @property {number} layers 1 (TEXTURE_2D) or 4 (TEXTURE_2D_ARRAY, one color attachment each)
  * @property {number} target gl.TEXTURE_2D or gl.TEXTURE_2D_ARRAY
+ * @property {TexKind} kind what a texel holds: 'float' (R32F/RGBA32F), 'int' (R32I), 'uint' (R32UI)
  *
- * @typedef {{channels?: number, layers?: number, width?: number}} TexFormat
- *   channels 1 or 4; layers 1 or 4; width: a fixed texture width (0: the square-ish default)
+ * @typedef {'float'|'int'|'uint'} TexKind
+ * @typedef {{channels?: number, layers?: number, width?: number, kind?: TexKind}} TexFormat
+ *   channels 1 or 4; layers 1 or 4; width: a fixed texture width (0: the square-ish default);
+ *   kind: 'float' unless an integer tensor (one channel, one layer)
  */
+
+/** The texture kind of a tensor of `dtype`. @param {string} dtype @returns {TexKind} */
+export function texKindOf(dtype) {
+  if (dtype === 'int32') return 'int';
+  return dtype === 'uint32' || dtype === 'bool' ? 'uint' : 'float';
+}
 
 /**
  * Texture size for n elements, or LIMIT when the device's textures are too small.
@@ -68,9 +82,9 @@ export class TexturePool {
    * A texture for n texels (per layer): a free one of the same size and format, or a new one.
    * @param {number} n @param {TexFormat} [format]
    */
-  acquire(n, { channels = 1, layers = 1, width = 0 } = {}) {
+  acquire(n, { channels = 1, layers = 1, width = 0, kind = 'float' } = {}) {
     const { w, h } = layoutFor(n, this.maxSize, width);
-    const stack = this.free.get(sizeKey(w, h, channels, layers));
+    const stack = this.free.get(sizeKey(w, h, channels, layers, kind));
     if (stack?.length) {
       this.reused++;
       const tex = stack.pop();
@@ -78,15 +92,18 @@ export class TexturePool {
       this.freeBytes -= bytesOf(tex);
       return tex;
     }
-    return this.create(w, h, channels, layers);
+    return this.create(w, h, channels, layers, kind);
   }
 
-  /** @param {number} w @param {number} h @param {number} channels @param {number} layers */
-  create(w, h, channels, layers) {
+  /**
+   * @param {number} w @param {number} h @param {number} channels @param {number} layers
+   * @param {TexKind} [kind]
+   */
+  create(w, h, channels, layers, kind = 'float') {
     const gl = this.gl;
     const texture = gl.createTexture();
     const target = layers > 1 ? gl.TEXTURE_2D_ARRAY : gl.TEXTURE_2D;
-    const internal = channels === 4 ? gl.RGBA32F : gl.R32F;
+    const internal = { int: gl.R32I, uint: gl.R32UI }[kind] ?? (channels === 4 ? gl.RGBA32F : gl.R32F);
     gl.bindTexture(target, texture);
     if (layers > 1) gl.texStorage3D(target, 1, internal, w, h, layers);
     else gl.texStorage2D(target, 1, internal, w, h);
@@ -107,7 +124,7 @@ export class TexturePool {
       gl.framebufferTexture2D(gl.FRAMEBUFFER, gl.COLOR_ATTACHMENT0, gl.TEXTURE_2D, texture, 0);
     }
     /** @type {Tex} */
-    const tex = { texture, framebuffer, w, h, channels, layers, target };
+    const tex = { texture, framebuffer, w, h, channels, layers, target, kind };
     this.all.add(tex);
     this.created++;
     return tex;
@@ -161,25 +178,69 @@ const bytesOf = (tex) => tex.w * tex.h * 4 * tex.channels * tex.layers;
  * Pool key of a texture size and format.
  * @param {number} w @param {number} h @param {number} channels @param {number} layers
  */
-export const sizeKey = (w, h, channels, layers) => `${w}x${h}x${channels}x${layers}`;
+export const sizeKey = (w, h, channels, layers, kind = 'float') =>
+  `${w}x${h}x${channels}x${layers}${kind === 'float' ? '' : kind}`;
 
 /** @param {Tex} tex */
-export const texKey = (tex) => sizeKey(tex.w, tex.h, tex.channels, tex.layers);
+export const texKey = (tex) => sizeKey(tex.w, tex.h, tex.channels, tex.layers, tex.kind);
 
 /**
- * Upload n float32 values into a texture (full rows, then the partial last row).
+ * The upload format, type and array view of a texture's texels.
+ * @param {WebGL2RenderingContext} gl @param {Tex} tex @param {ArrayBufferView} data
+ */
+function texelsOf(gl, tex, data) {
+  if (tex.kind === 'float') return [gl.RED, gl.FLOAT, data];
+  const words = toDeviceWords(/** @type {any} */ (data));
+  if (tex.kind === 'int') {
+    return [gl.RED_INTEGER, gl.INT, new Int32Array(words.buffer, words.byteOffset, words.length)];
+  }
+  return [gl.RED_INTEGER, gl.UNSIGNED_INT, words];
+}
+
+/**
+ * Upload n values into a texture (full rows, then the partial last row): float32 data into a
+ * float texture, the 32-bit words of any other dtype into an integer one.
  * @param {WebGL2RenderingContext} gl
  * @param {Tex} tex
- * @param {Float32Array} data
+ * @param {import('../../dtypes.mjs').TypedData} data
  */
 export function upload(gl, tex, data) {
   gl.bindTexture(gl.TEXTURE_2D, tex.texture);
-  const rows = Math.floor(data.length / tex.w);
-  if (rows > 0) gl.texSubImage2D(gl.TEXTURE_2D, 0, 0, 0, tex.w, rows, gl.RED, gl.FLOAT, data, 0);
-  const rest = data.length - rows * tex.w;
+  const [format, type, texels] = texelsOf(gl, tex, data);
+  const rows = Math.floor(texels.length / tex.w);
+  if (rows > 0) gl.texSubImage2D(gl.TEXTURE_2D, 0, 0, 0, tex.w, rows, format, type, texels, 0);
+  const rest = texels.length - rows * tex.w;
   if (rest > 0) {
-    gl.texSubImage2D(gl.TEXTURE_2D, 0, 0, rows, rest, 1, gl.RED, gl.FLOAT, data, rows * tex.w);
+    gl.texSubImage2D(gl.TEXTURE_2D, 0, 0, rows, rest, 1, format, type, texels, rows * tex.w);
   }
+}
+
+/**
+ * Read n values of `dtype` from an integer texture: readPixels(RGBA_INTEGER) is the format
+ * every implementation allows for integer framebuffers; the red channel holds the word.
+ * @param {WebGL2RenderingContext} gl @param {Tex} tex @param {number} n @param {string} dtype
+ */
+function downloadInteger(gl, tex, n, dtype) {
+  gl.bindFramebuffer(gl.READ_FRAMEBUFFER, tex.framebuffer);
+  const rows = Math.ceil(n / tex.w);
+  const buf = tex.kind === 'int' ? new Int32Array(tex.w * rows * 4) : new Uint32Array(tex.w * rows * 4);
+  gl.readPixels(0, 0, tex.w, rows, gl.RGBA_INTEGER, tex.kind === 'int' ? gl.INT : gl.UNSIGNED_INT, buf);
+  const bits = new Uint32Array(buf.buffer);
+  const words = new Uint32Array(n);
+  for (let i = 0; i < n; i++) words[i] = bits[i * 4];
+  return fromDeviceWords(words, dtype);
+}
+
+/**
+ * Copy one tensor texture into another of the same size and kind, bit for bit (a blit: no
+ * shader, so integer textures need no integer copy program).
+ * @param {WebGL2RenderingContext} gl @param {Tex} from @param {Tex} to
+ */
+export function blitCopy(gl, from, to) {
+  gl.bindFramebuffer(gl.READ_FRAMEBUFFER, from.framebuffer);
+  gl.bindFramebuffer(gl.DRAW_FRAMEBUFFER, to.framebuffer);
+  gl.blitFramebuffer(0, 0, from.w, from.h, 0, 0, to.w, to.h, gl.COLOR_BUFFER_BIT, gl.NEAREST);
+  gl.bindFramebuffer(gl.DRAW_FRAMEBUFFER, null);
 }
 
 /**
@@ -188,8 +249,10 @@ export function upload(gl, tex, data) {
  * @param {WebGL2RenderingContext} gl
  * @param {Tex} tex
  * @param {number} n
+ * @param {string} [dtype] of an integer texture's tensor (int32, uint32, bool)
  */
-export function download(gl, tex, n) {
+export function download(gl, tex, n, dtype = 'float32') {
+  if (tex.kind && tex.kind !== 'float') return downloadInteger(gl, tex, n, dtype);
   gl.bindFramebuffer(gl.READ_FRAMEBUFFER, tex.framebuffer);
   const red = readsRed(gl);
   const rows = Math.ceil(n / tex.w);

@@ -1,5 +1,6 @@
 // Reading the plan (docs/plan.md): which buffer holds a node, what an upload writes, and the
 // bytes of every step's uniform.
+import { toDeviceWords } from '../../dtypes.mjs';
 
 /**
  * @typedef {{id: number, elements: number, node?: number, kind?: string}} PlanBuffer
@@ -8,7 +9,7 @@
  * @typedef {{buffers: PlanBuffer[], values: Array<{node: number, buffer: number, alias: boolean}>,
  *   uploads?: Array<{buffer: number, node: number}>, steps: PlanStep[],
  *   outputs?: Array<{name: string, buffer: number, shape: number[], node?: number}>}} Plan
- * @typedef {{id: number, op: string, shape: number[], data?: Float32Array,
+ * @typedef {{id: number, op: string, shape: number[], data?: import('../../dtypes.mjs').TypedData,
  *   attrs?: Record<string, unknown>}} CheckedNode
  */
 
@@ -23,11 +24,11 @@ export function nodeBuffers(plan) {
 /**
  * The values an upload writes: an input's data or a `full` node's value.
  * @param {CheckedNode} node
- * @returns {Float32Array | null} null for a fed input (written per step)
+ * @returns {Float32Array | Uint32Array | null} null for a fed input (written per step)
  */
 export function uploadData(node) {
-  if (node.data instanceof Float32Array) return node.data;
-  if (node.data) return Float32Array.from(node.data);
+  // checked data is a typed array of the node's dtype: its 32-bit words (bool widened to u32)
+  if (node.data) return toDeviceWords(node.data);
   if (node.op === 'full') {
     const n = node.shape.reduce((a, d) => a * d, 1);
     return new Float32Array(n).fill(toNumber(node.attrs?.value));

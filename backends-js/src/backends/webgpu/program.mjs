@@ -3,6 +3,7 @@
 // ONE submit, with feeds copied in before each step and carried outputs copied back after it.
 
 import { GpuLabError } from '../../errors.mjs';
+import { toDeviceWords } from '../../dtypes.mjs';
 import { nodeBuffers, packUniforms, uploadData } from './plan-data.mjs';
 import {
   STORAGE, copyCarries, copyFeeds, encodeReads, readBack, stageFeeds,
@@ -45,6 +46,8 @@ export class WebGpuProgram {
     this.plan = plan;
     /** @type {Map<number, CheckedNode>} */
     this.byId = new Map(checked.nodes.map((n) => [n.id, n]));
+    /** Each node's dtype, for read-back (a node without one predates dtypes: float32). */
+    this.dtypeOf = (/** @type {number} */ id) => this.byId.get(id)?.dtype ?? 'float32';
     /** @type {Map<number, number>} node id -> buffer id (plan ids; negative: added here) */
     this.nodeBuffer = nodeBuffers(plan);
     // Inputs no output depends on have no plan buffer: feeding them changes nothing, but a
@@ -207,9 +210,11 @@ export class WebGpuProgram {
         for (let s = 0; s < feeds.length; s++) {
           if (staged) copyFeeds(encoder, staged, feedSlots, s);
           this.encodeSteps(encoder);
+          // outputs are the last step's values, read before its carry moves them (an output
+          // that is a carried input keeps the value that step used, as on every backend)
+          if (s === feeds.length - 1) staging = encodeReads(encoder, pool, reads);
           if (carries.length) copyCarries(encoder, carries, (src) => this.scratchFor(src));
         }
-        staging = encodeReads(encoder, pool, reads);
         this.submit(encoder);
       });
     } catch (err) {
@@ -219,7 +224,7 @@ export class WebGpuProgram {
       // Queue order: whoever reuses the feed staging buffer writes after this submission.
       if (staged) pool.release(/** @type {{buffer: GPUBuffer}} */ (staged).buffer);
     }
-    return readBack(gpu, pool, staging, readIds, reads, 'run');
+    return readBack(gpu, pool, staging, readIds, reads, 'run', this.dtypeOf);
   }
 
   /**
@@ -236,8 +241,8 @@ export class WebGpuProgram {
       this.submit(encoder);
       return out;
     });
-    const values = await readBack(gpu, pool, staging, [id], reads, 'download');
-    return /** @type {Float32Array} */ (values.get(id));
+    const values = await readBack(gpu, pool, staging, [id], reads, 'download', this.dtypeOf);
+    return /** @type {import('../../dtypes.mjs').TypedData} */ (values.get(id));
   }
 
   /** @param {GPUCommandEncoder} encoder */
@@ -257,7 +262,8 @@ export class WebGpuProgram {
       if (value === undefined) {
         throw new GpuLabError('VALIDATION', `step ${index}: no value fed for input node ${id}`, id);
       }
-      const data = value instanceof Float32Array ? value : Float32Array.from(value);
+      // the session checked the value against the input's dtype: upload its 32-bit words
+      const data = toDeviceWords(ArrayBuffer.isView(value) ? value : Float32Array.from(value));
       const bytes = this.slotOfNode(id).bytes;
       if (data.byteLength !== bytes) {
         throw new GpuLabError('VALIDATION', `step ${index}: input node ${id} needs ` +

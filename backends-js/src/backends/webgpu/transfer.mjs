@@ -1,5 +1,8 @@
 // Moving tensors between the page and the device inside one command encoder: feeds staged for
-// multi-step runs, carries between steps, and read-back through one mappable buffer.
+// multi-step runs, carries between steps, and read-back through one mappable buffer. Every
+// dtype is 32-bit words on the device (bool as u32 0/1): feeds arrive as those words
+// (toDeviceWords) and read-backs become typed arrays of each node's dtype (fromDeviceWords).
+import { fromDeviceWords } from '../../dtypes.mjs';
 
 /**
  * A tensor's home on the device: the pooled buffer and the bytes the tensor uses.
@@ -20,7 +23,7 @@ const STAGING_OUT = () => GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST;
  * `writeBuffer`s all land before the single submit, so each step's values go into one staging
  * buffer and are copied in before their step (`copyFeeds`).
  * @param {GPUQueue} queue @param {BufferPool} pool
- * @param {Slot[]} slots the fed inputs' slots @param {Float32Array[][]} feeds [step][feed]
+ * @param {Slot[]} slots the fed inputs' slots @param {ArrayBufferView[][]} feeds [step][feed]
  * @returns {StagedFeeds | null}
  */
 export function stageFeeds(queue, pool, slots, feeds) {
@@ -97,10 +100,11 @@ export function encodeReads(encoder, pool, reads) {
  * copy each tensor out.
  * @param {GpuDevice} gpu @param {BufferPool} pool @param {Staging | null} staging
  * @param {number[]} ids @param {Slot[]} reads @param {string} what
- * @returns {Promise<Map<number, Float32Array>>}
+ * @param {(id: number) => string} [dtypeOf] each node's dtype (float32 when not given)
+ * @returns {Promise<Map<number, import('../../dtypes.mjs').TypedData>>}
  */
-export async function readBack(gpu, pool, staging, ids, reads, what) {
-  /** @type {Map<number, Float32Array>} */
+export async function readBack(gpu, pool, staging, ids, reads, what, dtypeOf = () => 'float32') {
+  /** @type {Map<number, import('../../dtypes.mjs').TypedData>} */
   const out = new Map();
   if (!staging) {
     // Nothing to read: still wait for the work, so errors and loss surface in this call.
@@ -117,7 +121,7 @@ export async function readBack(gpu, pool, staging, ids, reads, what) {
   const bytes = staging.buffer.getMappedRange(0, staging.total);
   ids.forEach((id, i) => {
     const at = staging.offsets[i];
-    out.set(id, new Float32Array(bytes.slice(at, at + reads[i].bytes)));
+    out.set(id, fromDeviceWords(new Uint32Array(bytes, at, reads[i].bytes / 4), dtypeOf(id)));
   });
   staging.buffer.unmap();
   pool.release(staging.buffer);
