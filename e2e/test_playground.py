@@ -352,6 +352,27 @@ s.run({x: [1, 1]})
     expect(out.get_by_role("alert")).to_contain_text("DISPOSED")
 
 
+def test_session_step_count_and_sessions_disposed_by_a_backend_switch(notebook: Page) -> None:
+    """Defect 7: `s.run(10)` runs ten steps (it raised AttributeError: 'int' object has no
+    attribute 'items'); after a backend switch a session's DISPOSED error says why and what
+    to do."""
+    page = notebook
+    out = run_program(page, LIFE_SESSION + "life.run(10)\nprint('steps', life.steps_run)\n")
+    expect(out.locator(".stream.stdout")).to_contain_text("steps 10")
+    status = page.get_by_role("status", name="Backend in use")
+    page.get_by_label("Backend", exact=True).select_option("cpu")
+    expect(status).to_contain_text("Backend in use: cpu")
+    try:
+        out = run_program(page, "life.run()")
+        expect(out.get_by_role("alert")).to_contain_text("DISPOSED")
+        note = out.get_by_role("note")
+        expect(note).to_contain_text("Switching the backend (wasm → cpu) disposed every prepared")
+        expect(note).to_contain_text("g.prepare(...) again")
+    finally:
+        page.get_by_label("Backend", exact=True).select_option("wasm")
+        expect(status).to_contain_text("Backend in use: wasm")
+
+
 def test_too_many_pending_is_refused_with_permission(notebook: Page) -> None:
     page = notebook
     out = run_program(page, """from gpulab import Graph, GpuLabError
@@ -456,6 +477,92 @@ g.run(p=a @ b)
     expect(out.get_by_role("alert")).to_contain_text("line 4")
     expect(out.get_by_role("alert").locator(".error-title")).to_contain_text(
         re.compile(r"node \d+ \(matmul\)"))
+
+
+def expect_no_internal_frames(alert: Locator) -> None:
+    for internal in ("gpulab/", "_cell_runner", "_page_env", "_pyodide"):
+        expect(alert.locator(".traceback")).not_to_contain_text(internal)
+
+
+def test_failing_callback_and_unavailable_backend_make_the_cell_fail(notebook: Page) -> None:
+    """Defect 8: a submit callback that raises, or a submit on a backend that cannot open,
+    shows the error in the cell and the cell ends with status "error" (it said "done")."""
+    page = notebook
+    out = run_program(page, """from gpulab import Graph
+g = Graph()
+def show(r):
+    print("got", r["outputs"]["v"]["data"])
+    return 1 / 0
+g.submit(show, v=g.tensor([1.0, 2.0]) * 2)
+""")
+    expect(out.locator(".stream.stdout")).to_have_text("got [2.0, 4.0]\n")
+    alert = out.get_by_role("alert")
+    expect(alert).to_contain_text("ZeroDivisionError (line 5) in a submit callback")
+    expect(alert.locator(".traceback")).to_contain_text('File "<cell 1>", line 5, in show')
+    expect_no_internal_frames(alert)
+    expect(cell(page, 1)).to_have_attribute("data-status", "error")
+    expect(out.locator("p.summary").last).to_contain_text("error after")
+    expect(out.locator("p.summary").last).to_contain_text("1 submit callback failed")
+    status = page.get_by_role("status", name="Backend in use")
+    page.get_by_label("Backend", exact=True).select_option("webgpu")  # software: refused
+    expect(status).to_contain_text("Backend webgpu unavailable")
+    try:
+        out = run_program(page, "g.submit(print, v=g.tensor([1.0]))")
+        expect(out.get_by_role("alert")).to_contain_text("UNAVAILABLE")
+        expect(cell(page, 1)).to_have_attribute("data-status", "error")
+    finally:
+        page.get_by_label("Backend", exact=True).select_option("wasm")
+        expect(status).to_contain_text("Backend in use: wasm")
+
+
+def test_tracebacks_leave_out_internal_frames(notebook: Page) -> None:
+    """Defect 8: a graph error raised deep in gpulab shows the cell's frames only (and says how
+    many it hid); a SyntaxError shows no runner frame."""
+    page = notebook
+    out = run_program(page, """from gpulab import Graph
+g = Graph()
+def product(a, b):
+    return g.run(p=a @ b)
+product(g.tensor([[1, 2, 3]]), g.tensor([[1, 2, 3]]))
+""")
+    alert = out.get_by_role("alert")
+    expect(alert.locator(".traceback")).to_contain_text('File "<cell 1>", line 5, in <module>')
+    expect(alert.locator(".traceback")).to_contain_text('File "<cell 1>", line 4, in product')
+    expect(alert.locator(".traceback")).to_contain_text(re.compile(r"\(\d+ internal frames? "))
+    expect_no_internal_frames(alert)
+    out = run_program(page, "x = 1\nprint(x +)\n")
+    expect_no_internal_frames(out.get_by_role("alert"))
+
+
+def test_run_all_stops_at_the_first_error(notebook: Page) -> None:
+    page = notebook
+    set_code(page, 1, "print('one')")
+    for n, code in ((2, "1 / 0"), (3, "print('three')")):
+        page.get_by_role("button", name="+ Add cell").click()
+        set_code(page, n, code)
+    page.get_by_role("button", name="Run all").click()
+    expect(cell(page, 2).locator(".prompt")).to_have_text(DONE, timeout=30_000)
+    expect(output(page, 1)).to_contain_text("one")
+    expect(output(page, 2)).to_contain_text("ZeroDivisionError")
+    expect(output(page, 2)).to_contain_text("stopped at this error: 1 queued cell was not run")
+    page.wait_for_timeout(500)
+    expect(cell(page, 3).locator(".prompt")).to_have_text("[ ]")
+    expect(cell(page, 3).locator(".output")).to_be_empty()
+
+
+def test_input_and_numpy_say_what_to_do(notebook: Page) -> None:
+    """Defect 8: input() and `import numpy` explain themselves (they raised OSError: [Errno 29]
+    and a bare ModuleNotFoundError)."""
+    page = notebook
+    out = run_program(page, "name = input('your name? ')")
+    expect(out.get_by_role("alert")).to_contain_text("input() is not available in the page")
+    expect(out.get_by_role("alert")).to_contain_text("name = 'Ada'")
+    out = run_program(page, "import numpy as np")
+    alert = out.get_by_role("alert")
+    expect(alert).to_contain_text("ModuleNotFoundError (line 1)")
+    expect(alert).to_contain_text("numpy is not available in this page")
+    expect(alert).to_contain_text("g.tensor(")
+    expect_no_internal_frames(alert)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -33,6 +33,8 @@ const state = {
   /** @type {Map<number, (msg: any) => void>} */ replies: new Map(),
   nextRequest: 1,
   backendDescription: null,
+  /** @type {{from: string, to: string}|null} the last backend switch (it disposes sessions) */
+  lastSwitch: null,
 };
 
 const notebook = new Notebook($('notebook'), { onRun: enqueue, onCompare: compareCell });
@@ -81,6 +83,8 @@ function showBackend(desc) {
 
 function configureBackend() {
   if (!state.ready) return;
+  const from = state.backendDescription?.backend ?? state.backendDescription?.requested;
+  state.lastSwitch = { from: from ?? 'none', to: ui.backend.value };
   ui.backendStatus.textContent = `Opening ${ui.backend.value}…`;
   worker.postMessage({ type: 'configure', backend: ui.backend.value, allowSoftware: ui.software.checked });
 }
@@ -113,6 +117,27 @@ function pump() {
   worker.postMessage({ type: 'run', runId, cellId: cell.id, cellLabel: cell.label.toLowerCase(), code: cell.editor.value });
 }
 
+/** A session that a backend switch disposed answers only "session N was disposed": say why. */
+function explainDisposed(cell, error) {
+  const { lastSwitch } = state;
+  if (!lastSwitch || !/DISPOSED/.test(`${error?.type} ${error?.message}`) ||
+    !/session \d+ was disposed/.test(error?.message ?? '')) return;
+  cell.output.append(el('p', { class: 'hint', role: 'note', text:
+    `Switching the backend (${lastSwitch.from} → ${lastSwitch.to}) disposed every prepared ` +
+    'session: sessions live in one backend\'s runtime. Run the cell that calls g.prepare(...) ' +
+    'again to prepare it on the new backend.' }));
+}
+
+/** After an error the queued cells are not run (as Jupyter's Run all): they may need its result. */
+function skipQueued(cell) {
+  if (state.queue.length === 0) return;
+  const skipped = state.queue.length;
+  for (const q of state.queue) q.cell.prompt.textContent = '[ ]';
+  state.queue = [];
+  cell.output.append(el('p', { class: 'summary skipped', role: 'status',
+    text: `stopped at this error: ${skipped} queued cell${skipped === 1 ? ' was' : 's were'} not run` }));
+}
+
 function stop() {
   if (!control || !state.running) return;
   for (const { cell } of state.queue) cell.prompt.textContent = '[ ]';
@@ -134,14 +159,18 @@ function finishRun(msg) {
     const where = msg.error?.line ? ` at line ${msg.error.line}` : '';
     cell.output.append(el('p', { class: 'error', role: 'alert',
       text: `Stopped by the user${where} (${msg.error?.type}: ${msg.error?.message || 'interrupted'}).` }));
-  } else if (!msg.ok && !msg.restarted) {
+  } else if (!msg.ok && !msg.restarted && !msg.error?.shown) {
     renderError(cell.output, msg.error, cell.editor.value.split('\n'));
+    explainDisposed(cell, msg.error);
   }
   const graphs = msg.graphs ? `, ${msg.graphs} GPU run${msg.graphs === 1 ? '' : 's'} on ${msg.backend ?? state.backendDescription?.backend}` : '';
   const outcome = msg.restarted ? 'restarted' : stopped ? 'stopped' : msg.ok ? 'done' : 'error';
-  cell.output.append(el('p', { class: 'summary', text: `${outcome} after ${formatMs(msg.ms)}${graphs}` }));
+  const why = msg.error?.shown ? `: ${msg.error.message}` : '';
+  cell.output.append(el('p', { class: 'summary', text: `${outcome} after ${formatMs(msg.ms)}${graphs}${why}` }));
+  if (!msg.ok && !stopped && !msg.restarted) skipQueued(cell);
   cell.prompt.textContent = `[${cell.runs}] ${formatMs(msg.ms)}`;
   cell.prompt.className = `prompt${msg.ok ? '' : ' failed'}`;
+  cell.root.dataset.status = outcome;
   cell.compareButton.disabled = !msg.comparable;
   state.running = null;
   ui.stop.disabled = true;
@@ -154,7 +183,8 @@ function finishRun(msg) {
 function onOutput({ runId, kind, payload }) {
   const cell = outputOf(runId);
   if (!cell) return;
-  const renderers = { table: renderTable, text: renderText, canvas: renderCanvas, plot: renderPlot };
+  const renderers = { table: renderTable, text: renderText, canvas: renderCanvas, plot: renderPlot,
+    error: (output, error) => renderError(output, error, cell.editor.value.split('\n')) };
   renderers[kind]?.(cell.output, payload);
 }
 

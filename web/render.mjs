@@ -242,7 +242,8 @@ function formatTick(v) {
 export function renderError(output, error, editorLines) {
   const box = el('div', { class: 'error', role: 'alert' });
   const where = error.line ? ` (line ${error.line})` : '';
-  box.append(el('p', { class: 'error-title', text: `${error.type}${where}: ${error.message}` }));
+  const context = error.title ? ` ${error.title}` : '';
+  box.append(el('p', { class: 'error-title', text: `${error.type}${where}${context}: ${error.message}` }));
   if (error.line && editorLines?.[error.line - 1] !== undefined) {
     box.append(el('pre', { class: 'error-line', text: `${String(error.line).padStart(4)} │ ${editorLines[error.line - 1]}` }));
   }

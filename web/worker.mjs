@@ -171,6 +171,10 @@ const notebookModule = {
     const transfer = plain?.pixels instanceof Uint8Array ? [plain.pixels.buffer] : [];
     post({ type: 'output', runId: currentRun.id, kind, payload: plain }, transfer);
   },
+  /** An error the run cannot raise (a failed submit callback): shown in the cell, in order. */
+  emit_error(error) {
+    notebookModule.emit('error', error);
+  },
 };
 
 /** Make this worker look like a browser without JS promise integration (Firefox, Safari
@@ -197,10 +201,12 @@ async function init({ backend, allowSoftware, controlBuffer, jspi = true }) {
     await pyodide.loadPackage(['gpulab'], { messageCallback: () => {}, errorCallback: (m) => errors.push(m) });
     if (errors.length) throw new Error(`loading the gpulab wheel failed: ${errors.join('; ')}`);
     pyodide.registerJsModule('_notebook', notebookModule);
-    const helpers = await fetch(new URL('./py/display.py', import.meta.url));
-    pyodide.FS.writeFile('/home/pyodide/display.py', await helpers.text());
-    const runner = await fetch(new URL('./py/cell_runner.py', import.meta.url));
-    pyodide.FS.writeFile('/home/pyodide/_cell_runner.py', await runner.text());
+    // The page's Python helpers (web/py/), under the names the cells and the runner import.
+    for (const [file, name] of [['display.py', 'display.py'], ['page_env.py', '_page_env.py'],
+      ['cell_runner.py', '_cell_runner.py']]) {
+      const source = await fetch(new URL(`./py/${file}`, import.meta.url));
+      pyodide.FS.writeFile(`/home/pyodide/${name}`, await source.text());
+    }
     pyodide.runPython('import sys; sys.path.insert(0, "/home/pyodide"); import gpulab, display, _cell_runner');
   });
   const described = await timed('probe', `backend probe (${backend})`, () => openRuntime(backend, allowSoftware));
@@ -237,6 +243,17 @@ async function run({ runId, cellId, cellLabel, code }) {
   post(done);
 }
 
+/** A cell whose code returned but one of whose submit callbacks raised has failed (it said
+ * "done" before); the errors themselves are already shown where they happened. */
+function withCallbackFailures(outcome) {
+  const env = pyodide.globals.get('_cell_runner')._page_env;
+  const failures = env.take_callback_failures();
+  env.destroy();
+  if (!outcome.ok || failures === 0) return outcome;
+  const message = `${failures} submit callback${failures === 1 ? '' : 's'} failed (shown above)`;
+  return { ok: false, error: { type: 'CallbackError', message, traceback: '', line: null, shown: true } };
+}
+
 /** Python's own stdout/stderr buffers, into this run's output. */
 function flushPythonStreams() {
   try {
@@ -261,7 +278,7 @@ async function runToIdle(code, cellLabel) {
       await adapter.whenIdle();
       await new Promise((resolve) => setTimeout(resolve, 0));
     } while (adapter.pending > 0);
-    return outcome;
+    return withCallbackFailures(outcome);
   } catch (err) {
     return { ok: false, error: { type: err?.type ?? 'Error', message: String(err?.message ?? err), traceback: String(err?.message ?? err), line: null } };
   }

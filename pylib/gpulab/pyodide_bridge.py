@@ -260,8 +260,11 @@ class BrowserSession:
     def _count(steps: Any) -> int | None:
         return steps if isinstance(steps, int) else None
 
-    def run(self, feeds: dict | None = None) -> dict:
-        """One step; `feeds` maps each fed input to its data for this step."""
+    def run(self, feeds: dict | int | None = None) -> dict:
+        """One step; `feeds` maps each fed input to its data for this step. A step count
+        (`run(10)`) runs that many steps, as run_steps(10) (sessions without feeds)."""
+        if isinstance(feeds, int) and not isinstance(feeds, bool):
+            return self.run_steps(feeds)
         return self.run_steps([feeds or {}])
 
     def run_steps(self, steps: int | list[dict | None]) -> dict:
@@ -272,7 +275,9 @@ class BrowserSession:
         return self._finish(_unwrap(_block_on(pending, adapter)),
                             self._count(steps) or len(steps))
 
-    async def run_async(self, feeds: dict | None = None) -> dict:
+    async def run_async(self, feeds: dict | int | None = None) -> dict:
+        if isinstance(feeds, int) and not isinstance(feeds, bool):
+            return await self.run_steps_async(feeds)
         return await self.run_steps_async([feeds or {}])
 
     async def run_steps_async(self, steps: int | list[dict | None]) -> dict:

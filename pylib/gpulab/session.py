@@ -104,8 +104,11 @@ class Session:
 
     # -- public API -----------------------------------------------------------------------
 
-    def run(self, feeds: Mapping[Any, Any] | None = None) -> dict[str, Any]:
-        """One step; feeds map an input (Tensor, id or name) to its data for this step."""
+    def run(self, feeds: Mapping[Any, Any] | int | None = None) -> dict[str, Any]:
+        """One step; feeds map an input (Tensor, id or name) to its data for this step. A step
+        count (`run(10)`) runs that many steps, as run_steps(10) (sessions without feeds)."""
+        if isinstance(feeds, int) and not isinstance(feeds, bool):
+            return self.run_steps(feeds)
         return self.run_steps([feeds or {}])
 
     def run_steps(self, steps: int | Iterable[Mapping[Any, Any] | None]) -> dict[str, Any]:

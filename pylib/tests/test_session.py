@@ -157,6 +157,7 @@ def test_feed_errors_are_refused_before_work_and_do_not_poison():
         lambda: session.run({"nope": xd, y: yd}),              # unknown name
         lambda: session.run({x: [["a"] * 4] * 6, y: yd}),      # not numbers
         lambda: session.run_steps(2),                          # a count needs no feeds
+        lambda: session.run(2),                                # the same through run
         lambda: session.run_steps([]),
         lambda: session.download("loss"),                      # read back, not resident
     ]
@@ -181,6 +182,8 @@ def test_counter_session_with_step_count_resident_and_context_manager():
         assert session.download(double)["data"] == [6.0]
         session.run()
         assert session.download(count)["data"] == [4.0]
+        session.run(10)  # a step count, as run_steps(10) (it raised AttributeError: 'int')
+        assert session.download(count)["data"] == [14.0] and session.steps_run == 14
     assert session.disposed
 
 

@@ -9,77 +9,24 @@ from __future__ import annotations
 
 import asyncio
 import linecache
-import sys
 import time
-import traceback
 from typing import Any
 
 import _notebook  # registered by web/worker.mjs
+import _page_env  # web/py/page_env.py: sleep, input, missing packages, tracebacks, callbacks
 import display
+from _page_env import SIGINT_GRACE_S, format_error
 from pyodide.code import eval_code_async
 
-SIGINT_GRACE_S = 2.0  # the page writes SIGINT right after committing to it: microseconds
 _running: asyncio.Task | None = None  # the task of the cell that runs now
 
 NAMESPACE: dict[str, Any] = {"__name__": "__main__"}
-_system_sleep = time.sleep
-
-
-def _sleep(seconds: float) -> None:
-    """time.sleep that Stop ends at once: the worker waits on the Stop flag (Atomics.wait)
-    instead of a timer, and the page's SIGINT raises KeyboardInterrupt right after. Pyodide's
-    own sleep is neither interruptible nor final: a Stop during it was abandoned after 8 s and
-    the cell resumed later, printing into another cell."""
-    if seconds < 0:
-        raise ValueError("sleep length must be non-negative")
-    sys.stdout.flush()
-    sys.stderr.flush()
-    answer = _notebook.sleep(float(seconds))
-    if answer == "unavailable":  # no Stop control (no isolation): sleep as usual
-        _system_sleep(seconds)
-    elif answer == "stopped":
-        _take_stop()
-
-
-def _take_stop() -> None:
-    """Stop woke a sleep: let the page's SIGINT land here, in the cell's stack, before any more
-    of the cell runs (Pyodide checks the interrupt buffer only now and then)."""
-    deadline = time.monotonic() + SIGINT_GRACE_S
-    while _notebook.interrupt_in_flight() and time.monotonic() < deadline:
-        pass
-    raise KeyboardInterrupt("stopped by the user (Stop)")
-
-
-time.sleep = _sleep
-# Each line reaches the page when printed (the worker batches them), not when a buffer fills.
-sys.stdout.reconfigure(line_buffering=True)
-sys.stderr.reconfigure(line_buffering=True)
+_page_env.install()
 
 
 def _register_source(code: str, filename: str) -> None:
     # So tracebacks can quote the offending line of the cell.
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
-
-
-def format_error(exc: BaseException, filename: str) -> dict:
-    """{type, message, traceback, line}: frames from the cell onwards, line = the cell's line."""
-    tb = traceback.TracebackException.from_exception(exc)
-    frames = list(tb.stack)
-    first = next((i for i, f in enumerate(frames) if f.filename == filename), None)
-    if first is None:  # e.g. a SyntaxError: raised while compiling, only Pyodide's frames
-        frames = [f for f in frames if "_pyodide" not in f.filename]
-        first = 0
-    tb.stack = traceback.StackSummary.from_list(frames[first:])
-    cell_lines = [f.lineno for f in tb.stack if f.filename == filename]
-    line = cell_lines[-1] if cell_lines else None
-    if isinstance(exc, SyntaxError) and exc.filename == filename:
-        line = exc.lineno
-    return {
-        "type": type(exc).__name__,
-        "message": str(exc),
-        "traceback": "".join(tb.format()),
-        "line": line,
-    }
 
 
 def _settle_stop() -> bool:
@@ -128,6 +75,7 @@ async def run_cell(code: str, filename: str) -> dict:
 
 async def _run(code: str, filename: str) -> dict:
     _register_source(code, filename)
+    _page_env.current_cell = filename
     try:
         value = await eval_code_async(code, NAMESPACE, filename=filename)
     except BaseException as exc:  # noqa: BLE001 - every failure is shown in the cell
