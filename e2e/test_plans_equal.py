@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 from gpulab.errors import GpuLabError
+from gpulab.kernel_table import family_ops, graph_version, plain_ops, scalar_attrs
 from gpulab.native.planner import plan_graph
 from gpulab.protocol import validate
 
@@ -189,11 +190,12 @@ def test_a_planner_difference_would_be_caught(cases: list[dict]) -> None:
 
 # ---- random graphs: the same comparison beyond the corpus ------------------------------------
 
-UNARY = ["neg", "exp", "log", "sqrt", "tanh", "sigmoid", "gelu", "relu", "positive"]
-BINARY = ["add", "sub", "mul", "div"]
-SAME = ["gelu_grad", "sgd_update", "momentum_update", "adam_m", "adam_v"]
-SCALAR = {"sgd_update": "lr", "momentum_update": "momentum", "adam_m": "beta1",
-          "adam_v": "beta2"}
+# Drawn from the kernel table, so a new map or reduce op is covered without editing this file.
+UNARY = plain_ops("map1")
+BINARY = plain_ops("map2", "broadcast")
+SCALAR = scalar_attrs("map2")
+SAME = plain_ops("map2", "same_ab") + list(SCALAR)  # two same-shape operands
+REDUCE = family_ops("reduce")
 
 
 class _Builder:
@@ -247,7 +249,7 @@ def random_graph(rng: np.random.Generator, allow_fed: bool = True) -> dict:
                 node[SCALAR[op]] = float(rng.choice([0.1, 0.9, 1.0, 0.001]))
             outs.append(b.add(node))
         elif kind == "reduce":
-            outs.append(b.add({"op": str(rng.choice(["sum", "mean"])), "a": x,
+            outs.append(b.add({"op": str(rng.choice(REDUCE)), "a": x,
                                "axis": b.axis(len(shape)), "keepdim": bool(rng.random() < 0.5)}))
         elif kind == "softmax":
             axis = b.axis(len(shape))
@@ -281,7 +283,7 @@ def random_graph(rng: np.random.Generator, allow_fed: bool = True) -> dict:
             outs.append(b.add({"op": "life", "a": b.input(b.shape(2))}))
         else:
             outs.append(b.add({"op": "full", "shape": b.shape(), "value": 2.5}))
-    return {"version": 2, "nodes": b.nodes,
+    return {"version": graph_version(b.nodes), "nodes": b.nodes,
             "outputs": [{"name": f"o{i}", "id": o} for i, o in enumerate(outs)]}
 
 

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
+from gpulab.kernel_table import plain_ops
 
 from e2e.conformance.bad_graphs import build_bad_graphs
 from e2e.conformance.reference import OP_TABLE, evaluate, operand_ids
@@ -145,7 +146,7 @@ SIGNED = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 1e-30, -1e-30, 1e30, -1e30, 3e38, -3e
 
 # ---- families -------------------------------------------------------------------------------
 
-BINARY = ["add", "sub", "mul", "div"]
+BINARY = plain_ops("map2", "broadcast")  # add, sub, mul, div (+ new rows of the kernel table)
 BROADCAST_PAIRS: list[tuple[Shape, Shape]] = [
     ([], []),
     ([1], [1]),
@@ -219,6 +220,8 @@ UNARY_DOMAINS: dict[str, tuple[float, float, list[float]]] = {
 
 
 def unary_cases() -> list[dict]:
+    missing = [op for op in plain_ops("map1") if op not in UNARY_DOMAINS]
+    assert not missing, f"UNARY_DOMAINS has no input domain for {missing} (kernels/ops.json)"
     cases = []
     for op, (lo, hi, special) in UNARY_DOMAINS.items():
         lengths = [63, 65, 4097] if op in ("relu", "exp") else [65, 1000]

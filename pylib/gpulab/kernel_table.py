@@ -42,3 +42,29 @@ def family_kernel(family: str, dtype: str = "float32") -> str:
     if dtype not in table["dtype_suffix"]:
         raise ValueError(f"kernels/ops.json: no kernels at {dtype}")
     return table["families"][family]["wgsl"] + table["dtype_suffix"][dtype]
+
+
+def plain_ops(family: str, shape_rule: str | None = None) -> list[str]:
+    """The ops of a family that take no attributes and accept float32 operands, by OP code
+    (only those with `shape_rule` when given): what the random-graph tests draw from, so a new
+    row of the kernel table is covered without editing them."""
+    from . import optable
+
+    ops = optable.ops()
+    out = []
+    for op in family_ops(family):
+        row = ops[op]
+        first = row["operand_types"][row["operands"][0]]
+        if row["attrs"] or "float32" not in row["types"][first]:
+            continue
+        if shape_rule is None or row["shape_rule"] == shape_rule:
+            out.append(op)
+    return out
+
+
+def graph_version(nodes: list[dict[str, Any]], floor: int = 2) -> int:
+    """The lowest version a graph of these nodes may declare: the largest `since` of its ops,
+    at least `floor` (the random-graph tests use version-2 features such as broadcasting)."""
+    from . import optable
+
+    return max([floor, *(int(optable.ops()[n["op"]]["since"]) for n in nodes)])

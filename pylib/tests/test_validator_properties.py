@@ -9,14 +9,16 @@ import math
 
 from gpulab import optable
 from gpulab.errors import GpuLabError
+from gpulab.kernel_table import graph_version, plain_ops
 from gpulab.protocol import validate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 SETTINGS = settings(max_examples=120, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
-UNARY = ["relu", "neg", "exp", "sigmoid", "tanh", "positive", "sqrt", "log", "gelu"]
-BINARY = ["add", "sub", "mul", "div"]
+# From the kernel table, so a new map op is drawn without editing this file.
+UNARY = plain_ops("map1")
+BINARY = plain_ops("map2", "broadcast")
 VALIDATION_CODES = {"VALIDATION", "UNSUPPORTED_VERSION", "LIMIT"}
 
 
@@ -44,7 +46,8 @@ def valid_graphs(draw) -> dict:
     extra = draw(st.lists(st.sampled_from(ids), max_size=2, unique=True))
     outputs += [{"name": f"o{k}", "id": i} for k, i in enumerate(extra)]
     order = draw(st.permutations(range(len(nodes))))
-    return {"version": 2, "nodes": [nodes[k] for k in order], "outputs": outputs}
+    return {"version": graph_version(nodes), "nodes": [nodes[k] for k in order],
+            "outputs": outputs}
 
 
 def operands(node: dict) -> list[int]:

@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 from gpulab.errors import GpuLabError
+from gpulab.kernel_table import plain_ops
 from gpulab.protocol import validate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,8 +41,9 @@ process.stdout.write(JSON.stringify(out));
 # messages both validators word the same: dtype constraints, data per dtype, versions
 SAME_TEXT = (r"operand \w+ must be (float32|int32|uint32|bool)|is not an? (int32|uint32|bool)"
              r"|needs version|data has")
-UNARY = ["relu", "neg", "exp", "sqrt", "positive", "gelu", "tanh"]
-BINARY = ["add", "sub", "mul", "div"]
+# From the kernel table (the hand-kept list had drifted to 7 of the 9 unary ops).
+UNARY = plain_ops("map1")
+BINARY = plain_ops("map2", "broadcast")
 JUNK = [None, True, False, 0, -1, 1, 2, 3, 1.5, 2.0, 1e9, -7, "", "x", "nan", "inf", "add",
         "input", "float32", [], [0], [1], [2, 3], [-1], [1, -1], [0, 1], [1.5], ["1"], [[1]],
         {}, {"a": 1}, [1, 1, 1, 1, 1], [2, 2, 2, 2]]
@@ -142,6 +144,7 @@ def test_python_and_js_validators_agree():
         kinds["ok" if "ok" in py_view else "error"] += 1
         kinds["message"] += "message" in py_view
         kinds["dtype"] += any(s[2] != "float32" for s in py_view.get("shapes", []))
-    # the corpus exercises both outcomes, so agreement is not vacuous
-    assert kinds["ok"] >= 60 and kinds["error"] >= 300, kinds
+    # the corpus exercises both outcomes, so agreement is not vacuous (47 valid graphs of 2000
+    # at seed 20261130 since UNARY is every map1 op: log and sigmoid need version 2)
+    assert kinds["ok"] >= 40 and kinds["error"] >= 300, kinds
     assert kinds["dtype"] >= 10 and kinds["message"] >= 100, kinds
