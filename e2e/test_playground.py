@@ -9,6 +9,8 @@ to refresh the README's copies.
 
 from __future__ import annotations
 
+import array
+import base64
 import http.client
 import json
 import math
@@ -947,7 +949,8 @@ def test_api_execute_runs_validates_and_refuses(playground_url: str) -> None:
     own = {"Origin": playground_url, "Content-Type": "application/json"}
     status, body = _post(playground_url, json.dumps(GOOD).encode(), own)
     assert status == 200, body
-    assert body["outputs"]["values"]["data"] == [0.0, 60.0, 120.0]
+    values = base64.b64decode(body["outputs"]["values"]["data"]["base64"])  # data as bytes
+    assert array.array("f", values).tolist() == [0.0, 60.0, 120.0]
     assert body["backend"] in ("cpu-python", "wgpu")
 
     bad = {"version": 1, "nodes": [{"id": 0, "op": "input", "shape": [2], "data": [1, 2]},

@@ -122,3 +122,39 @@ def test_api_answers_graphs_past_the_protocol_limits_with_limit(server: int) -> 
         answer = json.loads(response.read())
         conn.close()
         assert response.status == 400 and answer["code"] == "LIMIT", answer
+
+
+def _execute(port: int, graph: dict) -> tuple[int, dict]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("POST", "/api/execute", body=json.dumps(graph),
+                 headers={"Origin": f"http://127.0.0.1:{port}", "Content-Type": "application/json"})
+    response = conn.getresponse()
+    answer = json.loads(response.read())
+    conn.close()
+    return response.status, answer
+
+
+def test_api_takes_and_answers_base64_data(server: int) -> None:
+    """Data as bytes both ways: {"base64": little-endian float32} in; every output answered
+    once, as base64 of its dtype (no JSON list, no numpy array serialized beside it)."""
+    import array
+    import base64
+
+    def b64(values: list[float]) -> dict:
+        return {"base64": base64.b64encode(array.array("f", values).tobytes()).decode()}
+
+    graph = {"version": 1,
+             "nodes": [{"id": 0, "op": "input", "shape": [3], "data": b64([-2, 3, float("nan")])},
+                       {"id": 1, "op": "input", "shape": [3], "data": [10, 20, 30]},
+                       {"id": 2, "op": "mul", "a": 0, "b": 1}, {"id": 3, "op": "sub", "a": 1, "b": 2}],
+             "outputs": [{"name": "y", "id": 3}]}
+    status, answer = _execute(server, graph)
+    assert status == 200, answer
+    out = answer["outputs"]["y"]
+    assert set(out) == {"shape", "dtype", "data"} and set(out["data"]) == {"base64"}
+    values = array.array("f", base64.b64decode(out["data"]["base64"]))
+    assert values[:2].tolist() == [30.0, -40.0] and values[2] != values[2]  # NaN
+    assert out["shape"] == [3] and out["dtype"] == "float32"
+    graph["nodes"][0]["data"] = {"base64": "not base64!"}
+    status, answer = _execute(server, graph)
+    assert status == 400 and answer["code"] == "VALIDATION" and answer["node"] == 0, answer

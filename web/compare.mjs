@@ -55,17 +55,50 @@ export function compareResults(browser, native) {
   });
 }
 
-/** POST the graph to the server's native executor; throws an Error carrying {code, node}. */
+/** Typed array of each protocol dtype (bool: one byte per element). */
+const TYPED = { float32: Float32Array, int32: Int32Array, uint32: Uint32Array, bool: Uint8Array };
+
+/** The bytes of a typed array as base64 (chunked: String.fromCharCode takes few arguments). */
+export function toBase64(view) {
+  const bytes = new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
+  let text = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    text += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+  }
+  return btoa(text);
+}
+
+/** base64 little-endian values of `dtype` -> a typed array. */
+export function fromBase64(text, dtype = 'float32') {
+  const binary = atob(text);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return new (TYPED[dtype] ?? Float32Array)(bytes.buffer);
+}
+
+/** JSON for /api/execute: typed-array data as {base64}, non-finite numbers as strings. */
+function graphJson(graph) {
+  return JSON.stringify(graph, (_key, value) => {
+    if (ArrayBuffer.isView(value)) return { base64: toBase64(value) };
+    return typeof value === 'number' && !Number.isFinite(value)
+      ? (Number.isNaN(value) ? 'nan' : value > 0 ? 'inf' : '-inf') : value;
+  });
+}
+
+/** POST the graph to the server's native executor; throws an Error carrying {code, node}.
+ * The answer's outputs carry base64 data; they come back as typed arrays of their dtype. */
 export async function runNative(graph) {
   const response = await fetch(new URL('/api/execute', location.href), {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify(graph, (_key, value) => (typeof value === 'number' && !Number.isFinite(value)
-      ? (Number.isNaN(value) ? 'nan' : value > 0 ? 'inf' : '-inf') : value)),
+    body: graphJson(graph),
   });
   const body = await response.json().catch(() => ({ code: 'BACKEND', message: `HTTP ${response.status}` }));
   if (!response.ok) {
     throw Object.assign(new Error(body.message ?? `HTTP ${response.status}`), { code: body.code, node: body.node });
+  }
+  for (const out of Object.values(body.outputs ?? {})) {
+    if (out?.data?.base64 !== undefined) out.data = fromBase64(out.data.base64, out.dtype);
   }
   return body;
 }

@@ -89,6 +89,7 @@ function recording(rt) {
         },
         download: (key) => session.download(key),
         dispose: () => session.dispose(),
+        parts: session.parts, // the checked graph: the adapter answers downloads with shapes
       };
     },
     dispose() { rt.dispose?.(); },

@@ -1,8 +1,10 @@
 // The bridge between Python in Pyodide (gpulab.pyodide_bridge) and a gpu-lab runtime.
 //
-// Python posts plain graph dicts; this adapter converts them, runs them on the runtime and
-// answers with envelopes ({ok, value} / {ok: false, error: {code, message, node}}) that
-// pyodide_bridge unwraps into results or GpuLabError. Three guarantees, each tested:
+// Python posts graph dicts whose tensor data are typed arrays (pyodide_bridge's to_js copies
+// each buffer in one go; plain lists still work); this adapter runs them on the runtime (which
+// validates them: Python does not) and answers with envelopes ({ok, value} / {ok: false,
+// error: {code, message, node}}) that pyodide_bridge unwraps into results or GpuLabError.
+// Three guarantees, each tested:
 // - execution is granted explicitly: without `allowExecute: true` every request is refused
 //   with PERMISSION;
 // - pending requests are bounded: past `maxPending` a request is refused with PERMISSION, never
@@ -82,6 +84,8 @@ function chunkSteps(steps, size) {
  * @typedef {{execute(graph: object): Promise<object>,
  *            prepare?(graph: object, options: object): Promise<object>,
  *            backend?: string}} Runtime
+ * A prepared session should keep the runtime Session's `parts.checked` (a wrapper passes it
+ * on): downloads are answered with the node's shape and dtype from it.
  * @typedef {{enter(): string, leave(): string}} WaitGate 'ok' | 'sigint' | 'stopped'
  * @typedef {{allowExecute?: boolean, maxPending?: number, shouldCancel?: () => boolean,
  *            chunkSteps?: number, moduleName?: string|null, waitGate?: WaitGate,
@@ -258,7 +262,11 @@ export function createPythonGPUAdapter(pyodide, runtime, {
           return result;
         });
       },
-      download(name) { return request(() => session.download(toPlain(name))); },
+      /** The value of a resident output (name) or carried input (id) as {shape, dtype, data}. */
+      download(name) {
+        const key = toPlain(name);
+        return request(async () => keptEntry(session, key, await session.download(key)));
+      },
       dispose() {
         if (sessions.delete(id)) session.dispose();
       },
@@ -267,6 +275,18 @@ export function createPythonGPUAdapter(pyodide, runtime, {
 
   if (pyodide && moduleName) pyodide.registerJsModule(moduleName, pythonModule(adapter));
   return adapter;
+}
+
+/**
+ * A downloaded value with its shape and dtype from the session's checked graph, so Python
+ * needs no graph of its own (the runtime is where graphs are validated in the page).
+ * @param {{parts?: {checked?: object}}} session @param {string|number} key @param {ArrayLike<number>} data
+ */
+function keptEntry(session, key, data) {
+  const checked = session.parts?.checked;
+  const id = typeof key === 'string' ? checked?.outputs.find((o) => o.name === key)?.id : key;
+  const node = checked?.byId.get(id);
+  return { shape: node ? [...node.shape] : [data.length], dtype: node?.dtype ?? 'float32', data };
 }
 
 /**

@@ -323,6 +323,31 @@ function installGpulab(py) {
   walk(path.join(ROOT, 'pylib/gpulab'), 'gpulab');
 }
 
+/** Wrap a runtime to record the JS types of graph data and session feeds it receives. */
+function recordTransport(runtime) {
+  const graphData = [];
+  const feeds = [];
+  const dataTypes = (graph) => graph.nodes.filter((n) => n.data !== undefined)
+    .map((n) => n.data.constructor.name);
+  const wrapped = {
+    backend: runtime.backend,
+    execute(graph) { graphData.push(dataTypes(graph)); return runtime.execute(graph); },
+    async prepare(graph, options) {
+      graphData.push(dataTypes(graph));
+      const session = await runtime.prepare(graph, options);
+      const run = session.run.bind(session);
+      session.run = (steps) => {
+        if (Array.isArray(steps)) {
+          for (const step of steps) feeds.push(...Object.values(step).map((d) => d.constructor.name));
+        }
+        return run(steps);
+      };
+      return session;
+    },
+  };
+  return { runtime: wrapped, graphData, feeds };
+}
+
 test('Python in Pyodide runs graphs through the adapter, without numpy', { timeout: 120_000 }, async () => {
   const { loadPyodide } = await import('pyodide');
   const { createRuntime } = await import('../src/runtime.mjs');
@@ -332,7 +357,8 @@ test('Python in Pyodide runs graphs through the adapter, without numpy', { timeo
   py.setStdout({ batched: (s) => lines.push(s) });
   py.setStderr({ batched: (s) => lines.push(`stderr: ${s}`) });
   const runtime = await createRuntime({ backend: 'cpu' });
-  const adapter = createPythonGPUAdapter(py, runtime, { allowExecute: true });
+  const transport = recordTransport(runtime);
+  const adapter = createPythonGPUAdapter(py, transport.runtime, { allowExecute: true });
   await py.runPythonAsync(`
 import sys
 sys.path.insert(0, "/pkgs")
@@ -356,10 +382,28 @@ out = await s.run_steps_async(2)
 now = await s.download_async(x)
 print("session", s.steps_run, out["outputs"]["board"]["data"] == now["data"], now["shape"])
 s.dispose()
+
+# transport: a fed session; feeds as a buffer and as a list, outputs back as buffers
+import array
+from gpulab import host
+f = g.input([3], name="f")
+fed = await g.prepare_async(feeds=[f], y=f * g.tensor([1.0, 2.0, 3.0]))
+res = await fed.run_steps_async([{f: array.array("f", [1, 2, 3])}, {"f": [4.0, 5.0, 6.0]}])
+y = res["outputs"]["y"]
+print("out buffer", type(y._flat).__name__, y._flat.format, dict.__contains__(y, "data"), y["data"])
+fed.dispose()
+print("host", type(host.HOST).__name__)
 print("numpy loaded:", "numpy" in sys.modules)
 `);
   await adapter.whenIdle();
   const out = lines.join('\n');
+  // Tensor data crossed as typed arrays, both ways (no per-element lists).
+  // (g.run_async and g.prepare_async; the graphs between are hand-written JSON-style dicts)
+  assert.deepEqual(transport.graphData[0], ['Float32Array', 'Float32Array']);
+  assert.deepEqual(transport.graphData.at(-1), ['Float32Array']);
+  assert.deepEqual(transport.feeds, ['Float32Array', 'Float32Array']);
+  assert.match(out, /out buffer memoryview f False \[4\.0, 10\.0, 18\.0\]/);
+  assert.match(out, /host PageHost/);
   assert.match(out, /result cpu \{'shape': \[3\], 'dtype': 'float32', 'data': \[0\.0, 60\.0, 120\.0\]\} float/);
   assert.match(out, /error VALIDATION 5 True/);
   assert.match(out, /session 2 True \[3, 3\]/);

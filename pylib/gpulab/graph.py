@@ -12,17 +12,19 @@ accepted as data but numpy is never imported here (Pyodide may not have it).
 from __future__ import annotations
 
 import array
+import inspect
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from . import host, optable
 from .errors import GpuLabError
+from .host import SessionLike
 from .protocol import check_attrs, infer_node, label, node_version, to_float32_array
 from .session import Session
 from .shapes import Shape, element_count
 
-__all__ = ["Graph", "Session", "Tensor"]
+__all__ = ["Graph", "Session", "SessionLike", "Tensor"]
 
 Number = (int, float)
 
@@ -66,7 +68,7 @@ class Tensor:
     def _binary(self, op: str, other: Any, reflected: bool = False) -> Tensor:
         other_t = self.graph._operand(other)
         a, b = (other_t, self) if reflected else (self, other_t)
-        return self.graph._op(op, a=a, b=b)
+        return self.graph.op(op, a=a, b=b)
 
     def __add__(self, other: Any) -> Tensor:
         return self._binary("add", other)
@@ -99,7 +101,7 @@ class Tensor:
         return self._binary("matmul", other, reflected=True)
 
     def __neg__(self) -> Tensor:
-        return self.graph._op("neg", a=self)
+        return self.graph.op("neg", a=self)
 
     def __pos__(self) -> Tensor:
         return self
@@ -107,71 +109,30 @@ class Tensor:
     def __bool__(self) -> bool:
         raise TypeError("a Tensor has no truth value until the graph runs")
 
-    # -- unary ops ------------------------------------------------------------------------
-
-    def relu(self) -> Tensor:
-        return self.graph._op("relu", a=self)
-
-    def positive(self) -> Tensor:
-        """1 where > 0 else 0: the relu gradient mask."""
-        return self.graph._op("positive", a=self)
-
-    def gelu(self) -> Tensor:
-        return self.graph._op("gelu", a=self)
+    # -- ops with a hand-written signature (the simple families are added below, from the
+    # op table: see _install_table_methods) ------------------------------------------------
 
     def gelu_grad(self, dy: Any) -> Tensor:
         """dy * gelu'(self): the gradient through gelu, self being gelu's input."""
-        return self.graph._op("gelu_grad", a=self, b=self.graph._operand(dy))
-
-    def sigmoid(self) -> Tensor:
-        return self.graph._op("sigmoid", a=self)
-
-    def tanh(self) -> Tensor:
-        return self.graph._op("tanh", a=self)
-
-    def exp(self) -> Tensor:
-        return self.graph._op("exp", a=self)
-
-    def log(self) -> Tensor:
-        return self.graph._op("log", a=self)
-
-    def sqrt(self) -> Tensor:
-        return self.graph._op("sqrt", a=self)
+        return self.graph.op("gelu_grad", a=self, b=self.graph._operand(dy))
 
     def life(self) -> Tensor:
         """One toroidal Game of Life step of a rank-2 grid (alive: > 0.5)."""
-        return self.graph._op("life", a=self)
-
-    # -- axis ops -------------------------------------------------------------------------
-
-    def softmax(self, axis: int = -1, *, dim: int | None = None) -> Tensor:
-        return self.graph._op("softmax", a=self, axis=_pick_axis(axis, dim, default=-1))
-
-    def log_softmax(self, axis: int = -1, *, dim: int | None = None) -> Tensor:
-        return self.graph._op("log_softmax", a=self, axis=_pick_axis(axis, dim, default=-1))
-
-    def sum(self, axis: int | None = None, keepdim: bool = False, *,
-            dim: int | None = None) -> Tensor:
-        """Sum over one axis (negative counts from the end) or all (None)."""
-        return self.graph._op("sum", a=self, axis=_pick_axis(axis, dim), keepdim=keepdim)
-
-    def mean(self, axis: int | None = None, keepdim: bool = False, *,
-             dim: int | None = None) -> Tensor:
-        return self.graph._op("mean", a=self, axis=_pick_axis(axis, dim), keepdim=keepdim)
+        return self.graph.op("life", a=self)
 
     # -- layout ---------------------------------------------------------------------------
 
     def permute(self, *dims: Any) -> Tensor:
         """Reorder axes: permute(1, 0) or permute([1, 0])."""
-        return self.graph._op("permute", a=self, dims=_one_sequence(dims))
+        return self.graph.op("permute", a=self, dims=_one_sequence(dims))
 
     def reshape(self, *shape: Any) -> Tensor:
         """reshape(2, -1) or reshape((2, -1)); at most one -1."""
-        return self.graph._op("reshape", a=self, shape=_one_sequence(shape))
+        return self.graph.op("reshape", a=self, shape=_one_sequence(shape))
 
     def transpose(self) -> Tensor:
         """Swap the last two axes."""
-        return self.graph._op("transpose", a=self)
+        return self.graph.op("transpose", a=self)
 
     @property
     def T(self) -> Tensor:
@@ -181,11 +142,72 @@ class Tensor:
 
     def cross_entropy(self, target: Any) -> Tensor:
         """Mean over rows of -sum(target * log_softmax(self)); self: logits [N, C]."""
-        return self.graph._op("cross_entropy", a=self, b=self.graph._operand(target))
+        return self.graph.op("cross_entropy", a=self, b=self.graph._operand(target))
 
     def cross_entropy_grad(self, target: Any) -> Tensor:
         """(softmax(self) - target) / N: the gradient of cross_entropy w.r.t. the logits."""
-        return self.graph._op("cross_entropy_grad", a=self, b=self.graph._operand(target))
+        return self.graph.op("cross_entropy_grad", a=self, b=self.graph._operand(target))
+
+
+# ---------------------------------------------------------------------------------------------
+# Tensor methods of the simple families, made from the op table: a new map1/map2/reduce/rows
+# op gets `t.<op>(...)` with the table's operands and attrs (defaults included) and its doc.
+
+TABLE_FAMILIES = ("map1", "map2", "map3", "reduce", "rows")
+METHOD_NAMES = {"reduce_max": "max", "reduce_min": "min"}  # op -> Tensor method (torch names)
+GRAPH_LEVEL = {"sgd_update", "momentum_update", "adam_m", "adam_v"}  # g.sgd/momentum/adam
+_NO_DIM = object()
+
+
+def _table_method(op: str, row: dict[str, Any]) -> Callable[..., Tensor]:
+    """`t.<op>(other operands..., attrs...)`: extra operands positional (Tensors or scalars),
+    attrs positional or by keyword in table order, `dim=` as an alias of `axis=`."""
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    others = row["operands"][1:]
+    names = ["other"] if len(others) == 1 else list(others)
+    params += [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names]
+    for attr, spec in row["attrs"].items():
+        default = inspect.Parameter.empty if spec.get("required") else spec.get("default")
+        params.append(inspect.Parameter(attr, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                        default=default))
+    has_axis = "axis" in row["attrs"]
+    if has_axis:
+        params.append(inspect.Parameter("dim", inspect.Parameter.KEYWORD_ONLY, default=None))
+    signature = inspect.Signature(params)
+    axis_default = row["attrs"].get("axis", {}).get("default")
+
+    def method(*args: Any, **kwargs: Any) -> Tensor:
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as err:
+            raise TypeError(f"{op}(): {err}") from None
+        bound.apply_defaults()
+        values = dict(bound.arguments)
+        self: Tensor = values.pop("self")
+        if has_axis:
+            values["axis"] = _pick_axis(values["axis"], values.pop("dim"), axis_default)
+        fields = {k: self.graph._operand(values.pop(n), f"{op} operand '{k}'")
+                  for k, n in zip(others, names, strict=True)}
+        return self.graph.op(op, a=self, **fields, **values)
+
+    method.__name__ = method.__qualname__ = METHOD_NAMES.get(op, op)
+    method.__signature__ = signature  # type: ignore[attr-defined]
+    axis_note = " Negative axes count from the end; `dim=` is an alias of `axis=`." if has_axis \
+        else ""
+    method.__doc__ = f"{row['doc']} (op `{op}`).{axis_note}"
+    return method
+
+
+def _install_table_methods(cls: type) -> None:
+    """Add a method per simple-family op; hand-written methods of the same name win."""
+    for op, row in optable.ops().items():
+        name = METHOD_NAMES.get(op, op)
+        if row["family"] not in TABLE_FAMILIES or op in GRAPH_LEVEL or name in cls.__dict__:
+            continue
+        setattr(cls, name, _table_method(op, row))
+
+
+_install_table_methods(Tensor)
 
 
 def _pick_axis(axis: Any, dim: Any, default: Any = None) -> Any:
@@ -217,15 +239,19 @@ class Graph:
 
     # -- sources --------------------------------------------------------------------------
 
-    def tensor(self, data: Any, shape: Sequence[int] | None = None) -> Tensor:
-        """A constant: a number, (nested) list, array.array, memoryview, bytes or numpy array."""
-        inferred, values = _flatten(data)
+    def tensor(self, data: Any, shape: Sequence[int] | None = None,
+               dtype: str = "float32") -> Tensor:
+        """A constant: a number, (nested) list, array.array, memoryview, bytes or numpy array,
+        of `dtype` (float32, int32, uint32, bool: the op table's dtypes). Buffers and numpy
+        arrays are taken as they are (converted at C speed), never element by element."""
+        inferred, values = _flatten(data, dtype)
         target = tuple(shape) if shape is not None else inferred
-        return self._source("input", {"shape": list(target), "data": values})
+        return self._source("input", _with_dtype({"shape": list(target), "data": values}, dtype))
 
-    def input(self, shape: Sequence[int], name: str | None = None) -> Tensor:
+    def input(self, shape: Sequence[int], name: str | None = None,
+              dtype: str = "float32") -> Tensor:
         """An input without data, fed every step of a prepared session."""
-        t = self._source("input", {"shape": list(shape)})
+        t = self._source("input", _with_dtype({"shape": list(shape)}, dtype))
         if name is not None:
             if name in self._input_names:
                 raise GpuLabError("VALIDATION", f"an input is already named {name!r}")
@@ -240,12 +266,12 @@ class Graph:
 
     def sgd(self, param: Tensor, grad: Any, lr: float) -> Tensor:
         """param - lr * grad."""
-        return self._op("sgd_update", a=param, b=self._operand(grad), lr=lr)
+        return self.op("sgd_update", a=param, b=self._operand(grad), lr=lr)
 
     def momentum(self, param: Tensor, velocity: Any, grad: Any, lr: float,
                  momentum: float = 0.9) -> tuple[Tensor, Tensor]:
         """PyTorch SGD with momentum (dampening 0): returns (new_param, new_velocity)."""
-        new_velocity = self._op("momentum_update", a=self._operand(velocity),
+        new_velocity = self.op("momentum_update", a=self._operand(velocity),
                                 b=self._operand(grad), momentum=momentum)
         return self.sgd(param, new_velocity, lr), new_velocity
 
@@ -255,9 +281,9 @@ class Graph:
         """One Adam step; `step` (>= 1) is a number or a 1-element tensor (carry it in a
         session). Returns (new_param, new_m, new_v)."""
         grad_t = self._operand(grad)
-        new_m = self._op("adam_m", a=self._operand(m), b=grad_t, beta1=beta1)
-        new_v = self._op("adam_v", a=self._operand(v), b=grad_t, beta2=beta2)
-        new_param = self._op("adam_update", a=param, b=new_m, c=new_v, t=self._operand(step),
+        new_m = self.op("adam_m", a=self._operand(m), b=grad_t, beta1=beta1)
+        new_v = self.op("adam_v", a=self._operand(v), b=grad_t, beta2=beta2)
+        new_param = self.op("adam_update", a=param, b=new_m, c=new_v, t=self._operand(step),
                              lr=lr, beta1=beta1, beta2=beta2, eps=eps)
         return new_param, new_m, new_v
 
@@ -269,27 +295,21 @@ class Graph:
         return self._graph_dict(outputs, plain=True)
 
     def run(self, backend: str | None = None, **outputs: Tensor) -> dict[str, Any]:
-        """Run once and return {backend, outputs: {name: {shape, dtype, data, array}}, stats}."""
-        return host.execute(self._graph_dict(outputs, plain=host.in_pyodide()), backend=backend)
+        """Run once and return {backend, outputs: {name: {shape, dtype, data, array}}, stats}
+        (`array`, a numpy array, natively only)."""
+        return host.execute(self._graph_dict(outputs), backend=backend)
 
     async def run_async(self, backend: str | None = None, **outputs: Tensor) -> dict[str, Any]:
         """Awaitable `run`: in the page it awaits the GPU without blocking Python (works in
         every browser, JSPI or not); natively it is `run`."""
-        if not host.in_pyodide():
-            return self.run(backend=backend, **outputs)
-        from . import pyodide_bridge
-        from .protocol import validate
-
-        graph = self._graph_dict(outputs, plain=True)
-        validate(graph)  # bad input is refused in Python before it crosses the bridge
-        return await pyodide_bridge.execute_async(graph)
+        return await host.execute_async(self._graph_dict(outputs), backend=backend)
 
     def submit(self, callback: Callable[[dict], Any], on_error: Callable[[Exception], Any]
                | None = None, **outputs: Tensor) -> None:
         """Run and call back with the result (natively before returning). Errors go to
         on_error, or raise when there is none."""
         try:
-            graph = self._graph_dict(outputs, plain=host.in_pyodide())
+            graph = self._graph_dict(outputs)
         except GpuLabError as err:
             if on_error is None:
                 raise
@@ -299,20 +319,32 @@ class Graph:
 
     def prepare(self, feeds: Iterable[Tensor] = (), carry: Mapping[Tensor, Any] | None = None,
                 resident: Iterable[Any] = (), backend: str | None = None,
-                **outputs: Tensor) -> Session:
+                **outputs: Tensor) -> SessionLike:
         """A prepared Session: `feeds` are inputs given every step, `carry` maps an input (with
         data: its initial value) to the output (Tensor or name) that replaces it after each
         step, `resident` outputs stay for `download`, `outputs` are read back every run."""
+        graph, options = self._session_request(feeds, carry, resident, outputs)
+        return host.prepare(graph, backend=backend, **options)
+
+    async def prepare_async(self, feeds: Iterable[Tensor] = (),
+                            carry: Mapping[Tensor, Any] | None = None,
+                            resident: Iterable[Any] = (), backend: str | None = None,
+                            **outputs: Tensor) -> SessionLike:
+        """Awaitable `prepare` (in the page: every browser, JSPI or not)."""
+        graph, options = self._session_request(feeds, carry, resident, outputs)
+        return await host.prepare_async(graph, backend=backend, **options)
+
+    def _session_request(self, feeds: Iterable[Tensor], carry: Mapping[Tensor, Any] | None,
+                         resident: Iterable[Any], outputs: dict[str, Tensor]
+                         ) -> tuple[dict[str, Any], dict[str, Any]]:
         named = dict(outputs)
         carry_names = {self._own(i, "carry").id: self._name_for(o, named, "_carry")
                        for i, o in (carry or {}).items()}
         resident_names = [self._name_for(r, named, "_resident") for r in resident]
-        read = list(outputs)
         feed_ids = [self._own(f, "feeds").id for f in feeds]
-        graph = self._graph_dict(named, plain=host.in_pyodide(),
-                                 extra=feed_ids + list(carry_names))
-        return host.prepare(graph, feeds=feed_ids, carry=carry_names, resident=resident_names,
-                            outputs=read, backend=backend, input_names=self._input_names)
+        graph = self._graph_dict(named, extra=feed_ids + list(carry_names))
+        return graph, {"feeds": feed_ids, "carry": carry_names, "resident": resident_names,
+                       "outputs": list(outputs), "input_names": dict(self._input_names)}
 
     # -- internals ------------------------------------------------------------------------
 
@@ -340,10 +372,10 @@ class Graph:
                               t.id)
         return t
 
-    def _operand(self, x: Any) -> Tensor:
+    def _operand(self, x: Any, what: str = "operand") -> Tensor:
         """A Tensor of this graph; Python scalars become `full` nodes of shape []."""
         if isinstance(x, Tensor):
-            return self._own(x, "operand")
+            return self._own(x, what)
         if _is_scalar(x):
             return self.full([], float(x))
         return self.tensor(x)
@@ -351,10 +383,27 @@ class Graph:
     def _source(self, op: str, attrs: dict[str, Any]) -> Tensor:
         return self._append(op, {}, attrs)
 
-    def _op(self, op: str, **fields: Any) -> Tensor:
-        operand_names = optable.ops()[op]["operands"]
-        operands = {k: self._own(fields.pop(k), f"{op} operand '{k}'") for k in operand_names}
-        return self._append(op, operands, fields)
+    def op(self, name: str, /, **operands_and_attrs: Any) -> Tensor:
+        """Append one node of op `name` (any op of the op table): operands by their table names
+        (`a`, `b`, ...; Tensors of this graph, or Python scalars, which become `full` nodes),
+        attributes by name. The generic builder the methods and frontends use:
+        `g.op("softmax", a=t, axis=0)` is `t.softmax(axis=0)`."""
+        row = optable.ops().get(name)
+        if row is None:
+            raise GpuLabError("VALIDATION", f"unknown op {name!r} (the op table has "
+                                            f"{len(optable.ops())} ops)")
+        fields = dict(operands_and_attrs)
+        operands = {}
+        for k in row["operands"]:
+            if k not in fields:
+                raise GpuLabError("VALIDATION", f"{name}: missing operand '{k}' (operands: "
+                                                f"{row['operands']})")
+            operands[k] = self._operand(fields.pop(k), f"{name} operand '{k}'")
+        unknown = sorted(set(fields) - set(row["attrs"]))
+        if unknown:
+            raise GpuLabError("VALIDATION", f"{name}: unknown attribute(s) {unknown} (attrs: "
+                                            f"{sorted(row['attrs'])})")
+        return self._append(name, operands, fields)
 
     def _append(self, op: str, operands: dict[str, Tensor], raw: dict[str, Any]) -> Tensor:
         node_id = len(self._nodes)
@@ -376,8 +425,10 @@ class Graph:
         self._tensors[node_id] = t
         return t
 
-    def _graph_dict(self, outputs: Mapping[str, Any], plain: bool,
+    def _graph_dict(self, outputs: Mapping[str, Any], plain: bool = False,
                     extra: Iterable[int] = ()) -> dict[str, Any]:
+        """The protocol dict of the outputs' nodes: data stays array.array (the hosts take
+        buffers: numpy natively, typed arrays in the page) unless `plain` (JSON data)."""
         if not outputs:
             raise GpuLabError("VALIDATION", "name at least one output, e.g. g.run(values=t)")
         for name, t in outputs.items():
@@ -437,23 +488,42 @@ def _plain_node(node: dict[str, Any]) -> dict[str, Any]:
 # Turning user data into (shape, float32 values)
 
 
-def _flatten(data: Any) -> tuple[Shape, array.array]:
+def _with_dtype(attrs: dict[str, Any], dtype: str) -> dict[str, Any]:
+    """The input's attrs, with `dtype` only where it is not the default (float32 graphs stay
+    version 1)."""
+    if dtype != "float32":
+        attrs["dtype"] = dtype
+    return attrs
+
+
+def _flatten(data: Any, dtype: str = "float32") -> tuple[Shape, Any]:
+    """(shape, flat data). float32 data becomes array('f') here; other dtypes keep their
+    container (flat list, numpy array, buffer) for the protocol's checker of that dtype."""
     if isinstance(data, Tensor):
         raise GpuLabError("VALIDATION", "g.tensor() takes data, not a Tensor")
+    shape, flat = _shape_and_flat(data, dtype)
+    if dtype == "float32":
+        flat = to_float32_array(flat, "g.tensor()")
+    return shape, flat
+
+
+def _shape_and_flat(data: Any, dtype: str) -> tuple[Shape, Any]:
     if _is_scalar(data):
-        return (), array.array("f", [float(data)])
+        return (), [data.item() if hasattr(data, "item") else data]
     if hasattr(data, "__array_interface__") and hasattr(data, "shape"):
-        return tuple(int(d) for d in data.shape), to_float32_array(data, "g.tensor()")
+        return tuple(int(d) for d in data.shape), data.reshape(-1)
     if isinstance(data, memoryview) and data.ndim > 1:
-        return tuple(data.shape), to_float32_array(data.cast("B").cast(data.format), "g.tensor()")
-    if isinstance(data, (array.array, memoryview, bytes, bytearray)):
-        values = to_float32_array(data, "g.tensor()")
-        return (len(values),), values
+        return tuple(data.shape), data.cast("B").cast(data.format)
+    if isinstance(data, (array.array, memoryview)):
+        return (len(data),), data
+    if isinstance(data, (bytes, bytearray)):  # raw little-endian values of the dtype
+        size = optable.load()["dtypes"].get(dtype, {}).get("bytes", 4)
+        return (len(data) // size,), data
     if isinstance(data, (list, tuple)):
         shape = _nested_shape(data)
         flat: list[Any] = []
         _collect(data, shape, 0, flat)
-        return shape, to_float32_array(flat, "g.tensor()")
+        return shape, flat
     raise GpuLabError("VALIDATION", f"g.tensor() cannot take {type(data).__name__}: give a "
                                     "number, a (nested) list, an array.array, a memoryview or a "
                                     "numpy array")

@@ -1,236 +1,215 @@
-"""Where a graph runs: the Pyodide bridge, the wgpu executor, or cpu-python, with records.
+"""Where a graph runs: `NativeHost` (wgpu or cpu-python) or `PageHost` (the page's JS runtime).
 
-Every graph is validated first (`protocol.validate`), so bad input never reaches a device. Then:
+The host is chosen once, at import: `PageHost` in Pyodide (`sys.platform == "emscripten"`),
+`NativeHost` elsewhere; `execute`, `execute_async`, `submit` and `prepare` here call `HOST`.
+Both take protocol dicts whose data may be buffers (array.array, memoryview, numpy arrays) or
+plain lists; the page sends buffers to JS as typed arrays (pyodide_bridge).
 
-- In Pyodide (`sys.platform == "emscripten"`) the graph goes to the JS runtime of the page via
-  `gpulab.pyodide_bridge` (owned by the playground). The seam is three functions, all taking the
-  plain protocol dict (numbers and "nan"/"inf"/"-inf" strings):
-    `pyodide_bridge.execute(graph) -> result`              (synchronous, where JSPI allows)
-    `pyodide_bridge.submit(graph, callback, on_error)`     (calls back when the page answers)
-    `pyodide_bridge.prepare(graph, feeds=, carry=, resident=, outputs=, input_names=)`
-                                                           (-> a session with Session's API)
-- Natively, `backend=None`/"auto" tries the wgpu executor (`gpulab.native.wgpu_executor.
-  open_executor(allow_software)`, probed lazily on the first graph and cached) unless the GPU is
-  switched off (`configure(gpu=False)`, `--no-gpu`, `GPULAB_GPU=0`); when it is unavailable, or
-  refuses a graph with LIMIT, the graph runs on cpu-python and the result says why
-  (`stats["attempts"]`, `stats["fallback"]`). `backend="wgpu"` is never downgraded;
-  `backend="cpu-python"` forces numpy; `strict=True` turns any fallback into an error.
-  Software adapters (lavapipe, SwiftShader) are refused unless `allow_software=True` or
-  `GPULAB_ALLOW_SOFTWARE=1`.
+Validation, one policy (docs/architecture.md "Python layers"):
+- `Graph` checks each node as it is appended (shape, attrs, limits: errors at the user's line);
+- natively the host validates each graph once (`protocol.validate`), before any device work;
+- in the page nothing is validated in Python: the JS runtime validates every graph, for every
+  entry point (execute, run_async, submit, prepare), with the same codes and messages, and
+  `BrowserSession` takes shapes and dtypes from the runtime's answers.
+
+Natively, where a graph runs is `gpulab.executors`' policy (registry, `auto` order, fallback on
+UNAVAILABLE / UNSUPPORTED / LIMIT with the reason in stats, `strict`, software admission).
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+from . import executors
 from .errors import GpuLabError
+from .executors import AUTO, CPU, WGPU, configure, gpu_enabled, software_allowed
 from .protocol import CheckedGraph, label, validate
+from .results import output_entry, run_stats
 
-AUTO = "auto"
-CPU = "cpu-python"
-WGPU = "wgpu"
+__all__ = ["AUTO", "BACKENDS", "CPU", "HOST", "WGPU", "NativeHost", "PageHost", "SessionLike",
+           "configure", "execute", "execute_async", "gpu_enabled", "in_pyodide", "prepare",
+           "prepare_async", "software_allowed", "submit"]
+
 BACKENDS = (AUTO, CPU, WGPU)
 
-
-@dataclass
-class HostConfig:
-    """Process-wide choices (the CLI sets them); None means: read the environment."""
-
-    gpu: bool | None = None
-    allow_software: bool | None = None
-    probes: dict[bool, Any] = field(default_factory=dict)  # allow_software -> executor or error
-
-
-_config = HostConfig()
-
-
-def configure(gpu: bool | None = None, allow_software: bool | None = None) -> None:
-    """Set the host mode: `gpu=False` is `--no-gpu`; `allow_software=True` admits software
-    adapters. Forgets any cached adapter probe."""
-    _config.gpu = gpu
-    _config.allow_software = allow_software
-    _config.probes.clear()
+Callback = Callable[[dict], Any]
+ErrorCallback = Callable[[GpuLabError], Any]
 
 
 def in_pyodide() -> bool:
     return sys.platform == "emscripten"
 
 
-def gpu_enabled() -> bool:
-    if _config.gpu is not None:
-        return _config.gpu
-    return os.environ.get("GPULAB_GPU", "1").strip().lower() not in ("0", "false", "no", "off")
+class SessionLike(Protocol):
+    """What `Graph.prepare` returns: `session.Session` natively, `pyodide_bridge.
+    BrowserSession` in the page."""
+
+    backend: str | None
+    steps_run: int
+
+    def run(self, feeds: Mapping[Any, Any] | None = None) -> dict[str, Any]: ...
+
+    def run_steps(self, steps: Any) -> dict[str, Any]: ...
+
+    def download(self, what: Any) -> dict[str, Any]: ...
+
+    def dispose(self) -> None: ...
+
+    @property
+    def disposed(self) -> bool: ...
 
 
-def software_allowed(explicit: bool | None = None) -> bool:
-    if explicit is not None:
-        return explicit
-    if _config.allow_software is not None:
-        return _config.allow_software
-    return os.environ.get("GPULAB_ALLOW_SOFTWARE", "0").strip().lower() in ("1", "true", "yes")
+class NativeHost:
+    """Validate once, then run on the executor the policy picks (gpulab.executors)."""
 
+    name = "native"
 
-# ---------------------------------------------------------------------------------------------
-# Executors
+    def execute(self, graph: Any, backend: str | None = None,
+                allow_software: bool | None = None, strict: bool = False) -> dict[str, Any]:
+        """Validate and run a graph once; return {backend, outputs, stats}."""
+        started = time.perf_counter()
+        checked = validate(graph)
+        validated = time.perf_counter()
+        _refuse_unfed_inputs(checked)
+        out_ids = [o.id for o in checked.outputs]
 
+        def run_once(executor: Any) -> dict[int, Any]:
+            program = executor.prepare(checked, feeds=[], carry={}, keep=[])
+            try:
+                return program.run([{}], out_ids)
+            finally:
+                program.dispose()
 
-def _open_cpu() -> Any:
-    from .cpu import CpuExecutor
+        executor, values, attempts, fallback = executors.run_with_fallback(
+            backend, checked, allow_software, strict, run_once)
+        stats = run_stats(executor, attempts, fallback, checked.required_version)
+        stats["validate_ms"] = (validated - started) * 1e3
+        stats["run_ms"] = (time.perf_counter() - validated) * 1e3
+        outputs = {o.name: output_entry(values[o.id], checked.by_id[o.id].shape,
+                                        _dtype(checked, o.id))
+                   for o in checked.outputs}
+        return {"backend": executor.name, "outputs": outputs, "stats": stats}
 
-    return CpuExecutor()
+    async def execute_async(self, graph: Any, **options: Any) -> dict[str, Any]:
+        return self.execute(graph, **options)
 
-
-def _probe_wgpu(allow_software: bool) -> Any:
-    """The wgpu executor, or the GpuLabError(UNAVAILABLE) saying why not; cached per mode."""
-    if allow_software not in _config.probes:
-        _config.probes[allow_software] = _open_wgpu(allow_software)
-    return _config.probes[allow_software]
-
-
-def _open_wgpu(allow_software: bool) -> Any:
-    try:
-        from .native.wgpu_executor import open_executor
-    except ImportError as err:
-        return GpuLabError("UNAVAILABLE", f"the wgpu executor is not available ({err})")
-    try:
-        return open_executor(allow_software)
-    except GpuLabError as err:
-        return err if err.code == "UNAVAILABLE" else GpuLabError("UNAVAILABLE", err.message)
-    except Exception as err:  # noqa: BLE001 - a broken driver must not take the host down
-        return GpuLabError("UNAVAILABLE", f"opening the wgpu executor failed: {err!r}")
-
-
-@dataclass
-class Attempts:
-    """The record of where a graph tried to run: becomes stats["attempts"]."""
-
-    items: list[dict[str, Any]] = field(default_factory=list)
-
-    def add(self, backend: str, ok: bool, reason: str | None = None) -> None:
-        self.items.append({"backend": backend, "ok": ok, "reason": reason})
-
-
-def _candidates(backend: str | None, allow_software: bool | None, strict: bool,
-                attempts: Attempts) -> list[Any]:
-    """Executors to try in order (the first that does not refuse with LIMIT runs the graph)."""
-    name = AUTO if backend is None else backend
-    if name == CPU:
-        return [_open_cpu()]
-    if name == WGPU:
-        probe = _probe_wgpu(software_allowed(allow_software))
-        if isinstance(probe, GpuLabError):
-            raise GpuLabError("UNAVAILABLE", f"backend 'wgpu' was requested: {probe.message}")
-        return [probe]
-    if name != AUTO:
-        raise GpuLabError("UNAVAILABLE", f"unknown backend {name!r}; known: {list(BACKENDS)}")
-    if not gpu_enabled():
-        return [_open_cpu()]
-    probe = _probe_wgpu(software_allowed(allow_software))
-    if isinstance(probe, GpuLabError):
-        attempts.add(WGPU, False, probe.message)
-        if strict:
-            raise GpuLabError("UNAVAILABLE", f"strict: no GPU ({probe.message})")
-        return [_open_cpu()]
-    return [probe, None]  # None: cpu-python, opened only if the GPU refuses with LIMIT
-
-
-def _with_fallback(candidates: list[Any], strict: bool, attempts: Attempts,
-                   action: Callable[[Any], Any]) -> tuple[Any, Any, str | None]:
-    """Run action(executor) on the first candidate that does not refuse with LIMIT."""
-    fallback = None
-    for i, executor in enumerate(candidates):
-        executor = executor if executor is not None else _open_cpu()
-        last = i == len(candidates) - 1
+    def submit(self, graph: Any, callback: Callback, on_error: ErrorCallback | None = None,
+               **options: Any) -> None:
+        """Run now and call back before returning; errors go to on_error (or raise)."""
         try:
-            value = _as_gpulab_errors(executor.name, action, executor)
+            result = self.execute(graph, **options)
         except GpuLabError as err:
-            attempts.add(executor.name, False, err.message)
-            if err.code == "BACKEND" and executor.name == WGPU:
-                _config.probes.clear()  # a lost device: the next graph probes afresh
-            if err.code != "LIMIT" or last or strict:
+            if on_error is None:
                 raise
-            fallback = f"{executor.name} refused the graph ({err.message}); re-evaluated on {CPU}"
-            continue
-        attempts.add(executor.name, True)
-        return executor, value, fallback
-    raise AssertionError("unreachable: the last candidate either returns or raises")
+            on_error(err)
+            return
+        callback(result)
+
+    def prepare(self, graph: Any, feeds: Iterable[int] = (),
+                carry: Mapping[int, str] | None = None, resident: Iterable[str] = (),
+                outputs: Iterable[str] | None = None, backend: str | None = None,
+                allow_software: bool | None = None, strict: bool = False,
+                input_names: Mapping[str, int] | None = None) -> SessionLike:
+        from .session import Session, SessionPlan
+
+        checked = validate(graph)
+        plan = SessionPlan.build(checked, list(feeds), dict(carry or {}), list(resident),
+                                 outputs, dict(input_names or {}))
+
+        def prepare_on(executor: Any) -> Any:
+            return executor.prepare(checked, feeds=plan.feeds, carry=plan.carry_ids,
+                                    keep=plan.keep_ids)
+
+        executor, program, attempts, fallback = executors.run_with_fallback(
+            backend, checked, allow_software, strict, prepare_on)
+        stats = run_stats(executor, attempts, fallback, checked.required_version)
+        return Session(program, executor.name, plan, stats)
 
 
-def _as_gpulab_errors(name: str, action: Callable[[Any], Any], executor: Any) -> Any:
-    """Every executor failure reaches the caller as a GpuLabError (BACKEND when untyped)."""
-    try:
-        return action(executor)
-    except GpuLabError:
-        raise
-    except Exception as err:  # wrapped, with its cause chained
-        raise GpuLabError("BACKEND", f"{name} failed: {type(err).__name__}: {err}") from err
+    async def prepare_async(self, graph: Any, **options: Any) -> SessionLike:
+        return self.prepare(graph, **options)
 
 
-# ---------------------------------------------------------------------------------------------
-# execute / submit
+class PageHost:
+    """Hand graphs to the page's JS runtime (gpulab.pyodide_bridge); it validates them.
 
+    `backend`, `allow_software` and `strict` are the page's choice (its backend menu), so
+    they are accepted and ignored here."""
 
-def execute(graph: Any, backend: str | None = None, allow_software: bool | None = None,
-            strict: bool = False) -> dict[str, Any]:
-    """Validate and run a graph once; return {backend, outputs, stats}.
+    name = "page"
 
-    `graph` is a protocol dict (data may be lists, array('f') or numpy arrays in-process).
-    """
-    if in_pyodide():
-        # The page's runtime validates before any device work (same codes and messages);
-        # validating here too would double the cost of every run in the page.
+    @staticmethod
+    def _bridge() -> Any:
         from . import pyodide_bridge
 
-        return pyodide_bridge.execute(graph)
-    started = time.perf_counter()
-    checked = validate(graph)
-    validated = time.perf_counter()
-    _refuse_unfed_inputs(checked)
-    attempts = Attempts()
-    candidates = _candidates(backend, allow_software, strict, attempts)
-    out_ids = [o.id for o in checked.outputs]
+        return pyodide_bridge
 
-    def run_once(executor: Any) -> dict[int, Any]:
-        program = executor.prepare(checked, feeds=[], carry={}, keep=[])
-        try:
-            return program.run([{}], out_ids)
-        finally:
-            program.dispose()
+    def execute(self, graph: Any, **_options: Any) -> dict[str, Any]:
+        return self._bridge().execute(graph)
 
-    executor, values, fallback = _with_fallback(candidates, strict, attempts, run_once)
-    stats = _stats(executor, attempts, fallback, checked)
-    stats["validate_ms"] = (validated - started) * 1e3
-    stats["run_ms"] = (time.perf_counter() - validated) * 1e3
-    outputs = {o.name: output_entry(values[o.id], checked.by_id[o.id].shape)
-               for o in checked.outputs}
-    return {"backend": executor.name, "outputs": outputs, "stats": stats}
+    async def execute_async(self, graph: Any, **_options: Any) -> dict[str, Any]:
+        return await self._bridge().execute_async(graph)
+
+    def submit(self, graph: Any, callback: Callback, on_error: ErrorCallback | None = None,
+               **_options: Any) -> None:
+        """Post the graph; bad input, like any failure, reaches on_error (stderr without)."""
+        self._bridge().submit(graph, callback, on_error)
+
+    def prepare(self, graph: Any, feeds: Iterable[int] = (),
+                carry: Mapping[int, str] | None = None, resident: Iterable[str] = (),
+                outputs: Iterable[str] | None = None,
+                input_names: Mapping[str, int] | None = None, **_options: Any) -> SessionLike:
+        return self._bridge().prepare(graph, feeds=list(feeds), carry=dict(carry or {}),
+                                      resident=list(resident), outputs=outputs,
+                                      input_names=dict(input_names or {}))
+
+    async def prepare_async(self, graph: Any, feeds: Iterable[int] = (),
+                            carry: Mapping[int, str] | None = None,
+                            resident: Iterable[str] = (), outputs: Iterable[str] | None = None,
+                            input_names: Mapping[str, int] | None = None,
+                            **_options: Any) -> SessionLike:
+        return await self._bridge().prepare_async(
+            graph, feeds=list(feeds), carry=dict(carry or {}), resident=list(resident),
+            outputs=outputs, input_names=dict(input_names or {}))
 
 
-def submit(graph: Any, callback: Callable[[dict], Any],
-           on_error: Callable[[GpuLabError], Any] | None = None, **options: Any) -> None:
-    """Run a graph and call back with the result (natively before returning). Errors go to
-    on_error, or raise when there is none."""
-    if in_pyodide():
-        # submit reports asynchronously, so bad input is refused here, at once, while the
-        # caller's line is still on the stack (execute gets the runtime's error synchronously)
-        validate(graph)
-        from . import pyodide_bridge
+HOST: NativeHost | PageHost = PageHost() if in_pyodide() else NativeHost()
 
-        pyodide_bridge.submit(graph, callback, on_error)
-        return
-    try:
-        result = execute(graph, **options)
-    except GpuLabError as err:
-        if on_error is None:
-            raise
-        on_error(err)
-        return
-    callback(result)
+
+def execute(graph: Any, **options: Any) -> dict[str, Any]:
+    """Run a graph once: {backend, outputs: {name: {shape, dtype, data, ...}}, stats}.
+    Options (natively): backend, allow_software, strict."""
+    return HOST.execute(graph, **options)
+
+
+async def execute_async(graph: Any, **options: Any) -> dict[str, Any]:
+    """Awaitable `execute`: in the page it awaits the GPU without blocking (every browser)."""
+    return await HOST.execute_async(graph, **options)
+
+
+def submit(graph: Any, callback: Callback, on_error: ErrorCallback | None = None,
+           **options: Any) -> None:
+    """Run a graph and call back with the result (natively before returning)."""
+    HOST.submit(graph, callback, on_error, **options)
+
+
+def prepare(graph: Any, **options: Any) -> SessionLike:
+    """A prepared session (docs/protocol.md "Prepared sessions"): feeds (input ids given every
+    step), carry (input id -> output name), resident, outputs, input_names; natively also
+    backend, allow_software, strict."""
+    return HOST.prepare(graph, **options)
+
+
+async def prepare_async(graph: Any, **options: Any) -> SessionLike:
+    """Awaitable `prepare` (in the page it works without JSPI)."""
+    return await HOST.prepare_async(graph, **options)
+
+
+def _dtype(checked: CheckedGraph, node_id: int) -> str:
+    return str(getattr(checked.by_id[node_id], "dtype", None) or "float32")
 
 
 def _refuse_unfed_inputs(checked: CheckedGraph) -> None:
@@ -243,63 +222,3 @@ def _refuse_unfed_inputs(checked: CheckedGraph) -> None:
                 "session that feeds it (Graph.prepare(feeds=[...]))",
                 node.id,
             )
-
-
-def _stats(executor: Any, attempts: Attempts, fallback: str | None,
-           checked: CheckedGraph) -> dict[str, Any]:
-    info = getattr(executor, "info", None) or {}
-    stats: dict[str, Any] = {
-        "attempts": attempts.items,
-        "adapter": None if executor.name == CPU else dict(info),
-        "software": bool(info.get("software", False)),
-        "required_version": checked.required_version,
-    }
-    if fallback:
-        stats["fallback"] = fallback
-    return stats
-
-
-def output_entry(value: Any, shape: tuple[int, ...]) -> dict[str, Any]:
-    """{shape, dtype, data (flat list of floats), array (numpy, shaped)} for one output."""
-    import numpy as np
-
-    arr = np.asarray(value, dtype=np.float32).reshape(shape)
-    return {"shape": list(shape), "dtype": "float32", "data": arr.reshape(-1).tolist(),
-            "array": arr}
-
-
-# ---------------------------------------------------------------------------------------------
-# prepare
-
-
-def prepare(graph: Any, feeds: Iterable[int] = (), carry: Mapping[int, str] | None = None,
-            resident: Iterable[str] = (), outputs: Iterable[str] | None = None,
-            backend: str | None = None, allow_software: bool | None = None,
-            strict: bool = False, input_names: Mapping[str, int] | None = None) -> Any:
-    """Validate a graph and prepare a Session (docs/protocol.md "Prepared sessions").
-
-    feeds: ids of inputs without data, given every step; carry: input id -> output name whose
-    value replaces the input after each step; resident: output names kept for download;
-    outputs: names read back after every run (default: the graph's outputs that are neither
-    resident nor carry targets).
-    """
-    from .session import Session, SessionPlan
-
-    checked = validate(graph)
-    if in_pyodide():
-        from . import pyodide_bridge
-
-        return pyodide_bridge.prepare(graph, feeds=list(feeds), carry=dict(carry or {}),
-                                      resident=list(resident), outputs=outputs,
-                                      input_names=dict(input_names or {}))
-    plan = SessionPlan.build(checked, list(feeds), dict(carry or {}), list(resident), outputs,
-                             dict(input_names or {}))
-    attempts = Attempts()
-    candidates = _candidates(backend, allow_software, strict, attempts)
-
-    def prepare_on(executor: Any) -> Any:
-        return executor.prepare(checked, feeds=plan.feeds, carry=plan.carry_ids,
-                                keep=plan.keep_ids)
-
-    executor, program, fallback = _with_fallback(candidates, strict, attempts, prepare_on)
-    return Session(program, executor.name, plan, _stats(executor, attempts, fallback, checked))

@@ -10,7 +10,16 @@ Three ways to run, as in the native host:
 - `await execute_async(graph)`: always works (top-level await in the notebook).
 - `submit(graph, callback, on_error)`: calls back when the GPU is done.
 Results are the native shape: {"backend", "outputs": {name: {"shape", "dtype", "data": list of
-floats}}, "stats"}. Nothing here needs numpy (the page has none).
+numbers}}, "stats"}. Nothing here needs numpy (the page has none).
+
+Transport: tensor data crosses as typed arrays, never as per-element lists. Graph data and
+feeds are buffers (array.array, memoryview, numpy) that `to_js` copies into a typed array of
+their format in one go; outputs come back as typed arrays that `to_py()` copies into a
+memoryview, and an entry's `data` list is made from it (C speed) only when read.
+
+Validation: none here. The page's runtime validates every graph (execute, submit, prepare),
+before any device work, with the codes and messages of gpulab.protocol; a session's shapes and
+dtypes come from the runtime's answers (docs/architecture.md "Python layers").
 
 Stop: every wait on a request is bracketed by the adapter's `enter_wait()`/`leave_wait()`. While
 Python waits, the page does not send SIGINT (it would land in Pyodide's glue that hands the
@@ -21,6 +30,7 @@ cell's own stack (web/stop-control.mjs has the page's side).
 
 from __future__ import annotations
 
+import array
 import sys
 import time
 import traceback
@@ -28,6 +38,7 @@ from collections.abc import Callable
 from typing import Any, Self
 
 from .errors import GpuLabError
+from .results import ARRAY_TYPECODES, OutputEntry, buffer_entry
 
 MODULE_NAME = "_gpulab_adapter"
 NO_ADAPTER = (
@@ -86,13 +97,20 @@ def _unwrap(envelope: Any) -> Any:
     return envelope.value
 
 
-def floats(data: Any) -> list[float]:
-    """A JS typed array or array (or a Python sequence) as a list of Python floats."""
+def typed_buffer(data: Any) -> Any:
+    """A JS typed array (or a Python buffer) as a flat memoryview, copied once (no loop)."""
     if hasattr(data, "to_py"):
         data = data.to_py()
     if isinstance(data, memoryview):
-        return [float(x) for x in data.tolist()]
-    return [float(x) for x in data]
+        return data
+    if isinstance(data, (array.array, bytes, bytearray)):
+        return memoryview(data)
+    return array.array("d", data)  # a plain list, only from a hand-written JS answer
+
+
+def floats(data: Any) -> list[float]:
+    """A JS typed array (or a Python sequence) as a list of Python floats."""
+    return [float(x) for x in typed_buffer(data).tolist()]
 
 
 def _plain(value: Any) -> Any:
@@ -113,13 +131,11 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def output_to_py(js_output: Any) -> dict:
-    """One output {shape, dtype, data} with data as a list of floats."""
-    return {
-        "shape": [int(d) for d in _plain(js_output.shape)],
-        "dtype": str(getattr(js_output, "dtype", "float32") or "float32"),
-        "data": floats(js_output.data),
-    }
+def output_to_py(js_output: Any) -> OutputEntry:
+    """One output {shape, dtype, data}: data arrives as a typed array; the list is deferred."""
+    return buffer_entry(typed_buffer(js_output.data),
+                        [int(d) for d in _plain(js_output.shape)],
+                        str(getattr(js_output, "dtype", "float32") or "float32"))
 
 
 def result_to_py(js_result: Any) -> dict:
@@ -185,36 +201,47 @@ def submit(graph: dict, callback: Callback, on_error: ErrorCallback | None = Non
     _unwrap(_adapter().submit(_to_js(graph), create_proxy(delivered), create_proxy(failed)))
 
 
-def _data_list(value: Any) -> list[float]:
-    """A feed value (list, array('f'), memoryview, numpy-like) as a list of floats."""
-    if hasattr(value, "tolist"):
-        value = value.tolist()
-    return [float(x) for x in _flat(value)]
+def feed_buffer(value: Any, dtype: str = "float32") -> Any:
+    """A feed value as a buffer that `to_js` turns into one typed array: buffers and numpy
+    arrays as they are (C-contiguous), (nested) lists packed into an array.array of the
+    dtype. The runtime checks the length and values."""
+    if hasattr(value, "__array_interface__"):
+        value = value.reshape(-1)
+        return memoryview(value if value.flags.c_contiguous else value.copy())
+    if isinstance(value, array.array | memoryview | bytes | bytearray):
+        return value
+    flat = _flat(list(value))
+    try:
+        return array.array(ARRAY_TYPECODES.get(dtype, "f"), flat)
+    except (TypeError, OverflowError) as err:
+        raise GpuLabError("VALIDATION", f"feed data must be numbers of dtype {dtype}: "
+                                        f"{err}") from None
 
 
-def _flat(value: Any) -> list:
-    if isinstance(value, list | tuple) and value and isinstance(value[0], list | tuple):
-        return [x for row in value for x in _flat(row)]
-    return list(value)
+def _flat(value: list) -> list:
+    if value and isinstance(value[0], list | tuple):
+        return [x for row in value for x in _flat(list(row))]
+    return value
 
 
 class BrowserSession:
     """A prepared session in the page's runtime (runtime.prepare), with the native Session's
-    API: `run(feeds)`, `run_steps(steps)`, `download(what)`, `dispose()`, plus awaitable forms
-    (`run_async`, `run_steps_async`, `download_async`) for browsers without JSPI.
+    API (`host.SessionLike`): `run(feeds)`, `run_steps(steps)`, `download(what)`, `dispose()`,
+    plus awaitable forms (`run_async`, `run_steps_async`, `download_async`) for browsers
+    without JSPI.
 
     Feed keys are Tensors, input ids or input names; a long `run_steps` is split into chunks by
-    the adapter so the page's Stop button can cancel it between chunks.
+    the adapter so the page's Stop button can cancel it between chunks. Nothing is validated
+    here: the runtime checked the graph at prepare and checks every step's feeds; downloads
+    come back with their shape and dtype.
     """
 
-    def __init__(self, session_id: int, graph: dict, input_names: dict[str, int] | None,
+    def __init__(self, session_id: int, feed_dtypes: dict[int, str] | None = None,
+                 input_names: dict[str, int] | None = None,
                  backend: str | None = None) -> None:
-        from .protocol import validate
-
         self.id = session_id
         self.backend = backend
-        self._checked = validate(graph)
-        self._names = {o.name: o.id for o in self._checked.outputs}
+        self._feed_dtypes = dict(feed_dtypes or {})
         self._input_names = dict(input_names or {})
         self._disposed = False
         self.steps_run = 0
@@ -247,8 +274,14 @@ class BrowserSession:
     def _steps_js(self, steps: Any) -> Any:
         if isinstance(steps, int) and not isinstance(steps, bool):
             return _to_js(steps)
-        plain = [{str(self._key_id(k)): _data_list(v) for k, v in (step or {}).items()}
-                 for step in steps]
+        plain = []
+        for step in steps:
+            feeds = {}
+            for key, value in (step or {}).items():
+                node_id = self._key_id(key)
+                feeds[str(node_id)] = feed_buffer(value, self._feed_dtypes.get(node_id,
+                                                                               "float32"))
+            plain.append(feeds)
         return _to_js(plain)
 
     def _finish(self, js_result: Any, count: int | None) -> dict:
@@ -287,28 +320,22 @@ class BrowserSession:
         return self._finish(_unwrap(await _wait_async(pending, adapter)),
                             self._count(steps) or len(steps))
 
-    def _download_target(self, what: Any) -> tuple[Any, int]:
-        if isinstance(what, str) and what in self._names:
-            return what, self._names[what]
-        node_id = self._key_id(what)
-        return node_id, node_id
-
-    def _entry(self, node_id: int, data: Any) -> dict:
-        shape = list(self._checked.by_id[node_id].shape)
-        return {"shape": shape, "dtype": "float32", "data": floats(data)}
+    def _download_key(self, what: Any) -> Any:
+        """An output name as it is (the runtime knows the names), anything else as an id."""
+        if isinstance(what, str) and what not in self._input_names:
+            return what
+        return self._key_id(what)
 
     def download(self, what: Any) -> dict:
         """The current value of a resident/carried output (by name) or a carried input."""
-        key, node_id = self._download_target(what)
         adapter = self._live()
-        data = _unwrap(_block_on(adapter.session_download(self.id, key), adapter))
-        return self._entry(node_id, data)
+        pending = adapter.session_download(self.id, self._download_key(what))
+        return output_to_py(_unwrap(_block_on(pending, adapter)))
 
     async def download_async(self, what: Any) -> dict:
-        key, node_id = self._download_target(what)
         adapter = self._live()
-        pending = adapter.session_download(self.id, key)
-        return self._entry(node_id, _unwrap(await _wait_async(pending, adapter)))
+        pending = adapter.session_download(self.id, self._download_key(what))
+        return output_to_py(_unwrap(await _wait_async(pending, adapter)))
 
     def dispose(self) -> None:
         """Release the session in the page; idempotent, always works."""
@@ -392,7 +419,7 @@ def prepare(graph: dict, feeds: Any = (), carry: Any = None, resident: Any = (),
     pending = adapter.prepare(_to_js(graph),
                               _to_js(_session_options(feeds, carry, resident, outputs)))
     session_id = int(_unwrap(_block_on(pending, adapter)))
-    return BrowserSession(session_id, graph, input_names, _backend_name())
+    return BrowserSession(session_id, _feed_dtypes(graph, feeds), input_names, _backend_name())
 
 
 async def prepare_async(graph: dict, feeds: Any = (), carry: Any = None, resident: Any = (),
@@ -403,7 +430,15 @@ async def prepare_async(graph: dict, feeds: Any = (), carry: Any = None, residen
     pending = adapter.prepare(_to_js(graph),
                               _to_js(_session_options(feeds, carry, resident, outputs)))
     session_id = int(_unwrap(await _wait_async(pending, adapter)))
-    return BrowserSession(session_id, graph, input_names, _backend_name())
+    return BrowserSession(session_id, _feed_dtypes(graph, feeds), input_names, _backend_name())
+
+
+def _feed_dtypes(graph: Any, feeds: Any) -> dict[int, str]:
+    """The dtype each fed input declares (to pack list feeds; the runtime checks them)."""
+    fed = {int(i) for i in feeds or ()}
+    nodes = graph.get("nodes", []) if isinstance(graph, dict) else []
+    return {n["id"]: str(n.get("dtype", "float32")) for n in nodes
+            if isinstance(n, dict) and n.get("id") in fed}
 
 
 def _backend_name() -> str | None:

@@ -16,6 +16,7 @@ from typing import Any, Self
 
 from .errors import GpuLabError
 from .protocol import CheckedGraph, label, to_float32_array
+from .results import output_entry
 from .shapes import element_count
 
 
@@ -238,9 +239,8 @@ class Session:
                                         "(list it in resident= when preparing)")
 
     def _entry(self, value: Any, node_id: int, name: str) -> dict[str, Any]:
-        from .host import output_entry
-
-        entry = output_entry(value, self._plan.checked.by_id[node_id].shape)
+        node = self._plan.checked.by_id[node_id]
+        entry = output_entry(value, node.shape, getattr(node, "dtype", None) or "float32")
         arr = entry["array"]
         if not _all_finite(arr):
             self._poisoned = f"non-finite value in the read-back of {name!r}"

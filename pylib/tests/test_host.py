@@ -4,6 +4,9 @@ admission, validation before any work, and the Pyodide seam."""
 
 from __future__ import annotations
 
+import array
+import math
+import subprocess
 import sys
 import types
 
@@ -170,14 +173,14 @@ def test_session_prepare_falls_back_on_limit(fake_wgpu):
     session.dispose()
 
 
-def test_pyodide_seam_gets_the_plain_graph(monkeypatch):
+def test_page_host_hands_buffers_to_the_bridge_and_leaves_validation_to_it(monkeypatch):
     calls = []
     bridge = types.ModuleType("gpulab.pyodide_bridge")
     bridge.execute = lambda graph: calls.append(("execute", graph)) or {"backend": "webgpu"}
     bridge.submit = lambda graph, cb, on_error: calls.append(("submit", graph)) or cb("ok")
     monkeypatch.setitem(sys.modules, "gpulab.pyodide_bridge", bridge)
     monkeypatch.setattr("gpulab.pyodide_bridge", bridge, raising=False)
-    monkeypatch.setattr(sys, "platform", "emscripten")
+    monkeypatch.setattr(host, "HOST", host.PageHost())
     g = Graph()
     t = g.tensor([1.0, float("nan")]).relu()
     assert g.run(out=t) == {"backend": "webgpu"}
@@ -185,6 +188,18 @@ def test_pyodide_seam_gets_the_plain_graph(monkeypatch):
     g.submit(got.append, out=t)
     assert got == ["ok"]
     assert [c[0] for c in calls] == ["execute", "submit"]
-    assert calls[0][1]["nodes"][0]["data"] == [1.0, "nan"]  # plain data crosses the bridge
-    with pytest.raises(GpuLabError):  # still validated in Python first
-        host.submit({"version": 9}, got.append)
+    data = calls[0][1]["nodes"][0]["data"]
+    assert isinstance(data, array.array) and data.typecode == "f"  # a buffer: one typed array
+    assert data[0] == 1.0 and math.isnan(data[1])
+    host.submit({"version": 9}, got.append)  # not validated in Python: the JS runtime does it
+    assert calls[-1] == ("submit", {"version": 9})
+
+
+def test_the_host_is_chosen_once_at_import():
+    code = ("import sys; sys.platform = 'emscripten'\n"
+            "from gpulab import host; print(type(host.HOST).__name__)\n"
+            "sys.platform = 'linux'; print(type(host.HOST).__name__)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60)
+    assert out.stdout.split() == ["PageHost", "PageHost"]
+    assert type(host.HOST).__name__ == "NativeHost"

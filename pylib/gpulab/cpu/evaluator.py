@@ -11,6 +11,7 @@ import platform
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .. import support
 from ..errors import GpuLabError
 from ..protocol import CheckedGraph, CheckedNode, label
 
@@ -38,6 +39,14 @@ class CpuExecutor:
             "software": False,
         }
 
+    def supports(self, checked: CheckedGraph) -> support.Support:
+        """Every node needs a kernel in kernels.KERNELS taking its dtypes (kernels.
+        KERNEL_DTYPES, float32 where a kernel declares none)."""
+        from . import kernels
+
+        ops = {"input", *kernels.KERNELS}  # inputs are read by the evaluator itself
+        return support.check_kernels(checked, ops, getattr(kernels, "KERNEL_DTYPES", None))
+
     def prepare(
         self,
         checked: CheckedGraph,
@@ -45,6 +54,8 @@ class CpuExecutor:
         carry: Mapping[int, int] | None = None,
         keep: Iterable[int] = (),
     ) -> CpuProgram:
+        """UNSUPPORTED (a missing kernel, named) before anything runs."""
+        self.supports(checked).refuse(NAME)
         return CpuProgram(checked, list(feeds), dict(carry or {}), list(keep))
 
     def dispose(self) -> None:

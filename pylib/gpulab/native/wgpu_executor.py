@@ -16,8 +16,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from importlib import resources
 from typing import Any
 
+from .. import support
 from ..errors import GpuLabError
 from ..protocol import CheckedGraph
+from . import planner
 from .adapter import choose_adapter
 from .planner import (
     DEFAULT_LIMITS,
@@ -44,7 +46,8 @@ def open_executor(allow_software: bool | None = None,
     """Probe the adapter and open a device. Raises GpuLabError(UNAVAILABLE, reason) when no
     adapter may be used. `limits` caps planner limits (tests use it to force the 64x64 matmul
     on a device with 32 KiB of workgroup storage); `hooks["on_submit"](count)` is called after
-    every queue submission (tests count them)."""
+    every queue submission (tests count them); `hooks["rules"]` replaces the planner rules that
+    `supports` reads (tests take an op away)."""
     adapter, info = choose_adapter(allow_software)
     try:
         device, device_limits = _open_device(adapter)
@@ -95,13 +98,27 @@ class WgpuExecutor:
 
     # -- the executor interface --------------------------------------------------------------
 
+    def supports(self, checked: CheckedGraph) -> support.Support:
+        """Before any device work: every node needs a planner rule (planner.RULES) taking its
+        dtypes (planner.RULE_DTYPES, float32 where a rule declares none)."""
+        return support.check_kernels(checked, self.rules,
+                                     getattr(planner, "RULE_DTYPES", None))
+
+    @property
+    def rules(self) -> Mapping[str, Any]:
+        """The planner rules this executor plans with (tests narrow them)."""
+        return self.hooks.get("rules") or planner.RULES
+
     def prepare(self, checked: CheckedGraph, feeds: Iterable[int] = (),
                 carry: Mapping[int, int] | None = None, keep: Iterable[int] = ()) -> Any:
-        """Plan, allocate, upload and record a checked graph; see program.WgpuProgram."""
+        """Plan, allocate, upload and record a checked graph; see program.WgpuProgram.
+        UNSUPPORTED (see supports) and LIMIT come before any device work: the host then
+        re-evaluates the graph on cpu-python."""
         from .program import WgpuProgram
 
         self.check_usable()
-        plan = plan_graph(checked, self.limits)  # LIMIT here: the host re-evaluates on the CPU
+        self.supports(checked).refuse(NAME)
+        plan = plan_graph(checked, self.limits)
         return WgpuProgram(self, checked, plan, list(feeds), dict(carry or {}), list(keep))
 
     def dispose(self) -> None:

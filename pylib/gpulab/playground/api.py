@@ -1,5 +1,10 @@
 """`POST /api/execute`: a validated graph in, the native result out (for "Compare with native").
 
+Tensor data travel as bytes both ways: an input's `data` may be `{"base64": "<little-endian
+values of the node's dtype>"}` (a plain list of numbers still works), and every output of the
+answer is `{shape, dtype, data: {"base64": ...}}`, encoded once from the result's array (a
+plain-list answer would cost a Python float per element and was serialized twice).
+
 Only the server's own page may call it: the Host header must name this server and the Origin
 must be this server's (a foreign page gets 403, so no other site can drive the native GPU
 through a student's browser, and DNS rebinding is refused by the Host check). Bodies are
@@ -8,8 +13,11 @@ bounded (413) and graphs are validated before anything runs (400 with the valida
 
 from __future__ import annotations
 
+import array
+import base64
 import json
 import math
+import sys
 import threading
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler
@@ -53,11 +61,57 @@ def as_error(exc: BaseException) -> dict:
 
 
 def default_executor(graph: dict) -> dict:
-    """Validate with gpulab.protocol, then run where gpulab.host runs graphs natively."""
-    from gpulab import host, protocol
+    """Run where gpulab.host runs graphs natively (the host validates the graph once, before
+    any device work)."""
+    from gpulab import host
 
-    protocol.validate(graph)  # raises GpuLabError before any device work
     return host.execute(graph)
+
+
+TYPECODES = {"float32": "f", "int32": "i", "uint32": "I", "bool": "B"}
+
+
+def decode_data(graph: Any) -> Any:
+    """The graph with each `{"base64": ...}` data replaced by its bytes (the validators read
+    bytes as little-endian values of the node's dtype); anything else is left for them."""
+    if not isinstance(graph, dict) or not isinstance(graph.get("nodes"), list):
+        return graph
+    nodes = []
+    for node in graph["nodes"]:
+        data = node.get("data") if isinstance(node, dict) else None
+        if isinstance(data, dict) and set(data) == {"base64"} and isinstance(data["base64"], str):
+            try:
+                node = {**node, "data": base64.b64decode(data["base64"], validate=True)}
+            except ValueError as err:
+                from gpulab.errors import GpuLabError
+
+                raise GpuLabError("VALIDATION", f"node {node.get('id')} ({node.get('op')}): "
+                                  f"data.base64 is not base64: {err}", node.get("id")) from None
+        nodes.append(node)
+    return {**graph, "nodes": nodes}
+
+
+def encode_output(entry: Any) -> dict:
+    """{shape, dtype, data: {"base64"}} from an output entry's array (or its data list)."""
+    dtype = str(entry.get("dtype", "float32"))
+    arr = entry.get("array") if hasattr(entry, "get") else None
+    if arr is not None and hasattr(arr, "tobytes"):
+        raw = arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
+    else:
+        values = array.array(TYPECODES.get(dtype, "f"), entry["data"])
+        if sys.byteorder != "little":
+            values.byteswap()
+        raw = values.tobytes()
+    return {"shape": list(entry["shape"]), "dtype": dtype,
+            "data": {"base64": base64.b64encode(raw).decode("ascii")}}
+
+
+def encode_result(result: dict) -> dict:
+    """The answer body: outputs as base64, everything else as plain JSON."""
+    body = {k: json_safe(v) for k, v in result.items() if k != "outputs"}
+    body["outputs"] = {str(name): encode_output(entry)
+                       for name, entry in (result.get("outputs") or {}).items()}
+    return body
 
 
 class ExecuteEndpoint:
@@ -117,13 +171,15 @@ class ExecuteEndpoint:
 
     def _execute(self, handler: BaseHTTPRequestHandler, graph: Any) -> None:
         try:
+            graph = decode_data(graph)
             with self._lock:
                 result = self.executor(graph)
+            body = encode_result(result)
         except Exception as exc:  # noqa: BLE001 - every failure becomes an error JSON
             err = as_error(exc)
             self._send(handler, 400 if err["code"] in INPUT_ERRORS else 500, err)
             return
-        self._send(handler, 200, json_safe(result))
+        self._send(handler, 200, body)
 
     @staticmethod
     def _send(handler: BaseHTTPRequestHandler, status: int, body: dict) -> None:
