@@ -44,12 +44,13 @@ export function familyKernel(family, dtype = 'float32') {
 
 /**
  * An op's text in one language at one dtype (a string for every dtype, or {dtype: text}); null
- * where that language has no kernel at that dtype.
+ * where that language has no kernel at that dtype. For a reduction, its `combine` text.
  * @param {string} op @param {string} lang 'wgsl' | 'glsl' | 'rust' | 'js' | 'np'
  * @param {string} [dtype] @returns {string|null}
  */
 export function exprOf(op, lang, dtype = 'float32') {
-  const value = table.ops[op][lang];
+  const row = table.ops[op];
+  const value = row.family === 'reduce' ? row.combine[lang] : row[lang]; // a reduction: its combiner
   if (value !== null && typeof value === 'object') return value[dtype] ?? null;
   return value ?? null;
 }

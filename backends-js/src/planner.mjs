@@ -7,7 +7,7 @@
 
 import { GpuLabError, nodeError } from './errors.mjs';
 import { DTYPE_NAMES } from './dtypes.mjs';
-import { familyCodes, familyKernel, scalarAttrs } from './kernel-table.mjs';
+import { familyCodes, familyKernel, familyOps, langDtypes, scalarAttrs } from './kernel-table.mjs';
 
 export const PLAN_FORMAT = 1;
 
@@ -571,6 +571,10 @@ export const RULES = {
 export const RULE_DTYPES = {
   // an input is a buffer of 32-bit words (bool as u32 0/1) written by the program: any dtype
   input: DTYPE_NAMES,
+  // a map or reduce op runs at every dtype its family has a generated WGSL kernel for
+  // (unary_i32.wgsl, ...: make gen writes one where the op table allows the dtype)
+  ...Object.fromEntries(['map1', 'map2', 'reduce'].flatMap((f) => familyOps(f))
+    .map((op) => [op, langDtypes(op, 'wgsl')])),
 };
 
 /**

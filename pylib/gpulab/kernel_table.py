@@ -68,3 +68,22 @@ def graph_version(nodes: list[dict[str, Any]], floor: int = 2) -> int:
     from . import optable
 
     return max([floor, *(int(optable.ops()[n["op"]]["since"]) for n in nodes)])
+
+
+def lang_dtypes(op: str, lang: str) -> list[str]:
+    """The dtypes at which one kernel language ("wgsl", "glsl", "rust", "js", "np") computes a
+    map/reduce op: the op table's dtypes that have kernels and a non-null text (twin of
+    kernel-table.mjs langDtypes). The wgpu executor's supports() can read "wgsl" here."""
+    from . import optable
+
+    table = load()
+    row = table["ops"][op]
+    texts = row["combine"][lang] if row["family"] == "reduce" else row[lang]
+    spec = optable.ops()[op]
+    dtypes = spec["types"][spec["operand_types"][spec["operands"][0]]]
+    out = []
+    for dtype in dtypes:
+        text = texts.get(dtype) if isinstance(texts, dict) else texts
+        if dtype in table["dtype_suffix"] and text is not None:
+            out.append(dtype)
+    return out
