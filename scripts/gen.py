@@ -15,6 +15,8 @@ Sources -> generated files (docs/architecture.md, "Generated files", has the tab
 - kernels/ops.json -> kernels/wasm/src/maps.rs (the map1!/map2! export list);
 - kernels/ops.json -> the CPU map kernels backends-js/src/backends/cpu/maps.mjs and
   pylib/gpulab/cpu/maps.py;
+- kernels/ops.json -> the docs rows marked `<!-- gen:KEY -->` (docs/plan.md, docs/webgl2.md,
+  kernels/wasm/README.md);
 - kernels/wasm/src -> kernels/kernels.wasm (scripts/build-wasm.sh; bit-reproducible).
 
 Generation happens here, at build time only: every output is a committed plain file that the
@@ -89,6 +91,12 @@ def cpu_kernels() -> dict[Path, bytes]:
     return cpu.outputs()
 
 
+def docs_rows() -> dict[Path, bytes]:
+    from kernels.gen import docs
+
+    return docs.outputs()
+
+
 def corpus() -> dict[Path, bytes]:
     from e2e.conformance import generate
 
@@ -96,7 +104,7 @@ def corpus() -> dict[Path, bytes]:
 
 
 PRODUCERS: list[Callable[[], dict[Path, bytes]]] = [wgsl_kernels, package_copies, glsl_arms, rust_exports,
-                                                     cpu_kernels, corpus]
+                                                     cpu_kernels, docs_rows, corpus]
 
 
 def outputs() -> dict[Path, bytes]:
