@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from . import host, optable
+from .dtypes import result_dtype
 from .errors import GpuLabError
 from .host import SessionLike
 from .protocol import check_attrs, infer_node, label, node_version, to_float32_array
@@ -43,17 +44,20 @@ def _is_scalar(x: Any) -> bool:
 class Tensor:
     """A node of a Graph. Arithmetic and methods append nodes; `shape` is a tuple."""
 
-    __slots__ = ("graph", "id", "op", "shape")
+    __slots__ = ("dtype", "graph", "id", "op", "shape")
     __array_ufunc__ = None  # numpy defers to our reflected operators: ndarray + Tensor works
 
-    def __init__(self, graph: Graph, node_id: int, op: str, shape: Shape) -> None:
+    def __init__(self, graph: Graph, node_id: int, op: str, shape: Shape,
+                 dtype: str = "float32") -> None:
         self.graph = graph
         self.id = node_id
         self.op = op
         self.shape = shape
+        self.dtype = dtype
 
     def __repr__(self) -> str:
-        return f"Tensor(id={self.id}, op={self.op!r}, shape={self.shape})"
+        dtype = "" if self.dtype == "float32" else f", dtype={self.dtype!r}"
+        return f"Tensor(id={self.id}, op={self.op!r}, shape={self.shape}{dtype})"
 
     @property
     def ndim(self) -> int:
@@ -410,6 +414,8 @@ class Graph:
         attrs, data = check_attrs(node_id, op, raw)
         shapes = [t.shape for t in operands.values()]
         shape, attrs = infer_node(node_id, op, attrs, shapes)
+        dtype = result_dtype(label(node_id, op), node_id, optable.ops()[op],
+                             [t.dtype for t in operands.values()], attrs)
         limit = optable.limits()["max_elements"]
         if element_count(shape) > limit:
             raise GpuLabError("LIMIT", f"{label(node_id, op)}: result shape {list(shape)} has "
@@ -420,8 +426,8 @@ class Graph:
         if data is not None:
             node["data"] = data
         self._nodes.append(node)
-        self._versions[node_id] = node_version(op, shapes, attrs)
-        t = Tensor(self, node_id, op, shape)
+        self._versions[node_id] = node_version(op, shapes, attrs, dtype)
+        t = Tensor(self, node_id, op, shape, dtype)
         self._tensors[node_id] = t
         return t
 

@@ -37,8 +37,9 @@ import traceback
 from collections.abc import Callable
 from typing import Any, Self
 
+from .dtypes import TYPECODE
 from .errors import GpuLabError
-from .results import ARRAY_TYPECODES, OutputEntry, buffer_entry
+from .results import OutputEntry, buffer_entry
 
 MODULE_NAME = "_gpulab_adapter"
 NO_ADAPTER = (
@@ -212,7 +213,7 @@ def feed_buffer(value: Any, dtype: str = "float32") -> Any:
         return value
     flat = _flat(list(value))
     try:
-        return array.array(ARRAY_TYPECODES.get(dtype, "f"), flat)
+        return array.array(TYPECODE.get(dtype, "f"), flat)
     except (TypeError, OverflowError) as err:
         raise GpuLabError("VALIDATION", f"feed data must be numbers of dtype {dtype}: "
                                         f"{err}") from None

@@ -6,8 +6,8 @@ someone asks: `entry["data"]` (the flat list of numbers the protocol promises) i
 array or buffer at C speed (`tolist()`) on first access and kept, so a run whose caller reads
 `array` (or one loss value) never builds 200 000 Python floats for a weight matrix.
 
-This module imports nothing else of gpulab's, so `host` and `session` both depend on it and no
-longer on each other.
+This module imports only `dtypes` (the protocol's dtype table), so `host` and `session` both
+depend on it and no longer on each other.
 """
 
 from __future__ import annotations
@@ -16,10 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-# numpy dtype name per protocol dtype (bool: one byte per element, 0/1, as on the wire)
-NUMPY_DTYPES = {"float32": "float32", "int32": "int32", "uint32": "uint32", "bool": "uint8"}
-# array.array typecode per protocol dtype (the page has no numpy)
-ARRAY_TYPECODES = {"float32": "f", "int32": "i", "uint32": "I", "bool": "B"}
+from .dtypes import DTYPE_NUMPY
 
 
 class OutputEntry(dict):
@@ -96,7 +93,9 @@ def output_entry(value: Any, shape: tuple[int, ...] | list[int],
     """A native output: `array` (numpy, shaped, of the dtype), `data` deferred."""
     import numpy as np
 
-    arr = np.asarray(value, dtype=NUMPY_DTYPES[dtype]).reshape(tuple(shape))
+    # (native byte order: DTYPE_NUMPY is little-endian, as on the wire, the same here)
+    arr = np.asarray(value, dtype=np.dtype(DTYPE_NUMPY[dtype]).newbyteorder("=")
+                     ).reshape(tuple(shape))
     return OutputEntry({"shape": list(shape), "dtype": dtype, "array": arr}, arr.reshape(-1))
 
 

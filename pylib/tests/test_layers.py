@@ -96,9 +96,9 @@ def test_the_import_graph_has_no_cycle():
     assert _cycles({**edges, "gpulab.session": edges["gpulab.session"] | {"gpulab.host"}})
 
 
-def test_results_depends_on_no_other_gpulab_module():
+def test_results_depends_only_on_the_dtype_table():
     known = _module_names()
-    assert _imported("gpulab.results", known["gpulab.results"], known) == set()
+    assert _imported("gpulab.results", known["gpulab.results"], known) == {"gpulab.dtypes"}
 
 
 @pytest.mark.parametrize("order", [
@@ -191,3 +191,32 @@ def test_simple_family_methods_come_from_the_op_table():
     with pytest.raises(TypeError) as info:
         x.sum(0, False, 3)
     assert "sum()" in str(info.value)
+
+
+@pytest.mark.parametrize("data", [
+    [[1, -2], [3, 4]], np.array([[1, -2], [3, 4]], dtype=np.int32),
+    np.array([[1, -2], [3, 4]], dtype=np.int64),
+])
+def test_tensors_of_other_dtypes_are_checked_as_they_are_recorded(data):
+    g = Graph()
+    t = g.tensor(data, dtype="int32")
+    assert t.shape == (2, 2) and t.dtype == "int32" and "int32" in repr(t)
+    d = g.to_dict(o=t)
+    assert d["version"] == 3 and d["nodes"][0]["dtype"] == "int32"
+    assert d["nodes"][0]["data"] == [1, -2, 3, 4]
+    with pytest.raises(GpuLabError) as info:
+        t.relu()  # refused at the line that records it, as the validators would
+    assert info.value.code == "VALIDATION" and "operand a must be float32, got int32" in \
+        info.value.message
+
+
+def test_buffers_of_other_dtypes_keep_their_bytes():
+    import array as pyarray
+
+    g = Graph()
+    raw = pyarray.array("i", [5, -6, 7]).tobytes()
+    assert g.tensor(raw, dtype="int32").shape == (3,)
+    assert g.to_dict(o=g.tensor(pyarray.array("i", [5, -6, 7]), dtype="int32"))["nodes"][0][
+        "data"] == [5, -6, 7]
+    assert g.tensor([True, False], dtype="bool").dtype == "bool"
+    assert g.tensor([1.5, 2.5]).dtype == "float32"

@@ -1,7 +1,8 @@
 """`POST /api/execute`: a validated graph in, the native result out (for "Compare with native").
 
 Tensor data travel as bytes both ways: an input's `data` may be `{"base64": "<little-endian
-values of the node's dtype>"}` (a plain list of numbers still works), and every output of the
+values of the node's dtype>"}` (the validator reads it; a plain list of numbers still works),
+and every output of the
 answer is `{shape, dtype, data: {"base64": ...}}`, encoded once from the result's array (a
 plain-list answer would cost a Python float per element and was serialized twice).
 
@@ -68,29 +69,6 @@ def default_executor(graph: dict) -> dict:
     return host.execute(graph)
 
 
-TYPECODES = {"float32": "f", "int32": "i", "uint32": "I", "bool": "B"}
-
-
-def decode_data(graph: Any) -> Any:
-    """The graph with each `{"base64": ...}` data replaced by its bytes (the validators read
-    bytes as little-endian values of the node's dtype); anything else is left for them."""
-    if not isinstance(graph, dict) or not isinstance(graph.get("nodes"), list):
-        return graph
-    nodes = []
-    for node in graph["nodes"]:
-        data = node.get("data") if isinstance(node, dict) else None
-        if isinstance(data, dict) and set(data) == {"base64"} and isinstance(data["base64"], str):
-            try:
-                node = {**node, "data": base64.b64decode(data["base64"], validate=True)}
-            except ValueError as err:
-                from gpulab.errors import GpuLabError
-
-                raise GpuLabError("VALIDATION", f"node {node.get('id')} ({node.get('op')}): "
-                                  f"data.base64 is not base64: {err}", node.get("id")) from None
-        nodes.append(node)
-    return {**graph, "nodes": nodes}
-
-
 def encode_output(entry: Any) -> dict:
     """{shape, dtype, data: {"base64"}} from an output entry's array (or its data list)."""
     dtype = str(entry.get("dtype", "float32"))
@@ -98,7 +76,9 @@ def encode_output(entry: Any) -> dict:
     if arr is not None and hasattr(arr, "tobytes"):
         raw = arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
     else:
-        values = array.array(TYPECODES.get(dtype, "f"), entry["data"])
+        from gpulab.dtypes import TYPECODE
+
+        values = array.array(TYPECODE.get(dtype, "f"), entry["data"])
         if sys.byteorder != "little":
             values.byteswap()
         raw = values.tobytes()
@@ -171,7 +151,6 @@ class ExecuteEndpoint:
 
     def _execute(self, handler: BaseHTTPRequestHandler, graph: Any) -> None:
         try:
-            graph = decode_data(graph)
             with self._lock:
                 result = self.executor(graph)
             body = encode_result(result)
