@@ -158,6 +158,9 @@ class Tensor:
 # op gets `t.<op>(...)` with the table's operands and attrs (defaults included) and its doc.
 
 TABLE_FAMILIES = ("map1", "map2", "map3", "reduce", "rows")
+# ops of other families whose Tensor method is still just their operands and attrs (made once
+# their row is in the table)
+TABLE_METHODS = ("abs", "square", "clamp", "reduce_max", "reduce_min", "argmax", "argmin")
 METHOD_NAMES = {"reduce_max": "max", "reduce_min": "min"}  # op -> Tensor method (torch names)
 GRAPH_LEVEL = {"sgd_update", "momentum_update", "adam_m", "adam_v"}  # g.sgd/momentum/adam
 _NO_DIM = object()
@@ -206,7 +209,8 @@ def _install_table_methods(cls: type) -> None:
     """Add a method per simple-family op; hand-written methods of the same name win."""
     for op, row in optable.ops().items():
         name = METHOD_NAMES.get(op, op)
-        if row["family"] not in TABLE_FAMILIES or op in GRAPH_LEVEL or name in cls.__dict__:
+        made = row["family"] in TABLE_FAMILIES or op in TABLE_METHODS
+        if not made or op in GRAPH_LEVEL or name in cls.__dict__:
             continue
         setattr(cls, name, _table_method(op, row))
 

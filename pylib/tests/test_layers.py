@@ -220,3 +220,32 @@ def test_buffers_of_other_dtypes_keep_their_bytes():
         "data"] == [5, -6, 7]
     assert g.tensor([True, False], dtype="bool").dtype == "bool"
     assert g.tensor([1.5, 2.5]).dtype == "float32"
+
+
+def test_a_new_reduce_row_becomes_a_method_with_its_attrs(monkeypatch):
+    """What the new ops get without a hand-written method: argmax's row (family custom,
+    result int32) gives t.argmax(axis=None, keepdim=False, *, dim=None)."""
+    from gpulab import graph
+
+    row = {"since": 3, "family": "custom", "operands": ["a"], "types": {"T": ["float32"]},
+           "operand_types": {"a": "T"}, "result_type": "int32",
+           "attrs": {"axis": {"type": "axis", "required": False, "default": None},
+                     "keepdim": {"type": "bool", "required": False, "default": False}},
+           "shape_rule": "reduce", "tolerance": "exact", "features": {},
+           "doc": "index of the max along axis"}
+    monkeypatch.setitem(optable.ops(), "argmax", row)
+    monkeypatch.setitem(optable.ops(), "reduce_max", {**row, "result_type": "T",
+                                                      "doc": "max along axis"})
+
+    class Probe(Tensor):
+        __slots__ = ()
+
+    graph._install_table_methods(Probe)
+    assert str(inspect.signature(Probe.argmax)) == "(self, axis=None, keepdim=False, *, dim=None)"
+    assert Probe.max.__name__ == "max" and "`reduce_max`" in Probe.max.__doc__
+    g = Graph()
+    x = g.tensor([[1.0, 5.0], [7.0, 2.0]])
+    t = Probe.argmax(x, dim=-1, keepdim=True)
+    assert (t.op, t.shape, t.dtype) == ("argmax", (2, 1), "int32")
+    assert g.to_dict(o=t)["nodes"][-1] == {"id": t.id, "op": "argmax", "a": x.id, "axis": 1,
+                                           "keepdim": True}
