@@ -28,10 +28,14 @@ from .errors import GpuLabError
 __all__ = [
     "DTYPES",
     "DTYPE_NUMPY",
+    "NUMPY_VALUE",
     "TYPECODE",
     "alloc_typed",
+    "as_numpy",
     "decode_base64",
+    "device_words",
     "encode_base64",
+    "from_device_words",
     "or_list",
     "result_dtype",
     "to_base64_data",
@@ -352,3 +356,43 @@ def result_dtype(where: str, node: int, row: dict[str, Any], operand_dtypes: lis
     if rule in DTYPES:
         return str(rule)
     return bound[rule][0]
+
+
+# ---------------------------------------------------------------------------------------------
+# numpy values and device words (executors; numpy is there wherever an executor runs)
+
+# the numpy dtype an executor computes with: bool as numpy bool (one byte, 0/1, as the wire)
+NUMPY_VALUE = {"float32": "float32", "int32": "int32", "uint32": "uint32", "bool": "bool"}
+
+
+def as_numpy(data: Any, dtype: str, shape: tuple[int, ...]) -> Any:
+    """A typed buffer (or any array-like of the dtype's values) as a numpy array of
+    NUMPY_VALUE[dtype] and `shape`; a buffer of the dtype's typecode is viewed, not copied."""
+    import numpy as np
+
+    if isinstance(data, array.array) and data.typecode == TYPECODE[dtype]:
+        return np.frombuffer(data, dtype=NUMPY_VALUE[dtype]).reshape(shape)
+    return np.asarray(data).astype(NUMPY_VALUE[dtype], copy=False).reshape(shape)
+
+
+def device_words(data: Any, dtype: str) -> Any:
+    """The values as GPU storage: 32-bit little-endian words (bool widened to u32 0/1, as
+    WGSL has no 8-bit storage); a contiguous 4-byte array is passed through without a copy."""
+    import numpy as np
+
+    if dtype == "bool":
+        return np.ascontiguousarray(np.asarray(data, dtype=np.uint8), dtype="<u4")
+    if isinstance(data, array.array):
+        return memoryview(data).cast("B")
+    return np.ascontiguousarray(data, dtype=DTYPE_NUMPY[dtype])
+
+
+def from_device_words(raw: Any, dtype: str, count: int, offset: int = 0) -> Any:
+    """`count` 32-bit device words at byte `offset` of `raw` as a numpy array (a copy) of
+    NUMPY_VALUE[dtype], bit for bit (bool: any non-zero word is true)."""
+    import numpy as np
+
+    if dtype == "bool":
+        return np.frombuffer(raw, dtype="<u4", count=count, offset=offset) != 0
+    return np.frombuffer(raw, dtype=DTYPE_NUMPY[dtype], count=count, offset=offset).astype(
+        NUMPY_VALUE[dtype])

@@ -14,10 +14,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Self
 
+from .dtypes import as_numpy, to_typed
 from .errors import GpuLabError
-from .protocol import CheckedGraph, label, to_float32_array
+from .protocol import CheckedGraph, label
 from .results import output_entry
-from .shapes import element_count
 
 
 @dataclass
@@ -87,6 +87,11 @@ def _check_carry(checked: CheckedGraph, carry: dict[int, str],
                 "VALIDATION",
                 f"carry: {label(node.id, node.op)} has shape {list(node.shape)} but output "
                 f"{name!r} has shape {list(out.shape)}", input_id)
+        if out.dtype != node.dtype:
+            raise GpuLabError(
+                "VALIDATION",
+                f"carry: {label(node.id, node.op)} has dtype {node.dtype} but output "
+                f"{name!r} has dtype {out.dtype}", input_id)
         ids[input_id] = out.id
     return ids
 
@@ -201,19 +206,14 @@ class Session:
         return [self._step_feeds(i, step or {}) for i, step in enumerate(steps)]
 
     def _step_feeds(self, index: int, step: Mapping[Any, Any]) -> dict[int, Any]:
-        import numpy as np
-
         fed: dict[int, Any] = {}
         for key, data in step.items():
             node_id = self._resolve_input(key, index)
             node = self._plan.checked.by_id[node_id]
-            values = to_float32_array(data, f"step {index}: {label(node.id, node.op)}")
-            if len(values) != element_count(node.shape):
-                raise GpuLabError(
-                    "VALIDATION",
-                    f"step {index}: {label(node.id, node.op)} needs {element_count(node.shape)} "
-                    f"values (shape {list(node.shape)}), got {len(values)}", node.id)
-            fed[node_id] = np.frombuffer(values, dtype=np.float32).reshape(node.shape)
+            # checked as input data is (docs/protocol.md "Dtypes"): the input's dtype and size
+            values = to_typed(data, node.dtype, label(node.id, node.op), node.id, node.shape,
+                              f"step {index}: feed")
+            fed[node_id] = as_numpy(values, node.dtype, node.shape)
         missing = [i for i in self._plan.feeds if i not in fed]
         if missing:
             raise GpuLabError("VALIDATION", f"step {index}: no value for fed input(s) {missing}",
@@ -251,7 +251,7 @@ class Session:
 def _all_finite(arr: Any) -> bool:
     import numpy as np
 
-    return bool(np.isfinite(arr).all())
+    return arr.dtype.kind != "f" or bool(np.isfinite(arr).all())
 
 
 def _key_to_id(key: Any, input_names: Mapping[str, int]) -> int:

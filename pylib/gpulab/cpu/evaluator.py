@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .. import support
+from ..dtypes import DTYPES, as_numpy
 from ..errors import GpuLabError
 from ..protocol import CheckedGraph, CheckedNode, label
 
@@ -45,7 +46,9 @@ class CpuExecutor:
         from . import kernels
 
         ops = {"input", *kernels.KERNELS}  # inputs are read by the evaluator itself
-        return support.check_kernels(checked, ops, getattr(kernels, "KERNEL_DTYPES", None))
+        # ... as numpy arrays of any dtype (dtypes.as_numpy)
+        dtypes = {**getattr(kernels, "KERNEL_DTYPES", {}), "input": tuple(DTYPES)}
+        return support.check_kernels(checked, ops, dtypes)
 
     def prepare(
         self,
@@ -86,7 +89,8 @@ class CpuProgram:
                 target[node.id] = value
 
     def run(self, steps: list[Mapping[int, Any]], read_ids: Iterable[int]) -> dict[int, Any]:
-        """Run each step in order; return {id: float32 array} of read_ids after the last step."""
+        """Run each step in order; return {id: array of the node's dtype} of read_ids after the
+        last step (numpy bool for bool)."""
         self._check_alive()
         values: dict[int, Any] = {}
         for step in steps or [{}]:
@@ -121,13 +125,13 @@ class CpuProgram:
                 raise GpuLabError(
                     "VALIDATION", f"{label(node.id, node.op)}: no value fed for this step", node.id
                 )
-            return np.asarray(step[node.id], dtype=np.float32).reshape(node.shape)
+            return as_numpy(step[node.id], node.dtype, node.shape)
         if node.id in self._state:
             return self._state[node.id]
         return self._constants[node.id]
 
     def download(self, node_id: int) -> Any:
-        """Current value of a carried input or a kept output (a float32 array)."""
+        """Current value of a carried input or a kept output (an array of its dtype)."""
         self._check_alive()
         if node_id in self._state:
             return self._state[node_id].copy()
@@ -156,4 +160,4 @@ def _input_value(node: CheckedNode) -> Any:
             "and list it in feeds)",
             node.id,
         )
-    return np.frombuffer(node.data, dtype=np.float32).reshape(node.shape).copy()
+    return as_numpy(node.data, node.dtype, node.shape).copy()

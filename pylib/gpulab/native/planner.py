@@ -14,6 +14,7 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .. import optable
 from ..errors import GpuLabError
 from ..kernel_table import family_codes, family_kernel, scalar_attrs
 from ..protocol import CheckedGraph, CheckedNode, label
@@ -464,6 +465,10 @@ def _plan_life(ctx: _PlanContext, node: CheckedNode) -> None:
     ctx.dispatch(node, "life", {"WG": ELEMENTWISE_WG}, _u32s(h, w, 0, 0), [a, out],
                  _ceil_div(h * w, ELEMENTWISE_WG))
 
+
+# The dtypes a rule plans where it handles more than float32 (twin of planner.mjs RULE_DTYPES):
+# an input is a buffer of 32-bit words (bool as u32 0/1) the program writes, so any dtype.
+RULE_DTYPES: dict[str, tuple[str, ...]] = {"input": tuple(optable.load()["dtypes"])}
 
 # The kernel registry: op name -> planning rule.
 RULES: dict[str, Rule] = {

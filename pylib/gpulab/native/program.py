@@ -7,8 +7,13 @@ planning, pipeline lookup, bind-group creation or param packing happens per run.
 
 `run(steps, read_ids)` encodes every session step into ONE command encoder: copy that step's
 feeds from a staging buffer (all steps' feeds are written up front, straight from the caller's
-arrays), the recorded dispatches, then the carries; after the last step the requested values are
-copied into one read-back buffer. One queue submission and one map per run.
+arrays), the recorded dispatches, then the carries; the last step's requested values are copied
+into one read-back buffer before its carries (an output that is a carried input reads the value
+that step used). One queue submission and one map per run.
+
+Every dtype is 32-bit words on the device (bool widened to u32 0/1: gpulab.dtypes.device_words),
+so int32/uint32/bool inputs pass through bit for bit; read-backs become numpy arrays of each
+node's dtype (from_device_words).
 
 Carries cost no copies when they pair up (each carried output's buffer is written by a dispatch
 and belongs to one carry only, the usual training state): the dispatches are recorded twice,
@@ -22,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..dtypes import device_words, from_device_words
 from ..errors import GpuLabError
 from ..protocol import CheckedGraph, label
 from .planner import Plan, pack_params
@@ -99,7 +105,7 @@ class WgpuProgram:
                 count = self._sizes[up["buffer"]] // 4
                 data: Any = np.full(count, node.attrs["value"], dtype=np.float32)
             else:
-                data = memoryview(node.data).cast("B")  # array('f'): float32 already
+                data = device_words(node.data, node.dtype)  # 4-byte dtypes: no copy
             queue.write_buffer(self._buffers[up["buffer"]], 0, data)
 
     def _record(self) -> None:
@@ -201,7 +207,7 @@ class WgpuProgram:
     # -- run ------------------------------------------------------------------------------
 
     def run(self, steps: list[Mapping[int, Any]], read_ids: Iterable[int]) -> dict[int, Any]:
-        """Run the steps in one submission; {id: float32 array} of read_ids after the last."""
+        """Run the steps in one submission; {id: array of its dtype} of read_ids after the last."""
         self._check_alive()
         steps = list(steps) or [{}]
         read = list(dict.fromkeys(read_ids))
@@ -209,27 +215,28 @@ class WgpuProgram:
         with self._ex.guard("run"):
             encoder = self._ex.device.create_command_encoder()
             self._write_feeds(arrays, encoder)
+            layout: list[tuple[int, int, int]] = []
             for index in range(len(steps)):
                 self._encode_step(encoder, index)
-            values = self._read(encoder, read)
+                if index == len(steps) - 1:  # read before this step's carries move them
+                    layout = self._encode_reads(encoder, read)
+                self._encode_carries(encoder)
+            values = self._finish_reads(encoder, layout)
         self._steps_run += len(steps)
         return values
 
     def _feed_arrays(self, step: Mapping[int, Any]) -> list[Any]:
-        import numpy as np
-
         out = []
         for node_id, _, size in self._feeds:
+            node = self._checked.by_id[node_id]
             if node_id not in step:
-                node = self._checked.by_id[node_id]
                 raise GpuLabError("VALIDATION", f"{label(node.id, node.op)}: no value fed for "
                                   "this step", node_id)
-            arr = np.ascontiguousarray(step[node_id], dtype=np.float32)
-            if arr.nbytes != size:
-                node = self._checked.by_id[node_id]
-                raise GpuLabError("VALIDATION", f"{label(node.id, node.op)}: fed {arr.size} "
-                                  f"values, expected {size // 4}", node_id)
-            out.append(arr)
+            words = device_words(step[node_id], node.dtype)
+            if words.nbytes != size:
+                raise GpuLabError("VALIDATION", f"{label(node.id, node.op)}: fed "
+                                  f"{words.nbytes // 4} values, expected {size // 4}", node_id)
+            out.append(words)
         return out
 
     def _write_feeds(self, arrays: list[list[Any]], encoder: Any) -> None:
@@ -272,13 +279,17 @@ class WgpuProgram:
             compute.end()
         if self._swap:
             self._parity = 1 - self._parity
+
+    def _encode_carries(self, encoder: Any) -> None:
         for src, dst, size in self._carry_copies:
             encoder.copy_buffer_to_buffer(src, 0, dst, 0, size)
 
     def _read(self, encoder: Any, read: list[int]) -> dict[int, Any]:
         """Copy the read ids' buffers into one read-back buffer, submit, map once."""
-        import numpy as np
+        return self._finish_reads(encoder, self._encode_reads(encoder, read))
 
+    def _encode_reads(self, encoder: Any, read: list[int]) -> list[tuple[int, int, int]]:
+        """Copy the read ids' buffers into the read-back buffer: [(id, buffer, offset)]."""
         layout, total = [], 0
         for node_id in read:
             buffer_id = self._buffer_id(node_id)
@@ -288,12 +299,18 @@ class WgpuProgram:
         for _, buffer_id, offset in layout:
             encoder.copy_buffer_to_buffer(self._buffers[self._physical(buffer_id)], 0, readback,
                                           offset, self._sizes[buffer_id])
+        return layout
+
+    def _finish_reads(self, encoder: Any, layout: list[tuple[int, int, int]]) -> dict[int, Any]:
+        """Submit, map the read-back buffer once, and split it into arrays of each dtype."""
         self._ex.submit([encoder.finish()])
-        if not read:
+        if not layout:
             return {}
-        raw = self._map_readback(total)
-        return {node_id: np.frombuffer(raw, dtype=np.float32, count=self._sizes[buffer_id] // 4,
-                                       offset=offset).reshape(self._shape(node_id)).copy()
+        _, last_buffer, last_offset = layout[-1]
+        raw = self._map_readback(last_offset + self._sizes[last_buffer])
+        return {node_id: from_device_words(raw, self._checked.by_id[node_id].dtype,
+                                           self._sizes[buffer_id] // 4, offset)
+                .reshape(self._shape(node_id))
                 for node_id, buffer_id, offset in layout}
 
     def _readback_buffer(self, nbytes: int) -> Any:
@@ -328,7 +345,7 @@ class WgpuProgram:
     # -- download / dispose ---------------------------------------------------------------
 
     def download(self, node_id: int) -> Any:
-        """Current value of a carried input or a kept output (a float32 array)."""
+        """Current value of a carried input or a kept output (an array of its dtype)."""
         self._check_alive()
         if node_id not in self._keep and node_id not in self._carry:
             raise GpuLabError("VALIDATION", f"node {node_id} is neither carried nor kept",
