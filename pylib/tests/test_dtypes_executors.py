@@ -9,9 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gpulab import host
-from gpulab.dtypes import to_base64_data, to_typed
+from gpulab.dtypes import DTYPE_NUMPY, to_base64_data, to_typed
 from gpulab.errors import GpuLabError
-from gpulab.results import NUMPY_DTYPES
 
 pytest.importorskip("wgpu", reason="wgpu-py is not installed")
 
@@ -28,8 +27,8 @@ VALUES = {
 
 def same_bits(entry: dict, dtype: str, want: np.ndarray) -> bool:
     arr = entry["array"]  # bool as uint8 0/1 (gpulab.results)
-    return (entry["dtype"] == dtype and arr.dtype == np.dtype(NUMPY_DTYPES[dtype])
-            and arr.tobytes() == want.astype(NUMPY_DTYPES[dtype]).tobytes())
+    return (entry["dtype"] == dtype and arr.dtype == np.dtype(DTYPE_NUMPY[dtype])
+            and arr.tobytes() == want.astype(DTYPE_NUMPY[dtype]).tobytes())
 
 
 def node(node_id: int, dtype: str, data: object = None) -> dict:
