@@ -70,3 +70,44 @@ def test_the_loaded_tables_are_the_shared_ones() -> None:
     from gpulab import optable
 
     assert optable.load() == json.loads((ROOT / "backends-js/src/ops.json").read_text())
+
+
+def test_int32_rows_give_i32_kernels_that_compile(monkeypatch) -> None:
+    """The templates take int32: rows allowing int32 give unary_i32/binary_i32/reduce_i32.wgsl
+    (and i32 Rust, JS and numpy kernels), and the WGSL compiles (naga, through wgpu-py)."""
+    import copy
+
+    from kernels.gen import cpu, rust, tables, wgsl
+
+    ops = copy.deepcopy(tables.op_table())
+    kernels = copy.deepcopy(tables.kernel_table())
+    for op in ("neg", "add", "sum"):
+        ops["ops"][op]["types"]["T"] = ["float32", "int32"]
+    neg = kernels["ops"]["neg"]
+    neg["wgsl"] = {"float32": neg["wgsl"], "int32": "-x"}
+    neg["rust"] = {"float32": neg["rust"], "int32": "simd(|x| i32x4_neg(x), |x| x.wrapping_neg())"}
+    neg["js"] = {"float32": "-x", "int32": "-x | 0"}
+    add = kernels["ops"]["add"]
+    add["rust"] = {"float32": add["rust"], "int32": None}  # no wasm kernel: UNSUPPORTED there
+    monkeypatch.setattr(tables, "op_table", lambda: ops)
+    monkeypatch.setattr(tables, "kernel_table", lambda: kernels)
+
+    out = {p.name: data.decode() for p, data in wgsl.outputs().items()}
+    assert {"unary_i32.wgsl", "binary_i32.wgsl", "reduce_i32.wgsl"} <= set(out)
+    assert "array<i32>" in out["unary_i32.wgsl"]
+    assert "case 0u, default: { return -x; }" in out["unary_i32.wgsl"], out["unary_i32.wgsl"]
+    assert "case 0u, default: { return i32(0); }" in out["reduce_i32.wgsl"]
+    maps_rs = rust.outputs()[rust.OUT].decode()
+    assert "map1!(neg_i32, i32, simd(" in maps_rs and "add_i32" not in maps_rs
+    assert "byDtype({ float32: unary((x) => -x), int32: unary((x) => -x | 0) })" in cpu.js()
+    assert "mean" not in out["reduce_i32.wgsl"].split("selected by OP:")[1].split("\n")[1]
+
+    wgpu = pytest.importorskip("wgpu", reason="wgpu-py compiles the WGSL")
+    adapter = wgpu.gpu.request_adapter_sync(power_preference="low-power")
+    if adapter is None:
+        pytest.skip("no wgpu adapter")
+    device = adapter.request_device_sync()
+    for name in ("unary_i32.wgsl", "binary_i32.wgsl", "reduce_i32.wgsl"):
+        module = device.create_shader_module(code=out[name])
+        device.create_compute_pipeline(layout="auto", compute={
+            "module": module, "entry_point": "main", "constants": {"OP": 0}})
