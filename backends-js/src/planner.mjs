@@ -185,15 +185,17 @@ class PlanContext {
   }
 
   /**
-   * Append a dispatch.
+   * Append a dispatch. `kernel` is a WGSL module, or `module:entry` for one of several entry
+   * points of a module (cross_entropy:rows); else the entry point is `main`.
    * @param {CheckedNode} node @param {string} kernel @param {Record<string, number>} overrides
    * @param {Param[]} params @param {number[]} bindings @param {number} workgroups
    * @param {number} [writes] how many of the last bindings the dispatch writes
    */
   dispatch(node, kernel, overrides, params, bindings, workgroups, writes = 1) {
     const dispatch = splitDispatch(node, workgroups, this.limits.maxComputeWorkgroupsPerDimension);
+    const [module, entry = 'main'] = kernel.split(':');
     /** @type {Step} */
-    const step = { node: node.id, kernel, entry: 'main', overrides, params, bindings, dispatch };
+    const step = { node: node.id, kernel: module, entry, overrides, params, bindings, dispatch };
     if (writes !== 1) step.writes = writes; // the last `writes` bindings are written
     this.steps.push(step);
   }
@@ -485,7 +487,7 @@ function planCrossEntropy(ctx, node) {
   const b = ctx.operand(node, 1);
   const scratch = ctx.allocate(node, rows, 'temp');
   const out = ctx.output(node);
-  ctx.dispatch(node, 'cross_entropy_rows', {}, u32s(classes, rows, 0, 0), [a, b, scratch], rows);
+  ctx.dispatch(node, 'cross_entropy:rows', {}, u32s(classes, rows, 0, 0), [a, b, scratch], rows);
   ctx.dispatch(node, 'reduce', { OP: REDUCE_OP.mean }, u32s(rows, 1, 1, 0), [scratch, out], 1);
 }
 
@@ -495,7 +497,7 @@ function planCrossEntropyGrad(ctx, node) {
   const a = ctx.operand(node, 0);
   const b = ctx.operand(node, 1);
   const out = ctx.output(node);
-  ctx.dispatch(node, 'cross_entropy_grad', {}, u32s(classes, rows, 0, 0), [a, b, out], rows);
+  ctx.dispatch(node, 'cross_entropy:grad', {}, u32s(classes, rows, 0, 0), [a, b, out], rows);
 }
 
 /** @type {Rule} */

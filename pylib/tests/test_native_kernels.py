@@ -32,7 +32,7 @@ def test_the_package_ships_byte_copies_of_the_kernels() -> None:
 def test_the_shared_math_block_is_identical_in_every_kernel_that_has_it() -> None:
     blocks = {name: MATH.findall(text) for name, text in WGSL.items()}
     having = {name: b[0] for name, b in blocks.items() if b}
-    assert {"unary", "binary", "softmax", "cross_entropy_rows", "cross_entropy_grad"} <= set(having)
+    assert {"unary", "binary", "softmax", "cross_entropy"} <= set(having)
     first = next(iter(having.values()))
     assert all(block == first for block in having.values()), "edit the block in every kernel"
 

@@ -159,9 +159,12 @@ class _PlanContext:
     def dispatch(self, node: CheckedNode, kernel: str, overrides: dict[str, int],
                  params: list[Param], bindings: list[int], workgroups: int,
                  writes: int = 1) -> None:
+        """`kernel` is a WGSL module, or `module:entry` for one of several entry points of a
+        module (cross_entropy:rows); else the entry point is `main`."""
         dispatch = split_dispatch(node, workgroups,
                                   self.limits["maxComputeWorkgroupsPerDimension"])
-        step = {"node": node.id, "kernel": kernel, "entry": "main", "overrides": overrides,
+        module, _, entry = kernel.partition(":")
+        step = {"node": node.id, "kernel": module, "entry": entry or "main", "overrides": overrides,
                 "params": params, "bindings": bindings, "dispatch": dispatch}
         if writes != 1:
             step["writes"] = writes  # the last `writes` bindings are written
@@ -415,7 +418,7 @@ def _plan_cross_entropy(ctx: _PlanContext, node: CheckedNode) -> None:
     b = ctx.operand(node, 1)
     scratch = ctx.allocate(node, rows, "temp")
     out = ctx.output(node)
-    ctx.dispatch(node, "cross_entropy_rows", {}, _u32s(classes, rows, 0, 0), [a, b, scratch],
+    ctx.dispatch(node, "cross_entropy:rows", {}, _u32s(classes, rows, 0, 0), [a, b, scratch],
                  rows)
     ctx.dispatch(node, "reduce", {"OP": REDUCE_OP["mean"]}, _u32s(rows, 1, 1, 0), [scratch, out], 1)
 
@@ -425,7 +428,7 @@ def _plan_cross_entropy_grad(ctx: _PlanContext, node: CheckedNode) -> None:
     a = ctx.operand(node, 0)
     b = ctx.operand(node, 1)
     out = ctx.output(node)
-    ctx.dispatch(node, "cross_entropy_grad", {}, _u32s(classes, rows, 0, 0), [a, b, out], rows)
+    ctx.dispatch(node, "cross_entropy:grad", {}, _u32s(classes, rows, 0, 0), [a, b, out], rows)
 
 
 def _plan_adam_update(ctx: _PlanContext, node: CheckedNode) -> None:

@@ -127,7 +127,7 @@ class WgpuProgram:
         for swapped in ([False, True] if self._swap else [False]):
             recorded = []
             for step, off, chunk in zip(self.plan["steps"], offsets, packed):
-                pipeline = self._ex.pipeline(step["kernel"], step["overrides"])
+                pipeline = self._ex.pipeline(step["kernel"], step["overrides"], step["entry"])
                 entries = [{"binding": 0, "resource": {"buffer": uniform, "offset": off,
                                                        "size": len(chunk)}}]
                 for i, buffer_id in enumerate(step["bindings"]):

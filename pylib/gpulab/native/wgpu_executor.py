@@ -156,14 +156,14 @@ class WgpuExecutor:
                 self._lost = message  # later calls fail fast instead of touching the device
             raise GpuLabError("BACKEND", message) from err
 
-    def pipeline(self, kernel: str, overrides: Mapping[str, int]) -> Any:
-        """The compute pipeline for (kernel, overrides), created once."""
-        key = (kernel, tuple(sorted(overrides.items())))
+    def pipeline(self, kernel: str, overrides: Mapping[str, int], entry: str = "main") -> Any:
+        """The compute pipeline for (kernel, entry point, overrides), created once."""
+        key = (kernel, entry, tuple(sorted(overrides.items())))
         found = self._pipelines.get(key)
         if found is None:
             found = self.device.create_compute_pipeline(
                 layout="auto",
-                compute={"module": self._module(kernel), "entry_point": "main",
+                compute={"module": self._module(kernel), "entry_point": entry,
                          "constants": {k: float(v) for k, v in overrides.items()}},
             )
             self._pipelines[key] = found
