@@ -58,11 +58,6 @@ Callback = Callable[[dict], Any]
 ErrorCallback = Callable[[GpuLabError], Any]
 
 
-def in_pyodide() -> bool:
-    """True when running inside Pyodide (the browser)."""
-    return sys.platform == "emscripten"
-
-
 def _adapter() -> Any:
     """The JS adapter module, looked up fresh: a backend switch registers a new one."""
     sys.modules.pop(MODULE_NAME, None)
