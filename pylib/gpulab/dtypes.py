@@ -277,6 +277,17 @@ class _Ctx:
                           self.node)
 
     def from_list(self, values: list | tuple) -> array.array:
+        # Fast path: plain ints (and floats for float32) convert in C; anything else (bools,
+        # strings, integral floats, numpy scalars, out of range) takes the checking loop,
+        # which also names the first bad element.
+        kinds = set(map(type, values))
+        if kinds <= ({int, float} if self.dtype == "float32" else {int}):
+            try:
+                out = array.array(self.code, values)
+            except OverflowError:
+                pass
+            else:
+                return out if self.dtype != "bool" else self.checked(out)
         if self.dtype == "float32":
             return array.array("f", [self._float(v, i) for i, v in enumerate(values)])
         return array.array(self.code, [self._integral(v, i) for i, v in enumerate(values)])
