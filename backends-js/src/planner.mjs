@@ -186,7 +186,7 @@ class PlanContext {
 
   /**
    * Append a dispatch. `kernel` is a WGSL module, or `module:entry` for one of several entry
-   * points of a module (cross_entropy:rows); else the entry point is `main`.
+   * points of a module (rows:softmax); else the entry point is `main`.
    * @param {CheckedNode} node @param {string} kernel @param {Record<string, number>} overrides
    * @param {Param[]} params @param {number[]} bindings @param {number} workgroups
    * @param {number} [writes] how many of the last bindings the dispatch writes
@@ -477,7 +477,7 @@ function planSoftmax(ctx, node) {
   const a = ctx.operand(node, 0);
   const out = ctx.output(node);
   const op = node.op === 'log_softmax' ? 1 : 0;
-  ctx.dispatch(node, 'softmax', { OP: op }, u32s(size, inner, outer * inner, 0), [a, out], outer * inner);
+  ctx.dispatch(node, 'rows:softmax', { OP: op }, u32s(size, inner, outer * inner, 0), [a, out], outer * inner);
 }
 
 /** cross_entropy: one workgroup per row into a scratch [N], then their mean in lane order. @type {Rule} */
@@ -487,7 +487,7 @@ function planCrossEntropy(ctx, node) {
   const b = ctx.operand(node, 1);
   const scratch = ctx.allocate(node, rows, 'temp');
   const out = ctx.output(node);
-  ctx.dispatch(node, 'cross_entropy:rows', {}, u32s(classes, rows, 0, 0), [a, b, scratch], rows);
+  ctx.dispatch(node, 'rows:cross_entropy_rows', {}, u32s(classes, 1, rows, 0), [a, b, scratch], rows);
   ctx.dispatch(node, 'reduce', { OP: REDUCE_OP.mean }, u32s(rows, 1, 1, 0), [scratch, out], 1);
 }
 
@@ -497,7 +497,7 @@ function planCrossEntropyGrad(ctx, node) {
   const a = ctx.operand(node, 0);
   const b = ctx.operand(node, 1);
   const out = ctx.output(node);
-  ctx.dispatch(node, 'cross_entropy:grad', {}, u32s(classes, rows, 0, 0), [a, b, out], rows);
+  ctx.dispatch(node, 'rows:cross_entropy_grad', {}, u32s(classes, 1, rows, 0), [a, b, out], rows);
 }
 
 /** @type {Rule} */
@@ -514,7 +514,7 @@ function planAdamUpdate(ctx, node) {
     ['f32', Number(eps)], ...u32s(0, 0, 0)];
   const bindings = [0, 1, 2, 3].map((i) => ctx.operand(node, i));
   const out = ctx.output(node);
-  ctx.dispatch(node, 'adam_update', { WG: ELEMENTWISE_WG }, params, [...bindings, out],
+  ctx.dispatch(node, 'adam:adam_update', { WG: ELEMENTWISE_WG }, params, [...bindings, out],
     Math.ceil(n / ELEMENTWISE_WG));
 }
 
@@ -533,7 +533,7 @@ function planAdamStep(ctx, node, m, v) {
   const reads = [buf(m.operands[0]), buf(v.operands[0]), buf(m.operands[1]), ctx.operand(node, 0),
     ctx.operand(node, 3)];
   const out = ctx.output(node);
-  ctx.dispatch(node, 'adam_step', { WG: ELEMENTWISE_WG }, params,
+  ctx.dispatch(node, 'adam:adam_step', { WG: ELEMENTWISE_WG }, params,
     [...reads, buf(m.id), buf(v.id), out], Math.ceil(n / ELEMENTWISE_WG), 3);
 }
 

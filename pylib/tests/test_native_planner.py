@@ -148,7 +148,7 @@ def test_cross_entropy_plans_rows_then_a_mean_over_scratch() -> None:
                               {"id": 2, "op": "cross_entropy", "a": 0, "b": 1}, outputs=[2]))
     plan = plan_graph(checked)
     rows, mean = plan["steps"]
-    assert rows["kernel"] == "cross_entropy" and rows["entry"] == "rows"
+    assert rows["kernel"] == "rows" and rows["entry"] == "cross_entropy_rows"
     assert rows["dispatch"] == [5, 1, 1]
     assert mean["kernel"] == "reduce" and mean["overrides"] == {"OP": 1}
     assert rows["bindings"][-1] == mean["bindings"][0]  # the scratch [N]

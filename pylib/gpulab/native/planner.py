@@ -160,7 +160,7 @@ class _PlanContext:
                  params: list[Param], bindings: list[int], workgroups: int,
                  writes: int = 1) -> None:
         """`kernel` is a WGSL module, or `module:entry` for one of several entry points of a
-        module (cross_entropy:rows); else the entry point is `main`."""
+        module (rows:softmax); else the entry point is `main`."""
         dispatch = split_dispatch(node, workgroups,
                                   self.limits["maxComputeWorkgroupsPerDimension"])
         module, _, entry = kernel.partition(":")
@@ -407,7 +407,7 @@ def _plan_softmax(ctx: _PlanContext, node: CheckedNode) -> None:
     a = ctx.operand(node, 0)
     out = ctx.output(node)
     op = 1 if node.op == "log_softmax" else 0
-    ctx.dispatch(node, "softmax", {"OP": op}, _u32s(size, inner, outer * inner, 0), [a, out],
+    ctx.dispatch(node, "rows:softmax", {"OP": op}, _u32s(size, inner, outer * inner, 0), [a, out],
                  outer * inner)
 
 
@@ -418,7 +418,7 @@ def _plan_cross_entropy(ctx: _PlanContext, node: CheckedNode) -> None:
     b = ctx.operand(node, 1)
     scratch = ctx.allocate(node, rows, "temp")
     out = ctx.output(node)
-    ctx.dispatch(node, "cross_entropy:rows", {}, _u32s(classes, rows, 0, 0), [a, b, scratch],
+    ctx.dispatch(node, "rows:cross_entropy_rows", {}, _u32s(classes, 1, rows, 0), [a, b, scratch],
                  rows)
     ctx.dispatch(node, "reduce", {"OP": REDUCE_OP["mean"]}, _u32s(rows, 1, 1, 0), [scratch, out], 1)
 
@@ -428,7 +428,8 @@ def _plan_cross_entropy_grad(ctx: _PlanContext, node: CheckedNode) -> None:
     a = ctx.operand(node, 0)
     b = ctx.operand(node, 1)
     out = ctx.output(node)
-    ctx.dispatch(node, "cross_entropy:grad", {}, _u32s(classes, rows, 0, 0), [a, b, out], rows)
+    ctx.dispatch(node, "rows:cross_entropy_grad", {}, _u32s(classes, 1, rows, 0), [a, b, out],
+                 rows)
 
 
 def _plan_adam_update(ctx: _PlanContext, node: CheckedNode) -> None:
@@ -441,7 +442,7 @@ def _plan_adam_update(ctx: _PlanContext, node: CheckedNode) -> None:
               _f32_param(at["beta2"]), _f32_param(at["eps"]), *_u32s(0, 0, 0)]
     bindings = [ctx.operand(node, i) for i in range(4)]
     out = ctx.output(node)
-    ctx.dispatch(node, "adam_update", {"WG": ELEMENTWISE_WG}, params, [*bindings, out],
+    ctx.dispatch(node, "adam:adam_update", {"WG": ELEMENTWISE_WG}, params, [*bindings, out],
                  _ceil_div(n, ELEMENTWISE_WG))
 
 
@@ -457,7 +458,7 @@ def _plan_adam_step(ctx: _PlanContext, node: CheckedNode, m: CheckedNode,
     reads = [buf[m.operands[0]], buf[v.operands[0]], buf[m.operands[1]], ctx.operand(node, 0),
              ctx.operand(node, 3)]
     out = ctx.output(node)
-    ctx.dispatch(node, "adam_step", {"WG": ELEMENTWISE_WG}, params,
+    ctx.dispatch(node, "adam:adam_step", {"WG": ELEMENTWISE_WG}, params,
                  [*reads, buf[m.id], buf[v.id], out], _ceil_div(n, ELEMENTWISE_WG), writes=3)
 
 

@@ -44,17 +44,20 @@ async function fetchText(url, kernel) {
  * The group-0 bindings a WGSL module declares, with their binding types:
  * `var<uniform>` -> 'uniform', `var<storage, read>` -> 'read-only-storage',
  * `var<storage, read_write>` -> 'storage'. Parsing the declarations (instead of layout 'auto')
- * keeps bindings that one entry point does not use valid in the bind group.
- * @param {string} source
+ * keeps bindings that one entry point does not use valid in the bind group. A module with
+ * several entry points may declare two variables at one binding (rows.wgsl: softmax's result
+ * and cross_entropy's targets); there the variable `entry` uses decides (its function and the
+ * functions it calls, by name).
+ * @param {string} source @param {string} [entry]
  * @returns {Map<number, GPUBufferBindingType>}
  */
-export function declaredBindings(source) {
+export function declaredBindings(source, entry) {
   const code = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/[^\n]*/g, '');
   const attrs = /((?:@\s*\w+\s*\(\s*\d+\s*\)\s*)+)/.source;
-  const space = /var\s*<\s*(uniform|storage)\s*(?:,\s*(read_write|read))?\s*>/.source;
+  const space = /var\s*<\s*(uniform|storage)\s*(?:,\s*(read_write|read))?\s*>\s*(\w+)/.source;
   const decl = new RegExp(attrs + space, 'g');
-  /** @type {Map<number, GPUBufferBindingType>} */
-  const out = new Map();
+  /** @type {{binding: number, type: GPUBufferBindingType, name: string}[]} */
+  const found = [];
   for (const m of code.matchAll(decl)) {
     const group = /@\s*group\s*\(\s*(\d+)\s*\)/.exec(m[1]);
     const binding = /@\s*binding\s*\(\s*(\d+)\s*\)/.exec(m[1]);
@@ -62,14 +65,55 @@ export function declaredBindings(source) {
     let type = 'read-only-storage';
     if (m[2] === 'uniform') type = 'uniform';
     else if (m[3] === 'read_write') type = 'storage';
-    out.set(Number(binding[1]), /** @type {GPUBufferBindingType} */ (type));
+    found.push({ binding: Number(binding[1]), type: /** @type {GPUBufferBindingType} */ (type),
+      name: m[4] });
+  }
+  const count = (/** @type {number} */ b) => found.filter((d) => d.binding === b).length;
+  const used = found.some((d) => count(d.binding) > 1) && entry ? usedNames(code, entry) : null;
+  /** @type {Map<number, GPUBufferBindingType>} */
+  const out = new Map();
+  for (const d of found) {
+    if (count(d.binding) > 1 && used && !used.has(d.name)) continue; // another entry's variable
+    out.set(d.binding, d.type);
   }
   return out;
 }
 
 /**
+ * Every identifier an entry point's function reads, with those of the functions it calls.
+ * @param {string} code WGSL without comments @param {string} entry
+ */
+function usedNames(code, entry) {
+  /** @type {Map<string, string>} function name -> body */
+  const bodies = new Map();
+  for (const m of code.matchAll(/\bfn\s+(\w+)\s*\(/g)) {
+    const open = code.indexOf('{', m.index);
+    let depth = 0;
+    let end = open;
+    for (; end < code.length; end++) {
+      if (code[end] === '{') depth++;
+      else if (code[end] === '}' && --depth === 0) break;
+    }
+    bodies.set(m[1], code.slice(open, end + 1));
+  }
+  const seen = new Set();
+  const names = new Set();
+  const todo = [entry];
+  while (todo.length) {
+    const fn = /** @type {string} */ (todo.pop());
+    if (seen.has(fn) || !bodies.has(fn)) continue;
+    seen.add(fn);
+    for (const [id] of (bodies.get(fn) ?? '').matchAll(/\b[A-Za-z_]\w*\b/g)) {
+      names.add(id);
+      if (bodies.has(id)) todo.push(id);
+    }
+  }
+  return names;
+}
+
+/**
  * @typedef {{pipeline: GPUComputePipeline, layout: GPUBindGroupLayout, uniform: boolean}} Kernel
- * @typedef {{module: GPUShaderModule, bindings: Map<number, GPUBufferBindingType>}} Compiled
+ * @typedef {{module: GPUShaderModule, source: string}} Compiled
  * @typedef {{kernel: string, entry?: string, overrides?: Record<string, number>,
  *   bindings: number[]}} KernelUse
  */
@@ -142,7 +186,7 @@ export class PipelineCache {
       const text = errors.map((m) => `line ${m.lineNum}:${m.linePos}: ${m.message}`).join('; ');
       throw new GpuLabError('BACKEND', `WGSL compile error in kernel "${kernel}": ${text}`);
     }
-    return { module, bindings: declaredBindings(source) };
+    return { module, source };
   }
 
   /**
@@ -151,7 +195,8 @@ export class PipelineCache {
    * @returns {Promise<Kernel>}
    */
   async build(kernel, entry, overrides, count) {
-    const { module, bindings } = await this.module(kernel);
+    const { module, source } = await this.module(kernel);
+    const bindings = declaredBindings(source, entry);
     const uniform = bindings.get(0) === 'uniform';
     const visibility = GPUShaderStage.COMPUTE;
     /** @type {GPUBindGroupLayoutEntry[]} */
