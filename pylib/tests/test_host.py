@@ -193,6 +193,10 @@ def test_page_host_hands_buffers_to_the_bridge_and_leaves_validation_to_it(monke
     assert data[0] == 1.0 and math.isnan(data[1])
     host.submit({"version": 9}, got.append)  # not validated in Python: the JS runtime does it
     assert calls[-1] == ("submit", {"version": 9})
+    bridge.prepare = lambda graph, **options: calls.append(("prepare", graph, options)) or "s"
+    assert host.prepare({"version": 9}, feeds=[1], backend="wgpu") == "s"
+    assert calls[-1] == ("prepare", {"version": 9}, {"feeds": [1], "carry": {}, "resident": [],
+                                                      "outputs": None, "input_names": {}})
 
 
 def test_the_host_is_chosen_once_at_import():
