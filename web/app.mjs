@@ -1,8 +1,10 @@
 // The page: starts the worker, shows loading progress and the backend in use, runs cells one at
 // a time (a queue), renders their outputs, and drives Stop and "Compare with native".
 import { Notebook } from './notebook.mjs';
-import { appendBatch, el, renderCanvas, renderError, renderPlot, renderTable, renderText } from './render.mjs';
+import { el } from './render.mjs';
+import { clearOutput, emit, emitLine } from './cell-output.mjs';
 import { EXAMPLES } from './examples.mjs';
+import { createNotebooks } from './notebooks-ui.mjs';
 import { showComparison } from './compare-view.mjs';
 import { createControl, requestStop, resetControl } from './stop-control.mjs';
 
@@ -10,7 +12,6 @@ const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 const ui = {
   backend: /** @type {HTMLSelectElement} */ ($('backend')),
   software: /** @type {HTMLInputElement} */ ($('allow-software')),
-  examples: /** @type {HTMLSelectElement} */ ($('examples')),
   runAll: /** @type {HTMLButtonElement} */ ($('run-all')),
   stop: /** @type {HTMLButtonElement} */ ($('stop')),
   progress: $('progress'),
@@ -37,7 +38,10 @@ const state = {
   lastSwitch: null,
 };
 
-const notebook = new Notebook($('notebook'), { onRun: enqueue, onCompare: compareCell });
+const notebook = new Notebook($('notebook'), {
+  onRun: enqueue, onCompare: compareCell, onDelete: (removed) => notebooks.cellDeleted(removed),
+});
+const notebooks = createNotebooks({ notebook, examples: EXAMPLES, isBusy: () => Boolean(state.running) });
 globalThis.gpulabNotebook = notebook; // for debugging from the console
 
 // ---------------------------------------------------------------------------------------------
@@ -105,8 +109,7 @@ function pump() {
   if (!state.ready || state.running || state.queue.length === 0) return;
   const { cell, runId } = state.queue.shift();
   state.running = { cell, runId, started: performance.now() };
-  cell.output.replaceChildren();
-  delete cell.output.dataset.streamChars;
+  clearOutput(cell);
   cell.compare.replaceChildren();
   cell.compare.hidden = true;
   cell.prompt.textContent = '[running]';
@@ -114,7 +117,7 @@ function pump() {
   cell.root.setAttribute('aria-busy', 'true');
   if (control) resetControl(control);
   ui.stop.disabled = !control;
-  worker.postMessage({ type: 'run', runId, cellId: cell.id, cellLabel: cell.label.toLowerCase(), code: cell.editor.value });
+  worker.postMessage({ type: 'run', runId, cellId: cell.id, cellLabel: cell.label.toLowerCase(), code: cell.source() });
 }
 
 /** A session that a backend switch disposed answers only "session N was disposed": say why. */
@@ -122,10 +125,9 @@ function explainDisposed(cell, error) {
   const { lastSwitch } = state;
   if (!lastSwitch || !/DISPOSED/.test(`${error?.type} ${error?.message}`) ||
     !/session \d+ was disposed/.test(error?.message ?? '')) return;
-  cell.output.append(el('p', { class: 'hint', role: 'note', text:
-    `Switching the backend (${lastSwitch.from} → ${lastSwitch.to}) disposed every prepared ` +
-    'session: sessions live in one backend\'s runtime. Run the cell that calls g.prepare(...) ' +
-    'again to prepare it on the new backend.' }));
+  emitLine(cell, `Switching the backend (${lastSwitch.from} → ${lastSwitch.to}) disposed every ` +
+    'prepared session: sessions live in one backend\'s runtime. Run the cell that calls ' +
+    'g.prepare(...) again to prepare it on the new backend.', 'hint', 'note');
 }
 
 /** After an error the queued cells are not run (as Jupyter's Run all): they may need its result. */
@@ -134,8 +136,8 @@ function skipQueued(cell) {
   const skipped = state.queue.length;
   for (const q of state.queue) q.cell.prompt.textContent = '[ ]';
   state.queue = [];
-  cell.output.append(el('p', { class: 'summary skipped', role: 'status',
-    text: `stopped at this error: ${skipped} queued cell${skipped === 1 ? ' was' : 's were'} not run` }));
+  emitLine(cell, `stopped at this error: ${skipped} queued cell${skipped === 1 ? ' was' : 's were'} not run`,
+    'summary skipped', 'status');
 }
 
 function stop() {
@@ -157,16 +159,16 @@ function finishRun(msg) {
   const stopped = !msg.ok && msg.stopped;
   if (stopped) {
     const where = msg.error?.line ? ` at line ${msg.error.line}` : '';
-    cell.output.append(el('p', { class: 'error', role: 'alert',
-      text: `Stopped by the user${where} (${msg.error?.type}: ${msg.error?.message || 'interrupted'}).` }));
+    emitLine(cell, `Stopped by the user${where} (${msg.error?.type}: ${msg.error?.message || 'interrupted'}).`,
+      'error', 'alert');
   } else if (!msg.ok && !msg.restarted && !msg.error?.shown) {
-    renderError(cell.output, msg.error, cell.editor.value.split('\n'));
+    emit(cell, 'error', msg.error);
     explainDisposed(cell, msg.error);
   }
   const graphs = msg.graphs ? `, ${msg.graphs} GPU run${msg.graphs === 1 ? '' : 's'} on ${msg.backend ?? state.backendDescription?.backend}` : '';
   const outcome = msg.restarted ? 'restarted' : stopped ? 'stopped' : msg.ok ? 'done' : 'error';
   const why = msg.error?.shown ? `: ${msg.error.message}` : '';
-  cell.output.append(el('p', { class: 'summary', text: `${outcome} after ${formatMs(msg.ms)}${graphs}${why}` }));
+  emitLine(cell, `${outcome} after ${formatMs(msg.ms)}${graphs}${why}`);
   if (!msg.ok && !stopped && !msg.restarted) skipQueued(cell);
   cell.prompt.textContent = `[${cell.runs}] ${formatMs(msg.ms)}`;
   cell.prompt.className = `prompt${msg.ok ? '' : ' failed'}`;
@@ -174,6 +176,7 @@ function finishRun(msg) {
   cell.compareButton.disabled = !msg.comparable;
   state.running = null;
   ui.stop.disabled = true;
+  notebook.onChange(); // its output is kept too
   // A run Stop could not unwind may still resume one day (a timer, a promise): only a fresh
   // interpreter guarantees it never changes globals or prints into another cell.
   if (msg.abandoned) restart();
@@ -183,9 +186,7 @@ function finishRun(msg) {
 function onOutput({ runId, kind, payload }) {
   const cell = outputOf(runId);
   if (!cell) return;
-  const renderers = { table: renderTable, text: renderText, canvas: renderCanvas, plot: renderPlot,
-    error: (output, error) => renderError(output, error, cell.editor.value.split('\n')) };
-  renderers[kind]?.(cell.output, payload);
+  emit(cell, kind, payload);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -231,7 +232,7 @@ function onWorkerMessage({ data: msg }) {
     case 'backend': showBackend(msg.backend); break;
     case 'stream': {
       const cell = outputOf(msg.runId);
-      if (cell) appendBatch(cell.output, msg.batch);
+      if (cell) emit(cell, 'stream', msg.batch);
       break;
     }
     case 'output': onOutput(msg); break;
@@ -270,7 +271,7 @@ function restart() {
   state.queue = [];
   if (state.running) {
     const { cell, runId, started } = state.running;
-    cell.output.append(el('p', { class: 'error', role: 'alert', text: 'Python was restarted: this run was ended and its variables are gone.' }));
+    emitLine(cell, 'Python was restarted: this run was ended and its variables are gone.', 'error', 'alert');
     finishRun({ runId, ok: false, ms: performance.now() - started, error: { type: 'Restart', message: 'restarted' }, restarted: true });
   }
   state.replies.forEach((reply) => reply({ graph: null, result: null }));
@@ -286,17 +287,6 @@ ui.stop.addEventListener('click', stop);
 $('restart').addEventListener('click', restart);
 ui.runAll.addEventListener('click', () => notebook.cells.forEach(enqueue));
 $('add-cell').addEventListener('click', () => notebook.addCell().editor.focus());
-$('new-notebook').addEventListener('click', () => {
-  ui.examples.value = '';
-  notebook.load(['']);
-  notebook.cells[0].editor.focus();
-});
-for (const ex of EXAMPLES) ui.examples.append(el('option', { value: ex.id, text: ex.title }));
-ui.examples.addEventListener('change', () => {
-  const ex = EXAMPLES.find((e) => e.id === ui.examples.value);
-  if (ex) notebook.load(ex.cells);
-});
-
 if (!control) {
   ui.stopNote.hidden = false;
   ui.stopNote.textContent = 'Stop is unavailable: this page is not cross-origin isolated ' +
@@ -304,29 +294,10 @@ if (!control) {
     'headers). "Restart Python" still ends a run.';
 }
 
-// The notebook's cells survive a reload (this browser only).
-const STORE_KEY = 'gpulab-playground-cells';
-
-function saveSources() {
-  try {
-    localStorage.setItem(STORE_KEY, JSON.stringify(notebook.cells.map((c) => c.editor.value)));
-  } catch { /* storage full or disabled: the notebook still works, unsaved */ }
-}
-
-/** @returns {string[]|null} */
-function savedSources() {
-  try {
-    const saved = JSON.parse(localStorage.getItem(STORE_KEY) ?? 'null');
-    return Array.isArray(saved) && saved.length && saved.every((c) => typeof c === 'string') ? saved : null;
-  } catch {
-    return null;
-  }
-}
-
 // Start: the backend from the URL (?backend=webgpu&software=1) or the selector's defaults;
 // ?jspi=off makes the worker act as a browser without JS promise integration.
 if (params.get('backend')) ui.backend.value = params.get('backend');
 if (params.get('software') === '1') ui.software.checked = true;
-notebook.load(savedSources() ?? EXAMPLES[0].cells.slice(0, 1));
-notebook.onChange = saveSources;
+// The notebooks: this tab's one again after a reload (outputs included), else the newest.
+await notebooks.start(EXAMPLES[0].cells.slice(0, 1));
 startWorker();

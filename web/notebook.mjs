@@ -2,14 +2,17 @@
 // output region. Keys: Tab indents (Shift+Tab dedents), Shift+Enter runs and moves to the next
 // cell, Ctrl/Cmd+Enter runs in place.
 import { el } from './render.mjs';
+import { replay } from './cell-output.mjs';
 
 const INDENT = '    ';
 
 /**
  * @typedef {{id: number, root: HTMLElement, editor: HTMLTextAreaElement, output: HTMLElement,
  *            prompt: HTMLElement, runButton: HTMLButtonElement, compareButton: HTMLButtonElement,
- *            compare: HTMLElement, label: string, runs: number}} Cell
- * @typedef {{onRun(cell: Cell): void, onCompare(cell: Cell): void}} Handlers
+ *            compare: HTMLElement, label: string, runs: number, log: any[], logChars: number,
+ *            source(): string}} Cell
+ * @typedef {{onRun(cell: Cell): void, onCompare(cell: Cell): void,
+ *            onDelete?(removed: {index: number, source: string, log: any[]}): void}} Handlers
  */
 
 export class Notebook {
@@ -26,34 +29,47 @@ export class Notebook {
 
   /** Add a cell after `after` (or at the end); returns it. */
   addCell(code = '', after = null) {
+    return this.insertCell(after ? this.cells.indexOf(after) + 1 : this.cells.length, code);
+  }
+
+  /** Insert a cell at `index` (its stored output `log` shown again, for Undo and reloads). */
+  insertCell(index, code = '', log = null) {
     const cell = this.buildCell(code);
-    const index = after ? this.cells.indexOf(after) + 1 : this.cells.length;
     this.cells.splice(index, 0, cell);
     const next = this.cells[index + 1];
     if (next) this.container.insertBefore(cell.root, next.root);
     else this.container.append(cell.root);
     this.renumber();
     autosize(cell.editor);
+    if (log) replay(cell, log);
     this.onChange();
     return cell;
   }
 
+  /** Remove a cell; the page offers Undo with what it held ({index, source, log}). */
   deleteCell(cell) {
     const index = this.cells.indexOf(cell);
     if (index < 0) return;
+    const removed = { index, source: cell.source(), log: cell.log };
     this.cells.splice(index, 1);
     cell.root.remove();
     if (this.cells.length === 0) this.addCell();
     this.renumber();
     this.onChange();
     (this.cells[Math.min(index, this.cells.length - 1)]).editor.focus();
+    this.handlers.onDelete?.(removed);
   }
 
-  /** Replace every cell with `sources`. */
-  load(sources) {
+  /** Replace every cell with stored cells ({source, log}). */
+  load(cells) {
     for (const cell of this.cells) cell.root.remove();
     this.cells = [];
-    for (const code of sources) this.addCell(code);
+    for (const { source, log } of cells) this.insertCell(this.cells.length, source, log);
+  }
+
+  /** The cells as stored: source and output log. */
+  serialize() {
+    return this.cells.map((cell) => ({ source: cell.source(), log: cell.log }));
   }
 
   renumber() {
@@ -90,7 +106,8 @@ export class Notebook {
       editor, output, compare,
     ]);
     /** @type {Cell} */
-    const cell = { id, root, editor, output, prompt, runButton, compareButton, compare, deleteButton, label: '', runs: 0 };
+    const cell = { id, root, editor, output, prompt, runButton, compareButton, compare, deleteButton,
+      label: '', runs: 0, log: [], logChars: 0, source: () => editor.value };
     runButton.addEventListener('click', () => this.handlers.onRun(cell));
     compareButton.addEventListener('click', () => this.handlers.onCompare(cell));
     addButton.addEventListener('click', () => this.addCell('', cell).editor.focus());

@@ -10,6 +10,7 @@
 export const HEAD_CHARS = 100_000;
 export const TAIL_CHARS = 20_000;
 export const FLUSH_MS = 50;
+export const DROPPED_MS = 500;
 
 /** @typedef {{stream: 'stdout'|'stderr', text: string}} Segment */
 /** @typedef {{segments: Segment[], dropped?: {lines: number, chars: number}, tail?: Segment[],
@@ -46,6 +47,7 @@ export class RunOutput {
     this.overflowChars = 0; // everything past the head (the tail included)
     this.overflowLines = 0;
     this.lastSent = -Infinity;
+    this.lastCount = -Infinity;
     this.ended = false;
   }
 
@@ -76,14 +78,20 @@ export class RunOutput {
     }
   }
 
-  /** Send what is pending now (also tells the page how much was dropped so far). */
+  /** Send what is pending now; past the head, only the count dropped so far, and that at
+   * most every DROPPED_MS (each update re-lays out a cell holding the whole head). */
   flush() {
     if (this.ended) return;
-    this.lastSent = this.clock();
-    if (!this.pending.length && !this.overflowChars) return;
+    const t = this.clock();
+    this.lastSent = t;
+    const counting = this.overflowChars > 0 && t - this.lastCount >= DROPPED_MS;
+    if (!this.pending.length && !counting) return;
     /** @type {Batch} */
     const batch = { segments: this.pending };
-    if (this.overflowChars) batch.dropped = { lines: this.overflowLines, chars: this.overflowChars };
+    if (this.overflowChars) {
+      batch.dropped = { lines: this.overflowLines, chars: this.overflowChars };
+      this.lastCount = t;
+    }
     this.pending = [];
     this.send(batch);
   }

@@ -1,0 +1,149 @@
+// The notebook list: which notebook this tab shows, its name, New / an Example (each opens a
+// new notebook: nothing is ever replaced), Delete with Undo, saving (debounced) and the Undo
+// bar that every destructive action offers. Storage and the one-tab-per-notebook lock are in
+// store.mjs.
+import { el } from './render.mjs';
+import {
+  claim, freshName, legacyNotebook, listNotebooks, loadNotebook, newId, removeNotebook,
+  saveNotebook, setTabNotebook, tabNotebook,
+} from './store.mjs';
+
+const SAVE_DELAY_MS = 300;
+
+/**
+ * @param {{notebook: import('./notebook.mjs').Notebook, examples: Array<{id: string, title: string, cells: string[]}>,
+ *          isBusy: () => boolean}} deps
+ */
+export function createNotebooks({ notebook, examples, isBusy }) {
+  const $ = (id) => /** @type {any} */ (document.getElementById(id));
+  const ui = {
+    select: $('notebooks'), name: $('notebook-name'), examples: $('examples'),
+    toast: $('toast'), toastText: $('toast-text'), undo: $('undo'), note: $('notebook-note'),
+  };
+  let current = { id: '', name: '' };
+  let saveTimer = null;
+  let undoAction = null;
+
+  function save() {
+    clearTimeout(saveTimer);
+    saveTimer = null;
+    if (!current.id) return;
+    const outcome = saveNotebook(current.id, { name: current.name, cells: notebook.serialize() });
+    if (outcome !== 'saved') ui.note.textContent = `Storage is full: notebook ${outcome}.`;
+    refreshList();
+  }
+
+  function saveSoon() {
+    clearTimeout(saveTimer);
+    saveTimer = setTimeout(save, SAVE_DELAY_MS);
+  }
+
+  function refreshList() {
+    const entries = listNotebooks();
+    if (current.id && !entries.some((e) => e.id === current.id)) entries.unshift({ id: current.id, name: current.name });
+    ui.select.replaceChildren(...entries.map((e) => el('option', { value: e.id, text: e.name })));
+    ui.select.value = current.id;
+  }
+
+  /** Show notebook `id` (held by this tab); another tab's notebook opens as a copy. A new
+   * notebook (`fresh`) is shown at once: no other tab can hold its new id. */
+  async function open(id, stored, fresh = false) {
+    if (isBusy()) { ui.note.textContent = 'A cell is running: Stop it before switching notebooks.'; refreshList(); return; }
+    if (current.id) save();
+    let nb = stored ?? loadNotebook(id) ?? { name: freshName(), cells: [{ source: '' }] };
+    ui.note.textContent = '';
+    if (fresh) claim(id);
+    else if (!(await claim(id))) {
+      ui.note.textContent = `"${nb.name}" is open in another tab: this tab works on a copy, so neither overwrites the other.`;
+      nb = { ...nb, name: freshName(`${nb.name} (copy)`) };
+      id = newId();
+      await claim(id);
+    }
+    current = { id, name: nb.name };
+    setTabNotebook(id);
+    notebook.load(nb.cells.length ? nb.cells : [{ source: '' }]);
+    ui.name.value = nb.name;
+    save();
+    document.body.dataset.notebook = id; // the tests wait for this after New / Example
+  }
+
+  /** A new notebook (from an example's cells, or one empty cell); the old one stays listed. */
+  function create(name, sources) {
+    return open(newId(), { name: freshName(name), cells: sources.map((source) => ({ source })) }, true);
+  }
+
+  function offerUndo(text, action) {
+    undoAction = action;
+    ui.toastText.textContent = text;
+    ui.toast.hidden = false;
+    ui.undo.focus();
+  }
+
+  function undo() {
+    const action = undoAction;
+    undoAction = null;
+    ui.toast.hidden = true;
+    action?.();
+  }
+
+  async function deleteCurrent() {
+    if (isBusy()) { ui.note.textContent = 'A cell is running: Stop it before deleting the notebook.'; return; }
+    clearTimeout(saveTimer);
+    const gone = { id: current.id, notebook: { name: current.name, cells: notebook.serialize() } };
+    removeNotebook(current.id);
+    current = { id: '', name: '' };
+    const next = listNotebooks()[0];
+    if (next) await open(next.id); else await create('Untitled', ['']);
+    offerUndo(`Deleted notebook "${gone.notebook.name}".`, () => open(gone.id, gone.notebook));
+  }
+
+  /** A deleted cell (notebook.mjs's onDelete) can be put back where it was, output included. */
+  function cellDeleted({ index, source, log }) {
+    offerUndo(`Deleted cell ${index + 1}.`, () => {
+      notebook.insertCell(index, source, log).editor.focus();
+    });
+  }
+
+  ui.select.addEventListener('change', () => open(ui.select.value));
+  ui.name.addEventListener('change', () => {
+    current.name = ui.name.value.trim() || current.name;
+    ui.name.value = current.name;
+    save();
+  });
+  ui.undo.addEventListener('click', undo);
+  $('dismiss-toast').addEventListener('click', () => { ui.toast.hidden = true; undoAction = null; });
+  $('new-notebook').addEventListener('click', async () => {
+    await create('Untitled', ['']);
+    notebook.cells[0].editor.focus();
+  });
+  $('delete-notebook').addEventListener('click', deleteCurrent);
+  for (const ex of examples) ui.examples.append(el('option', { value: ex.id, text: ex.title }));
+  ui.examples.addEventListener('change', async () => {
+    const ex = examples.find((e) => e.id === ui.examples.value);
+    ui.examples.value = '';
+    if (ex) await create(ex.title.split(':')[0], ex.cells);
+  });
+  // Another tab saved: keep the list current (its notebooks are its own, see claim()).
+  addEventListener('storage', (event) => { if (event.key === 'gpulab-notebooks') refreshList(); });
+  addEventListener('pagehide', () => { if (saveTimer) save(); });
+  notebook.onChange = saveSoon;
+
+  /** This tab's notebook (kept over a reload), else the newest one, else a first notebook. */
+  async function start(firstCells) {
+    const legacy = legacyNotebook();
+    if (legacy) saveNotebook(newId(), legacy);
+    const mine = tabNotebook();
+    const id = mine ?? listNotebooks()[0]?.id;
+    const stored = id ? loadNotebook(id) : null;
+    if (!stored) { await create('Untitled', firstCells); return; }
+    // A new tab takes the newest notebook unless another tab shows it: then a new one.
+    if (!mine && !(await claim(id))) {
+      await create('Untitled', ['']);
+      ui.note.textContent = `"${stored.name}" is open in another tab: this tab started a new notebook.`;
+      return;
+    }
+    await open(id);
+  }
+
+  return { start, save, cellDeleted, get current() { return current; } };
+}
