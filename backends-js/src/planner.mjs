@@ -8,6 +8,7 @@
 import { GpuLabError, nodeError } from './errors.mjs';
 import { DTYPE_NAMES } from './dtypes.mjs';
 import { familyCodes, familyKernel, familyOps, langDtypes, scalarAttrs } from './kernel-table.mjs';
+import { clampWords, DTYPE_CODE } from './clamp-bounds.mjs';
 
 export const PLAN_FORMAT = 1;
 
@@ -546,6 +547,36 @@ function planLife(ctx, node) {
     Math.ceil((h * w) / ELEMENTWISE_WG));
 }
 
+// ---- protocol-v3 ops on 32-bit words (float32 or int32): map_bits.wgsl, extremes.wgsl ----
+
+const MAP_BITS_OP = { abs: 0, square: 1, clamp: 2 };
+const EXTREMES_OP = { reduce_max: 0, reduce_min: 1, argmax: 2, argmin: 3 };
+/** @param {PlanContext} ctx @param {CheckedNode} node @returns {string} */
+function operandDtype(ctx, node) {
+  return /** @type {any} */ (ctx.node(node.operands[0])).dtype || 'float32';
+}
+
+/** @type {Rule} */
+function planMapBits(ctx, node) {
+  const n = count(node.shape);
+  const dtype = operandDtype(ctx, node);
+  const [lo, hi] = node.op === 'clamp' ? clampWords(node.attrs, dtype) : [0, 0];
+  const a = ctx.operand(node, 0);
+  const out = ctx.output(node);
+  ctx.dispatch(node, 'map_bits', { WG: ELEMENTWISE_WG, OP: MAP_BITS_OP[node.op] },
+    u32s(n, DTYPE_CODE[dtype], lo, hi), [a, out], Math.ceil(n / ELEMENTWISE_WG));
+}
+
+/** @type {Rule} */
+function planExtremes(ctx, node) {
+  const { outer, size, inner } = reduceExtents(ctx.operandShape(node, 0), node.attrs.axis);
+  const dtype = operandDtype(ctx, node);
+  const a = ctx.operand(node, 0);
+  const out = ctx.output(node);
+  ctx.dispatch(node, 'extremes', { OP: EXTREMES_OP[node.op] },
+    u32s(size, inner, outer * inner, DTYPE_CODE[dtype]), [a, out], outer * inner);
+}
+
 /** The kernel registry: op name -> planning rule. @type {Record<string, Rule>} */
 export const RULES = {
   input: planInput,
@@ -563,6 +594,8 @@ export const RULES = {
   cross_entropy_grad: planCrossEntropyGrad,
   adam_update: planAdamUpdate,
   life: planLife,
+  ...Object.fromEntries(Object.keys(MAP_BITS_OP).map((op) => [op, planMapBits])),
+  ...Object.fromEntries(Object.keys(EXTREMES_OP).map((op) => [op, planExtremes])),
 };
 
 /**
@@ -577,6 +610,9 @@ export const RULE_DTYPES = {
   // (unary_i32.wgsl, ...: make gen writes one where the op table allows the dtype)
   ...Object.fromEntries(['map1', 'map2', 'reduce'].flatMap((f) => familyOps(f))
     .map((op) => [op, langDtypes(op, 'wgsl')])),
+  // the v3 ops work on 32-bit words (map_bits.wgsl, extremes.wgsl)
+  ...Object.fromEntries([...Object.keys(MAP_BITS_OP), ...Object.keys(EXTREMES_OP)]
+    .map((op) => [op, ['float32', 'int32']])),
 };
 
 /**

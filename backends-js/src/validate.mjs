@@ -128,6 +128,11 @@ const ATTR_CHECKS = {
     return Math.fround(value);
   },
 
+  // clamp's bounds: a float attribute where null means "no bound"
+  optional_float(value, node, name, attrs) {
+    return value === null ? null : ATTR_CHECKS.float(value, node, name, attrs);
+  },
+
   axis(value, node, name) {
     if (value !== null && !isInt(value)) {
       throw nodeError('VALIDATION', node, `${name} must be an integer or null, got ${show(value)}`);

@@ -282,6 +282,36 @@ test('life: blinker, and a glider crossing the torus edge', async () => {
   same((await op('life', { a: [[6, 7], glider] }, {}, 1)).data, step(glider, 6, 7));
 });
 
+test('abs, square, clamp (v3): exact, NaN kept, signed zeros as the protocol says', async () => {
+  const x = [-2, -0, 0, 0.5, NaN, Infinity, -Infinity, 1.5e19];
+  same((await op('abs', { a: [[8], x] }, {}, 3)).data, [2, 0, 0, 0.5, NaN, Infinity, Infinity, 1.5e19]);
+  assert.ok(Object.is((await op('abs', { a: [[1], [-0]] }, {}, 3)).data[0], 0), 'abs(-0) is +0');
+  same((await op('square', { a: [[8], x] }, {}, 3)).data,
+    [4, 0, 0, 0.25, NaN, Infinity, Infinity, f(f(1.5e19) * f(1.5e19))]);
+  same((await op('clamp', { a: [[8], x] }, { min: -1, max: 0.25 }, 3)).data,
+    [-1, -0, 0, 0.25, NaN, 0.25, -1, 0.25]);
+  same((await op('clamp', { a: [[8], x] }, { min: 0 }, 3)).data, [0, -0, 0, 0.5, NaN, Infinity, 0, 1.5e19]);
+  same((await op('clamp', { a: [[3], [5, -5, 0]] }, { min: 2, max: 1 }, 3)).data, [1, 1, 1]);
+  same((await op('clamp', { a: [[2], [5, -5]] }, { max: null }, 3)).data, [5, -5]);
+});
+
+test('reduce_max/min (IEEE maximum: NaN propagates, -0 < +0), argmax/argmin (first index, first NaN)', async () => {
+  const rows = [[2, 4], [-0, 0, 0, -0, -1, -0, NaN, 3]];
+  same((await op('reduce_max', { a: rows }, { axis: 1 }, 3)).data, [0, NaN]);
+  same((await op('reduce_min', { a: rows }, { axis: 1 }, 3)).data, [-0, NaN]);
+  same((await op('reduce_max', { a: [[2, 2], [-0, 0, 0, -0]] }, { axis: 0 }, 3)).data, [0, 0]);
+  same((await op('reduce_min', { a: [[2, 2], [-0, 0, 0, -0]] }, { axis: 0 }, 3)).data, [-0, -0]);
+  const m = await op('reduce_max', { a: [[2, 3], [1, 5, 5, 7, 0, 7]] }, { keepdim: true }, 3);
+  assert.deepEqual(m.shape, [1, 1]);
+  same(m.data, [7]);
+  const t = [[2, 5], [1, 7, 3, 7, 7, -2, -2, NaN, 0, NaN]];
+  assert.deepEqual([...(await op('argmax', { a: t }, { axis: 1 }, 3)).data], [1, 2]);
+  assert.deepEqual([...(await op('argmin', { a: t }, { axis: 1 }, 3)).data], [0, 2]);
+  const flat = await op('argmax', { a: t }, {}, 3);
+  assert.deepEqual([flat.shape, [...flat.data]], [[], [7]], 'axis null: the flattened index');
+  assert.deepEqual([...(await op('argmax', { a: [[3], [-0, 0, -0]] }, {}, 3)).data], [0], '-0 ties +0');
+});
+
 test('every op of the op table was exercised by these tests', () => {
   // The map ops' kernels are generated from the kernel table (cpu/maps.mjs); the conformance
   // corpus checks each of them on this backend against the reference (node-cpu lane of

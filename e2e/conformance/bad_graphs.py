@@ -294,6 +294,16 @@ def dtype_rows() -> list[dict]:
         row("dtype/int32_into_layout", v3(i3, {"id": 1, "op": "reshape", "a": 0, "shape": [3]},
                                              {"id": 2, "op": "exp", "a": 1}),
             "VALIDATION", 1, "node 1 (reshape): operand a must be float32, got int32"),
+        # the v3 ops take float32 or int32 (argmax's int32 result does not widen that)
+        row("dtype/bool_into_abs", v3(typed(0, [2], "bool", [1, 0]), {"id": 1, "op": "abs", "a": 0}),
+            "VALIDATION", 1, "node 1 (abs): operand a must be float32 or int32, got bool"),
+        row("dtype/uint32_into_argmax", v3(typed(0, [3], "uint32", [1, 2, 3]),
+                                           {"id": 1, "op": "argmax", "a": 0}),
+            "VALIDATION", 1, "node 1 (argmax): operand a must be float32 or int32, got uint32"),
+        row("attr/clamp_min_string", v3(i3, {"id": 1, "op": "clamp", "a": 0, "min": "1"}),
+            "VALIDATION", 1, None),
+        row("attr/clamp_max_inf", v3(i3, {"id": 1, "op": "clamp", "a": 0, "max": "inf"}),
+            "VALIDATION", 1, None),
         # shapes (step 4) are checked before dtypes (step 5)
         row("order/shape_before_dtype", v3(typed(0, [2], "int32", [1, 2]), inp(1, [3]),
                                            {"id": 2, "op": "add", "a": 0, "b": 1}),

@@ -71,8 +71,32 @@ def allowed_error(ref: np.ndarray, scale: np.ndarray, cls: dict) -> np.ndarray:
     return cls["ulps"] * ulp32(ref) + cls["scale_eps"] * EPS32 * scale + cls["atol"]
 
 
-def compare(got: np.ndarray, ref: np.ndarray, scale: np.ndarray, tolerance: str) -> Comparison:
-    """Judge `got` (float32, same shape as ref) against the reference under a tolerance class."""
+def compare_ints(got: np.ndarray, ref: np.ndarray, dtype: str) -> Comparison:
+    """Integer results (int32, uint32, bool) must equal the reference exactly, as integers: a
+    float array (a backend that lost the dtype) fails even when its values are equal."""
+    got = np.asarray(got).reshape(-1)
+    if got.dtype.kind not in "iub":
+        return Comparison(False, np.inf, got.size, 0, f"got {got.dtype} data, want {dtype}",
+                          np.inf)
+    got = got.astype(np.int64)
+    ref = np.asarray(ref).reshape(-1).astype(np.int64)
+    ok = got == ref
+    bad = int(np.count_nonzero(~ok))
+    worst = int(np.argmax(~ok)) if bad else 0
+    detail = ""
+    if bad:
+        detail = (f"{bad} of {got.size} {dtype} elements differ; first at [{worst}]: "
+                  f"got {int(got[worst])} want {int(ref[worst])} (exact)")
+    return Comparison(bad == 0, np.inf if bad else 0.0, bad, worst, detail,
+                      np.inf if bad else 0.0)
+
+
+def compare(got: np.ndarray, ref: np.ndarray, scale: np.ndarray, tolerance: str,
+            dtype: str = "float32") -> Comparison:
+    """Judge `got` (same shape as ref) against the reference under a tolerance class; a
+    non-float32 dtype compares integers exactly (whatever the class)."""
+    if dtype != "float32":
+        return compare_ints(got, ref, dtype)
     ref = np.asarray(ref, dtype=np.float64)
     scale = np.broadcast_to(np.asarray(scale, dtype=np.float64), ref.shape).reshape(-1)
     got = np.asarray(got, dtype=np.float32).reshape(-1)

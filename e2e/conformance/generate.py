@@ -27,7 +27,7 @@ import numpy as np
 from gpulab.kernel_table import plain_ops
 
 from e2e.conformance.bad_graphs import build_bad_graphs
-from e2e.conformance.reference import OP_TABLE, evaluate, operand_ids
+from e2e.conformance.reference import INT32_MAX, INT32_MIN, OP_TABLE, evaluate, operand_ids
 
 CASES_PATH = Path(__file__).with_name("cases.json")
 BAD_GRAPHS_PATH = Path(__file__).with_name("bad_graphs.json")
@@ -72,6 +72,18 @@ class Builder:
         assert len(data) == math.prod(shape), (self.name, shape, len(data))
         return self._add({"op": "input", "shape": list(shape), "data": data})
 
+    def ints(self, shape: Shape, data: np.ndarray | Iterable[int]) -> int:
+        """An int32 input (protocol version 3), its data a plain list of integers."""
+        flat = [int(v) for v in np.asarray(list(data) if not isinstance(data, np.ndarray)
+                                           else data).reshape(-1)]
+        assert len(flat) == math.prod(shape), (self.name, shape, len(flat))
+        assert all(INT32_MIN <= v <= INT32_MAX for v in flat), self.name
+        return self._add({"op": "input", "shape": list(shape), "dtype": "int32", "data": flat})
+
+    def rand_ints(self, shape: Shape, lo: int = -1000, hi: int = 1000) -> int:
+        """An int32 input of uniform random integers in [lo, hi]."""
+        return self.ints(shape, self.rng.integers(lo, hi, size=math.prod(shape), endpoint=True))
+
     def rand(self, shape: Shape, lo: float = -2.0, hi: float = 2.0, digits: int = 3) -> int:
         """An input of uniform random short decimals (short JSON, exact float32 values)."""
         return self.input(shape, self.uniform(shape, lo, hi, digits))
@@ -114,19 +126,26 @@ def _needs_v2(node: dict, shapes: list[Shape]) -> bool:
     return False
 
 
+def _every_node(graph: dict) -> dict:
+    return {**graph, "outputs": [{"name": str(n["id"]), "id": n["id"]} for n in graph["nodes"]]}
+
+
 def node_shapes(graph: dict) -> dict[int, tuple[int, ...]]:
     """Every node's shape (the reference evaluates all of them, live or not)."""
-    every = {**graph, "outputs": [{"name": str(n["id"]), "id": n["id"]} for n in graph["nodes"]]}
-    return {i: r.value.shape for i, r in evaluate(every).items()}
+    return {i: r.value.shape for i, r in evaluate(_every_node(graph)).items()}
 
 
 def required_version(graph: dict, shapes: dict[int, tuple[int, ...]] | None = None) -> int:
-    """The lowest protocol version the graph's ops and their uses need (docs/protocol.md 5)."""
-    shapes = node_shapes(graph) if shapes is None else shapes
+    """The lowest protocol version the graph's ops, dtypes and their uses need
+    (docs/protocol.md: an op's `since`, its result dtype's `since`, the features it uses)."""
+    refs = evaluate(_every_node(graph))
+    shapes = {i: r.value.shape for i, r in refs.items()} if shapes is None else shapes
     version = 1
     for node in graph["nodes"]:
         operand_shapes = [shapes[i] for i in operand_ids(node)]
-        need = max(OPS[node["op"]]["since"], 2 if _needs_v2(node, operand_shapes) else 1)
+        dtype_since = OP_TABLE["dtypes"][refs[node["id"]].dtype]["since"]
+        need = max(OPS[node["op"]]["since"], dtype_since,
+                   2 if _needs_v2(node, operand_shapes) else 1)
         version = max(version, need)
     return version
 
@@ -313,7 +332,7 @@ def reduction_cases() -> list[dict]:
                 cases.append(single(name, op, lambda b: [b.rand([2, 3, 4, 5])],
                                     axis=axis, keepdim=keepdim))
         for axis in (0, 1, -1):
-            cases.append(single(f"{op}/65x70_axis{axis}", op, lambda b: [b.rand([65, 70])],
+            cases.append(single(f"{op}/65x20_axis{axis}", op, lambda b: [b.rand([65, 20])],
                                 axis=axis))
         cases.append(single(f"{op}/1_axis0_keepdim", op, lambda b: [b.rand([1])], axis=0,
                             keepdim=True))
@@ -612,9 +631,188 @@ def large_cases() -> list[dict]:
     return cases
 
 
+# ---- protocol-v3 ops: abs, square, clamp, reduce_max/min, argmax/argmin, float32 and int32 -
+
+INT_SPECIAL = [INT32_MIN, INT32_MIN + 1, INT32_MAX, INT32_MAX - 1, 0, 1, -1, 2, -2, 46340,
+               46341, -46341, 65535, 65536, -65536, 123456789, -987654321]
+V3_SHAPES: list[Shape] = [[], [1], [65], [1000], [2, 3, 4, 5], [1, 1, 1, 1]]
+
+
+def _tag(shape: Shape) -> str:
+    return "x".join(map(str, shape)) or "scalar"
+
+
+def map1_v3_cases() -> list[dict]:
+    """abs and square (and clamp below) at float32 and int32, with their special values:
+    signed zeros, NaN, infinities, float32 extremes (squares overflow to inf; no input's
+    square is subnormal: GPUs may flush those), int32 extremes (abs(-2^31) and squares wrap)."""
+    cases = []
+    for op in ("abs", "square"):
+        for shape in V3_SHAPES:
+            cases.append(single(f"{op}/{_tag(shape)}", op, lambda b, s=shape: [b.rand(s, -5, 5)]))
+            cases.append(single(f"{op}/int32_{_tag(shape)}", op,
+                                lambda b, s=shape: [b.rand_ints(s, -50000, 50000)]))
+        special = SIGNED + NONFINITE + [1.8e19, -1.9e19, 1.7e38, 3.4028235e38]
+        cases.append(single(f"{op}/special_values", op,
+                            lambda b, sp=special: [b.input([len(sp)], sp)]))
+        cases.append(single(f"{op}/int32_extremes", op,
+                            lambda b: [b.ints([len(INT_SPECIAL)], INT_SPECIAL)]))
+    return cases
+
+
+CLAMP_BOUNDS: list[tuple[str, dict[str, object]]] = [
+    ("both", {"min": -1, "max": 1}), ("min_only", {"min": -0.5}), ("max_only", {"max": 0.25}),
+    ("none", {}), ("null_both", {"min": None, "max": None}), ("zero_zero", {"min": 0, "max": 0}),
+    ("min_above_max", {"min": 2, "max": 1}), ("fractional", {"min": -2.5, "max": 7.5}),
+    ("wide", {"min": -3e9, "max": 3e9}), ("max_null_min", {"min": None, "max": -1}),
+]
+
+
+def clamp_cases() -> list[dict]:
+    cases = []
+    special = SIGNED + NONFINITE
+    for tag, bounds in CLAMP_BOUNDS:
+        cases.append(single(f"clamp/{tag}_65", "clamp", lambda b: [b.rand([65], -3, 3)], **bounds))
+        cases.append(single(f"clamp/{tag}_special_values", "clamp",
+                            lambda b: [b.input([len(special)], special)], **bounds))
+        cases.append(single(f"clamp/int32_{tag}", "clamp", lambda b: [
+            b.ints([len(INT_SPECIAL) + 40], INT_SPECIAL + list(range(-20, 20)))], **bounds))
+    for shape in ([], [1], [2, 3, 4, 5], [1000]):
+        cases.append(single(f"clamp/{_tag(shape)}", "clamp", lambda b, s=shape: [b.rand(s, -3, 3)],
+                            min=-1.5, max=2))
+        cases.append(single(f"clamp/int32_{_tag(shape)}", "clamp",
+                            lambda b, s=shape: [b.rand_ints(s, -10, 10)], min=-4, max=6))
+    cases.append(single("clamp/zero_bounds_keep_sign", "clamp", lambda b: [
+        b.input([4], [0.0, -0.0, 1e-30, -1e-30])], min=0.0))
+    cases.append(single("clamp/negative_zero_bound", "clamp", lambda b: [
+        b.input([4], [0.0, -0.0, -1.0, 1.0])], min=-0.0, max=-0.0))
+    return cases
+
+
+REDUCE_V3 = ["reduce_max", "reduce_min", "argmax", "argmin"]
+
+
+def _ties(b: Builder, n: int, where: Sequence[int], value: float) -> np.ndarray:
+    """n random values below |value| with `value` placed at the given positions."""
+    x = b.uniform([n], -abs(value) * 0.9, abs(value) * 0.9)
+    x[list(where)] = value
+    return x
+
+
+def reduce_v3_cases() -> list[dict]:
+    """Every axis (negative too) with and without keepdim, rank 0..4, lengths around the 64
+    lanes, ties (across lanes), NaN first-wins, signed zeros, infinities, int32 extremes."""
+    cases = []
+    for op in REDUCE_V3:
+        for n in (1, 63, 64, 65, 1000, 4097):
+            cases.append(single(f"{op}/all_{n}", op, lambda b, n=n: [b.rand([n])]))
+            wide = 2**31 if n <= 1000 else 10**6  # the corpus stays small
+            cases.append(single(f"{op}/int32_all_{n}", op,
+                                lambda b, n=n, w=wide: [b.rand_ints([n], -w, w - 1)]))
+        cases.append(single(f"{op}/all_scalar", op, lambda b: [b.rand([])]))
+        cases.append(single(f"{op}/int32_all_scalar", op, lambda b: [b.rand_ints([])]))
+        cases.append(single(f"{op}/all_2x3x4x5_keepdim", op, lambda b: [b.rand([2, 3, 4, 5])],
+                            axis=None, keepdim=True))
+        cases.append(single(f"{op}/scalar_axis0", op, lambda b: [b.rand([1])], axis=0,
+                            keepdim=True))
+        for axis in range(-4, 4):
+            for keepdim in (False, True):
+                kd = "_keepdim" if keepdim else ""
+                cases.append(single(f"{op}/2x3x4x5_axis{axis}{kd}", op,
+                                    lambda b: [b.rand([2, 3, 4, 5])], axis=axis, keepdim=keepdim))
+                cases.append(single(f"{op}/int32_2x3x4x5_axis{axis}{kd}", op,
+                                    lambda b: [b.rand_ints([2, 3, 4, 5], -5, 5)], axis=axis,
+                                    keepdim=keepdim))
+        for axis in (0, 1, -1):
+            cases.append(single(f"{op}/65x20_axis{axis}", op, lambda b: [b.rand([65, 20])],
+                                axis=axis))
+        for rank_shape, axis in (([7], 0), ([3, 130], 1), ([130, 3], 0), ([2, 65, 3], 1)):
+            cases.append(single(f"{op}/{_tag(rank_shape)}_axis{axis}", op,
+                                lambda b, s=rank_shape: [b.rand(s)], axis=axis))
+        # ties: the same extreme at several positions (lanes 5, 3 and 0 of the 64)
+        ext = 7.0 if op in ("reduce_max", "argmax") else -7.0
+        cases.append(single(f"{op}/ties_1000", op, lambda b, e=ext: [
+            b.input([1000], _ties(b, 1000, [837, 69, 128, 640], e))]))
+        cases.append(single(f"{op}/ties_rows_axis1", op, lambda b, e=ext: [
+            b.input([3, 200], np.concatenate([_ties(b, 200, w, e) for w in
+                                              ([199, 3], [64, 0, 128], [150, 100, 50])]))],
+            axis=1))
+        cases.append(single(f"{op}/int32_ties_axis0", op, lambda b: [
+            b.ints([4, 3], [5, -7, INT32_MAX, 5, INT32_MIN, INT32_MAX, -1, INT32_MIN, 0,
+                            5, -7, INT32_MIN])], axis=0))
+        cases.append(single(f"{op}/int32_extremes", op, lambda b: [
+            b.ints([len(INT_SPECIAL)], INT_SPECIAL)]))
+        cases.append(single(f"{op}/int32_all_equal_130", op, lambda b: [b.ints([130], [-3] * 130)]))
+        # NaN: propagates (max/min), the first NaN wins (arg): NaNs at 70 and 3 of 100
+        cases.append(single(f"{op}/nan_first_wins", op, lambda b: [b.input([100], [
+            math.nan if i in (3, 70) else (i - 50) * 0.5 for i in range(100)])]))
+        cases.append(single(f"{op}/nan_axis1", op, lambda b: [b.input([3, 4], [
+            1.0, math.nan, 2.0, math.nan, math.inf, 1.0, -math.inf, math.nan,
+            -1.0, -2.0, -3.0, -4.0])], axis=1))
+        cases.append(single(f"{op}/nan_after_extreme_axis0", op, lambda b: [b.input([3, 2], [
+            math.inf, -math.inf, math.nan, 0.0, 5.0, math.nan])], axis=0))
+        # signed zeros: every order of -0 and +0 in a row; the whole row zero
+        zeros = [[-0.0, -0.0], [-0.0, 0.0], [0.0, -0.0], [0.0, 0.0]]
+        cases.append(single(f"{op}/signed_zeros_axis1", op, lambda b, z=zeros: [
+            b.input([4, 2], np.array(z).reshape(-1))], axis=1))
+        cases.append(single(f"{op}/signed_zeros_with_negatives_axis0", op, lambda b: [
+            b.input([3, 4], [-1.0, -0.0, 0.0, -0.0, -0.0, -1.0, -0.0, 0.0, -2.0, 0.0, -0.0, -0.0])],
+            axis=0))
+        cases.append(single(f"{op}/signed_zeros_130", op, lambda b: [
+            b.input([130], [-0.0 if i % 3 else 0.0 for i in range(130)])]))
+        cases.append(single(f"{op}/infinities", op, lambda b: [
+            b.input([6], [-math.inf, 3e38, -3e38, math.inf, math.inf, -math.inf])]))
+        cases.append(single(f"{op}/all_neg_inf_axis1", op, lambda b: [
+            b.input([2, 3], [-math.inf] * 3 + [math.inf] * 3)], axis=1))
+        cases.append(single(f"{op}/magnitudes", op, lambda b: [
+            b.input([6], [1e30, 1e-30, -1e30, -1e-30, 3e38, -3e38])]))
+    return cases
+
+
+def v3_chain_cases() -> list[dict]:
+    """int32 through several new ops; a float MLP head's prediction (argmax of logits)."""
+    b = Builder("chain/int32_abs_square_clamp_reduce")
+    keep = b.out
+    x = b.ints([4, 5], [INT32_MIN, -3, 46341, 7, -1, 0, 12, -65536, 9, 2, -9, 100, 5, 5, -5,
+                        INT32_MAX, 1, 3, -2, 8])
+    a = keep(b.op("abs", x))
+    sq = keep(b.op("square", a))
+    c = keep(b.op("clamp", sq, min=-100, max=1e9))
+    keep(b.op("reduce_max", c, axis=1))
+    keep(b.op("reduce_min", c, axis=0, keepdim=True))
+    keep(b.op("argmax", c, axis=0))
+    keep(b.op("argmin", sq))
+    cases = [b.case("chain")]
+    b = Builder("chain/float_logits_argmax")
+    keep = b.out
+    logits = keep(b.op("matmul", b.rand([8, 16]), b.rand([16, 10], -0.3, 0.3)))
+    keep(b.op("argmax", logits, axis=1))
+    keep(b.op("reduce_max", logits, axis=1, keepdim=True))
+    keep(b.op("argmin", keep(b.op("abs", keep(b.op("clamp", logits, min=-0.5, max=0.5))))))
+    keep(b.op("square", logits))
+    cases.append(b.case("chain"))
+    return cases
+
+
+def large_v3_cases() -> list[dict]:
+    """A flattened argmax / reduce over 4194303 elements (> 65535 workgroups of 64)."""
+    cases = []
+    for op in REDUCE_V3:
+        b = Builder(f"{op}/large_all_2049x2047")
+        b.out(b.op(op, _grid_of(b, 2049, 2047)), "y")
+        cases.append(b.case(op))
+        b = Builder(f"{op}/large_65792x3_axis0")  # 257 * 256 rows from 257 + 256 + 3 values
+        grid = b.op("add", b.op("add", b.rand([257, 1, 1], -1, 1), b.rand([256, 1], -1, 1)),
+                    b.rand([3], -1, 1))
+        b.out(b.op(op, b.op("reshape", grid, shape=[65792, 3]), axis=0), "y")
+        cases.append(b.case(op))
+    return cases
+
+
 FAMILIES: list[Callable[[], list[dict]]] = [
     source_cases, binary_cases, unary_cases, layout_cases, reduction_cases, softmax_cases,
     cross_entropy_cases, matmul_cases, optimizer_cases, life_cases, chain_cases, large_cases,
+    map1_v3_cases, clamp_cases, reduce_v3_cases, v3_chain_cases, large_v3_cases,
 ]
 
 

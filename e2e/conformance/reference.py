@@ -33,12 +33,29 @@ magnitude that float32 rounding inside the op is proportional to (the tolerance 
   < 1 ulp), so this scale only matters if that class is loosened for vendor exp.
 Other ops have scale 0 (their classes have scale_eps 0).
 
+Protocol-v3 ops (abs, square, clamp, reduce_max, reduce_min, argmax, argmin), for T in
+{float32, int32}, all `exact`:
+
+- int32 arithmetic wraps (two's complement): abs(-2^31) = -2^31, square wraps modulo 2^32.
+- float abs clears the sign bit (abs(-0) = +0); square is x * x rounded once.
+- clamp(x) = min(max(x, lo), hi) written as comparisons: y = x < lo ? lo : x; then
+  y > hi ? hi : y. So NaN stays NaN, a value equal to a bound is kept (clamp(-0, min=0) = -0)
+  and lo > hi gives hi everywhere (as torch). A null bound is no bound. For int32 the bounds
+  (float32 values) become ceil(min) and floor(max), saturated to the int32 range.
+- reduce_max / reduce_min are IEEE 754-2019 maximum / minimum: any NaN gives NaN, and -0 < +0
+  (the max of {-0, +0} is +0, the min is -0), a total order, so every reduction order gives the
+  same bits.
+- argmax / argmin (int32 result): the first NaN if there is one (as numpy), else the first index
+  whose value equals the max / min (-0 and +0 are equal: a tie, the first wins). axis null
+  indexes the flattened tensor.
+
 Game of Life: the 8 neighbour offsets are taken modulo the grid size, so on a grid with fewer
 than 3 rows or columns a cell is counted once per offset that reaches it (itself included).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -60,14 +77,45 @@ class NodeRef:
     value: np.ndarray
     scale: np.ndarray
     bits: np.ndarray | None = None  # float32 result every backend must give bit for bit (sum)
+    dtype: str = "float32"  # the node's result dtype; int32 values are held exactly in float64
 
 
-def decode_values(data: Sequence[float | str] | np.ndarray) -> np.ndarray:
-    """Protocol data (numbers or "nan"/"inf"/"-inf") as float32 values held in float64."""
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+_WIRE = {"float32": "<f4", "int32": "<i4", "uint32": "<u4", "bool": "u1"}
+
+
+def decode_values(data: Sequence[float | str] | np.ndarray | Mapping,
+                  dtype: str = "float32") -> np.ndarray:
+    """Protocol data (numbers or "nan"/"inf"/"-inf", or {"base64": little-endian bytes}):
+    float32 values held in float64, integer dtypes as int64 (both exact)."""
+    if isinstance(data, Mapping):
+        raw = np.frombuffer(base64.b64decode(data["base64"]), dtype=_WIRE[dtype])
+        return raw.astype(np.float64 if dtype == "float32" else np.int64)
+    if dtype != "float32":
+        return np.asarray(data, dtype=np.int64)
     if isinstance(data, np.ndarray):
         return data.astype(np.float32).astype(np.float64)
     flat = [NONFINITE[v] if isinstance(v, str) else v for v in data]
     return np.asarray(flat, dtype=np.float64).astype(np.float32).astype(np.float64)
+
+
+def wrap32(x: np.ndarray) -> np.ndarray:
+    """Integers (int64) wrapped to int32 as two's complement does."""
+    as_int = np.asarray(x).astype(np.int64)
+    return (as_int - INT32_MIN) % 2**32 + INT32_MIN
+
+
+def result_dtype(node: Mapping, operand_dtypes: list[str]) -> str:
+    """The node's dtype by the op table's result_type (a type variable, a dtype, attr:dtype)."""
+    spec = OP_TABLE["ops"][node["op"]]
+    rule = spec["result_type"]
+    if rule.startswith("attr:"):
+        return str(node.get(rule[5:], spec["attrs"][rule[5:]].get("default")))
+    if rule in spec.get("types", {}):
+        for name, dtype in zip(spec["operands"], operand_dtypes, strict=True):
+            if spec["operand_types"].get(name) == rule:
+                return dtype
+    return rule
 
 
 def f32(x: float | np.ndarray) -> np.ndarray:
@@ -134,7 +182,8 @@ def kernel(*names: str) -> Callable[[Kernel], Kernel]:
 def _input(node: Mapping, _: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     if "data" not in node:
         raise ValueError(f"node {node['id']} (input) has no data: the reference needs values")
-    value = decode_values(node["data"]).reshape(_dims(node["shape"]))
+    value = decode_values(node["data"], str(node.get("dtype", "float32")))
+    value = value.reshape(_dims(node["shape"]))
     return value, _zeros(value)
 
 
@@ -441,6 +490,96 @@ def _life(_: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return value, _zeros(value)
 
 
+# ---- protocol-v3 ops: abs, square, clamp, reduce_max/min, argmax/argmin (int32 too) ------
+
+
+def _is_int(a: np.ndarray) -> bool:
+    """int32 operands are held as int64 arrays (exact), float32 ones as float64."""
+    return a.dtype.kind in "iu"
+
+
+@kernel("abs")
+def _abs(_: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    value = wrap32(np.abs(ops[0])) if _is_int(ops[0]) else np.abs(ops[0])  # abs(-2^31) wraps
+    return value, _zeros(value)
+
+
+@kernel("square")
+def _square(_: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    if _is_int(ops[0]):
+        a = ops[0].astype(np.int64)
+        value = wrap32(a * a)  # |a| <= 2^31: a * a fits in int64 exactly
+    else:
+        value = ops[0] * ops[0]  # exact in float64, rounded once to float32 when stored
+    return value, _zeros(value)
+
+
+def _opt_float(node: Mapping, name: str) -> float | None:
+    value = node.get(name)
+    return None if value is None else float(f32(float(value)))
+
+
+def _int_bounds(lo: float | None, hi: float | None) -> tuple[int, int]:
+    """int32 bounds: ceil(min), floor(max), saturated to the int32 range (null: none)."""
+    lo_i = INT32_MIN if lo is None else min(max(math.ceil(lo), INT32_MIN), INT32_MAX)
+    hi_i = INT32_MAX if hi is None else min(max(math.floor(hi), INT32_MIN), INT32_MAX)
+    return lo_i, hi_i
+
+
+@kernel("clamp")
+def _clamp(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    lo, hi = _opt_float(node, "min"), _opt_float(node, "max")
+    if _is_int(ops[0]):
+        lo, hi = _int_bounds(lo, hi)
+    y = ops[0]
+    if lo is not None:
+        y = np.where(y < lo, lo, y)  # NaN < lo is false: NaN stays
+    if hi is not None:
+        y = np.where(y > hi, hi, y)
+    return y, _zeros(y)
+
+
+def _rows(node: Mapping, a: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
+    """The reduced elements as rows [lines, n] and the result shape (keepdim applied)."""
+    axis, keepdim, _ = _reduce_args(node, a)
+    if axis is None:
+        shape = (1,) * a.ndim if keepdim else ()
+        return a.reshape(1, -1), shape
+    moved = np.moveaxis(a, axis, -1)
+    shape = tuple(1 if i == axis else d for i, d in enumerate(a.shape)) if keepdim else \
+        moved.shape[:-1]
+    return moved.reshape(-1, a.shape[axis]), shape
+
+
+@kernel("reduce_max", "reduce_min")
+def _reduce_extreme(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    rows, shape = _rows(node, ops[0])
+    is_max = node["op"] == "reduce_max"
+    value = rows.max(axis=1) if is_max else rows.min(axis=1)  # NaN propagates
+    if _is_int(rows):
+        return value.reshape(shape), np.zeros(shape)
+    # -0 < +0: a zero result is +0 for max when any +0 is there, -0 for min when any -0 is
+    positive_zero = ((rows == 0) & ~np.signbit(rows)).any(axis=1)
+    negative_zero = ((rows == 0) & np.signbit(rows)).any(axis=1)
+    zero = 0.0 if is_max else -0.0
+    pick = positive_zero if is_max else negative_zero
+    value = np.where((value == 0) & pick, zero, value)
+    value = np.where((value == 0) & ~pick, -zero, value)
+    return value.reshape(shape), np.zeros(shape)
+
+
+@kernel("argmax", "argmin")
+def _arg_extreme(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    rows, shape = _rows(node, ops[0])
+    nan = np.isnan(rows)
+    best = np.where(nan, -np.inf, rows).max(axis=1) if node["op"] == "argmax" else \
+        np.where(nan, np.inf, rows).min(axis=1)
+    # the first NaN wins; else the first element equal to the extreme (-0 == +0: a tie)
+    hit = np.where(nan.any(axis=1, keepdims=True), nan, rows == best[:, None])
+    value = np.argmax(hit, axis=1)  # argmax of booleans: the first True
+    return value.reshape(shape), np.zeros(shape)
+
+
 # ---- graphs ---------------------------------------------------------------------------------
 
 
@@ -475,7 +614,11 @@ def needed_order(graph: Mapping) -> list[Mapping]:
 
 def _stored(ref: NodeRef, override: np.ndarray | None) -> np.ndarray:
     """A node's value as its consumers see it: the backend's own (override), else the float32
-    every backend must hold (a sum's fixed-order bits, else the rounded reference)."""
+    every backend must hold (a sum's fixed-order bits, else the rounded reference); integer
+    dtypes are held exactly."""
+    if ref.dtype != "float32":
+        held = ref.value if override is None else np.asarray(override).astype(np.int64)
+        return held.reshape(ref.value.shape)
     if override is not None:
         return f32(override).reshape(ref.value.shape)
     return f32(ref.bits) if ref.bits is not None else f32(ref.value)
@@ -492,12 +635,14 @@ def evaluate(graph: Mapping, overrides: Mapping[int, np.ndarray] | None = None) 
     refs: dict[int, NodeRef] = {}
     for node in needed_order(graph):
         operands = [_stored(refs[i], overrides.get(i)) for i in operand_ids(node)]
+        dtypes = [refs[i].dtype for i in operand_ids(node)]
         with np.errstate(all="ignore"):
             value, scale = KERNELS[node["op"]](node, operands)
-        value = np.asarray(value, dtype=np.float64)
+        dtype = result_dtype(node, dtypes)
+        value = np.asarray(value, dtype=np.float64 if dtype == "float32" else np.int64)
         # 0 * inf in a scale formula (exp(-inf), tanh(inf)) is a zero sensitivity; a scale
         # must never widen the tolerance to everything for a finite reference
         scale = np.where(np.isfinite(scale), scale, 0.0)
         refs[node["id"]] = NodeRef(value, np.broadcast_to(scale, value.shape),
-                                   _order_bits(node, operands))
+                                   _order_bits(node, operands), dtype)
     return refs

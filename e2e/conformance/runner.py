@@ -209,7 +209,7 @@ def _check_output(name: str, nid: int, op: str, got: np.ndarray, ref: NodeRef) -
     if list(got.shape) != list(ref.value.shape):
         return OutputResult(name, nid, op, tolerance, False, math.inf,
                             f"shape {list(got.shape)}, want {list(ref.value.shape)}", math.inf)
-    c = compare(got, ref.value, ref.scale, tolerance)
+    c = compare(got, ref.value, ref.scale, tolerance, ref.dtype)
     if c.passed and ref.bits is not None:  # the protocol's fixed order: same bits everywhere
         order = compare(got, ref.bits.astype(np.float64), ref.scale, "exact")
         if not order.passed:

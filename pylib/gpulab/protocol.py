@@ -193,6 +193,13 @@ def _check_float(value: Any, where: str, node: int | None, _: dict) -> float:
     return rounded
 
 
+def _check_optional_float(value: Any, where: str, node: int | None, checked: dict) -> float | None:
+    # clamp's bounds: a float attribute where null means "no bound"
+    if value is None:
+        return None
+    return _check_float(value, where, node, checked)
+
+
 def _float32(x: float) -> float:
     """x rounded to the nearest float32 (inf past its range)."""
     try:
@@ -247,6 +254,7 @@ ATTR_CHECKERS = {
     "data": _check_data,
     "dtype": _check_dtype,
     "float": _check_float,
+    "optional_float": _check_optional_float,
     "axis": _check_axis,
     "bool": _check_bool,
     "perm": _check_perm,

@@ -9,6 +9,8 @@ import './cpu/maps.mjs';
 import './cpu/reduce.mjs';
 import './cpu/layout.mjs';
 import './cpu/optimizers.mjs';
+import './cpu/map_bits.mjs';
+import './cpu/extremes.mjs';
 
 export const name = 'cpu';
 

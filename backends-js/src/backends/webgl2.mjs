@@ -35,6 +35,7 @@ import { supportsGraph } from '../kernels.mjs';
 import './webgl2/elementwise.mjs';
 import './webgl2/layout.mjs';
 import './webgl2/matmul.mjs';
+import './webgl2/extremes.mjs';
 import './webgl2/reductions.mjs';
 
 export const name = 'webgl2';

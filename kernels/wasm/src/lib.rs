@@ -8,6 +8,7 @@
 
 #[macro_use]
 mod elementwise;
+mod extremes;
 mod layout;
 mod life;
 mod maps;

@@ -181,4 +181,5 @@ def _life(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
     return born_or_kept.astype(F32)
 
 
-from . import maps  # noqa: F401  (registers the map ops; it imports this module)
+# the kernels of other modules (they import this one): the generated map ops, the v3 ops
+from . import extremes, map_bits, maps  # noqa: E402, F401

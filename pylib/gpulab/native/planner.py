@@ -14,7 +14,7 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .. import optable
+from .. import clamp_bounds, optable
 from ..errors import GpuLabError
 from ..kernel_table import family_codes, family_kernel, scalar_attrs
 from ..protocol import CheckedGraph, CheckedNode, label
@@ -470,9 +470,35 @@ def _plan_life(ctx: _PlanContext, node: CheckedNode) -> None:
                  _ceil_div(h * w, ELEMENTWISE_WG))
 
 
-# The dtypes a rule plans where it handles more than float32 (twin of planner.mjs RULE_DTYPES):
-# an input is a buffer of 32-bit words (bool as u32 0/1) the program writes, so any dtype.
-RULE_DTYPES: dict[str, tuple[str, ...]] = {"input": tuple(optable.load()["dtypes"])}
+# ---- protocol-v3 ops on 32-bit words (float32 or int32): map_bits.wgsl, extremes.wgsl ----
+
+MAP_BITS_OP = {"abs": 0, "square": 1, "clamp": 2}
+EXTREMES_OP = {"reduce_max": 0, "reduce_min": 1, "argmax": 2, "argmin": 3}
+DTYPE_CODE = {"float32": 0, "int32": 1}  # the kernels' p.dt
+
+
+def _operand_dtype(ctx: _PlanContext, node: CheckedNode) -> str:
+    return str(getattr(ctx.node(node.operands[0]), "dtype", None) or "float32")
+
+
+def _plan_map_bits(ctx: _PlanContext, node: CheckedNode) -> None:
+    n = _count(node.shape)
+    dtype = _operand_dtype(ctx, node)
+    lo, hi = clamp_bounds.words(node.attrs, dtype) if node.op == "clamp" else (0, 0)
+    a = ctx.operand(node, 0)
+    out = ctx.output(node)
+    ctx.dispatch(node, "map_bits", {"WG": ELEMENTWISE_WG, "OP": MAP_BITS_OP[node.op]},
+                 _u32s(n, DTYPE_CODE[dtype], lo, hi), [a, out], _ceil_div(n, ELEMENTWISE_WG))
+
+
+def _plan_extremes(ctx: _PlanContext, node: CheckedNode) -> None:
+    outer, size, inner = _reduce_extents(ctx.operand_shape(node, 0), node.attrs.get("axis"))
+    dtype = _operand_dtype(ctx, node)
+    a = ctx.operand(node, 0)
+    out = ctx.output(node)
+    ctx.dispatch(node, "extremes", {"OP": EXTREMES_OP[node.op]},
+                 _u32s(size, inner, outer * inner, DTYPE_CODE[dtype]), [a, out], outer * inner)
+
 
 # The kernel registry: op name -> planning rule.
 RULES: dict[str, Rule] = {
@@ -491,6 +517,16 @@ RULES: dict[str, Rule] = {
     "cross_entropy_grad": _plan_cross_entropy_grad,
     "adam_update": _plan_adam_update,
     "life": _plan_life,
+    **{op: _plan_map_bits for op in MAP_BITS_OP},
+    **{op: _plan_extremes for op in EXTREMES_OP},
+}
+
+# The dtypes a rule plans where it handles more than float32 (twin of planner.mjs RULE_DTYPES):
+# an input is a buffer of 32-bit words (bool as u32 0/1) the program writes, so any dtype; the
+# v3 ops work on 32-bit words (map_bits.wgsl, extremes.wgsl).
+RULE_DTYPES: dict[str, tuple[str, ...]] = {
+    "input": tuple(optable.load()["dtypes"]),
+    **{op: ("float32", "int32") for op in [*MAP_BITS_OP, *EXTREMES_OP]},
 }
 
 

@@ -52,7 +52,7 @@ function orderedExpSum(src, base, stride, n, max) {
  * @param {number[]} shape @param {number} axis
  * @param {(base: number, stride: number, n: number, line: number) => void} fn
  */
-function forEachLine(shape, axis, fn) {
+export function forEachLine(shape, axis, fn) {
   let outer = 1;
   let inner = 1;
   for (let i = 0; i < axis; i++) outer *= shape[i];

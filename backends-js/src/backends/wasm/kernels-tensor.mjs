@@ -3,6 +3,7 @@
 import { numel } from '../../shapes.mjs';
 import { registerKernel } from './registry.mjs';
 import { DTYPE_NAMES } from '../../dtypes.mjs';
+import { clampWords, DTYPE_CODE } from '../../clamp-bounds.mjs';
 
 /** Inputs are uploaded or fed by the program (as 32-bit words, any dtype): no per-step work. */
 registerKernel('input', () => null, { dtypes: DTYPE_NAMES });
@@ -134,3 +135,36 @@ registerKernel('life', ({ exports, node, operand, out }) => {
   const [h, w] = node.shape;
   return (p) => exports.life(p[a], p[out], h, w);
 });
+
+// Protocol-v3 ops at float32 and int32, on the tensors' 32-bit words (kernels/wasm/src/extremes.rs).
+const V3_DTYPES = { dtypes: ['float32', 'int32'] };
+/** @param {import('./registry.mjs').PlanContext} ctx */
+const operandDtype = (ctx) => ctx.dtype(0);
+
+for (const op of ['abs', 'square']) {
+  registerKernel(op, (ctx) => {
+    const { exports, node, operand, out } = ctx;
+    const [a, n, dt] = [operand(0), numel(node.shape), DTYPE_CODE[operandDtype(ctx)]];
+    const fn = exports[`bits_${op}`];
+    return (p) => fn(p[a], p[out], n, dt);
+  }, V3_DTYPES);
+}
+
+registerKernel('clamp', (ctx) => {
+  const { exports, node, operand, out } = ctx;
+  const dtype = operandDtype(ctx);
+  const [lo, hi] = clampWords(node.attrs, dtype);
+  const [a, n, dt] = [operand(0), numel(node.shape), DTYPE_CODE[dtype]];
+  return (p) => exports.bits_clamp(p[a], p[out], n, dt, lo, hi);
+}, V3_DTYPES);
+
+const EXTREMES_OP = { reduce_max: 0, reduce_min: 1, argmax: 2, argmin: 3 };
+for (const [op, code] of Object.entries(EXTREMES_OP)) {
+  registerKernel(op, (ctx) => {
+    const { exports, node, operand, shape, out } = ctx;
+    const a = operand(0);
+    const [outer, n, inner] = around(shape(0), node.attrs.axis);
+    const dt = DTYPE_CODE[operandDtype(ctx)];
+    return (p) => exports.extremes(p[a], p[out], outer, n, inner, dt, code);
+  }, V3_DTYPES);
+}

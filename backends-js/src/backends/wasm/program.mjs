@@ -172,6 +172,7 @@ export class WasmProgram {
       }
       const slot = (/** @type {number} */ i) => /** @type {number} */ (this.slotOf.get(node.operands[i]));
       const shape = (/** @type {number} */ i) => this.node(node.operands[i]).shape;
+      const dtype = (/** @type {number} */ i) => this.node(node.operands[i]).dtype ?? 'float32';
       const view = (/** @type {number} */ i) => {
         const src = node.operands[i];
         const s = this.node(src).shape;
@@ -192,7 +193,8 @@ export class WasmProgram {
         this.scratchFloats = Math.max(this.scratchFloats, floats);
       };
       const out = /** @type {number} */ (this.slotOf.get(id));
-      const planned = kernel({ node, exports, out, operand: slot, view, shape, desc, scratch });
+      const planned = kernel({ node, exports, out, operand: slot, view, shape, dtype, desc,
+        scratch });
       if (typeof planned === 'function') steps.push({ id, run: planned });
       else if (planned) this.inits.push(planned.init);
     }

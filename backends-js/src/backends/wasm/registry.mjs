@@ -12,6 +12,7 @@ import { registrarFor, getKernel as lookup } from '../../kernels.mjs';
  *   operand: (i: number) => number,                // slot of operand i (materialized)
  *   view: (i: number) => {slot: number, shape: number[], strides: number[]},  // operand i, maybe a fused transpose
  *   shape: (i: number) => number[],                // shape of operand i
+ *   dtype: (i: number) => string,                  // dtype of operand i
  *   desc: (words: ArrayLike<number>) => number,    // a persistent u32 descriptor in wasm memory
  *   scratch: (floats: number) => void,             // asks for a scratch area of at least this size
  * }} PlanContext

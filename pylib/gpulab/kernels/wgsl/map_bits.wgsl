@@ -1,0 +1,64 @@
+// abs (OP 0), square (OP 1), clamp (OP 2) of a float32 (p.dt 0) or int32 (p.dt 1) tensor, on
+// its 32-bit words, so one kernel serves both dtypes and results keep their exact bits:
+// - abs: float32 clears the sign bit; int32 negates in u32 (abs(-2^31) wraps to -2^31);
+// - square: float32 x * x; int32 the u32 product (the low 32 bits of the int32 product);
+// - clamp: y = x < lo ? lo : x, then y > hi ? hi : y (comparisons, so NaN and a value equal
+//   to a bound are kept as they are); p.lo / p.hi hold the bounds' bits (float32, or int32
+//   already ceil/floor-ed and saturated by the planner; no bound: -inf/+inf or INT_MIN/MAX).
+
+override WG: u32 = 64u;
+override OP: u32;
+
+struct Params { n: u32, dt: u32, lo: u32, hi: u32 }
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> a: array<u32>;
+@group(0) @binding(2) var<storage, read_write> out: array<u32>;
+
+const SIGN: u32 = 0x80000000u;
+
+// by bit pattern: WGSL lets compilers assume no NaN in float arithmetic
+fn is_nan_bits(b: u32) -> bool { return (b & 0x7fffffffu) > 0x7f800000u; }
+
+fn abs_bits(b: u32) -> u32 {
+  if (p.dt == 0u) { return b & 0x7fffffffu; }
+  return select(b, 0u - b, (b & SIGN) != 0u);
+}
+
+fn square_bits(b: u32) -> u32 {
+  if (p.dt == 0u) {
+    let x = bitcast<f32>(b);
+    return bitcast<u32>(x * x);
+  }
+  return b * b;
+}
+
+fn clamp_bits(b: u32) -> u32 {
+  if (p.dt == 0u) {
+    if (is_nan_bits(b)) { return b; }
+    var y = b;
+    if (bitcast<f32>(b) < bitcast<f32>(p.lo)) { y = p.lo; }
+    if (bitcast<f32>(y) > bitcast<f32>(p.hi)) { y = p.hi; }
+    return y;
+  }
+  var y = bitcast<i32>(b);
+  if (y < bitcast<i32>(p.lo)) { y = bitcast<i32>(p.lo); }
+  if (y > bitcast<i32>(p.hi)) { y = bitcast<i32>(p.hi); }
+  return bitcast<u32>(y);
+}
+
+fn apply(b: u32) -> u32 {
+  switch OP {
+    case 0u: { return abs_bits(b); }
+    case 1u: { return square_bits(b); }
+    case 2u, default: { return clamp_bits(b); }
+  }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let i = (wid.x + nwg.x * (wid.y + nwg.y * wid.z)) * WG + lid;
+  if (i >= p.n) { return; }
+  out[i] = apply(a[i]);
+}
