@@ -182,4 +182,4 @@ def _life(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
 
 
 # the kernels of other modules (they import this one): the generated map ops, the v3 ops
-from . import extremes, map_bits, maps  # noqa: E402, F401
+from . import extremes, map_bits, maps  # noqa: F401
