@@ -13,7 +13,7 @@ precision highp sampler2DArray;
 
 uniform int u_n;   // element count of the output
 uniform int u_w;   // width of the output texture
-#if !defined(BLOCK_ROWS) && !defined(OUT3)
+#if !defined(BLOCK_ROWS) && !defined(OUT3) && !defined(OUT_INT)
 out vec4 o_value;  // the render target is R32F (only .r is stored) or RGBA32F (PACKED_OUT)
 #endif
 
@@ -119,6 +119,24 @@ void main() {
   ivec2 p = ivec2(gl_FragCoord.xy);
   int t = p.y * u_w + p.x;
   o_value = t < u_n ? kernel4(t) : vec4(0.0);
+}
+#elif defined(WORDS_OUT)
+// Kernels that compute 32-bit words (map_bits.glsl, extremes.glsl) define word i, stored as
+// is: into an R32I target (OUT_INT: an int32 tensor) or as the bits of an R32F one.
+#if defined(OUT_INT)
+out ivec4 o_value;
+#endif
+uint kernelWord(int i);
+
+void main() {
+  ivec2 p = ivec2(gl_FragCoord.xy);
+  int i = p.y * u_w + p.x;
+  uint w = i < u_n ? kernelWord(i) : 0u;
+#if defined(OUT_INT)
+  o_value = ivec4(floatBitsToInt(uintBitsToFloat(w)), 0, 0, 1);
+#else
+  o_value = vec4(uintBitsToFloat(w), 0.0, 0.0, 1.0);
+#endif
 }
 #else
 // Each kernel file defines the value of output element i.

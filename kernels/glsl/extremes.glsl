@@ -1,16 +1,20 @@
-// reduce_max / reduce_min / argmax / argmin (WANT_MAX or not, ARG or not) of a float32 (u_dt 0)
-// or int32 (u_dt 1) tensor viewed as [outer, len, inner]: row r = (o, q) holds elements
-// (o * len + k) * inner + q. Each element becomes an int32 key in the protocol's order (the
-// WGSL twin, kernels/wgsl/extremes.wgsl, explains it); the best is the larger (smaller) key,
-// the smaller index on equal keys: a total order, so the split of the work does not matter.
+// reduce_max / reduce_min / argmax / argmin (WANT_MAX or not, ARG or not) of a float32 tensor
+// (R32F) or an int32 one (A_INT: R32I) viewed as [outer, len, inner]: row r = (o, q) holds
+// elements (o * len + k) * inner + q. Each element becomes an int32 key in the protocol's order
+// (the WGSL twin, kernels/wgsl/extremes.wgsl, explains it); the best is the larger (smaller)
+// key, the smaller index on equal keys: a total order, so the split of the work does not matter.
 //   STAGE_FUSED  one fragment per row: every element in turn.
-//   STAGE_LANES  one fragment per (row, lane j): the best of k = j, j + 64, ...: its index k.
-//   STAGE_TREE   one fragment per row: the best of the 64 candidate indices of STAGE_LANES.
-// A result is the extreme's bits or its index k (int32 bits), stored in the R32F texture as is.
+//   STAGE_LANES  one fragment per (row, lane j): the best of k = j, j + 64, ...; it stores
+//                c = (k - j) / 64 as a float (exact: c < 2^20), since j is its position.
+//   STAGE_TREE   one fragment per row: the best of the 64 candidates k = j + 64 c.
+// FUSED and TREE write a word (WORDS_OUT): the extreme's bits, or its index k (OUT_INT, int32).
 uniform int u_len;
 uniform int u_inner;
-uniform int u_dt;
+#if defined(A_INT)
+uniform highp isampler2D u_a;
+#else
 uniform sampler2D u_a;
+#endif
 #if defined(STAGE_TREE)
 uniform sampler2D u_p;
 #endif
@@ -28,8 +32,14 @@ const int KEY_MIN = -2147483647 - 1;
 #define BEYOND(k, best) ((k) < (best))
 #endif
 
-int keyOf(uint b) {
-  if (u_dt == 1) return asInt(b);
+#if defined(A_INT)
+int keyAt(int e) {
+  int w = textureSize(u_a, 0).x;
+  return texelFetch(u_a, ivec2(e % w, e / w), 0).r;
+}
+#else
+int keyAt(int e) {
+  uint b = floatBitsToUint(load(u_a, e));
   if ((b & 0x7fffffffu) > 0x7f800000u) {  // NaN: past every number
 #if defined(WANT_MAX)
     return KEY_MAX;
@@ -43,13 +53,10 @@ int keyOf(uint b) {
   int s = asInt(b);
   return s ^ ((s >> 31) & 0x7fffffff);
 }
+#endif
 
 int rowBase(int r) {
   return (r / u_inner) * u_len * u_inner + (r % u_inner);
-}
-
-int keyAt(int base, int k) {
-  return keyOf(floatBitsToUint(load(u_a, base + k * u_inner)));
 }
 
 // Take (key, k) when it beats the best so far (on equal keys the smaller index wins).
@@ -60,41 +67,42 @@ void take(inout int bestKey, inout int bestK, int key, int k) {
   }
 }
 
-uint result(int key, int k) {
-#if defined(ARG)
-  return asUint(k);
-#else
-  if (u_dt == 1) return asUint(key);
-  if (key == KEY_MAX || key == KEY_MIN) return 0x7fc00000u;  // NaN propagates
-  return asUint(key ^ ((key >> 31) & 0x7fffffff));
-#endif
-}
-
 #if defined(STAGE_LANES)
 float kernel(int i) {
   int r = i / 64;
   int j = i - r * 64;
   int base = rowBase(r);
-  int bestKey = keyAt(base, min(j, u_len - 1));
-  int bestK = min(j, u_len - 1);
-  for (int k = j + 64; k < u_len; k += 64) take(bestKey, bestK, keyAt(base, k), k);
-  return intBitsToFloat(bestK);
+  int bestKey = keyAt(base + j * u_inner);
+  int bestK = j;
+  for (int k = j + 64; k < u_len; k += 64) take(bestKey, bestK, keyAt(base + k * u_inner), k);
+  return float((bestK - j) / 64);
 }
 #else
-float kernel(int r) {
+uint result(int key, int k) {
+#if defined(ARG)
+  return asUint(k);
+#elif defined(A_INT)
+  return asUint(key);
+#else
+  if (key == KEY_MAX || key == KEY_MIN) return 0x7fc00000u;  // NaN propagates
+  return asUint(key ^ ((key >> 31) & 0x7fffffff));
+#endif
+}
+
+uint kernelWord(int r) {
   int base = rowBase(r);
 #if defined(STAGE_TREE)
-  int bestK = floatBitsToInt(load(u_p, r * 64));
-  int bestKey = keyAt(base, bestK);
+  int bestK = int(load(u_p, r * 64)) * 64;
+  int bestKey = keyAt(base + bestK * u_inner);
   for (int j = 1; j < 64; ++j) {
-    int k = floatBitsToInt(load(u_p, r * 64 + j));
-    take(bestKey, bestK, keyAt(base, k), k);
+    int k = j + 64 * int(load(u_p, r * 64 + j));
+    take(bestKey, bestK, keyAt(base + k * u_inner), k);
   }
 #else
-  int bestKey = keyAt(base, 0);
+  int bestKey = keyAt(base);
   int bestK = 0;
-  for (int k = 1; k < u_len; ++k) take(bestKey, bestK, keyAt(base, k), k);
+  for (int k = 1; k < u_len; ++k) take(bestKey, bestK, keyAt(base + k * u_inner), k);
 #endif
-  return uintBitsToFloat(result(bestKey, bestK));
+  return result(bestKey, bestK);
 }
 #endif

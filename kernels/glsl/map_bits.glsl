@@ -1,9 +1,12 @@
-// abs, square, clamp (OP_abs / OP_square / OP_clamp) of a float32 (u_dt 0) or int32 (u_dt 1)
-// tensor, on the 32-bit words its texture holds, so the result keeps its exact bits (the WGSL
-// twin, kernels/wgsl/map_bits.wgsl, says how each op treats each dtype). u_lo / u_hi: clamp's
-// bounds as words (backends-js/src/clamp-bounds.mjs).
+// abs, square, clamp (OP_abs / OP_square / OP_clamp) of a float32 tensor (an R32F texture) or an
+// int32 one (A_INT: R32I in and OUT_INT out), on its 32-bit words, so the result keeps its exact
+// bits (the WGSL twin, kernels/wgsl/map_bits.wgsl, says how each op treats each dtype).
+// u_lo / u_hi: clamp's bounds as words (backends-js/src/clamp-bounds.mjs).
+#if defined(A_INT)
+uniform highp isampler2D u_a;
+#else
 uniform sampler2D u_a;
-uniform int u_dt;
+#endif
 uniform uint u_lo;
 uniform uint u_hi;
 
@@ -11,22 +14,13 @@ uniform uint u_hi;
 int asInt(uint b) { return floatBitsToInt(uintBitsToFloat(b)); }
 uint asUint(int v) { return floatBitsToUint(intBitsToFloat(v)); }
 
+#if defined(A_INT)
 uint op(uint b) {
 #if defined(OP_abs)
-  if (u_dt == 0) return b & 0x7fffffffu;
   return (b & 0x80000000u) != 0u ? 0u - b : b;  // abs(-2^31) wraps to -2^31
 #elif defined(OP_square)
-  if (u_dt == 0) {
-    float x = uintBitsToFloat(b);
-    return floatBitsToUint(x * x);
-  }
   return b * b;  // the low 32 bits of the int32 product
 #elif defined(OP_clamp)
-  if (u_dt == 0) {
-    if ((b & 0x7fffffffu) > 0x7f800000u) return b;  // NaN stays
-    uint y = uintBitsToFloat(b) < uintBitsToFloat(u_lo) ? u_lo : b;
-    return uintBitsToFloat(y) > uintBitsToFloat(u_hi) ? u_hi : y;
-  }
   int v = asInt(b);
   v = v < asInt(u_lo) ? asInt(u_lo) : v;
   v = v > asInt(u_hi) ? asInt(u_hi) : v;
@@ -36,6 +30,26 @@ uint op(uint b) {
 #endif
 }
 
-float kernel(int i) {
-  return uintBitsToFloat(op(floatBitsToUint(loadHere(u_a))));
+uint kernelWord(int i) {
+  return op(asUint(texelFetch(u_a, ivec2(gl_FragCoord.xy), 0).r));
 }
+#else
+uint op(uint b) {
+#if defined(OP_abs)
+  return b & 0x7fffffffu;
+#elif defined(OP_square)
+  float x = uintBitsToFloat(b);
+  return floatBitsToUint(x * x);
+#elif defined(OP_clamp)
+  if ((b & 0x7fffffffu) > 0x7f800000u) return b;  // NaN stays
+  uint y = uintBitsToFloat(b) < uintBitsToFloat(u_lo) ? u_lo : b;
+  return uintBitsToFloat(y) > uintBitsToFloat(u_hi) ? u_hi : y;
+#else
+#error unknown map_bits op
+#endif
+}
+
+uint kernelWord(int i) {
+  return op(floatBitsToUint(loadHere(u_a)));
+}
+#endif

@@ -2,7 +2,7 @@
 // abs / square / clamp (map_bits.glsl) and reduce_max / reduce_min / argmax / argmin
 // (extremes.glsl: an order-independent best-of, one pass per row or 64 lanes then a tree).
 import { registerKernel, sizeOf } from './registry.mjs';
-import { clampWords, DTYPE_CODE } from '../../clamp-bounds.mjs';
+import { clampWords } from '../../clamp-bounds.mjs';
 
 const DTYPES = { dtypes: ['float32', 'int32'] };
 /** Rows longer than this take two passes (64 fragments per row, then the 64 candidates). */
@@ -10,15 +10,19 @@ const SPLIT_LEN = 1024;
 
 /** @param {import('./registry.mjs').KernelContext} k @param {any} node */
 const operandDtype = (k, node) => k.node(node.operands[0]).dtype || 'float32';
+/** Defines for an int32 operand (an R32I texture) and an int32 result (an R32I target). */
+const intDefines = (/** @type {string} */ inDtype, /** @type {string} */ outDtype) => ({
+  ...(inDtype === 'int32' ? { A_INT: 1 } : {}), ...(outDtype === 'int32' ? { OUT_INT: 1 } : {}),
+});
 
 for (const op of ['abs', 'square', 'clamp']) {
   registerKernel(op, (node, k) => {
     const dtype = operandDtype(k, node);
     const [lo, hi] = op === 'clamp' ? clampWords(node.attrs, dtype) : [0, 0];
     return [{
-      shader: 'map_bits.glsl', defines: { [`OP_${op}`]: 1 },
+      shader: 'map_bits.glsl', defines: { [`OP_${op}`]: 1, WORDS_OUT: 1, ...intDefines(dtype, dtype) },
       inputs: { u_a: k.slot(node.operands[0]) },
-      uniforms: { u_dt: ['i', DTYPE_CODE[dtype]], u_lo: ['u', lo], u_hi: ['u', hi] },
+      uniforms: { u_lo: ['u', lo], u_hi: ['u', hi] },
       target: k.out,
     }];
   }, DTYPES);
@@ -36,18 +40,19 @@ for (const [op, flavour] of Object.entries(FLAVOUR)) {
     const len = axis === null ? sizeOf(shape) : shape[axis];
     const inner = axis === null ? 1 : sizeOf(shape.slice(axis + 1));
     const rows = sizeOf(shape) / len;
-    const uniforms = { u_len: ['i', len], u_inner: ['i', inner],
-      u_dt: ['i', DTYPE_CODE[operandDtype(k, node)]] };
+    const uniforms = { u_len: ['i', len], u_inner: ['i', inner] };
     const inputs = { u_a: k.slot(a) };
+    const dtypes = intDefines(operandDtype(k, node), node.dtype || 'float32');
+    const out = { WORDS_OUT: 1, ...flavour, ...dtypes };
     if (len <= SPLIT_LEN) {
-      return [{ shader: 'extremes.glsl', defines: { STAGE_FUSED: 1, ...flavour }, inputs,
-        uniforms, target: k.out }];
+      return [{ shader: 'extremes.glsl', defines: { STAGE_FUSED: 1, ...out }, inputs, uniforms,
+        target: k.out }];
     }
-    const partials = k.temp(rows * 64);
+    const partials = k.temp(rows * 64);  // R32F: each lane's chunk count c, exact as a float
+    const lanes = { STAGE_LANES: 1, ...flavour, ...(dtypes.A_INT ? { A_INT: 1 } : {}) };
     return [
-      { shader: 'extremes.glsl', defines: { STAGE_LANES: 1, ...flavour }, inputs, uniforms,
-        target: partials },
-      { shader: 'extremes.glsl', defines: { STAGE_TREE: 1, ...flavour },
+      { shader: 'extremes.glsl', defines: lanes, inputs, uniforms, target: partials },
+      { shader: 'extremes.glsl', defines: { STAGE_TREE: 1, ...out },
         inputs: { ...inputs, u_p: partials }, uniforms, target: k.out },
     ];
   }, DTYPES);
