@@ -31,11 +31,23 @@ def test_corpus_covers_every_op_of_the_table() -> None:
 
 def test_cases_declare_the_lowest_version_they_need() -> None:
     cases = load_cases()
-    assert {c["graph"]["version"] for c in cases} == {1, 2}
+    assert {c["graph"]["version"] for c in cases} == {1, 2, 3}
     more = [c["name"] for c in cases if generate.required_version(c["graph"]) < c["graph"]["version"]]
     assert more == ["input/explicit_dtype_declares_more_version"]
     v1_ops = {op for op, spec in reference.OP_TABLE["ops"].items() if spec["since"] == 1}
     assert v1_ops <= {c["op"] for c in cases if c["graph"]["version"] == 1}
+
+
+def test_every_op_taking_int32_has_int32_cases() -> None:
+    """int32 in (and argmax's int32 out) on every lane: each op whose operand types allow int32
+    has cases whose input is int32 (they declare version 3, int32's `since`)."""
+    ops = reference.OP_TABLE["ops"]
+    takes_int = {op for op, spec in ops.items() if spec["operands"] and
+                 "int32" in spec["types"][spec["operand_types"][spec["operands"][0]]]}
+    assert {"abs", "square", "clamp", "reduce_max", "reduce_min", "argmax", "argmin"} <= takes_int
+    with_int = {c["op"] for c in load_cases() if any(
+        n.get("dtype") == "int32" for n in c["graph"]["nodes"]) and c["graph"]["version"] == 3}
+    assert takes_int <= with_int, sorted(takes_int - with_int)
 
 
 @pytest.mark.parametrize("lane", ["cpu-python", "node-cpu"])
@@ -118,7 +130,10 @@ def test_js_validator_agrees_on_shapes_versions_and_order() -> None:
 
 
 def _expected32(ref: reference.NodeRef) -> np.ndarray:
-    """What a perfect backend returns: the fixed-order bits of a sum, else float32(ref)."""
+    """What a perfect backend returns: the fixed-order bits of a sum, else float32(ref) (an
+    integer dtype: its values as that dtype)."""
+    if ref.dtype != "float32":
+        return ref.value.astype(np.dtype(ref.dtype))
     if ref.bits is not None:
         return ref.bits.astype(np.float32)
     with np.errstate(over="ignore"):
@@ -183,6 +198,17 @@ def test_judge_fails_results_beyond_the_tolerance(name: str, within: int, beyond
     assert not bad.passed
     assert f"[{index}]" in bad.describe_failures()
     assert bad.results[0].max_ulp >= beyond - 1
+
+
+def test_judge_fails_int32_off_by_one_and_a_lost_dtype() -> None:
+    """int32 results are judged as integers: one off fails, and the right values as float32
+    (a backend that lost the dtype) fail too."""
+    cases = _one_case("argmax/ties_1000")
+    assert check_results(cases, _reference_run(cases)).passed
+    bad = check_results(cases, _perturbed(cases, lambda a: a + 1))
+    assert not bad.passed and "int32 elements differ" in bad.describe_failures()
+    lost = check_results(cases, _perturbed(cases, lambda a: a.astype(np.float32)))
+    assert not lost.passed and "got float32 data, want int32" in lost.describe_failures()
 
 
 def test_judge_fails_nan_sign_zero_shape_and_missing_outputs() -> None:
