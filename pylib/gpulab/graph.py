@@ -124,43 +124,10 @@ class Tensor:
         """One toroidal Game of Life step of a rank-2 grid (alive: > 0.5)."""
         return self.graph.op("life", a=self)
 
-    # -- protocol-v3 ops: float32 and int32 (argmax/argmin give int32) -------------------
-
-    def abs(self) -> Tensor:
-        """|self| (int32: abs(-2^31) wraps to -2^31)."""
-        return self.graph._op("abs", a=self)
+    # abs, square, clamp, max, min, argmax, argmin are made from the op table (TABLE_METHODS)
 
     def __abs__(self) -> Tensor:
-        return self.abs()
-
-    def square(self) -> Tensor:
-        """self * self (int32 wraps)."""
-        return self.graph._op("square", a=self)
-
-    def clamp(self, min: float | None = None, max: float | None = None) -> Tensor:
-        """min(max(self, min), max) as comparisons (NaN stays); None = no bound."""
-        return self.graph._op("clamp", a=self, min=min, max=max)
-
-    def max(self, axis: int | None = None, keepdim: bool = False, *,
-            dim: int | None = None) -> Tensor:
-        """The maximum over one axis or all (None): NaN propagates, max(-0, +0) = +0."""
-        return self.graph._op("reduce_max", a=self, axis=_pick_axis(axis, dim), keepdim=keepdim)
-
-    def min(self, axis: int | None = None, keepdim: bool = False, *,
-            dim: int | None = None) -> Tensor:
-        """The minimum over one axis or all (None): NaN propagates, min(-0, +0) = -0."""
-        return self.graph._op("reduce_min", a=self, axis=_pick_axis(axis, dim), keepdim=keepdim)
-
-    def argmax(self, axis: int | None = None, keepdim: bool = False, *,
-               dim: int | None = None) -> Tensor:
-        """int32 index of the maximum (None: of the flattened tensor); first on ties and the
-        first NaN wins, as numpy."""
-        return self.graph._op("argmax", a=self, axis=_pick_axis(axis, dim), keepdim=keepdim)
-
-    def argmin(self, axis: int | None = None, keepdim: bool = False, *,
-               dim: int | None = None) -> Tensor:
-        """int32 index of the minimum (None: of the flattened tensor), as argmax."""
-        return self.graph._op("argmin", a=self, axis=_pick_axis(axis, dim), keepdim=keepdim)
+        return self.graph.op("abs", a=self)
 
     # -- layout ---------------------------------------------------------------------------
 
