@@ -49,8 +49,9 @@ def test_every_kind_of_generated_file_is_covered(files: dict[Path, bytes]) -> No
     shipped = {p.name for p in (ROOT / "kernels/wgsl").glob("*.wgsl")}
     copies = {p.name for p in files if p.parent == ROOT / "pylib/gpulab/kernels/wgsl"}
     assert copies == shipped, "every shipped kernel has its package copy"
-    # every lane, the browser ones included, runs the whole corpus: keep it small
-    assert len(files[ROOT / "e2e/conformance/cases.json"]) < 1_500_000
+    # every lane, the browser ones included, runs the whole corpus: keep it small (1.56 MB
+    # with the v3 ops' float32 and int32 cases)
+    assert len(files[ROOT / "e2e/conformance/cases.json"]) < 1_600_000
 
 
 def test_a_stale_or_leftover_file_is_reported(gen: ModuleType, files: dict[Path, bytes],
