@@ -73,6 +73,22 @@ for (const [lane, mod] of Object.entries(MODULES)) {
   });
 }
 
+for (const [lane, mod] of Object.entries(MODULES)) {
+  test(`${lane}: without its argmax kernel, the int32 graph is UNSUPPORTED before device work`, async () => {
+    const calls = [];
+    const rt = await createRuntime({ backend: lane, hooks: {
+      registry: { [lane]: recording(mod, calls) }, withoutKernels: { [lane]: ['argmax'] } } });
+    await assert.rejects(rt.execute(INT_GRAPH), (err) => {
+      assert.equal(err.code, 'UNSUPPORTED');
+      assert.equal(err.node, 6);
+      assert.match(err.message, new RegExp(`^${lane} has no kernel for argmax \\(node 6\\)$`));
+      return true;
+    });
+    assert.deepEqual(calls, [], 'refused before prepare: no upload, no device work');
+    rt.dispose();
+  });
+}
+
 test('cpu: int32 in, int32 out, wrapping as two\'s complement', async () => {
   const rt = await createRuntime({ backend: 'cpu' });
   const { outputs: o } = await rt.execute(INT_GRAPH);
