@@ -88,6 +88,24 @@ class OutputEntry(dict):
         return (dict, (self.copy(),))
 
 
+def _materializing(name: str) -> Any:
+    """A dict method that first builds `data` (so a write, a delete or a pop of it is not
+    undone by a later first read)."""
+    method = getattr(dict, name)
+
+    def wrapper(self: OutputEntry, *args: Any, **kwargs: Any) -> Any:
+        self._materialize()
+        return method(self, *args, **kwargs)
+
+    wrapper.__name__ = name
+    return wrapper
+
+
+for _name in ("__setitem__", "__delitem__", "pop", "popitem", "setdefault", "update", "clear",
+              "__ior__"):
+    setattr(OutputEntry, _name, _materializing(_name))
+
+
 def output_entry(value: Any, shape: tuple[int, ...] | list[int],
                  dtype: str = "float32") -> OutputEntry:
     """A native output: `array` (numpy, shaped, of the dtype), `data` deferred."""

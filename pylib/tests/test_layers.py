@@ -146,6 +146,11 @@ def test_output_entries_build_the_data_list_only_when_asked():
         '{"shape": [2], "data": [1, 2]}'
     with pytest.raises(KeyError):
         entry["nope"]
+    written = output_entry(arr, (2, 3))
+    written["data"] = "mine"  # a write before the first read is kept
+    assert written["data"] == "mine" and len(written) == 4
+    popped = output_entry(arr, (2, 3))
+    assert popped.pop("data")[0] == 0.0 and "data" not in popped and len(popped) == 3
 
 
 # ------------------------------------------------------------------------------ Graph.op
