@@ -148,8 +148,11 @@ def run_with_fallback(backend: str | None, checked: CheckedGraph, allow_software
             attempts.add(name, False, err.message)
             if err.code == "BACKEND" and name in CACHED:
                 config.opened.clear()  # a lost device: the next graph probes afresh
-            if last or strict or len(names) == 1 or not _may_pass_over(err):
-                raise _refusal(err, backend, strict) from err
+            if last or strict or not _may_pass_over(err):
+                refusal = _refusal(err, backend, strict)
+                if refusal is err:
+                    raise
+                raise refusal from err
             if err.code in FALLBACK_CODES:  # the graph was refused: say so beside attempts
                 refused.append(f"{name}: {err.code} {err.message}")
             continue
