@@ -392,6 +392,10 @@ res = await fed.run_steps_async([{f: array.array("f", [1, 2, 3])}, {"f": [4.0, 5
 y = res["outputs"]["y"]
 print("out buffer", type(y._flat).__name__, y._flat.format, dict.__contains__(y, "data"), y["data"])
 fed.dispose()
+gi = Graph()
+ints = await gi.run_async(i=gi.tensor([1, -2, 3], dtype="int32"))
+iv = ints["outputs"]["i"]
+print("int32 out", iv["dtype"], type(iv._flat).__name__, iv._flat.format, iv["data"])
 print("host", type(host.HOST).__name__)
 print("numpy loaded:", "numpy" in sys.modules)
 `);
@@ -400,10 +404,12 @@ print("numpy loaded:", "numpy" in sys.modules)
   // Tensor data crossed as typed arrays, both ways (no per-element lists).
   // (g.run_async and g.prepare_async; the graphs between are hand-written JSON-style dicts)
   assert.deepEqual(transport.graphData[0], ['Float32Array', 'Float32Array']);
-  assert.deepEqual(transport.graphData.at(-1), ['Float32Array']);
+  assert.deepEqual(transport.graphData.at(-2), ['Float32Array']);
   assert.deepEqual(transport.feeds, ['Float32Array', 'Float32Array']);
   assert.match(out, /out buffer memoryview f False \[4\.0, 10\.0, 18\.0\]/);
   assert.match(out, /host PageHost/);
+  assert.deepEqual(transport.graphData.at(-1), ['Int32Array'], 'int32 data as an Int32Array');
+  assert.match(out, /int32 out int32 memoryview i \[1, -2, 3\]/);
   assert.match(out, /result cpu \{'shape': \[3\], 'dtype': 'float32', 'data': \[0\.0, 60\.0, 120\.0\]\} float/);
   assert.match(out, /error VALIDATION 5 True/);
   assert.match(out, /session 2 True \[3, 3\]/);
