@@ -343,6 +343,30 @@ g.run(y=x)
     expect(alert).to_contain_text("line 7")
 
 
+@pytest.mark.parametrize("example", ["first", "life", "mlp"])
+def test_every_example_runs_without_jspi(page: Page, playground_url: str, example: str) -> None:
+    """Defect 4: without JSPI (?jspi=off) every example runs to the end (two of three failed at
+    g.prepare), and a synchronous session call names the awaitable forms."""
+    page.goto(playground_url + "/?backend=wasm&jspi=off")
+    expect(page.locator("body")).to_have_attribute("data-ready", "true", timeout=120_000)
+    page.get_by_label("Examples").select_option(example)
+    cells = page.locator("section.cell")
+    expect(cells.first).to_be_visible()
+    page.get_by_role("button", name="Run all").click()
+    last = cells.nth(cells.count() - 1)
+    expect(last.locator(".prompt")).to_have_text(DONE, timeout=170_000)
+    for n in range(cells.count()):
+        expect(cells.nth(n)).to_have_attribute("data-status", "done")
+    if example == "first":
+        new_notebook(page)
+        out = run_program(page, "from gpulab import Graph\ng = Graph()\nt = g.tensor([1.0])\n"
+                                "s = g.prepare(carry={t: 'n'}, n=t + 1)")
+        alert = out.get_by_role("alert")
+        expect(alert).to_contain_text("UNAVAILABLE")
+        expect(alert).to_contain_text("await g.prepare_async(...)")
+        expect(alert).to_contain_text("await s.run_async(...)")
+
+
 def test_session_with_feeds_in_the_page(notebook: Page) -> None:
     """A prepared session fed per step (keys: Tensor, input name or id), carrying a sum."""
     out = run_program(notebook, """from gpulab import Graph

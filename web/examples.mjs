@@ -10,13 +10,15 @@ a = g.tensor([-2, 3, 4])
 b = g.tensor([10, 20, 30])
 g.submit(show, values=(a * b).relu())   # callback receives [0.0, 60.0, 120.0]`;
 
-const FIRST_SYNC = `# Where the browser can suspend Python on a promise (JSPI), g.run() returns directly,
-# so the program reads the same as natively. The last expression is shown as a table.
-result = g.run(values=(a * b).relu(), total=(a * b).sum())
+const FIRST_SYNC = `# await g.run_async(...) works in every browser (top-level await in a cell). Where the
+# browser can suspend Python on a promise (JSPI, Chromium), g.run(...) without await works too,
+# as natively. The last expression is shown as a table.
+result = await g.run_async(values=(a * b).relu(), total=(a * b).sum())
 print(result["backend"], result["outputs"]["total"]["data"])
 result`;
 
-const FIRST_AWAIT = `# The awaitable form works in every browser (top-level await in a cell).
+const FIRST_AWAIT = `# Another graph on the same tensors; sessions have awaitable forms too:
+# s = await g.prepare_async(...); await s.run_async(); await s.run_steps_async(8).
 scaled = await g.run_async(values=2 * a - 1.5)
 scaled["outputs"]["values"]["data"]`;
 
@@ -31,19 +33,20 @@ start = [[1.0 if random.random() < 0.33 else 0.0 for _ in range(N)] for _ in ran
 g = Graph()
 board = g.tensor(start)
 # A prepared session: the board stays on the GPU; each step's output is carried into the next.
-life = g.prepare(carry={board: "board"}, board=board.life())
+# The awaitable forms (prepare_async, run_async, ...) work in every browser, JSPI or not.
+life = await g.prepare_async(carry={board: "board"}, board=board.life())
 display.draw(start, name="life", title="generation 0")
 print(f"{N}x{N} board, {int(sum(map(sum, start)))} cells alive, session on {life.backend}")`;
 
 const LIFE_RUN = `# 60 generations, one GPU step per run, each frame drawn as it arrives.
 for gen in range(1, 61):
-    frame = life.run()["outputs"]["board"]
+    frame = (await life.run_async())["outputs"]["board"]
     display.draw(frame, name="life", title=f"generation {gen}")
 print(f"generation {gen}: {sum(frame['data']):.0f} cells alive")`;
 
 const LIFE_BATCH = `# Eight generations per submission: one GPU submission, one read-back.
 for _ in range(10):
-    frame = life.run_steps(8)["outputs"]["board"]
+    frame = (await life.run_steps_async(8))["outputs"]["board"]
     display.draw(frame, name="life", title=f"generation {life.steps_run}")
 print(f"generation {life.steps_run}: {sum(frame['data']):.0f} cells alive")`;
 
@@ -90,12 +93,12 @@ for k in params:
     carry.update({W[k]: new_w, M[k]: new_m, V[k]: new_v})
 
 # Weights, moments and the step counter stay on the GPU; only the loss is read back.
-train = g.prepare(carry=carry, loss=loss)
+train = await g.prepare_async(carry=carry, loss=loss)
 print("prepared on", train.backend)`;
 
 const MLP_TRAIN = `losses = []
 for i in range(40):
-    out = train.run_steps(5)            # five Adam steps per submission
+    out = await train.run_steps_async(5)   # five Adam steps per submission
     losses.append(out["outputs"]["loss"]["data"][0])
     display.plot(losses, name="loss", title="training loss (cross-entropy)",
                  xlabel="run (5 Adam steps each)", ylabel="loss")
@@ -103,7 +106,7 @@ print(f"loss {losses[0]:.4f} -> {losses[-1]:.4f} after {train.steps_run} steps")
 
 const MLP_EVAL = `# What did it learn? Evaluate the trained weights (downloaded from the session) on the
 # training points and on a 40x40 grid of [-1, 1]², and draw P(inside) as an image.
-trained = {k: train.download(W[k]) for k in params}
+trained = {k: await train.download_async(W[k]) for k in params}
 e = Graph()
 Wt = {k: e.tensor(t["data"], shape=t["shape"]) for k, t in trained.items()}
 
@@ -112,7 +115,7 @@ def forward(x):
 
 G = 40
 grid = [[-1 + 2 * j / (G - 1), 1 - 2 * i / (G - 1)] for i in range(G) for j in range(G)]
-res = e.run(train=forward(e.tensor(points)), grid=forward(e.tensor(grid)))
+res = await e.run_async(train=forward(e.tensor(points)), grid=forward(e.tensor(grid)))
 p_train = res["outputs"]["train"]["data"][0::2]
 accuracy = sum((p > 0.5) == (l[0] > 0.5) for p, l in zip(p_train, labels)) / N
 display.draw(res["outputs"]["grid"]["data"][0::2], shape=(G, G), name="decision",

@@ -48,7 +48,9 @@ NO_ADAPTER = (
 )
 NO_SYNC = (
     "a synchronous run needs JavaScript promise integration (JSPI), which this browser or "
-    "context lacks: use `await g.run_async(...)` or `g.submit(callback, ...)`"
+    "context lacks: use `await g.run_async(...)` or `g.submit(callback, ...)`; for sessions "
+    "`s = await g.prepare_async(...)`, `await s.run_async(...)`, `await s.run_steps_async(n)`, "
+    "`await s.download_async(t)`"
 )
 
 STOPPED = "stopped by the user (Stop)"
