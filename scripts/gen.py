@@ -17,6 +17,8 @@ Sources -> generated files (docs/architecture.md, "Generated files", has the tab
   pylib/gpulab/cpu/maps.py;
 - kernels/ops.json -> the docs rows marked `<!-- gen:KEY -->` (docs/plan.md, docs/webgl2.md,
   kernels/wasm/README.md);
+- kernels/ops.json -> the e2e/conformance/lanes.json entries of null texts (a lane without
+  a kernel at a dtype);
 - kernels/wasm/src -> kernels/kernels.wasm (scripts/build-wasm.sh; bit-reproducible).
 
 Generation happens here, at build time only: every output is a committed plain file that the
@@ -99,6 +101,12 @@ def docs_rows() -> dict[Path, bytes]:
     return docs.outputs()
 
 
+def lanes_entries() -> dict[Path, bytes]:
+    from kernels.gen import lanes
+
+    return lanes.outputs()
+
+
 def corpus() -> dict[Path, bytes]:
     from e2e.conformance import generate
 
@@ -106,7 +114,8 @@ def corpus() -> dict[Path, bytes]:
 
 
 PRODUCERS: list[Callable[[], dict[Path, bytes]]] = [wgsl_kernels, package_copies, glsl_arms, rust_exports,
-                                                     cpu_kernels, docs_rows, corpus]
+                                                     cpu_kernels, docs_rows, lanes_entries,
+                                                     corpus]
 
 
 def outputs() -> dict[Path, bytes]:

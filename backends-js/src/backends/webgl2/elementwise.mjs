@@ -1,7 +1,7 @@
 // Elementwise kernels: unary ops, broadcasting binary ops, and the two-operand optimizer steps.
 import { registerKernel, broadcastStrides, pad4, sizeOf } from './registry.mjs';
 import { matmulProduct } from './matmul.mjs';
-import { familyOps, kernelTable } from '../../kernel-table.mjs';
+import { familyOps, kernelTable, langDtypes } from '../../kernel-table.mjs';
 
 // Every map op of the kernel table: its GLSL arm in unary.glsl / binary.glsl is generated from
 // the same table (make gen), so these lists cannot drift from the shaders.
@@ -9,7 +9,7 @@ for (const op of familyOps('map1')) {
   registerKernel(op, (node, k) => [{
     shader: 'unary.glsl', defines: { [`OP_${op}`]: 1 },
     inputs: { u_a: k.slot(node.operands[0]) }, target: k.out,
-  }]);
+  }], { dtypes: langDtypes(op, 'glsl').filter((d) => d === 'float32') });
 }
 
 /**
