@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import clamp_bounds, optable
 from ..errors import GpuLabError
-from ..kernel_table import family_codes, family_kernel, scalar_attrs
+from ..kernel_table import family_codes, family_kernel, lang_dtypes, scalar_attrs
 from ..protocol import CheckedGraph, CheckedNode, label
 
 PLAN_FORMAT = 1
@@ -527,6 +527,9 @@ RULES: dict[str, Rule] = {
 RULE_DTYPES: dict[str, tuple[str, ...]] = {
     "input": tuple(optable.load()["dtypes"]),
     **{op: ("float32", "int32") for op in [*MAP_BITS_OP, *EXTREMES_OP]},
+    # a map or reduce op runs at every dtype its family has a generated WGSL kernel for
+    **{op: tuple(lang_dtypes(op, "wgsl"))
+       for op in [*UNARY_OP, *BINARY_OP, *REDUCE_OP]},
 }
 
 
