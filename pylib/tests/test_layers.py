@@ -254,3 +254,23 @@ def test_a_new_reduce_row_becomes_a_method_with_its_attrs(monkeypatch):
     assert (t.op, t.shape, t.dtype) == ("argmax", (2, 1), "int32")
     assert g.to_dict(o=t)["nodes"][-1] == {"id": t.id, "op": "argmax", "a": x.id, "axis": 1,
                                            "keepdim": True}
+
+
+def test_page_feeds_are_buffers_of_their_dtype():
+    """What BrowserSession hands to_js for a feed: one buffer, never a list of numbers."""
+    import array as pyarray
+
+    from gpulab.pyodide_bridge import feed_buffer
+
+    strided = np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2]
+    view = feed_buffer(strided)
+    assert isinstance(view, memoryview) and view.format == "f" and view.tolist() == [
+        0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+    packed = feed_buffer([[1, 2], [3, 4]], "int32")
+    assert isinstance(packed, pyarray.array) and packed.itemsize == 4 and packed.tolist() == [
+        1, 2, 3, 4]
+    own = pyarray.array("f", [1.0])
+    assert feed_buffer(own) is own
+    with pytest.raises(GpuLabError) as info:
+        feed_buffer(["x"], "float32")
+    assert info.value.code == "VALIDATION" and "float32" in info.value.message
