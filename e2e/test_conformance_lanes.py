@@ -278,3 +278,42 @@ def test_browser_lane_honours_lanes_json(browser: object, server_url: str) -> No
     assert report.lane.available, report.describe_failures()
     assert report.passed, report.describe_failures()
     assert sum(1 for r in report.results if r.refused) == 8
+
+
+AUTO_JS = """async ([graph]) => {
+  const { createRuntime } = await import('/backends-js/src/runtime.mjs');
+  const rt = await createRuntime({ allowSoftware: true,
+    hooks: { withoutKernels: { webgpu: ['relu'], webgl2: ['relu'] } } });
+  try {
+    const res = await rt.execute(graph);
+    return { primary: rt.backend, ran: res.backend, data: Array.from(res.outputs.y.data),
+             attempts: res.stats.attempts, fallback: res.stats.fallback };
+  } finally {
+    rt.dispose();
+  }
+}"""
+
+
+def test_browser_auto_passes_over_gpu_backends_without_the_kernel(browser: object,
+                                                                 server_url: str) -> None:
+    """In Chromium, auto opens webgpu (software allowed); a graph webgpu and webgl2 have no
+    kernel for (hidden by the hook) runs on wasm, and the result says why each was passed over."""
+    graph = {"version": 1, "nodes": [{"id": 0, "op": "input", "shape": [3], "data": [-1, 0, 2]},
+                                     {"id": 1, "op": "relu", "a": 0}],
+             "outputs": [{"name": "y", "id": 1}]}
+    ctx = browser.new_context()  # type: ignore[attr-defined]
+    try:
+        page = ctx.new_page()
+        page.goto(server_url + executors.PAGE_PATH)
+        page.wait_for_function("window.gpulabConformance !== undefined")
+        got = page.evaluate(AUTO_JS, [graph])
+    finally:
+        ctx.close()
+    assert got["primary"] == "webgpu", got
+    assert got["ran"] == "wasm"
+    assert got["data"] == [0, 0, 2]
+    assert [(a["backend"], a["ok"], a.get("reason")) for a in got["attempts"]] == [
+        ("webgpu", False, "UNSUPPORTED: webgpu has no kernel for relu (node 1)"),
+        ("webgl2", False, "UNSUPPORTED: webgl2 has no kernel for relu (node 1)"),
+        ("wasm", True, None)]
+    assert got["fallback"] == "webgpu has no kernel for relu (node 1); ran on wasm"
