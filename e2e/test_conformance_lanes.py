@@ -140,6 +140,24 @@ def test_node_cpu_lane_refuses_a_hidden_kernel_with_unsupported_as_lanes_json_ex
     assert "remove 'relu' from lanes.json" in stale.describe_failures()
 
 
+def test_an_int32_graph_on_a_lane_listing_input_int32_is_refused_as_expected() -> None:
+    """The dtype half: node-cpu with its int32 input kernel hidden refuses an int32 graph with
+    UNSUPPORTED naming the dtype; lanes.json's "input:int32" makes that the expected result,
+    and float32 cases on the same lane still run and pass."""
+    int32 = {"name": "input/int32_hidden", "op": "input", "tolerance": "exact", "graph": {
+        "version": 3, "nodes": [{"id": 0, "op": "input", "shape": [2], "dtype": "int32",
+                                 "data": [1, -2]}], "outputs": [{"name": "y", "id": 0}]}}
+    cases = [int32] + [c for c in load_cases() if c["op"] == "add"][:3]
+    lanes = {"cpu": {"input:int32": "test: int32 input kernel hidden"}}
+    report = run_conformance("node-cpu", cases, lanes=lanes, without_kernels=["input:int32"])
+    assert report.passed, report.describe_failures()
+    [refused] = [r for r in report.results if r.refused]
+    assert refused.name == "input/int32_hidden"
+    assert refused.refused == "cpu has no kernel for input at int32 (node 0)"
+    unlisted = run_conformance("node-cpu", cases, lanes={"cpu": {}}, without_kernels=["input:int32"])
+    assert [r.name for r in unlisted.failures()] == ["input/int32_hidden"]
+
+
 def test_node_wasm_lane_honours_lanes_json() -> None:
     cases = [c for c in _relu_cases() if c["op"] in {"relu", "add"}]
     report = run_conformance("node-wasm", cases, lanes={"wasm": {"relu": "test"}},
@@ -215,7 +233,7 @@ def test_kernel_dtype_twins_agree_on_every_case() -> None:
 
 DEVICE_WORK_JS = """async ([backend, graphs, plain]) => {
   const { createRuntime } = await import('/backends-js/src/runtime.mjs');
-  const hooks = { withoutKernels: ['relu'] };
+  const hooks = { withoutKernels: ['relu', 'input:int32'] };
   let rt;
   try {
     rt = await createRuntime({ backend, allowSoftware: true, hooks });
@@ -243,14 +261,15 @@ DEVICE_WORK_JS = """async ([backend, graphs, plain]) => {
 def test_browser_gpu_backends_refuse_before_any_device_work(backend: str, browser: object,
                                                             server_url: str) -> None:
     """In Chromium (software adapters allowed): an UNSUPPORTED graph (an op whose kernel the
-    hook hides) leaves the backend's own counters (textures/buffers created, pipelines/programs,
-    submits) untouched, for execute and prepare; a supported graph afterwards moves them, so the
-    counters do see device work. (An int32 input was the refused-at-dtype case until these
-    lanes uploaded typed data; an op without an int32 GPU kernel takes its place once one is
-    listed in lanes.json.)"""
+    hook hides, and an int32 graph where the hook hides the int32 input kernel, as a lane
+    without int32 would be) leaves the backend's own counters (textures/buffers created,
+    pipelines/programs, submits) untouched, for execute and prepare; a supported graph
+    afterwards moves them, so the counters do see device work."""
     graph = {"version": 1, "nodes": [{"id": 0, "op": "input", "shape": [3], "data": [-1, 0, 2]},
                                      {"id": 1, "op": "relu", "a": 0}],
              "outputs": [{"name": "y", "id": 1}]}
+    int32 = {"version": 3, "nodes": [{"id": 0, "op": "input", "shape": [2], "dtype": "int32",
+                                      "data": [1, -2]}], "outputs": [{"name": "y", "id": 0}]}
     plain = {"version": 2, "nodes": [{"id": 0, "op": "input", "shape": [3], "data": [-1, 0, 2]},
                                      {"id": 1, "op": "neg", "a": 0}],
              "outputs": [{"name": "y", "id": 1}]}
@@ -259,12 +278,13 @@ def test_browser_gpu_backends_refuse_before_any_device_work(backend: str, browse
         page = ctx.new_page()
         page.goto(server_url + executors.PAGE_PATH)
         page.wait_for_function("window.gpulabConformance !== undefined")
-        got = page.evaluate(DEVICE_WORK_JS, [backend, [graph], plain])
+        got = page.evaluate(DEVICE_WORK_JS, [backend, [graph, int32], plain])
     finally:
         ctx.close()
     assert "unavailable" not in got, got
     want = f"{backend} has no kernel for relu (node 1)"
-    assert got["refusals"] == [["UNSUPPORTED", want]] * 2
+    at_int32 = f"{backend} has no kernel for input at int32 (node 0)"
+    assert got["refusals"] == [["UNSUPPORTED", want]] * 2 + [["UNSUPPORTED", at_int32]] * 2
     assert got["after"] == got["before"]
     assert got["moved"] != got["before"]
     assert got["ranOn"] == backend

@@ -108,8 +108,8 @@ export function opKernelDtypes(op) {
  * @param {string} backend
  * @param {{nodes: {id: number, op: string, operands: number[], dtype?: string}[],
  *   order: number[], byId: Map<number, any>}} checked
- * @param {{without?: Iterable<string>}} [options] without: ops to treat as having no kernel
- *   (a test hook: the runtime's hooks.withoutKernels)
+ * @param {{without?: Iterable<string>}} [options] without: `op` or `op:dtype` entries to treat
+ *   as having no kernel (a test hook: the runtime's hooks.withoutKernels)
  * @returns {Support}
  */
 export function supportsGraph(backend, checked, { without = [] } = {}) {
@@ -122,7 +122,7 @@ export function supportsGraph(backend, checked, { without = [] } = {}) {
     const kernel = hidden.has(node.op) ? undefined : getKernel(node.op, backend);
     if (!kernel) {
       missing.push({ id, op: node.op, dtype, reason: `no ${node.op} kernel` });
-    } else if (!kernel.dtypes.includes(dtype)) {
+    } else if (!kernel.dtypes.includes(dtype) || hidden.has(`${node.op}:${dtype}`)) {
       missing.push({ id, op: node.op, dtype, reason: `no ${node.op} kernel at ${dtype}` });
     }
   }

@@ -72,6 +72,8 @@ test('supportsGraph names every node without a kernel, and a kernel lacking the 
   assert.deepEqual(supportsGraph('cpu', checked), { ok: true, missing: [] });
   assert.deepEqual(supportsGraph('cpu', checked, { without: ['relu'] }).missing,
     [{ id: 3, op: 'relu', dtype: 'float32', reason: 'no relu kernel' }]);
+  assert.deepEqual(supportsGraph('cpu', checked, { without: ['mul:float32', 'relu:int32'] }).missing,
+    [{ id: 2, op: 'mul', dtype: 'float32', reason: 'no mul kernel at float32' }]);
 });
 
 test('an int32 input is a node at int32: a backend whose input kernel is float32-only lacks it', () => {
