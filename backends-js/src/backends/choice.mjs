@@ -12,8 +12,9 @@ import { BACKENDS, BACKEND_ORDER, openBackend } from './index.mjs';
  *   code?: string}} Attempt
  * @typedef {{failNextRun?: boolean|string, registry?: Record<string, () => Promise<any>>,
  *   withoutKernels?: string[]|Record<string, string[]>, [hook: string]: unknown}} Hooks
- *   withoutKernels: ops (or op:dtype) every backend (an array) or the named backends (an object) answer as
- *   having no kernel for, so a test can see an UNSUPPORTED refusal and auto's fallback
+ *   withoutKernels: ops (or op:dtype) every backend (an array) or the named backends (an
+ *   object) answer as having no kernel for, so a test can see an UNSUPPORTED refusal and
+ *   auto's fallback
  * @typedef {{backend?: 'auto'|'webgpu'|'webgl2'|'wasm'|'cpu', allowSoftware?: boolean,
  *   strict?: boolean, hooks?: Hooks}} RuntimeOptions
  */
