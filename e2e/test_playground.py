@@ -1008,6 +1008,58 @@ def test_two_tabs_never_overwrite_each_other(browser, playground_url: str) -> No
 
 
 # ---------------------------------------------------------------------------------------------
+# Look: a phone's width, dark mode (issue 12)
+
+
+def luminance(css_colour: str) -> float:
+    r, g, b = (int(v) for v in re.findall(r"\d+", css_colour)[:3])
+    return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255
+
+
+def test_layout_at_390_px_has_no_horizontal_overflow(browser, playground_url: str,
+                                                      shot_dir: Path) -> None:
+    """At 390 px the page overflowed to 461 px and the cell's Delete button was cut off."""
+    ctx = browser.new_context(viewport={"width": 390, "height": 844})
+    try:
+        page = ctx.new_page()
+        page.set_default_timeout(120_000)
+        open_notebook(page, playground_url, backend="cpu")
+        page.get_by_label("Examples").select_option("mlp")
+        run_cell(page, 1)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, f"the page is {width} px wide at a 390 px viewport"
+        for n in range(1, 5):
+            box = page.get_by_role("button", name=f"Delete cell {n}").bounding_box()
+            assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390, (n, box)
+        save_shot(page.locator("body"), shot_dir / "notebook-390px.png")
+    finally:
+        ctx.close()
+
+
+def test_dark_mode_follows_the_system(browser, playground_url: str, shot_dir: Path) -> None:
+    ctx = browser.new_context(color_scheme="dark", viewport={"width": 1100, "height": 900})
+    try:
+        page = ctx.new_page()
+        page.set_default_timeout(120_000)
+        open_notebook(page, playground_url, backend="cpu")
+        out = run_program(page, "import display\ndisplay.plot([3, 1, 2], name='p')\n"
+                                "print('dark')\n1 / 0")
+        expect(out.get_by_role("alert")).to_be_visible()
+        style = "(el) => [getComputedStyle(el).backgroundColor, getComputedStyle(el).color]"
+        body_bg, body_ink = page.locator("body").evaluate(style)
+        assert luminance(body_bg) < 0.2 < 0.7 < luminance(body_ink), (body_bg, body_ink)
+        for part in (cell(page, 1), cell(page, 1).get_by_role("textbox"), out.get_by_role("alert"),
+                     page.get_by_role("button", name="Run all")):
+            bg, ink = part.evaluate(style)
+            assert luminance(bg) < 0.3 and luminance(ink) > 0.6, (bg, ink)
+        pixels = save_shot(out.get_by_role("img"), shot_dir / "plot-dark.png")
+        assert pixels[..., :3].mean() < 90, "the plot is drawn on a light background"
+        save_shot(page.locator("main"), shot_dir / "notebook-dark.png")
+    finally:
+        ctx.close()
+
+
+# ---------------------------------------------------------------------------------------------
 # Compare with native, /api/execute
 
 

@@ -172,6 +172,13 @@ export function renderCanvas(output, { name, title, width, height, scale, pixels
   canvas.setAttribute('aria-label', `${name}: ${title ?? `${height}×${width} grid`}`);
 }
 
+/** The page's theme colours (light or dark, style.css) for drawing on a canvas. */
+function themeColours(node) {
+  const css = getComputedStyle(node);
+  const read = (name, fallback) => css.getPropertyValue(name).trim() || fallback;
+  return { panel: read('--panel', '#fff'), ink: read('--ink', '#222'), muted: read('--muted', '#555') };
+}
+
 function niceRange(values) {
   let lo = Math.min(...values);
   let hi = Math.max(...values);
@@ -187,19 +194,20 @@ export function renderPlot(output, { name, title, xlabel, ylabel, xs, ys }) {
   const m = { left: 64, right: 16, top: 28, bottom: 40 };
   const { figure, canvas } = namedCanvas(output, 'plot', name, W, H);
   const ctx = canvas.getContext('2d');
-  ctx.fillStyle = '#fff';
+  const colour = themeColours(canvas);
+  ctx.fillStyle = colour.panel;
   ctx.fillRect(0, 0, W, H);
   const finite = ys.filter(Number.isFinite);
   const [x0, x1] = niceRange(xs);
   const [y0, y1] = niceRange(finite.length ? finite : [0, 1]);
   const px = (x) => m.left + ((x - x0) / (x1 - x0)) * (W - m.left - m.right);
   const py = (y) => H - m.bottom - ((y - y0) / (y1 - y0)) * (H - m.top - m.bottom);
-  ctx.strokeStyle = '#555';
+  ctx.strokeStyle = colour.muted;
   ctx.lineWidth = 1;
   ctx.beginPath();
   ctx.moveTo(m.left, m.top); ctx.lineTo(m.left, H - m.bottom); ctx.lineTo(W - m.right, H - m.bottom);
   ctx.stroke();
-  ctx.fillStyle = '#222';
+  ctx.fillStyle = colour.ink;
   ctx.font = '12px system-ui, sans-serif';
   ctx.textAlign = 'right';
   ctx.fillText(formatTick(y1), m.left - 6, m.top + 4);
@@ -216,7 +224,7 @@ export function renderPlot(output, { name, title, xlabel, ylabel, xs, ys }) {
   ctx.font = '12px system-ui, sans-serif';
   ctx.fillText(ylabel ?? '', 0, 0);
   ctx.restore();
-  ctx.strokeStyle = '#1f6feb';
+  ctx.strokeStyle = '#1f6feb'; // the same blue in both themes (the tests look for it)
   ctx.lineWidth = 2;
   ctx.beginPath();
   let started = false;
