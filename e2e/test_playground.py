@@ -1007,6 +1007,48 @@ def test_two_tabs_never_overwrite_each_other(browser, playground_url: str) -> No
         ctx.close()
 
 
+def test_ipynb_round_trip_is_valid_nbformat(notebook: Page, tmp_path: Path) -> None:
+    """Export as .ipynb (checked with the nbformat package's validator, natively), import it
+    back as a new notebook with the same sources and outputs; .py export in percent format."""
+    import nbformat
+
+    page = notebook
+    name_notebook(page, "round trip")
+    out = run_program(page, """import display
+from gpulab import Graph
+print('hello', 6 * 7)
+display.draw([[0, 1], [1, 0]], name="tiny")
+g = Graph()
+g.run(v=g.tensor([1.0, 2.0]) * 3)""")
+    expect(out.locator("table")).to_contain_text("6.0")
+    page.get_by_role("button", name="+ Add cell").click()
+    run_program(page, "1 / 0", n=2)
+    with page.expect_download() as info:
+        page.get_by_role("button", name="Export .ipynb").click()
+    path = tmp_path / info.value.suggested_filename
+    info.value.save_as(path)
+    assert path.name == "round_trip.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)  # raises ValidationError if the file is not valid nbformat 4
+    first, second = nb.cells
+    assert first.source.startswith("import display") and first.execution_count == 1
+    kinds = [o.output_type for o in first.outputs]
+    assert kinds[0] == "stream" and first.outputs[0].text == "hello 42\n"
+    assert any("image/png" in o.get("data", {}) for o in first.outputs), kinds
+    assert any("6.0" in o.get("data", {}).get("text/plain", "") for o in first.outputs), kinds
+    assert second.outputs[0].output_type == "error" and second.outputs[0].ename == "ZeroDivisionError"
+    with page.expect_download() as info:
+        page.get_by_role("button", name="Export .py").click()
+    script = Path(info.value.path()).read_text()
+    assert script.count("# %%\n") == 2 and "print('hello', 6 * 7)" in script
+    page.get_by_label("Import .ipynb").set_input_files(str(path))
+    expect(page.get_by_label("Notebook status")).to_contain_text("Imported round_trip.ipynb")
+    expect(page.get_by_label("Notebook name")).to_have_value("round trip 1")
+    expect(cell(page, 1).get_by_role("textbox")).to_have_value(first.source)
+    expect(output(page, 1).locator(".stream.stdout")).to_have_text("hello 42\n")
+    expect(output(page, 2).get_by_role("alert")).to_contain_text("ZeroDivisionError")
+
+
 # ---------------------------------------------------------------------------------------------
 # Look: a phone's width, dark mode (issue 12)
 

@@ -3,6 +3,7 @@
 // bar that every destructive action offers. Storage and the one-tab-per-notebook lock are in
 // store.mjs.
 import { el } from './render.mjs';
+import { fromIpynb, toIpynb, toPy } from './ipynb.mjs';
 import {
   claim, freshName, legacyNotebook, listNotebooks, loadNotebook, newId, removeNotebook,
   saveNotebook, setTabNotebook, tabNotebook,
@@ -103,6 +104,36 @@ export function createNotebooks({ notebook, examples, isBusy }) {
       notebook.insertCell(index, source, log).editor.focus();
     });
   }
+
+  function download(filename, type, content) {
+    const url = URL.createObjectURL(new Blob([content], { type }));
+    const link = el('a', { href: url, download: filename });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  }
+
+  const fileName = (ext) => `${current.name.replace(/[^\w.-]+/g, '_') || 'notebook'}.${ext}`;
+
+  async function importFile(file) {
+    try {
+      const nb = fromIpynb(await file.text(), file.name.replace(/\.ipynb$/i, ''));
+      await open(newId(), { name: freshName(nb.name), cells: nb.cells }, true);
+      ui.note.textContent = `Imported ${file.name} as a new notebook.`;
+    } catch (err) {
+      ui.note.textContent = `Could not import ${file.name}: ${err.message}`;
+    }
+  }
+
+  $('export-ipynb').addEventListener('click', () => download(fileName('ipynb'), 'application/x-ipynb+json',
+    `${JSON.stringify(toIpynb(current.name, notebook.cells), null, 1)}\n`));
+  $('export-py').addEventListener('click', () => download(fileName('py'), 'text/x-python', toPy(current.name, notebook.cells)));
+  const picker = $('import-ipynb');
+  picker.addEventListener('change', () => {
+    if (picker.files?.[0]) importFile(picker.files[0]);
+    picker.value = '';
+  });
 
   ui.select.addEventListener('change', () => open(ui.select.value));
   ui.name.addEventListener('change', () => {
