@@ -112,3 +112,20 @@ def test_int32_rows_give_i32_kernels_that_compile(monkeypatch) -> None:
         module = device.create_shader_module(code=out[name])
         device.create_compute_pipeline(layout="auto", compute={
             "module": module, "entry_point": "main", "constants": {"OP": 0}})
+
+
+def test_generated_cpu_reductions_keep_the_order_and_the_dtype() -> None:
+    """The reduce kernels made from the table (cpu/maps.py): sum gives fixed_sum's bits at
+    float32, and an int32 row would wrap in int32 (lanes of the operand's dtype)."""
+    from types import SimpleNamespace
+
+    import numpy as np
+    from gpulab.cpu.fixed_reduce import fixed_sum
+    from gpulab.cpu.kernels import KERNELS, reduce_kernel
+
+    node = SimpleNamespace(attrs={"axis": None, "keepdim": False})
+    x = np.random.default_rng(7).standard_normal(4097).astype(np.float32) * 1e3
+    assert KERNELS["sum"](node, [x]).tobytes() == np.float32(fixed_sum(x)).tobytes()
+    int_sum = reduce_kernel(np.add, {"int32": 0}, lambda t, n: t)
+    out = int_sum(node, [np.array([2**31 - 1, 1, 5], np.int32)])
+    assert out.dtype == np.int32 and int(out) == -(2**31) + 5

@@ -17,13 +17,14 @@ import numpy as np
 LANES = 64
 
 
-def _lanes_first(x: np.ndarray, axis: int | None, pad: float) -> np.ndarray:
+def _lanes_first(x: np.ndarray, axis: int | None, pad: float,
+                 dtype: type | np.dtype = np.float32) -> np.ndarray:
     """x with the reduced axis first, padded to k*64 and split into (k, 64, *rest)."""
     moved = x.reshape(-1) if axis is None else np.moveaxis(x, axis, 0)
     n = moved.shape[0]
     k = max(1, -(-n // LANES))
     rest = moved.shape[1:]
-    padded = np.full((k * LANES, *rest), pad, dtype=np.float32)
+    padded = np.full((k * LANES, *rest), pad, dtype=dtype)
     padded[:n] = moved
     return padded.reshape(k, LANES, *rest)
 
@@ -52,6 +53,18 @@ def fixed_sum(x: np.ndarray, axis: int | None = None, keepdim: bool = False) -> 
     with np.errstate(all="ignore"):
         lanes = np.add.reduce(blocks, axis=0) + np.float32(0.0)
     return _restore(_tree(lanes, np.add), x, axis, keepdim)
+
+
+def fixed_reduce(x: np.ndarray, axis: int | None, keepdim: bool, combine: np.ufunc,
+                 identity: float) -> np.ndarray:
+    """A reduction in the protocol order at x's dtype (cpu/maps.py, from the kernel table):
+    lane j combines elements j, j + 64, ... into `identity`, then the tree. For np.add at
+    float32 the same bits as fixed_sum."""
+    dtype = np.asarray(x).dtype
+    blocks = _lanes_first(np.asarray(x), axis, identity, dtype)
+    with np.errstate(all="ignore"):  # the identity first, as every lane starts from it
+        lanes = combine(combine.reduce(blocks, axis=0), dtype.type(identity))
+    return _restore(_tree(lanes, combine), x, axis, keepdim)
 
 
 def fixed_max(x: np.ndarray, axis: int | None = None, keepdim: bool = False) -> np.ndarray:

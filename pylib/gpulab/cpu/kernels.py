@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..protocol import CheckedNode
-from .fixed_reduce import fixed_max, fixed_sum, reduced_count
+from .fixed_reduce import fixed_max, fixed_reduce, fixed_sum, reduced_count
 
 Kernel = Callable[[CheckedNode, list[np.ndarray]], np.ndarray]
 KERNELS: dict[str, Kernel] = {}
@@ -49,6 +49,20 @@ def map_kernel(fn: Callable[..., object], scalar: str | None = None) -> Kernel:
         with np.errstate(all="ignore"):  # float64 -> float32 overflow is the IEEE inf
             out = np.asarray(fn(*(a.astype(wide) for a in args), *extra))
             return np.broadcast_to(out, tuple(node.shape)).astype(dtype)
+
+    return kernel
+
+
+def reduce_kernel(combine: np.ufunc, identity: dict[str, float],
+                  finish: Callable[[np.ndarray, int], object]) -> Kernel:
+    """A reduction's kernel from its kernel-table row (maps.py): the protocol order of
+    fixed_reduce at the operand's dtype, then `finish(total, count)` cast to that dtype."""
+
+    def kernel(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+        a, axis = args[0], node.attrs["axis"]
+        total = fixed_reduce(a, axis, node.attrs["keepdim"], combine, identity[str(a.dtype)])
+        with np.errstate(all="ignore"):
+            return np.asarray(finish(total, reduced_count(a.shape, axis))).astype(a.dtype)
 
     return kernel
 
@@ -96,16 +110,7 @@ def _matmul(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
         return _f32(np.matmul(args[0], args[1]))
 
 
-@register("sum")
-def _sum(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
-    return _f32(fixed_sum(args[0], node.attrs["axis"], node.attrs["keepdim"]))
-
-
-@register("mean")
-def _mean(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
-    a, axis = args[0], node.attrs["axis"]
-    total = fixed_sum(a, axis, node.attrs["keepdim"])
-    return _f32(total / F32(reduced_count(a.shape, axis)))
+# sum and mean (the reduce family) are in maps.py too, from the kernel table (reduce_kernel).
 
 
 def _shifted_exp(a: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:

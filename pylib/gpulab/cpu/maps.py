@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kernels import map_kernel, register
+from .kernels import map_kernel, reduce_kernel, register
 from .special import gelu64, gelu_grad64
 
 register("neg", dtypes=("float32",))(map_kernel(lambda x: np.negative(x)))
@@ -27,3 +27,5 @@ register("sgd_update", dtypes=("float32",))(map_kernel(lambda x, y, s: x - s * y
 register("momentum_update", dtypes=("float32",))(map_kernel(lambda x, y, s: s * x + y, scalar="momentum"))
 register("adam_m", dtypes=("float32",))(map_kernel(lambda x, y, s: s * x + (1.0 - s) * y, scalar="beta1"))
 register("adam_v", dtypes=("float32",))(map_kernel(lambda x, y, s: s * x + (1.0 - s) * y * y, scalar="beta2"))
+register("sum", dtypes=("float32",))(reduce_kernel(np.add, {"float32": 0.0}, lambda t, n: t))
+register("mean", dtypes=("float32",))(reduce_kernel(np.add, {"float32": 0.0}, lambda t, n: t / np.float32(n)))

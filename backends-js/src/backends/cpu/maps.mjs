@@ -3,6 +3,7 @@
 // loops (unary, binary: NumPy broadcasting) are in elementwise.mjs.
 import { registerKernel } from './registry.mjs';
 import { binary, byDtype, scalarBinary, unary } from './elementwise.mjs';
+import { tableReduce } from './reduce.mjs';
 import { gelu, geluDerivative } from './erf.mjs';
 
 registerKernel('neg', unary((x) => -x), { dtypes: ['float32'] });
@@ -23,3 +24,5 @@ registerKernel('sgd_update', scalarBinary('lr', (x, y, s) => x - s * y), { dtype
 registerKernel('momentum_update', scalarBinary('momentum', (x, y, s) => s * x + y), { dtypes: ['float32'] });
 registerKernel('adam_m', scalarBinary('beta1', (x, y, s) => s * x + (1 - s) * y), { dtypes: ['float32'] });
 registerKernel('adam_v', scalarBinary('beta2', (x, y, s) => s * x + (1 - s) * y * y), { dtypes: ['float32'] });
+registerKernel('sum', tableReduce((x, y) => x + y, { float32: 0 }, (t, n) => t), { dtypes: ['float32'] });
+registerKernel('mean', tableReduce((x, y) => x + y, { float32: 0 }, (t, n) => t / Math.fround(n)), { dtypes: ['float32'] });

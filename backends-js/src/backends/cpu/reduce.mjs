@@ -63,24 +63,39 @@ export function forEachLine(shape, axis, fn) {
   }
 }
 
-/** sum or mean; `divide` says mean (by the count as a float32, as a GPU divides). */
-function reduceKernel(divide) {
+/**
+ * A reduction of the kernel table (cpu/maps.mjs, generated): lanes of the output's typed array
+ * (a Float32Array rounds every partial as a GPU lane register would; an Int32Array wraps) start
+ * from the identity, lane j combines elements j, j+64, ... in order, then the tree; `finish`
+ * turns the total and the reduced count into the result. For + at float32 the same bits as
+ * orderedSum.
+ * @param {(x: number, y: number) => number} combine
+ * @param {Record<string, number>} identity per dtype
+ * @param {(t: number, n: number) => number} finish
+ */
+export function tableReduce(combine, identity, finish) {
   return (out, [a], node, [shape]) => {
+    const own = new /** @type {any} */ (out.constructor)(LANES);
+    const start = identity[node.dtype ?? 'float32'];
+    const reduceLine = (/** @type {number} */ base, /** @type {number} */ stride,
+      /** @type {number} */ n) => {
+      own.fill(start);
+      for (let i = 0; i < n; i++) own[i % LANES] = combine(own[i % LANES], a[base + i * stride]);
+      for (let s = LANES >> 1; s >= 1; s >>= 1) {
+        for (let i = 0; i < s; i++) own[i] = combine(own[i], own[i + s]);
+      }
+      return finish(own[0], n);
+    };
     const { axis } = node.attrs;
     if (axis === null) {
-      const s = orderedSum(a, 0, 1, a.length);
-      out[0] = divide ? s / Math.fround(a.length) : s;
+      out[0] = reduceLine(0, 1, a.length);
       return;
     }
     forEachLine(shape, axis, (base, stride, n, line) => {
-      const s = orderedSum(a, base, stride, n);
-      out[line] = divide ? s / Math.fround(n) : s;
+      out[line] = reduceLine(base, stride, n);
     });
   };
 }
-
-registerKernel('sum', reduceKernel(false));
-registerKernel('mean', reduceKernel(true));
 
 registerKernel('softmax', (out, [a], node, [shape]) => {
   forEachLine(shape, node.attrs.axis, (base, stride, n) => {
