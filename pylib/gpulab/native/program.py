@@ -93,7 +93,20 @@ class WgpuProgram:
         for size in self._sizes:
             self._buffers.append(self._ex.acquire(size))
 
-    def _upload(self) -> None:
+    @property
+    def device_bytes(self) -> int:
+        """Bytes of the value buffers this program holds (the plan cache bounds them)."""
+        return sum(self._sizes)
+
+    def refresh(self, checked: CheckedGraph) -> None:
+        """Reuse this one-shot program for a graph of the same structure (plan_cache): only
+        the input data is written again; plan, buffers, params and bind groups stay."""
+        self._check_alive()
+        self._checked = checked
+        with self._ex.guard("prepare"):
+            self._upload(data_only=True)
+
+    def _upload(self, data_only: bool = False) -> None:
         import numpy as np
 
         queue = self._ex.device.queue
@@ -101,6 +114,8 @@ class WgpuProgram:
                  if self._checked.by_id[i].data is not None]
         for up in self.plan["uploads"] + extra:
             node = self._checked.by_id[up["node"]]
+            if node.op == "full" and data_only:
+                continue  # its value is an attr: part of the structure, already written
             if node.op == "full":
                 count = self._sizes[up["buffer"]] // 4
                 data: Any = np.full(count, node.attrs["value"], dtype=np.float32)

@@ -3,7 +3,8 @@
 `open_executor(allow_software)` probes the adapter (policy in adapter.py) and opens a device;
 host.py calls it for the first graph, never at import. `WgpuExecutor.prepare(checked, feeds,
 carry, keep)` plans the graph (planner.py, the twin of the browser's planner.mjs) and returns a
-`WgpuProgram` (program.py). Pipelines are created once per (kernel, overrides) and cached;
+`WgpuProgram` (program.py); plans and one-shot programs are cached by graph structure
+(plan_cache.py), so a repeated execute of the same shapes only uploads data. Pipelines are created once per (kernel, overrides) and cached;
 buffers come from a pool keyed by size and go back to it when a program is disposed.
 Everything wgpu raises after validation (WGSL errors, validation errors, out of memory, a lost
 device) becomes GpuLabError("BACKEND", message).
@@ -21,6 +22,7 @@ from ..errors import GpuLabError
 from ..protocol import CheckedGraph
 from . import planner
 from .adapter import choose_adapter
+from .plan_cache import Lease, PlanCache, structure_key
 from .planner import (
     DEFAULT_LIMITS,
     MATMUL_MIN_WORKGROUPS,
@@ -95,6 +97,9 @@ class WgpuExecutor:
         self._pooled_bytes = 0
         self._lost: str | None = None
         self._disposed = False
+        # plans by graph structure, and parked one-shot programs (plan_cache.py); a test
+        # passes hooks["plan_cache"] = PlanCache(0, 0) to run without it
+        self.plan_cache: PlanCache = hooks.get("plan_cache") or PlanCache()
 
     # -- the executor interface --------------------------------------------------------------
 
@@ -113,18 +118,35 @@ class WgpuExecutor:
                 carry: Mapping[int, int] | None = None, keep: Iterable[int] = ()) -> Any:
         """Plan, allocate, upload and record a checked graph; see program.WgpuProgram.
         UNSUPPORTED (see supports) and LIMIT come before any device work: the host then
-        re-evaluates the graph on cpu-python."""
+        re-evaluates the graph on cpu-python. Plans are cached by structure; a one-shot
+        program (no feeds, carries, kept values) comes as a plan_cache.Lease whose dispose
+        parks it, and a parked program of the same structure is reused with new data."""
         from .program import WgpuProgram
 
         self.check_usable()
         self.supports(checked).refuse(NAME)
-        plan = plan_graph(checked, self.limits)
-        return WgpuProgram(self, checked, plan, list(feeds), dict(carry or {}), list(keep))
+        feeds, carry, keep = list(feeds), dict(carry or {}), list(keep)
+        cache = self.plan_cache
+        if not cache.enabled:
+            return WgpuProgram(self, checked, plan_graph(checked, self.limits), feeds, carry,
+                               keep)
+        # what the plan depends on besides the graph: the rules and matmul choice tests swap
+        key = structure_key(checked, id(self.rules), id(planner.matmul_kernel))
+        one_shot = not feeds and not carry and not keep  # what execute prepares
+        if one_shot:
+            parked = cache.take(key)
+            if parked is not None:
+                parked.refresh(checked)
+                return Lease(parked, key, cache)
+        plan = cache.plan(key, lambda: plan_graph(checked, self.limits))
+        program = WgpuProgram(self, checked, plan, feeds, carry, keep)
+        return Lease(program, key, cache) if one_shot else program
 
     def dispose(self) -> None:
         """Release pooled buffers and the device. Idempotent."""
         if self._disposed:
             return
+        self.plan_cache.clear()  # parked programs' buffers go to the pool, destroyed below
         self._disposed = True
         for buffers in self._pool.values():
             for buf in buffers:
