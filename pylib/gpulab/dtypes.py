@@ -92,7 +92,7 @@ def show(v: Any) -> str:
         return str(int(v)) if v.is_integer() and abs(v) < 1e21 else repr(v)
     try:
         text = json.dumps(v, separators=(",", ":"))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # RecursionError: nested a thousand deep
         return type(v).__name__
     return text if len(text) <= 40 else text[:37] + "..."
 

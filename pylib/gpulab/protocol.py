@@ -10,6 +10,7 @@ from __future__ import annotations
 import array
 import heapq
 import math
+import reprlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,9 +72,20 @@ class CheckedGraph:
     by_id: dict[int, CheckedNode] = field(default_factory=dict, repr=False)
 
 
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict = 3, 8, 8, 4
+_REPR.maxstring = _REPR.maxother = _REPR.maxlong = 60
+
+
+def _show(value: Any) -> str:
+    """A value in a message: repr, cut short (a hostile value may be nested a thousand deep or
+    hold a million numbers; the message must not recurse or grow with it)."""
+    return _REPR.repr(value)
+
+
 def label(node_id: Any, op: Any) -> str:
     """How every message names a node: `node <id> (<op>)`."""
-    return f"node {node_id} ({op})"
+    return f"node {node_id} ({op if isinstance(op, str) else _show(op)})"
 
 
 def _fail(code: str, message: str, node: int | None = None) -> GpuLabError:
@@ -137,7 +149,7 @@ def _check_shape(value: Any, where: str, node: int | None, _: dict) -> Shape:
         raise _fail("VALIDATION", f"{where}: shape must be a list of integers", node)
     if len(value) > lim["max_rank"]:
         raise _fail(
-            "LIMIT", f"{where}: shape {list(value)} has rank {len(value)} > {lim['max_rank']}", node
+            "LIMIT", f"{where}: shape {_show(list(value))} has rank {len(value)} > {lim['max_rank']}", node
         )
     dims = []
     for d in value:
@@ -145,7 +157,7 @@ def _check_shape(value: Any, where: str, node: int | None, _: dict) -> Shape:
         if n is None or n < 1:
             raise _fail(
                 "VALIDATION",
-                f"{where}: shape {list(value)!r} must hold integers >= 1 (got {d!r})",
+                f"{where}: shape {_show(list(value))} must hold integers >= 1 (got {_show(d)})",
                 node,
             )
         dims.append(n)
@@ -168,7 +180,7 @@ def _check_data(value: Any, where: str, node: int | None, checked: dict) -> arra
 def _check_dtype(value: Any, where: str, node: int | None, _: dict) -> str:
     if not isinstance(value, str) or value not in DTYPES:
         raise _fail("VALIDATION", f"{where}: dtype must be one of {', '.join(DTYPES)}, "
-                    f"got {value!r}", node)
+                    f"got {_show(value)}", node)
     return value
 
 
@@ -178,7 +190,7 @@ def _check_value(value: Any, where: str, node: int | None, _: dict) -> float:
     if number is None and isinstance(value, str) and value in NONFINITE_STRINGS:
         number = NONFINITE_STRINGS[value]
     if number is None:
-        raise _fail("VALIDATION", f"{where}: value must be a number, got {value!r}", node)
+        raise _fail("VALIDATION", f"{where}: value must be a number, got {_show(value)}", node)
     return number
 
 
@@ -188,7 +200,7 @@ def _check_float(value: Any, where: str, node: int | None, _: dict) -> float:
     number = _as_number(value)
     rounded = _float32(number) if number is not None and math.isfinite(number) else math.inf
     if not math.isfinite(rounded):
-        raise _fail("VALIDATION", f"{where}: expected a finite float32 number, got {value!r}",
+        raise _fail("VALIDATION", f"{where}: expected a finite float32 number, got {_show(value)}",
                     node)
     return rounded
 
@@ -213,20 +225,20 @@ def _check_axis(value: Any, where: str, node: int | None, _: dict) -> int | None
         return None
     n = _as_int(value)
     if n is None:
-        raise _fail("VALIDATION", f"{where}: axis must be an integer or null, got {value!r}", node)
+        raise _fail("VALIDATION", f"{where}: axis must be an integer or null, got {_show(value)}", node)
     return n
 
 
 def _check_bool(value: Any, where: str, node: int | None, _: dict) -> bool:
     if not isinstance(value, bool):
-        raise _fail("VALIDATION", f"{where}: expected a boolean, got {value!r}", node)
+        raise _fail("VALIDATION", f"{where}: expected a boolean, got {_show(value)}", node)
     return value
 
 
 def _check_perm(value: Any, where: str, node: int | None, _: dict) -> tuple[int, ...]:
     ints = [_as_int(d) for d in value] if isinstance(value, (list, tuple)) else None
     if ints is None or any(d is None for d in ints):
-        raise _fail("VALIDATION", f"{where}: dims must be a list of integers, got {value!r}", node)
+        raise _fail("VALIDATION", f"{where}: dims must be a list of integers, got {_show(value)}", node)
     return tuple(ints)
 
 
@@ -236,7 +248,7 @@ def _check_reshape(value: Any, where: str, node: int | None, _: dict) -> tuple[i
     dims = [_as_int(d) for d in value] if isinstance(value, (list, tuple)) else [None]
     if any(d is None or (d < 1 and d != -1) for d in dims):
         raise _fail(
-            "VALIDATION", f"{where}: shape must be a list of integers >= 1 or -1, got {value!r}",
+            "VALIDATION", f"{where}: shape must be a list of integers >= 1 or -1, got {_show(value)}",
             node,
         )
     if dims.count(-1) > 1:
@@ -367,7 +379,7 @@ def _check_top_level(graph: Any) -> int:
             raise _fail("VALIDATION", f"the graph has no '{key}' field")
     version = _as_int(graph["version"])
     if version is None:
-        raise _fail("VALIDATION", f"version must be an integer, got {graph['version']!r}")
+        raise _fail("VALIDATION", f"version must be an integer, got {_show(graph['version'])}")
     if version not in optable.protocol_versions():
         raise _fail(
             "UNSUPPORTED_VERSION",
@@ -406,20 +418,20 @@ def _check_node(index: int, raw: Any, seen: set[int]) -> CheckedNode:
     if node_id is None or node_id < 0:
         raise _fail(
             "VALIDATION",
-            f"node at index {index}: id must be an integer >= 0, got {raw.get('id')!r}",
+            f"node at index {index}: id must be an integer >= 0, got {_show(raw.get('id'))}",
         )
     op = raw.get("op")
     if node_id in seen:
         raise _fail("VALIDATION", f"{label(node_id, op)}: duplicate id {node_id}", node_id)
     table = optable.ops()
     if not isinstance(op, str) or op not in table:
-        raise _fail("VALIDATION", f"{label(node_id, op)}: unknown op {op!r}", node_id)
+        raise _fail("VALIDATION", f"{label(node_id, op)}: unknown op {_show(op)}", node_id)
     row = table[op]
     operands = []
     for name in row["operands"]:
         ref = _as_int(raw.get(name)) if name in raw else None
         if ref is None:
-            problem = "is missing" if name not in raw else f"must be a node id, got {raw[name]!r}"
+            problem = "is missing" if name not in raw else f"must be a node id, got {_show(raw[name])}"
             raise _fail("VALIDATION", f"{label(node_id, op)}: operand '{name}' {problem}", node_id)
         operands.append(ref)
     allowed = {"id", "op", *row["operands"], *row["attrs"]}
@@ -449,7 +461,7 @@ def _check_structure(
     for index, raw in enumerate(raw_outputs):
         out = _check_output(index, raw, by_id)
         if out.name in names:
-            raise _fail("VALIDATION", f"output name {out.name!r} is used twice")
+            raise _fail("VALIDATION", f"output name {_show(out.name)} is used twice")
         names.add(out.name)
         outputs.append(out)
     _check_acyclic(nodes, by_id)
@@ -467,9 +479,9 @@ def _check_output(index: int, raw: Any, by_id: dict[int, CheckedNode]) -> Output
         raise _fail("VALIDATION", f"output at index {index}: name must be a non-empty string")
     ref = _as_int(raw.get("id"))
     if ref is None:
-        raise _fail("VALIDATION", f"output {name!r}: id must be an integer, got {raw.get('id')!r}")
+        raise _fail("VALIDATION", f"output {_show(name)}: id must be an integer, got {_show(raw.get('id'))}")
     if ref not in by_id:
-        raise _fail("VALIDATION", f"output {name!r}: dangling output id {ref} (no such node)")
+        raise _fail("VALIDATION", f"output {_show(name)}: dangling output id {ref} (no such node)")
     return Output(name, ref)
 
 

@@ -38,18 +38,21 @@ def find_repo_root() -> Path:
 
 @dataclass(frozen=True)
 class Mount:
-    """Serve the files of `directory` under the URL prefix `prefix` (GET only)."""
+    """Serve the files of `directory` under the URL prefix `prefix` (GET and HEAD)."""
 
     prefix: str
     directory: Path
 
     def __call__(self, handler: SimpleHTTPRequestHandler) -> bool:
-        if handler.command != "GET" or not handler.path.startswith(self.prefix):
+        if handler.command not in ("GET", "HEAD") or not handler.path.startswith(self.prefix):
             return False
         # translate_path() drops '..' segments, so nothing outside `directory` is reachable.
         handler.path = "/" + handler.path[len(self.prefix):]
         handler.directory = str(self.directory)
-        SimpleHTTPRequestHandler.do_GET(handler)
+        if handler.command == "HEAD":
+            SimpleHTTPRequestHandler.do_HEAD(handler)
+        else:
+            SimpleHTTPRequestHandler.do_GET(handler)
         return True
 
 
@@ -61,14 +64,15 @@ class MemoryFiles:
 
     def __call__(self, handler: SimpleHTTPRequestHandler) -> bool:
         entry = self.files.get(handler.path.split("?", 1)[0])
-        if handler.command != "GET" or entry is None:
+        if handler.command not in ("GET", "HEAD") or entry is None:
             return False
         data, content_type = entry
         handler.send_response(200)
         handler.send_header("Content-Type", content_type)
         handler.send_header("Content-Length", str(len(data)))
         handler.end_headers()
-        handler.wfile.write(data)
+        if handler.command == "GET":
+            handler.wfile.write(data)
         return True
 
 

@@ -1,7 +1,9 @@
 """A small threaded static file server with the headers the playground needs.
 
 COOP/COEP make the page cross-origin isolated (SharedArrayBuffer, used to interrupt Python);
-`.mjs`/`.wasm` get their proper MIME types. `gpulab serve` and the browser tests share it; the
+`.mjs`/`.wasm` get their proper MIME types. Folders are never listed (a folder without an
+index.html is 404: the checkout's tree is nobody's business), HEAD goes through the routes as
+GET does, and a client that stalls mid-request is dropped after `timeout` seconds. `gpulab serve` and the browser tests share it; the
 playground server adds its routes (`/api/execute`, the pylib wheel) through `routes`.
 """
 
@@ -34,6 +36,7 @@ class Handler(SimpleHTTPRequestHandler):
 
     routes: list[Route] = []
     extensions_map = {**mimetypes.types_map, **MIME}
+    timeout = 30  # seconds a socket read may wait (a stalled or slow-loris client ends)
 
     def end_headers(self) -> None:
         self.send_header("Cross-Origin-Opener-Policy", "same-origin")
@@ -48,6 +51,13 @@ class Handler(SimpleHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - http.server naming
         if not self._route():
             super().do_GET()
+
+    def do_HEAD(self) -> None:  # noqa: N802
+        if not self._route():
+            super().do_HEAD()
+
+    def list_directory(self, path: str) -> None:  # type: ignore[override]
+        self.send_error(404, "File not found")  # no listings (issue 11, defect 19)
 
     def do_POST(self) -> None:  # noqa: N802
         if not self._route():

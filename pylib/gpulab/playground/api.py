@@ -10,6 +10,12 @@ Only the server's own page may call it: the Host header must name this server an
 must be this server's (a foreign page gets 403, so no other site can drive the native GPU
 through a student's browser, and DNS rebinding is refused by the Host check). Bodies are
 bounded (413) and graphs are validated before anything runs (400 with the validator's error).
+
+Hostile input (issue 11): Content-Length must be a plain decimal number (no sign, no spaces, no
+`_`); the body is read with exactly that bound and the handler's socket timeout; a body nested
+deeper than the JSON parser can follow is 400 VALIDATION; the answer's size is known from the
+validated graph (every output counted, also outputs naming the same node) and refused with
+LIMIT before any work past `MAX_ANSWER`; every failure, MemoryError included, gets an answer.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 MAX_BODY = 16 * 1024 * 1024
+MAX_ANSWER = 64 * 1024 * 1024  # bytes of base64 output data in one answer (docs/protocol.md)
 INPUT_ERRORS = {"VALIDATION", "UNSUPPORTED_VERSION", "LIMIT"}
 
 Executor = Callable[[dict], dict]
@@ -94,12 +101,30 @@ def encode_result(result: dict) -> dict:
     return body
 
 
-class ExecuteEndpoint:
-    """The route for `POST /api/execute` (and `GET /api/native`, what the native side is)."""
+def answer_bytes(graph: Any) -> tuple[int, int]:
+    """(base64 bytes of all outputs, output count) of a graph, from the validated graph alone:
+    each output is counted, also several naming one node."""
+    from gpulab.dtypes import DTYPES
+    from gpulab.protocol import validate
+    from gpulab.shapes import element_count
 
-    def __init__(self, allowed_hosts: Iterable[str], executor: Executor = default_executor):
+    checked = validate(graph)
+    total = 0
+    for out in checked.outputs:
+        node = checked.by_id[out.id]
+        raw = element_count(node.shape) * DTYPES[node.dtype]["bytes"]
+        total += 4 * ((raw + 2) // 3)
+    return total, len(checked.outputs)
+
+
+class ExecuteEndpoint:
+    """The route for `POST /api/execute` (a GET, PUT, ... of that path answers 405)."""
+
+    def __init__(self, allowed_hosts: Iterable[str], executor: Executor = default_executor,
+                 max_answer: int = MAX_ANSWER):
         self.allowed_hosts = {h.lower() for h in allowed_hosts}
         self.executor = executor
+        self.max_answer = max_answer
         self._lock = threading.Lock()  # one native graph at a time: one device, one queue
 
     def __call__(self, handler: BaseHTTPRequestHandler) -> bool:
@@ -121,6 +146,10 @@ class ExecuteEndpoint:
         except (ValueError, UnicodeDecodeError) as exc:
             self._send(handler, 400, error_body("VALIDATION", f"body is not JSON: {exc}"))
             return True
+        except RecursionError:
+            self._send(handler, 400, error_body(
+                "VALIDATION", "body is nested too deeply to be a graph"))
+            return True
         self._execute(handler, graph)
         return True
 
@@ -137,34 +166,60 @@ class ExecuteEndpoint:
         return None
 
     def _read_body(self, handler: BaseHTTPRequestHandler) -> bytes | None:
-        try:
-            length = int(handler.headers.get("Content-Length") or "")
-        except ValueError:
+        text = handler.headers.get("Content-Length")
+        if text is None:
             self._send(handler, 411, error_body("VALIDATION", "Content-Length required"))
             return None
+        if not (text.isascii() and text.isdecimal()):  # int() takes '-1', '+5', ' 5', '1_0'
+            handler.close_connection = True
+            self._send(handler, 400, error_body(
+                "VALIDATION", f"Content-Length must be a decimal number of bytes, got {text!r}"))
+            return None
+        length = int(text)
         if length > MAX_BODY:
             msg = f"request body of {length} bytes exceeds the {MAX_BODY}-byte limit"
             handler.close_connection = True
             self._send(handler, 413, error_body("LIMIT", msg))
             return None
-        return handler.rfile.read(length)
+        try:
+            body = handler.rfile.read(length)  # at most `length` bytes, within the timeout
+        except OSError:  # the client stalled past the handler's timeout
+            handler.close_connection = True
+            return None
+        return body
 
     def _execute(self, handler: BaseHTTPRequestHandler, graph: Any) -> None:
         try:
+            self._check_answer_size(graph)
             with self._lock:
                 result = self.executor(graph)
             body = encode_result(result)
         except Exception as exc:  # noqa: BLE001 - every failure becomes an error JSON
             err = as_error(exc)
+            del exc  # a MemoryError's traceback holds the frames (and their big arrays)
             self._send(handler, 400 if err["code"] in INPUT_ERRORS else 500, err)
             return
         self._send(handler, 200, body)
 
+    def _check_answer_size(self, graph: Any) -> None:
+        from gpulab.errors import GpuLabError
+
+        size, count = answer_bytes(graph)
+        if size > self.max_answer:
+            raise GpuLabError("LIMIT", f"the answer's {count} outputs would take {size} bytes "
+                              f"of base64 data > the server's answer limit of "
+                              f"{self.max_answer} bytes (MAX_ANSWER)")
+
     @staticmethod
     def _send(handler: BaseHTTPRequestHandler, status: int, body: dict) -> None:
-        data = json.dumps(body, allow_nan=False).encode()
+        try:
+            data = json.dumps(body, allow_nan=False).encode()
+        except (ValueError, TypeError, RecursionError, MemoryError) as exc:
+            status, data = 500, json.dumps(error_body(
+                "BACKEND", f"the answer could not be encoded: {type(exc).__name__}")).encode()
         handler.send_response(status)
         handler.send_header("Content-Type", "application/json")
         handler.send_header("Content-Length", str(len(data)))
         handler.end_headers()
-        handler.wfile.write(data)
+        if handler.command != "HEAD":
+            handler.wfile.write(data)
