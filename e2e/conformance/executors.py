@@ -7,6 +7,9 @@ A lane that cannot run here says UNAVAILABLE with the reason; it is never report
 - cpu-python: gpulab.host.execute(graph, backend="cpu-python") (the numpy evaluator).
 - wgpu: gpulab.host.execute(graph, backend="wgpu", allow_software=...) (wgpu-py).
 - node-cpu / node-wasm: node e2e/conformance/node_executor.mjs <backend> (createRuntime).
+- node-webgpu: the same with `--import bench/dawn/setup.mjs` (Dawn from npm `webgpu` as
+  navigator.gpu; GPULAB_DAWN names its index.js): the page's WebGPU backend unchanged on a
+  hardware GPU. Dawn refuses lavapipe, so on a machine without a GPU it is UNAVAILABLE.
 - browser-webgpu / -webgl2 / -wasm / -cpu: headless Chromium on e2e/conformance/page.html.
 
 Each executor runs one backend lane of lanes.json (`lane_of`): node-cpu and browser-cpu are
@@ -29,6 +32,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_EXECUTOR = Path(__file__).with_name("node_executor.mjs")
+DAWN_SETUP = ROOT / "bench" / "dawn" / "setup.mjs"  # node-webgpu's preload (Dawn, file: fetch)
 PAGE_PATH = "/e2e/conformance/page.html"
 
 
@@ -218,8 +222,8 @@ def _run_js_batches(name: str, cases: list[dict], run_batch: Callable[[list[dict
 
 def _run_node(name: str, backend: str, cases: list[dict], allow_software: bool = False,
               timeout_s: float = 600, without_kernels: list[str] | None = None,
-              **_: object) -> LaneRun:
-    cmd = [os.environ.get("NODE", "node"), str(NODE_EXECUTOR), backend]
+              node_args: tuple[str, ...] = (), **_: object) -> LaneRun:
+    cmd = [os.environ.get("NODE", "node"), *node_args, str(NODE_EXECUTOR), backend]
     if allow_software:
         cmd.append("--allow-software")
     if without_kernels:
@@ -243,6 +247,12 @@ def run_node_cpu(cases: list[dict], **opts: object) -> LaneRun:
 @executor("node-wasm", lane="wasm")
 def run_node_wasm(cases: list[dict], **opts: object) -> LaneRun:
     return _run_node("node-wasm", "wasm", cases, **opts)  # type: ignore[arg-type]
+
+
+@executor("node-webgpu", lane="webgpu")
+def run_node_webgpu(cases: list[dict], **opts: object) -> LaneRun:
+    return _run_node("node-webgpu", "webgpu", cases,  # type: ignore[arg-type]
+                     node_args=("--import", DAWN_SETUP.as_uri()), **opts)
 
 
 @contextlib.contextmanager

@@ -31,7 +31,8 @@ async function main() {
   const withoutKernels = without ? without.slice('--without-kernels='.length).split(',') : [];
   const answer = await runCases(createRuntime,
     { backend, allowSoftware: flags.includes('--allow-software'), withoutKernels }, cases);
-  process.stdout.write(JSON.stringify(answer));
+  // exit once written: a GPU library (Dawn under node-webgpu) may keep the event loop alive
+  process.stdout.write(JSON.stringify(answer), () => process.exit(0));
 }
 
 main().catch((err) => {

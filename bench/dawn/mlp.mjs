@@ -1,0 +1,47 @@
+// The MLP Adam step benchmark of the browser page (bench/browser/gpulab-lane.mjs, unchanged) on
+// the JS WebGPU backend under node + Dawn: execute (every output read back), a single-step
+// session run, and 8 steps per run (ms per step), median / min; plus the first losses.
+//   python3 -c 'import json; from gpulab.benchmarks.browser import fixture; \
+//     print(json.dumps(fixture(0)))' > /tmp/mlp_fixture.json
+//   GPULAB_DAWN=<webgpu package>/index.js node --import ./bench/dawn/setup.mjs \
+//     bench/dawn/mlp.mjs --fixture /tmp/mlp_fixture.json --runs 50 [--json out.json]
+// Exit status 1 when the adapter is a software one (this lane is for hardware GPUs).
+import { writeFile } from 'node:fs/promises';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { loadFixture } from '/bench/browser/fixture.mjs';
+import { benchGpuLab } from '/bench/browser/gpulab-lane.mjs';
+
+const { values } = parseArgs({ options: {
+  fixture: { type: 'string', default: '/tmp/mlp_fixture.json' },
+  runs: { type: 'string', default: '50' },
+  warmup: { type: 'string', default: '3' },
+  losses: { type: 'string', default: '5' },
+  json: { type: 'string' },
+} });
+
+/** @param {{median: number, min: number, n: number}} s */
+const cell = (s) => `${s.median.toFixed(3)} / ${s.min.toFixed(3)} (${s.n})`;
+
+async function main() {
+  const fx = await loadFixture(pathToFileURL(values.fixture).href);
+  const result = await benchGpuLab('webgpu', fx, { runs: Number(values.runs),
+    warmup: Number(values.warmup), budgetS: 0, lossSteps: Number(values.losses) });
+  const dawn = process.env.GPULAB_DAWN ?? 'webgpu';
+  console.log(`node ${process.version}, Dawn from ${dawn}; adapter: ${result.adapter}` +
+    ` (${result.software ? 'software' : 'hardware'})`);
+  console.log('| backend | execute ms | run (1 step) ms | run (8 steps) ms/step | losses |');
+  console.log('| --- | --- | --- | --- | --- |');
+  console.log(`| gpu-lab webgpu (node + Dawn) | ${cell(result.execute)} | ${cell(result.run1)} | ` +
+    `${cell(result.run8)} | ${result.losses.map((l) => l.toFixed(7)).join(', ')} |`);
+  if (values.json) {
+    await writeFile(values.json, JSON.stringify({ node: process.version, dawn, ...result }, null, 1));
+  }
+  return result.software ? 1 : 0;
+}
+
+// dawn.node can keep the event loop alive after the device is gone: exit explicitly.
+main().then((code) => process.exit(code), (err) => {
+  console.error(err?.stack ?? err);
+  process.exit(2);
+});

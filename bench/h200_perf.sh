@@ -1,0 +1,51 @@
+#!/bin/bash
+# Issue 15's measurements on the lent H200, in one device command (docs/benchmarks.md "H200"):
+#   run(command="bash bench/h200_perf.sh <commit>", carry=[".gl", ".whl", ".perfdev"])
+# Carried (git-excluded folders of the checkout, made on the development machine):
+#   .gl        Vulkan/EGL loader debs (the device README's "Headless rendering")
+#   .whl       wgpu 0.32.0, cffi, pycparser, rendercanvas, sniffio wheels for Python 3.12
+#   .perfdev   node.xz (this machine's /usr/bin/node, xz), dawn.node.xz (npm webgpu 0.6.2's
+#              dist/linux-x64/dawn.node, xz) and webgpu/{index.js,package.json} of that package
+# Writes logs and JSON under $OUT; prints the tables last.
+set -u
+COMMIT=${1:-unknown}
+for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json PYTHONUNBUFFERED=1
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site:$PWD/pylib:$PWD
+xz -dc .perfdev/node.xz > /tmp/node && chmod +x /tmp/node
+mkdir -p /tmp/webgpu/dist/linux-x64 && cp .perfdev/webgpu/index.js .perfdev/webgpu/package.json /tmp/webgpu/
+xz -dc .perfdev/dawn.node.xz > /tmp/webgpu/dist/linux-x64/dawn.node
+export NODE=/tmp/node GPULAB_DAWN=/tmp/webgpu/index.js PATH=/tmp:$PATH
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+log() { echo "== $* ($(date -u +%H:%M:%S))"; }
+{
+log "machine, commit $COMMIT"
+date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
+nproc; python3 --version; /tmp/node --version
+python3 -c "import torch, wgpu; print('torch', torch.__version__, 'wgpu', wgpu.__version__)"
+log "conformance: wgpu and node-webgpu (Dawn), 759 cases each"
+python3 -m e2e.conformance --executor wgpu --executor node-webgpu --report "$OUT/conf" \
+  > "$OUT/conf.txt" 2>&1; echo "conformance exit $?"
+head -8 "$OUT/conf/conformance.md"
+log "native MLP: gpulab bench, wgpu vs torch cuda eager + graph"
+python3 -m gpulab bench --backends wgpu --torch-device cuda --runs 50 --json "$OUT/bench.json"
+log "execute alone (bench/execute_mlp.py): plan cache on"
+python3 bench/execute_mlp.py --backend wgpu --runs 50
+python3 bench/execute_mlp.py --backend wgpu --runs 50 --profile 20 | head -32
+log "node + Dawn MLP (bench/dawn/mlp.mjs)"
+python3 -c 'import json; from gpulab.benchmarks.browser import fixture; print(json.dumps(fixture(0)))' \
+  > /tmp/mlp_fixture.json
+/tmp/node --import ./bench/dawn/setup.mjs bench/dawn/mlp.mjs --fixture /tmp/mlp_fixture.json \
+  --runs 50 --json "$OUT/dawn_mlp.json"; echo "dawn mlp exit $?"
+log "SGEMM: our WGSL vs cuBLAS fp32 (TF32 off)"
+for n in 4096 4000; do python3 -m gpulab.native.bench_matmul --size $n --reps 50; done
+python3 -c "
+from gpulab.benchmarks.torch_peer import matmul_bench
+for n in (4096, 4000):
+    r = matmul_bench(n, 50); print(r['mode'], round(r['tflops'], 2), 'TFLOP/s, median', round(r['median_ms'], 3), 'ms')"
+log "dispatch bound (bench/native_lab.py --skip variants,small)"
+python3 bench/native_lab.py --skip variants,small
+log "end"
+} 2>&1 | tee "$OUT/h200.log"
