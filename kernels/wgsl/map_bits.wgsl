@@ -33,12 +33,23 @@ fn square_bits(b: u32) -> u32 {
   return b * b;
 }
 
+// float32 x < y on the words, -0 equal to +0, false when either is NaN: integer compares
+// only. WGSL lets a compiler ignore the sign of a zero, and NVIDIA's Vulkan driver (through
+// naga and through Tint alike) turned the float compare-and-select into min/max, so clamp(-0,
+// min=+0) gave +0 and clamp(+0, min=-0) gave -0 (H200, 2026-12-01, docs/benchmarks.md).
+fn ordered_bits(b: u32) -> u32 { return select(b | SIGN, ~b, (b & SIGN) != 0u); }
+
+fn f32_less_bits(x: u32, y: u32) -> bool {
+  if (is_nan_bits(x) || is_nan_bits(y) || ((x | y) & 0x7fffffffu) == 0u) { return false; }
+  return ordered_bits(x) < ordered_bits(y);
+}
+
 fn clamp_bits(b: u32) -> u32 {
   if (p.dt == 0u) {
     if (is_nan_bits(b)) { return b; }
     var y = b;
-    if (bitcast<f32>(b) < bitcast<f32>(p.lo)) { y = p.lo; }
-    if (bitcast<f32>(y) > bitcast<f32>(p.hi)) { y = p.hi; }
+    if (f32_less_bits(b, p.lo)) { y = p.lo; }
+    if (f32_less_bits(p.hi, y)) { y = p.hi; }
     return y;
   }
   var y = bitcast<i32>(b);
