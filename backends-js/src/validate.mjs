@@ -14,6 +14,10 @@ import { SHAPE_RULES, numel, formatShape, sameShape } from './shapes.mjs';
  *   outputs: {name: string, id: number}[], byId: Map<number, CheckedNode>}} CheckedGraph
  */
 
+// Output names no result may use: `outputs[name] = ...` on an object sets its prototype instead
+// (the output vanished); refused by both validators, so natively too.
+const RESERVED_NAMES = ['__proto__'];
+
 const NON_FINITE = new Map([['nan', NaN], ['inf', Infinity], ['-inf', -Infinity]]);
 
 /** @param {unknown} v @returns {v is Record<string, unknown>} */
@@ -27,6 +31,25 @@ function isObject(v) {
  */
 function isInt(v) {
   return typeof v === 'number' && Number.isInteger(v);
+}
+
+/**
+ * A node id (node, operand or output): an integer in 0..2^53-1. Past 2^53 JSON numbers merge
+ * here (2^53 + 1 reads as 2^53) while Python keeps them apart, so both validators refuse them.
+ * @param {unknown} v @returns {v is number}
+ */
+function isId(v) {
+  return isInt(v) && v >= 0 && v <= Number.MAX_SAFE_INTEGER;
+}
+
+/**
+ * Every entry of a list, holes included (`every`/`find` skip holes and cannot tell a found
+ * `undefined` from none), passes `ok`; returns the index of the first that does not, or -1.
+ * @param {unknown[]} list @param {(v: unknown) => boolean} ok
+ */
+function firstBad(list, ok) {
+  for (let i = 0; i < list.length; i++) if (!ok(list[i])) return i;
+  return -1;
 }
 
 /** @param {unknown} v */
@@ -93,10 +116,10 @@ const ATTR_CHECKS = {
       throw nodeError('LIMIT', node, `${name} ${show(value)} has rank ${value.length}, more ` +
         `than max_rank ${LIMITS.max_rank}`);
     }
-    const bad = value.find((d) => !isInt(d) || d < 1);
-    if (bad !== undefined) {
+    const bad = firstBad(value, (d) => isInt(d) && d >= 1);
+    if (bad >= 0) {
       throw nodeError('VALIDATION', node, `${name} ${show(value)} has a dimension that is not ` +
-        `an integer >= 1: ${show(bad)}`);
+        `an integer >= 1: ${show(value[bad])}`);
     }
     const count = numel(value);
     if (count > LIMITS.max_elements) {
@@ -148,14 +171,14 @@ const ATTR_CHECKS = {
   },
 
   perm(value, node, name) {
-    if (!Array.isArray(value) || !value.every(isInt)) {
+    if (!Array.isArray(value) || firstBad(value, isInt) >= 0) {
       throw nodeError('VALIDATION', node, `${name} must be a list of integers, got ${show(value)}`);
     }
     return [...value];
   },
 
   reshape(value, node, name) {
-    if (!Array.isArray(value) || !value.every((d) => isInt(d) && (d >= 1 || d === -1))) {
+    if (!Array.isArray(value) || firstBad(value, (d) => isInt(d) && (d >= 1 || d === -1)) >= 0) {
       throw nodeError('VALIDATION', node, `${name} must be a list of integers >= 1 or -1, got ` +
         `${show(value)}`);
     }
@@ -188,8 +211,8 @@ function checkNode(raw, index, seen) {
   if (!isObject(raw)) throw invalid(`nodes[${index}] must be an object, got ${show(raw)}`);
   if (!Object.hasOwn(raw, 'id')) throw invalid(`nodes[${index}] has no id`);
   const { id } = raw;
-  if (!isInt(id) || id < 0) {
-    throw invalid(`nodes[${index}]: id must be an integer >= 0, got ${show(id)}`);
+  if (!isId(id)) {
+    throw invalid(`nodes[${index}]: id must be an integer in 0..2^53-1, got ${show(id)}`);
   }
   const label = { id, op: typeof raw.op === 'string' ? raw.op : show(raw.op) };
   if (seen.has(id)) {
@@ -200,7 +223,7 @@ function checkNode(raw, index, seen) {
   if (!spec) throw nodeError('VALIDATION', label, `unknown op ${show(raw.op)}`);
   const operands = spec.operands.map((name) => {
     if (!Object.hasOwn(raw, name)) throw nodeError('VALIDATION', label, `missing operand ${name}`);
-    if (!isInt(raw[name])) {
+    if (!isId(raw[name])) {
       throw nodeError('VALIDATION', label, `operand ${name} must be an integer node id, got ` +
         `${show(raw[name])}`);
     }
@@ -219,12 +242,16 @@ function checkNode(raw, index, seen) {
   return node;
 }
 
-/** Attributes in op-table order; defaults filled (arrays copied). */
+/**
+ * Attributes in op-table order; defaults filled (arrays copied). An attribute present with the
+ * value undefined is null (Pyodide turns Python's None into undefined; natively it is None):
+ * refused where null is, accepted where null is (axis, clamp's bounds).
+ */
 function checkAttrs(raw, spec, label) {
   /** @type {Record<string, any>} */
   const attrs = {};
   for (const [name, attr] of Object.entries(spec.attrs)) {
-    if (!Object.hasOwn(raw, name) || raw[name] === undefined) {
+    if (!Object.hasOwn(raw, name)) {
       if (attr.required) throw nodeError('VALIDATION', label, `missing attribute "${name}"`);
       if (Object.hasOwn(attr, 'default')) {
         attrs[name] = attr.type === 'float' ? Math.fround(attr.default) : structuredClone(attr.default);
@@ -232,7 +259,7 @@ function checkAttrs(raw, spec, label) {
       continue;
     }
     const check = ATTR_CHECKS[attr.type];
-    attrs[name] = check(raw[name], label, name, attrs);
+    attrs[name] = check(raw[name] === undefined ? null : raw[name], label, name, attrs);
   }
   return attrs;
 }
@@ -262,8 +289,12 @@ function checkOutputs(outputs, byId) {
     if (typeof out.name !== 'string' || out.name === '') {
       throw invalid(`outputs[${i}]: name must be a non-empty string, got ${show(out.name)}`);
     }
-    if (!isInt(out.id)) {
-      throw invalid(`output "${out.name}": id must be an integer, got ${show(out.id)}`);
+    if (RESERVED_NAMES.includes(out.name)) {
+      throw invalid(`outputs[${i}]: the name '${out.name}' is reserved (a JS object cannot ` +
+        'hold it as a key)');
+    }
+    if (!isId(out.id)) {
+      throw invalid(`output "${out.name}": id must be an integer node id, got ${show(out.id)}`);
     }
     if (!byId.has(out.id)) {
       throw invalid(`dangling output "${out.name}": no node has id ${out.id}`);

@@ -364,9 +364,40 @@ def dtype_rows() -> list[dict]:
     return rows
 
 
+def hostile_rows() -> list[dict]:
+    """Issue 11: what a hostile notebook sends (the JS-only form of None, undefined, is tested
+    in backends-js/test/hostile.test.mjs and by the twin test's page view)."""
+    big = 2**53
+    deep: Any = [1]
+    for _ in range(200):
+        deep = [deep]
+    adam = [inp(0, [2]), inp(1, [2]), inp(2, [2]), inp(3, [1])]
+    return [
+        row("hostile/id_2_53", graph([inp(big, [1])]), "VALIDATION", None, "0..2^53-1"),
+        row("hostile/ids_merging_past_2_53",
+            graph([inp(big, [1]), inp(big + 1, [1])], out=[{"name": "y", "id": big + 1}]),
+            "VALIDATION", None, "0..2^53-1"),
+        row("hostile/operand_past_2_53", graph([inp(0, [1]), {"id": 1, "op": "relu",
+                                                              "a": big + 1}]), "VALIDATION", 1),
+        row("hostile/output_id_past_2_53", graph([inp(0, [1])], out=[{"name": "y", "id": big}]),
+            "VALIDATION", None),
+        row("hostile/output_named_proto", graph([inp(0, [1])], out=[{"name": "__proto__",
+                                                                     "id": 0}]),
+            "VALIDATION", None, "reserved"),
+        row("hostile/beta1_null", graph([*adam, {"id": 4, "op": "adam_update", "a": 0, "b": 1,
+                                                 "c": 2, "t": 3, "beta1": None}]),
+            "VALIDATION", 4),
+        row("hostile/shape_nested_200_deep", graph([{"id": 0, "op": "full", "shape": deep,
+                                                     "value": 1.0}]), "VALIDATION", 0),
+        row("hostile/op_nested_200_deep", graph([{"id": 0, "op": deep}], out=[{"name": "y",
+                                                                               "id": 0}]),
+            "VALIDATION", 0, "unknown op"),
+    ]
+
+
 def build_bad_graphs() -> list[dict]:
     rows = (top_level_rows() + node_rows() + attr_rows() + structure_rows() + shape_rows()
-            + version_rows() + dtype_rows())
+            + version_rows() + dtype_rows() + hostile_rows())
     names = [r["name"] for r in rows]
     assert len(names) == len(set(names)), "duplicate bad-graph names"
     return rows

@@ -34,6 +34,9 @@ __all__ = [
 
 NONFINITE_STRINGS = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
 TOP_LEVEL_FIELDS = ("version", "nodes", "outputs")
+# Output names no result may use: `outputs[name] = ...` on a JS object sets its prototype
+# instead (the output vanished in the page); refused by both validators, so also natively.
+RESERVED_NAMES = ("__proto__",)
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,15 @@ def _as_int(value: Any) -> int | None:
     if _is_numpy_integer(value):
         return int(value)
     return None
+
+
+MAX_ID = 2**53 - 1  # JS numbers merge larger integers (2^53 + 1 reads as 2^53): refused both sides
+
+
+def _as_id(value: Any) -> int | None:
+    """A node id (node, operand or output): an integer in 0..2^53-1, or None."""
+    n = _as_int(value)
+    return n if n is not None and 0 <= n <= MAX_ID else None
 
 
 def _is_numpy_integer(value: Any) -> bool:
@@ -414,11 +426,12 @@ def _check_nodes(raw_nodes: list) -> list[CheckedNode]:
 def _check_node(index: int, raw: Any, seen: set[int]) -> CheckedNode:
     if not isinstance(raw, dict):
         raise _fail("VALIDATION", f"node at index {index} must be an object")
-    node_id = _as_int(raw.get("id"))
-    if node_id is None or node_id < 0:
+    node_id = _as_id(raw.get("id"))
+    if node_id is None:
         raise _fail(
             "VALIDATION",
-            f"node at index {index}: id must be an integer >= 0, got {_show(raw.get('id'))}",
+            f"node at index {index}: id must be an integer in 0..2^53-1, got "
+            f"{_show(raw.get('id'))}",
         )
     op = raw.get("op")
     if node_id in seen:
@@ -429,7 +442,7 @@ def _check_node(index: int, raw: Any, seen: set[int]) -> CheckedNode:
     row = table[op]
     operands = []
     for name in row["operands"]:
-        ref = _as_int(raw.get(name)) if name in raw else None
+        ref = _as_id(raw.get(name)) if name in raw else None
         if ref is None:
             problem = "is missing" if name not in raw else f"must be a node id, got {_show(raw[name])}"
             raise _fail("VALIDATION", f"{label(node_id, op)}: operand '{name}' {problem}", node_id)
@@ -477,9 +490,13 @@ def _check_output(index: int, raw: Any, by_id: dict[int, CheckedNode]) -> Output
     name = raw.get("name")
     if not isinstance(name, str) or not name:
         raise _fail("VALIDATION", f"output at index {index}: name must be a non-empty string")
-    ref = _as_int(raw.get("id"))
+    if name in RESERVED_NAMES:
+        raise _fail("VALIDATION", f"output at index {index}: the name {name!r} is reserved "
+                    "(a JS object cannot hold it as a key)")
+    ref = _as_id(raw.get("id"))
     if ref is None:
-        raise _fail("VALIDATION", f"output {_show(name)}: id must be an integer, got {_show(raw.get('id'))}")
+        raise _fail("VALIDATION", f"output {_show(name)}: id must be an integer node id, got "
+                    f"{_show(raw.get('id'))}")
     if ref not in by_id:
         raise _fail("VALIDATION", f"output {_show(name)}: dangling output id {ref} (no such node)")
     return Output(name, ref)

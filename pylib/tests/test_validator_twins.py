@@ -23,7 +23,11 @@ JS = """
 import { validateGraph } from './backends-js/src/validate.mjs';
 let text = '';
 for await (const chunk of process.stdin) text += chunk;
-const out = JSON.parse(text).map((g) => {
+// The page's view of a graph built in Python: Pyodide turns None into undefined.
+const undef = (v) => (v === null ? undefined : Array.isArray(v) ? v.map(undef)
+  : typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, undef(x)]))
+  : v);
+const check = (g, messages) => {
   try {
     const c = validateGraph(g);
     return { ok: true, required: c.requiredVersion, order: c.order,
@@ -31,10 +35,11 @@ const out = JSON.parse(text).map((g) => {
   } catch (e) {
     if (!e || typeof e.code !== 'string') return { crash: String(e && e.stack || e) };
     const view = { code: e.code, node: e.node ?? null };
-    if (new RegExp(process.argv[1]).test(e.message)) view.message = e.message;
+    if (messages && new RegExp(process.argv[1]).test(e.message)) view.message = e.message;
     return view;
   }
-});
+};
+const out = JSON.parse(text).map((g) => ({ ...check(g, true), page: check(undef(g), false) }));
 process.stdout.write(JSON.stringify(out));
 """
 
@@ -46,7 +51,8 @@ UNARY = plain_ops("map1")
 BINARY = plain_ops("map2", "broadcast")
 JUNK = [None, True, False, 0, -1, 1, 2, 3, 1.5, 2.0, 1e9, -7, "", "x", "nan", "inf", "add",
         "input", "float32", [], [0], [1], [2, 3], [-1], [1, -1], [0, 1], [1.5], ["1"], [[1]],
-        {}, {"a": 1}, [1, 1, 1, 1, 1], [2, 2, 2, 2]]
+        {}, {"a": 1}, [1, 1, 1, 1, 1], [2, 2, 2, 2], [None], [2, None], 2**53, 2**53 + 1,
+        "__proto__"]
 
 
 def random_graph(rng: random.Random) -> dict:
@@ -138,9 +144,13 @@ def test_python_and_js_validators_agree():
     js_views = json.loads(js.stdout)
     kinds = {"ok": 0, "error": 0, "dtype": 0, "message": 0}
     for graph, js_view in zip(graphs, js_views, strict=True):
+        page = js_view.pop("page")
         assert "crash" not in js_view, js_view["crash"]
+        assert "crash" not in page, page["crash"]
         py_view = python_view(graph)
         assert py_view == js_view, json.dumps(graph)
+        # the page (None -> undefined) agrees too (issue 11, defects 11 and 17)
+        assert {k: v for k, v in py_view.items() if k != "message"} == page, json.dumps(graph)
         kinds["ok" if "ok" in py_view else "error"] += 1
         kinds["message"] += "message" in py_view
         kinds["dtype"] += any(s[2] != "float32" for s in py_view.get("shapes", []))
