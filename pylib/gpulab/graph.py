@@ -264,7 +264,7 @@ class Graph:
     def input(self, shape: Sequence[int], name: str | None = None,
               dtype: str = "float32") -> Tensor:
         """An input without data, fed every step of a prepared session."""
-        t = self._source("input", _with_dtype({"shape": list(shape)}, dtype))
+        t = self._source("input", _with_dtype({"shape": _shape_arg(shape)}, dtype))
         if name is not None:
             if name in self._input_names:
                 raise GpuLabError("VALIDATION", f"an input is already named {name!r}")
@@ -273,7 +273,7 @@ class Graph:
 
     def full(self, shape: Sequence[int], value: float) -> Tensor:
         """A tensor filled with one value."""
-        return self._source("full", {"shape": list(shape), "value": value})
+        return self._source("full", {"shape": _shape_arg(shape), "value": value})
 
     # -- optimizer steps ------------------------------------------------------------------
 
@@ -337,7 +337,7 @@ class Graph:
         data: its initial value) to the output (Tensor or name) that replaces it after each
         step, `resident` outputs stay for `download`, `outputs` are read back every run."""
         graph, options = self._session_request(feeds, carry, resident, outputs)
-        return host.prepare(graph, backend=backend, **options)
+        return _owned(host.prepare(graph, backend=backend, **options), self)
 
     async def prepare_async(self, feeds: Iterable[Tensor] = (),
                             carry: Mapping[Tensor, Any] | None = None,
@@ -345,7 +345,7 @@ class Graph:
                             **outputs: Tensor) -> SessionLike:
         """Awaitable `prepare` (in the page: every browser, JSPI or not)."""
         graph, options = self._session_request(feeds, carry, resident, outputs)
-        return await host.prepare_async(graph, backend=backend, **options)
+        return _owned(await host.prepare_async(graph, backend=backend, **options), self)
 
     def _session_request(self, feeds: Iterable[Tensor], carry: Mapping[Tensor, Any] | None,
                          resident: Iterable[Any], outputs: dict[str, Tensor]
@@ -373,6 +373,8 @@ class Graph:
             if tensor is t:
                 return name
         name = f"{prefix}{t.id}"
+        while name in named:  # the user's own output of that name is another tensor: keep it
+            name += "_"
         named[name] = t
         return name
 
@@ -501,6 +503,19 @@ def _plain_node(node: dict[str, Any]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------------------
 # Turning user data into (shape, float32 values)
+
+
+def _shape_arg(shape: Any) -> Any:
+    """A shape argument as a list; anything but a sequence is left to the validator, which
+    refuses it with VALIDATION (list(5) raised a TypeError)."""
+    return list(shape) if isinstance(shape, (list, tuple, range)) else shape
+
+
+def _owned(session: Any, graph: Graph) -> Any:
+    """Tag a session with the Graph that prepared it: its Tensors, and only they, are keys."""
+    if hasattr(session, "owner"):
+        session.owner = graph
+    return session
 
 
 def _with_dtype(attrs: dict[str, Any], dtype: str) -> dict[str, Any]:

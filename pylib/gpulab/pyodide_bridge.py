@@ -40,6 +40,7 @@ from typing import Any, Self
 from .dtypes import TYPECODE
 from .errors import GpuLabError
 from .results import OutputEntry, buffer_entry
+from .steps import step_arg
 
 MODULE_NAME = "_gpulab_adapter"
 NO_ADAPTER = (
@@ -243,6 +244,7 @@ class BrowserSession:
         self._input_names = dict(input_names or {})
         self._disposed = False
         self.steps_run = 0
+        self.owner: Any = None  # the Graph that prepared it (Graph.prepare sets it)
 
     @property
     def disposed(self) -> bool:
@@ -261,6 +263,9 @@ class BrowserSession:
 
     def _key_id(self, key: Any) -> int:
         if hasattr(key, "id") and hasattr(key, "graph"):
+            if self.owner is not None and key.graph is not self.owner:
+                raise GpuLabError("VALIDATION", f"tensor {key.id} belongs to another graph "
+                                                "than this session's")
             return int(key.id)
         if isinstance(key, int) and not isinstance(key, bool):
             return key
@@ -300,7 +305,7 @@ class BrowserSession:
 
     def run_steps(self, steps: int | list[dict | None]) -> dict:
         """Many steps (a count, or one feed map per step); returns the last step's outputs."""
-        steps = steps if isinstance(steps, int) else list(steps)
+        steps = step_arg(steps)  # VALIDATION / LIMIT here, before anything is sent
         adapter = self._live()
         pending = adapter.session_run(self.id, self._steps_js(steps))
         return self._finish(_unwrap(_block_on(pending, adapter)),
@@ -312,7 +317,7 @@ class BrowserSession:
         return await self.run_steps_async([feeds or {}])
 
     async def run_steps_async(self, steps: int | list[dict | None]) -> dict:
-        steps = steps if isinstance(steps, int) else list(steps)
+        steps = step_arg(steps)  # VALIDATION / LIMIT here, before anything is sent
         adapter = self._live()
         pending = adapter.session_run(self.id, self._steps_js(steps))
         return self._finish(_unwrap(await _wait_async(pending, adapter)),

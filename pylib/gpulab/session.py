@@ -18,6 +18,7 @@ from .dtypes import as_numpy, to_typed
 from .errors import GpuLabError
 from .protocol import CheckedGraph, label
 from .results import output_entry
+from .steps import step_arg
 
 
 @dataclass
@@ -107,6 +108,7 @@ class Session:
         self._poisoned: str | None = None
         self._disposed = False
         self.steps_run = 0
+        self.owner: Any = None  # the Graph that prepared it (Graph.prepare sets it)
 
     # -- public API -----------------------------------------------------------------------
 
@@ -192,20 +194,19 @@ class Session:
                            getattr(err, "node", None))
 
     def _prepare_steps(self, steps: Any) -> list[dict[int, Any]]:
-        if isinstance(steps, int) and not isinstance(steps, bool):
-            if steps < 1:
-                raise GpuLabError("VALIDATION", f"run_steps: the step count must be >= 1, "
-                                                f"got {steps}")
+        """Every step checked before any device work (all or nothing), bounded by max_steps
+        before anything is built (gpulab.steps)."""
+        arg = step_arg(steps)
+        if isinstance(arg, int):
             if self._plan.feeds:
                 raise GpuLabError("VALIDATION", "run_steps: this session has fed inputs; pass "
                                                 "one feed dict per step")
-            return [{} for _ in range(steps)]
-        steps = list(steps)
-        if not steps:
-            raise GpuLabError("VALIDATION", "run_steps: no steps given")
-        return [self._step_feeds(i, step or {}) for i, step in enumerate(steps)]
+            empty: dict[int, Any] = {}
+            return [empty] * arg  # one shared empty map: nothing per step to build
+        return [self._step_feeds(i, step) for i, step in enumerate(arg)]
 
-    def _step_feeds(self, index: int, step: Mapping[Any, Any]) -> dict[int, Any]:
+    def _step_feeds(self, index: int, step: Any) -> dict[int, Any]:
+        step = step or {}
         fed: dict[int, Any] = {}
         for key, data in step.items():
             node_id = self._resolve_input(key, index)
@@ -221,7 +222,7 @@ class Session:
         return fed
 
     def _resolve_input(self, key: Any, index: int) -> int:
-        node_id = _key_to_id(key, self._plan.input_names)
+        node_id = _key_to_id(key, self._plan.input_names, self.owner)
         if node_id not in self._plan.feeds:
             raise GpuLabError("VALIDATION", f"step {index}: {key!r} is not a fed input of this "
                                             f"session (feeds: {self._plan.feeds})")
@@ -232,7 +233,7 @@ class Session:
         if isinstance(what, str) and what in plan.names:
             node_id = plan.names[what]
         else:
-            node_id = _key_to_id(what, plan.input_names)
+            node_id = _key_to_id(what, plan.input_names, self.owner)
         if node_id in plan.carry_ids or node_id in plan.keep_ids:
             return node_id
         raise GpuLabError("VALIDATION", f"download: {what!r} is neither resident nor carried "
@@ -254,10 +255,14 @@ def _all_finite(arr: Any) -> bool:
     return arr.dtype.kind != "f" or bool(np.isfinite(arr).all())
 
 
-def _key_to_id(key: Any, input_names: Mapping[str, int]) -> int:
-    """A Tensor, a node id or an input's name -> node id."""
+def _key_to_id(key: Any, input_names: Mapping[str, int], owner: Any = None) -> int:
+    """A Tensor (of `owner`, the session's Graph, when known), a node id or an input's name ->
+    node id."""
     node_id = getattr(key, "id", None)
     if node_id is not None and hasattr(key, "graph"):
+        if owner is not None and key.graph is not owner:
+            raise GpuLabError("VALIDATION", f"tensor {node_id} belongs to another graph than "
+                                            "this session's")
         return node_id
     if isinstance(key, int) and not isinstance(key, bool):
         return key
