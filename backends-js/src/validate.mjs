@@ -212,7 +212,8 @@ function checkNode(raw, index, seen) {
   if (!Object.hasOwn(raw, 'id')) throw invalid(`nodes[${index}] has no id`);
   const { id } = raw;
   if (!isId(id)) {
-    throw invalid(`nodes[${index}]: id must be an integer in 0..2^53-1, got ${show(id)}`);
+    throw invalid(`nodes[${index}]: id must be an integer >= 0 and <= 2^53-1, got ` +
+      `${show(id)}`);
   }
   const label = { id, op: typeof raw.op === 'string' ? raw.op : show(raw.op) };
   if (seen.has(id)) {

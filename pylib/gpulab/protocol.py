@@ -430,7 +430,7 @@ def _check_node(index: int, raw: Any, seen: set[int]) -> CheckedNode:
     if node_id is None:
         raise _fail(
             "VALIDATION",
-            f"node at index {index}: id must be an integer in 0..2^53-1, got "
+            f"node at index {index}: id must be an integer >= 0 and <= 2^53-1, got "
             f"{_show(raw.get('id'))}",
         )
     op = raw.get("op")
