@@ -264,7 +264,8 @@ def test_seed_example_on_each_backend(page: Page, playground_url: str, backend: 
         expect(status).to_contain_text("results are correct but not GPU speed")
     out = run_program(page, SEED_PROGRAM)
     expect(out.locator(".stream.stdout")).to_have_text(f"{backend} {SEED_LINE}\n")
-    expect(out).to_contain_text(f"1 GPU run on {backend}")
+    expect(out).to_contain_text(f"1 graph run on {backend}")  # wasm is not a GPU
+    expect(out).not_to_contain_text("GPU run")
     if backend == "webgpu":
         save_shot(page.get_by_role("region", name="Runtime status"),
                   shot_dir / "status-webgpu-software.png")
@@ -1007,6 +1008,43 @@ def test_two_tabs_never_overwrite_each_other(browser, playground_url: str) -> No
         ctx.close()
 
 
+def test_markdown_cells_render_and_never_run_html(notebook: Page) -> None:
+    """A markdown cell renders with the vendored renderer (marked, from node_modules); raw
+    HTML in it is shown as text and never runs; the cell type survives a notebook switch."""
+    page = notebook
+    page.on("dialog", lambda d: d.dismiss())
+    set_code(page, 1, "# Heading\n\nSome *emphasis*, `code` and [a link](https://example.org)"
+                      " and [bad](javascript:window.pwned=1).\n\n"
+                      "<img src=x onerror=\"window.pwned=2\"><script>window.pwned=3</script>")
+    page.get_by_role("button", name="Cell 1 type").click()
+    expect(page.get_by_role("button", name="Cell 1 type")).to_have_text("Code")
+    cell(page, 1).get_by_role("button", name="Render").click()
+    text = page.get_by_role("region", name="Text of cell 1")
+    expect(text.get_by_role("heading", name="Heading")).to_be_visible()
+    expect(text.locator("em")).to_have_text("emphasis")
+    expect(text.locator("code")).to_have_text("code")
+    expect(text.get_by_role("link", name="a link")).to_have_attribute("href", "https://example.org")
+    bad = text.locator("a", has_text="bad")
+    expect(bad).to_have_count(1)
+    assert bad.get_attribute("href") is None, "a javascript: link kept its href"
+    expect(text).to_contain_text('<img src=x onerror="window.pwned=2">')
+    expect(text.locator("img, script")).to_have_count(0)
+    bad.click()
+    page.wait_for_timeout(300)
+    assert page.evaluate("window.pwned") is None, "markdown ran HTML or a javascript: link"
+    expect(cell(page, 1).get_by_role("textbox")).to_be_hidden()
+    text.dblclick()  # back to editing
+    expect(cell(page, 1).get_by_role("textbox")).to_be_visible()
+    cell(page, 1).get_by_role("textbox").press("Shift+Enter")  # renders, moves on
+    expect(text).to_be_visible()
+    page.wait_for_timeout(600)
+    name = page.get_by_label("Notebook name").input_value()
+    new_notebook(page)
+    notebook_select(page).select_option(label=name)
+    expect(page.get_by_role("region", name="Text of cell 1").get_by_role("heading")).to_have_text(
+        "Heading")
+
+
 def test_ipynb_round_trip_is_valid_nbformat(notebook: Page, tmp_path: Path) -> None:
     """Export as .ipynb (checked with the nbformat package's validator, natively), import it
     back as a new notebook with the same sources and outputs; .py export in percent format."""
@@ -1023,6 +1061,9 @@ g.run(v=g.tensor([1.0, 2.0]) * 3)""")
     expect(out.locator("table")).to_contain_text("6.0")
     page.get_by_role("button", name="+ Add cell").click()
     run_program(page, "1 / 0", n=2)
+    page.get_by_role("button", name="+ Add cell").click()
+    set_code(page, 3, "## Notes\n\n*kept* as markdown")
+    page.get_by_role("button", name="Cell 3 type").click()
     with page.expect_download() as info:
         page.get_by_role("button", name="Export .ipynb").click()
     path = tmp_path / info.value.suggested_filename
@@ -1030,7 +1071,8 @@ g.run(v=g.tensor([1.0, 2.0]) * 3)""")
     assert path.name == "round_trip.ipynb"
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)  # raises ValidationError if the file is not valid nbformat 4
-    first, second = nb.cells
+    first, second, notes = nb.cells
+    assert notes.cell_type == "markdown" and notes.source == "## Notes\n\n*kept* as markdown"
     assert first.source.startswith("import display") and first.execution_count == 1
     kinds = [o.output_type for o in first.outputs]
     assert kinds[0] == "stream" and first.outputs[0].text == "hello 42\n"
@@ -1041,12 +1083,15 @@ g.run(v=g.tensor([1.0, 2.0]) * 3)""")
         page.get_by_role("button", name="Export .py").click()
     script = Path(info.value.path()).read_text()
     assert script.count("# %%\n") == 2 and "print('hello', 6 * 7)" in script
+    assert "# %% [markdown]\n# ## Notes" in script
     page.get_by_label("Import .ipynb").set_input_files(str(path))
     expect(page.get_by_label("Notebook status")).to_contain_text("Imported round_trip.ipynb")
     expect(page.get_by_label("Notebook name")).to_have_value("round trip 1")
     expect(cell(page, 1).get_by_role("textbox")).to_have_value(first.source)
     expect(output(page, 1).locator(".stream.stdout")).to_have_text("hello 42\n")
     expect(output(page, 2).get_by_role("alert")).to_contain_text("ZeroDivisionError")
+    expect(page.get_by_role("region", name="Text of cell 3").get_by_role("heading")).to_have_text(
+        "Notes")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 // The page: starts the worker, shows loading progress and the backend in use, runs cells one at
 // a time (a queue), renders their outputs, and drives Stop and "Compare with native".
-import { Notebook } from './notebook.mjs';
+import { Notebook, showMarkdown } from './notebook.mjs';
 import { el } from './render.mjs';
 import { clearOutput, emit, emitLine } from './cell-output.mjs';
 import { EXAMPLES } from './examples.mjs';
@@ -97,6 +97,7 @@ function configureBackend() {
 // Running cells
 
 function enqueue(cell) {
+  if (cell.kind === 'markdown') { showMarkdown(cell, true); notebook.onChange(); return; }
   if (state.queue.some((q) => q.cell === cell) || state.running?.cell === cell) return;
   const runId = state.nextRunId++;
   state.queue.push({ cell, runId });
@@ -165,7 +166,8 @@ function finishRun(msg) {
     emit(cell, 'error', msg.error);
     explainDisposed(cell, msg.error);
   }
-  const graphs = msg.graphs ? `, ${msg.graphs} GPU run${msg.graphs === 1 ? '' : 's'} on ${msg.backend ?? state.backendDescription?.backend}` : '';
+  // "graph run": wasm and cpu are not GPUs (it said "1 GPU run on wasm")
+  const graphs = msg.graphs ? `, ${msg.graphs} graph run${msg.graphs === 1 ? '' : 's'} on ${msg.backend ?? state.backendDescription?.backend}` : '';
   const outcome = msg.restarted ? 'restarted' : stopped ? 'stopped' : msg.ok ? 'done' : 'error';
   const why = msg.error?.shown ? `: ${msg.error.message}` : '';
   emitLine(cell, `${outcome} after ${formatMs(msg.ms)}${graphs}${why}`);

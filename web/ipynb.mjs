@@ -1,7 +1,7 @@
 // Notebooks as Jupyter files: export to nbformat 4.5 (.ipynb, outputs included: streams, text,
 // tables as text/plain, canvases and plots as image/png, errors) and to a .py script in the
 // "percent" format (`# %%` between cells); import of an .ipynb (code cells with their text
-// outputs; markdown cells become commented code cells: the page has no markdown cells yet).
+// outputs; markdown cells stay markdown, raw cells become commented code cells).
 import { formatFloat32 } from './render.mjs';
 
 const KERNEL = { name: 'python3', display_name: 'Python 3 (Pyodide, GPU Lab)', language: 'python' };
@@ -64,6 +64,9 @@ export function toIpynb(name, cells) {
     nbformat_minor: 5,
     metadata: { kernelspec: KERNEL, language_info: { name: 'python' }, gpulab: { name } },
     cells: cells.map((cell, i) => {
+      if (cell.kind === 'markdown') {
+        return { cell_type: 'markdown', id: `cell-${i + 1}`, metadata: {}, source: lines(cell.source()) };
+      }
       const count = cell.runs > 0 ? cell.runs : null;
       return { cell_type: 'code', id: `cell-${i + 1}`, metadata: {}, execution_count: count,
         source: lines(cell.source()), outputs: outputsOf(cell, count) };
@@ -73,7 +76,9 @@ export function toIpynb(name, cells) {
 
 /** A .py script: the cells in order, `# %%` before each (Jupytext's / VS Code's percent format). */
 export function toPy(name, cells) {
-  const body = cells.map((cell) => `# %%\n${cell.source().replace(/\s+$/, '')}\n`).join('\n');
+  const body = cells.map((cell) => (cell.kind === 'markdown'
+    ? `# %% [markdown]\n${cell.source().replace(/\s+$/, '').split('\n').map((l) => `# ${l}`.trimEnd()).join('\n')}\n`
+    : `# %%\n${cell.source().replace(/\s+$/, '')}\n`)).join('\n');
   return `# ${name} — exported from the GPU Lab playground\n\n${body}`;
 }
 
@@ -100,9 +105,8 @@ export function fromIpynb(json, fallbackName) {
   }
   const cells = nb.cells.map((cell) => {
     const source = text(cell.source);
-    if (cell.cell_type !== 'code') {
-      return { source: source.split('\n').map((l) => `# ${l}`.trimEnd()).join('\n') };
-    }
+    if (cell.cell_type === 'markdown') return { source, kind: 'markdown' };
+    if (cell.cell_type !== 'code') return { source: source.split('\n').map((l) => `# ${l}`.trimEnd()).join('\n') };
     return { source, log: (cell.outputs ?? []).map(entryOf).filter(Boolean) };
   });
   return { name: nb.metadata?.gpulab?.name ?? fallbackName, cells };

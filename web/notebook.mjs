@@ -3,6 +3,7 @@
 // cell, Ctrl/Cmd+Enter runs in place.
 import { el } from './render.mjs';
 import { replay } from './cell-output.mjs';
+import { renderMarkdown } from './markdown.mjs';
 
 const INDENT = '    ';
 
@@ -33,8 +34,9 @@ export class Notebook {
   }
 
   /** Insert a cell at `index` (its stored output `log` shown again, for Undo and reloads). */
-  insertCell(index, code = '', log = null) {
+  insertCell(index, code = '', log = null, kind = 'code') {
     const cell = this.buildCell(code);
+    if (kind === 'markdown') setKind(cell, 'markdown', Boolean(code.trim()));
     this.cells.splice(index, 0, cell);
     const next = this.cells[index + 1];
     if (next) this.container.insertBefore(cell.root, next.root);
@@ -50,7 +52,7 @@ export class Notebook {
   deleteCell(cell) {
     const index = this.cells.indexOf(cell);
     if (index < 0) return;
-    const removed = { index, source: cell.source(), log: cell.log };
+    const removed = { index, source: cell.source(), log: cell.log, kind: cell.kind };
     this.cells.splice(index, 1);
     cell.root.remove();
     if (this.cells.length === 0) this.addCell();
@@ -64,12 +66,12 @@ export class Notebook {
   load(cells) {
     for (const cell of this.cells) cell.root.remove();
     this.cells = [];
-    for (const { source, log } of cells) this.insertCell(this.cells.length, source, log);
+    for (const { source, log, kind } of cells) this.insertCell(this.cells.length, source, log, kind);
   }
 
   /** The cells as stored: source and output log. */
   serialize() {
-    return this.cells.map((cell) => ({ source: cell.source(), log: cell.log }));
+    return this.cells.map((cell) => ({ source: cell.source(), log: cell.log, kind: cell.kind }));
   }
 
   renumber() {
@@ -80,6 +82,8 @@ export class Notebook {
       cell.output.setAttribute('aria-label', `Output of cell ${i + 1}`);
       cell.compare.setAttribute('aria-label', `Comparison of cell ${i + 1}`);
       cell.deleteButton.setAttribute('aria-label', `Delete cell ${i + 1}`);
+      cell.kindButton.setAttribute('aria-label', `Cell ${i + 1} type`);
+      cell.rendered.setAttribute('aria-label', `Text of cell ${i + 1}`);
     });
   }
 
@@ -99,19 +103,26 @@ export class Notebook {
     const compareButton = el('button', { class: 'compare-btn', text: 'Compare with native', type: 'button', disabled: true, title: 'Run this cell\'s last graph natively (wgpu-py or cpu-python) and compare in ulps' });
     const addButton = el('button', { class: 'add', text: '+ Cell below', type: 'button' });
     const deleteButton = el('button', { class: 'delete', text: 'Delete', type: 'button' });
+    const kindButton = el('button', { class: 'kind', text: 'Markdown', type: 'button', title: 'Make this a markdown (text) cell / a code cell' });
+    const rendered = el('div', { class: 'markdown', role: 'region', hidden: true, title: 'Double-click to edit' });
     const output = el('div', { class: 'output', role: 'region' });
     const compare = el('div', { class: 'compare', role: 'region', hidden: true });
     const root = el('section', { class: 'cell', 'data-cell-id': String(id) }, [
-      el('div', { class: 'cell-bar' }, [prompt, runButton, compareButton, el('span', { class: 'spacer' }), addButton, deleteButton]),
-      editor, output, compare,
+      el('div', { class: 'cell-bar' }, [prompt, runButton, compareButton, el('span', { class: 'spacer' }), kindButton, addButton, deleteButton]),
+      editor, rendered, output, compare,
     ]);
     /** @type {Cell} */
     const cell = { id, root, editor, output, prompt, runButton, compareButton, compare, deleteButton,
-      label: '', runs: 0, log: [], logChars: 0, source: () => editor.value };
+      label: '', runs: 0, log: [], logChars: 0, source: () => editor.value, kind: 'code', kindButton, rendered };
     runButton.addEventListener('click', () => this.handlers.onRun(cell));
     compareButton.addEventListener('click', () => this.handlers.onCompare(cell));
     addButton.addEventListener('click', () => this.addCell('', cell).editor.focus());
     deleteButton.addEventListener('click', () => this.deleteCell(cell));
+    kindButton.addEventListener('click', () => {
+      setKind(cell, cell.kind === 'code' ? 'markdown' : 'code', false);
+      this.onChange();
+    });
+    rendered.addEventListener('dblclick', () => { showMarkdown(cell, false); editor.focus(); });
     editor.addEventListener('input', () => { autosize(editor); this.onChange(); });
     editor.addEventListener('keydown', (event) => this.onKey(cell, event));
     return cell;
@@ -158,4 +169,23 @@ function dedent(editor) {
 function autosize(editor) {
   editor.style.height = 'auto';
   editor.style.height = `${Math.max(editor.scrollHeight + 2, 48)}px`;
+}
+
+/** Make `cell` a code or markdown cell; a markdown cell shows its text rendered when `show`. */
+function setKind(cell, kind, show) {
+  cell.kind = kind;
+  cell.root.classList.toggle('markdown-cell', kind === 'markdown');
+  cell.kindButton.textContent = kind === 'code' ? 'Markdown' : 'Code';
+  cell.runButton.textContent = kind === 'code' ? 'Run' : 'Render';
+  cell.compareButton.hidden = kind === 'markdown';
+  cell.prompt.textContent = kind === 'code' ? '[ ]' : 'text';
+  if (kind === 'markdown') cell.output.replaceChildren();
+  showMarkdown(cell, kind === 'markdown' && show);
+}
+
+/** Markdown cells: the rendered text (Render, Shift+Enter) or the editor (double-click). */
+export function showMarkdown(cell, show) {
+  if (show) cell.rendered.replaceChildren(renderMarkdown(cell.source()));
+  cell.rendered.hidden = !show;
+  cell.editor.hidden = show;
 }

@@ -99,9 +99,9 @@ export function createNotebooks({ notebook, examples, isBusy }) {
   }
 
   /** A deleted cell (notebook.mjs's onDelete) can be put back where it was, output included. */
-  function cellDeleted({ index, source, log }) {
+  function cellDeleted({ index, source, log, kind }) {
     offerUndo(`Deleted cell ${index + 1}.`, () => {
-      notebook.insertCell(index, source, log).editor.focus();
+      notebook.insertCell(index, source, log, kind).editor.focus();
     });
   }
 

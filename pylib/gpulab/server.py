@@ -21,7 +21,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from gpulab.playground.api import ExecuteEndpoint, Executor, default_executor
-from gpulab.playground.vendor import prepare_index
+from gpulab.playground.vendor import link_npm_files, prepare_index
 from gpulab.playground.wheel import build_wheel, project_version, wheel_name
 from gpulab.static_server import Route, start_server
 
@@ -83,6 +83,7 @@ def prepare_site(root: Path) -> MemoryFiles:
     vendor = root / "web" / "vendor"
     lock = prepare_index(root / "node_modules" / "pyodide", vendor / "wheels",
                          vendor / "pyodide", wheel)
+    link_npm_files(root / "node_modules", vendor / "npm")  # the notebook's markdown renderer
     return MemoryFiles({
         "/vendor/pyodide/pyodide-lock.json": (lock, "application/json"),
         f"/vendor/pyodide/{wheel[0]}": (wheel[1], "application/zip"),

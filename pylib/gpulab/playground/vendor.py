@@ -95,3 +95,17 @@ def prepare_index(pyodide_dir: Path, wheels_dir: Path, index_dir: Path,
         },
     }
     return (json.dumps(lock, indent=1) + "\n").encode()
+
+
+# Browser libraries of the notebook, from npm (pinned in package.json), served offline from
+# node_modules through links in web/vendor/npm/ as the Pyodide core is: served name -> file.
+NPM_FILES = {"marked.esm.js": "marked/lib/marked.esm.js"}
+
+
+def link_npm_files(node_modules: Path, vendor_dir: Path) -> None:
+    """Link each of NPM_FILES into `vendor_dir` (web/vendor/npm); fail naming `npm install`."""
+    vendor_dir.mkdir(parents=True, exist_ok=True)
+    for served, source in NPM_FILES.items():
+        if not (node_modules / source).exists():
+            raise FileNotFoundError(f"{source} not found in {node_modules}: run `npm install`")
+        _link_or_copy(node_modules / source, vendor_dir / served)
