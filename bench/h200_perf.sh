@@ -39,7 +39,11 @@ python3 -c 'import json; from gpulab.benchmarks.browser import fixture; print(js
   > /tmp/mlp_fixture.json
 /tmp/node --import ./bench/dawn/setup.mjs bench/dawn/mlp.mjs --fixture /tmp/mlp_fixture.json \
   --runs 50 --json "$OUT/dawn_mlp.json"; echo "dawn mlp exit $?"
-log "SGEMM: our WGSL vs cuBLAS fp32 (TF32 off)"
+log "execute phase by phase (bench/execute_phases.py)"
+python3 bench/execute_phases.py --runs 50
+log "SGEMM through the JS backend under node + Dawn (Tint)"
+/tmp/node --import ./bench/dawn/setup.mjs bench/dawn/sgemm.mjs --sizes 4096,4000 --reps 20
+log "SGEMM: our WGSL (wgpu-py, naga) vs cuBLAS fp32 (TF32 off)"
 for n in 4096 4000; do python3 -m gpulab.native.bench_matmul --size $n --reps 50; done
 python3 -c "
 from gpulab.benchmarks.torch_peer import matmul_bench

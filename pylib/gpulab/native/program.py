@@ -24,7 +24,8 @@ previous one wrote it. Otherwise every carry is a buffer copy after the step.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from ..dtypes import device_words, from_device_words
@@ -322,11 +323,14 @@ class WgpuProgram:
         if not layout:
             return {}
         _, last_buffer, last_offset = layout[-1]
-        raw = self._map_readback(last_offset + self._sizes[last_buffer])
-        return {node_id: from_device_words(raw, self._checked.by_id[node_id].dtype,
-                                           self._sizes[buffer_id] // 4, offset)
-                .reshape(self._shape(node_id))
-                for node_id, buffer_id, offset in layout}
+        nbytes = last_offset + self._sizes[last_buffer]
+        # from_device_words copies each value out of the mapped range, so the range is read
+        # in place (one copy of the outputs, not two) and unmapped after
+        with self._mapped_readback(nbytes) as raw:
+            return {node_id: from_device_words(raw, self._checked.by_id[node_id].dtype,
+                                               self._sizes[buffer_id] // 4, offset)
+                    .reshape(self._shape(node_id))
+                    for node_id, buffer_id, offset in layout}
 
     def _readback_buffer(self, nbytes: int) -> Any:
         """The program's MAP_READ buffer, grown to the largest read-back seen."""
@@ -336,16 +340,17 @@ class WgpuProgram:
             self._readback = self._ex.acquire(nbytes, "readback")
         return self._readback
 
-    def _map_readback(self, nbytes: int) -> memoryview:
+    @contextlib.contextmanager
+    def _mapped_readback(self, nbytes: int) -> Iterator[memoryview]:
+        """The read-back buffer's first nbytes, mapped, valid inside the block only."""
         import wgpu
 
         self._readback.map_sync(wgpu.MapMode.READ, 0, self._readback.size)
         try:
-            raw = self._readback.read_mapped(0, nbytes, copy=True)
+            yield self._readback.read_mapped(0, nbytes, copy=False)
         finally:
             self._readback.unmap()
         self._ex.counters["readbacks"] += 1
-        return raw
 
     def _buffer_id(self, node_id: int) -> int:
         buffer_id = self._buffer_of.get(node_id)

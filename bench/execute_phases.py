@@ -1,0 +1,114 @@
+"""Where one native `Graph.run` of the MLP step goes, phase by phase (issue 15, target 3).
+
+    PYTHONPATH=pylib python3 bench/execute_phases.py --runs 50 [--allow-software]
+
+Times, as median / min ms over --runs after a warm-up: the graph dict (`Graph._graph_dict`),
+`protocol.validate`, the wgpu executor's `supports`, `prepare` with the plan cache (structure
+key + re-upload of the data; a parked program is reused), `run` of the one step with every
+output read back (encode, submit, wait, map, one copy out), the output entries, and the whole
+`Graph.run` for comparison; then the same with the plan cache off (a fresh plan, buffers from
+the pool, bind groups and params every time); then cProfile's top functions of a single-step
+session run (`Session.run`, loss read back), the other host-bound mode.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from gpulab.models.mlp import init, step_graph
+from gpulab.native.plan_cache import PlanCache
+from gpulab.native.wgpu_executor import open_executor
+from gpulab.protocol import validate
+from gpulab.results import output_entry
+
+
+def timed(fn: Callable[[], Any], runs: int) -> str:
+    fn()
+    samples = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - t0) * 1e3)
+    return f"{statistics.median(samples):.3f} / {min(samples):.3f}"
+
+
+def phases(ex: Any, runs: int, label: str) -> None:
+    step = step_graph(init(0))
+    outputs = step.outputs()
+    graph = step.graph._graph_dict(outputs)
+    checked = validate(graph)
+    ids = [o.id for o in checked.outputs]
+
+    def prepare() -> None:
+        ex.prepare(checked).dispose()
+
+    def run() -> dict:
+        program = ex.prepare(checked)
+        try:
+            return program.run([{}], ids)
+        finally:
+            program.dispose()
+
+    values = run()
+    prepared = ex.prepare(checked)
+    rows = [
+        ("graph dict", timed(lambda: step.graph._graph_dict(outputs), runs)),
+        ("validate", timed(lambda: validate(graph), runs)),
+        ("supports", timed(lambda: ex.supports(checked), runs)),
+        ("prepare (+ dispose)", timed(prepare, runs)),
+        ("run, all 18 outputs read back", timed(lambda: prepared.run([{}], ids), runs)),
+        ("output entries", timed(lambda: [output_entry(values[o.id], checked.by_id[o.id].shape,
+                                                       checked.by_id[o.id].dtype)
+                                          for o in checked.outputs], runs)),
+    ]
+    prepared.dispose()
+    print(f"## {label}: ms, median / min of {runs}")
+    for name, cell in rows:
+        print(f"| {name} | {cell} |")
+
+
+def session_profile(runs: int) -> None:
+    values = init(0)
+    fed = step_graph(values, feed_batch=True)
+    batch = {fed.x: values["x"], fed.y: values["y"]}
+    s = fed.graph.prepare(feeds=[fed.x, fed.y], carry=fed.carry(), backend="wgpu",
+                          loss=fed.loss)
+    print(f"session run (1 step), ms median / min: {timed(lambda: s.run(batch), runs)}")
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(runs):
+        s.run(batch)
+    profiler.disable()
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(14)
+    print(text.getvalue()[-4000:])
+    s.dispose()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--allow-software", action="store_true", default=None)
+    ns = ap.parse_args()
+    from gpulab import executors
+
+    executors.configure(allow_software=ns.allow_software)
+    cached = open_executor(ns.allow_software)
+    print(cached.info)
+    phases(cached, ns.runs, "plan cache on")
+    cached.dispose()
+    uncached = open_executor(ns.allow_software, hooks={"plan_cache": PlanCache(0, 0)})
+    phases(uncached, ns.runs, "plan cache off")
+    uncached.dispose()
+    session_profile(ns.runs)
+
+
+if __name__ == "__main__":
+    main()
