@@ -16,6 +16,7 @@
 // way through Pyodide's glue (an interrupt there is lost with the answer; web/stop-control.mjs).
 
 import { GpuLabError } from './errors.mjs';
+import { checkStepArgument, normalizeSteps } from './session.mjs';
 
 /** Default name of the JS module Python imports (`import _gpulab_adapter`). */
 export const PYTHON_MODULE_NAME = '_gpulab_adapter';
@@ -44,7 +45,13 @@ export function toPlain(value) {
   if (value && typeof value.toJs === 'function') {
     return value.toJs({ dict_converter: Object.fromEntries, create_pyproxies: false });
   }
-  if (typeof value === 'string') return JSON.parse(value);
+  if (typeof value === 'string') {
+    try {
+      return JSON.parse(value);
+    } catch (err) {
+      throw adapterError('VALIDATION', `the graph text is not JSON: ${err.message}`);
+    }
+  }
   return value;
 }
 
@@ -68,16 +75,31 @@ function toSteps(steps) {
   return plain.map((feed) => (feed instanceof Map ? Object.fromEntries(feed) : feed));
 }
 
-/** Split a step list/count into chunks of at most `size` steps. */
-function chunkSteps(steps, size) {
+/**
+ * Chunks of at most `size` steps of a step list/count, made one at a time (a count is never
+ * expanded: checkStepArgument bounds it first, and nothing is built per step here).
+ */
+function* chunkSteps(steps, size) {
   if (typeof steps === 'number') {
-    const chunks = [];
-    for (let left = steps; left > 0; left -= size) chunks.push(Math.min(size, left));
-    return chunks.length ? chunks : [steps];
+    for (let left = steps; left > 0; left -= size) yield Math.min(size, left);
+    return;
   }
-  const chunks = [];
-  for (let i = 0; i < steps.length; i += size) chunks.push(steps.slice(i, i + size));
-  return chunks.length ? chunks : [steps];
+  for (let i = 0; i < steps.length; i += size) yield steps.slice(i, i + size);
+}
+
+/**
+ * Every step of a run checked before the first chunk runs (all or nothing, errors name the
+ * step's index in the whole run), where the session is a runtime Session (its checked graph in
+ * `parts`); the steps go on as they are (a feed that is a typed array of its dtype is kept,
+ * so the chunk's own check copies nothing).
+ */
+function checkedSteps(session, steps) {
+  const parts = session.parts;
+  if (parts?.checked && parts.resolved) {
+    checkStepArgument(parts.resolved.feeds, steps);
+    if (typeof steps !== 'number') normalizeSteps(parts.checked, parts.resolved.feeds, steps);
+  }
+  return steps;
 }
 
 /**
@@ -199,9 +221,18 @@ export function createPythonGPUAdapter(pyodide, runtime, {
       const callbacks = [onResult, onError];
       held.add(callbacks);
       const done = () => { held.delete(callbacks); release(onResult); release(onError); };
+      // A callback that throws is the caller's bug: onResult's error goes to onError, and
+      // nothing escapes as an unhandled rejection.
+      const report = (err) => {
+        try { if (onError) onError(errorInfo(err)); } catch (bug) { console.error(bug); }
+      };
       adapter.execute(graph).then(
-        (result) => { try { onResult(result); } finally { done(); } },
-        (err) => { try { if (onError) onError(errorInfo(err)); } finally { done(); } },
+        (result) => {
+          try { onResult(result); } catch (err) {
+            report(adapterError('BACKEND', `onResult failed: ${err?.message ?? err}`));
+          } finally { done(); }
+        },
+        (err) => { try { report(err); } finally { done(); } },
       );
       return pending;
     },
@@ -255,7 +286,7 @@ export function createPythonGPUAdapter(pyodide, runtime, {
         try { plainSteps = toSteps(steps); } catch (err) { return Promise.reject(err); }
         return request(async () => {
           let result;
-          for (const chunk of chunkSteps(plainSteps, chunkSize)) {
+          for (const chunk of chunkSteps(checkedSteps(session, plainSteps), chunkSize)) {
             if (shouldCancel()) throw adapterError('PERMISSION', 'stopped by the user (Stop)');
             result = await session.run(chunk);
           }
@@ -264,7 +295,8 @@ export function createPythonGPUAdapter(pyodide, runtime, {
       },
       /** The value of a resident output (name) or carried input (id) as {shape, dtype, data}. */
       download(name) {
-        const key = toPlain(name);
+        // a name (string) or an id as it is: a name is not JSON text ("to_py" failed to parse)
+        const key = typeof name === 'string' || typeof name === 'number' ? name : toPlain(name);
         return request(async () => keptEntry(session, key, await session.download(key)));
       },
       dispose() {

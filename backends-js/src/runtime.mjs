@@ -67,6 +67,12 @@ export async function createRuntime(options = {}) {
   const ensureLive = () => {
     if (disposed) throw new GpuLabError('DISPOSED', 'the runtime was disposed');
   };
+  /** After an await: a runtime disposed meanwhile releases what was made and refuses. */
+  const stillLive = (program) => {
+    if (!disposed) return;
+    try { program.dispose(); } catch { /* the backend is gone already */ }
+    ensureLive();
+  };
 
   /** Validate, timing it. @param {unknown} graph */
   const check = (graph) => {
@@ -90,6 +96,7 @@ export async function createRuntime(options = {}) {
       checkInputsProvided(checked, new Set());
       const t0 = performance.now();
       const chosen = await backends.choose(checked);
+      ensureLive();
       const backend = chosen.backend;
       let program;
       try {
@@ -97,6 +104,7 @@ export async function createRuntime(options = {}) {
       } catch (err) {
         throw backendFailure(err, 'prepare');
       }
+      stillLive(program);
       let values;
       try {
         if (hooks.failNextRun) {
@@ -109,6 +117,7 @@ export async function createRuntime(options = {}) {
       } finally {
         program.dispose();
       }
+      ensureLive(); // disposed while it ran: the result is not handed out
       // every output must come back as a typed array of its node's dtype
       const lost = checked.outputs.find((o) => !isTypedOf(values.get(o.id),
         checked.byId.get(o.id).dtype));
@@ -133,14 +142,17 @@ export async function createRuntime(options = {}) {
       const { checked } = check(graph);
       const resolved = resolveSessionOptions(checked, sessionOptions);
       const chosen = await backends.choose(checked);
+      ensureLive();
       const backend = chosen.backend;
       let program;
       try {
         program = await backend.prepare(checked,
           { feeds: resolved.feeds, carry: resolved.carry, keep: resolved.keep });
       } catch (err) {
+        ensureLive();
         throw backendFailure(err, 'prepare');
       }
+      stillLive(program);
       const { adapter, attempts: tried, fallback } = runStats(backend, chosen);
       const session = new Session({ backendName: backend.name, info: adapter, attempts: tried,
         fallback, checked, program, resolved, hooks, onDispose: (s) => sessions.delete(s) });

@@ -4,6 +4,7 @@
 import { GpuLabError, asBackendError, nodeError } from './errors.mjs';
 import { formatShape, sameShape } from './shapes.mjs';
 import { isTypedOf, toTypedData } from './dtypes.mjs';
+import { LIMITS } from './optable.mjs';
 
 /**
  * @typedef {import('./validate.mjs').CheckedGraph} CheckedGraph
@@ -97,6 +98,10 @@ function resolveCarry(checked, carry = {}) {
  * @param {CheckedGraph} checked @param {SessionOptions} options
  */
 export function resolveSessionOptions(checked, options = {}) {
+  options ??= {};
+  if (typeof options !== 'object' || Array.isArray(options)) {
+    throw invalid(`session options must be an object {feeds, carry, resident, outputs}, got ${typeof options}`);
+  }
   const feeds = resolveFeeds(checked, options.feeds);
   const carry = resolveCarry(checked, options.carry);
   const resident = options.resident ?? [];
@@ -120,22 +125,45 @@ function feedValue(node, value, step) {
   return toTypedData(value, node.dtype, node.shape, node, `step ${step}: feed`);
 }
 
+/** The feed map of every step of a session without feeds (read only, shared). */
+const NO_FEEDS = new Map();
+
+/**
+ * A step argument's form and size, before anything is built: a count (an integer >= 1, at
+ * most max_steps; none where the session has feeds) or a non-empty list of at most max_steps
+ * feed maps. VALIDATION or LIMIT (docs/protocol.md "Limits").
+ * @param {number[]} feeds @param {unknown} steps
+ */
+export function checkStepArgument(feeds, steps) {
+  const limit = LIMITS.max_steps;
+  if (typeof steps === 'number') {
+    if (!Number.isInteger(steps) || steps < 1) throw invalid(`step count must be an integer >= 1, got ${steps}`);
+    if (steps > limit) {
+      throw new GpuLabError('LIMIT', `run: ${steps} steps, past max_steps ${limit} per call ` +
+        '(split a longer run into several calls)');
+    }
+    if (feeds.length > 0) {
+      throw invalid(`this session feeds ${feeds.length} input(s): run() needs one feed map per step`);
+    }
+    return;
+  }
+  if (!Array.isArray(steps) || steps.length === 0) {
+    throw invalid('run() takes a step count or a non-empty list of feed maps');
+  }
+  if (steps.length > limit) {
+    throw new GpuLabError('LIMIT', `run: ${steps.length} steps, past max_steps ${limit} per ` +
+      'call (split a longer run into several calls)');
+  }
+}
+
 /**
  * One Map(inputId -> data) per step.
  * @param {CheckedGraph} checked @param {number[]} feeds @param {unknown} steps
  */
 export function normalizeSteps(checked, feeds, steps) {
-  if (typeof steps === 'number') {
-    if (!Number.isInteger(steps) || steps < 1) throw invalid(`step count must be an integer >= 1, got ${steps}`);
-    if (feeds.length > 0) {
-      throw invalid(`this session feeds ${feeds.length} input(s): run() needs one feed map per step`);
-    }
-    return Array.from({ length: steps }, () => new Map());
-  }
-  if (!Array.isArray(steps) || steps.length === 0) {
-    throw invalid('run() takes a step count or a non-empty list of feed maps');
-  }
-  return steps.map((step, s) => {
+  checkStepArgument(feeds, steps);
+  if (typeof steps === 'number') return new Array(steps).fill(NO_FEEDS);
+  return /** @type {unknown[]} */ (steps).map((step, s) => {
     const entries = step instanceof Map ? [...step.entries()]
       : (typeof step === 'object' && step !== null ? Object.entries(step) : null);
     if (entries === null) throw invalid(`step ${s}: a feed map {inputId: data} is needed`);

@@ -85,3 +85,152 @@ test('defect 4: an output named __proto__ is VALIDATION in execute, sessions and
   adapter.dispose();
   rt.dispose();
 });
+
+// A counter: input 0 (data [0]) carried from next = x + fed input 1.
+const COUNTER = { version: 1, nodes: [
+  { id: 0, op: 'input', shape: [2], data: [0, 0] }, { id: 1, op: 'input', shape: [2] },
+  { id: 2, op: 'add', a: 0, b: 1 }], outputs: [{ name: 'next', id: 2 }] };
+const ACC = { version: 1, nodes: [
+  { id: 0, op: 'input', shape: [1], data: [0] }, { id: 1, op: 'full', shape: [1], value: 1 },
+  { id: 2, op: 'add', a: 0, b: 1 }], outputs: [{ name: 'next', id: 2 }] };
+
+test('defect 7: JS session feeds are checked like data, never coerced, and do not poison', async () => {
+  const rt = await createRuntime({ backend: 'cpu' });
+  const s = await rt.prepare(COUNTER, { feeds: [1], carry: { 0: 'next' } });
+  for (const bad of [[null, true], ['1e3', 1], ['a', 1], [1], [1, 2, 3], 'ab', { 0: 1, 1: 2 }]) {
+    await rejects(s.run([{ 1: bad }]), 'VALIDATION', /node 1 \(input\): step 0/);
+  }
+  assert.equal(s.state, 'ready');
+  const r = await s.run([{ 1: [1, 2] }]);
+  assert.deepEqual([...r.outputs.next.data], [1, 2]);
+  rt.dispose();
+});
+
+test('defect 10: absurd step counts are LIMIT (max_steps), in the runtime and the adapter', async () => {
+  const { LIMITS } = await import('../src/optable.mjs');
+  assert.equal(LIMITS.max_steps, 1000000);
+  const rt = await createRuntime({ backend: 'cpu' });
+  const s = await rt.prepare(ACC, { carry: { 0: 'next' } });
+  for (const steps of [1e10, Infinity, LIMITS.max_steps + 1]) {
+    await rejects(s.run(steps), steps === Infinity ? 'VALIDATION' : 'LIMIT',
+      steps === Infinity ? /integer/ : /max_steps 1000000/);
+  }
+  await rejects(s.run(NaN), 'VALIDATION');
+  const adapter = createPythonGPUAdapter(null, rt, { allowExecute: true });
+  const handle = await adapter.prepare(ACC, { carry: { 0: 'next' } });
+  await rejects(handle.run(1e10), 'LIMIT', /max_steps/);
+  await rejects(handle.run(Infinity), 'VALIDATION');
+  await rejects(handle.run(new Array(LIMITS.max_steps + 1)), 'LIMIT', /max_steps/);
+  assert.equal(s.state, 'ready');
+  const r = await handle.run(130); // three chunks of at most 64
+  assert.deepEqual([...r.outputs.next.data], [130]);
+  adapter.dispose();
+  rt.dispose();
+});
+
+test('defect 3: an adapter run checks every step before the first chunk (global index)', async () => {
+  const rt = await createRuntime({ backend: 'cpu' });
+  const adapter = createPythonGPUAdapter(null, rt, { allowExecute: true });
+  const handle = await adapter.prepare(COUNTER, { feeds: [1], carry: { 0: 'next' } });
+  const steps = Array.from({ length: 100 }, () => ({ 1: [1, 1] }));
+  steps[70] = { 1: [1, 'x'] };
+  await rejects(handle.run(steps), 'VALIDATION', /step 70\b/);
+  steps[70] = { 2: [1, 1] };
+  await rejects(handle.run(steps), 'VALIDATION', /step 70\b/);
+  steps[70] = { 1: [1, 1] };
+  const r = await handle.run(steps);
+  assert.deepEqual([...r.outputs.next.data], [100, 100], 'no step ran before: all or nothing');
+  adapter.dispose();
+  rt.dispose();
+});
+
+test('defect 15: a throwing onResult reaches onError, not an unhandled rejection', async () => {
+  const rt = await createRuntime({ backend: 'cpu' });
+  const adapter = createPythonGPUAdapter(null, rt, { allowExecute: true });
+  const unhandled = [];
+  const onUnhandled = (reason) => unhandled.push(reason);
+  process.on('unhandledRejection', onUnhandled);
+  try {
+    const errors = [];
+    adapter.submit(ACC, () => { throw new Error('callback bug'); }, (e) => errors.push(e));
+    adapter.submit(ACC, () => { throw new Error('no onError'); });
+    await adapter.whenIdle();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.equal(errors.length, 1);
+    assert.equal(errors[0].code, 'BACKEND');
+    assert.match(errors[0].message, /onResult.*callback bug/);
+    assert.deepEqual(unhandled, []);
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+    adapter.dispose();
+    rt.dispose();
+  }
+});
+
+test('defect 16: misuse gets protocol errors (BigInt64Array feed, prepare(g, null), bad JSON)', async () => {
+  const rt = await createRuntime({ backend: 'cpu' });
+  const s = await rt.prepare(COUNTER, { feeds: [1], carry: { 0: 'next' } });
+  await rejects(s.run([{ 1: new BigInt64Array(2) }]), 'VALIDATION');
+  await rejects(s.run([{ 1: [1n, 2n] }]), 'VALIDATION');
+  await rejects(s.run('3'), 'VALIDATION');
+  await rejects(s.run(2.5), 'VALIDATION');
+  await rejects(s.run([null]), 'VALIDATION');
+  assert.equal(s.state, 'ready');
+  const ok = await rt.prepare(ACC, null);
+  await ok.run(1);
+  await rejects(rt.prepare(ACC, 5), 'VALIDATION');
+  const adapter = createPythonGPUAdapter(null, rt, { allowExecute: true });
+  await rejects(adapter.execute('{"version": 1, nodes'), 'VALIDATION', /JSON/);
+  await rejects(adapter.prepare('{not json'), 'VALIDATION', /JSON/);
+  adapter.dispose();
+  rt.dispose();
+});
+
+test('defect 13: runtime.dispose() stops an in-flight prepare and execute with DISPOSED', async () => {
+  for (const call of ['prepare', 'execute']) {
+    const rt = await createRuntime({ backend: 'cpu' });
+    const pending = rt[call](ACC, call === 'prepare' ? { carry: { 0: 'next' } } : undefined);
+    rt.dispose();
+    await rejects(pending, 'DISPOSED', /disposed/);
+  }
+});
+
+test('defect 6: outputs named like JsProxy attributes reach Python (pyodide_bridge.result_to_py)',
+  { timeout: 120_000 }, async () => {
+    const fs = await import('node:fs');
+    const path = await import('node:path');
+    const ROOT = path.resolve(new URL('../..', import.meta.url).pathname);
+    const { loadPyodide } = await import('pyodide');
+    const py = await loadPyodide({ indexURL: path.join(ROOT, 'node_modules/pyodide/') });
+    const walk = (dir, rel) => {
+      py.FS.mkdirTree(`/pkgs/${rel}`);
+      for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+        if (['__pycache__', 'tests', 'playground'].includes(entry.name)) continue;
+        const full = path.join(dir, entry.name);
+        if (entry.isDirectory()) walk(full, `${rel}/${entry.name}`);
+        else py.FS.writeFile(`/pkgs/${rel}/${entry.name}`, fs.readFileSync(full));
+      }
+    };
+    walk(path.join(ROOT, 'pylib/gpulab'), 'gpulab');
+    const rt = await createRuntime({ backend: 'cpu' });
+    const adapter = createPythonGPUAdapter(py, rt, { allowExecute: true });
+    const got = await py.runPythonAsync(`
+import sys
+sys.path.insert(0, "/pkgs")
+from gpulab import Graph
+g = Graph()
+t = g.tensor([1.0, 2.0])
+names = ["to_py", "object_keys", "typeof", "js_id", "__class__", "constructor", "then", "data"]
+r = await g.run_async(**{n: t * (i + 1) for i, n in enumerate(names)})
+x = g.tensor([0.0])
+s = await g.prepare_async(carry={x: "typeof"}, resident=["to_py"], typeof=x + 1, to_py=x * 2)
+await s.run_steps_async(2)
+d = await s.download_async("to_py")
+"|".join(f"{n}={r['outputs'][n]['data']}" for n in names) + f"|download={d['data']}"
+`);
+    assert.equal(got, 'to_py=[1.0, 2.0]|object_keys=[2.0, 4.0]|typeof=[3.0, 6.0]|' +
+      'js_id=[4.0, 8.0]|__class__=[5.0, 10.0]|constructor=[6.0, 12.0]|then=[7.0, 14.0]|' +
+      'data=[8.0, 16.0]|download=[2.0]');
+    adapter.dispose();
+    rt.dispose();
+  });

@@ -137,11 +137,19 @@ def output_to_py(js_output: Any) -> OutputEntry:
                         str(getattr(js_output, "dtype", "float32") or "float32"))
 
 
+def _entries(js_object: Any) -> list[tuple[Any, Any]]:
+    """(key, value) of a JS object's own properties, read in JS: an output may be named
+    `to_py`, `typeof` or `__class__`, which getattr on a JsProxy finds first (issue 11)."""
+    if isinstance(js_object, dict):
+        return list(js_object.items())
+    from js import Object
+
+    return [(pair[0], pair[1]) for pair in Object.entries(js_object)]
+
+
 def result_to_py(js_result: Any) -> dict:
     """The runtime's result as the dict native gpulab returns."""
-    outputs_js = js_result.outputs
-    names = list(outputs_js.object_keys()) if hasattr(outputs_js, "object_keys") else []
-    outputs = {str(name): output_to_py(getattr(outputs_js, name)) for name in names}
+    outputs = {str(name): output_to_py(value) for name, value in _entries(js_result.outputs)}
     stats = getattr(js_result, "stats", None)
     return {
         "backend": str(js_result.backend),
