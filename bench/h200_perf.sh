@@ -31,6 +31,7 @@ python3 -m e2e.conformance --executor wgpu --executor node-webgpu --report "$OUT
 head -8 "$OUT/conf/conformance.md"
 log "native MLP: gpulab bench, wgpu vs torch cuda eager + graph"
 python3 -m gpulab bench --backends wgpu --torch-device cuda --runs 50 --json "$OUT/bench.json"
+python3 -m gpulab bench --backends wgpu --torch-device cuda --runs 50  # the spread between runs
 log "execute alone (bench/execute_mlp.py): plan cache on"
 python3 bench/execute_mlp.py --backend wgpu --runs 50
 python3 bench/execute_mlp.py --backend wgpu --runs 50 --profile 20 | head -32
@@ -43,6 +44,9 @@ log "execute phase by phase (bench/execute_phases.py)"
 python3 bench/execute_phases.py --runs 50
 log "SGEMM through the JS backend under node + Dawn (Tint)"
 /tmp/node --import ./bench/dawn/setup.mjs bench/dawn/sgemm.mjs --sizes 4096,4000 --reps 20
+echo "the same with Dawn's robustness off (a measurement: pages cannot do this)"
+GPULAB_DAWN_FLAGS=enable-dawn-features=disable_robustness /tmp/node --import ./bench/dawn/setup.mjs \
+  bench/dawn/sgemm.mjs --sizes 4096,4000 --reps 20
 log "SGEMM: our WGSL (wgpu-py, naga) vs cuBLAS fp32 (TF32 off)"
 for n in 4096 4000; do python3 -m gpulab.native.bench_matmul --size $n --reps 50; done
 python3 -c "

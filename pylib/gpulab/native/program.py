@@ -63,6 +63,8 @@ class WgpuProgram:
         self._parity = 0  # 1: the next step runs the swapped recording
         self._staging: Any = None
         self._readback: Any = None
+        self._upload_buf: Any = None  # MAP_WRITE | COPY_SRC: input data (_stage_data)
+        self._pending: list[tuple[int, Any, int]] = []  # its copies not yet encoded
         self._steps_run = 0
         self._disposed = False
         try:
@@ -108,21 +110,57 @@ class WgpuProgram:
             self._upload(data_only=True)
 
     def _upload(self, data_only: bool = False) -> None:
+        """`full` values by queue.write_buffer (not again on a refresh: the value is an attr);
+        input data staged for the next run (_stage_data)."""
         import numpy as np
 
         queue = self._ex.device.queue
         extra = [{"buffer": self._buffer_of[i], "node": i} for i in self._extra_inputs
                  if self._checked.by_id[i].data is not None]
+        staged = []
         for up in self.plan["uploads"] + extra:
             node = self._checked.by_id[up["node"]]
-            if node.op == "full" and data_only:
-                continue  # its value is an attr: part of the structure, already written
-            if node.op == "full":
+            if node.op != "full":
+                staged.append((up["buffer"], device_words(node.data, node.dtype)))  # no copy
+            elif not data_only:
                 count = self._sizes[up["buffer"]] // 4
-                data: Any = np.full(count, node.attrs["value"], dtype=np.float32)
-            else:
-                data = device_words(node.data, node.dtype)  # 4-byte dtypes: no copy
-            queue.write_buffer(self._buffers[up["buffer"]], 0, data)
+                queue.write_buffer(self._buffers[up["buffer"]], 0,
+                                   np.full(count, node.attrs["value"], dtype=np.float32))
+        self._stage_data(staged)
+
+    def _stage_data(self, staged: list[tuple[int, Any]]) -> None:
+        """Write all input data into the program's MAP_WRITE upload buffer (one map, one copy
+        per input); the next encoder (run or download) first copies it into the value buffers.
+        queue.write_buffer per input cost more on the H200: wgpu makes a staging buffer for
+        every call (0.71 ms for the MLP step's 2.6 MB, bench/execute_phases.py)."""
+        import wgpu
+
+        layout, total = [], 0
+        for buffer_id, words in staged:
+            size = memoryview(words).nbytes
+            layout.append((total, buffer_id, words, size))
+            total += -(-size // 256) * 256
+        self._pending = []
+        if not layout:
+            return
+        if self._upload_buf is None or self._upload_buf.size < total:
+            if self._upload_buf is not None:
+                self._ex.release(self._upload_buf, "upload")
+            self._upload_buf = self._ex.acquire(total, "upload")
+        buf = self._upload_buf
+        buf.map_sync(wgpu.MapMode.WRITE, 0, buf.size)
+        try:
+            for offset, _, words, _ in layout:
+                buf.write_mapped(words, offset)
+        finally:
+            buf.unmap()
+        self._pending = [(offset, self._buffers[b], size) for offset, b, _, size in layout]
+
+    def _encode_pending(self, encoder: Any) -> None:
+        """The staged input data into the value buffers, before anything reads them."""
+        for offset, dst, size in self._pending:
+            encoder.copy_buffer_to_buffer(self._upload_buf, offset, dst, 0, size)
+        self._pending = []
 
     def _record(self) -> None:
 
@@ -230,6 +268,7 @@ class WgpuProgram:
         arrays = [self._feed_arrays(step) for step in steps]
         with self._ex.guard("run"):
             encoder = self._ex.device.create_command_encoder()
+            self._encode_pending(encoder)
             self._write_feeds(arrays, encoder)
             layout: list[tuple[int, int, int]] = []
             for index in range(len(steps)):
@@ -375,6 +414,7 @@ class WgpuProgram:
                               node_id)
         with self._ex.guard("download"):
             encoder = self._ex.device.create_command_encoder()
+            self._encode_pending(encoder)
             return self._read(encoder, [node_id])[node_id]
 
     def dispose(self) -> None:
@@ -385,11 +425,11 @@ class WgpuProgram:
         for buf in self._buffers + self._scratch:
             self._ex.release(buf)
         for buf, kind in ((self._uniform, "uniform"), (self._staging, "staging"),
-                          (self._readback, "readback")):
+                          (self._readback, "readback"), (self._upload_buf, "upload")):
             if buf is not None:
                 self._ex.release(buf, kind)
         self._buffers, self._scratch, self._recorded = [], [], []
-        self._uniform = self._staging = self._readback = None
+        self._uniform = self._staging = self._readback = self._upload_buf = None
 
     def _check_alive(self) -> None:
         if self._disposed:

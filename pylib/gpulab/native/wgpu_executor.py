@@ -202,7 +202,8 @@ class WgpuExecutor:
 
     def acquire(self, nbytes: int, kind: str = "storage") -> Any:
         """A buffer of at least nbytes from the pool. kind: "storage" (STORAGE | COPY_SRC |
-        COPY_DST: values), "uniform" (params), "staging" (feeds) or "readback" (MAP_READ)."""
+        COPY_DST: values), "uniform" (params), "staging" (feeds), "readback" (MAP_READ) or
+        "upload" (MAP_WRITE: input data)."""
         size = max(POOL_ALIGN, -(-nbytes // POOL_ALIGN) * POOL_ALIGN)
         free = self._pool.get((kind, size))
         if free:
@@ -243,6 +244,7 @@ def _usage(kind: str) -> int:
         "uniform": usage.UNIFORM | usage.COPY_DST,
         "staging": usage.COPY_SRC | usage.COPY_DST,
         "readback": usage.MAP_READ | usage.COPY_DST,
+        "upload": usage.MAP_WRITE | usage.COPY_SRC,
     }[kind]
 
 
