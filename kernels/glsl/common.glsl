@@ -13,7 +13,7 @@ precision highp sampler2DArray;
 
 uniform int u_n;   // element count of the output
 uniform int u_w;   // width of the output texture
-#if !defined(BLOCK_ROWS) && !defined(OUT3) && !defined(OUT_INT)
+#if !defined(BLOCK_ROWS) && !defined(OUT3) && !defined(OUT_INT) && !defined(INT_KERNEL)
 out vec4 o_value;  // the render target is R32F (only .r is stored) or RGBA32F (PACKED_OUT)
 #endif
 
@@ -137,6 +137,17 @@ void main() {
 #else
   o_value = vec4(uintBitsToFloat(w), 0.0, 0.0, 1.0);
 #endif
+}
+#elif defined(INT_KERNEL)
+// Kernels that compute an int32 tensor as ints (the generated map arms at int32: unary.glsl,
+// binary.glsl) define element i, stored into the R32I target as it is.
+out ivec4 o_value;
+int kernelInt(int i);
+
+void main() {
+  ivec2 p = ivec2(gl_FragCoord.xy);
+  int i = p.y * u_w + p.x;
+  o_value = ivec4(i < u_n ? kernelInt(i) : 0, 0, 0, 1);
 }
 #else
 // Each kernel file defines the value of output element i.

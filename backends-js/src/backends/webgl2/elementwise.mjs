@@ -3,13 +3,19 @@ import { registerKernel, broadcastStrides, pad4, sizeOf } from './registry.mjs';
 import { matmulProduct } from './matmul.mjs';
 import { familyOps, kernelTable, langDtypes } from '../../kernel-table.mjs';
 
-// Every map op of the kernel table: its GLSL arm in unary.glsl / binary.glsl is generated from
-// the same table (make gen), so these lists cannot drift from the shaders.
+// Every map op of the kernel table: its GLSL arms in unary.glsl / binary.glsl are generated from
+// the same table (make gen), one `op` per dtype, so these lists cannot drift from the shaders.
+// An int32 node picks the int32 arm (A_INT: its operands are R32I textures read through integer
+// samplers) and writes its R32I target as ints (INT_KERNEL, common.glsl).
+/** @param {any} node @param {Record<string, number>} defines */
+const dtypeDefines = (node, defines) =>
+  (node.dtype === 'int32' ? { ...defines, A_INT: 1, INT_KERNEL: 1 } : defines);
+
 for (const op of familyOps('map1')) {
   registerKernel(op, (node, k) => [{
-    shader: 'unary.glsl', defines: { [`OP_${op}`]: 1 },
+    shader: 'unary.glsl', defines: dtypeDefines(node, { [`OP_${op}`]: 1 }),
     inputs: { u_a: k.slot(node.operands[0]) }, target: k.out,
-  }], { dtypes: langDtypes(op, 'glsl').filter((d) => d === 'float32') });
+  }], { dtypes: langDtypes(op, 'glsl') });
 }
 
 /**
@@ -23,7 +29,7 @@ function binaryPass(op, node, k, uniforms = {}) {
   const same = (id) => sizeOf(k.shape(id)) === sizeOf(out);
   const broadcast = !(same(a) && same(b));
   const pass = {
-    shader: 'binary.glsl', defines: { [`OP_${op}`]: 1 },
+    shader: 'binary.glsl', defines: dtypeDefines(node, { [`OP_${op}`]: 1 }),
     inputs: { u_a: k.slot(a), u_b: k.slot(b) }, uniforms: { ...uniforms }, target: k.out,
   };
   if (broadcast) {
@@ -40,13 +46,13 @@ function binaryPass(op, node, k, uniforms = {}) {
 // (1 - fround(0.999) would be off by ~100 ulps).
 for (const op of familyOps('map2')) {
   const { scalar, glsl } = kernelTable.ops[op];
-  const usesQ = /\bu_q\b/.test(glsl);
+  const usesQ = /\bu_q\b/.test(JSON.stringify(glsl));  // a text, or one per dtype
   registerKernel(op, (node, k) => {
     if (!scalar) return binaryPass(op, node, k);
     const value = node.attrs[scalar];
     return binaryPass(op, node, k, usesQ ? { u_p: ['f', value], u_q: ['f', 1 - value] }
       : { u_p: ['f', value] });
-  });
+  }, { dtypes: langDtypes(op, 'glsl') });
 }
 
 /**
