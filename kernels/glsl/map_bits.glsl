@@ -1,4 +1,4 @@
-// abs, square, clamp (OP_abs / OP_square / OP_clamp) of a float32 tensor (an R32F texture) or an
+// square, clamp (OP_square / OP_clamp) of a float32 tensor (an R32F texture) or an
 // int32 one (A_INT: R32I in and OUT_INT out), on its 32-bit words, so the result keeps its exact
 // bits (the WGSL twin, kernels/wgsl/map_bits.wgsl, says how each op treats each dtype).
 // u_lo / u_hi: clamp's bounds as words (backends-js/src/clamp-bounds.mjs).
@@ -16,9 +16,7 @@ uint asUint(int v) { return floatBitsToUint(intBitsToFloat(v)); }
 
 #if defined(A_INT)
 uint op(uint b) {
-#if defined(OP_abs)
-  return (b & 0x80000000u) != 0u ? 0u - b : b;  // abs(-2^31) wraps to -2^31
-#elif defined(OP_square)
+#if defined(OP_square)
   return b * b;  // the low 32 bits of the int32 product
 #elif defined(OP_clamp)
   int v = asInt(b);
@@ -35,9 +33,7 @@ uint kernelWord(int i) {
 }
 #else
 uint op(uint b) {
-#if defined(OP_abs)
-  return b & 0x7fffffffu;
-#elif defined(OP_square)
+#if defined(OP_square)
   float x = uintBitsToFloat(b);
   return floatBitsToUint(x * x);
 #elif defined(OP_clamp)

@@ -1,6 +1,6 @@
-// abs (OP 0), square (OP 1), clamp (OP 2) of a float32 (p.dt 0) or int32 (p.dt 1) tensor, on
-// its 32-bit words, so one kernel serves both dtypes and results keep their exact bits:
-// - abs: float32 clears the sign bit; int32 negates in u32 (abs(-2^31) wraps to -2^31);
+// square (OP 1), clamp (OP 2) of a float32 (p.dt 0) or int32 (p.dt 1) tensor, on its 32-bit
+// words, so one kernel serves both dtypes and results keep their exact bits (abs, once OP 0, is
+// a generated map1 op: unary.wgsl / unary_i32.wgsl):
 // - square: float32 x * x; int32 the u32 product (the low 32 bits of the int32 product);
 // - clamp: y = x < lo ? lo : x, then y > hi ? hi : y (comparisons, so NaN and a value equal
 //   to a bound are kept as they are); p.lo / p.hi hold the bounds' bits (float32, or int32
@@ -19,11 +19,6 @@ const SIGN: u32 = 0x80000000u;
 
 // by bit pattern: WGSL lets compilers assume no NaN in float arithmetic
 fn is_nan_bits(b: u32) -> bool { return (b & 0x7fffffffu) > 0x7f800000u; }
-
-fn abs_bits(b: u32) -> u32 {
-  if (p.dt == 0u) { return b & 0x7fffffffu; }
-  return select(b, 0u - b, (b & SIGN) != 0u);
-}
 
 fn square_bits(b: u32) -> u32 {
   if (p.dt == 0u) {
@@ -60,7 +55,6 @@ fn clamp_bits(b: u32) -> u32 {
 
 fn apply(b: u32) -> u32 {
   switch OP {
-    case 0u: { return abs_bits(b); }
     case 1u: { return square_bits(b); }
     case 2u, default: { return clamp_bits(b); }
   }

@@ -1,6 +1,6 @@
 //! Protocol-v3 ops at float32 (dt 0) and int32 (dt 1), on the tensors' 32-bit words (twins of
 //! kernels/wgsl/map_bits.wgsl and extremes.wgsl, which explain the rules):
-//! abs / square / clamp, and reduce_max / reduce_min / argmax / argmin by ordered int32 keys
+//! square / clamp (abs is a generated map1 op: maps.rs), and reduce_max / reduce_min / argmax / argmin by ordered int32 keys
 //! (NaN past every number, -0 < +0 for max/min, -0 == +0 for the arg ops; on equal keys the
 //! first index). The best-of is order-independent, so a plain sequential walk is exact.
 
@@ -15,16 +15,6 @@ fn is_nan(b: u32) -> bool {
 unsafe fn map(a: *const u32, out: *mut u32, n: usize, f: impl Fn(u32) -> u32) {
     for i in 0..n {
         *out.add(i) = f(*a.add(i));
-    }
-}
-
-/// |a|: float32 clears the sign bit; int32 negates with wrapping (abs(-2^31) = -2^31).
-#[no_mangle]
-pub unsafe extern "C" fn bits_abs(a: *const u32, out: *mut u32, n: usize, dt: u32) {
-    if dt == 0 {
-        map(a, out, n, |b| b & !SIGN)
-    } else {
-        map(a, out, n, |b| (b as i32).wrapping_abs() as u32)
     }
 }
 

@@ -1,7 +1,8 @@
-"""abs, square, clamp (protocol v3) at float32 and int32 (family custom, as map_bits.wgsl).
+"""square, clamp (protocol v3) at float32 and int32 (family custom, as map_bits.wgsl; abs is
+a generated map1 op, maps.py).
 
-numpy's int32 arithmetic wraps as two's complement (abs(-2^31) = -2^31, squares modulo 2^32),
-which is what the protocol says.
+numpy's int32 arithmetic wraps as two's complement (squares modulo 2^32), which is what the
+protocol says.
 """
 
 from __future__ import annotations
@@ -13,11 +14,6 @@ from ..protocol import CheckedNode
 from .kernels import register
 
 V3 = ("float32", "int32")
-
-
-@register("abs", dtypes=V3)
-def _abs(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
-    return np.abs(args[0])  # float32: the sign bit cleared (abs(-0) = +0); int32 wraps
 
 
 @register("square", dtypes=V3)

@@ -18,6 +18,7 @@ register("sigmoid", dtypes=("float32",))(map_kernel(lambda x: 1.0 / (1.0 + np.ex
 register("gelu", dtypes=("float32",))(map_kernel(lambda x: gelu64(x)))
 register("relu", dtypes=("float32",))(map_kernel(lambda x: np.where(x > 0, x, 0.0)))
 register("positive", dtypes=("float32",))(map_kernel(lambda x: x > 0))
+register("abs", dtypes=("float32", "int32",))(map_kernel(lambda x: np.abs(x)))
 register("add", dtypes=("float32",))(map_kernel(lambda x, y: x + y))
 register("sub", dtypes=("float32",))(map_kernel(lambda x, y: x - y))
 register("mul", dtypes=("float32",))(map_kernel(lambda x, y: x * y))

@@ -1,16 +1,11 @@
-// abs, square, clamp (protocol v3) at float32 and int32: hand-written (family custom), as on
-// the GPUs (map_bits.wgsl). An Int32Array store wraps (ToInt32), so abs(-2^31) = -2^31 as two's
-// complement says; an int32 square needs Math.imul (x * x in float64 loses the low bits past
-// 2^53 before the store could wrap them).
+// square, clamp (protocol v3) at float32 and int32: hand-written (family custom), as on the
+// GPUs (map_bits.wgsl); abs is a generated map1 op (maps.mjs). An int32 square needs Math.imul
+// (x * x in float64 loses the low bits past 2^53 before the Int32Array store could wrap them).
 import { registerKernel } from './registry.mjs';
-import { unary } from './elementwise.mjs';
 import { clampBounds } from '../../clamp-bounds.mjs';
 
 const DTYPES = { dtypes: ['float32', 'int32'] };
 const isInt = (/** @type {ArrayLike<number>} */ a) => a instanceof Int32Array;
-
-// Math.abs clears the sign of -0 and keeps NaN.
-registerKernel('abs', unary(Math.abs), DTYPES);
 
 registerKernel('square', (out, [a]) => {
   if (isInt(a)) for (let i = 0; i < out.length; i++) out[i] = Math.imul(a[i], a[i]);

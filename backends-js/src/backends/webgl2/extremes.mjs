@@ -1,5 +1,5 @@
 // Protocol-v3 ops at float32 and int32 on the 32-bit words of the tensor textures:
-// abs / square / clamp (map_bits.glsl) and reduce_max / reduce_min / argmax / argmin
+// square / clamp (map_bits.glsl) and reduce_max / reduce_min / argmax / argmin
 // (extremes.glsl: an order-independent best-of, one pass per row or 64 lanes then a tree).
 import { registerKernel, sizeOf } from './registry.mjs';
 import { clampWords } from '../../clamp-bounds.mjs';
@@ -15,7 +15,7 @@ const intDefines = (/** @type {string} */ inDtype, /** @type {string} */ outDtyp
   ...(inDtype === 'int32' ? { A_INT: 1 } : {}), ...(outDtype === 'int32' ? { OUT_INT: 1 } : {}),
 });
 
-for (const op of ['abs', 'square', 'clamp']) {
+for (const op of ['square', 'clamp']) {
   registerKernel(op, (node, k) => {
     const dtype = operandDtype(k, node);
     const [lo, hi] = op === 'clamp' ? clampWords(node.attrs, dtype) : [0, 0];
