@@ -195,6 +195,15 @@ test('defect 13: runtime.dispose() stops an in-flight prepare and execute with D
   }
 });
 
+test('defect 12: a graph nested 100000 deep is VALIDATION naming the node', () => {
+  let deep = [1];
+  for (let i = 0; i < 100_000; i++) deep = [deep];
+  refuses(graphOf([full(deep)]), 'VALIDATION', 0);
+  refuses(graphOf([{ id: 0, op: deep }]), 'VALIDATION', 0, /unknown op/);
+  refuses(graphOf([{ id: 0, op: 'input', shape: [1], data: deep }]), 'VALIDATION', 0);
+  refuses({ version: 1, nodes: deep, outputs: [] }, 'VALIDATION', null);
+});
+
 test('defect 6: outputs named like JsProxy attributes reach Python (pyodide_bridge.result_to_py)',
   { timeout: 120_000 }, async () => {
     const fs = await import('node:fs');
@@ -226,11 +235,24 @@ x = g.tensor([0.0])
 s = await g.prepare_async(carry={x: "typeof"}, resident=["to_py"], typeof=x + 1, to_py=x * 2)
 await s.run_steps_async(2)
 d = await s.download_async("to_py")
-"|".join(f"{n}={r['outputs'][n]['data']}" for n in names) + f"|download={d['data']}"
+from gpulab import GpuLabError
+codes = []
+other = Graph().tensor([0.0])  # the same id as x, of another graph (defect 8, in the page)
+for bad in (10**11, 2.5, "3", {"a": 1}):  # defects 10 and 16, in the page
+    try:
+        await s.run_steps_async(bad)
+    except GpuLabError as err:
+        codes.append(err.code)
+try:
+    await s.download_async(other)
+except GpuLabError as err:
+    codes.append(err.code)
+"|".join(f"{n}={r['outputs'][n]['data']}" for n in names) + f"|download={d['data']}|{codes}"
 `);
     assert.equal(got, 'to_py=[1.0, 2.0]|object_keys=[2.0, 4.0]|typeof=[3.0, 6.0]|' +
       'js_id=[4.0, 8.0]|__class__=[5.0, 10.0]|constructor=[6.0, 12.0]|then=[7.0, 14.0]|' +
-      'data=[8.0, 16.0]|download=[2.0]');
+      "data=[8.0, 16.0]|download=[2.0]|['LIMIT', 'VALIDATION', 'VALIDATION', 'VALIDATION', " +
+      "'VALIDATION']");
     adapter.dispose();
     rt.dispose();
   });
