@@ -256,3 +256,46 @@ except GpuLabError as err:
     adapter.dispose();
     rt.dispose();
   });
+
+test('fuzz: a seeded mutation loop of JS-only values gets only GpuLabErrors from the validator', () => {
+  // JSON cannot carry these, Pyodide and page code can: undefined, holes, typed arrays of other
+  // dtypes, BigInts, NaN, symbols-as-keys' neighbours, getters that throw are out of scope.
+  let state = 20261201;
+  const rand = () => { state = (state * 1103515245 + 12345) % 2147483648; return state / 2147483648; };
+  const pick = (list) => list[Math.floor(rand() * list.length)];
+  // eslint-disable-next-line no-sparse-arrays
+  const junk = [undefined, null, NaN, Infinity, -0, 2 ** 53, 1n, [, 1], [undefined], new Float64Array(2),
+    new BigInt64Array(1), new Int32Array([1, 2]), new Uint8Array(3), new ArrayBuffer(4), [], {}, '',
+    '__proto__', 'constructor', Object.create(null), [1, 2, 3, 4, 5], [[[[1]]]], true, 'nan', -1];
+  const base = () => ({ version: 3, nodes: [
+    { id: 0, op: 'input', shape: [2, 3], data: new Float32Array(6) },
+    { id: 1, op: 'full', shape: [3], value: 1 },
+    { id: 2, op: 'add', a: 0, b: 1 },
+    { id: 3, op: 'sum', a: 2, axis: 0, keepdim: false },
+    { id: 4, op: 'permute', a: 2, dims: [1, 0] },
+    { id: 5, op: 'clamp', a: 4, min: 0, max: null }],
+  outputs: [{ name: 'y', id: 3 }, { name: 'z', id: 5 }] });
+  let refused = 0;
+  for (let i = 0; i < 20000; i++) {
+    const g = base();
+    for (let k = 1 + Math.floor(rand() * 3); k > 0; k--) {
+      const where = rand();
+      if (where < 0.1) g[pick(['version', 'nodes', 'outputs'])] = pick(junk);
+      else if (where < 0.25 && Array.isArray(g.outputs) && g.outputs.length) {
+        g.outputs[0] = { ...g.outputs[0], [pick(['name', 'id'])]: pick(junk) };
+      } else if (Array.isArray(g.nodes) && g.nodes.length) {
+        const at = Math.floor(rand() * g.nodes.length);
+        const node = g.nodes[at];
+        if (rand() < 0.1 || typeof node !== 'object' || node === null) g.nodes[at] = pick(junk);
+        else node[pick([...Object.keys(node), 'axis', 'data', 'dtype'])] = pick(junk);
+      }
+    }
+    try {
+      validateGraph(g);
+    } catch (err) {
+      assert.equal(err?.name, 'GpuLabError', `${err?.stack ?? err} for graph ${i}`);
+      refused += 1;
+    }
+  }
+  assert.ok(refused > 15000 && refused < 20000, `${refused} of 20000 refused`);
+});
