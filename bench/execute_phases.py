@@ -8,7 +8,9 @@ key + re-upload of the data; a parked program is reused), `run` of the one step 
 output read back (encode, submit, wait, map, one copy out), the output entries, and the whole
 `Graph.run` for comparison; then the same with the plan cache off (a fresh plan, buffers from
 the pool, bind groups and params every time); then cProfile's top functions of a single-step
-session run (`Session.run`, loss read back), the other host-bound mode.
+session run (`Session.run`, loss read back), the other host-bound mode; and interleaved A/B
+rounds of the input upload (staged vs queue.write_buffer) and of the multi-step submission
+(per step vs one).
 """
 
 from __future__ import annotations
@@ -92,6 +94,40 @@ def session_profile(runs: int) -> None:
     s.dispose()
 
 
+def interleaved(ex: Any, runs: int) -> None:
+    """A/B in one process, alternating every run: input uploads staged in one mapped buffer
+    vs queue.write_buffer per input (prepare of the cached execute), and a multi-step run
+    submitted per step vs in one submission (8 steps, ms per step)."""
+    step = step_graph(init(0))
+    checked = validate(step.graph._graph_dict(step.outputs()))
+    values = init(0)
+    fed = step_graph(values, feed_batch=True)
+    batch = {fed.x: values["x"], fed.y: values["y"]}
+    s = fed.graph.prepare(feeds=[fed.x, fed.y], carry=fed.carry(), backend="wgpu",
+                          loss=fed.loss)
+    arms = {("prepare", "staged"): ("write_buffer_uploads", False),
+            ("prepare", "write_buffer"): ("write_buffer_uploads", True),
+            ("8 steps", "a submission per step"): ("steps_per_submit", 1),
+            ("8 steps", "one submission"): ("steps_per_submit", 0)}
+    samples: dict[tuple[str, str], list[float]] = {k: [] for k in arms}
+    for _ in range(runs + 1):
+        for arm, (hook, value) in arms.items():
+            ex.hooks[hook] = value
+            t0 = time.perf_counter()
+            if arm[0] == "prepare":
+                ex.prepare(checked).dispose()
+                samples[arm].append((time.perf_counter() - t0) * 1e3)
+            else:
+                s.run_steps([batch] * 8)
+                samples[arm].append((time.perf_counter() - t0) * 1e3 / 8)
+            ex.hooks.pop(hook)
+    s.dispose()
+    print(f"## interleaved A/B: ms, median / min of {runs} (first round dropped)")
+    for (what, arm), values_ms in samples.items():
+        rest = values_ms[1:]
+        print(f"| {what} | {arm} | {statistics.median(rest):.3f} / {min(rest):.3f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=50)
@@ -104,6 +140,7 @@ def main() -> None:
     print(cached.info)
     phases(cached, ns.runs, "plan cache on")
     cached.dispose()
+    interleaved(executors.open_executor("wgpu", bool(ns.allow_software)), ns.runs)
     uncached = open_executor(ns.allow_software, hooks={"plan_cache": PlanCache(0, 0)})
     phases(uncached, ns.runs, "plan cache off")
     uncached.dispose()

@@ -105,7 +105,9 @@ def test_matmul_kernels_and_split_dispatches_give_identical_bits(executor: Any) 
     assert _bits_equal(base, other)
 
 
-def test_one_submission_and_one_readback_per_run() -> None:
+def test_one_submission_per_step_and_one_readback_per_run() -> None:
+    """Each step is submitted as soon as it is encoded (program.STEPS_PER_SUBMIT = 1: the GPU
+    runs it while the next is encoded); the values are read back once, after the last."""
     submits: list[int] = []
     ex = open_executor(True, hooks={"on_submit": submits.append})
     try:
@@ -117,11 +119,15 @@ def test_one_submission_and_one_readback_per_run() -> None:
         program = ex.prepare(validate(graph), feeds=[0], carry={1: 2}, keep=[2])
         steps = [{0: np.full(4, i, np.float32)} for i in range(1, 9)]
         out = program.run(steps, [2])
-        assert submits == [1] and ex.counters["readbacks"] == 1
+        assert submits == list(range(1, 9)) and ex.counters["readbacks"] == 1
         assert out[2].tolist() == [36.0] * 4  # 1 + 2 + ... + 8, carried through the steps
         assert program.download(1).tolist() == [36.0] * 4
         program.run(steps[:2], [2])
-        assert submits == [1, 2, 3]  # the download was one submission too
+        assert submits == list(range(1, 12))  # the download was one submission too
+        ex.hooks["steps_per_submit"] = 0  # all steps in one submission
+        out = program.run(steps, [2])
+        assert submits[-1] == 12 and ex.counters["readbacks"] == 4
+        assert out[2].tolist() == [36.0 + 3 + 36] * 4  # 8 more steps, same sums
         program.dispose()
     finally:
         ex.dispose()

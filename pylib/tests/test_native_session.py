@@ -124,18 +124,26 @@ def test_five_session_steps_equal_five_chained_executes_bit_for_bit() -> None:
         many.dispose()
 
 
-def test_a_multi_step_run_is_one_submission_and_one_readback() -> None:
+def test_a_multi_step_run_is_a_submission_per_step_and_one_readback() -> None:
+    """Steps are submitted as encoded (the GPU overlaps the host's encoding of the next);
+    with steps_per_submit 0 a run is one submission; the bits are the same either way."""
     submits: list[int] = []
     ex = open_executor(True, hooks={"on_submit": submits.append})
     try:
         checked = validate(mlp_adam_graph())
         carry = {i: next(o.id for o in checked.outputs if o.name == n) for i, n in CARRY.items()}
-        program = ex.prepare(checked, feeds=[0, 1], carry=carry, keep=[14])
-        program.run(_batches(8), [14])
-        assert submits == [1] and ex.counters["readbacks"] == 1
-        program.run(_batches(1), [14])
-        assert submits == [1, 2] and ex.counters["readbacks"] == 2
-        program.dispose()
+        runs, eight = {}, _batches(8)
+        for every in (1, 0):
+            ex.hooks["steps_per_submit"] = every
+            program = ex.prepare(checked, feeds=[0, 1], carry=carry, keep=[14])
+            before = len(submits)
+            runs[every] = program.run(eight, [14])[14]
+            assert len(submits) - before == (8 if every else 1)
+            program.run(_batches(1), [14])
+            assert len(submits) - before == (9 if every else 2)
+            program.dispose()
+        assert ex.counters["readbacks"] == 4
+        assert _same_bits(runs[1], runs[0])
     finally:
         ex.dispose()
 

@@ -5,11 +5,12 @@ recorded once as (pipeline, bind group, workgroups), with all params packed into
 buffer. WebGPU command buffers are single-use, so "replay" re-encodes that recorded list: no
 planning, pipeline lookup, bind-group creation or param packing happens per run.
 
-`run(steps, read_ids)` encodes every session step into ONE command encoder: copy that step's
-feeds from a staging buffer (all steps' feeds are written up front, straight from the caller's
-arrays), the recorded dispatches, then the carries; the last step's requested values are copied
-into one read-back buffer before its carries (an output that is a carried input reads the value
-that step used). One queue submission and one map per run.
+`run(steps, read_ids)` encodes every session step: copy that step's feeds from a staging buffer
+(all steps' feeds are written up front, straight from the caller's arrays), the recorded
+dispatches, then the carries; the last step's requested values are copied into one read-back
+buffer before its carries (an output that is a carried input reads the value that step used).
+Each step is submitted once encoded (STEPS_PER_SUBMIT), so the GPU runs it while the host
+encodes the next; one map per run.
 
 Every dtype is 32-bit words on the device (bool widened to u32 0/1: gpulab.dtypes.device_words),
 so int32/uint32/bool inputs pass through bit for bit; read-backs become numpy arrays of each
@@ -32,6 +33,12 @@ from ..dtypes import device_words, from_device_words
 from ..errors import GpuLabError
 from ..protocol import CheckedGraph, label
 from .planner import Plan, pack_params
+
+# Steps encoded per queue submission in a multi-step run. Encoding a step costs the host about
+# as long as the GPU takes to run it (the MLP step on the H200: ~125 us of encoding, ~200 us of
+# dispatches), so submitting each step as soon as it is encoded lets the two overlap instead of
+# adding up; the read-back is still one map after the last step.
+STEPS_PER_SUBMIT = 1
 
 
 class WgpuProgram:
@@ -122,6 +129,8 @@ class WgpuProgram:
             node = self._checked.by_id[up["node"]]
             if node.op != "full":
                 staged.append((up["buffer"], device_words(node.data, node.dtype)))  # no copy
+                if self._ex.hooks.get("write_buffer_uploads"):  # the old way, for A/B timings
+                    queue.write_buffer(self._buffers[up["buffer"]], 0, staged.pop()[1])
             elif not data_only:
                 count = self._sizes[up["buffer"]] // 4
                 queue.write_buffer(self._buffers[up["buffer"]], 0,
@@ -261,7 +270,8 @@ class WgpuProgram:
     # -- run ------------------------------------------------------------------------------
 
     def run(self, steps: list[Mapping[int, Any]], read_ids: Iterable[int]) -> dict[int, Any]:
-        """Run the steps in one submission; {id: array of its dtype} of read_ids after the last."""
+        """Run the steps, a submission every STEPS_PER_SUBMIT steps (hooks["steps_per_submit"];
+        0: all in one) and one read-back; {id: array of its dtype} of read_ids after the last."""
         self._check_alive()
         steps = list(steps) or [{}]
         read = list(dict.fromkeys(read_ids))
@@ -271,11 +281,16 @@ class WgpuProgram:
             self._encode_pending(encoder)
             self._write_feeds(arrays, encoder)
             layout: list[tuple[int, int, int]] = []
+            every = int(self._ex.hooks.get("steps_per_submit", STEPS_PER_SUBMIT))
             for index in range(len(steps)):
                 self._encode_step(encoder, index)
                 if index == len(steps) - 1:  # read before this step's carries move them
                     layout = self._encode_reads(encoder, read)
                 self._encode_carries(encoder)
+                if every and index < len(steps) - 1 and (index + 1) % every == 0:
+                    # the GPU starts on these steps while the next ones are encoded
+                    self._ex.submit([encoder.finish()])
+                    encoder = self._ex.device.create_command_encoder()
             values = self._finish_reads(encoder, layout)
         self._steps_run += len(steps)
         return values
