@@ -1,14 +1,14 @@
-// Notebook cells: a code editor (a <textarea>), Run / Compare / Delete buttons, and a labelled
-// output region. Keys: Tab indents (Shift+Tab dedents), Shift+Enter runs and moves to the next
-// cell, Ctrl/Cmd+Enter runs in place.
+// Notebook cells: a code editor (CodeMirror 6, editor.mjs), Run / Compare / Delete buttons, and
+// a labelled output region. Keys: Tab indents (Shift+Tab dedents), Shift+Enter runs and moves to
+// the next cell, Ctrl/Cmd+Enter runs in place, Esc leaves the editor.
 import { el } from './render.mjs';
 import { replay } from './cell-output.mjs';
 import { renderMarkdown } from './markdown.mjs';
+import { createEditor } from './editor.mjs';
 
-const INDENT = '    ';
 
 /**
- * @typedef {{id: number, root: HTMLElement, editor: HTMLTextAreaElement, output: HTMLElement,
+ * @typedef {{id: number, root: HTMLElement, editor: ReturnType<typeof createEditor>, output: HTMLElement,
  *            prompt: HTMLElement, runButton: HTMLButtonElement, compareButton: HTMLButtonElement,
  *            compare: HTMLElement, label: string, runs: number, log: any[], logChars: number,
  *            source(): string}} Cell
@@ -42,7 +42,6 @@ export class Notebook {
     if (next) this.container.insertBefore(cell.root, next.root);
     else this.container.append(cell.root);
     this.renumber();
-    autosize(cell.editor);
     if (log) replay(cell, log);
     this.onChange();
     return cell;
@@ -78,7 +77,7 @@ export class Notebook {
     this.cells.forEach((cell, i) => {
       cell.label = `Cell ${i + 1}`;
       cell.root.setAttribute('aria-label', cell.label);
-      cell.editor.setAttribute('aria-label', `Code of cell ${i + 1}`);
+      cell.editor.setLabel(`Code of cell ${i + 1}`);
       cell.output.setAttribute('aria-label', `Output of cell ${i + 1}`);
       cell.compare.setAttribute('aria-label', `Comparison of cell ${i + 1}`);
       cell.deleteButton.setAttribute('aria-label', `Delete cell ${i + 1}`);
@@ -95,9 +94,14 @@ export class Notebook {
 
   buildCell(code) {
     const id = this.nextId++;
-    const editor = el('textarea', { class: 'editor', spellcheck: false, value: code, rows: 3 });
-    editor.setAttribute('autocapitalize', 'off');
-    editor.setAttribute('autocomplete', 'off');
+    const editorBox = el('div', { class: 'editor' });
+    /** @type {any} */ let cell = null;
+    const editor = createEditor(editorBox, code, {
+      onChange: () => this.onChange(),
+      onRun: () => this.handlers.onRun(cell),
+      onRunNext: () => { this.handlers.onRun(cell); this.nextCell(cell).editor.focus(); },
+      onEscape: () => cell.runButton.focus(), // keyboard users leave the editor (then Tab on)
+    });
     const prompt = el('span', { class: 'prompt', text: '[ ]', 'aria-label': 'run state' });
     const runButton = el('button', { class: 'run', text: 'Run', type: 'button', title: 'Run (Ctrl+Enter; Shift+Enter runs and moves on)' });
     const compareButton = el('button', { class: 'compare-btn', text: 'Compare with native', type: 'button', disabled: true, title: 'Run this cell\'s last graph natively (wgpu-py or cpu-python) and compare in ulps' });
@@ -109,10 +113,10 @@ export class Notebook {
     const compare = el('div', { class: 'compare', role: 'region', hidden: true });
     const root = el('section', { class: 'cell', 'data-cell-id': String(id) }, [
       el('div', { class: 'cell-bar' }, [prompt, runButton, compareButton, el('span', { class: 'spacer' }), kindButton, addButton, deleteButton]),
-      editor, rendered, output, compare,
+      editorBox, rendered, output, compare,
     ]);
     /** @type {Cell} */
-    const cell = { id, root, editor, output, prompt, runButton, compareButton, compare, deleteButton,
+    cell = { id, root, editor, output, prompt, runButton, compareButton, compare, deleteButton,
       label: '', runs: 0, log: [], logChars: 0, source: () => editor.value, kind: 'code', kindButton, rendered };
     runButton.addEventListener('click', () => this.handlers.onRun(cell));
     compareButton.addEventListener('click', () => this.handlers.onCompare(cell));
@@ -123,52 +127,8 @@ export class Notebook {
       this.onChange();
     });
     rendered.addEventListener('dblclick', () => { showMarkdown(cell, false); editor.focus(); });
-    editor.addEventListener('input', () => { autosize(editor); this.onChange(); });
-    editor.addEventListener('keydown', (event) => this.onKey(cell, event));
     return cell;
   }
-
-  onKey(cell, event) {
-    const { editor } = cell;
-    if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) {
-      event.preventDefault();
-      this.handlers.onRun(cell);
-    } else if (event.key === 'Enter' && event.shiftKey) {
-      event.preventDefault();
-      this.handlers.onRun(cell);
-      this.nextCell(cell).editor.focus();
-    } else if (event.key === 'Tab' && !event.ctrlKey && !event.altKey && !event.metaKey) {
-      event.preventDefault();
-      if (event.shiftKey) dedent(editor); else indent(editor);
-      autosize(editor);
-    }
-  }
-}
-
-/** Insert four spaces at the caret, or indent every selected line. */
-function indent(editor) {
-  const { selectionStart: start, selectionEnd: end, value } = editor;
-  if (start === end) {
-    editor.setRangeText(INDENT, start, end, 'end');
-    return;
-  }
-  const lineStart = value.lastIndexOf('\n', start - 1) + 1;
-  const block = value.slice(lineStart, end).replace(/^/gm, INDENT);
-  editor.setRangeText(block, lineStart, end, 'select');
-}
-
-/** Remove up to four leading spaces from each selected line. */
-function dedent(editor) {
-  const { selectionStart: start, selectionEnd: end, value } = editor;
-  const lineStart = value.lastIndexOf('\n', start - 1) + 1;
-  const block = value.slice(lineStart, end).replace(/^ {1,4}/gm, '');
-  editor.setRangeText(block, lineStart, end, start === end ? 'end' : 'select');
-}
-
-/** Grow the editor with its content (no inner scrollbar for ordinary cells). */
-function autosize(editor) {
-  editor.style.height = 'auto';
-  editor.style.height = `${Math.max(editor.scrollHeight + 2, 48)}px`;
 }
 
 /** Make `cell` a code or markdown cell; a markdown cell shows its text rendered when `show`. */

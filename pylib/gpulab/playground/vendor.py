@@ -99,7 +99,18 @@ def prepare_index(pyodide_dir: Path, wheels_dir: Path, index_dir: Path,
 
 # Browser libraries of the notebook, from npm (pinned in package.json), served offline from
 # node_modules through links in web/vendor/npm/ as the Pyodide core is: served name -> file.
-NPM_FILES = {"marked.esm.js": "marked/lib/marked.esm.js"}
+NPM_FILES = {
+    "marked.esm.js": "marked/lib/marked.esm.js",
+    # CodeMirror 6 and its dependencies, one ES module each (web/index.html's import map)
+    **{f"{name.replace('@', '').replace('/', '-')}.js": f"{name}/dist/index.js" for name in (
+        "@codemirror/state", "@codemirror/view", "@codemirror/commands", "@codemirror/language",
+        "@codemirror/autocomplete", "@codemirror/lang-python", "@codemirror/streamparser",
+        "@lezer/common", "@lezer/highlight", "@lezer/lr", "@lezer/python")},
+    "marijn-find-cluster-break.js": "@marijn/find-cluster-break/src/index.js",
+    "crelt.js": "crelt/index.js",
+    "style-mod.js": "style-mod/src/style-mod.js",
+    "w3c-keyname.js": "w3c-keyname/index.js",
+}
 
 
 def link_npm_files(node_modules: Path, vendor_dir: Path) -> None:
