@@ -1175,7 +1175,7 @@ def test_dark_mode_follows_the_system(browser, playground_url: str, shot_dir: Pa
         expect(out.get_by_role("alert")).to_be_visible()
         style = "(el) => [getComputedStyle(el).backgroundColor, getComputedStyle(el).color]"
         body_bg, body_ink = page.locator("body").evaluate(style)
-        assert luminance(body_bg) < 0.2 < 0.7 < luminance(body_ink), (body_bg, body_ink)
+        assert luminance(body_bg) < 0.2 and luminance(body_ink) > 0.7, (body_bg, body_ink)
         for part in (cell(page, 1), cell(page, 1).get_by_role("textbox"), out.get_by_role("alert"),
                      page.get_by_role("button", name="Run all")):
             bg, ink = part.evaluate(style)
