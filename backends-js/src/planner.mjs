@@ -549,7 +549,7 @@ function planLife(ctx, node) {
 
 // ---- protocol-v3 ops on 32-bit words (float32 or int32): map_bits.wgsl, extremes.wgsl ----
 
-const MAP_BITS_OP = { square: 1, clamp: 2 };  // abs (0) is a map1 op now
+const MAP_BITS_OP = { clamp: 2 };  // abs (0) and square (1) are map1 ops now
 const EXTREMES_OP = { reduce_max: 0, reduce_min: 1, argmax: 2, argmin: 3 };
 /** @param {PlanContext} ctx @param {CheckedNode} node @returns {string} */
 function operandDtype(ctx, node) {

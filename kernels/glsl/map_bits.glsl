@@ -1,4 +1,4 @@
-// square, clamp (OP_square / OP_clamp) of a float32 tensor (an R32F texture) or an
+// clamp (OP_clamp) of a float32 tensor (an R32F texture) or an
 // int32 one (A_INT: R32I in and OUT_INT out), on its 32-bit words, so the result keeps its exact
 // bits (the WGSL twin, kernels/wgsl/map_bits.wgsl, says how each op treats each dtype).
 // u_lo / u_hi: clamp's bounds as words (backends-js/src/clamp-bounds.mjs).
@@ -16,9 +16,7 @@ uint asUint(int v) { return floatBitsToUint(intBitsToFloat(v)); }
 
 #if defined(A_INT)
 uint op(uint b) {
-#if defined(OP_square)
-  return b * b;  // the low 32 bits of the int32 product
-#elif defined(OP_clamp)
+#if defined(OP_clamp)
   int v = asInt(b);
   v = v < asInt(u_lo) ? asInt(u_lo) : v;
   v = v > asInt(u_hi) ? asInt(u_hi) : v;
@@ -33,10 +31,7 @@ uint kernelWord(int i) {
 }
 #else
 uint op(uint b) {
-#if defined(OP_square)
-  float x = uintBitsToFloat(b);
-  return floatBitsToUint(x * x);
-#elif defined(OP_clamp)
+#if defined(OP_clamp)
   if ((b & 0x7fffffffu) > 0x7f800000u) return b;  // NaN stays
   uint y = uintBitsToFloat(b) < uintBitsToFloat(u_lo) ? u_lo : b;
   return uintBitsToFloat(y) > uintBitsToFloat(u_hi) ? u_hi : y;

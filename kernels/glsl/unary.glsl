@@ -13,6 +13,8 @@ uniform sampler2D u_a;
 int op(int x) {
 #if defined(OP_abs)
   return x < 0 ? -x : x;
+#elif defined(OP_square)
+  return x * x;
 #else
 #error unknown unary op at int32
 #endif
@@ -39,6 +41,8 @@ float op(float x) {
   return (x > 0.0 && !isNaNBits(x)) ? 1.0 : 0.0;
 #elif defined(OP_abs)
   return uintBitsToFloat(floatBitsToUint(x) & 0x7fffffffu);
+#elif defined(OP_square)
+  return x * x;
 #else
 #error unknown unary op at float32
 #endif

@@ -1,7 +1,6 @@
-// square (OP 1), clamp (OP 2) of a float32 (p.dt 0) or int32 (p.dt 1) tensor, on its 32-bit
-// words, so one kernel serves both dtypes and results keep their exact bits (abs, once OP 0, is
-// a generated map1 op: unary.wgsl / unary_i32.wgsl):
-// - square: float32 x * x; int32 the u32 product (the low 32 bits of the int32 product);
+// clamp (OP 2) of a float32 (p.dt 0) or int32 (p.dt 1) tensor, on its 32-bit words, so one
+// kernel serves both dtypes and results keep their exact bits (abs and square, once OP 0 and 1,
+// are generated map1 ops: unary.wgsl / unary_i32.wgsl):
 // - clamp: y = x < lo ? lo : x, then y > hi ? hi : y (comparisons, so NaN and a value equal
 //   to a bound are kept as they are); p.lo / p.hi hold the bounds' bits (float32, or int32
 //   already ceil/floor-ed and saturated by the planner; no bound: -inf/+inf or INT_MIN/MAX).
@@ -19,14 +18,6 @@ const SIGN: u32 = 0x80000000u;
 
 // by bit pattern: WGSL lets compilers assume no NaN in float arithmetic
 fn is_nan_bits(b: u32) -> bool { return (b & 0x7fffffffu) > 0x7f800000u; }
-
-fn square_bits(b: u32) -> u32 {
-  if (p.dt == 0u) {
-    let x = bitcast<f32>(b);
-    return bitcast<u32>(x * x);
-  }
-  return b * b;
-}
 
 // float32 x < y on the words, -0 equal to +0, false when either is NaN: integer compares
 // only. WGSL lets a compiler ignore the sign of a zero, and NVIDIA's Vulkan driver (through
@@ -55,7 +46,6 @@ fn clamp_bits(b: u32) -> u32 {
 
 fn apply(b: u32) -> u32 {
   switch OP {
-    case 1u: { return square_bits(b); }
     case 2u, default: { return clamp_bits(b); }
   }
 }

@@ -1,8 +1,9 @@
 //! Protocol-v3 ops at float32 (dt 0) and int32 (dt 1), on the tensors' 32-bit words (twins of
 //! kernels/wgsl/map_bits.wgsl and extremes.wgsl, which explain the rules):
-//! square / clamp (abs is a generated map1 op: maps.rs), and reduce_max / reduce_min / argmax / argmin by ordered int32 keys
-//! (NaN past every number, -0 < +0 for max/min, -0 == +0 for the arg ops; on equal keys the
-//! first index). The best-of is order-independent, so a plain sequential walk is exact.
+//! clamp (abs and square are generated map1 ops: maps.rs), and reduce_max / reduce_min /
+//! argmax / argmin by ordered int32 keys (NaN past every number, -0 < +0 for max/min, -0 == +0
+//! for the arg ops; on equal keys the first index). The best-of is order-independent, so a
+//! plain sequential walk is exact.
 
 const SIGN: u32 = 0x8000_0000;
 
@@ -15,19 +16,6 @@ fn is_nan(b: u32) -> bool {
 unsafe fn map(a: *const u32, out: *mut u32, n: usize, f: impl Fn(u32) -> u32) {
     for i in 0..n {
         *out.add(i) = f(*a.add(i));
-    }
-}
-
-/// a * a: float32 one rounding; int32 wrapping (the low 32 bits of the product).
-#[no_mangle]
-pub unsafe extern "C" fn bits_square(a: *const u32, out: *mut u32, n: usize, dt: u32) {
-    if dt == 0 {
-        map(a, out, n, |b| {
-            let x = f32::from_bits(b);
-            (x * x).to_bits()
-        })
-    } else {
-        map(a, out, n, |b| (b as i32).wrapping_mul(b as i32) as u32)
     }
 }
 

@@ -16,6 +16,8 @@ map1!(relu, simd(|x| v128_and(x, f32x4_gt(x, f32x4_splat(0.0))), |x| if x > 0.0 
 map1!(positive, simd(|x| v128_and(f32x4_splat(1.0), f32x4_gt(x, f32x4_splat(0.0))), |x| if x > 0.0 { 1.0 } else { 0.0 }));
 map1!(abs, simd(|x| v128_and(x, u32x4_splat(!SIGN)), |x| f32::from_bits(x.to_bits() & !SIGN)));
 map1!(abs_i32, i32, simd(|x| i32x4_abs(x), |x| x.wrapping_abs()));
+map1!(square, simd(|x| f32x4_mul(x, x), |x| x * x));
+map1!(square_i32, i32, simd(|x| i32x4_mul(x, x), |x| x.wrapping_mul(x)));
 
 map2!(add, simd(|x, y| f32x4_add(x, y), |x, y| x + y));
 map2!(sub, simd(|x, y| f32x4_sub(x, y), |x, y| x - y));

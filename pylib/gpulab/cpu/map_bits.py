@@ -1,8 +1,5 @@
-"""square, clamp (protocol v3) at float32 and int32 (family custom, as map_bits.wgsl; abs is
-a generated map1 op, maps.py).
-
-numpy's int32 arithmetic wraps as two's complement (squares modulo 2^32), which is what the
-protocol says.
+"""clamp (protocol v3) at float32 and int32 (family custom, as map_bits.wgsl: two optional
+bounds, ceil/floor-ed and saturated at int32); abs and square are generated map1 ops (maps.py).
 """
 
 from __future__ import annotations
@@ -14,12 +11,6 @@ from ..protocol import CheckedNode
 from .kernels import register
 
 V3 = ("float32", "int32")
-
-
-@register("square", dtypes=V3)
-def _square(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        return np.multiply(args[0], args[0])  # dtype kept: float32 one rounding, int32 wraps
 
 
 @register("clamp", dtypes=V3)

@@ -472,7 +472,7 @@ def _plan_life(ctx: _PlanContext, node: CheckedNode) -> None:
 
 # ---- protocol-v3 ops on 32-bit words (float32 or int32): map_bits.wgsl, extremes.wgsl ----
 
-MAP_BITS_OP = {"square": 1, "clamp": 2}  # abs (0) is a map1 op now
+MAP_BITS_OP = {"clamp": 2}  # abs (0) and square (1) are map1 ops now
 EXTREMES_OP = {"reduce_max": 0, "reduce_min": 1, "argmax": 2, "argmin": 3}
 DTYPE_CODE = {"float32": 0, "int32": 1}  # the kernels' p.dt
 

@@ -16,6 +16,7 @@ registerKernel('gelu', unary((x) => gelu(x)), { dtypes: ['float32'] });
 registerKernel('relu', unary((x) => x > 0 ? x : 0), { dtypes: ['float32'] });
 registerKernel('positive', unary((x) => x > 0 ? 1 : 0), { dtypes: ['float32'] });
 registerKernel('abs', unary((x) => Math.abs(x)), { dtypes: ['float32', 'int32'] });
+registerKernel('square', byDtype({ float32: unary((x) => x * x), int32: unary((x) => Math.imul(x, x)) }), { dtypes: ['float32', 'int32'] });
 registerKernel('add', binary((x, y) => x + y), { dtypes: ['float32'] });
 registerKernel('sub', binary((x, y) => x - y), { dtypes: ['float32'] });
 registerKernel('mul', binary((x, y) => x * y), { dtypes: ['float32'] });

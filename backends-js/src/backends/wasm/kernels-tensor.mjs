@@ -141,15 +141,7 @@ const V3_DTYPES = { dtypes: ['float32', 'int32'] };
 /** @param {import('./registry.mjs').PlanContext} ctx */
 const operandDtype = (ctx) => ctx.dtype(0);
 
-for (const op of ['square']) {
-  registerKernel(op, (ctx) => {
-    const { exports, node, operand, out } = ctx;
-    const [a, n, dt] = [operand(0), numel(node.shape), DTYPE_CODE[operandDtype(ctx)]];
-    const fn = exports[`bits_${op}`];
-    return (p) => fn(p[a], p[out], n, dt);
-  }, V3_DTYPES);
-}
-
+// (abs and square are generated map1 ops: kernels-elementwise.mjs, maps.rs)
 registerKernel('clamp', (ctx) => {
   const { exports, node, operand, out } = ctx;
   const dtype = operandDtype(ctx);

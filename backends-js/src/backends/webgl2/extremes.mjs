@@ -1,5 +1,5 @@
 // Protocol-v3 ops at float32 and int32 on the 32-bit words of the tensor textures:
-// square / clamp (map_bits.glsl) and reduce_max / reduce_min / argmax / argmin
+// clamp (map_bits.glsl) and reduce_max / reduce_min / argmax / argmin
 // (extremes.glsl: an order-independent best-of, one pass per row or 64 lanes then a tree).
 import { registerKernel, sizeOf } from './registry.mjs';
 import { clampWords } from '../../clamp-bounds.mjs';
@@ -15,18 +15,17 @@ const intDefines = (/** @type {string} */ inDtype, /** @type {string} */ outDtyp
   ...(inDtype === 'int32' ? { A_INT: 1 } : {}), ...(outDtype === 'int32' ? { OUT_INT: 1 } : {}),
 });
 
-for (const op of ['square', 'clamp']) {
-  registerKernel(op, (node, k) => {
-    const dtype = operandDtype(k, node);
-    const [lo, hi] = op === 'clamp' ? clampWords(node.attrs, dtype) : [0, 0];
-    return [{
-      shader: 'map_bits.glsl', defines: { [`OP_${op}`]: 1, WORDS_OUT: 1, ...intDefines(dtype, dtype) },
-      inputs: { u_a: k.slot(node.operands[0]) },
-      uniforms: { u_lo: ['u', lo], u_hi: ['u', hi] },
-      target: k.out,
-    }];
-  }, DTYPES);
-}
+// (abs and square are generated map1 ops: elementwise.mjs, unary.glsl)
+registerKernel('clamp', (node, k) => {
+  const dtype = operandDtype(k, node);
+  const [lo, hi] = clampWords(node.attrs, dtype);
+  return [{
+    shader: 'map_bits.glsl', defines: { OP_clamp: 1, WORDS_OUT: 1, ...intDefines(dtype, dtype) },
+    inputs: { u_a: k.slot(node.operands[0]) },
+    uniforms: { u_lo: ['u', lo], u_hi: ['u', hi] },
+    target: k.out,
+  }];
+}, DTYPES);
 
 const FLAVOUR = {
   reduce_max: { WANT_MAX: 1 }, reduce_min: {}, argmax: { WANT_MAX: 1, ARG: 1 }, argmin: { ARG: 1 },
