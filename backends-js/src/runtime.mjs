@@ -9,6 +9,7 @@ import { validateGraph } from './validate.mjs';
 import { isTypedOf } from './dtypes.mjs';
 import { BackendSet, chooseBackend } from './backends/choice.mjs';
 import { Session, checkInputsProvided, resolveSessionOptions } from './session.mjs';
+import { createQuotas } from './quotas.mjs';
 
 export { GpuLabError } from './errors.mjs';
 export { validateGraph } from './validate.mjs';
@@ -56,6 +57,7 @@ function backendFailure(err, context) {
  * @param {RuntimeOptions} [options]
  */
 export async function createRuntime(options = {}) {
+  const quotas = createQuotas(options.quotas); // issue 11: what untrusted code may hold
   const hooks = options.hooks ?? {};
   const { opened, attempts } = await chooseBackend({ ...options, hooks });
   const backends = new BackendSet({ ...options, hooks }, opened, attempts);
@@ -81,6 +83,69 @@ export async function createRuntime(options = {}) {
     return { checked, validateMs: performance.now() - t0 };
   };
 
+  /** execute() past validation and the quotas. */
+  const executeChecked = async (checked, validateMs) => {
+    const t0 = performance.now();
+    const chosen = await backends.choose(checked);
+    ensureLive();
+    const backend = chosen.backend;
+    let program;
+    try {
+      program = await backend.prepare(checked, { feeds: [], carry: new Map(), keep: [] });
+    } catch (err) {
+      throw backendFailure(err, 'prepare');
+    }
+    stillLive(program);
+    let values;
+    try {
+      if (hooks.failNextRun) {
+        hooks.failNextRun = false;
+        throw new Error('test hook failNextRun: injected failure');
+      }
+      values = await program.run([new Map()], [...new Set(checked.outputs.map((o) => o.id))]);
+    } catch (err) {
+      throw backendFailure(err, 'run');
+    } finally {
+      program.dispose();
+    }
+    ensureLive(); // disposed while it ran: the result is not handed out
+    // every output must come back as a typed array of its node's dtype
+    const lost = checked.outputs.find((o) => !isTypedOf(values.get(o.id),
+      checked.byId.get(o.id).dtype));
+    if (lost) {
+      throw new GpuLabError('BACKEND', `the ${backend.name} backend returned no value for ` +
+        `output "${lost.name}" (a typed array of dtype ${checked.byId.get(lost.id).dtype})`);
+    }
+    return {
+      backend: backend.name,
+      outputs: namedOutputs(checked, values),
+      stats: { ...runStats(backend, chosen), validateMs, runMs: performance.now() - t0,
+        version: checked.requiredVersion },
+    };
+  };
+
+  /** prepare() past validation and the quotas; `release` frees the session's share. */
+  const prepareChecked = async (checked, resolved, release) => {
+    const chosen = await backends.choose(checked);
+    ensureLive();
+    const backend = chosen.backend;
+    let program;
+    try {
+      program = await backend.prepare(checked,
+        { feeds: resolved.feeds, carry: resolved.carry, keep: resolved.keep });
+    } catch (err) {
+      ensureLive();
+      throw backendFailure(err, 'prepare');
+    }
+    stillLive(program);
+    const { adapter, attempts: tried, fallback } = runStats(backend, chosen);
+    const session = new Session({ backendName: backend.name, info: adapter, attempts: tried,
+      fallback, checked, program, resolved, hooks,
+      onDispose: (s) => { sessions.delete(s); release(); } });
+    sessions.add(session);
+    return session;
+  };
+
   return {
     backend: opened.name,
     info,
@@ -94,43 +159,12 @@ export async function createRuntime(options = {}) {
       ensureLive();
       const { checked, validateMs } = check(graph);
       checkInputsProvided(checked, new Set());
-      const t0 = performance.now();
-      const chosen = await backends.choose(checked);
-      ensureLive();
-      const backend = chosen.backend;
-      let program;
+      const release = quotas.reserve(checked, 'execute');
       try {
-        program = await backend.prepare(checked, { feeds: [], carry: new Map(), keep: [] });
-      } catch (err) {
-        throw backendFailure(err, 'prepare');
-      }
-      stillLive(program);
-      let values;
-      try {
-        if (hooks.failNextRun) {
-          hooks.failNextRun = false;
-          throw new Error('test hook failNextRun: injected failure');
-        }
-        values = await program.run([new Map()], [...new Set(checked.outputs.map((o) => o.id))]);
-      } catch (err) {
-        throw backendFailure(err, 'run');
+        return await executeChecked(checked, validateMs);
       } finally {
-        program.dispose();
+        release();
       }
-      ensureLive(); // disposed while it ran: the result is not handed out
-      // every output must come back as a typed array of its node's dtype
-      const lost = checked.outputs.find((o) => !isTypedOf(values.get(o.id),
-        checked.byId.get(o.id).dtype));
-      if (lost) {
-        throw new GpuLabError('BACKEND', `the ${backend.name} backend returned no value for ` +
-          `output "${lost.name}" (a typed array of dtype ${checked.byId.get(lost.id).dtype})`);
-      }
-      return {
-        backend: backend.name,
-        outputs: namedOutputs(checked, values),
-        stats: { ...runStats(backend, chosen), validateMs, runMs: performance.now() - t0,
-          version: checked.requiredVersion },
-      };
     },
 
     /**
@@ -141,23 +175,18 @@ export async function createRuntime(options = {}) {
       ensureLive();
       const { checked } = check(graph);
       const resolved = resolveSessionOptions(checked, sessionOptions);
-      const chosen = await backends.choose(checked);
-      ensureLive();
-      const backend = chosen.backend;
-      let program;
+      const release = quotas.reserve(checked, 'prepare'); // held until the session is disposed
       try {
-        program = await backend.prepare(checked,
-          { feeds: resolved.feeds, carry: resolved.carry, keep: resolved.keep });
+        return await prepareChecked(checked, resolved, release);
       } catch (err) {
-        ensureLive();
-        throw backendFailure(err, 'prepare');
+        release();
+        throw err;
       }
-      stillLive(program);
-      const { adapter, attempts: tried, fallback } = runStats(backend, chosen);
-      const session = new Session({ backendName: backend.name, info: adapter, attempts: tried,
-        fallback, checked, program, resolved, hooks, onDispose: (s) => sessions.delete(s) });
-      sessions.add(session);
-      return session;
+    },
+
+    /** The quotas ({limit, used}) of this runtime: docs/protocol.md "Limits". */
+    get quotas() {
+      return { limit: quotas.limit, used: quotas.used };
     },
 
     /**

@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from gpulab.errors import GpuLabError
 from gpulab.playground.api import ExecuteEndpoint, Executor, default_executor
 from gpulab.playground.vendor import link_npm_files, prepare_index
 from gpulab.playground.wheel import build_wheel, project_version, wheel_name
+from gpulab.quotas import Quotas
 from gpulab.static_server import Route, start_server
 
 
@@ -107,12 +109,14 @@ def allowed_hosts(host: str, port: int) -> set[str]:
 
 
 def start(
-    host: str = "127.0.0.1", port: int = 0, executor: Executor = default_executor
+    host: str = "127.0.0.1", port: int = 0, executor: Executor = default_executor,
+    quotas: Quotas | None = None,
 ) -> ThreadingHTTPServer:
-    """Prepare the site and serve it in a daemon thread (tests use port 0: a free port)."""
+    """Prepare the site and serve it in a daemon thread (tests use port 0: a free port).
+    `quotas`: what one /api/execute graph may take (default: gpulab.quotas' defaults)."""
     root = find_repo_root()
     generated = prepare_site(root)
-    endpoint = ExecuteEndpoint(set(), executor)
+    endpoint = ExecuteEndpoint(set(), executor, quotas=quotas)
     routes: list[Route] = [
         endpoint,
         generated,
@@ -128,6 +132,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="gpulab serve", description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any)")
+    parser.add_argument("--gpu-memory-mib", type=int, default=256,
+                        help="device memory one /api/execute graph may take, in MiB "
+                             "(default 256, at most 1536)")
     return parser.parse_args(argv)
 
 
@@ -137,7 +144,12 @@ def main(args: Sequence[str] | argparse.Namespace | None = None) -> int:
     host = getattr(ns, "host", None) or "127.0.0.1"
     port = getattr(ns, "port", None)
     try:
-        srv = start(host, 8000 if port is None else int(port))
+        quotas = Quotas(memory_bytes=int(getattr(ns, "gpu_memory_mib", 256)) * 1024 * 1024)
+    except GpuLabError as err:
+        print(f"gpulab serve: {err.message}", file=sys.stderr)
+        return 2
+    try:
+        srv = start(host, 8000 if port is None else int(port), quotas=quotas)
     except OSError as err:  # port taken, address not ours, missing set-up files
         print(f"gpulab serve: cannot start on {host}:{port}: {err}", file=sys.stderr)
         return 1

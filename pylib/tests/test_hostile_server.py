@@ -219,3 +219,67 @@ def test_defect12_validator_messages_do_not_recurse(field: str) -> None:
         validate(graph)
     assert info.value.code == "VALIDATION", info.value
     assert len(info.value.message) < 400
+
+
+# -- quotas: the server's setting -----------------------------------------------------------------
+
+def test_quotas_server_refuses_past_its_memory_quota_before_work(port: int) -> None:
+    CALLS.clear()
+    # one scalar output (a tiny answer), but 4 live tensors of 64 MiB: past the 256 MiB quota
+    graph = {"version": 2, "nodes": [{"id": 0, "op": "full", "shape": [1 << 24], "value": 1.0},
+                                     {"id": 1, "op": "exp", "a": 0},
+                                     {"id": 2, "op": "relu", "a": 1},
+                                     {"id": 3, "op": "sum", "a": 2},
+                                     {"id": 4, "op": "neg", "a": 2},
+                                     {"id": 5, "op": "sum", "a": 4}],
+             "outputs": [{"name": "y", "id": 5}]}
+    status, answer = execute(port, graph)
+    assert status == 400 and answer["code"] == "LIMIT", answer
+    assert "memory_bytes" in answer["message"] and str(256 * 1024 * 1024) in answer["message"]
+    assert CALLS == []
+
+
+def test_quotas_setting_bounds_and_cli() -> None:
+    from gpulab.errors import GpuLabError
+    from gpulab.protocol import validate
+    from gpulab.quotas import Quotas, graph_cost
+    from gpulab.server import main
+
+    assert Quotas() == Quotas(256 << 20, 4096, 256)
+    for bad in ({"memory_bytes": 1537 << 20}, {"buffers": 0}, {"pipelines": 257},
+                {"memory_bytes": True}):
+        with pytest.raises(GpuLabError) as info:
+            Quotas(**bad)
+        assert info.value.code == "VALIDATION"
+    assert main(["--port", "0", "--gpu-memory-mib", "4096"]) == 2
+    checked = validate(full_graph([10]))
+    assert graph_cost(checked) == {"memory_bytes": 40, "buffers": 1, "pipelines": 0}
+    with pytest.raises(GpuLabError) as info:
+        Quotas(memory_bytes=39).check(checked)
+    assert info.value.code == "LIMIT" and "memory_bytes" in info.value.message
+
+
+def test_quotas_graph_cost_is_the_js_twin_on_the_corpus() -> None:
+    import subprocess
+
+    from gpulab.protocol import validate
+    from gpulab.quotas import graph_cost
+
+    cases = json.loads((ROOT / "e2e" / "conformance" / "cases.json").read_text())
+    graphs = [c["graph"] for c in (cases["cases"] if isinstance(cases, dict) else cases)][:300]
+    script = """
+import { validateGraph } from './backends-js/src/validate.mjs';
+import { graphCost } from './backends-js/src/quotas.mjs';
+let text = '';
+for await (const chunk of process.stdin) text += chunk;
+const out = JSON.parse(text).map((g) => graphCost(validateGraph(g)));
+process.stdout.write(JSON.stringify(out));
+"""
+    done = subprocess.run(["node", "--input-type=module", "-e", script], input=json.dumps(graphs),
+                          cwd=ROOT, capture_output=True, text=True, check=True, timeout=120)
+    js = json.loads(done.stdout)
+    assert len(js) == len(graphs) >= 100
+    for graph, cost in zip(graphs, js, strict=True):
+        py = graph_cost(validate(graph))
+        assert py == {"memory_bytes": cost["memoryBytes"], "buffers": cost["buffers"],
+                      "pipelines": cost["pipelines"]}, graph

@@ -101,14 +101,12 @@ def encode_result(result: dict) -> dict:
     return body
 
 
-def answer_bytes(graph: Any) -> tuple[int, int]:
-    """(base64 bytes of all outputs, output count) of a graph, from the validated graph alone:
-    each output is counted, also several naming one node."""
+def answer_bytes(checked: Any) -> tuple[int, int]:
+    """(base64 bytes of all outputs, output count) of a checked graph: each output is
+    counted, also several naming one node."""
     from gpulab.dtypes import DTYPES
-    from gpulab.protocol import validate
     from gpulab.shapes import element_count
 
-    checked = validate(graph)
     total = 0
     for out in checked.outputs:
         node = checked.by_id[out.id]
@@ -121,10 +119,13 @@ class ExecuteEndpoint:
     """The route for `POST /api/execute` (a GET, PUT, ... of that path answers 405)."""
 
     def __init__(self, allowed_hosts: Iterable[str], executor: Executor = default_executor,
-                 max_answer: int = MAX_ANSWER):
+                 max_answer: int = MAX_ANSWER, quotas: Any = None):
+        from gpulab.quotas import Quotas
+
         self.allowed_hosts = {h.lower() for h in allowed_hosts}
         self.executor = executor
         self.max_answer = max_answer
+        self.quotas = quotas if quotas is not None else Quotas()  # the server's setting
         self._lock = threading.Lock()  # one native graph at a time: one device, one queue
 
     def __call__(self, handler: BaseHTTPRequestHandler) -> bool:
@@ -202,9 +203,13 @@ class ExecuteEndpoint:
         self._send(handler, 200, body)
 
     def _check_answer_size(self, graph: Any) -> None:
+        """Before any work: the graph is valid, within the quotas, its answer within bounds."""
         from gpulab.errors import GpuLabError
+        from gpulab.protocol import validate
 
-        size, count = answer_bytes(graph)
+        checked = validate(graph)
+        self.quotas.check(checked, "/api/execute")
+        size, count = answer_bytes(checked)
         if size > self.max_answer:
             raise GpuLabError("LIMIT", f"the answer's {count} outputs would take {size} bytes "
                               f"of base64 data > the server's answer limit of "
