@@ -9,8 +9,7 @@ output read back (encode, submit, wait, map, one copy out), the output entries, 
 `Graph.run` for comparison; then the same with the plan cache off (a fresh plan, buffers from
 the pool, bind groups and params every time); then cProfile's top functions of a single-step
 session run (`Session.run`, loss read back), the other host-bound mode; and interleaved A/B
-rounds of the input upload (staged vs queue.write_buffer) and of the multi-step submission
-(per step vs one).
+rounds of the multi-step submission (per step vs one).
 """
 
 from __future__ import annotations
@@ -95,31 +94,23 @@ def session_profile(runs: int) -> None:
 
 
 def interleaved(ex: Any, runs: int) -> None:
-    """A/B in one process, alternating every run: input uploads staged in one mapped buffer
-    vs queue.write_buffer per input (prepare of the cached execute), and a multi-step run
-    submitted per step vs in one submission (8 steps, ms per step)."""
-    step = step_graph(init(0))
-    checked = validate(step.graph._graph_dict(step.outputs()))
+    """A/B in one process, alternating every run: a multi-step run submitted per step vs in
+    one submission (8 steps, ms per step). (Input uploads staged in one mapped buffer vs
+    queue.write_buffer were compared the same way at commit 9729dd3: docs/benchmarks.md.)"""
     values = init(0)
     fed = step_graph(values, feed_batch=True)
     batch = {fed.x: values["x"], fed.y: values["y"]}
     s = fed.graph.prepare(feeds=[fed.x, fed.y], carry=fed.carry(), backend="wgpu",
                           loss=fed.loss)
-    arms = {("prepare", "staged"): ("write_buffer_uploads", False),
-            ("prepare", "write_buffer"): ("write_buffer_uploads", True),
-            ("8 steps", "a submission per step"): ("steps_per_submit", 1),
+    arms = {("8 steps", "a submission per step"): ("steps_per_submit", 1),
             ("8 steps", "one submission"): ("steps_per_submit", 0)}
     samples: dict[tuple[str, str], list[float]] = {k: [] for k in arms}
     for _ in range(runs + 1):
         for arm, (hook, value) in arms.items():
             ex.hooks[hook] = value
             t0 = time.perf_counter()
-            if arm[0] == "prepare":
-                ex.prepare(checked).dispose()
-                samples[arm].append((time.perf_counter() - t0) * 1e3)
-            else:
-                s.run_steps([batch] * 8)
-                samples[arm].append((time.perf_counter() - t0) * 1e3 / 8)
+            s.run_steps([batch] * 8)
+            samples[arm].append((time.perf_counter() - t0) * 1e3 / 8)
             ex.hooks.pop(hook)
     s.dispose()
     print(f"## interleaved A/B: ms, median / min of {runs} (first round dropped)")

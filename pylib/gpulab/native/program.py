@@ -37,7 +37,9 @@ from .planner import Plan, pack_params
 # Steps encoded per queue submission in a multi-step run. Encoding a step costs the host about
 # as long as the GPU takes to run it (the MLP step on the H200: ~125 us of encoding, ~200 us of
 # dispatches), so submitting each step as soon as it is encoded lets the two overlap instead of
-# adding up; the read-back is still one map after the last step.
+# adding up; the read-back is still one map after the last step. A software adapter runs the
+# "GPU" on the same cores that encode, so there all steps go in one submission (the executor's
+# steps_per_submit is 0: on lavapipe per-step submission was 2x slower).
 STEPS_PER_SUBMIT = 1
 
 
@@ -70,8 +72,6 @@ class WgpuProgram:
         self._parity = 0  # 1: the next step runs the swapped recording
         self._staging: Any = None
         self._readback: Any = None
-        self._upload_buf: Any = None  # MAP_WRITE | COPY_SRC: input data (_stage_data)
-        self._pending: list[tuple[int, Any, int]] = []  # its copies not yet encoded
         self._steps_run = 0
         self._disposed = False
         try:
@@ -117,59 +117,24 @@ class WgpuProgram:
             self._upload(data_only=True)
 
     def _upload(self, data_only: bool = False) -> None:
-        """`full` values by queue.write_buffer (not again on a refresh: the value is an attr);
-        input data staged for the next run (_stage_data)."""
+        """Input data and `full` values by queue.write_buffer (a `full` not again on a refresh:
+        its value is an attr). Staging all data in one MAP_WRITE buffer instead was slower on
+        the H200 (prepare 0.93 vs 0.80 ms median, interleaved, docs/benchmarks.md)."""
         import numpy as np
 
         queue = self._ex.device.queue
         extra = [{"buffer": self._buffer_of[i], "node": i} for i in self._extra_inputs
                  if self._checked.by_id[i].data is not None]
-        staged = []
         for up in self.plan["uploads"] + extra:
             node = self._checked.by_id[up["node"]]
             if node.op != "full":
-                staged.append((up["buffer"], device_words(node.data, node.dtype)))  # no copy
-                if self._ex.hooks.get("write_buffer_uploads"):  # the old way, for A/B timings
-                    queue.write_buffer(self._buffers[up["buffer"]], 0, staged.pop()[1])
-            elif not data_only:
-                count = self._sizes[up["buffer"]] // 4
-                queue.write_buffer(self._buffers[up["buffer"]], 0,
-                                   np.full(count, node.attrs["value"], dtype=np.float32))
-        self._stage_data(staged)
-
-    def _stage_data(self, staged: list[tuple[int, Any]]) -> None:
-        """Write all input data into the program's MAP_WRITE upload buffer (one map, one copy
-        per input); the next encoder (run or download) first copies it into the value buffers.
-        queue.write_buffer per input cost more on the H200: wgpu makes a staging buffer for
-        every call (0.71 ms for the MLP step's 2.6 MB, bench/execute_phases.py)."""
-        import wgpu
-
-        layout, total = [], 0
-        for buffer_id, words in staged:
-            size = memoryview(words).nbytes
-            layout.append((total, buffer_id, words, size))
-            total += -(-size // 256) * 256
-        self._pending = []
-        if not layout:
-            return
-        if self._upload_buf is None or self._upload_buf.size < total:
-            if self._upload_buf is not None:
-                self._ex.release(self._upload_buf, "upload")
-            self._upload_buf = self._ex.acquire(total, "upload")
-        buf = self._upload_buf
-        buf.map_sync(wgpu.MapMode.WRITE, 0, buf.size)
-        try:
-            for offset, _, words, _ in layout:
-                buf.write_mapped(words, offset)
-        finally:
-            buf.unmap()
-        self._pending = [(offset, self._buffers[b], size) for offset, b, _, size in layout]
-
-    def _encode_pending(self, encoder: Any) -> None:
-        """The staged input data into the value buffers, before anything reads them."""
-        for offset, dst, size in self._pending:
-            encoder.copy_buffer_to_buffer(self._upload_buf, offset, dst, 0, size)
-        self._pending = []
+                data: Any = device_words(node.data, node.dtype)  # 4-byte dtypes: no copy
+            elif data_only:
+                continue
+            else:
+                data = np.full(self._sizes[up["buffer"]] // 4, node.attrs["value"],
+                               dtype=np.float32)
+            queue.write_buffer(self._buffers[up["buffer"]], 0, data)
 
     def _record(self) -> None:
 
@@ -278,10 +243,9 @@ class WgpuProgram:
         arrays = [self._feed_arrays(step) for step in steps]
         with self._ex.guard("run"):
             encoder = self._ex.device.create_command_encoder()
-            self._encode_pending(encoder)
             self._write_feeds(arrays, encoder)
             layout: list[tuple[int, int, int]] = []
-            every = int(self._ex.hooks.get("steps_per_submit", STEPS_PER_SUBMIT))
+            every = int(self._ex.hooks.get("steps_per_submit", self._ex.steps_per_submit))
             for index in range(len(steps)):
                 self._encode_step(encoder, index)
                 if index == len(steps) - 1:  # read before this step's carries move them
@@ -429,7 +393,6 @@ class WgpuProgram:
                               node_id)
         with self._ex.guard("download"):
             encoder = self._ex.device.create_command_encoder()
-            self._encode_pending(encoder)
             return self._read(encoder, [node_id])[node_id]
 
     def dispose(self) -> None:
@@ -440,11 +403,11 @@ class WgpuProgram:
         for buf in self._buffers + self._scratch:
             self._ex.release(buf)
         for buf, kind in ((self._uniform, "uniform"), (self._staging, "staging"),
-                          (self._readback, "readback"), (self._upload_buf, "upload")):
+                          (self._readback, "readback")):
             if buf is not None:
                 self._ex.release(buf, kind)
         self._buffers, self._scratch, self._recorded = [], [], []
-        self._uniform = self._staging = self._readback = self._upload_buf = None
+        self._uniform = self._staging = self._readback = None
 
     def _check_alive(self) -> None:
         if self._disposed:

@@ -29,6 +29,7 @@ from .planner import (
     MATMUL_MIN_WORKGROUPS_SOFTWARE,
     plan_graph,
 )
+from .program import STEPS_PER_SUBMIT
 
 NAME = "wgpu"
 
@@ -100,6 +101,8 @@ class WgpuExecutor:
         # plans by graph structure, and parked one-shot programs (plan_cache.py); a test
         # passes hooks["plan_cache"] = PlanCache(0, 0) to run without it
         self.plan_cache: PlanCache = hooks.get("plan_cache") or PlanCache()
+        # steps per queue submission in multi-step runs (program.STEPS_PER_SUBMIT; 0 = all)
+        self.steps_per_submit = 0 if info.get("software") else STEPS_PER_SUBMIT
 
     # -- the executor interface --------------------------------------------------------------
 
@@ -202,8 +205,7 @@ class WgpuExecutor:
 
     def acquire(self, nbytes: int, kind: str = "storage") -> Any:
         """A buffer of at least nbytes from the pool. kind: "storage" (STORAGE | COPY_SRC |
-        COPY_DST: values), "uniform" (params), "staging" (feeds), "readback" (MAP_READ) or
-        "upload" (MAP_WRITE: input data)."""
+        COPY_DST: values), "uniform" (params), "staging" (feeds) or "readback" (MAP_READ)."""
         size = max(POOL_ALIGN, -(-nbytes // POOL_ALIGN) * POOL_ALIGN)
         free = self._pool.get((kind, size))
         if free:
@@ -244,7 +246,6 @@ def _usage(kind: str) -> int:
         "uniform": usage.UNIFORM | usage.COPY_DST,
         "staging": usage.COPY_SRC | usage.COPY_DST,
         "readback": usage.MAP_READ | usage.COPY_DST,
-        "upload": usage.MAP_WRITE | usage.COPY_SRC,
     }[kind]
 
 
