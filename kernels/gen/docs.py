@@ -37,6 +37,16 @@ def _rust(kind: str) -> list[str]:
     return out
 
 
+def _int_note(family: str) -> str:
+    """The webgl2 defines of an int32 node, where the family has ops at int32."""
+    ops = [op for op, row in tables.family_ops(family, "int32")
+           if tables.expr(row, "glsl", "int32", optional=True) is not None]
+    if not ops:
+        return ""
+    return (f"; at int32 ({', '.join(ops)}) also `A_INT` + `INT_KERNEL`: `R32I` textures read "
+            "by `isampler2D`, an `R32I` target")
+
+
 def _kernels(family: str) -> str:
     names = [f"`{tables.kernel_name(family, d)}`" for d in tables.family_dtypes(family)]
     return " / ".join(names)
@@ -58,8 +68,8 @@ ROWS: dict[str, Callable[[], str]] = {
         "| size, inner, rows = outer·inner, 0 | a, out | rows"),
     "webgl2-map2": lambda: (
         f"| {', '.join(_ops('map2'))} | `binary.glsl` (`OP_x`, `BROADCAST` when an operand's "
-        "shape differs) | 1 (adam_m/adam_v: 0 when absorbed)"),
-    "webgl2-map1": lambda: f"| {', '.join(_ops('map1'))} | `unary.glsl` (`OP_x`) | 1",
+        f"shape differs{_int_note('map2')}) | 1 (adam_m/adam_v: 0 when absorbed)"),
+    "webgl2-map1": lambda: f"| {', '.join(_ops('map1'))} | `unary.glsl` (`OP_x`{_int_note('map1')}) | 1",
     "wasm-unary": lambda: f"| `{' '.join(_rust('unary'))}` | `(a, out, n)`",
     "wasm-bcast": lambda: (
         f"| `{' '.join(_rust('bcast'))}` | `(a, b, out, desc)`; `desc` = u32 `dims[4], "
