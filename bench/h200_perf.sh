@@ -49,10 +49,10 @@ GPULAB_DAWN_FLAGS=enable-dawn-features=disable_robustness /tmp/node --import ./b
   bench/dawn/sgemm.mjs --sizes 4096,4000 --reps 20
 log "SGEMM: our WGSL (wgpu-py, naga) vs cuBLAS fp32 (TF32 off)"
 for n in 4096 4000; do python3 -m gpulab.native.bench_matmul --size $n --reps 50; done
-python3 -c "
-from gpulab.benchmarks.torch_peer import matmul_bench
-for n in (4096, 4000):
-    r = matmul_bench(n, 50); print(r['mode'], round(r['tflops'], 2), 'TFLOP/s, median', round(r['median_ms'], 3), 'ms')"
+for s in 4097,4096,4095 8192,1024,8192 4096,4095,4096; do
+  python3 -m gpulab.native.bench_matmul --shape $s --reps 20; done
+python3 -m gpulab.native.bench_matmul --size 4096 --reps 20 --kernel matmul_rb
+python3 bench/cublas_shapes.py --reps 50
 log "dispatch bound (bench/native_lab.py --skip variants,small)"
 python3 bench/native_lab.py --skip variants,small
 log "end"

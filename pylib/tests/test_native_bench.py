@@ -32,3 +32,12 @@ def test_bench_main_prints_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert bench_matmul.main(["--size", "64", "--reps", "1", "--allow-software"]) == 0
     line = capsys.readouterr().out.strip()
     assert line.startswith("64^3 float32 matmul on") and "GFLOP/s" in line
+
+
+def test_a_non_square_shape_is_timed_and_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench_matmul.main(["--shape", "67,33,45", "--reps", "1", "--allow-software"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("67x33x45 float32 matmul on") and "GFLOP/s" in line
+    r = bench_matmul.bench(0, 1, True, kernel="matmul_rb_v4", shape=(130, 36, 132))
+    assert r["shape"] == (130, 36, 132) and r["kernel"] == "matmul_rb_v4"
+    assert r["max_err_over_scale"] < 1e-6

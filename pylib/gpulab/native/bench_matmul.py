@@ -4,6 +4,7 @@ product and TFLOP/s, and the worst error against float64 on sampled rows.
     python -m gpulab.native.bench_matmul --size 4096 --reps 20
     python -m gpulab.native.bench_matmul --size 512 --allow-software      # lavapipe: slow
     python -m gpulab.native.bench_matmul --size 4096 --kernel matmul      # force a kernel
+    python -m gpulab.native.bench_matmul --shape 4097,4096,4095           # [M, K] @ [K, N]
 
 The products of one timing run are encoded into one submission (a prepared program run with
 `reps` steps), then the queue is drained, so the figure is device time plus one submit.
@@ -24,15 +25,18 @@ from . import planner
 from .wgpu_executor import open_executor
 
 
-def matmul_graph(n: int, seed: int = 0) -> dict[str, Any]:
+def matmul_graph(n: int, seed: int = 0, shape: tuple[int, int, int] | None = None
+                 ) -> dict[str, Any]:
+    """[m, k] @ [k, n] of standard normal float32 (shape (m, k, n); default n x n x n)."""
     import numpy as np
 
+    m, k, n = shape or (n, n, n)
     rng = np.random.default_rng(seed)
-    a = rng.standard_normal((n, n), dtype=np.float32)
-    b = rng.standard_normal((n, n), dtype=np.float32)
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
     return {"version": 1, "nodes": [
-        {"id": 0, "op": "input", "shape": [n, n], "data": a.reshape(-1)},
-        {"id": 1, "op": "input", "shape": [n, n], "data": b.reshape(-1)},
+        {"id": 0, "op": "input", "shape": [m, k], "data": a.reshape(-1)},
+        {"id": 1, "op": "input", "shape": [k, n], "data": b.reshape(-1)},
         {"id": 2, "op": "matmul", "a": 0, "b": 1}], "outputs": [{"name": "c", "id": 2}]}
 
 
@@ -77,13 +81,17 @@ def wait_for_queue(device: Any) -> None:
 
 
 def bench(n: int, reps: int, allow_software: bool | None,
-          storage: int | None = None, kernel: str | None = None) -> dict[str, Any]:
-    """Run the benchmark; the measurements as a dict (see main for the printout)."""
+          storage: int | None = None, kernel: str | None = None,
+          shape: tuple[int, int, int] | None = None) -> dict[str, Any]:
+    """Run the benchmark; the measurements as a dict (see main for the printout). `shape`
+    (m, k, n) replaces the n x n x n product."""
     import numpy as np
 
     limits = {"maxComputeWorkgroupStorageSize": storage} if storage else None
-    executor = open_executor(allow_software, limits=limits)
-    graph = matmul_graph(n)
+    # all products in one submission (the executor would submit each step on hardware)
+    executor = open_executor(allow_software, limits=limits, hooks={"steps_per_submit": 0})
+    m, k, n = shape or (n, n, n)
+    graph = matmul_graph(n, shape=(m, k, n))
     with forcing_matmul_kernel(kernel):
         program = executor.prepare(validate(graph))
     try:
@@ -96,20 +104,22 @@ def bench(n: int, reps: int, allow_software: bool | None,
         program.dispose()
         kernel = program.plan["steps"][0]["kernel"]
         executor.dispose()
-    a = np.asarray(graph["nodes"][0]["data"], np.float64).reshape(n, n)
-    b = np.asarray(graph["nodes"][1]["data"], np.float64).reshape(n, n)
-    rows = np.unique(np.linspace(0, n - 1, 8).astype(int))
+    a = np.asarray(graph["nodes"][0]["data"], np.float64).reshape(m, k)
+    b = np.asarray(graph["nodes"][1]["data"], np.float64).reshape(k, n)
+    rows = np.unique(np.linspace(0, m - 1, 8).astype(int))
     ref = a[rows] @ b
     scale = np.abs(a[rows]) @ np.abs(b)
     worst = float(np.max(np.abs(out[rows] - ref) / scale))
-    return {"n": n, "reps": reps, "kernel": kernel, "adapter": executor.info,
-            "ms": seconds * 1e3, "tflops": 2 * n**3 / seconds / 1e12,
+    return {"n": n, "shape": (m, k, n), "reps": reps, "kernel": kernel,
+            "adapter": executor.info, "ms": seconds * 1e3, "tflops": 2 * m * k * n / seconds / 1e12,
             "max_err_over_scale": worst}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gpulab.native.bench_matmul")
     parser.add_argument("--size", type=int, default=4096)
+    parser.add_argument("--shape", default=None, metavar="M,K,N",
+                        help="an [M, K] @ [K, N] product instead of size^3")
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--allow-software", action="store_true", default=None)
     parser.add_argument("--storage", type=int, default=None,
@@ -118,10 +128,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernel", choices=sorted(planner.MATMUL_TILES), default=None,
                         help="run this matmul kernel instead of the planner's choice")
     args = parser.parse_args(argv)
-    r = bench(args.size, args.reps, args.allow_software, args.storage, args.kernel)
+    shape = tuple(int(v) for v in args.shape.split(",")) if args.shape else None
+    if shape is not None and len(shape) != 3:
+        parser.error("--shape takes M,K,N")
+    r = bench(args.size, args.reps, args.allow_software, args.storage, args.kernel,
+              shape)  # type: ignore[arg-type]
+    m, k, n = r["shape"]
+    what = f"{n}^3" if m == k == n else f"{m}x{k}x{n}"
     info = r["adapter"]
     soft = " (software adapter)" if info.get("software") else ""
-    print(f"{r['n']}^3 float32 matmul on {info.get('description')}{soft} "
+    print(f"{what} float32 matmul on {info.get('description')}{soft} "
           f"[{info.get('backend_type')}], kernel {r['kernel']}: {r['ms']:.3f} ms, "
           f"{r['tflops'] * 1e3:.1f} GFLOP/s ({r['reps']} products in one submission); "
           f"max |err| / (|A| @ |B|) = {r['max_err_over_scale']:.2e}")
