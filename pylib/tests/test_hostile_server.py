@@ -283,3 +283,42 @@ process.stdout.write(JSON.stringify(out));
         py = graph_cost(validate(graph))
         assert py == {"memory_bytes": cost["memoryBytes"], "buffers": cost["buffers"],
                       "pipelines": cost["pipelines"]}, graph
+
+
+def test_defect14_server_refuses_a_graph_costing_minutes_before_work(port: int) -> None:
+    """gelu_grad over 2^25 elements (260 bytes) took 28 s: over 2^24 it is past the estimate
+    already; two 4096^3 matmuls too."""
+    import time
+
+    CALLS.clear()
+    gelu = {"version": 2, "nodes": [{"id": 0, "op": "full", "shape": [1 << 24], "value": 0.5},
+                                    {"id": 1, "op": "gelu_grad", "a": 0, "b": 0},
+                                    {"id": 2, "op": "sum", "a": 1}],
+            "outputs": [{"name": "y", "id": 2}]}
+    matmul = {"version": 1, "nodes": [{"id": 0, "op": "full", "shape": [4096, 4096], "value": 1},
+                                      {"id": 1, "op": "matmul", "a": 0, "b": 0},
+                                      {"id": 2, "op": "matmul", "a": 1, "b": 1},
+                                      {"id": 3, "op": "sum", "a": 2}],
+              "outputs": [{"name": "y", "id": 3}]}
+    for graph in (gelu, matmul):
+        t0 = time.perf_counter()
+        status, answer = execute(port, graph)
+        assert status == 400 and answer["code"] == "LIMIT", answer
+        assert "max_cost_s" in answer["message"] and "10 s" in answer["message"]
+        assert time.perf_counter() - t0 < 2
+    assert CALLS == []
+
+
+def test_defect14_cost_model_passes_ordinary_graphs() -> None:
+    from gpulab.protocol import validate
+    from gpulab.quotas import graph_cost_s
+
+    mlp = {"version": 2, "nodes": [
+        {"id": 0, "op": "full", "shape": [256, 784], "value": 0.5},
+        {"id": 1, "op": "full", "shape": [784, 512], "value": 0.1},
+        {"id": 2, "op": "matmul", "a": 0, "b": 1}, {"id": 3, "op": "gelu", "a": 2},
+        {"id": 4, "op": "softmax", "a": 3}], "outputs": [{"name": "y", "id": 4}]}
+    assert graph_cost_s(validate(mlp)) < 1.0
+    cases = json.loads((ROOT / "e2e" / "conformance" / "cases.json").read_text())
+    graphs = [c["graph"] for c in (cases["cases"] if isinstance(cases, dict) else cases)]
+    assert max(graph_cost_s(validate(g)) for g in graphs) < 2.0, "the corpus runs"
