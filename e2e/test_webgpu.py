@@ -600,3 +600,33 @@ def test_every_dtype_round_trips_bit_for_bit(wg):
         "try { return await typedRoundTrips(rt); } finally { rt.dispose(); }"
     )
     assert problems == []
+
+
+# ---- quotas (issue 11) ----
+
+
+def test_quotas_refuse_with_limit_before_device_work(wg):
+    """The runtime's quotas on WebGPU: memory, buffers and pipelines refused with LIMIT naming
+    the quota before any device work; an open session holds its share until disposed."""
+    r = wg(
+        "const rt = await wg.runtime.createRuntime({backend: 'webgpu', allowSoftware: true, "
+        "quotas: {memoryBytes: 1000, buffers: 3, pipelines: 1}});"
+        + """
+        const chain = (n, ops) => ({version: 2, nodes: [{id: 0, op: 'full', shape: [n], value: 2},
+          ...ops.map((op, i) => ({id: i + 1, op, a: i}))], outputs: [{name: 'y', id: ops.length}]});
+        const memory = await wg.settle(rt.execute(chain(200, ['relu'])));
+        const buffers = await wg.settle(rt.execute(chain(2, ['relu', 'relu', 'relu'])));
+        const pipelines = await wg.settle(rt.execute(chain(2, ['relu', 'exp'])));
+        const s = await rt.prepare(chain(100, ['relu']));
+        const held = await wg.settle(rt.execute(chain(50, ['relu'])));
+        s.dispose();
+        const after = await rt.execute(chain(50, ['relu']));
+        rt.dispose();
+        return {memory, buffers, pipelines, held, after: Array.from(after.outputs.y.data).slice(0, 2)};
+        """
+    )
+    for key, quota in (("memory", "memoryBytes"), ("buffers", "buffers"),
+                       ("pipelines", "pipelines"), ("held", "memoryBytes")):
+        assert r[key]["code"] == "LIMIT" and f"quotas.{quota}" in r[key]["message"], r[key]
+    assert "held by open sessions" in r["held"]["message"]
+    assert r["after"] == [2, 2]
