@@ -126,7 +126,7 @@ class Session:
         prepared = self._prepare_steps(steps)
         read = [self._plan.names[n] for n in self._plan.read_names]
         try:
-            values = self._program.run(prepared, read)
+            values = self._run_in_parts(prepared, read)
         except Exception as err:
             raise self._poison(err) from err
         self.steps_run += len(prepared)
@@ -177,6 +177,17 @@ class Session:
         self.dispose()
 
     # -- internals ------------------------------------------------------------------------
+
+    def _run_in_parts(self, prepared: list[dict[int, Any]], read: list[int]) -> Any:
+        """program.run over the steps, in as many runs as the executor's staging buffer needs
+        (`max_steps_per_run`; carries persist between runs, only the last one reads back)."""
+        per_run = getattr(self._program, "max_steps_per_run", lambda: None)()
+        if not per_run or len(prepared) <= per_run:
+            return self._program.run(prepared, read)
+        for start in range(0, len(prepared) - per_run, per_run):
+            self._program.run(prepared[start:start + per_run], [])
+        rest = len(prepared) % per_run or per_run
+        return self._program.run(prepared[-rest:], read)
 
     def _check_usable(self) -> None:
         if self._disposed:

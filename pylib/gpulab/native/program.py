@@ -259,6 +259,17 @@ class WgpuProgram:
         self._steps_run += len(steps)
         return values
 
+    def max_steps_per_run(self) -> int | None:
+        """How many steps' feeds fit the one staging buffer of a run (the device's
+        max-buffer-size), or None when there are no feeds; Session splits longer runs so a
+        valid request never fails on the staging buffer (issue 11, defect 5)."""
+        per_step = sum(size for _, _, size in self._feeds)
+        if per_step == 0:
+            return None
+        limit = int(self._ex.hooks.get("max_buffer_size")
+                    or self._ex.device.limits.get("max-buffer-size", 256 * 1024 * 1024))
+        return max(1, limit // per_step)
+
     def _feed_arrays(self, step: Mapping[int, Any]) -> list[Any]:
         out = []
         for node_id, _, size in self._feeds:
