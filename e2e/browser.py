@@ -37,7 +37,7 @@ def chromium_path() -> str:
     return path
 
 
-def launch(playwright):  # noqa: ANN001, ANN201 - playwright types are optional
+def launch(playwright):
     """Launch headless Chromium with the flags this machine needs."""
     os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
     return playwright.chromium.launch(

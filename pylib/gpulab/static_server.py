@@ -15,6 +15,7 @@ from collections.abc import Callable
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 MIME = {
     ".mjs": "text/javascript",
@@ -34,8 +35,8 @@ Route = Callable[[SimpleHTTPRequestHandler], bool]
 class Handler(SimpleHTTPRequestHandler):
     """Static files plus optional routes; every answer is cross-origin isolated."""
 
-    routes: list[Route] = []
-    extensions_map = {**mimetypes.types_map, **MIME}
+    routes: ClassVar[list[Route]] = []
+    extensions_map: ClassVar[dict[str, str]] = {**mimetypes.types_map, **MIME}
     timeout = 30  # seconds a socket read may wait (a stalled or slow-loris client ends)
 
     def end_headers(self) -> None:
@@ -48,22 +49,22 @@ class Handler(SimpleHTTPRequestHandler):
     def _route(self) -> bool:
         return any(route(self) for route in self.routes)
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server naming
+    def do_GET(self) -> None:
         if not self._route():
             super().do_GET()
 
-    def do_HEAD(self) -> None:  # noqa: N802
+    def do_HEAD(self) -> None:
         if not self._route():
             super().do_HEAD()
 
     def list_directory(self, path: str) -> None:  # type: ignore[override]
         self.send_error(404, "File not found")  # no listings (issue 11, defect 19)
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         if not self._route():
             self.send_error(404, "no such endpoint")
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         pass  # quiet: tests and the playground print their own progress
 
 

@@ -158,3 +158,54 @@ def test_both_validators_check_the_same_json_to_the_same_bytes() -> None:
     assert py == js
     for per_graph in py:  # the list and both base64 forms agree within each graph too
         assert len({b for _, b in per_graph}) == 1
+
+
+JS_RESULT_DTYPES = """
+import { resultDtype } from './backends-js/src/dtypes.mjs';
+let text = '';
+for await (const chunk of process.stdin) text += chunk;
+const out = JSON.parse(text).map(([spec, dtypes]) => {
+  try {
+    return ['ok', resultDtype({ id: 7, op: 'gather', attrs: { dtype: 'bool' } }, spec, dtypes)];
+  } catch (err) {
+    return [err.code, err.node, err.message];
+  }
+});
+process.stdout.write(JSON.stringify(out));
+"""
+
+# Rows no op of today's table has: an operand that must be int32 (v4's gather/index_select
+# indices), as a literal dtype and as a type variable, beside a float-or-int data operand.
+INT_ONLY_ROWS = [
+    {"operands": ["a", "i"], "types": {"T": ["float32", "int32"]},
+     "operand_types": {"a": "T", "i": "int32"}, "result_type": "T"},
+    {"operands": ["a", "i"], "types": {"T": ["float32"], "I": ["int32"]},
+     "operand_types": {"a": "T", "i": "I"}, "result_type": "I"},
+    {"operands": ["i"], "types": {"I": ["int32", "uint32"]},
+     "operand_types": {"i": "I"}, "result_type": "attr:dtype"},
+]
+
+
+def test_both_validators_refuse_float32_where_int32_is_required_alike() -> None:
+    """The generic dtype rule, JS against Python, on rows with int32-only operands: a float32
+    operand where int32 is required (and every other dtype mix) gets the same answer."""
+    names = ["float32", "int32", "uint32", "bool"]
+    cases = [(row, [a, b][: len(row["operands"])]) for row in INT_ONLY_ROWS
+             for a in names for b in names]
+    done = subprocess.run(["node", "--input-type=module", "-e", JS_RESULT_DTYPES], cwd=ROOT,
+                          input=json.dumps(cases), capture_output=True, text=True, check=True)
+    js = json.loads(done.stdout)
+    py = []
+    for row, dtypes in cases:
+        try:
+            py.append(["ok", result_dtype("node 7 (gather)", 7, row, dtypes, {"dtype": "bool"})])
+        except GpuLabError as err:
+            py.append([err.code, err.node, err.message])
+    assert py == js
+    refused = dict(zip(((i, tuple(d)) for i, (_, d) in enumerate(cases)), py))
+    assert refused[(0, ("float32", "float32"))] == [
+        "VALIDATION", 7, "node 7 (gather): operand i must be int32, got float32"]
+    assert refused[(4, ("int32", "float32"))] == [
+        "VALIDATION", 7, "node 7 (gather): operand i must be int32, got float32"]
+    assert sum(r[0] == "ok" for r in py) < len(py)  # the grid has refusals and acceptances
+    assert any(r[0] == "ok" for r in py)
