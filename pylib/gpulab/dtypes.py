@@ -293,7 +293,7 @@ class _Ctx:
         return array.array(self.code, [self._integral(v, i) for i, v in enumerate(values)])
 
     def _float(self, v: Any, index: int) -> float:
-        number = _as_number(v)
+        number = as_number(v)
         if number is None:
             if isinstance(v, str) and v in NONFINITE:
                 return NONFINITE[v]
@@ -305,14 +305,14 @@ class _Ctx:
             if self.dtype == "bool":
                 return int(v)
             raise _not_of(self.where, self.name, index, v, self.dtype, self.node)
-        number = _as_number(v)
+        number = as_number(v)
         lo, hi, _ = RANGES[self.dtype]
         if number is None or not (number.is_integer() and lo <= number <= hi):
             raise _not_of(self.where, self.name, index, v, self.dtype, self.node)
         return int(number)
 
 
-def _as_number(value: Any) -> float | None:
+def as_number(value: Any) -> float | None:
     """A float for an int/float (numpy scalars included), or None. Booleans are not numbers."""
     if isinstance(value, bool):
         return None

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import optable
-from .dtypes import DTYPES, result_dtype, to_typed
+from .dtypes import DTYPES, as_number, result_dtype, to_typed
 from .errors import GpuLabError
 from .shapes import SHAPE_RULES, Shape, ShapeError, element_count
 
@@ -122,21 +122,6 @@ def _is_numpy_integer(value: Any) -> bool:
     return kind in ("i", "u") and getattr(value, "shape", None) == ()
 
 
-def _as_number(value: Any) -> float | None:
-    """A float for an int/float (numpy scalars included), or None. Booleans are not numbers."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        try:
-            return float(value)
-        except OverflowError:
-            return float("inf") if value > 0 else float("-inf")
-    kind = getattr(getattr(value, "dtype", None), "kind", None)
-    if kind in ("i", "u", "f") and getattr(value, "shape", None) == ():
-        return float(value)
-    return None
-
-
 # ---------------------------------------------------------------------------------------------
 # Data: lists, typed arrays, buffers and numpy arrays become array('f')
 
@@ -198,7 +183,7 @@ def _check_dtype(value: Any, where: str, node: int | None, _: dict) -> str:
 
 def _check_value(value: Any, where: str, node: int | None, _: dict) -> float:
     """`full.value`: a number or one of the non-finite strings."""
-    number = _as_number(value)
+    number = as_number(value)
     if number is None and isinstance(value, str) and value in NONFINITE_STRINGS:
         number = NONFINITE_STRINGS[value]
     if number is None:
@@ -209,7 +194,7 @@ def _check_value(value: Any, where: str, node: int | None, _: dict) -> float:
 def _check_float(value: Any, where: str, node: int | None, _: dict) -> float:
     # Float attributes are float32 values (every GPU and wasm path uses them so); rounding
     # here gives every backend the same number.
-    number = _as_number(value)
+    number = as_number(value)
     rounded = _float32(number) if number is not None and math.isfinite(number) else math.inf
     if not math.isfinite(rounded):
         raise _fail("VALIDATION", f"{where}: expected a finite float32 number, got {_show(value)}",
