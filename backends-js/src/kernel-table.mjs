@@ -1,8 +1,11 @@
 // The kernel table (kernels/ops.json): how the map1, map2 and reduce families compute each op.
 // The planners read their OP codes here (the Python twin, gpulab/kernel_table.py, reads the
 // package copy), the webgl2 and wasm backends their op lists: no hand-kept list of op names.
-import table from '../../kernels/ops.json' with { type: 'json' };
+import { kernelFile } from './kernel-files.mjs';
 import { opSpec } from './optable.mjs';
+
+// A dynamic import: the file's place depends on the layout (tree or installed package).
+const table = (await import(kernelFile('ops.json').href, { with: { type: 'json' } })).default;
 
 export { table as kernelTable };
 

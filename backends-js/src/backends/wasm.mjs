@@ -11,6 +11,7 @@
 // Test hooks (optional): hooks.simdSupported() overrides the SIMD probe, hooks.kernelsUrl
 // loads another build; the backend fills in hooks.wasmStats() (arena statistics).
 import { GpuLabError } from '../errors.mjs';
+import { kernelFile } from '../kernel-files.mjs';
 import { Arena } from './wasm/arena.mjs';
 import { instantiate, loadKernels } from './wasm/loader.mjs';
 import { WasmProgram } from './wasm/program.mjs';
@@ -29,7 +30,7 @@ export function supports(checked, options) {
 }
 
 /** The committed build at the repository (or served) root. */
-const KERNELS_URL = new URL('../../../kernels/kernels.wasm', import.meta.url);
+const KERNELS_URL = kernelFile('kernels.wasm');
 
 /**
  * @param {{allowSoftware?: boolean, hooks?: Record<string, any>}} [opts] allowSoftware is

@@ -19,6 +19,7 @@
 //                                       pipelines, uncapturedErrors} (also backend.stats())
 
 import { GpuLabError } from '../errors.mjs';
+import { kernelFile } from '../kernel-files.mjs';
 import { acquireAdapter, describeAdapter, softwareName } from './webgpu/adapter.mjs';
 import { openDevice, webgpuFailure } from './webgpu/device.mjs';
 import { PipelineCache } from './webgpu/kernels.mjs';
@@ -28,9 +29,8 @@ import { WebGpuProgram } from './webgpu/program.mjs';
 
 export const name = 'webgpu';
 
-/** Where kernel `<name>` lives: kernels/wgsl/<name>.wgsl at the served repository root. */
-const kernelUrl = (/** @type {string} */ kernel) =>
-  new URL(`../../../kernels/wgsl/${kernel}.wgsl`, import.meta.url);
+/** Where kernel `<name>` lives: kernels/wgsl/<name>.wgsl (see kernel-files.mjs for the layouts). */
+const kernelUrl = (/** @type {string} */ kernel) => kernelFile(`wgsl/${kernel}.wgsl`);
 
 /** @type {Promise<typeof import('../planner.mjs')> | null} */
 let plannerModule = null;

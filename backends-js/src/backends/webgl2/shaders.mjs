@@ -3,9 +3,10 @@
 // program is "#version 300 es" + the pass's #defines + common.glsl + included files + the kernel
 // file. Programs are compiled once per (file, defines) and cached for the context's life.
 import { GpuLabError } from '../../errors.mjs';
+import { kernelFile } from '../../kernel-files.mjs';
 
 /** @param {string} file */
-const sourceUrl = (file) => new URL(`../../../../kernels/glsl/${file}`, import.meta.url);
+const sourceUrl = (file) => kernelFile(`glsl/${file}`);
 
 /** file name -> Promise<text>, shared by every context of this page or worker. */
 const sourceCache = new Map();
