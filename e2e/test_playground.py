@@ -1213,7 +1213,54 @@ r""")
         assert re.search(r"\d+ ulps?", row.inner_text()), row.inner_text()
     expect(table.locator("tbody tr").first).to_contain_text("tanh: transcendental (≤ 16 ulps)")
     expect(table.locator("tbody tr").nth(1)).to_contain_text("softmax: reduction (≤ 8 ulps + a scale term)")
+    # judged as the conformance runner does (issue 12, defect 6): a verdict per output
+    expect(table.locator("tbody tr").first.locator(".verdict-pass")).to_have_text("pass")
+    expect(table.locator("tbody tr").nth(1).locator(".verdict-pass")).to_contain_text("pass")
+    expect(view.locator("p.verdict")).to_contain_text("all 2 outputs within the protocol tolerance")
     save_shot(cell(page, 1), shot_dir / "compare-view.png")
+
+
+def test_compare_judges_with_the_runners_rule(notebook: Page) -> None:
+    """The page's verdict is tolerance.mjs's judge (the twin of compare.py, tested there): an
+    add 3 ulps off passes 'arith', 4 ulps fails it; relu 1 ulp off fails 'exact'; int32 must be
+    equal; tanh near zero passes on the class's atol although it is far off in ulps."""
+    got = notebook.evaluate("""async () => {
+        const { compareResults } = await import('./compare.mjs');
+        const step = (x, k) => { const f = new Float32Array([x]); new Int32Array(f.buffer)[0] += k;
+                                 return f[0]; };
+        const graph = { version: 3, nodes: [
+            { id: 0, op: 'input', shape: [1], data: [1] }, { id: 1, op: 'add', a: 0, b: 0 },
+            { id: 2, op: 'relu', a: 0 }, { id: 3, op: 'tanh', a: 0 },
+            { id: 4, op: 'input', shape: [1], dtype: 'int32', data: [1] }, { id: 5, op: 'abs', a: 4 }],
+          outputs: [{ name: 'a3', id: 1 }, { name: 'a4', id: 1 }, { name: 'r', id: 2 },
+                    { name: 't', id: 3 }, { name: 'i', id: 5 }] };
+        const f = (v) => ({ shape: [1], dtype: 'float32', data: new Float32Array([v]) });
+        const i = (v) => ({ shape: [1], dtype: 'int32', data: new Int32Array([v]) });
+        const native = { outputs: { a3: f(2), a4: f(2), r: f(1), t: f(1e-9), i: i(7) } };
+        const browser = { outputs: { a3: f(step(2, 3)), a4: f(step(2, 4)), r: f(step(1, 1)),
+                                     t: f(-1e-9), i: i(8) } };
+        return compareResults(browser, native, graph).map((r) => [r.name, r.tolerance, r.passed]);
+    }""")
+    assert got == [["a3", "arith", True], ["a4", "arith", False], ["r", "exact", False],
+                   ["t", "transcendental", True], ["i", "exact", False]], got
+
+
+def test_compare_explains_why_session_cells_cannot(notebook: Page) -> None:
+    """A cell that only ran session steps: Compare is greyed and the cell says why and what
+    to do instead (issue 12, defect 6)."""
+    page = notebook
+    run_program(page, """from gpulab import Graph
+g = Graph()
+t = g.tensor([1.0])
+s = await g.prepare_async(carry={t: "n"}, n=t + 1)
+r = await s.run_async(3)
+print(r["outputs"]["n"]["data"])""")
+    compare = cell(page, 1).get_by_role("button", name="Compare with native")
+    expect(compare).to_be_disabled()
+    expect(compare).to_have_attribute("title", re.compile("prepared session"))
+    view = page.get_by_role("region", name="Comparison of cell 1", exact=True)
+    expect(view).to_contain_text("Compare with native is unavailable here")
+    expect(view).to_contain_text("g.run(...)")
 
 
 def test_ulp_distance_in_the_page(notebook: Page) -> None:

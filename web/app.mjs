@@ -176,6 +176,7 @@ function finishRun(msg) {
   cell.prompt.className = `prompt${msg.ok ? '' : ' failed'}`;
   cell.root.dataset.status = outcome;
   cell.compareButton.disabled = !msg.comparable;
+  explainCompare(cell, msg);
   state.running = null;
   ui.stop.disabled = true;
   notebook.onChange(); // its output is kept too
@@ -200,6 +201,25 @@ function request(type, fields) {
     state.replies.set(requestId, resolve);
     worker.postMessage({ type, requestId, ...fields });
   });
+}
+
+const COMPARE_TITLE = 'Run this cell\'s last graph natively (wgpu-py or cpu-python) and judge it against the protocol tolerance';
+
+/** Why Compare is greyed after a run, on the button and (for session cells) under the cell. */
+function explainCompare(cell, msg) {
+  let why = '';
+  if (!msg.comparable && msg.sessionRuns) {
+    why = 'Compare with native is unavailable here: this cell ran a prepared session, whose ' +
+      'tensors stay on the device between steps, so there is no single graph to send to the ' +
+      'native executor. Run the graph once with g.run(...) (or run_async / submit) to compare it.';
+  } else if (!msg.comparable) {
+    why = 'Compare with native is unavailable: this cell ran no graph (g.run, run_async or submit).';
+  }
+  cell.compareButton.title = why || COMPARE_TITLE;
+  if (msg.sessionRuns && !msg.comparable) {
+    cell.compare.hidden = false;
+    cell.compare.replaceChildren(el('p', { class: 'summary compare-unavailable', text: why }));
+  }
 }
 
 async function compareCell(cell) {

@@ -1,6 +1,6 @@
 // The compare panel under a cell: both backends, a per-output table of the max ulp difference,
 // and the two results side by side.
-import { compareResults, runNative, toNumber } from './compare.mjs';
+import { compareResults, runNative, toNumber, toleranceOf } from './compare.mjs';
 import { el, formatFloat32, tensorTable } from './render.mjs';
 
 function describeBrowser(result) {
@@ -32,28 +32,24 @@ function verdict(row) {
   return el('span', { class: 'differ', text: `${ulps} (at index ${row.worstIndex})` });
 }
 
-/** The op table (tolerance classes), loaded once. */
-let opTable = null;
-async function loadOpTable() {
-  if (!opTable) {
-    opTable = fetch(new URL('../backends-js/src/ops.json', import.meta.url)).then((r) => r.json())
-      .catch(() => null);
-  }
-  return opTable;
-}
-
 /**
  * What the protocol allows for this output: its op's tolerance class and ulp bound. Classes
  * with a scale term (reductions, matmul) also allow an error relative to the terms' size.
  */
-function toleranceNote(table, graph, name) {
-  const out = graph.outputs?.find((o) => o.name === name);
-  const node = graph.nodes?.find((n) => n.id === out?.id);
-  const op = node && table?.ops?.[node.op];
-  const cls = op && table.tolerance_classes?.[op.tolerance];
-  if (!cls) return '';
-  const scale = cls.scale_eps ? ' + a scale term' : '';
-  return `${node.op}: ${op.tolerance} (≤ ${cls.ulps} ulps${scale})`;
+function toleranceNote(row) {
+  const tol = toleranceOf(row.graph, row.name);
+  if (!tol) return '';
+  const scale = tol.cls.scale_eps ? ' + a scale term' : '';
+  return `${tol.op}: ${tol.tolerance} (≤ ${tol.cls.ulps} ulps${scale})`;
+}
+
+/** Pass/fail under the protocol tolerance, as the conformance runner judges. */
+function judgement(row) {
+  if (row.passed === undefined) return el('span', { class: 'differ', text: row.error ? 'fail' : '—' });
+  const note = row.scaleUnknown ? ' (scale term not known in the page: judged without it, stricter than the runner)' : '';
+  return row.passed
+    ? el('span', { class: 'agree verdict-pass', text: `pass${note}` })
+    : el('span', { class: 'differ verdict-fail', text: `fail: ${row.detail}${note}` });
 }
 
 /** Run `graph` natively and render the comparison into `container`. */
@@ -71,11 +67,14 @@ export async function showComparison(container, graph, browserResult) {
     return;
   }
   const ms = performance.now() - t0;
-  const rows = compareResults(browserResult, native);
+  const rows = compareResults(browserResult, native, graph).map((r) => ({ ...r, graph }));
   const nativeText = describeNative(native);
-  const ops = await loadOpTable();
+  const failed = rows.filter((r) => r.passed !== true).length;
+  const overall = failed
+    ? `${failed} of ${rows.length} output${rows.length === 1 ? '' : 's'} outside the protocol tolerance`
+    : `all ${rows.length} output${rows.length === 1 ? '' : 's'} within the protocol tolerance (judged as the conformance runner does, native as the reference)`;
   const table = el('table', { class: 'ulps', 'aria-label': 'Max difference per output' }, [
-    el('thead', {}, [el('tr', {}, ['output', 'shape', 'values', 'max difference', 'max |Δ|', 'protocol tolerance']
+    el('thead', {}, [el('tr', {}, ['output', 'shape', 'values', 'max difference', 'max |Δ|', 'protocol tolerance', 'verdict']
       .map((h) => el('th', { text: h, scope: 'col' })))]),
     el('tbody', {}, rows.map((r) => el('tr', {}, [
       el('td', { text: r.name }),
@@ -83,7 +82,8 @@ export async function showComparison(container, graph, browserResult) {
       el('td', { class: 'num', text: String(r.count ?? '') }),
       el('td', {}, [verdict(r)]),
       el('td', { class: 'num', text: r.maxAbs === undefined ? '' : formatFloat32(r.maxAbs) }),
-      el('td', { text: toleranceNote(ops, graph, r.name) }),
+      el('td', { text: toleranceNote(r) }),
+      el('td', {}, [judgement(r)]),
     ]))),
   ]);
   const side = (title, result) => el('div', { class: 'side' }, [
@@ -95,6 +95,7 @@ export async function showComparison(container, graph, browserResult) {
   container.replaceChildren(
     el('h3', { text: 'Browser vs native' }),
     el('p', { class: 'summary', text: `browser: ${describeBrowser(browserResult)} · native: ${nativeText.text} (${Math.round(ms)} ms round trip)`, title: nativeText.detail }),
+    el('p', { class: `summary verdict ${failed ? 'differ' : 'agree'}`, role: 'status', text: overall }),
     table,
     el('div', { class: 'sides' }, [side(`browser — ${browserResult.backend}`, browserResult), side(`native — ${native.backend}`, native)]),
   );

@@ -1,5 +1,9 @@
 // "Compare with native": the cell's last graph runs on the server (POST /api/execute: wgpu-py
-// on a hardware GPU, else cpu-python) and the two results are compared in float32 ulps.
+// on a hardware GPU, else cpu-python) and the two results are compared in float32 ulps, and
+// judged with the conformance runner's rule (backends-js/src/tolerance.mjs, the twin of
+// e2e/conformance/compare.py), the native result standing in for the reference.
+import { judge } from '../backends-js/src/tolerance.mjs';
+import opTable from '../backends-js/src/ops.json' with { type: 'json' };
 
 const f32 = new Float32Array(1);
 const i32 = new Int32Array(f32.buffer);
@@ -31,11 +35,34 @@ export function toNumber(v) {
   return Number(v);
 }
 
+/** The tolerance class of output `name`: its producing op's class in the op table. */
+export function toleranceOf(graph, name) {
+  const out = graph?.outputs?.find((o) => o.name === name);
+  const node = graph?.nodes?.find((n) => n.id === out?.id);
+  const tolerance = node && opTable.ops[node.op]?.tolerance;
+  return tolerance ? { op: node.op, tolerance, cls: opTable.tolerance_classes[tolerance] } : null;
+}
+
 /**
- * Per output: shapes, max ulp distance, max |difference|, and where the worst one is.
- * @returns {Array<{name, shapeBrowser, shapeNative, maxUlps, maxAbs, worstIndex, count, error?}>}
+ * The verdict on one output: the runner's judge with the native result as the reference. The
+ * page does not know the reference's per-element scale (reductions, matmul: the size of the
+ * summed terms), so the scale term is 0 here: a stricter bound than the runner's for those.
  */
-export function compareResults(browser, native) {
+function judgeRow(row, bd, nd, graph, dtype) {
+  const tol = toleranceOf(graph, row.name);
+  if (!tol) return row;
+  const verdict = judge(bd, nd, 0, tol.tolerance, dtype ?? 'float32');
+  return { ...row, op: tol.op, tolerance: tol.tolerance, passed: verdict.passed, detail: verdict.detail,
+    scaleUnknown: tol.cls.scale_eps > 0 };
+}
+
+/**
+ * Per output: shapes, max ulp distance, max |difference|, where the worst one is, and (given
+ * the graph) the pass/fail verdict under the output's protocol tolerance.
+ * @returns {Array<{name, shapeBrowser, shapeNative, maxUlps, maxAbs, worstIndex, count, error?,
+ *   op?, tolerance?, passed?, detail?, scaleUnknown?}>}
+ */
+export function compareResults(browser, native, graph = null) {
   const names = new Set([...Object.keys(browser.outputs ?? {}), ...Object.keys(native.outputs ?? {})]);
   return [...names].map((name) => {
     const b = browser.outputs?.[name];
@@ -51,7 +78,7 @@ export function compareResults(browser, native) {
       const abs = Math.abs(x - nd[i]);
       if (abs > row.maxAbs) row.maxAbs = abs;
     });
-    return row;
+    return judgeRow(row, ArrayBuffer.isView(b.data) ? b.data : bd, nd, graph, n.dtype ?? b.dtype);
   });
 }
 

@@ -84,7 +84,10 @@ function recording(rt) {
       return {
         async run(steps) {
           const result = await session.run(steps);
-          if (currentRun) { currentRun.graphs += 1; currentRun.backend = result.backend; }
+          if (currentRun) {
+            currentRun.graphs += 1; currentRun.backend = result.backend;
+            currentRun.sessionRuns = (currentRun.sessionRuns ?? 0) + 1; // not comparable: see app.mjs
+          }
           return result;
         },
         download: (key) => session.download(key),
@@ -238,7 +241,7 @@ async function run({ runId, cellId, cellLabel, code }) {
   const stopped = cancelRequested(control) || outcome.error?.type === 'KeyboardInterrupt';
   const done = {
     type: 'done', runId, ms: now() - t0, graphs: currentRun.graphs, backend: currentRun.backend, stopped,
-    comparable: lastGraphs.has(cellId), ...outcome,
+    comparable: lastGraphs.has(cellId), sessionRuns: currentRun.sessionRuns ?? 0, ...outcome,
   };
   currentRun = null;
   post(done);
