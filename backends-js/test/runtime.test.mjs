@@ -57,6 +57,8 @@ test('auto under node: webgpu and webgl2 are refused with reasons, the first bac
   for (const a of rt.attempts.slice(0, -1)) {
     assert.equal(a.ok, false);
     assert.ok(a.reason.length > 10, `a reason for ${a.backend}: ${a.reason}`);
+    // the attempt names its backend; its reason must not repeat it ("webgl2: webgl2: ...")
+    assert.ok(!a.reason.startsWith(`${a.backend}:`), `reason repeats the backend: ${a.reason}`);
   }
   assert.equal(rt.attempts[0].backend, 'webgpu');
   assert.equal(rt.attempts[0].ok, false, 'node has no WebGPU');
@@ -196,4 +198,13 @@ test('after dispose every call refuses with DISPOSED', async () => {
   await rejects(rt.execute(SEED), 'DISPOSED');
   await rejects(rt.prepare(SEED), 'DISPOSED');
   await rejects(rt.plan(SEED), 'DISPOSED');
+});
+
+test('an unavailable explicit backend names itself once in the error and the attempt', async () => {
+  await assert.rejects(createRuntime({ backend: 'webgl2' }), (err) => {
+    assert.equal(err.code, 'UNAVAILABLE');
+    assert.match(err.message, /webgl2: /);
+    assert.doesNotMatch(err.message, /webgl2: webgl2:/);
+    return true;
+  });
 });

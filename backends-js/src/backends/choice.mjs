@@ -20,6 +20,17 @@ import { BACKENDS, BACKEND_ORDER, openBackend } from './index.mjs';
  */
 
 /**
+ * An attempt's reason: the error's message without the "<backend>: " prefix openBackend puts on
+ * it, since the attempt names its backend and every list prints "<backend>: <reason>" (else the
+ * page showed "webgl2: webgl2: ...").
+ * @param {string} name @param {unknown} err
+ */
+function attemptReason(name, err) {
+  const text = err instanceof Error ? err.message : String(err);
+  return text.startsWith(`${name}: `) ? text.slice(name.length + 2) : text;
+}
+
+/**
  * Open the requested backend, or the first of BACKEND_ORDER that opens for 'auto'.
  * @param {RuntimeOptions} options
  */
@@ -34,8 +45,7 @@ export async function chooseBackend({ backend = 'auto', allowSoftware = false, s
       attempts.push({ backend: name, ok: true, software: Boolean(opened.info?.software) });
       return { opened, attempts };
     } catch (err) {
-      const reason = err instanceof Error ? err.message : String(err);
-      attempts.push({ backend: name, ok: false, reason });
+      attempts.push({ backend: name, ok: false, reason: attemptReason(name, err) });
       // An explicit backend is never downgraded; strict refuses any fallback.
       if (backend !== 'auto' || strict) throw unavailable(backend, attempts, err);
     }
@@ -75,8 +85,7 @@ export class BackendSet {
         this.opened.set(name, await openBackend(name, { allowSoftware, hooks },
           hooks.registry ?? BACKENDS));
       } catch (err) {
-        this.opened.set(name, { backend: name, ok: false,
-          reason: err instanceof Error ? err.message : String(err) });
+        this.opened.set(name, { backend: name, ok: false, reason: attemptReason(name, err) });
       }
     }
     return this.opened.get(name);
