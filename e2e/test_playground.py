@@ -258,6 +258,13 @@ def test_loading_shows_progress_and_backend(page: Page, playground_url: str) -> 
     attempts = page.get_by_label("Backend attempts")
     expect(attempts).to_contain_text("webgpu:")
     expect(attempts).to_contain_text("software")
+    # the refusals point at the page's checkbox, not at a JS option (issue 12, defect 9), and
+    # name their backend once
+    expect(attempts).to_contain_text('tick "Allow software adapters" in the toolbar')
+    expect(attempts).not_to_contain_text("allowSoftware")
+    for item in attempts.locator("li").all():
+        backend = item.inner_text().split(":")[0]
+        assert f"{backend}: {backend}:" not in item.inner_text(), item.inner_text()
 
 
 def test_backend_chosen_while_loading_is_used(page: Page, playground_url: str) -> None:

@@ -99,13 +99,16 @@ function recording(rt) {
   };
 }
 
+/** A refused software adapter points at the page's own switch (software-hint.mjs). */
+const PAGE_SOFTWARE_HINT = 'tick "Allow software adapters" in the toolbar to use it';
+
 async function openRuntime(backend, allowSoftware) {
   adapter?.dispose();
   runtime?.dispose?.();
   let error = null;
   try {
     const mod = await import('../backends-js/src/runtime.mjs');
-    runtime = await mod.createRuntime({ backend, allowSoftware });
+    runtime = await mod.createRuntime({ backend, allowSoftware, softwareHint: PAGE_SOFTWARE_HINT });
   } catch (err) {
     error = err instanceof GpuLabError ? err
       : new GpuLabError('UNAVAILABLE', `backend ${backend}: ${err?.message ?? err}`);

@@ -108,6 +108,10 @@ test('software adapters are refused unless allowed, and then results say so', as
   const calls = [];
   const registry = { webgpu: recordingModule(calls, { software: true, description: 'SwiftShader' }), cpu: BACKENDS.cpu };
   await rejects(createRuntime({ backend: 'webgpu', hooks: { registry } }), 'UNAVAILABLE', /software adapter SwiftShader/);
+  // the refusal says how to allow it: the option, or the caller's own hint (the page's checkbox)
+  await rejects(createRuntime({ backend: 'webgpu', hooks: { registry } }), 'UNAVAILABLE', /pass allowSoftware: true to createRuntime/);
+  await rejects(createRuntime({ backend: 'webgpu', softwareHint: 'tick the box', hooks: { registry } }),
+    'UNAVAILABLE', /SwiftShader \(tick the box\)/);
   const rt = await createRuntime({ backend: 'webgpu', allowSoftware: true, hooks: { registry } });
   assert.equal(rt.attempts[0].software, true);
   const r = await rt.execute(SEED);

@@ -15,7 +15,7 @@ import { BACKENDS, BACKEND_ORDER, openBackend } from './index.mjs';
  *   withoutKernels: ops (or op:dtype) every backend (an array) or the named backends (an
  *   object) answer as having no kernel for, so a test can see an UNSUPPORTED refusal and
  *   auto's fallback
- * @typedef {{backend?: 'auto'|'webgpu'|'webgl2'|'wasm'|'cpu', allowSoftware?: boolean,
+ * @typedef {{backend?: 'auto'|'webgpu'|'webgl2'|'wasm'|'cpu', allowSoftware?: boolean, softwareHint?: string,
  *   strict?: boolean, hooks?: Hooks}} RuntimeOptions
  */
 
@@ -34,14 +34,14 @@ function attemptReason(name, err) {
  * Open the requested backend, or the first of BACKEND_ORDER that opens for 'auto'.
  * @param {RuntimeOptions} options
  */
-export async function chooseBackend({ backend = 'auto', allowSoftware = false, strict = false, hooks = {} }) {
+export async function chooseBackend({ backend = 'auto', allowSoftware = false, softwareHint, strict = false, hooks = {} }) {
   const registry = hooks.registry ?? BACKENDS;
   const names = backend === 'auto' ? BACKEND_ORDER : [backend];
   /** @type {Attempt[]} */
   const attempts = [];
   for (const name of names) {
     try {
-      const opened = await openBackend(name, { allowSoftware, hooks }, registry);
+      const opened = await openBackend(name, { allowSoftware, softwareHint, hooks }, registry);
       attempts.push({ backend: name, ok: true, software: Boolean(opened.info?.software) });
       return { opened, attempts };
     } catch (err) {
@@ -80,9 +80,9 @@ export class BackendSet {
   /** @param {string} name @returns {Promise<any>} a backend, or the failed Attempt */
   async open(name) {
     if (!this.opened.has(name)) {
-      const { allowSoftware = false, hooks } = this.options;
+      const { allowSoftware = false, softwareHint, hooks } = this.options;
       try {
-        this.opened.set(name, await openBackend(name, { allowSoftware, hooks },
+        this.opened.set(name, await openBackend(name, { allowSoftware, softwareHint, hooks },
           hooks.registry ?? BACKENDS));
       } catch (err) {
         this.opened.set(name, { backend: name, ok: false, reason: attemptReason(name, err) });

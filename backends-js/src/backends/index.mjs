@@ -2,6 +2,7 @@
 // load is simply an unavailable backend; `auto` tries BACKEND_ORDER, fastest first, per graph
 // (the first that is available and whose supports(checked) says it has every kernel).
 import { GpuLabError } from '../errors.mjs';
+import { softwareHint } from './software-hint.mjs';
 
 /** @type {Record<string, () => Promise<any>>} */
 export const BACKENDS = {
@@ -23,7 +24,7 @@ function reasonOf(err) {
 /**
  * Load and open one backend, or throw GpuLabError('UNAVAILABLE') with the reason.
  * @param {string} name
- * @param {{allowSoftware?: boolean, hooks?: object}} options
+ * @param {{allowSoftware?: boolean, softwareHint?: string, hooks?: object}} options
  * @param {Record<string, () => Promise<any>>} [registry]
  */
 export async function openBackend(name, options, registry = BACKENDS) {
@@ -55,7 +56,7 @@ export async function openBackend(name, options, registry = BACKENDS) {
   if (backend.info?.software && !options.allowSoftware) {
     backend.dispose?.();
     throw new GpuLabError('UNAVAILABLE', `${name}: refused software adapter ` +
-      `${backend.info.description ?? ''} (pass allowSoftware: true)`);
+      `${backend.info.description ?? ''} (${softwareHint(options)})`);
   }
   return backend;
 }

@@ -50,10 +50,10 @@ export function supports(checked, options) {
 }
 
 /**
- * @param {{allowSoftware?: boolean, hooks?: Record<string, any>}} [opts]
+ * @param {{allowSoftware?: boolean, softwareHint?: string, hooks?: Record<string, any>}} [opts]
  */
-export async function createBackend({ allowSoftware = false, hooks = {} } = {}) {
-  const ctx = openContext({ allowSoftware });
+export async function createBackend({ allowSoftware = false, softwareHint, hooks = {} } = {}) {
+  const ctx = openContext({ allowSoftware, softwareHint });
   const gl = ctx.gl;
   const maxTextureSize = Math.min(ctx.maxTextureSize, hooks?.webgl2MaxTextureSize ?? Infinity);
   const pool = new TexturePool(gl, maxTextureSize, hooks?.webgl2PoolBytes);

@@ -94,12 +94,12 @@ function plannerLimits(device, minMatmulWorkgroups, lower = {}) {
 }
 
 /**
- * @param {{allowSoftware?: boolean, hooks?: Record<string, any>}} [opts]
+ * @param {{allowSoftware?: boolean, softwareHint?: string, hooks?: Record<string, any>}} [opts]
  */
-export async function createBackend({ allowSoftware = false, hooks: given = {} } = {}) {
+export async function createBackend({ allowSoftware = false, softwareHint, hooks: given = {} } = {}) {
   /** @type {Record<string, any>} */
   const hooks = given && typeof given === 'object' ? given : {};
-  const { adapter, facts, software } = await acquireAdapter({ allowSoftware });
+  const { adapter, facts, software } = await acquireAdapter({ allowSoftware, softwareHint });
   const gpu = await openDevice(adapter);
   const counters = { submits: 0 };
   const pool = new BufferPool(gpu.device);

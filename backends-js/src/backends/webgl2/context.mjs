@@ -2,6 +2,7 @@
 // the main thread), float render targets required, software renderers refused unless allowed,
 // and context loss turned into BACKEND errors instead of silent no-op GL calls.
 import { GpuLabError } from '../../errors.mjs';
+import { softwareHint } from '../software-hint.mjs';
 
 /** Renderer names of software rasterizers (matched case-insensitively). */
 const SOFTWARE_RENDERERS = ['swiftshader', 'llvmpipe', 'softpipe', 'microsoft basic render'];
@@ -43,10 +44,10 @@ function rendererFacts(gl) {
 
 /**
  * Open a WebGL2 context or throw UNAVAILABLE with the reason.
- * @param {{allowSoftware: boolean}} opts
+ * @param {{allowSoftware: boolean, softwareHint?: string}} opts
  * @returns {GlContext}
  */
-export function openContext({ allowSoftware }) {
+export function openContext({ allowSoftware, softwareHint: hint }) {
   const canvas = makeCanvas();
   /** @type {WebGL2RenderingContext|null} */
   const gl = /** @type {any} */ (canvas.getContext('webgl2', CONTEXT_ATTRIBUTES));
@@ -58,7 +59,7 @@ export function openContext({ allowSoftware }) {
     throw new GpuLabError('UNAVAILABLE', why);
   };
   if (software && !allowSoftware) {
-    fail(`software renderer refused: "${renderer}" (pass allowSoftware: true to use it)`);
+    fail(`software renderer refused: "${renderer}" (${softwareHint({ softwareHint: hint })})`);
   }
   if (!gl.getExtension('EXT_color_buffer_float')) {
     fail(`EXT_color_buffer_float missing on "${renderer}": float32 render targets are required`);

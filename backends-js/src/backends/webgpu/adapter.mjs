@@ -3,6 +3,7 @@
 // "GPU" while running on the CPU).
 
 import { GpuLabError } from '../../errors.mjs';
+import { softwareHint } from '../software-hint.mjs';
 
 /** Software renderers recognised by name: [lower-case needle, display name]. */
 const SOFTWARE_NAMES = [
@@ -90,7 +91,7 @@ export async function acquireAdapter(opts = {}) {
   if (soft && !allowSoftware) {
     throw new GpuLabError(
       'UNAVAILABLE',
-      `refused software adapter: ${describeAdapter(facts, soft)} — pass allowSoftware: true`,
+      `refused software adapter: ${describeAdapter(facts, soft)} — ${softwareHint(opts)}`,
     );
   }
   return { adapter, facts, software: soft !== null };
