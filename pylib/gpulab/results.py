@@ -87,6 +87,21 @@ class OutputEntry(dict):
     def __reduce__(self) -> Any:  # pickles (and copy.deepcopy) as a plain dict
         return (dict, (self.copy(),))
 
+    def tolist(self) -> Any:
+        """The values nested by `shape` (as numpy's `tolist()`): a number for shape [], a list
+        of rows for [rows, cols]; `data` stays the protocol's flat list."""
+        return nested(self["data"], [int(n) for n in self["shape"]])
+
+
+def nested(flat: list[Any], shape: list[int]) -> Any:
+    """A flat row-major list as nested lists of `shape`."""
+    if not shape:
+        return flat[0]
+    if len(shape) == 1:
+        return list(flat)
+    step = len(flat) // shape[0] if shape[0] else 0
+    return [nested(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
+
 
 def _materializing(name: str) -> Any:
     """A dict method that first builds `data` (so a write, a delete or a pop of it is not

@@ -17,7 +17,7 @@ import pytest
 from gpulab import GpuLabError, Graph, Tensor, optable
 from gpulab.host import SessionLike
 from gpulab.pyodide_bridge import BrowserSession
-from gpulab.results import OutputEntry, output_entry
+from gpulab.results import OutputEntry, buffer_entry, output_entry
 from gpulab.session import Session
 
 PACKAGE = Path(__file__).resolve().parents[1] / "gpulab"
@@ -274,3 +274,16 @@ def test_page_feeds_are_buffers_of_their_dtype():
     with pytest.raises(GpuLabError) as info:
         feed_buffer(["x"], "float32")
     assert info.value.code == "VALIDATION" and "float32" in info.value.message
+
+
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3), (2, 0, 3), (2, 1, 2, 2)])
+def test_output_tolist_nests_by_shape_as_numpy(shape: tuple[int, ...]) -> None:
+    """result["outputs"][name].tolist(): the values nested by shape, native and page entries
+    alike (issue 12, defect 9); `data` stays flat."""
+    import array
+
+    arr = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    assert output_entry(arr, shape).tolist() == arr.tolist()
+    page = buffer_entry(array.array("f", arr.reshape(-1).tolist()), list(shape), "float32")
+    assert page.tolist() == arr.tolist()
+    assert page["data"] == arr.reshape(-1).tolist()
