@@ -1,45 +1,6 @@
-"""Headless Chromium for the browser lanes: the system's Chromium, launched by Playwright.
+"""Headless Chromium for the browser tests: the conformance suite's own finder and launcher
+(e2e/conformance/browser.py, which ships in the wheel), re-exported for the e2e tests."""
 
-Playwright cannot download its own browsers here, so the executable comes from
-GPULAB_CHROMIUM (an env var) or /usr/bin/chromium. WebGPU in this Chromium is SwiftShader and
-WebGL2 is ANGLE on SwiftShader: software adapters, so every lane that uses them passes
-allowSoftware and is labelled software in its report.
-"""
+from e2e.conformance.browser import CHROMIUM_FLAGS, chromium_path, launch
 
-from __future__ import annotations
-
-import os
-import shutil
-
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--enable-unsafe-webgpu",
-    "--enable-features=Vulkan",
-    "--use-vulkan=swiftshader",
-    "--use-angle=swiftshader",
-    "--ignore-gpu-blocklist",
-]
-
-
-def chromium_path() -> str:
-    """Path of the Chromium binary to drive, or raise with what to install."""
-    path = os.environ.get("GPULAB_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-    if not os.path.exists(path):
-        raise RuntimeError(
-            "Chromium not found: set GPULAB_CHROMIUM or `apt-get install chromium` "
-            "(make test does this)"
-        )
-    return path
-
-
-def launch(playwright):
-    """Launch headless Chromium with the flags this machine needs."""
-    os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
-    return playwright.chromium.launch(
-        executable_path=chromium_path(), headless=True, args=CHROMIUM_FLAGS
-    )
+__all__ = ["CHROMIUM_FLAGS", "chromium_path", "launch"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from e2e.conformance.reference import OP_TABLE
+from .reference import OP_TABLE
 
 EPS32 = float(np.finfo(np.float32).eps)
 CLASSES: dict[str, dict] = OP_TABLE["tolerance_classes"]
@@ -27,7 +27,9 @@ class Comparison:
     bad: int  # elements outside the tolerance
     worst: int  # flat index of the worst element (the first bad one when any fail)
     detail: str  # "" when passed; else the worst element, got vs want, and the allowed error
-    used: float = 0.0  # largest |got - ref| / allowed: the share of the tolerance used (exact: 0/inf)
+    used: float = (
+        0.0  # largest |got - ref| / allowed: the share of the tolerance used (exact: 0/inf)
+    )
 
 
 def ulp32(ref: np.ndarray) -> np.ndarray:
@@ -76,8 +78,7 @@ def compare_ints(got: np.ndarray, ref: np.ndarray, dtype: str) -> Comparison:
     float array (a backend that lost the dtype) fails even when its values are equal."""
     got = np.asarray(got).reshape(-1)
     if got.dtype.kind not in "iub":
-        return Comparison(False, np.inf, got.size, 0, f"got {got.dtype} data, want {dtype}",
-                          np.inf)
+        return Comparison(False, np.inf, got.size, 0, f"got {got.dtype} data, want {dtype}", np.inf)
     got = got.astype(np.int64)
     ref = np.asarray(ref).reshape(-1).astype(np.int64)
     ok = got == ref
@@ -85,14 +86,16 @@ def compare_ints(got: np.ndarray, ref: np.ndarray, dtype: str) -> Comparison:
     worst = int(np.argmax(~ok)) if bad else 0
     detail = ""
     if bad:
-        detail = (f"{bad} of {got.size} {dtype} elements differ; first at [{worst}]: "
-                  f"got {int(got[worst])} want {int(ref[worst])} (exact)")
-    return Comparison(bad == 0, np.inf if bad else 0.0, bad, worst, detail,
-                      np.inf if bad else 0.0)
+        detail = (
+            f"{bad} of {got.size} {dtype} elements differ; first at [{worst}]: "
+            f"got {int(got[worst])} want {int(ref[worst])} (exact)"
+        )
+    return Comparison(bad == 0, np.inf if bad else 0.0, bad, worst, detail, np.inf if bad else 0.0)
 
 
-def compare(got: np.ndarray, ref: np.ndarray, scale: np.ndarray, tolerance: str,
-            dtype: str = "float32") -> Comparison:
+def compare(
+    got: np.ndarray, ref: np.ndarray, scale: np.ndarray, tolerance: str, dtype: str = "float32"
+) -> Comparison:
     """Judge `got` (same shape as ref) against the reference under a tolerance class; a
     non-float32 dtype compares integers exactly (whatever the class)."""
     if dtype != "float32":
@@ -128,5 +131,6 @@ def _used(got: np.ndarray, ref: np.ndarray, scale: np.ndarray, cls: dict, bad: i
         return np.inf if bad else 0.0
     with np.errstate(all="ignore"):
         share = np.abs(got[both].astype(np.float64) - ref[both]) / allowed_error(
-            ref[both], scale[both], cls)
+            ref[both], scale[both], cls
+        )
     return max(float(share.max()), np.inf if bad and share.max() <= 1 else 0.0)

@@ -10,11 +10,22 @@ A lane that cannot run here says UNAVAILABLE with the reason; it is never report
 - node-webgpu: the same with `--import bench/dawn/setup.mjs` (Dawn from npm `webgpu` as
   navigator.gpu; GPULAB_DAWN names its index.js): the page's WebGPU backend unchanged on a
   hardware GPU. Dawn refuses lavapipe, so on a machine without a GPU it is UNAVAILABLE.
-- browser-webgpu / -webgl2 / -wasm / -cpu: headless Chromium on e2e/conformance/page.html.
+- chromium-webgpu / -webgl2 / -wasm / -cpu: headless Chromium on page.html (the older names
+  browser-webgpu etc. are aliases).
 
-Each executor runs one backend lane of lanes.json (`lane_of`): node-cpu and browser-cpu are
+Each executor runs one backend lane of lanes.json (`lane_of`): node-cpu and chromium-cpu are
 both lane `cpu`. Node and browser lanes take a test hook, `without_kernels=[op, ...]`, that
 makes the runtime answer as if the backend had no kernel for those ops (hooks.withoutKernels).
+The JS lanes run the runtime of layout.default_runtime() (the checkout's, or the wheel's) or
+the one given as `runtime=JsRuntime.at(path)` (an installed gpu-lab npm package); the browser
+lanes serve it with the page from a server of their own under the tree's URL layout.
+
+A second test hook makes one lane's kernel for some ops return wrong bits, `break_ops=[op]`
+(or GPULAB_CONFORMANCE_BREAK="lane:op,lane:op" in the environment, read by the runner):
+cpu-python swaps the op's kernel in gpulab.cpu.kernels.KERNELS for one whose result has the
+lowest bit of every element flipped; the JS lanes flip the same bit of every output a node of
+that op produced, after the runtime returns (run_cases.mjs). It proves a wrong kernel fails the
+run and is named in the report.
 """
 
 from __future__ import annotations
@@ -24,14 +35,16 @@ import contextlib
 import json
 import os
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
-NODE_EXECUTOR = Path(__file__).with_name("node_executor.mjs")
+from .layout import SUITE_DIR, TREE_ROOT, JsRuntime, default_runtime
+
+ROOT = Path(__file__).resolve().parents[2]  # the checkout's root (in a checkout)
+NODE_EXECUTOR = SUITE_DIR / "node_executor.mjs"
 DAWN_SETUP = ROOT / "bench" / "dawn" / "setup.mjs"  # node-webgpu's preload (Dawn, file: fetch)
 PAGE_PATH = "/e2e/conformance/page.html"
 
@@ -62,6 +75,7 @@ class LaneRun:
 Executor = Callable[..., LaneRun]
 EXECUTORS: dict[str, Executor] = {}
 LANES: dict[str, str] = {}  # executor -> the backend lane of lanes.json it runs
+ALIASES: dict[str, str] = {}  # an older executor name -> its name now
 
 
 def executor(name: str, lane: str) -> Callable[[Executor], Executor]:
@@ -73,9 +87,14 @@ def executor(name: str, lane: str) -> Callable[[Executor], Executor]:
     return register
 
 
+def resolve(name: str) -> str:
+    """An executor's registered name (an alias resolved)."""
+    return ALIASES.get(name, name)
+
+
 def lane_of(name: str) -> str:
     """The lanes.json lane an executor runs (its own name where it was not registered)."""
-    return LANES.get(name, name)
+    return LANES.get(resolve(name), name)
 
 
 def unavailable(name: str, reason: str) -> LaneRun:
@@ -140,8 +159,13 @@ def _run_host(name: str, backend: str, cases: list[dict], **kwargs: object) -> L
             info.backend = result.get("backend", backend)
             info.extra["stats"] = json.loads(json.dumps(stats, default=str))
         if result.get("backend") != backend:  # a lane must not count another backend's result
-            results[case["name"]] = RawResult(error={
-                "code": "FALLBACK", "message": f"ran on {result.get('backend')}", "node": None})
+            results[case["name"]] = RawResult(
+                error={
+                    "code": "FALLBACK",
+                    "message": f"ran on {result.get('backend')}",
+                    "node": None,
+                }
+            )
             continue
         results[case["name"]] = RawResult(outputs=_host_outputs(result))
     if backend == "cpu-python":
@@ -149,13 +173,47 @@ def _run_host(name: str, backend: str, cases: list[dict], **kwargs: object) -> L
     return LaneRun(info, results)
 
 
+def flip_low_bits(arr: np.ndarray) -> np.ndarray:
+    """The array with the lowest bit of every element flipped (the broken-kernel hook)."""
+    arr = np.ascontiguousarray(arr)
+    bits = arr.view(f"u{arr.dtype.itemsize}") ^ np.array(1, dtype=f"u{arr.dtype.itemsize}")
+    return bits.view(arr.dtype).reshape(arr.shape)
+
+
+@contextlib.contextmanager
+def broken_cpu_kernels(ops: list[str]) -> Iterator[None]:
+    """cpu-python's kernels for `ops` replaced by ones returning wrong bits (a test hook)."""
+    from gpulab.cpu import kernels
+
+    unknown = [op for op in ops if op not in kernels.KERNELS]
+    if unknown:
+        raise ValueError(f"break hook: cpu-python has no kernel for {unknown}")
+    saved = {op: kernels.KERNELS[op] for op in ops}
+
+    def broken(good: Callable) -> Callable:
+        return lambda node, args: flip_low_bits(np.asarray(good(node, args)))
+
+    kernels.KERNELS.update({op: broken(fn) for op, fn in saved.items()})
+    try:
+        yield
+    finally:
+        kernels.KERNELS.update(saved)
+
+
 @executor("cpu-python", lane="cpu-python")
-def run_cpu_python(cases: list[dict], **_: object) -> LaneRun:
-    return _run_host("cpu-python", "cpu-python", cases)
+def run_cpu_python(cases: list[dict], break_ops: list[str] | None = None, **_: object) -> LaneRun:
+    if not break_ops:
+        return _run_host("cpu-python", "cpu-python", cases)
+    with broken_cpu_kernels(list(break_ops)):
+        return _run_host("cpu-python", "cpu-python", cases)
 
 
 @executor("wgpu", lane="wgpu")
-def run_wgpu(cases: list[dict], allow_software: bool = False, **_: object) -> LaneRun:
+def run_wgpu(
+    cases: list[dict], allow_software: bool = False, break_ops: list[str] | None = None, **_: object
+) -> LaneRun:
+    if break_ops:
+        raise ValueError("break hook: the wgpu lane has none (use cpu-python or a JS lane)")
     return _run_host("wgpu", "wgpu", cases, allow_software=allow_software)
 
 
@@ -168,7 +226,9 @@ def _js_outputs(outputs: Mapping) -> dict[str, np.ndarray]:
     for name, out in outputs.items():
         raw = base64.b64decode(out["b64"])
         wire = np.dtype(WIRE_DTYPES[out.get("dtype", "float32")])
-        arrays[name] = np.frombuffer(raw, dtype=wire).reshape(out["shape"]).astype(wire.newbyteorder("="))
+        arrays[name] = (
+            np.frombuffer(raw, dtype=wire).reshape(out["shape"]).astype(wire.newbyteorder("="))
+        )
     return arrays
 
 
@@ -177,8 +237,13 @@ def _js_lane(name: str, payload: Mapping) -> LaneRun:
     lane = payload.get("lane", {})
     if not lane.get("available", False):
         return unavailable(name, lane.get("reason", "no reason given"))
-    info = LaneInfo(name, backend=lane.get("backend"), adapter=lane.get("adapter"),
-                    software=lane.get("software"), extra=lane.get("extra", {}))
+    info = LaneInfo(
+        name,
+        backend=lane.get("backend"),
+        adapter=lane.get("adapter"),
+        software=lane.get("software"),
+        extra=lane.get("extra", {}),
+    )
     results = {}
     for r in payload.get("results", []):
         if r.get("error"):
@@ -195,8 +260,9 @@ def _case_payload(cases: list[dict]) -> list[dict]:
 BATCH = 100  # cases per node process / page call: a crash loses one batch, not the lane
 
 
-def _run_js_batches(name: str, cases: list[dict], run_batch: Callable[[list[dict]], dict]
-                    ) -> LaneRun:
+def _run_js_batches(
+    name: str, cases: list[dict], run_batch: Callable[[list[dict]], dict]
+) -> LaneRun:
     """Run the cases in batches; a batch that crashes fails its cases (code CRASH)."""
     info: LaneInfo | None = None
     results: dict[str, RawResult] = {}
@@ -220,22 +286,56 @@ def _run_js_batches(name: str, cases: list[dict], run_batch: Callable[[list[dict
     return LaneRun(info, results)
 
 
-def _run_node(name: str, backend: str, cases: list[dict], allow_software: bool = False,
-              timeout_s: float = 600, without_kernels: list[str] | None = None,
-              node_args: tuple[str, ...] = (), **_: object) -> LaneRun:
-    cmd = [os.environ.get("NODE", "node"), *node_args, str(NODE_EXECUTOR), backend]
+def node_command() -> str:
+    """The node binary: $NODE, else `node` on PATH."""
+    return os.environ.get("NODE", "node")
+
+
+def _run_node(
+    name: str,
+    backend: str,
+    cases: list[dict],
+    allow_software: bool = False,
+    timeout_s: float = 600,
+    without_kernels: list[str] | None = None,
+    node_args: tuple[str, ...] = (),
+    runtime: JsRuntime | None = None,
+    break_ops: list[str] | None = None,
+    **_: object,
+) -> LaneRun:
+    runtime = runtime or default_runtime()
+    cmd = [
+        node_command(),
+        *node_args,
+        str(NODE_EXECUTOR),
+        backend,
+        "--runtime=" + runtime.entry.as_uri(),
+    ]
     if allow_software:
         cmd.append("--allow-software")
     if without_kernels:
         cmd.append("--without-kernels=" + ",".join(without_kernels))
+    if break_ops:
+        cmd.append("--break-ops=" + ",".join(break_ops))
 
     def run_batch(batch: list[dict]) -> dict:
-        proc = subprocess.run(cmd, input=json.dumps(_case_payload(batch)), capture_output=True,
-                              text=True, timeout=timeout_s, cwd=ROOT, check=False)
+        proc = subprocess.run(
+            cmd,
+            input=json.dumps(_case_payload(batch)),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            cwd=SUITE_DIR,
+            check=False,
+        )
         if proc.returncode != 0:
             raise RuntimeError(f"node executor exited {proc.returncode}: {proc.stderr[-2000:]}")
         return json.loads(proc.stdout)
 
+    try:
+        runtime.check()
+    except FileNotFoundError as exc:
+        return unavailable(name, str(exc))
     return _run_js_batches(name, cases, run_batch)
 
 
@@ -251,27 +351,57 @@ def run_node_wasm(cases: list[dict], **opts: object) -> LaneRun:
 
 @executor("node-webgpu", lane="webgpu")
 def run_node_webgpu(cases: list[dict], **opts: object) -> LaneRun:
-    return _run_node("node-webgpu", "webgpu", cases,  # type: ignore[arg-type]
-                     node_args=("--import", DAWN_SETUP.as_uri()), **opts)
+    if TREE_ROOT is None:
+        return unavailable(
+            "node-webgpu",
+            "node-webgpu needs a checkout (bench/dawn/setup.mjs "
+            "and the npm `webgpu` package): it is not part of the wheel",
+        )
+    return _run_node(
+        "node-webgpu",
+        "webgpu",
+        cases,  # type: ignore[arg-type]
+        node_args=("--import", DAWN_SETUP.as_uri()),
+        **opts,
+    )
+
+
+def suite_routes(runtime: JsRuntime) -> list:
+    """The tree's URL layout over wherever the files are: /backends-js/src/ (the runtime; its
+    kernel-files.mjs then reads /kernels/), /kernels/ and /e2e/conformance/ (the page)."""
+    from gpulab.server import Mount
+
+    return [
+        Mount("/backends-js/src/", runtime.src),
+        Mount("/kernels/", runtime.kernels),
+        Mount("/e2e/conformance/", SUITE_DIR),
+    ]
 
 
 @contextlib.contextmanager
-def _browser_and_server(browser: object = None, server_url: str | None = None):
+def _browser_and_server(
+    browser: object = None,
+    server_url: str | None = None,
+    runtime: JsRuntime | None = None,
+    browser_path: str | None = None,
+):
     """Reuse the caller's browser/server (pytest fixtures) or start our own."""
     with contextlib.ExitStack() as stack:
         if server_url is None:
             from gpulab.static_server import start_server
 
-            srv = start_server(ROOT, host="127.0.0.1", port=0)
+            runtime = runtime or default_runtime()
+            runtime.check()
+            srv = start_server(SUITE_DIR, host="127.0.0.1", port=0, routes=suite_routes(runtime))
             stack.callback(srv.shutdown)
             server_url = f"http://127.0.0.1:{srv.server_address[1]}"
         if browser is None:
             from playwright.sync_api import sync_playwright
 
-            from e2e.browser import launch
+            from .browser import launch
 
             pw = stack.enter_context(sync_playwright())
-            browser = launch(pw)
+            browser = launch(pw, browser_path)
             stack.callback(browser.close)  # type: ignore[attr-defined]
         yield browser, server_url
 
@@ -299,17 +429,33 @@ class _LanePage:
             raise RuntimeError(f"{PAGE_PATH} did not load: {self.console[-5:]}") from exc
         self.page = page
 
-    def run(self, backend: str, allow_software: bool, batch: list[dict],
-            without_kernels: list[str]) -> dict:
+    def run(
+        self,
+        backend: str,
+        allow_software: bool,
+        batch: list[dict],
+        without_kernels: list[str],
+        break_ops: list[str],
+    ) -> dict:
         if self.page is None:
             self.open()
         try:
             return self.page.evaluate(  # type: ignore[union-attr]
-                "([b, s, c, w]) => window.gpulabConformance.run(b, s, c, w)",
-                [backend, allow_software, _case_payload(batch), without_kernels])
+                "([b, s, c, w, x]) => window.gpulabConformance.run(b, s, c, w, x)",
+                [backend, allow_software, _case_payload(batch), without_kernels, break_ops],
+            )
         except Exception:
             self.page = None  # the next batch gets a fresh page
             raise
+
+    def machine(self) -> dict:
+        """The browser's own view: user agent, WebGPU adapter info (fallback flag), WebGL2."""
+        if self.page is None:
+            self.open()
+        try:
+            return self.page.evaluate("() => window.gpulabConformance.machine()")  # type: ignore[union-attr]
+        except Exception as exc:  # noqa: BLE001 - the summary says what it could not read
+            return {"error": f"{type(exc).__name__}: {exc}"}
 
     def close(self) -> None:
         if self.ctx is not None:
@@ -318,33 +464,59 @@ class _LanePage:
         self.ctx = self.page = None
 
 
-def _run_browser(name: str, backend: str, cases: list[dict], allow_software: bool = False,
-                 browser: object = None, server_url: str | None = None,
-                 timeout_s: float = 600, without_kernels: list[str] | None = None,
-                 **_: object) -> LaneRun:
+def _run_browser(
+    name: str,
+    backend: str,
+    cases: list[dict],
+    allow_software: bool = False,
+    browser: object = None,
+    server_url: str | None = None,
+    timeout_s: float = 600,
+    without_kernels: list[str] | None = None,
+    runtime: JsRuntime | None = None,
+    browser_path: str | None = None,
+    break_ops: list[str] | None = None,
+    **_: object,
+) -> LaneRun:
+    machine: dict = {}
     try:
-        with _browser_and_server(browser, server_url) as (b, url):
+        with _browser_and_server(browser, server_url, runtime, browser_path) as (b, url):
             lane_page = _LanePage(b, url, timeout_s)
             try:
                 lane_page.open()
+                machine = {
+                    "browser": "chromium",
+                    "version": getattr(b, "version", None),
+                    **lane_page.machine(),
+                }
                 run = _run_js_batches(
-                    name, cases, lambda batch: lane_page.run(backend, allow_software, batch,
-                                                             list(without_kernels or [])))
+                    name,
+                    cases,
+                    lambda batch: lane_page.run(
+                        backend,
+                        allow_software,
+                        batch,
+                        list(without_kernels or []),
+                        list(break_ops or []),
+                    ),
+                )
             finally:
                 lane_page.close()
     except Exception as exc:  # noqa: BLE001 - a lane that cannot start is UNAVAILABLE
         return unavailable(name, f"browser lane did not run: {type(exc).__name__}: {exc}")
     run.info.extra["console"] = lane_page.console[-20:]
+    run.info.extra["machine"] = machine
     return run
 
 
 def _browser_executor(backend: str) -> Executor:
-    lane = f"browser-{backend}"
+    lane = f"chromium-{backend}"
 
     def run(cases: list[dict], **opts: object) -> LaneRun:
         return _run_browser(lane, backend, cases, **opts)  # type: ignore[arg-type]
 
-    run.__name__ = f"run_browser_{backend}"
+    run.__name__ = f"run_chromium_{backend}"
+    ALIASES[f"browser-{backend}"] = lane
     return executor(lane, lane=backend)(run)
 
 

@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from e2e.conformance.reference import OP_TABLE, operand_ids
+from .reference import OP_TABLE, operand_ids
 
 LANES_PATH = Path(__file__).with_name("lanes.json")
 

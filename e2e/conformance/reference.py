@@ -60,11 +60,11 @@ import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-OPS_JSON = Path(__file__).resolve().parents[2] / "backends-js" / "src" / "ops.json"
+from .layout import OPS_JSON  # backends-js/src/ops.json, in the tree or the wheel
+
 OP_TABLE: dict = json.loads(OPS_JSON.read_text())
 REDUCE_LANES: int = OP_TABLE["reduce_lanes"]
 NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}

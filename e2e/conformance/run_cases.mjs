@@ -73,14 +73,34 @@ function withTimeout(promise, ms, what) {
 }
 
 /**
+ * The broken-kernel test hook: a copy of the data with the lowest bit of every element flipped.
+ * @param {ArrayBufferView} typed @returns {Uint8Array}
+ */
+function flipLowBits(typed) {
+  const bytes = new Uint8Array(typed.buffer.slice(typed.byteOffset, typed.byteOffset + typed.byteLength));
+  const size = /** @type {any} */ (typed).BYTES_PER_ELEMENT ?? 1;
+  for (let i = 0; i < bytes.length; i += size) bytes[i] ^= 1;  // little-endian: the low byte
+  return bytes;
+}
+
+/** Output names whose node's op is in `ops` (the ops the break hook corrupts). */
+function brokenOutputs(/** @type {any} */ graph, /** @type {string[]} */ ops) {
+  if (!ops.length || !Array.isArray(graph?.nodes) || !Array.isArray(graph?.outputs)) return new Set();
+  const opOf = new Map(graph.nodes.map((/** @type {any} */ n) => [n.id, n.op]));
+  return new Set(graph.outputs.filter((/** @type {any} */ o) => ops.includes(opOf.get(o.id)))
+    .map((/** @type {any} */ o) => o.name));
+}
+
+/**
  * @param {(opts: object) => Promise<any>} createRuntime
  * @param {{backend: string, allowSoftware: boolean, caseTimeoutMs?: number,
- *   withoutKernels?: string[]}} opts  withoutKernels: a test hook, ops the backend answers as
- *   having no kernel for (the runtime's hooks.withoutKernels)
+ *   withoutKernels?: string[], breakOps?: string[]}} opts  withoutKernels: a test hook, ops the
+ *   backend answers as having no kernel for (the runtime's hooks.withoutKernels); breakOps:
+ *   another, ops whose outputs come back with the lowest bit of every element flipped
  * @param {{name: string, graph: object}[]} cases
  */
 export async function runCases(createRuntime, { backend, allowSoftware, caseTimeoutMs = 60000,
-  withoutKernels = [] }, cases) {
+  withoutKernels = [], breakOps = [] }, cases) {
   let runtime;
   try {
     runtime = await createRuntime({ backend, allowSoftware,
@@ -102,9 +122,12 @@ export async function runCases(createRuntime, { backend, allowSoftware, caseTime
         }
         /** @type {Record<string, {shape: number[], dtype: string, b64: string}>} */
         const outputs = {};
+        const broken = brokenOutputs(graph, breakOps);
         for (const [outName, out] of Object.entries(res.outputs)) {
           const dtype = out.dtype ?? 'float32';
-          outputs[outName] = { shape: Array.from(out.shape), dtype, b64: toBase64(typedOf(out.data, dtype)) };
+          const typed = typedOf(out.data, dtype);
+          const data = broken.has(outName) ? flipLowBits(typed) : typed;
+          outputs[outName] = { shape: Array.from(out.shape), dtype, b64: toBase64(data) };
         }
         results.push({ name, outputs });
       } catch (err) {

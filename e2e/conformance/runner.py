@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -25,10 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
-from e2e.conformance.compare import compare
-from e2e.conformance.executors import EXECUTORS, LaneInfo, LaneRun, RawResult, lane_of
-from e2e.conformance.lanes import Lanes, listed_entry, load_lanes
-from e2e.conformance.reference import OP_TABLE, NodeRef, evaluate, operand_ids
+from .compare import compare
+from .executors import EXECUTORS, LaneInfo, LaneRun, RawResult, lane_of, resolve
+from .lanes import Lanes, listed_entry, load_lanes
+from .reference import OP_TABLE, NodeRef, evaluate, operand_ids
 
 CASES_PATH = Path(__file__).with_name("cases.json")
 CPU_BACKENDS = {"cpu", "wasm", "cpu-python"}
@@ -147,8 +148,9 @@ def _outputs_used_as_operands(graph: Mapping) -> set[int]:
     return {i for node in graph["nodes"] for i in operand_ids(node) if i in outs}
 
 
-def check_case(case: Mapping, raw: RawResult | None,
-               listed: tuple[str, str] | None = None) -> CaseResult:
+def check_case(
+    case: Mapping, raw: RawResult | None, listed: tuple[str, str] | None = None
+) -> CaseResult:
     """Judge one executor result: every output against the reference from its operands.
 
     `listed` (entry, reason) from lanes.json: the lane must refuse the case with UNSUPPORTED;
@@ -157,23 +159,32 @@ def check_case(case: Mapping, raw: RawResult | None,
     if listed is not None:
         return _check_listed(case, raw, *listed)
     if raw is None:
-        return CaseResult(case["name"], case["op"], False, math.inf, "no result from executor",
-                          used=math.inf)
+        return CaseResult(
+            case["name"], case["op"], False, math.inf, "no result from executor", used=math.inf
+        )
     if raw.error is not None:
         err = raw.error
-        return CaseResult(case["name"], case["op"], False, math.inf,
-                          f"{err.get('code')}: {err.get('message')}", used=math.inf)
+        return CaseResult(
+            case["name"],
+            case["op"],
+            False,
+            math.inf,
+            f"{err.get('code')}: {err.get('message')}",
+            used=math.inf,
+        )
     graph = case["graph"]
     by_name = {o["name"]: o["id"] for o in graph["outputs"]}
     missing = sorted(set(by_name) - set(raw.outputs))
     if missing:
-        return CaseResult(case["name"], case["op"], False, math.inf, f"missing outputs {missing}",
-                          used=math.inf)
+        return CaseResult(
+            case["name"], case["op"], False, math.inf, f"missing outputs {missing}", used=math.inf
+        )
     refs = evaluate(graph)
     fed = _outputs_used_as_operands(graph)
     if fed:  # a chain: judge each node from the values the backend fed it
         overrides = {
-            by_name[n]: arr for n, arr in raw.outputs.items()
+            by_name[n]: arr
+            for n, arr in raw.outputs.items()
             if n in by_name and by_name[n] in fed and arr.size == refs[by_name[n]].value.size
         }
         refs = evaluate(graph, overrides)
@@ -183,8 +194,15 @@ def check_case(case: Mapping, raw: RawResult | None,
         for name, nid in by_name.items()
     ]
     passed = all(o.passed for o in outputs)
-    return CaseResult(case["name"], case["op"], passed, max(o.max_ulp for o in outputs),
-                      None, outputs, max(o.used for o in outputs))
+    return CaseResult(
+        case["name"],
+        case["op"],
+        passed,
+        max(o.max_ulp for o in outputs),
+        None,
+        outputs,
+        max(o.used for o in outputs),
+    )
 
 
 def _check_listed(case: Mapping, raw: RawResult | None, entry: str, reason: str) -> CaseResult:
@@ -195,26 +213,49 @@ def _check_listed(case: Mapping, raw: RawResult | None, entry: str, reason: str)
         return CaseResult(name, op, True, 0.0, refused=str(raw.error.get("message")), **tag)
     if raw is None or raw.error is not None:
         got = "no result" if raw is None else f"{raw.error.get('code')}: {raw.error.get('message')}"
-        return CaseResult(name, op, False, math.inf, f"expected UNSUPPORTED (lanes.json lists "
-                          f"{entry!r}: {reason}), got {got}", used=math.inf, **tag)
+        return CaseResult(
+            name,
+            op,
+            False,
+            math.inf,
+            f"expected UNSUPPORTED (lanes.json lists {entry!r}: {reason}), got {got}",
+            used=math.inf,
+            **tag,
+        )
     judged = check_case(case, raw)
     how = "and matches the reference" if judged.passed else f"and is wrong: {judged.describe()}"
-    return CaseResult(name, op, False, judged.max_ulp,
-                      f"unexpectedly supported: remove {entry!r} from lanes.json (it ran, {how})",
-                      judged.outputs, judged.used, **tag)
+    return CaseResult(
+        name,
+        op,
+        False,
+        judged.max_ulp,
+        f"unexpectedly supported: remove {entry!r} from lanes.json (it ran, {how})",
+        judged.outputs,
+        judged.used,
+        **tag,
+    )
 
 
 def _check_output(name: str, nid: int, op: str, got: np.ndarray, ref: NodeRef) -> OutputResult:
     tolerance = _tolerance_of(op)
     if list(got.shape) != list(ref.value.shape):
-        return OutputResult(name, nid, op, tolerance, False, math.inf,
-                            f"shape {list(got.shape)}, want {list(ref.value.shape)}", math.inf)
+        return OutputResult(
+            name,
+            nid,
+            op,
+            tolerance,
+            False,
+            math.inf,
+            f"shape {list(got.shape)}, want {list(ref.value.shape)}",
+            math.inf,
+        )
     c = compare(got, ref.value, ref.scale, tolerance, ref.dtype)
     if c.passed and ref.bits is not None:  # the protocol's fixed order: same bits everywhere
         order = compare(got, ref.bits.astype(np.float64), ref.scale, "exact")
         if not order.passed:
             detail = "not the protocol's 64-lane order: " + order.detail.replace(
-                "outside 'exact'", "differ from the fixed-order float32 sum")
+                "outside 'exact'", "differ from the fixed-order float32 sum"
+            )
             return OutputResult(name, nid, op, tolerance, False, c.max_ulp, detail, c.used)
     return OutputResult(name, nid, op, tolerance, c.passed, c.max_ulp, c.detail, c.used)
 
@@ -234,23 +275,48 @@ def check_results(cases: list[dict], run: LaneRun, lanes: Lanes | None = None) -
     return Report(run.info, results, dict(entries))
 
 
-def run_conformance(executor: str, cases: list[dict] | None = None,
-                    lanes: Lanes | Path | str | None = None, **opts: object) -> Report:
+def run_conformance(
+    executor: str,
+    cases: list[dict] | None = None,
+    lanes: Lanes | Path | str | None = None,
+    **opts: object,
+) -> Report:
     """Run the corpus (or `cases`) on one executor and judge it.
 
     lanes: the expectation list (a mapping or a file; default e2e/conformance/lanes.json).
     opts go to the executor: allow_software (bool), and for browser lanes `browser` (a
     Playwright Browser, e.g. the pytest fixture) and `server_url` (the repo root served);
-    node lanes take the test hook without_kernels (a list of ops).
+    node lanes take the test hook without_kernels (a list of ops); the broken-kernel hook
+    break_ops (a list of ops) comes from GPULAB_CONFORMANCE_BREAK unless given.
     """
     expectations = load_lanes(lanes)
+    executor = resolve(executor)
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; known: {', '.join(EXECUTORS)}")
+    broken = break_hook().get(executor)
+    if broken and "break_ops" not in opts:
+        opts["break_ops"] = broken
     cases = load_cases() if cases is None else cases
     started = time.perf_counter()
     run = EXECUTORS[executor](cases, **opts)
     run.info.extra["run_seconds"] = round(time.perf_counter() - started, 2)
     return check_results(cases, run, expectations)
+
+
+BREAK_ENV = "GPULAB_CONFORMANCE_BREAK"
+
+
+def break_hook(value: str | None = None) -> dict[str, list[str]]:
+    """The broken-kernel test hook, "lane:op,lane:op" (GPULAB_CONFORMANCE_BREAK): executor ->
+    ops whose kernel returns wrong bits on that executor (executors.py says how)."""
+    text = os.environ.get(BREAK_ENV, "") if value is None else value
+    hooks: dict[str, list[str]] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        lane, sep, op = item.partition(":")
+        if not sep or resolve(lane) not in EXECUTORS or op not in OP_TABLE["ops"]:
+            raise ValueError(f"{BREAK_ENV}: {item!r} is not <executor>:<op> of known names")
+        hooks.setdefault(resolve(lane), []).append(op)
+    return hooks
 
 
 # ---- report files ---------------------------------------------------------------------------
@@ -277,14 +343,20 @@ def _lane_line(r: Report) -> str:
         software = "CPU (no GPU adapter)"
     else:
         software = {True: "software adapter", False: "hardware adapter", None: "unknown"}[
-            lane.software]
+            lane.software
+        ]
     reason = lane.reason.removeprefix("UNAVAILABLE: ")
-    state = "UNAVAILABLE: " + reason if not lane.available else (
-        "PASS" if r.passed else f"FAIL ({len(r.failures())} of {len(r.results)} cases)")
+    state = (
+        "UNAVAILABLE: " + reason
+        if not lane.available
+        else ("PASS" if r.passed else f"FAIL ({len(r.failures())} of {len(r.results)} cases)")
+    )
     seconds = lane.extra.get("run_seconds")
     took = f"{seconds:.1f} s" if isinstance(seconds, float | int) else "-"
-    return (f"| {lane.executor} | {lane.backend or '-'} | {lane.adapter or '-'} | {software} "
-            f"| {state} | {took} |")
+    return (
+        f"| {lane.executor} | {lane.backend or '-'} | {lane.adapter or '-'} | {software} "
+        f"| {state} | {took} |"
+    )
 
 
 def to_markdown(reports: list[Report]) -> str:
@@ -293,14 +365,20 @@ def to_markdown(reports: list[Report]) -> str:
     A cell: pass/FAIL, the case count, the largest error in float32 ulps of the reference and
     the largest share of the class's allowed error used by any element (100% = at the bound).
     """
-    lines = ["# Conformance report", "",
-             "| executor | backend | adapter | kind | result | run time |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "# Conformance report",
+        "",
+        "| executor | backend | adapter | kind | result | run time |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     lines += [_lane_line(r) for r in reports]
     ops = list(OP_TABLE["ops"]) + ["chain"]
     summaries = [r.by_op() for r in reports]
-    lines += ["", "| op | tolerance | " + " | ".join(r.lane.executor for r in reports) + " |",
-              "| --- | --- |" + " --- |" * len(reports)]
+    lines += [
+        "",
+        "| op | tolerance | " + " | ".join(r.lane.executor for r in reports) + " |",
+        "| --- | --- |" + " --- |" * len(reports),
+    ]
     for op in ops:
         if not any(op in s for s in summaries):
             continue
@@ -309,8 +387,14 @@ def to_markdown(reports: list[Report]) -> str:
     lines += _listed_section(reports)
     for r in reports:
         if r.failures():
-            lines += ["", f"## Failures: {r.lane.executor}", "", "```", r.describe_failures(200),
-                      "```"]
+            lines += [
+                "",
+                f"## Failures: {r.lane.executor}",
+                "",
+                "```",
+                r.describe_failures(200),
+                "```",
+            ]
     return "\n".join(lines) + "\n"
 
 
@@ -321,13 +405,20 @@ def _listed_section(reports: list[Report]) -> list[str]:
         for entry, reason in r.listed.items():
             listed = [c for c in r.results if c.listed == entry]
             refused = sum(1 for c in listed if c.refused is not None)
-            rows.append(f"| {r.lane.executor} | {lane_of(r.lane.executor)} | {entry} | {reason} "
-                        f"| {refused} of {len(listed)} |")
+            rows.append(
+                f"| {r.lane.executor} | {lane_of(r.lane.executor)} | {entry} | {reason} "
+                f"| {refused} of {len(listed)} |"
+            )
     if not rows:
         return []
-    return ["", "## Expected unsupported (lanes.json)", "",
-            "| executor | lane | entry | reason | refused with UNSUPPORTED |",
-            "| --- | --- | --- | --- | --- |", *rows]
+    return [
+        "",
+        "## Expected unsupported (lanes.json)",
+        "",
+        "| executor | lane | entry | reason | refused with UNSUPPORTED |",
+        "| --- | --- | --- | --- | --- |",
+        *rows,
+    ]
 
 
 def _json_safe(obj: object) -> object:
