@@ -5,7 +5,7 @@
 import { nodeError } from './errors.mjs';
 import { table } from './optable.mjs';
 
-/** @typedef {'float32'|'int32'|'uint32'|'bool'} Dtype */
+/** @typedef {'float32'|'int32'|'uint32'|'bool'|'q4_k'|'q6_k'} Dtype */
 /** @typedef {Float32Array|Int32Array|Uint32Array|Uint8Array} TypedData */
 
 /** @type {Record<string, {bytes: number, since: number, doc: string}>} */
@@ -15,13 +15,45 @@ export const DTYPE_NAMES = Object.freeze(Object.keys(DTYPES));
 /** The typed array of each dtype: bool is one byte per element (0 or 1). */
 export const TYPED_ARRAY = Object.freeze({
   float32: Float32Array, int32: Int32Array, uint32: Uint32Array, bool: Uint8Array,
+  q4_k: Uint8Array, q6_k: Uint8Array,
 });
+
+/**
+ * Block-quantized dtypes (the op table's rows with `block`): their data are the blocks' bytes,
+ * `block.bytes` per `block.elements` values of the logical float shape [N, K].
+ * @param {string} dtype @returns {{elements: number, bytes: number}|undefined}
+ */
+export const blockOf = (dtype) => DTYPES[dtype]?.block;
+
+/**
+ * How many stored units (typed-array elements) hold `count` values of `dtype`: the count, or
+ * for a block dtype its byte length.
+ * @param {string} dtype @param {number} count
+ */
+export function storedLength(dtype, count) {
+  const block = blockOf(dtype);
+  return block ? (count / block.elements) * block.bytes : count;
+}
+
+/**
+ * A block dtype needs a rank-2 shape [N, K] with K a multiple of its block (256); null when the
+ * shape fits (or the dtype has no blocks), else what is wrong.
+ * @param {string} dtype @param {number[]} shape @returns {string|null}
+ */
+export function blockShapeProblem(dtype, shape) {
+  const block = blockOf(dtype);
+  if (!block || (shape.length === 2 && shape[1] % block.elements === 0)) return null;
+  return `a ${dtype} tensor has shape [N, K] with K a multiple of ${block.elements}, ` +
+    `got [${shape.join(', ')}]`;
+}
 
 /** Integer ranges (inclusive) of the integer-like dtypes, and what a message calls them. */
 const RANGES = {
   int32: [-2147483648, 2147483647, 'an integer in -2147483648..2147483647'],
   uint32: [0, 4294967295, 'an integer in 0..4294967295'],
   bool: [0, 1, '0, 1, true or false'],
+  q4_k: [0, 255, 'a byte in 0..255'],
+  q6_k: [0, 255, 'a byte in 0..255'],
 };
 
 const NON_FINITE = new Map([['nan', NaN], ['inf', Infinity], ['-inf', -Infinity]]);
@@ -32,7 +64,7 @@ export const isDtype = (name) => Object.hasOwn(DTYPES, name);
 
 /** @param {string} dtype @param {number} count @returns {TypedData} */
 export function allocTyped(dtype, count) {
-  return new TYPED_ARRAY[dtype](count);
+  return new TYPED_ARRAY[dtype](storedLength(dtype, count));
 }
 
 /** @param {unknown} value @param {string} dtype */
@@ -90,7 +122,7 @@ export function toBase64Data(data) {
  * @param {{id: number, op: string}} node @param {string} what e.g. "data.base64 holds"
  */
 function fromBytes(bytes, dtype, count, node, what, shapeText) {
-  const need = count * DTYPES[dtype].bytes;
+  const need = count * TYPED_ARRAY[dtype].BYTES_PER_ELEMENT;
   if (bytes.byteLength !== need) {
     throw nodeError('VALIDATION', node, `${what} ${bytes.byteLength} bytes, shape ${shapeText} ` +
       `of ${dtype} needs ${need}`);
@@ -146,6 +178,7 @@ function listValue(v, dtype, node, name, i) {
 export function toTypedData(value, dtype, shape, node, name) {
   let count = 1;
   for (const d of shape) count *= d;
+  count = storedLength(dtype, count); // a block dtype's data are its bytes
   const shapeText = `[${shape.join(', ')}]`;
   if (value instanceof ArrayBuffer) {
     return checked(fromBytes(new Uint8Array(value), dtype, count, node, `${name} buffer holds`,
@@ -183,6 +216,7 @@ export function toTypedData(value, dtype, shape, node, name) {
   if (value instanceof Ctor) return checked(value, dtype, node, name);
   if (isTyped) {
     if (dtype !== 'float32') checkIntegral(list, dtype, node, name);
+    if (dtype === 'q4_k' || dtype === 'q6_k') return Uint8Array.from(/** @type {ArrayLike<number>} */ (list));
     return Ctor.from(/** @type {ArrayLike<number>} */ (list));
   }
   const out = new Ctor(count);
@@ -235,9 +269,11 @@ export function resultDtype(node, spec, operandDtypes) {
  * Data as 32-bit words for device memory (wasm heap, GPU buffers, integer textures): the bits of
  * a 4-byte dtype as they are (a view, no copy), bool widened to a u32 0/1 per element (WGSL and
  * GLSL ES have no 8-bit storage type).
- * @param {TypedData} data @returns {Uint32Array}
+ * A block dtype's bytes are packed 4 to a word (little-endian), the last word zero-padded.
+ * @param {TypedData} data @param {string} [dtype] @returns {Uint32Array}
  */
-export function toDeviceWords(data) {
+export function toDeviceWords(data, dtype = undefined) {
+  if (dtype && blockOf(dtype)) return packedWords(/** @type {Uint8Array} */ (data));
   if (data instanceof Uint8Array) return Uint32Array.from(data);
   return new Uint32Array(data.buffer, data.byteOffset, data.length);
 }
@@ -255,4 +291,11 @@ export function fromDeviceWords(words, dtype) {
   }
   const copy = words.slice();
   return new TYPED_ARRAY[dtype](copy.buffer, copy.byteOffset, copy.length);
+}
+
+/** Bytes packed into little-endian 32-bit words, zero-padded. @param {Uint8Array} bytes */
+export function packedWords(bytes) {
+  const words = new Uint32Array(Math.ceil(bytes.length / 4));
+  new Uint8Array(words.buffer).set(bytes);
+  return words;
 }

@@ -186,6 +186,16 @@ export const SHAPE_RULES = {
     return [...batch, a[a.length - 2], b[b.length - 1]];
   },
 
+  // a @ b.T with b a block-quantized [N, K] (its input node checked the rank and K)
+  matmul_q(ctx) {
+    const [a, b] = ctx.shapes;
+    if (a.length < 2) throw fail(ctx, `operand a needs rank >= 2, got ${describe(ctx, ['a', 'b'])}`);
+    if (a[a.length - 1] !== b[1]) {
+      throw fail(ctx, `inner dimensions differ (a @ b.T): ${describe(ctx, ['a', 'b'])}`);
+    }
+    return [...a.slice(0, -1), b[0]];
+  },
+
   reduce(ctx) {
     const a = ctx.shapes[0];
     if (ctx.attrs.axis === null) return ctx.attrs.keepdim ? a.map(() => 1) : [];

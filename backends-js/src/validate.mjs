@@ -3,7 +3,7 @@
 // It returns the checked graph of docs/architecture.md or throws a GpuLabError.
 import { GpuLabError, nodeError } from './errors.mjs';
 import { LIMITS, PROTOCOL_VERSIONS, opSpec } from './optable.mjs';
-import { DTYPES, DTYPE_NAMES, resultDtype, toTypedData } from './dtypes.mjs';
+import { DTYPES, DTYPE_NAMES, blockOf, blockShapeProblem, resultDtype, toTypedData } from './dtypes.mjs';
 import { SHAPE_RULES, numel, formatShape, sameShape } from './shapes.mjs';
 
 /** @typedef {import('./shapes.mjs').Shape} Shape */
@@ -104,7 +104,7 @@ function checkTopLevel(graph) {
  * One checker per attribute type of the op table. A checker returns the normalized value or
  * throws; `attrs` holds the node's attributes checked so far (data needs the shape).
  * @typedef {(value: any, node: {id: number, op: string}, name: string,
- *   attrs: Record<string, any>) => any} AttrCheck
+ *   attrs: Record<string, any>, spec: Record<string, any>) => any} AttrCheck
  * @type {Record<string, AttrCheck>}
  */
 const ATTR_CHECKS = {
@@ -133,9 +133,21 @@ const ATTR_CHECKS = {
     return toTypedData(value, attrs.dtype, attrs.shape, node, name);
   },
 
-  dtype(value, node, name) {
+  dtype(value, node, name, attrs) {
     if (typeof value !== 'string' || !DTYPE_NAMES.includes(value)) {
       throw nodeError('VALIDATION', node, `${name} must be one of ${DTYPE_NAMES.join(', ')}, ` +
+        `got ${show(value)}`);
+    }
+    // a block-quantized input is [N, K] with whole blocks along K (the shape is checked first)
+    const problem = attrs.shape ? blockShapeProblem(value, attrs.shape) : null;
+    if (problem) throw nodeError('VALIDATION', node, problem);
+    return value;
+  },
+
+  // an integer in the row's [min, max] (matmul_fixed's frac_bits)
+  int(value, node, name, _attrs, spec) {
+    if (!isInt(value) || value < spec.min || value > spec.max) {
+      throw nodeError('VALIDATION', node, `${name} must be an integer in ${spec.min}..${spec.max}, ` +
         `got ${show(value)}`);
     }
     return value;
@@ -260,7 +272,7 @@ function checkAttrs(raw, spec, label) {
       continue;
     }
     const check = ATTR_CHECKS[attr.type];
-    attrs[name] = check(raw[name] === undefined ? null : raw[name], label, name, attrs);
+    attrs[name] = check(raw[name] === undefined ? null : raw[name], label, name, attrs, attr);
   }
   return attrs;
 }
@@ -466,6 +478,21 @@ function inferDtypes(nodes, topo, byId) {
   }
 }
 
+/**
+ * Block-quantized tensors are weights read by matmul_q and dequantize only: no output is one
+ * (so no backend reads blocks back). @param {{name: string, id: number}[]} outputs
+ * @param {Map<number, CheckedNode>} byId
+ */
+function checkOutputDtypes(outputs, byId) {
+  for (const o of outputs) {
+    const node = byId.get(o.id);
+    if (blockOf(node.dtype)) {
+      throw nodeError('VALIDATION', node, `output "${o.name}" is a ${node.dtype} tensor; only ` +
+        'matmul_q and dequantize read one (output its dequantize)');
+    }
+  }
+}
+
 // ---------------------------------------------------------------- step 6: version
 
 /** One-element tensor of rank <= 1: a scalar in version 1. @param {Shape} s */
@@ -553,6 +580,7 @@ export function validateGraph(graph) {
   const topo = topologicalOrder(nodes, indexOf);
   inferShapes(nodes, topo, byId);
   inferDtypes(nodes, topo, byId);
+  checkOutputDtypes(outputs, byId);
   const requiredVersion = checkVersion(nodes, g.version, byId);
   const live = liveIds(outputs, byId);
   const order = topo.filter((i) => live.has(nodes[i].id)).map((i) => nodes[i].id);

@@ -312,6 +312,67 @@ test('reduce_max/min (IEEE maximum: NaN propagates, -0 < +0), argmax/argmin (fir
   assert.deepEqual([...(await op('argmax', { a: [[3], [-0, 0, -0]] }, {}, 3)).data], [0], '-0 ties +0');
 });
 
+// ---- issue 14: q4_k / q6_k weights and matmul_fixed (the corpus checks every lane) ----
+
+/** One q4_k block: d 1, dmin 0.5, scales 1..8, mins 0..7, quants l % 16 (low) and 15 - l % 16. */
+function q4kBlock() {
+  const b = new Uint8Array(144);
+  b.set([0x00, 0x3c, 0x00, 0x38, 1, 2, 3, 4, 0, 1, 2, 3]);
+  for (let j = 4; j < 8; j++) b[4 + j + 4] = (j + 1) | (j << 4);
+  for (let l = 0; l < 128; l++) b[16 + l] = (l % 16) | ((15 - (l % 16)) << 4);
+  const want = [];
+  for (let i = 0; i < 256; i++) {
+    const j = i >> 5;
+    const l = i % 32;
+    const byte = b[16 + (j >> 1) * 32 + l];
+    want.push((j + 1) * ((j & 1) ? byte >> 4 : byte & 15) - 0.5 * j);
+  }
+  return { bytes: b, want };
+}
+
+async function quantOp(graphNodes) {
+  const r = await runtime.execute({ version: 2, nodes: graphNodes, outputs: [{ name: 'o', id: 9 }] });
+  return r.outputs.o;
+}
+
+test('q4_k: dequantize and matmul_q decode ggml blocks (scales and mins of both packings)', async () => {
+  const { bytes, want } = q4kBlock();
+  const w = { id: 0, op: 'input', shape: [1, 256], dtype: 'q4_k', data: bytes };
+  covered.add('dequantize').add('matmul_q');
+  same((await quantOp([w, { id: 9, op: 'dequantize', a: 0 }])).data, want);
+  const x = { id: 1, op: 'input', shape: [2, 256], data: Float32Array.from({ length: 512 }, (_, i) => (i < 256 ? 1 : (i - 256) % 3)) };
+  const out = await quantOp([w, x, { id: 9, op: 'matmul_q', a: 1, b: 0 }]);
+  assert.deepEqual(out.shape, [2, 1]);
+  same(out.data, [want.reduce((s, v) => s + v, 0), want.reduce((s, v, i) => s + v * (i % 3), 0)]);
+});
+
+test('q6_k: d * int8 scale * (q - 32), 6-bit quants from ql and qh', async () => {
+  const b = new Uint8Array(210);
+  for (let i = 0; i < 128; i++) b[i] = (i * 7) & 0xff;
+  for (let i = 0; i < 64; i++) b[128 + i] = (i * 13) & 0xff;
+  for (let i = 0; i < 16; i++) b[192 + i] = (i * 37 - 128) & 0xff;
+  b.set([0x00, 0xb8], 208); // d = -0.5
+  const want = [];
+  for (let i = 0; i < 256; i++) {
+    const h = i >> 7; const t = (i >> 5) & 3; const l = i & 31;
+    const ql = b[h * 64 + l + (t & 1) * 32];
+    const q = ((t < 2 ? ql & 15 : ql >> 4) | (((b[128 + h * 32 + l] >> (2 * t)) & 3) << 4)) - 32;
+    want.push(-0.5 * (((b[192 + h * 8 + (l >> 4) + 2 * t]) << 24) >> 24) * q);
+  }
+  const w = { id: 0, op: 'input', shape: [1, 256], dtype: 'q6_k', data: b };
+  same((await quantOp([w, { id: 9, op: 'dequantize', a: 0 }])).data, want);
+});
+
+test('matmul_fixed: round half even to fixed point, int64 sums past 2^32, saturation', async () => {
+  covered.add('matmul_fixed');
+  const run = async (a, sa, b, sb, frac) => (await quantOp([
+    { id: 0, op: 'input', shape: sa, data: a }, { id: 1, op: 'input', shape: sb, data: b },
+    { id: 9, op: 'matmul_fixed', a: 0, b: 1, frac_bits: frac }])).data;
+  same(await run([1.5, -2.25], [1, 2], [2, 4], [2, 1], 8), [-6]);
+  same(await run([30000, 30000, 30000, 30000], [1, 4], [30000, 30000, 30000, 30000], [4, 1], 0), [3.6e9]);
+  same(await run([3e9, 0.5, 1.5, NaN], [1, 4], [1, 1, 1, 1], [4, 1], 0), [2147483647 + 0 + 2]);
+});
+
 test('every op of the op table was exercised by these tests', () => {
   // The map ops' kernels are generated from the kernel table (cpu/maps.mjs); the conformance
   // corpus checks each of them on this backend against the reference (node-cpu lane of
@@ -320,3 +381,4 @@ test('every op of the op table was exercised by these tests', () => {
   const missing = opNames().filter((o) => !covered.has(o) && !generated.has(o));
   assert.deepEqual(missing, []);
 });
+

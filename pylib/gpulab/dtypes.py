@@ -54,23 +54,52 @@ def _typecode(size: int, signed: bool) -> str:
 
 
 TYPECODE = {"float32": "f", "int32": _typecode(4, True), "uint32": _typecode(4, False),
-            "bool": "B"}
-DTYPE_NUMPY = {"float32": "<f4", "int32": "<i4", "uint32": "<u4", "bool": "u1"}
+            "bool": "B", "q4_k": "B", "q6_k": "B"}
+DTYPE_NUMPY = {"float32": "<f4", "int32": "<i4", "uint32": "<u4", "bool": "u1",
+               "q4_k": "u1", "q6_k": "u1"}
 
 # inclusive ranges of the integer-like dtypes, and what a message calls them
 RANGES = {
     "int32": (-2147483648, 2147483647, "an integer in -2147483648..2147483647"),
     "uint32": (0, 4294967295, "an integer in 0..4294967295"),
     "bool": (0, 1, "0, 1, true or false"),
+    "q4_k": (0, 255, "a byte in 0..255"),
+    "q6_k": (0, 255, "a byte in 0..255"),
 }
 NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 _BYTE_FORMATS = ("B", "b", "c")
 
 
+def block_of(dtype: str) -> dict[str, int] | None:
+    """A block-quantized dtype's block ({elements, bytes}; its data are the blocks' bytes)."""
+    return DTYPES.get(dtype, {}).get("block")
+
+
+def stored_length(dtype: str, count: int) -> int:
+    """How many stored units (buffer items) hold `count` values: a block dtype's byte length."""
+    block = block_of(dtype)
+    return count // block["elements"] * block["bytes"] if block else count
+
+
+def unit_bytes(dtype: str) -> int:
+    """Bytes per stored unit: the dtype's size, 1 for a block dtype's bytes."""
+    return 1 if block_of(dtype) else int(DTYPES[dtype]["bytes"])
+
+
+def block_shape_problem(dtype: str, shape: tuple[int, ...]) -> str | None:
+    """None when a block dtype's shape is [N, K] with K a multiple of its block (or the dtype
+    has no blocks), else what is wrong (the JS twin's words)."""
+    block = block_of(dtype)
+    if not block or (len(shape) == 2 and shape[1] % block["elements"] == 0):
+        return None
+    return (f"a {dtype} tensor has shape [N, K] with K a multiple of {block['elements']}, "
+            f"got [{', '.join(str(d) for d in shape)}]")
+
+
 def alloc_typed(dtype: str, count: int) -> array.array:
     """A zero-filled buffer of `count` elements of `dtype`."""
-    return array.array(TYPECODE[dtype], bytes(count * DTYPES[dtype]["bytes"]))
+    return array.array(TYPECODE[dtype], bytes(stored_length(dtype, count) * unit_bytes(dtype)))
 
 
 def or_list(names: list[str]) -> str:
@@ -154,7 +183,7 @@ def to_typed(
     `shape` given: the element count (or byte length) must match it exactly; messages start with
     `where`, name the datum `name` and carry `node`.
     """
-    count = None if shape is None else math.prod(shape)
+    count = None if shape is None else stored_length(dtype, math.prod(shape))
     ctx = _Ctx(dtype, where, node, shape, count, name)
     if isinstance(value, dict):
         return ctx.from_base64(value)
@@ -196,7 +225,7 @@ class _Ctx:
             raise self.fail(f" has {length} values, shape {self.shape_text()} needs {self.count}")
 
     def from_bytes(self, raw: bytes | memoryview, what: str) -> array.array:
-        size = DTYPES[self.dtype]["bytes"]
+        size = unit_bytes(self.dtype)
         nbytes = len(raw) if isinstance(raw, bytes) else raw.nbytes
         need = self.count * size if self.count is not None else nbytes - nbytes % size
         if nbytes != need:
@@ -240,7 +269,7 @@ class _Ctx:
             return self.from_bytes(view.cast("B") if view.format != "B" else view,
                                    " buffer holds")
         self.check_length(math.prod(view.shape) if view.ndim else 1)
-        if fmt == self.code and view.itemsize == DTYPES[self.dtype]["bytes"]:
+        if fmt == self.code and view.itemsize == unit_bytes(self.dtype):
             return self.from_bytes(view.cast("B"), " buffer holds")
         return self.from_other(view)
 
@@ -373,7 +402,8 @@ def result_dtype(where: str, node: int, row: dict[str, Any], operand_dtypes: lis
 # numpy values and device words (executors; numpy is there wherever an executor runs)
 
 # the numpy dtype an executor computes with: bool as numpy bool (one byte, 0/1, as the wire)
-NUMPY_VALUE = {"float32": "float32", "int32": "int32", "uint32": "uint32", "bool": "bool"}
+NUMPY_VALUE = {"float32": "float32", "int32": "int32", "uint32": "uint32", "bool": "bool",
+               "q4_k": "uint8", "q6_k": "uint8"}
 
 
 def as_numpy(data: Any, dtype: str, shape: tuple[int, ...]) -> Any:
@@ -381,6 +411,8 @@ def as_numpy(data: Any, dtype: str, shape: tuple[int, ...]) -> Any:
     NUMPY_VALUE[dtype] and `shape`; a buffer of the dtype's typecode is viewed, not copied."""
     import numpy as np
 
+    if block_of(dtype):  # the blocks' bytes, flat (the kernels know [N, K])
+        return np.frombuffer(memoryview(data).cast("B"), dtype=np.uint8)
     if isinstance(data, array.array) and data.typecode == TYPECODE[dtype]:
         return np.frombuffer(data, dtype=NUMPY_VALUE[dtype]).reshape(shape)
     return np.asarray(data).astype(NUMPY_VALUE[dtype], copy=False).reshape(shape)
@@ -393,6 +425,11 @@ def device_words(data: Any, dtype: str) -> Any:
 
     if dtype == "bool":
         return np.ascontiguousarray(np.asarray(data, dtype=np.uint8), dtype="<u4")
+    if block_of(dtype):  # the blocks' bytes packed 4 to a word, the last one zero-padded
+        raw = np.frombuffer(memoryview(data).cast("B"), dtype=np.uint8)
+        padded = np.zeros((raw.size + 3) // 4 * 4, dtype=np.uint8)
+        padded[: raw.size] = raw
+        return padded.view("<u4")
     if isinstance(data, array.array):
         return memoryview(data).cast("B")
     return np.ascontiguousarray(data, dtype=DTYPE_NUMPY[dtype])

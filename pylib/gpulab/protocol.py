@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import optable
-from .dtypes import DTYPES, as_number, result_dtype, to_typed
+from .dtypes import DTYPES, as_number, block_shape_problem, result_dtype, to_typed
 from .errors import GpuLabError
 from .shapes import SHAPE_RULES, Shape, ShapeError, element_count
 
@@ -174,11 +174,24 @@ def _check_data(value: Any, where: str, node: int | None, checked: dict) -> arra
     return to_typed(value, checked["dtype"], where, node, checked["shape"])
 
 
-def _check_dtype(value: Any, where: str, node: int | None, _: dict) -> str:
+def _check_dtype(value: Any, where: str, node: int | None, checked: dict) -> str:
     if not isinstance(value, str) or value not in DTYPES:
         raise _fail("VALIDATION", f"{where}: dtype must be one of {', '.join(DTYPES)}, "
                     f"got {_show(value)}", node)
+    # a block-quantized input is [N, K] with whole blocks along K (the shape is checked first)
+    problem = block_shape_problem(value, checked["shape"]) if "shape" in checked else None
+    if problem:
+        raise _fail("VALIDATION", f"{where.split(' attribute')[0]}: {problem}", node)
     return value
+
+
+def _check_int(value: Any, where: str, node: int | None, _: dict, spec: dict) -> int:
+    """An integer in the row's [min, max] (matmul_fixed's frac_bits)."""
+    n = _as_int(value)
+    if n is None or not spec["min"] <= n <= spec["max"]:
+        raise _fail("VALIDATION", f"{where}: must be an integer in {spec['min']}..{spec['max']}, "
+                    f"got {_show(value)}", node)
+    return n
 
 
 def _check_value(value: Any, where: str, node: int | None, _: dict) -> float:
@@ -287,9 +300,12 @@ def check_attrs(node_id: int, op: str, given: dict[str, Any]) -> tuple[dict[str,
                 checked[name] = _float32(default) if spec["type"] == "float" else default
             continue
         kind = "value" if (op, name) == ("full", "value") else spec["type"]
-        checker = _check_value if kind == "value" else ATTR_CHECKERS[kind]
         # data messages are the JS twin's word for word ("node 0 (input): data ...")
         context = where if kind == "data" else f"{where} attribute '{name}'"
+        if kind == "int":
+            checked[name] = _check_int(given[name], context, node_id, checked, spec)
+            continue
+        checker = _check_value if kind == "value" else ATTR_CHECKERS[kind]
         checked[name] = checker(given[name], context, node_id, checked)
     data = checked.pop("data", None)
     return checked, data
@@ -361,6 +377,7 @@ def validate(graph: Any) -> CheckedGraph:
     topo = _topological_order(nodes, by_id)
     _infer_shapes(topo, by_id)
     _infer_dtypes(topo, by_id)
+    _check_output_dtypes(outputs, by_id)
     required = _check_version(version, nodes)
     needed = _needed(outputs, by_id)
     order = [i for i in topo if i in needed]
@@ -602,6 +619,20 @@ def _infer_dtypes(topo: list[int], by_id: dict[int, CheckedNode]) -> None:
                                   [o.dtype for o in operands], node.attrs)
         node.version, node.why = node_version_reason(
             node.op, [o.shape for o in operands], node.attrs, node.dtype)
+
+
+def _check_output_dtypes(outputs: list[Output], by_id: dict[int, CheckedNode]) -> None:
+    """Block-quantized tensors are weights read by matmul_q and dequantize only: no output is
+    one (so no backend reads blocks back). Twin of validate.mjs checkOutputDtypes."""
+    for out in outputs:
+        node = by_id[out.id]
+        if DTYPES[node.dtype].get("block"):
+            raise _fail(
+                "VALIDATION",
+                f"{label(node.id, node.op)}: output \"{out.name}\" is a {node.dtype} tensor; "
+                "only matmul_q and dequantize read one (output its dequantize)",
+                node.id,
+            )
 
 
 def _check_version(declared: int, nodes: list[CheckedNode]) -> int:

@@ -124,6 +124,19 @@ def _matmul(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
     return batch + (a[-2], b[-1]), attrs
 
 
+def _matmul_q(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
+    """a @ b.T with b a block-quantized [N, K] (its input node checked the rank and K)."""
+    a, b = shapes
+    if len(a) < 2:
+        raise ShapeError(f"matmul_q operand a needs rank >= 2, got {_show(a)} and {_show(b)}")
+    if a[-1] != b[1]:
+        raise ShapeError(
+            f"matmul_q inner dimensions differ (a @ b.T): {_show(a)} and {_show(b)} "
+            f"({a[-1]} != {b[1]})"
+        )
+    return a[:-1] + (b[0],), attrs
+
+
 def normalize_axis(axis: int, rank: int, shape: Shape) -> int:
     if not -rank <= axis < rank:
         raise ShapeError(f"axis {axis} is out of range for shape {_show(shape)} (rank {rank})")
@@ -176,6 +189,7 @@ SHAPE_RULES: dict[str, Rule] = {
     "permute": _permute,
     "reshape": _reshape,
     "matmul": _matmul,
+    "matmul_q": _matmul_q,
     "reduce": _reduce,
     "same_axis": _same_axis,
     "cross_entropy": _cross_entropy,

@@ -11,6 +11,7 @@ import './cpu/layout.mjs';
 import './cpu/optimizers.mjs';
 import './cpu/map_bits.mjs';
 import './cpu/extremes.mjs';
+import './cpu/quant.mjs';
 
 export const name = 'cpu';
 
@@ -59,6 +60,7 @@ class CpuProgram {
         out: this.buffers.get(id),
         ins: node.operands.map((ref) => this.buffers.get(ref)),
         inShapes: node.operands.map((ref) => checked.byId.get(ref).shape),
+        inDtypes: node.operands.map((ref) => checked.byId.get(ref).dtype),
       };
     });
   }
@@ -73,7 +75,7 @@ class CpuProgram {
   /** @param {Map<number, Float32Array>} feeds */
   runStep(feeds) {
     for (const [id, data] of feeds) this.buffers.get(id)?.set(data);
-    for (const s of this.steps) s.kernel(s.out, s.ins, s.node, s.inShapes);
+    for (const s of this.steps) s.kernel(s.out, s.ins, s.node, s.inShapes, s.inDtypes);
   }
 
   applyCarry() {

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .. import quant
 from ..protocol import CheckedNode
 from .fixed_reduce import fixed_max, fixed_reduce, fixed_sum, reduced_count
 
@@ -184,6 +185,39 @@ def _life(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
     )
     born_or_kept = (neighbours == 3) | ((alive == 1) & (neighbours == 2))
     return born_or_kept.astype(F32)
+
+
+# Issue 14: q4_k / q6_k weights (the bytes arrive flat; [N, K] is the node's) and matmul_fixed.
+
+
+def _quant_kind(raw: np.ndarray, n: int, k: int) -> str:
+    per_block = raw.size // (n * k // quant.QK)
+    return next(kind for kind, size in quant.BLOCK_BYTES.items() if size == per_block)
+
+
+# (cpu-python's supports() checks every dtype a node touches: the result's and the operands')
+QUANT_DTYPES = ("float32", "q4_k", "q6_k")
+
+
+@register("dequantize", dtypes=QUANT_DTYPES)
+def _dequantize(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+    n, k = node.shape
+    return quant.dequantize(args[0], _quant_kind(args[0], n, k), (n, k))
+
+
+@register("matmul_q", dtypes=QUANT_DTYPES)
+def _matmul_q(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+    # the decoded weight is a numpy temporary of this kernel (cpu-python has no device)
+    a, raw = args
+    n, k = node.shape[-1], a.shape[-1]
+    w = quant.dequantize(raw, _quant_kind(raw, n, k), (n, k))
+    with np.errstate(all="ignore"):
+        return _f32(np.matmul(a, w.T))
+
+
+@register("matmul_fixed")
+def _matmul_fixed(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+    return quant.matmul_fixed(args[0], args[1], int(node.attrs["frac_bits"]))
 
 
 # the kernels of other modules (they import this one): the generated map ops, the v3 ops

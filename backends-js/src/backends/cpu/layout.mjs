@@ -52,7 +52,7 @@ registerKernel('permute', (out, [a], node, [shape]) => {
  * For each matrix of the output's batch, the index of the operand's matrix (batch broadcast).
  * @param {number[]} outBatch @param {number[]} batch
  */
-function batchIndex(outBatch, batch) {
+export function batchIndex(outBatch, batch) {
   const count = outBatch.reduce((p, d) => p * d, 1);
   const rank = outBatch.length;
   const own = stridesOf(batch);

@@ -6,7 +6,7 @@ import { registrarFor, getKernel as lookup } from '../../kernels.mjs';
 /**
  * A kernel writes its result into `out` (preallocated, node.shape) from its operand values.
  * @typedef {(out: Float32Array, ins: Float32Array[], node: import('../../validate.mjs').CheckedNode,
- *   inShapes: number[][]) => void} Kernel
+ *   inShapes: number[][], inDtypes: string[]) => void} Kernel
  */
 
 export const BACKEND = 'cpu';
