@@ -233,7 +233,7 @@ UNARY_DOMAINS: dict[str, tuple[float, float, list[float]]] = {
     "sqrt": (0, 50, [0.0, -0.0, 1.0, 4.0, 2.0, -1.0, 1e-30, 1e30, 3e38, -1e30] + NONFINITE),
     "tanh": (-6, 6, [0.0, -0.0, 1e-30, -1e-30, 0.5, -0.5, 20.0, -20.0, 1e30, -1e30] + NONFINITE),
     "sigmoid": (-20, 20, [0.0, -0.0, 1e-30, 50.0, -50.0, 100.0, -100.0, 1e30, -1e30] + NONFINITE),
-    # gelu(-inf) = -inf * 0 is undefined in float arithmetic: only NaN among the non-finite
+    # gelu at +-inf: nonfinite_cases (gelu/nonfinite)
     "gelu": (-6, 6, [0.0, -0.0, 1e-30, -1e-30, 10.0, -10.0, 30.0, -30.0, 1e30, -1e30, math.nan]),
 }
 
@@ -819,10 +819,52 @@ def large_v3_cases() -> list[dict]:
     return cases
 
 
+# ---- non-finite agreement (issue 11, defect 18; docs/protocol.md "Numerics") -----------------
+
+# gelu_grad's forward inputs and upstream gradients: every non-finite x against finite, zero
+# and non-finite g; finite x against infinite g (gelu' is far from 0 at 1, -1 and 0).
+GELU_GRAD_X = [math.inf, -math.inf, math.nan, 1.0, -1.0, 0.0]
+GELU_GRAD_G = [0.5, -0.5, 0.0, -0.0, math.inf, -math.inf, math.nan]
+
+
+def _overflow_rows(k: int) -> list[list[float]]:
+    """Rows whose dot product with ones overflows in the protocol's ascending-k float32 order
+    but not in float64 (or in another order), each product exact so fma changes nothing."""
+    half = k // 2
+    return [
+        [3e38, 3e38, -3e38, -3e38] + [0.0] * (k - 4),  # +inf, then stays inf (float64: 0)
+        [-3e38, -3e38, 3e38] + [0.0] * (k - 3),  # -inf (float64: -3e38)
+        [3e38, 3e38, -3e38, -math.inf] + [0.0] * (k - 4),  # inf + -inf = NaN (float64: -inf)
+        [3e38, -3e38] * half + [0.0] * (k - 2 * half),  # finite: 0 (pairwise: inf - inf)
+        [1e37] * half + [-1e37] * (k - half),  # past k = 34 the sum overflows: inf (float64: 0)
+    ]
+
+
+def nonfinite_cases() -> list[dict]:
+    """gelu and gelu_grad at +-inf and NaN, and matmuls whose ascending-k partial sums overflow
+    (K = 4, 8 and 300: past one tile of every blocked kernel), beside ordinary rows."""
+    cases = [single("gelu/nonfinite", "gelu", lambda b: [
+        b.input([5], [math.inf, -math.inf, math.nan, -30.0, 30.0])])]
+    xs, gs = (g.reshape(-1) for g in np.meshgrid(GELU_GRAD_X, GELU_GRAD_G, indexing="ij"))
+    cases.append(single("gelu_grad/nonfinite", "gelu_grad", lambda b: [
+        b.input([xs.size], xs), b.input([gs.size], gs)]))
+    for k in (4, 8, 300):
+        def build(b: Builder, k: int = k) -> list[int]:
+            rows = _overflow_rows(k) + [list(b.uniform([k], -2, 2))]
+            return [b.input([len(rows), k], np.array(rows)), b.input([k, 3], np.ones(k * 3))]
+
+        cases.append(single(f"matmul/overflow_k{k}", "matmul", build))
+    cases.append(single("matmul/overflow_batched", "matmul", lambda b: [
+        b.input([2, 5, 4], np.array(_overflow_rows(4) * 2)),
+        b.input([4, 2], [1.0, 2.0] * 4)]))
+    return cases
+
+
 FAMILIES: list[Callable[[], list[dict]]] = [
     source_cases, binary_cases, unary_cases, layout_cases, reduction_cases, softmax_cases,
     cross_entropy_cases, matmul_cases, optimizer_cases, life_cases, chain_cases, large_cases,
     map1_v3_cases, clamp_cases, reduce_v3_cases, v3_chain_cases, large_v3_cases,
+    nonfinite_cases,
 ]
 
 

@@ -215,11 +215,13 @@ def _erfc(x: np.ndarray) -> np.ndarray:
 
 def _gelu(a: np.ndarray) -> np.ndarray:
     # erfc keeps the relative accuracy for very negative a, where 1 + erf(a) cancels.
-    return 0.5 * a * _erfc(-a / math.sqrt(2.0))
+    # gelu(-inf) = -0, the limit of a Phi(a) (docs/protocol.md "Numerics"), not -inf * 0.
+    return np.where(a == -math.inf, -0.0, 0.5 * a * _erfc(-a / math.sqrt(2.0)))
 
 
 def _gelu_deriv(a: np.ndarray) -> np.ndarray:
-    return 0.5 * _erfc(-a / math.sqrt(2.0)) + a * _pdf(a)
+    # gelu'(+-inf) = 1 / +0, the limits: a phi(a) is 0 there, not inf * 0.
+    return 0.5 * _erfc(-a / math.sqrt(2.0)) + np.where(np.isinf(a), 0.0, a * _pdf(a))
 
 
 _UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
@@ -414,7 +416,21 @@ def _matmul(_: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(invalid="ignore", over="ignore"):
         value = np.matmul(a, b)
         scale = np.matmul(np.abs(a), np.abs(b)) * _chain_factor(a.shape[-1])
-    return value, scale
+        # Where the protocol's float32 order overflows (or meets inf - inf), its non-finite
+        # result is the answer, whatever the float64 sum says (docs/protocol.md "Numerics").
+        ordered = _matmul_in_k_order32(a, b)
+    return np.where(np.isfinite(ordered), value, ordered), scale
+
+
+def _matmul_in_k_order32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The protocol's float32 dot products: ascending k from 0.0, each product and sum
+    rounded to float32 (no fma: the corpus's overflow cases have exact products)."""
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)
+    acc = np.zeros(np.broadcast_shapes(a.shape[:-1] + (1,), b.shape[:-2] + (1, b.shape[-1])),
+                   dtype=np.float32)
+    for k in range(a.shape[-1]):
+        acc = acc + a32[..., :, k : k + 1] * b32[..., k : k + 1, :]
+    return acc.astype(np.float64)
 
 
 # ---- optimizers -----------------------------------------------------------------------------

@@ -232,13 +232,19 @@ float normalCdf(float x) {
   return 0.5 * erfc_f32(-x * SQRT1_2);
 }
 
-// gelu(-inf) is NaN (-inf * 0), as in the float64 reference.
+// Non-finite x (docs/protocol.md "Numerics"): gelu(+inf) = +inf, gelu(-inf) = -0 (the limit
+// of x Phi(x), negative for every x < 0), not -inf * 0.
 float gelu_f32(float x) {
+  uint bits = floatBitsToUint(x);
+  if ((bits & 0x7fffffffu) == 0x7f800000u) return (bits >> 31) != 0u ? uintBitsToFloat(0x80000000u) : x;
   return x * normalCdf(x);
 }
 
-// gelu'(x) = Phi(x) + x phi(x), phi the standard normal density.
+// gelu'(x) = Phi(x) + x phi(x), phi the standard normal density; gelu'(+inf) = 1 and
+// gelu'(-inf) = +0, the limits (x phi(x) would be inf * 0).
 float geluGrad_f32(float x) {
+  uint bits = floatBitsToUint(x);
+  if ((bits & 0x7fffffffu) == 0x7f800000u) return (bits >> 31) != 0u ? 0.0 : 1.0;
   float xs = x * SQRT1_2;
   return normalCdf(x) + x * INV_SQRT_2PI * expNegSquare(xs);
 }

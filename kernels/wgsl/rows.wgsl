@@ -34,6 +34,7 @@ fn is_inf(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == INF_BITS; 
 // Through a `let`: a const bitcast to NaN/inf is a shader-creation error in Chromium's Tint.
 fn nan_f32() -> f32 { let bits = NAN_BITS; return bitcast<f32>(bits); }
 fn inf_f32() -> f32 { let bits = INF_BITS; return bitcast<f32>(bits); }
+fn neg_zero_f32() -> f32 { let bits = 0x80000000u; return bitcast<f32>(bits); }
 
 // max that keeps NaN (WGSL's max may return either operand when one is NaN).
 fn max_nan(x: f32, y: f32) -> f32 {
@@ -143,8 +144,11 @@ fn sigmoid_f32(x: f32) -> f32 {
 }
 
 // gelu(x) = 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x erfc(-x / sqrt 2): no cancellation for x < 0.
+// Non-finite x (docs/protocol.md "Numerics"): gelu(+inf) = +inf, gelu(-inf) = -0 (the limit
+// of x Phi(x), negative for every x < 0), not -inf * 0.
 fn gelu_f32(x: f32) -> f32 {
   if (is_nan(x)) { return x; }
+  if (is_inf(x)) { return select(neg_zero_f32(), x, x > 0.0f); }
   return 0.5f * x * erfc_half(-x);
 }
 
@@ -159,8 +163,11 @@ fn div_f32(x: f32, y: f32) -> f32 {
 }
 
 // g * gelu'(x), gelu'(x) = Phi(x) + x phi(x), phi(x) = exp(-x^2/2) / sqrt(2 pi).
+// gelu'(+inf) = 1 and gelu'(-inf) = +0 (the limits), so the result is g * 1 or g * 0 (NaN for
+// an infinite g at x = -inf, as IEEE's inf * 0).
 fn gelu_grad(x: f32, g: f32) -> f32 {
   if (is_nan(x)) { return x; }
+  if (is_inf(x)) { return g * select(0.0f, 1.0f, x > 0.0f); }
   let xc = clamp(x, -20.0f, 20.0f); // past +-20 the result is g * (0 or 1) in float32
   let cdf = 0.5f * erfc_half(-xc);
   let pdf = exp_neg_half_sq(xc) * 0.39894228040143268f;

@@ -199,17 +199,18 @@ pub fn phi_cdf(x: f64) -> f64 {
     0.5 * erfc64(-x * FRAC_1_SQRT_2)
 }
 
+/// gelu(x) = x Phi(x); gelu(+inf) = +inf, gelu(-inf) = -0 (the limit: negative for every x < 0).
 pub fn gelu64(x: f64) -> f64 {
     if x == f64::INFINITY {
         return x;
     }
     if x == f64::NEG_INFINITY {
-        return 0.0;
+        return -0.0;
     }
     x * phi_cdf(x)
 }
 
-/// gelu'(x) = Phi(x) + x phi(x).
+/// gelu'(x) = Phi(x) + x phi(x); gelu'(+inf) = 1, gelu'(-inf) = +0 (the limits).
 pub fn gelu_grad64(x: f64) -> f64 {
     if x.is_nan() {
         return x;

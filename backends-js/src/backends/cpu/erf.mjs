@@ -92,12 +92,15 @@ export function normalCdf(x) {
   return 0.5 * erfc(-x * SQRT1_2);
 }
 
-/** gelu(x) = x Phi(x), float64. */
+/** gelu(x) = x Phi(x), float64; gelu(-inf) = -0, the limit (not -inf * 0). */
 export function gelu(x) {
+  if (x === -Infinity) return -0;
   return x * normalCdf(x);
 }
 
-/** gelu'(x) = Phi(x) + x phi(x), float64. */
+/** gelu'(x) = Phi(x) + x phi(x), float64; gelu'(+inf) = 1, gelu'(-inf) = +0 (the limits). */
 export function geluDerivative(x) {
+  if (x === Infinity) return 1;
+  if (x === -Infinity) return 0;
   return normalCdf(x) + x * INV_SQRT_2PI * Math.exp(-0.5 * x * x);
 }
