@@ -12,13 +12,20 @@ from typing import Any
 import numpy as np
 import pytest
 
+from e2e.conformance.executors import EXECUTORS
 from e2e.conformance.reference import decode_values, evaluate
 from e2e.conformance.runner import check_results, load_cases, run_conformance
 
-NAMES = ["gelu/nonfinite", "gelu_grad/nonfinite", "matmul/overflow_k4", "matmul/overflow_k8",
-         "matmul/overflow_k300", "matmul/overflow_batched"]
+NAMES = [
+    "gelu/nonfinite",
+    "gelu_grad/nonfinite",
+    "matmul/overflow_k4",
+    "matmul/overflow_k8",
+    "matmul/overflow_k300",
+    "matmul/overflow_batched",
+]
 NATIVE = ["cpu-python", "node-cpu", "node-wasm", "wgpu"]
-BROWSER = ["browser-webgpu", "browser-webgl2"]
+BROWSER = ["chromium-webgpu", "chromium-webgl2"]
 
 
 def _cases() -> list[dict]:
@@ -46,14 +53,14 @@ def _bit_mismatches(case: dict, got: np.ndarray) -> list[str]:
     mask, want = pinned
     got = np.asarray(got, dtype=np.float32).reshape(-1)
     same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
-    return [f"{case['name']}[{i}]: got {got[i]!r} want {want[i]!r}"
-            for i in np.flatnonzero(mask & ~same)]
+    return [
+        f"{case['name']}[{i}]: got {got[i]!r} want {want[i]!r}"
+        for i in np.flatnonzero(mask & ~same)
+    ]
 
 
 def _check(executor: str, **opts: Any) -> None:
     cases = _cases()
-    from e2e.conformance.executors import EXECUTORS
-
     run = EXECUTORS[executor](cases, allow_software=True, **opts)
     report = check_results(cases, run)
     assert report.passed, [r.describe() for r in report.results if not r.passed]
@@ -79,8 +86,9 @@ def test_the_bit_check_can_fail() -> None:
     _, want = _pinned(gelu)
     plus_zero = want.copy()
     plus_zero[1] = 0.0  # what the wasm kernel gave before
-    assert _bit_mismatches(gelu, plus_zero) == [f"gelu/nonfinite[1]: got {np.float32(0.0)!r} "
-                                                f"want {np.float32(-0.0)!r}"]
+    assert _bit_mismatches(gelu, plus_zero) == [
+        f"gelu/nonfinite[1]: got {np.float32(0.0)!r} want {np.float32(-0.0)!r}"
+    ]
 
 
 @pytest.mark.parametrize("executor", NATIVE)
