@@ -9,6 +9,7 @@ import { GpuLabError, nodeError } from './errors.mjs';
 import { DTYPE_NAMES } from './dtypes.mjs';
 import { familyCodes, familyKernel, familyOps, langDtypes, scalarAttrs } from './kernel-table.mjs';
 import { clampWords, DTYPE_CODE } from './clamp-bounds.mjs';
+import { STUDENT_DTYPES, STUDENT_RULES } from './planner-student.mjs';
 
 export const PLAN_FORMAT = 1;
 
@@ -596,6 +597,7 @@ export const RULES = {
   life: planLife,
   ...Object.fromEntries(Object.keys(MAP_BITS_OP).map((op) => [op, planMapBits])),
   ...Object.fromEntries(Object.keys(EXTREMES_OP).map((op) => [op, planExtremes])),
+  ...STUDENT_RULES,  // wgsl, wgsl_output (planner-student.mjs)
 };
 
 /**
@@ -613,6 +615,7 @@ export const RULE_DTYPES = {
   // the v3 ops work on 32-bit words (map_bits.wgsl, extremes.wgsl)
   ...Object.fromEntries([...Object.keys(MAP_BITS_OP), ...Object.keys(EXTREMES_OP)]
     .map((op) => [op, ['float32', 'int32']])),
+  ...STUDENT_DTYPES,
 };
 
 /**

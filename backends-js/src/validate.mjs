@@ -5,6 +5,7 @@ import { GpuLabError, nodeError } from './errors.mjs';
 import { LIMITS, PROTOCOL_VERSIONS, opSpec } from './optable.mjs';
 import { DTYPES, DTYPE_NAMES, blockOf, blockShapeProblem, resultDtype, toTypedData } from './dtypes.mjs';
 import { SHAPE_RULES, numel, formatShape, sameShape } from './shapes.mjs';
+import { NODE_DTYPE_RULES, NODE_SHAPE_RULES, WGSL_ATTR_CHECKS } from './wgsl-op.mjs';
 
 /** @typedef {import('./shapes.mjs').Shape} Shape */
 /**
@@ -203,6 +204,9 @@ const ATTR_CHECKS = {
     }
     return [...value];
   },
+
+  // the student wgsl op's attributes (wgsl-op.mjs)
+  ...WGSL_ATTR_CHECKS,
 };
 
 /** `full.value`: any number, or "nan"/"inf"/"-inf". */
@@ -234,7 +238,7 @@ function checkNode(raw, index, seen) {
   seen.set(id, index);
   const spec = typeof raw.op === 'string' ? opSpec(raw.op) : undefined;
   if (!spec) throw nodeError('VALIDATION', label, `unknown op ${show(raw.op)}`);
-  const operands = spec.operands.map((name) => {
+  const operands = spec.variadic ? variadicOperands(raw, spec.variadic, label) : spec.operands.map((name) => {
     if (!Object.hasOwn(raw, name)) throw nodeError('VALIDATION', label, `missing operand ${name}`);
     if (!isId(raw[name])) {
       throw nodeError('VALIDATION', label, `operand ${name} must be an integer node id, got ` +
@@ -242,7 +246,8 @@ function checkNode(raw, index, seen) {
     }
     return raw[name];
   });
-  const known = new Set(['id', 'op', ...spec.operands, ...Object.keys(spec.attrs)]);
+  const known = new Set(['id', 'op', ...spec.operands, ...(spec.variadic ? [spec.variadic] : []),
+    ...Object.keys(spec.attrs)]);
   const extra = Object.keys(raw).find((k) => !known.has(k));
   if (extra !== undefined) throw nodeError('VALIDATION', label, `unknown field "${extra}"`);
   const attrs = checkAttrs(raw, spec, label);
@@ -253,6 +258,20 @@ function checkNode(raw, index, seen) {
     delete attrs.data;
   }
   return node;
+}
+
+/**
+ * A variadic operand (the wgsl op's `inputs`): a list of node ids, which become the operands.
+ * @param {Record<string, unknown>} raw @param {string} name @param {{id: number, op: string}} label
+ */
+function variadicOperands(raw, name, label) {
+  const list = raw[name];
+  if (!Object.hasOwn(raw, name)) throw nodeError('VALIDATION', label, `missing operand ${name}`);
+  if (!Array.isArray(list) || firstBad(list, isId) >= 0) {
+    throw nodeError('VALIDATION', label, `operand ${name} must be a list of integer node ids, ` +
+      `got ${show(list)}`);
+  }
+  return [...list];
 }
 
 /**
@@ -282,7 +301,8 @@ function checkAttrs(raw, spec, label) {
 /** @param {CheckedNode[]} nodes @param {Map<number, CheckedNode>} byId */
 function checkOperandsExist(nodes, byId) {
   for (const node of nodes) {
-    const names = opSpec(node.op).operands;
+    const spec = opSpec(node.op);
+    const names = spec.variadic ? node.operands.map((_, i) => `${spec.variadic}[${i}]`) : spec.operands;
     node.operands.forEach((ref, i) => {
       if (!byId.has(ref)) {
         throw nodeError('VALIDATION', node, `dangling operand ${names[i]} = ${ref}: no node ` +
@@ -451,9 +471,11 @@ function inferShapes(nodes, topo, byId) {
   let total = 0;
   for (const i of topo) {
     const node = nodes[i];
-    const rule = SHAPE_RULES[opSpec(node.op).shape_rule];
+    const ruleName = opSpec(node.op).shape_rule;
     const shapes = node.operands.map((ref) => byId.get(ref).shape);
-    node.shape = rule({ node, shapes, attrs: node.attrs });
+    node.shape = Object.hasOwn(NODE_SHAPE_RULES, ruleName)
+      ? NODE_SHAPE_RULES[ruleName](node, node.operands.map((ref) => byId.get(ref)))
+      : SHAPE_RULES[ruleName]({ node, shapes, attrs: node.attrs });
     const count = numel(node.shape);
     if (count > LIMITS.max_elements) {
       throw nodeError('LIMIT', node, `result ${formatShape(node.shape)} has ${count} elements, ` +
@@ -473,8 +495,13 @@ function inferShapes(nodes, topo, byId) {
 function inferDtypes(nodes, topo, byId) {
   for (const i of topo) {
     const node = nodes[i];
+    const spec = opSpec(node.op);
+    if (Object.hasOwn(NODE_DTYPE_RULES, spec.shape_rule)) {
+      node.dtype = NODE_DTYPE_RULES[spec.shape_rule](node, node.operands.map((ref) => byId.get(ref)));
+      continue;
+    }
     const dtypes = node.operands.map((ref) => byId.get(ref).dtype);
-    node.dtype = resultDtype(node, opSpec(node.op), dtypes);
+    node.dtype = resultDtype(node, spec, dtypes);
   }
 }
 

@@ -371,6 +371,16 @@ test('matmul_fixed: round half even to fixed point, int64 sums past 2^32, satura
   same(await run([1.5, -2.25], [1, 2], [2, 4], [2, 1], 8), [-6]);
   same(await run([30000, 30000, 30000, 30000], [1, 4], [30000, 30000, 30000, 30000], [4, 1], 0), [3.6e9]);
   same(await run([3e9, 0.5, 1.5, NaN], [1, 4], [1, 1, 1, 1], [4, 1], 0), [2147483647 + 0 + 2]);
+test('the student ops are refused with UNSUPPORTED naming the op (lanes.json says why)', async () => {
+  const source = '@group(0) @binding(0) var<storage, read_write> o: array<f32>;\n' +
+    '@compute @workgroup_size(1) fn main() { o[0] = 1.0; }';
+  const graph = { version: 5, nodes: [{ id: 0, op: 'wgsl', inputs: [], source,
+    results: [{ name: 'o', shape: [1], dtype: 'float32' }], workgroups: [1] },
+  { id: 1, op: 'wgsl_output', a: 0, index: 0 }], outputs: [{ name: 'o', id: 1 }] };
+  await assert.rejects(runtime.execute(graph), (e) => e.code === 'UNSUPPORTED' &&
+    /no kernel for wgsl \(node 0\)/.test(e.message));
+  covered.add('wgsl');
+  covered.add('wgsl_output');
 });
 
 test('every op of the op table was exercised by these tests', () => {

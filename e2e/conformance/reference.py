@@ -601,7 +601,9 @@ def _arg_extreme(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.n
 
 def operand_ids(node: Mapping) -> list[int]:
     """The node's operand ids in op-table order."""
-    return [node[name] for name in OP_TABLE["ops"][node["op"]]["operands"]]
+    row = OP_TABLE["ops"][node["op"]]
+    variadic = list(node.get(row["variadic"], [])) if "variadic" in row else []
+    return variadic + [node[name] for name in row["operands"]]
 
 
 def needed_order(graph: Mapping) -> list[Mapping]:

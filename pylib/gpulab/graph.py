@@ -15,6 +15,7 @@ import array
 import inspect
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 from . import host, optable
@@ -24,6 +25,7 @@ from .host import SessionLike
 from .protocol import check_attrs, infer_node, label, node_version, to_float32_array
 from .session import Session
 from .shapes import Shape, element_count
+from .wgsl_check import NODE_DTYPE_RULES, NODE_SHAPE_RULES
 
 __all__ = ["Graph", "Session", "SessionLike", "Tensor"]
 
@@ -302,6 +304,43 @@ class Graph:
 
     # -- running --------------------------------------------------------------------------
 
+    def wgsl(self, source: str, inputs: Sequence[Tensor] = (),
+             outputs: Mapping[str, tuple[Sequence[int], str]] | None = None,
+             workgroups: Sequence[int] | int = (1,),
+             params: Mapping[str, float] | None = None) -> Any:
+        """Your own WGSL compute shader as a node (protocol version 5; docs/playground.md):
+        `inputs` bind at @group(0) @binding(0..), then one read_write buffer per entry of
+        `outputs` ({name: (shape, dtype)}, in order), then a uniform struct of `params` when
+        given; dispatched once with `workgroups` (x, y, z). The bindings are checked against
+        the source now. Returns the output Tensor, or a tuple of them (in `outputs` order)
+        when there are several; they work everywhere Tensors do, sessions included."""
+        if not outputs:
+            raise GpuLabError("VALIDATION", "g.wgsl(): give outputs={name: (shape, dtype)}")
+        results = [{"name": k, "shape": _shape_arg(v[0]) if isinstance(v, (list, tuple))
+                    and v else v, "dtype": v[1] if isinstance(v, (list, tuple))
+                    and len(v) > 1 else "float32"} for k, v in outputs.items()]
+        groups = [workgroups] if isinstance(workgroups, int) else _shape_arg(workgroups)
+        ins = [self._operand(t, f"wgsl input {i}") for i, t in enumerate(inputs)]
+        raw = {"source": source, "results": results, "workgroups": groups,
+               "params": dict(params or {})}
+        node_id = len(self._nodes)
+        attrs, _ = check_attrs(node_id, "wgsl", raw)
+        view = SimpleNamespace(id=node_id, op="wgsl", attrs=attrs)
+        shape = NODE_SHAPE_RULES["wgsl"](view, ins)
+        dtype = NODE_DTYPE_RULES["wgsl"](view, ins)  # the binding convention, checked now
+        self._nodes.append({"id": node_id, "op": "wgsl", "inputs": [t.id for t in ins],
+                            **_emitted_attrs("wgsl", attrs)})
+        self._versions[node_id] = node_version("wgsl", [t.shape for t in ins], attrs, dtype)
+        made = [Tensor(self, node_id, "wgsl", shape, dtype)]
+        self._tensors[node_id] = made[0]
+        for i, r in enumerate(attrs["results"][1:], start=1):
+            out_id = len(self._nodes)
+            self._nodes.append({"id": out_id, "op": "wgsl_output", "a": node_id, "index": i})
+            self._versions[out_id] = node_version("wgsl_output", [shape], {}, r["dtype"])
+            made.append(Tensor(self, out_id, "wgsl_output", tuple(r["shape"]), r["dtype"]))
+            self._tensors[out_id] = made[-1]
+        return made[0] if len(made) == 1 else tuple(made)
+
     def to_dict(self, **outputs: Tensor) -> dict[str, Any]:
         """The protocol graph of the named outputs, labelled with the lowest version it needs
         (plain data: floats, non-finite values as "nan"/"inf"/"-inf")."""
@@ -467,7 +506,9 @@ class Graph:
                 continue
             needed.add(node_id)
             node = self._nodes[node_id]
-            todo.extend(node[k] for k in optable.ops()[node["op"]]["operands"])
+            row = optable.ops()[node["op"]]
+            todo.extend(node.get(row["variadic"], []) if "variadic" in row else [])
+            todo.extend(node[k] for k in row["operands"])
         return needed
 
 

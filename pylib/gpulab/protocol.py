@@ -18,6 +18,8 @@ from . import optable
 from .dtypes import DTYPES, as_number, block_shape_problem, result_dtype, to_typed
 from .errors import GpuLabError
 from .shapes import SHAPE_RULES, Shape, ShapeError, element_count
+from .wgsl_check import ATTR_CHECKERS as WGSL_ATTR_CHECKERS
+from .wgsl_check import NODE_DTYPE_RULES, NODE_SHAPE_RULES
 
 __all__ = [
     "CheckedGraph",
@@ -281,6 +283,7 @@ ATTR_CHECKERS = {
     "bool": _check_bool,
     "perm": _check_perm,
     "reshape": _check_reshape,
+    **WGSL_ATTR_CHECKERS,  # the student wgsl op's attributes (wgsl_check.py)
 }
 
 
@@ -301,7 +304,8 @@ def check_attrs(node_id: int, op: str, given: dict[str, Any]) -> tuple[dict[str,
             continue
         kind = "value" if (op, name) == ("full", "value") else spec["type"]
         # data messages are the JS twin's word for word ("node 0 (input): data ...")
-        context = where if kind == "data" else f"{where} attribute '{name}'"
+        context = where if kind == "data" or kind in WGSL_ATTR_CHECKERS else (
+            f"{where} attribute '{name}'")
         if kind == "int":
             checked[name] = _check_int(given[name], context, node_id, checked, spec)
             continue
@@ -442,14 +446,14 @@ def _check_node(index: int, raw: Any, seen: set[int]) -> CheckedNode:
     if not isinstance(op, str) or op not in table:
         raise _fail("VALIDATION", f"{label(node_id, op)}: unknown op {_show(op)}", node_id)
     row = table[op]
-    operands = []
+    operands = _variadic_operands(node_id, op, raw, row["variadic"]) if "variadic" in row else []
     for name in row["operands"]:
         ref = _as_id(raw.get(name)) if name in raw else None
         if ref is None:
             problem = "is missing" if name not in raw else f"must be a node id, got {_show(raw[name])}"
             raise _fail("VALIDATION", f"{label(node_id, op)}: operand '{name}' {problem}", node_id)
         operands.append(ref)
-    allowed = {"id", "op", *row["operands"], *row["attrs"]}
+    allowed = {"id", "op", *row["operands"], *row["attrs"], *([row["variadic"]] if "variadic" in row else [])}
     unknown = sorted((k for k in raw if k not in allowed), key=repr)  # keys may not be str
     if unknown:
         raise _fail(
@@ -459,11 +463,26 @@ def _check_node(index: int, raw: Any, seen: set[int]) -> CheckedNode:
     return CheckedNode(node_id, op, tuple(operands), attrs, data=data)
 
 
+def _variadic_operands(node_id: int, op: str, raw: dict, name: str) -> list[int]:
+    """A variadic operand (the wgsl op's `inputs`): a list of node ids, which become the operands."""
+    if name not in raw:
+        raise _fail("VALIDATION", f"{label(node_id, op)}: operand '{name}' is missing", node_id)
+    value = raw[name]
+    refs = [_as_id(v) for v in value] if isinstance(value, (list, tuple)) else [None]
+    if any(r is None for r in refs):
+        raise _fail("VALIDATION", f"{label(node_id, op)}: operand '{name}' must be a list of "
+                    f"integer node ids, got {_show(value)}", node_id)
+    return [r for r in refs if r is not None]
+
+
 def _check_structure(
     nodes: list[CheckedNode], by_id: dict[int, CheckedNode], raw_outputs: list
 ) -> list[Output]:
     for node in nodes:
-        for name, ref in zip(optable.ops()[node.op]["operands"], node.operands):
+        row = optable.ops()[node.op]
+        names = ([f"{row['variadic']}[{i}]" for i in range(len(node.operands))]
+                 if "variadic" in row else row["operands"])
+        for name, ref in zip(names, node.operands):
             if ref not in by_id:
                 raise _fail(
                     "VALIDATION",
@@ -591,7 +610,11 @@ def _infer_shapes(topo: list[int], by_id: dict[int, CheckedNode]) -> None:
     for node_id in topo:
         node = by_id[node_id]
         shapes = [by_id[ref].shape for ref in node.operands]
-        node.shape, node.attrs = infer_node(node.id, node.op, node.attrs, shapes)
+        rule = optable.ops()[node.op]["shape_rule"]
+        if rule in NODE_SHAPE_RULES:  # rules that read their operand nodes (wgsl_check.py)
+            node.shape = NODE_SHAPE_RULES[rule](node, [by_id[ref] for ref in node.operands])
+        else:
+            node.shape, node.attrs = infer_node(node.id, node.op, node.attrs, shapes)
         count = element_count(node.shape)
         if count > lim["max_elements"]:
             raise _fail(
@@ -615,8 +638,12 @@ def _infer_dtypes(topo: list[int], by_id: dict[int, CheckedNode]) -> None:
     for node_id in topo:
         node = by_id[node_id]
         operands = [by_id[ref] for ref in node.operands]
-        node.dtype = result_dtype(label(node.id, node.op), node.id, optable.ops()[node.op],
-                                  [o.dtype for o in operands], node.attrs)
+        row = optable.ops()[node.op]
+        if row["shape_rule"] in NODE_DTYPE_RULES:
+            node.dtype = NODE_DTYPE_RULES[row["shape_rule"]](node, operands)
+        else:
+            node.dtype = result_dtype(label(node.id, node.op), node.id, row,
+                                      [o.dtype for o in operands], node.attrs)
         node.version, node.why = node_version_reason(
             node.op, [o.shape for o in operands], node.attrs, node.dtype)
 

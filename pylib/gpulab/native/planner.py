@@ -18,6 +18,7 @@ from .. import clamp_bounds, optable
 from ..errors import GpuLabError
 from ..kernel_table import family_codes, family_kernel, lang_dtypes, scalar_attrs
 from ..protocol import CheckedGraph, CheckedNode, label
+from .planner_student import STUDENT_DTYPES, STUDENT_RULES
 
 PLAN_FORMAT = 1
 
@@ -519,6 +520,7 @@ RULES: dict[str, Rule] = {
     "life": _plan_life,
     **{op: _plan_map_bits for op in MAP_BITS_OP},
     **{op: _plan_extremes for op in EXTREMES_OP},
+    **STUDENT_RULES,  # wgsl, wgsl_output (planner_student.py)
 }
 
 # The dtypes a rule plans where it handles more than float32 (twin of planner.mjs RULE_DTYPES):
@@ -530,6 +532,7 @@ RULE_DTYPES: dict[str, tuple[str, ...]] = {
     # a map or reduce op runs at every dtype its family has a generated WGSL kernel for
     **{op: tuple(lang_dtypes(op, "wgsl"))
        for op in [*UNARY_OP, *BINARY_OP, *REDUCE_OP]},
+    **STUDENT_DTYPES,
 }
 
 

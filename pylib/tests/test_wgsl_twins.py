@@ -1,0 +1,215 @@
+"""The WGSL binding scanners and the wgsl op's checks are twins (issue 21): on a corpus of
+sources (the examples' kernels, comments, nesting, odd spacing, hostile text) both scanners give
+the same declarations, and on graphs built around those sources both validators give the same
+first error (code, node and message word for word) or the same checked shapes and dtypes."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+from gpulab.errors import GpuLabError
+from gpulab.protocol import validate
+from gpulab.wgsl_scan import scan_wgsl
+
+# messages of the wgsl op's own checks, worded the same by both validators
+OWN_WORDS = re.compile(r"WGSL|params|workgroups|results|source|index")
+ROOT = Path(__file__).resolve().parents[2]
+SAXPY = """@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> y: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+struct Params { a: f32, n: u32 }
+@group(0) @binding(3) var<uniform> p: Params;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3u) {
+  let i = id.x;
+  if (i < p.n) { out[i] = p.a * x[i] + y[i]; }
+}
+"""
+SOURCES = [
+    SAXPY,
+    SAXPY.replace("read> y", "read_write> y"),
+    SAXPY.replace("a: f32, n: u32", "a: f32, n: u32, extra: i32"),
+    SAXPY.replace("a: f32", "a: vec2f"),
+    SAXPY.replace("@group(0) @binding(3)", "@group(1) @binding(3)"),
+    SAXPY.replace("@binding(1)", "@binding(0)"),
+    SAXPY.replace("fn main", "fn mian"),
+    SAXPY.replace("array<f32>;\n@group(0) @binding(2)", "array<i32>;\n@group(0) @binding(2)"),
+    "/* @group(0) @binding(7) var<storage> z: array<f32>; /* nested */ still */\n" + SAXPY,
+    "// @group(0) @binding(9) var<uniform> q: Q;\n" + SAXPY.replace("\n", "\r\n"),
+    SAXPY.replace(" ", "\u2028", 3).replace("@group(0) @binding(0)", "@ group ( 0 )@binding(0u)"),
+    SAXPY.replace("out: array<f32>", "out: array<atomic<u32>>"),
+    SAXPY.replace("array<f32>;", "array<f32, 16>;"),
+    SAXPY.replace(
+        "struct Params { a: f32, n: u32 }", "struct Params {\n  @align(4) a: f32,\n  n: u32,\n}"
+    ),
+    "@compute @workgroup_size(1) fn main() {}",
+    "@workgroup_size(1) @compute fn main() {}",
+    (
+        "@group(0) @binding(0) var<storage, read_write> o: array<u32>;\nvar<private> t: u32;\n"
+        "var<workgroup> w: array<u32, 64>;\n@compute @workgroup_size(1) fn main() { o[0] = 1u; }"
+    ),
+    "@a " * 2000,
+    "var x: " + " " * 5000,
+    "struct a{" * 500,
+    "@group(0) @binding(0) var<storage, read> x: array<f32>",
+    "",
+    "\u00e9\U0001f600 @compute fn main(){}",
+]
+JS = """
+import { scanWgsl } from './backends-js/src/wgsl-scan.mjs';
+import { validateGraph } from './backends-js/src/validate.mjs';
+let text = '';
+for await (const chunk of process.stdin) text += chunk;
+const { sources, graphs } = JSON.parse(text);
+const check = (g) => {
+  try {
+    const c = validateGraph(g);
+    return { ok: true, shapes: c.nodes.map((n) => [n.id, n.shape, n.dtype]), version: c.requiredVersion };
+  } catch (e) {
+    if (!e || typeof e.code !== 'string') return { crash: String(e && e.stack || e) };
+    return { code: e.code, node: e.node ?? null, message: e.message };
+  }
+};
+process.stdout.write(JSON.stringify({ scans: sources.map(scanWgsl), checks: graphs.map(check) }));
+"""
+
+
+def _py_check(graph: dict) -> dict:
+    try:
+        c = validate(graph)
+        return {
+            "ok": True,
+            "shapes": [[n.id, list(n.shape), n.dtype] for n in c.nodes],
+            "version": c.required_version,
+        }
+    except GpuLabError as e:
+        return {"code": e.code, "node": e.node, "message": e.message}
+
+
+def _graph(text: str, **node: object) -> dict:
+    wgsl = {
+        "id": 5,
+        "op": "wgsl",
+        "inputs": [0, 1],
+        "source": text,
+        "results": [{"name": "out", "shape": [4], "dtype": "float32"}],
+        "workgroups": [1],
+        "params": {"a": 2.0, "n": 4},
+    }
+    wgsl.update(node)
+    return {
+        "version": 5,
+        "nodes": [
+            {"id": 0, "op": "input", "shape": [4], "data": [1, 2, 3, 4]},
+            {"id": 1, "op": "input", "shape": [4], "data": [0.5, 0.5, 0.5, 0.5]},
+            wgsl,
+            {"id": 6, "op": "wgsl_output", "a": 5, "index": 0},
+        ],
+        "outputs": [{"name": "o", "id": 6}],
+    }
+
+
+def _graphs() -> list[dict]:
+    out = [_graph(s) for s in SOURCES]
+    variants: list[dict] = [
+        {"params": {}},
+        {"params": {"a": 2.0}},
+        {"params": {"a": 2.0, "n": 2.5}},
+        {"params": {"a": 2.0, "n": -1}},
+        {"params": {"a": 1e39, "n": 4}},
+        {"params": {"a": True, "n": 4}},
+        {"params": {"a": 1.0, "n": 4, "z": 1}},
+        {"params": [1]},
+        {"workgroups": [65536]},
+        {"workgroups": [1, 2, 3, 4]},
+        {"workgroups": [0]},
+        {"workgroups": [2.0, 1]},
+        {"workgroups": "x"},
+        {"inputs": [0]},
+        {"inputs": [0, 1, 0]},
+        {"inputs": [0, 99]},
+        {"inputs": "0"},
+        {"inputs": [0, -1]},
+        {"results": []},
+        {"results": [{"name": "o", "shape": [4]}]},
+        {"results": [{"name": "o", "shape": [0], "dtype": "float32"}]},
+        {"results": [{"name": "1o", "shape": [4], "dtype": "float32"}]},
+        {"results": [{"name": "o", "shape": [4], "dtype": "float64"}]},
+        {"results": [{"name": "o", "shape": [4], "dtype": "int32"}]},
+        {
+            "results": [
+                {"name": "o", "shape": [4], "dtype": "float32"},
+                {"name": "o", "shape": [4], "dtype": "float32"},
+            ]
+        },
+        {"results": [{"name": "o", "shape": [4], "dtype": "float32", "x": 1}]},
+        {"source": "x" * (1024 * 1024 + 1)},
+        {"source": ""},
+        {"source": 7},
+        {"extra": 1},
+    ]
+    out += [_graph(SAXPY, **v) for v in variants]
+    wrong_index = _graph(SAXPY)
+    wrong_index["nodes"][3]["index"] = 1
+    not_wgsl = _graph(SAXPY)
+    not_wgsl["nodes"][3]["a"] = 0
+    old = _graph(SAXPY)
+    old["version"] = 3
+    return [*out, wrong_index, not_wgsl, old]
+
+
+def test_scanners_and_validators_agree_on_the_corpus() -> None:
+    graphs = _graphs()
+    proc = subprocess.run(
+        ["node", "--input-type=module", "-e", JS],
+        cwd=ROOT,
+        check=True,
+        input=json.dumps({"sources": SOURCES, "graphs": graphs}),
+        capture_output=True,
+        text=True,
+    )
+    js = json.loads(proc.stdout)
+    for source, scan in zip(SOURCES, js["scans"], strict=True):
+        assert scan_wgsl(source) == scan, source[:80]
+    codes = set()
+    for graph, got in zip(graphs, js["checks"], strict=True):
+        want = _py_check(graph)
+        assert "crash" not in got, got
+        if not OWN_WORDS.search(want.get("message", "")):  # the generic checks' words differ
+            want.pop("message", None)
+            got.pop("message", None)
+        assert want == got, (graph["nodes"][2], want, got)
+        codes.add(want.get("code", "ok"))
+    assert codes == {"ok", "VALIDATION", "LIMIT", "UNSUPPORTED_VERSION"}
+
+
+def test_saxpy_scan_reads_the_convention() -> None:
+    scan = scan_wgsl(SAXPY)
+    assert [
+        (v["binding"], v["space"], v["access"], v["name"], v["type"]) for v in scan["vars"]
+    ] == [
+        (0, "storage", "read", "x", "array<f32>"),
+        (1, "storage", "read", "y", "array<f32>"),
+        (2, "storage", "read_write", "out", "array<f32>"),
+        (3, "uniform", "", "p", "Params"),
+    ]
+    assert scan["structs"] == [
+        {
+            "name": "Params",
+            "line": 4,
+            "members": [{"name": "a", "type": "f32"}, {"name": "n", "type": "u32"}],
+        }
+    ]
+    assert scan["computeEntries"] == ["main"]
+
+
+def test_binding_mismatch_names_the_binding_and_line() -> None:
+    got = _py_check(_graph(SAXPY.replace("read> y", "read_write> y")))
+    assert got["code"] == "VALIDATION" and got["node"] == 5
+    assert "at line 2, column 1: @binding(1) is input 1 (node 1, float32)" in got["message"]
+    assert got["message"].endswith(
+        "   2 | @group(0) @binding(1) var<storage, read_write> y: array<f32>;"
+    )
