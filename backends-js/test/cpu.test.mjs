@@ -371,6 +371,8 @@ test('matmul_fixed: round half even to fixed point, int64 sums past 2^32, satura
   same(await run([1.5, -2.25], [1, 2], [2, 4], [2, 1], 8), [-6]);
   same(await run([30000, 30000, 30000, 30000], [1, 4], [30000, 30000, 30000, 30000], [4, 1], 0), [3.6e9]);
   same(await run([3e9, 0.5, 1.5, NaN], [1, 4], [1, 1, 1, 1], [4, 1], 0), [2147483647 + 0 + 2]);
+});
+
 test('the student ops are refused with UNSUPPORTED naming the op (lanes.json says why)', async () => {
   const source = '@group(0) @binding(0) var<storage, read_write> o: array<f32>;\n' +
     '@compute @workgroup_size(1) fn main() { o[0] = 1.0; }';
