@@ -7,6 +7,7 @@ import { EXAMPLES } from './examples.mjs';
 import { createNotebooks } from './notebooks-ui.mjs';
 import { showComparison } from './compare-view.mjs';
 import { createControl, requestStop, resetControl } from './stop-control.mjs';
+import { createLiveViews } from './animate.mjs';
 
 const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 const ui = {
@@ -43,6 +44,11 @@ const notebook = new Notebook($('notebook'), {
 });
 const notebooks = createNotebooks({ notebook, examples: EXAMPLES, isBusy: () => Boolean(state.running) });
 globalThis.gpulabNotebook = notebook; // for debugging from the console
+/** Live views (display.animate): they run on after their cell; Stop and a re-run end them. */
+const liveViews = createLiveViews(() => worker);
+globalThis.gpulabAnimations = liveViews; // the tests read frame logs here
+/** Stop is on while a cell runs (with the Stop control) or a live view runs. */
+const updateStop = () => { ui.stop.disabled = !(state.running && control) && !liveViews.running; };
 
 // ---------------------------------------------------------------------------------------------
 // Loading and backend status
@@ -110,6 +116,7 @@ function pump() {
   if (!state.ready || state.running || state.queue.length === 0) return;
   const { cell, runId } = state.queue.shift();
   state.running = { cell, runId, started: performance.now() };
+  liveViews.endCell(cell);
   clearOutput(cell);
   cell.compare.replaceChildren();
   cell.compare.hidden = true;
@@ -142,6 +149,7 @@ function skipQueued(cell) {
 }
 
 function stop() {
+  liveViews.stopAll();
   if (!control || !state.running) return;
   for (const { cell } of state.queue) cell.prompt.textContent = '[ ]';
   state.queue = [];
@@ -178,7 +186,7 @@ function finishRun(msg) {
   cell.compareButton.disabled = !msg.comparable;
   explainCompare(cell, msg);
   state.running = null;
-  ui.stop.disabled = true;
+  updateStop();
   notebook.onChange(); // its output is kept too
   // A run Stop could not unwind may still resume one day (a timer, a promise): only a fresh
   // interpreter guarantees it never changes globals or prints into another cell.
@@ -189,6 +197,7 @@ function finishRun(msg) {
 function onOutput({ runId, kind, payload }) {
   const cell = outputOf(runId);
   if (!cell) return;
+  if (kind === 'animation') { liveViews.start(cell, payload); updateStop(); return; } // live: not kept
   emit(cell, kind, payload);
 }
 
@@ -259,6 +268,8 @@ function onWorkerMessage({ data: msg }) {
     }
     case 'output': onOutput(msg); break;
     case 'done': finishRun(msg); break;
+    case 'anim-frame': case 'anim-state': case 'anim-input-ack': liveViews.message(msg); break;
+    case 'anim-end': liveViews.message(msg); updateStop(); break;
     case 'last-graph': state.replies.get(msg.requestId)?.(msg); state.replies.delete(msg.requestId); break;
     case 'fatal':
       ui.backendStatus.textContent = `Worker error: ${msg.message}`;
@@ -298,6 +309,8 @@ function restart() {
   }
   state.replies.forEach((reply) => reply({ graph: null, result: null }));
   state.replies.clear();
+  liveViews.workerGone();
+  updateStop();
   worker.terminate();
   notebook.cells.forEach((cell) => { cell.compareButton.disabled = true; });
   startWorker();

@@ -8,6 +8,9 @@ import {
   cancelRequested, clearInterrupt, createWaitGate, interruptInFlight, requestStop, SLOT,
 } from './stop-control.mjs';
 import { RunOutput } from './run-output.mjs';
+import { Animations } from './animator.mjs';
+import { countBufferMaps } from '../backends-js/src/present/map-counter.mjs';
+import { errorInfo } from '../backends-js/src/python-adapter.mjs';
 
 /** After Stop: when the worker cancels a parked cell (sooner when no GPU request is in flight:
  * then nothing but a timer or a foreign promise can wake it), and when it gives up on it. */
@@ -23,7 +26,13 @@ const STOP_POLL_MS = 50;
 /** @type {ReturnType<typeof createWaitGate>} */ let waitGate = createWaitGate(null);
 /** Test hooks (set from the tests through the worker's scope): `stopOnDelivery: n` presses
  * Stop just before each of the next n GPU results is handed to Python, the worst moment. */
-const testHooks = { stopOnDelivery: 0 };
+const testHooks = {
+  stopOnDelivery: 0,
+  /** The runtime's hooks (filled by the backend: loseDevice, webgpuStats, ...). */
+  runtime: {},
+  /** Install (once) and read the GPUBuffer map counts of this worker. */
+  countMaps: () => ({ ...countBufferMaps(self) }),
+};
 self.gpulabTestHooks = testHooks;
 /** The run whose stdout/outputs we are forwarding (one at a time: the page queues runs). */
 let currentRun = null;
@@ -31,6 +40,8 @@ let currentRun = null;
 const lastGraphs = new Map();
 
 const post = (msg) => self.postMessage(msg);
+/** Live views (display.animate): they outlive the cell that started them (animator.mjs). */
+const animations = new Animations(post);
 const now = () => performance.now();
 
 async function timed(stage, label, work) {
@@ -93,6 +104,7 @@ function recording(rt) {
         download: (key) => session.download(key),
         dispose: () => session.dispose(),
         parts: session.parts, // the checked graph: the adapter answers downloads with shapes
+        live: session, // the runtime Session itself, for live views (animator.mjs)
       };
     },
     dispose() { rt.dispose?.(); },
@@ -108,7 +120,9 @@ async function openRuntime(backend, allowSoftware) {
   let error = null;
   try {
     const mod = await import('../backends-js/src/runtime.mjs');
-    runtime = await mod.createRuntime({ backend, allowSoftware, softwareHint: PAGE_SOFTWARE_HINT });
+    testHooks.runtime = {};
+    runtime = await mod.createRuntime({ backend, allowSoftware, softwareHint: PAGE_SOFTWARE_HINT,
+      hooks: testHooks.runtime });
   } catch (err) {
     error = err instanceof GpuLabError ? err
       : new GpuLabError('UNAVAILABLE', `backend ${backend}: ${err?.message ?? err}`);
@@ -178,6 +192,21 @@ const notebookModule = {
     const transfer = plain?.pixels instanceof Uint8Array ? [plain.pixels.buffer] : [];
     post({ type: 'output', runId: currentRun.id, kind, payload: plain }, transfer);
   },
+  /** display.animate: check and register a live view, show its canvas; {ok, value: id}. */
+  animate(spec) {
+    try {
+      const plain = spec?.toJs ? spec.toJs({ dict_converter: Object.fromEntries, create_pyproxies: false }) : spec;
+      if (!currentRun) throw new GpuLabError('STATE', 'display.animate runs only inside a cell');
+      const session = adapter.session(plain.session)?.live;
+      if (!session) throw new GpuLabError('DISPOSED', `session ${plain.session} was disposed`);
+      const anim = animations.create(currentRun.cellId, session, plain);
+      notebookModule.emit('animation', anim.describe());
+      return { ok: true, value: anim.id };
+    } catch (err) {
+      return { ok: false, error: errorInfo(err) };
+    }
+  },
+  animation_stop: (id) => animations.stop({ animId: Number(id) }),
   /** An error the run cannot raise (a failed submit callback): shown in the cell, in order. */
   emit_error(error) {
     notebookModule.emit('error', error);
@@ -209,7 +238,8 @@ async function init({ backend, allowSoftware, controlBuffer, jspi = true }) {
     if (errors.length) throw new Error(`loading the gpulab wheel failed: ${errors.join('; ')}`);
     pyodide.registerJsModule('_notebook', notebookModule);
     // The page's Python helpers (web/py/), under the names the cells and the runner import.
-    for (const [file, name] of [['display.py', 'display.py'], ['page_env.py', '_page_env.py'],
+    for (const [file, name] of [['animate.py', '_display_animate.py'], ['display.py', 'display.py'],
+      ['page_env.py', '_page_env.py'],
       ['cell_runner.py', '_cell_runner.py']]) {
       const source = await fetch(new URL(`./py/${file}`, import.meta.url));
       pyodide.FS.writeFile(`/home/pyodide/${name}`, await source.text());
@@ -230,6 +260,7 @@ async function init({ backend, allowSoftware, controlBuffer, jspi = true }) {
 }
 
 async function run({ runId, cellId, cellLabel, code }) {
+  animations.stop({ cellId }); // a cell run again ends the views it started before
   const output = new RunOutput((batch) => post({ type: 'stream', runId, batch }));
   currentRun = { id: runId, cellId, graphs: 0, backend: null, output };
   waitGate.reset();
@@ -353,6 +384,7 @@ self.onmessage = ({ data }) => {
     configure: async (msg) => post({ type: 'backend', backend: await openRuntime(msg.backend, msg.allowSoftware) }),
   };
   const handler = handlers[data.type];
+  if (data.type?.startsWith('anim-')) { animations.handle(data); return; } // never queued
   if (!handler) return;
   if (data.type === 'last-graph') { handler(data); return; }
   chain = chain.then(() => handler(data)).catch((err) => {

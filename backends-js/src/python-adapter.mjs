@@ -255,6 +255,12 @@ export function createPythonGPUAdapter(pyodide, runtime, {
       });
     },
 
+    /** The session prepared under a Python session id, or null (the page's live views draw
+     * from it: web/animator.mjs). @param {number} id */
+    session(id) {
+      return sessions.get(Number(id)) ?? null;
+    },
+
     /** Resolves when no request is pending (the notebook waits for callbacks before "done"). */
     whenIdle() {
       return pending === 0 ? Promise.resolve() : new Promise((resolve) => idleWaiters.push(resolve));

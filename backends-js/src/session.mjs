@@ -310,6 +310,56 @@ export class Session {
   }
 
   /**
+   * Run steps reading nothing back (a live view draws the device's value instead, present/):
+   * the checks and poisoning of run(). Resolves with {steps, runMs}.
+   * @param {number|Array<Record<string, ArrayLike<number>>|Map<number, ArrayLike<number>>>} [steps]
+   */
+  advance(steps = 1) {
+    return this.#exclusive(async () => {
+      this.#checkUsable();
+      const { checked, program, resolved } = this.parts;
+      const maps = normalizeSteps(checked, resolved.feeds, steps);
+      const t0 = performance.now();
+      try {
+        await program.run(maps, []);
+      } catch (err) {
+        throw this.#fail(err, 'run');
+      }
+      return { steps: maps.length, runMs: performance.now() - t0 };
+    });
+  }
+
+  /**
+   * The node id of a kept (resident or carried-to) output, or VALIDATION.
+   * @param {string} name @param {string} what
+   */
+  keptOutputId(name, what = 'download') {
+    const { checked, resolved } = this.parts;
+    const id = outputId(checked, name, what);
+    if (!resolved.keep.includes(id)) {
+      throw invalid(`${what}: output "${name}" is not resident (list it in resident, or carry it)`);
+    }
+    return id;
+  }
+
+  /**
+   * Hand a kept output to `draw(program, id)` (a presenter's surface), in turn with this
+   * session's runs; a failed draw poisons the session as a failed run does.
+   * @param {string} name @param {(program: Program, id: number) => Promise<void>} draw
+   */
+  present(name, draw) {
+    return this.#exclusive(async () => {
+      this.#checkUsable();
+      const id = this.keptOutputId(name, 'present');
+      try {
+        await draw(this.parts.program, id);
+      } catch (err) {
+        throw this.#fail(err, 'present');
+      }
+    });
+  }
+
+  /**
    * The current value of a resident (or carried-to) output, by name, or of a carried input, by id.
    * @param {string|number} key
    * @returns {Promise<TypedData>} typed by the tensor's dtype

@@ -101,3 +101,12 @@ def plot(ys: Sequence[float], xs: Sequence[float] | None = None, name: str = "pl
         raise ValueError(f"plot: {len(xs_list)} x values for {len(ys_list)} y values")
     _emit("plot", {"name": name, "title": title, "xlabel": xlabel, "ylabel": ylabel,
                    "xs": xs_list, "ys": ys_list})
+
+
+# Live views (display.animate and its feeds) live in their own module: web/py/animate.py.
+from _display_animate import (  # noqa: E402
+    Animation, animate, brush, key, pointer, pressed, toggles,
+)
+
+__all__ = ["Animation", "animate", "brush", "draw", "is_result", "key", "plot", "pointer",
+           "pressed", "show", "text", "toggles"]

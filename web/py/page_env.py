@@ -94,7 +94,8 @@ class _MissingPackageHints(importlib.abc.MetaPathFinder):
 def _internal(filename: str) -> bool:
     """Frames a student did not write: gpulab itself, the page's helpers, Pyodide's glue."""
     return ("/gpulab/" in filename or "_pyodide" in filename or "/pyodide/" in filename
-            or filename.endswith(("/_cell_runner.py", "/_page_env.py", "/display.py")))
+            or filename.endswith(("/_cell_runner.py", "/_page_env.py", "/display.py",
+                                 "/_display_animate.py")))
 
 
 def format_error(exc: BaseException, filename: str | None) -> dict:

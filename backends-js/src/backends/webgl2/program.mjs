@@ -371,13 +371,23 @@ export class WebGL2Program {
    * @param {number} id @param {boolean} [beforeCarry]
    */
   read(id, beforeCarry = false) {
-    let slot = this.slotOf.get(id);
+    const slot = this.currentSlot(id, beforeCarry);
+    const dtype = this.nodes.get(id)?.dtype ?? 'float32';
+    return download(this.gl, this.slots[slot], this.slotSize[slot], dtype);
+  }
+
+  /** The slot holding a node's current value (see read). @param {number} id @param {boolean} [beforeCarry] */
+  currentSlot(id, beforeCarry = false) {
+    const slot = this.slotOf.get(id);
     if (slot === undefined) {
       throw new GpuLabError('BACKEND', `node ${id} has no tensor on the webgl2 backend`, id);
     }
-    if (!beforeCarry && this.stepsRun > 0 && this.swapped.has(id)) slot = this.swapped.get(id);
-    const dtype = this.nodes.get(id)?.dtype ?? 'float32';
-    return download(this.gl, this.slots[slot], this.slotSize[slot], dtype);
+    return !beforeCarry && this.stepsRun > 0 && this.swapped.has(id) ? this.swapped.get(id) : slot;
+  }
+
+  /** The texture of a node's current value, for drawing it (present/webgl2.mjs). @param {number} id */
+  currentTexture(id) {
+    return this.slots[this.currentSlot(id)];
   }
 
   /** @param {number} id */

@@ -1,0 +1,205 @@
+// Live views (issue 20) in node: the colour tables, the presenter registry, Session.advance /
+// present on the CPU backend, the animator's checks, its pacing and back-pressure (a fake
+// presenter, a page that acknowledges or does not), and the bounded input streams.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRuntime } from '../src/runtime.mjs';
+import { COLOUR_MAP, PALETTE, colourOf, colouring, fillPixels } from '../src/present/colors.mjs';
+import { presenterFor, registerPresenter } from '../src/present/index.mjs';
+import { ACK_WAIT_MS, Animation, MAX_UNACKED, checkSpec } from '../../web/animator.mjs';
+import { BoundedStream, FeedBuilder, InputStreams, MAX_EVENTS } from '../../web/anim-input.mjs';
+
+const code = (c, pattern = /./) => (err) => {
+  assert.equal(err.code, c, err.message);
+  assert.match(err.message, pattern);
+  return true;
+};
+
+/** A 4x4 board with a blinker, its toggle mask fed, carried through life. */
+const BLINKER = [0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0];
+const LIFE = {
+  version: 2,
+  nodes: [
+    { id: 0, op: 'input', shape: [4, 4], data: BLINKER },
+    { id: 1, op: 'input', shape: [4, 4] },
+    { id: 2, op: 'input', shape: [2] },
+    { id: 3, op: 'add', a: 0, b: 1 },
+    { id: 4, op: 'life', a: 3 },
+    { id: 5, op: 'sum', a: 0 },
+  ],
+  outputs: [{ name: 'board', id: 4 }, { name: 'total', id: 5 }],
+};
+
+const prepareLife = async (feeds = [1]) => {
+  const rt = await createRuntime({ backend: 'cpu' });
+  // node 2 (a pointer's [row, col]) is fed or has data
+  const nodes = LIFE.nodes.map((n) => (n.id === 2 && !feeds.includes(2) ? { ...n, data: [0, 0] } : n));
+  const s = await rt.prepare({ ...LIFE, nodes }, { feeds, carry: { 0: 'board' } });
+  return { rt, s };
+};
+
+test('colours: palette for masks and integers, the colour map for floats, NaN visible', () => {
+  assert.deepEqual(colouring('float32'), { mode: 'map', vmin: 0, vmax: 1 });
+  assert.equal(colouring('bool').mode, 'palette');
+  assert.equal(colouring('int32').mode, 'palette');
+  assert.equal(colouring('float32', { palette: true }).mode, 'palette');
+  assert.equal(colouring('int32', { palette: false }).mode, 'map');
+  const pal = colouring('bool');
+  assert.deepEqual(colourOf(0, pal), PALETTE[0]);
+  assert.deepEqual(colourOf(1, pal), PALETTE[1]);
+  assert.deepEqual(colourOf(0.6, pal), PALETTE[1]);
+  assert.deepEqual(colourOf(99, pal), PALETTE[7]);
+  const map = colouring('float32', { vmin: -1, vmax: 1 });
+  assert.deepEqual(colourOf(-1, map), COLOUR_MAP[0]);
+  assert.deepEqual(colourOf(-5, map), COLOUR_MAP[0]);
+  assert.deepEqual(colourOf(0, map), COLOUR_MAP[2]);
+  assert.deepEqual(colourOf(1, map), COLOUR_MAP[4]);
+  assert.deepEqual(colourOf(NaN, map), [255, 0, 255]);
+  const px = fillPixels([0, 1], pal, new Uint8ClampedArray(8));
+  assert.deepEqual([...px], [...PALETTE[0], 255, ...PALETTE[1], 255]);
+});
+
+test('presenters are registered per backend; others are UNSUPPORTED', () => {
+  for (const b of ['webgpu', 'webgl2', 'wasm', 'cpu']) assert.equal(typeof presenterFor(b).open, 'function');
+  assert.throws(() => presenterFor('nope'), code('UNSUPPORTED', /cannot draw a live view.*webgpu/));
+});
+
+test('Session.advance steps without reading back; present draws a kept output', async () => {
+  const { rt, s } = await prepareLife();
+  const zero = new Float32Array(16);
+  const stats = await s.advance([{ 1: zero }, { 1: zero }]);
+  assert.equal(stats.steps, 2);
+  let drawn = null;
+  await s.present('board', async (program, id) => { drawn = await program.download(id); });
+  assert.deepEqual([...drawn], BLINKER); // two blinker steps: back where it started
+  await assert.rejects(s.present('total', async () => {}), code('VALIDATION', /not resident/));
+  await assert.rejects(s.present('nope', async () => {}), code('VALIDATION', /no output named/));
+  await assert.rejects(s.advance(1), code('VALIDATION', /feed map per step/));
+  await assert.rejects(s.present('board', async () => { throw new Error('draw failed'); }),
+    code('BACKEND', /draw failed/));
+  await assert.rejects(s.advance([{ 1: zero }]), code('STATE', /poisoned/)); // as a failed run
+  rt.dispose();
+});
+
+test('animate checks: kept 2-D output, every fed input given, feed sizes', async () => {
+  const { rt, s } = await prepareLife([1, 2]);
+  const spec = (feeds, output = 'board') => ({ output, feeds, fps: 60 });
+  const view = checkSpec(s, spec([[1, { kind: 'toggle' }], [2, { kind: 'pointer' }]]));
+  assert.deepEqual([view.height, view.width, view.dtype], [4, 4, 'float32']);
+  assert.throws(() => checkSpec(s, spec([[1, { kind: 'toggle' }]])), code('VALIDATION', /node 2 is fed/));
+  assert.throws(() => checkSpec(s, spec([[1, { kind: 'pointer' }], [2, { kind: 'pointer' }]])),
+    code('VALIDATION', /16 elements; a pointer feed needs 2/));
+  assert.throws(() => checkSpec(s, spec([[1, { kind: 'toggle' }], [2, { kind: 'toggle' }]])),
+    code('VALIDATION', /2 elements; a toggle feed needs 16/));
+  assert.throws(() => checkSpec(s, spec([[1, { kind: 'x' }], [2, { kind: 'pointer' }]])),
+    code('VALIDATION', /unknown feed kind/));
+  assert.throws(() => checkSpec(s, spec([[0, { kind: 'toggle' }], [1, { kind: 'toggle' }],
+    [2, { kind: 'pointer' }]])), code('VALIDATION', /node 0 is not a fed input/));
+  assert.throws(() => checkSpec(s, spec([], 'total')), code('VALIDATION', /not resident/));
+  rt.dispose();
+});
+
+/** An animation on a fake presenter that counts draws; `acks`: acknowledge every frame. */
+async function runFor(ms, { fps, acks, frames = null }) {
+  const { rt, s } = await prepareLife([1]);
+  const draws = [];
+  registerPresenter('cpu', { open: () => ({ readsBack: true, close() {},
+    async draw(program, id) { draws.push(await program.download(id)); } }) });
+  const posted = [];
+  let anim;
+  const post = (msg) => {
+    posted.push(msg);
+    if (acks && msg.type === 'anim-frame') setTimeout(() => anim.ack(msg.seq), 1);
+  };
+  anim = new Animation({ id: 1, cellId: 'c', session: s, post, onEnd: () => {},
+    spec: { output: 'board', feeds: [[1, { kind: 'toggle' }]], fps, frames, pauseKey: ' ' } });
+  anim.start(/** @type {any} */ ({}));
+  await new Promise((r) => setTimeout(r, ms));
+  anim.end('stopped');
+  rt.dispose();
+  return { anim, posted, draws, state: s.state };
+}
+
+test('frames are paced to fps, in order, and the view ends cleanly', async () => {
+  const { posted, draws, state } = await runFor(1000, { fps: 25, acks: true });
+  const frames = posted.filter((m) => m.type === 'anim-frame');
+  assert.ok(frames.length >= 10 && frames.length <= 27, `${frames.length} frames at 25 fps in 1 s`);
+  assert.deepEqual(frames.map((f) => f.seq), frames.map((_, i) => i + 1));
+  assert.ok(frames.every((f) => f.unacked <= MAX_UNACKED));
+  assert.equal(draws.length, frames.length);
+  const end = posted.at(-1);
+  assert.equal(end.type, 'anim-end');
+  assert.equal(end.reason, 'stopped');
+  assert.equal(state, 'disposed'); // the view owned the session
+});
+
+test('a page that stops acknowledging slows the loop to one frame per second', async () => {
+  const { posted, anim } = await runFor(ACK_WAIT_MS * 2.5, { fps: 60, acks: false });
+  const frames = posted.filter((m) => m.type === 'anim-frame');
+  // 2 frames unacknowledged, then one per ACK_WAIT_MS: 4 in 2.5 s, never a growing queue
+  assert.equal(frames.length, MAX_UNACKED + 2, `${frames.length} frames`);
+  assert.ok(anim.maxUnacked <= MAX_UNACKED);
+});
+
+test('frames= ends the view after that many frames; the pause key pauses', async () => {
+  const { posted } = await runFor(600, { fps: 60, acks: true, frames: 5 });
+  assert.equal(posted.filter((m) => m.type === 'anim-frame').length, 5);
+  assert.equal(posted.at(-1).reason, 'done');
+  const { rt, s } = await prepareLife([1]);
+  const msgs = [];
+  let anim;
+  const post = (m) => { msgs.push(m); if (m.type === 'anim-frame') setTimeout(() => anim.ack(m.seq), 1); };
+  anim = new Animation({ id: 2, cellId: 'c', session: s, post, onEnd: () => {},
+    spec: { output: 'board', feeds: [[1, { kind: 'toggle' }]], fps: 50, frames: null, pauseKey: ' ' } });
+  anim.start(/** @type {any} */ ({}));
+  await new Promise((r) => setTimeout(r, 200));
+  anim.addInput([{ type: 'keydown', seq: 1, key: ' ' }]);
+  const at = msgs.filter((m) => m.type === 'anim-frame').length;
+  await new Promise((r) => setTimeout(r, 400));
+  assert.equal(msgs.filter((m) => m.type === 'anim-frame').length, at, 'frames while paused');
+  assert.ok(msgs.some((m) => m.type === 'anim-state' && m.paused));
+  anim.addInput([{ type: 'keydown', seq: 2, key: ' ' }]);
+  await new Promise((r) => setTimeout(r, 200));
+  assert.ok(msgs.filter((m) => m.type === 'anim-frame').length > at + 2, 'resumed');
+  anim.end('stopped');
+  rt.dispose();
+});
+
+test('input streams keep at most 256 events each, dropping the oldest', () => {
+  const s = new BoundedStream();
+  for (let i = 0; i < MAX_EVENTS + 10; i++) s.push({ type: 'pointermove', seq: i });
+  assert.equal(s.size, MAX_EVENTS);
+  assert.equal(s.dropped, 10);
+  assert.equal(s.take()[0].seq, 10);
+  const all = new InputStreams();
+  all.push({ type: 'pointerup', seq: 3 });
+  all.push({ type: 'pointerdown', seq: 1 });
+  all.push({ type: 'pointermove', seq: 2 });
+  for (let i = 0; i < 300; i++) all.push({ type: 'keydown', seq: 10 + i, key: 'a' });
+  assert.deepEqual(all.dropped, { pointerdown: 0, pointermove: 0, pointerup: 0, keydown: 44, keyup: 0 });
+  assert.deepEqual(all.take().slice(0, 3).map((e) => e.type), ['pointerdown', 'pointermove', 'pointerup']);
+  assert.equal(all.size, 0);
+});
+
+test('feeds: a cell toggles once per stroke; brush, pointer and key', () => {
+  const grid = { height: 4, width: 4 };
+  const f = new FeedBuilder(grid, [[1, { kind: 'toggle' }, 16], [2, { kind: 'brush', radius: 1, value: 0.5 }, 16],
+    [3, { kind: 'pointer' }, 2], [4, { kind: 'key', key: 'a' }, 1]]);
+  const at = (type, seq, row, col) => ({ type, seq, row, col, inside: true });
+  const out = f.build([at('pointerdown', 1, 1, 1), at('pointermove', 2, 1, 2), at('pointermove', 3, 1, 1),
+    { type: 'keydown', seq: 4, key: 'a' }]);
+  assert.deepEqual([...out[1]].map((v, i) => (v ? i : -1)).filter((i) => i >= 0), [5, 6]); // (1,1) once
+  assert.equal(out[2][5], 0.5);
+  assert.equal(out[2][1], 0.5); // (0,1) within radius 1 of (1,1)
+  assert.equal(out[2][15], 0);
+  assert.deepEqual([...out[3]], [1, 1]);
+  assert.deepEqual([...out[4]], [1]);
+  const held = f.build([]); // still pressed, no events: the brush paints where it is
+  assert.equal(held[1].reduce((a, b) => a + b, 0), 0);
+  assert.equal(held[2][5], 0.5);
+  const up = f.build([{ type: 'pointerup', seq: 5, row: 1, col: 1, inside: true }, { type: 'keyup', seq: 6, key: 'a' },
+    { type: 'pointermove', seq: 7, row: 0, col: 0, inside: false }]);
+  assert.equal(up[2].reduce((a, b) => a + b, 0), 0);
+  assert.deepEqual([...up[3]], [-1, -1]);
+  assert.deepEqual([...up[4]], [0]);
+});

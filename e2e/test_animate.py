@@ -1,0 +1,275 @@
+"""Live views (display.animate, issue 20), driven in headless Chromium at the page: frames in
+order, the pixels of a known pattern (a glider after N steps), frames that change, the rate
+within the pacing, input (clicks toggle the expected cells, a key pauses), the end of a view
+(Stop, a re-run, a lost device) and, on WebGPU, frames that make no buffer map (counted in the
+worker by a test hook, backends-js/src/present/map-counter.mjs).
+
+WebGPU is SwiftShader and WebGL2 ANGLE on SwiftShader here (software adapters, allowed and
+labelled); a WebGPU canvas needs e2e/browser.py's Vulkan flags (docs/playground.md).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from playwright.sync_api import Page, expect
+
+from e2e.test_playground import (
+    DONE,
+    cell,
+    decode_png,
+    new_notebook,
+    open_notebook,
+    output,
+    run_program,
+)
+
+BACKENDS = ["webgpu", "webgl2", "wasm", "cpu"]
+PALETTE = {0: (16, 20, 28), 1: (96, 220, 168)}  # backends-js/src/present/colors.mjs
+N, SCALE = 16, 10
+GLIDER = [(1, 2), (2, 3), (3, 1), (3, 2), (3, 3)]
+
+
+@pytest.fixture(scope="session")
+def playground_url():
+    from gpulab.server import start
+
+    srv = start("127.0.0.1", 0)
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def backend_page(request, browser, playground_url: str):
+    """One notebook page per backend (Pyodide loads once per backend)."""
+    ctx = browser.new_context(viewport={"width": 1100, "height": 900}, device_scale_factor=1)
+    pg = ctx.new_page()
+    pg.set_default_timeout(120_000)
+    open_notebook(pg, playground_url, backend=request.param, software=True)
+    expect(pg.get_by_role("status", name="Backend in use")).to_contain_text(
+        f"Backend in use: {request.param}"
+    )
+    yield request.param, pg
+    ctx.close()
+
+
+@pytest.fixture()
+def live(backend_page):
+    backend, page = backend_page
+    stop = page.get_by_role("button", name="Stop")
+    if stop.is_enabled():
+        stop.click()
+        expect(stop).to_be_disabled()
+    new_notebook(page)
+    return backend, page
+
+
+def life_reference(board: np.ndarray, steps: int) -> np.ndarray:
+    """Conway's rule on a torus, in numpy (the op table's life: alive when > 0.5)."""
+    b = board.copy()
+    for _ in range(steps):
+        n = sum(
+            np.roll(np.roll(b, dy, 0), dx, 1)
+            for dy in (-1, 0, 1)
+            for dx in (-1, 0, 1)
+            if (dy, dx) != (0, 0)
+        )
+        b = ((n == 3) | ((b > 0.5) & (n == 2))).astype(np.float32)
+    return b
+
+
+def glider_board() -> np.ndarray:
+    b = np.zeros((N, N), np.float32)
+    for r, c in GLIDER:
+        b[r, c] = 1
+    return b
+
+
+def life_program(frames: str, fps: int = 30, toggle: bool = False, extra: str = "") -> str:
+    """A glider on a 16x16 torus; with toggle, a fed mask XORs cells before each step."""
+    start = glider_board().tolist()
+    feed = (
+        "t = g.input([16, 16])\nnext_board = (board + t - 2 * board * t)"
+        if toggle
+        else "next_board = board"
+    )
+    life = "" if "nolife" in extra else ".life()"
+    feeds = "feeds={t: display.toggles()}, " if toggle else ""
+    prep_feeds = "feeds=[t], " if toggle else ""
+    return f"""import display
+from gpulab import Graph
+g = Graph()
+board = g.tensor({start})
+{feed}
+s = await g.prepare_async({prep_feeds}carry={{board: "board"}}, board=next_board{life})
+view = display.animate(s, "board", {feeds}fps={fps}, frames={frames}, palette=True,
+                       scale={SCALE}, title="glider")
+print("started", s.backend)
+"""
+
+
+def view(page: Page, n: int = 1):
+    return output(page, n).locator("figure.live-view")
+
+
+def frame_log(page: Page, n: int = 1) -> dict:
+    anim_id = int(view(page, n).get_attribute("data-anim-id"))
+    return page.evaluate("(id) => globalThis.gpulabAnimations.log(id)", anim_id)
+
+
+def cells_of(page: Page, n: int = 1) -> np.ndarray:
+    """The canvas at the page (a screenshot): 1 where a cell shows the palette's colour 1."""
+    canvas = view(page, n).locator("canvas")
+    canvas.scroll_into_view_if_needed()
+    px = decode_png(canvas.screenshot())[..., :3].astype(int)
+    border = (px.shape[0] - N * SCALE) // 2
+    centres = px[border + SCALE // 2 :: SCALE, border + SCALE // 2 :: SCALE][:N, :N]
+    dead = np.abs(centres - PALETTE[0]).max(axis=2) <= 6
+    alive = np.abs(centres - PALETTE[1]).max(axis=2) <= 6
+    assert (dead | alive).all(), f"cells of neither palette colour: {centres[~(dead | alive)][:4]}"
+    return alive.astype(np.float32)
+
+
+def wait_ended(page: Page, n: int = 1, timeout: float = 60_000) -> None:
+    expect(view(page, n)).to_have_attribute("data-state", "ended", timeout=timeout)
+
+
+def test_glider_after_n_steps_in_order(live) -> None:
+    backend, page = live
+    run_program(page, life_program(frames=8))
+    expect(output(page, 1)).to_contain_text(f"started {backend}")
+    wait_ended(page)
+    expect(view(page)).to_have_attribute("data-reason", "done")
+    log = frame_log(page)
+    assert log["seqs"] == list(range(1, 9)), log["seqs"]  # every frame, in order
+    assert log["outOfOrder"] == 0
+    assert log["maxUnacked"] <= 2
+    want = life_reference(glider_board(), 8)
+    got = cells_of(page)
+    assert (got == want).all(), (
+        f"alive at {np.argwhere(got).tolist()}, want {np.argwhere(want).tolist()}"
+    )
+    assert want.sum() == 5 and not (want == glider_board()).all()  # it moved
+
+
+def test_frames_change_at_the_paced_rate(live) -> None:
+    backend, page = live
+    run_program(page, life_program(frames="None", fps=20))
+    expect(view(page)).not_to_have_attribute("data-frames", "0")
+    first = cells_of(page)
+    page.wait_for_timeout(2500)
+    second = cells_of(page)
+    assert not (first == second).all(), "the frames did not change"
+    log = frame_log(page)
+    times = np.array(log["shownAt"])
+    recent = times[times > times[-1] - 2000]
+    rate = (len(recent) - 1) * 1000 / (recent[-1] - recent[0])
+    assert rate <= 20 * 1.15, f"{rate:.1f} fps is past the 20 fps pacing"
+    assert rate >= 4, f"{rate:.1f} fps on {backend}: the loop is stalling"
+    assert log["maxUnacked"] <= 2
+    seqs = log["seqs"]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+    page.get_by_role("button", name="Stop").click()
+    wait_ended(page)
+    expect(view(page)).to_have_attribute("data-reason", "stopped")
+    expect(page.get_by_role("button", name="Stop")).to_be_disabled()
+    # the view owned the session: it is disposed
+    page.get_by_role("button", name="+ Add cell").click()
+    out = run_program(
+        page,
+        "try:\n    await s.run_async()\nexcept Exception as e:\n    print(type(e).__name__, e)\n",
+        n=2,
+    )
+    expect(out).to_contain_text("disposed")
+
+
+def test_clicks_toggle_cells_and_a_key_pauses(live) -> None:
+    _, page = live
+    # no life step: each frame is board XOR the clicked cells, so the board shows the clicks
+    run_program(page, life_program(frames="None", fps=30, toggle=True, extra="nolife"))
+    expect(view(page)).not_to_have_attribute("data-frames", "0")
+    canvas = view(page).locator("canvas")
+    clicks = [(5, 7), (10, 2), (1, 2)]  # (1, 2) is a glider cell: toggled off
+    for r, c in clicks:
+        canvas.click(position={"x": 1 + c * SCALE + 5, "y": 1 + r * SCALE + 5})
+    want = glider_board()
+    for r, c in clicks:
+        want[r, c] = 1 - want[r, c]
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not (cells_of(page) == want).all():
+        page.wait_for_timeout(200)
+    got = cells_of(page)
+    assert (got == want).all(), (
+        f"alive at {np.argwhere(got).tolist()}, want {np.argwhere(want).tolist()}"
+    )
+    # Space pauses: no frame for a second; again resumes
+    canvas.focus()
+    page.keyboard.press(" ")
+    expect(view(page)).to_have_attribute("data-paused", "true")
+    page.wait_for_timeout(300)
+    before = frame_log(page)["seqs"][-1]
+    page.wait_for_timeout(1000)
+    assert frame_log(page)["seqs"][-1] == before, "frames kept coming while paused"
+    expect(view(page).locator("figcaption")).to_contain_text("paused")
+    page.keyboard.press(" ")
+    expect(view(page)).to_have_attribute("data-paused", "false")
+    page.wait_for_function(
+        "([id, n]) => globalThis.gpulabAnimations.log(id).seqs.at(-1) > n",
+        arg=[int(view(page).get_attribute("data-anim-id")), before + 3],
+    )
+
+
+def test_rerun_ends_the_view(live) -> None:
+    _, page = live
+    run_program(page, life_program(frames="None", fps=30))
+    first_id = view(page).get_attribute("data-anim-id")
+    expect(view(page)).not_to_have_attribute("data-frames", "0")
+    old = frame_log(page)
+    run_program(page, life_program(frames=4, fps=30))
+    assert view(page).get_attribute("data-anim-id") != first_id
+    ended = page.evaluate("(id) => globalThis.gpulabAnimations.log(id).ended", int(first_id))
+    assert ended and ended["reason"] == "stopped", ended
+    assert old["seqs"]
+    wait_ended(page)
+    expect(cell(page, 1).locator(".prompt")).to_have_text(DONE)
+
+
+@pytest.mark.parametrize("backend_page", ["webgpu"], indirect=True)
+def test_webgpu_frames_make_no_buffer_map(live) -> None:
+    _, page = live
+    [worker] = page.workers
+    base = worker.evaluate("() => self.gpulabTestHooks.countMaps()")
+    run_program(page, life_program(frames=30, fps=60))
+    wait_ended(page)
+    after = worker.evaluate("() => self.gpulabTestHooks.countMaps()")
+    assert frame_log(page)["seqs"][-1] == 30
+    assert after == base, f"WebGPU frames mapped buffers: {base} -> {after}"
+    # the counter counts: a download maps once
+    page.get_by_role("button", name="+ Add cell").click()
+    run_program(
+        page,
+        """g2 = Graph()
+b2 = g2.tensor([[1.0, 0.0], [0.0, 1.0]])
+s2 = await g2.prepare_async(carry={b2: "b"}, b=b2.life())
+await s2.run_async()
+print((await s2.download_async("b"))["shape"])
+""",
+        n=2,
+    )
+    mapped = worker.evaluate("() => self.gpulabTestHooks.countMaps()")
+    assert mapped["mapAsync"] >= after["mapAsync"] + 2, mapped
+
+
+@pytest.mark.parametrize("backend_page", ["webgpu"], indirect=True)
+def test_lost_device_ends_the_view_with_a_message(live) -> None:
+    """The device-loss hook is WebGPU's (hooks.loseDevice)."""
+    _, page = live
+    run_program(page, life_program(frames="None", fps=30))
+    expect(view(page)).not_to_have_attribute("data-frames", "0")
+    [worker] = page.workers
+    worker.evaluate("() => self.gpulabTestHooks.runtime.loseDevice()")
+    wait_ended(page, timeout=20_000)
+    expect(view(page)).to_have_attribute("data-reason", "error")
+    expect(view(page).get_by_role("alert")).to_contain_text("lost")
