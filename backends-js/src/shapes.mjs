@@ -81,6 +81,15 @@ function requireEqual(ctx, count) {
   }
 }
 
+/** The operand `counter` (at position i): one element, rank <= 1. @param {RuleContext} ctx @param {number} i */
+function requireCounter(ctx, i) {
+  const c = ctx.shapes[i];
+  if (c.length > 1 || numel(c) !== 1) {
+    throw fail(ctx, `operand counter must hold one element with rank <= 1, got counter ` +
+      `${formatShape(c)}`);
+  }
+}
+
 /** @param {RuleContext} ctx @param {string} [attr] */
 function requireAxis(ctx, attr = 'axis') {
   const rank = ctx.shapes[0].length;
@@ -125,6 +134,28 @@ export const SHAPE_RULES = {
       throw fail(ctx, `broadcast rank ${out.length} exceeds ${LIMITS.max_rank}`);
     }
     return out;
+  },
+
+  // where(cond, a, b): the three operands broadcast together
+  broadcast3(ctx) {
+    const ab = broadcastShapes(ctx.shapes[1], ctx.shapes[2]);
+    const out = ab && broadcastShapes(ctx.shapes[0], ab);
+    if (out === null) {
+      throw fail(ctx, `operand shapes do not broadcast: ${describe(ctx, ['cond', 'a', 'b'])}`);
+    }
+    return out;
+  },
+
+  // hash_uniform: the shape attribute; the counter holds one element
+  counter_shape(ctx) {
+    requireCounter(ctx, 0);
+    return [...ctx.attrs.shape];
+  },
+
+  // dropout(a, counter): shape of a; the counter holds one element
+  same_counter(ctx) {
+    requireCounter(ctx, 1);
+    return [...ctx.shapes[0]];
   },
 
   transpose(ctx) {

@@ -164,6 +164,25 @@ const ATTR_CHECKS = {
     return Math.fround(value);
   },
 
+  // seeds (hash_uniform, dropout): an integer a uint32 holds
+  uint32(value, node, name) {
+    if (!isInt(value) || value < 0 || value > 0xffffffff) {
+      throw nodeError('VALIDATION', node, `${name} must be an integer in 0..4294967295, got ` +
+        `${show(value)}`);
+    }
+    return value;
+  },
+
+  // dropout's p: a float32 in [0, 1) (checked after rounding: 0.99999999 rounds to 1)
+  probability(value, node, name) {
+    const p = typeof value === 'number' ? Math.fround(value) : NaN;
+    if (!(p >= 0 && p < 1)) {
+      throw nodeError('VALIDATION', node, `${name} must be a float32 number in [0, 1), got ` +
+        `${show(value)}`);
+    }
+    return p;
+  },
+
   // clamp's bounds: a float attribute where null means "no bound"
   optional_float(value, node, name, attrs) {
     return value === null ? null : ATTR_CHECKS.float(value, node, name, attrs);

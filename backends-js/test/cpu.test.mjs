@@ -385,6 +385,57 @@ test('the student ops are refused with UNSUPPORTED naming the op (lanes.json say
   covered.add('wgsl_output');
 });
 
+test('v3 select ops: maximum/minimum (NaN, -0 < +0), masks, where, cast rules', async () => {
+  const a = [[5], [-0, 0, NaN, 1, -2]];
+  const b = [[5], [0, -0, 1, NaN, -2]];
+  same((await op('maximum', { a, b }, {}, 3)).data, [0, 0, NaN, NaN, -2]);
+  same((await op('minimum', { a, b }, {}, 3)).data, [-0, -0, NaN, NaN, -2]);
+  const masks = { eq: [1, 1, 0, 0, 1], ne: [0, 0, 1, 1, 0], lt: [0, 0, 0, 0, 0],
+    le: [1, 1, 0, 0, 1], gt: [0, 0, 0, 0, 0], ge: [1, 1, 0, 0, 1] };
+  for (const [name, want] of Object.entries(masks)) {
+    const r = await op(name, { a, b }, {}, 3);
+    assert.equal(r.dtype, 'bool');
+    assert.deepEqual([...r.data], want, name);
+  }
+  const lt = await op('lt', { a: [[2, 1], [1, 3]], b: [[3], [0, 2, 4]] }, {}, 3);
+  assert.deepEqual([lt.shape, [...lt.data]], [[2, 3], [0, 1, 1, 0, 0, 1]], 'broadcasting');
+  const cast = await op('cast', { a: [[7], [NaN, -0.5, 2.9, -2.9, 3e9, -3e9, Infinity]] },
+    { dtype: 'int32' }, 3);
+  assert.deepEqual([...cast.data], [0, 0, 2, -2, 2147483647, -2147483648, 2147483647]);
+  const u = await op('cast', { a: [[4], [-1, -0.5, 5e9, 7.5]] }, { dtype: 'uint32' }, 3);
+  assert.deepEqual([...u.data], [0, 0, 4294967295, 7]);
+  const bool = await op('cast', { a: [[4], [NaN, -0, 0.25, 0]] }, { dtype: 'bool' }, 3);
+  assert.deepEqual([...bool.data], [1, 0, 1, 0]);
+  covered.add('where');
+  const w = await runtime.execute({ version: 3, nodes: [
+    { id: 0, op: 'input', shape: [2, 1], dtype: 'bool', data: [1, 0] },
+    { id: 1, op: 'input', shape: [3], data: [1, 2, 3] }, { id: 2, op: 'full', shape: [], value: -0 },
+    { id: 3, op: 'where', cond: 0, a: 1, b: 2 }], outputs: [{ name: 'o', id: 3 }] });
+  same(w.outputs.o.data, [1, 2, 3, -0, -0, -0]);
+});
+
+test('v3 hash_uniform and dropout: 24-bit uniforms in [0, 1), a counter changes them, the mask', async () => {
+  const run = async (counter, extra = {}) => (await runtime.execute({ version: 3, nodes: [
+    { id: 0, op: 'input', shape: [], dtype: 'uint32', data: [counter] },
+    { id: 1, op: 'hash_uniform', counter: 0, shape: [4096], seed: 9 },
+    { id: 2, op: 'dropout', a: 1, counter: 0, seed: 9, p: 0.5, ...extra },
+    { id: 3, op: 'dropout', a: 1, counter: 0, seed: 9, p: 0 }],
+  outputs: [{ name: 'u', id: 1 }, { name: 'd', id: 2 }, { name: 'd0', id: 3 }] })).outputs;
+  covered.add('hash_uniform');
+  covered.add('dropout');
+  const first = await run(0);
+  const u = first.u.data;
+  assert.ok(u.every((v) => v >= 0 && v < 1 && Number.isInteger(v * 2 ** 24)));
+  const mean = u.reduce((s, v) => s + v, 0) / u.length;
+  assert.ok(Math.abs(mean - 0.5) < 0.02, `mean ${mean}`);
+  same((await run(0)).u.data, u);
+  const other = (await run(4294967295)).u.data;
+  assert.ok(other.filter((v, i) => v !== u[i]).length > 4000, 'another counter, other values');
+  // kept where u >= p, scaled by float32(1 / (1 - 0.5)) = 2; p = 0 is the identity
+  same(first.d.data, Float32Array.from(u, (v) => (v >= 0.5 ? v * 2 : 0)));
+  same(first.d0.data, u);
+});
+
 test('every op of the op table was exercised by these tests', () => {
   // The map ops' kernels are generated from the kernel table (cpu/maps.mjs); the conformance
   // corpus checks each of them on this backend against the reference (node-cpu lane of

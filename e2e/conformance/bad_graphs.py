@@ -364,6 +364,102 @@ def dtype_rows() -> list[dict]:
     return rows
 
 
+def select_rows() -> list[dict]:
+    """The v3 select ops (issue 13): a graph labelled version 2, operand dtypes (the whole
+    message: both validators word it the same), attributes, shapes."""
+    def v3(*nodes: Node) -> dict:
+        return graph(list(nodes), version=3)
+
+    f3, i3 = inp(0, [3]), typed(1, [3], "int32", [1, 2, 3])
+    u0, u0_1 = typed(0, [], "uint32", [0]), typed(1, [], "uint32", [0])
+    bools = typed(2, [3], "bool", [1, 0, 1])
+    rows = []
+    for op in ("maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"):
+        rows.append(row(f"version/v2_{op}", graph([f3, inp(1, [3]), {"id": 2, "op": op, "a": 0,
+                                                                     "b": 1}]),
+                        "UNSUPPORTED_VERSION", 2,
+                        f"node 2 ({op}): needs version 3 ({op} is a version 3 op), the graph "
+                        "declares version 2"))
+    # listed first, so the v3 op (not its v3-dtype operand) is the first node needing more
+    v2_first = [
+        ("where", {"id": 3, "op": "where", "cond": 2, "a": 0, "b": 1}, [f3, inp(1, [3]), bools]),
+        ("cast", {"id": 3, "op": "cast", "a": 0, "dtype": "float32"}, [f3]),
+        ("hash_uniform", {"id": 3, "op": "hash_uniform", "counter": 0, "shape": [4]}, [u0]),
+        ("dropout", {"id": 3, "op": "dropout", "a": 0, "counter": 1, "p": 0.5},
+         [f3, u0_1]),
+    ]
+    for op, node, operands in v2_first:
+        rows.append(row(f"version/v2_{op}", graph([node, *operands], out=0), "UNSUPPORTED_VERSION",
+                        3, f"node 3 ({op}): needs version 3 ({op} is a version 3 op), the graph "
+                        "declares version 2"))
+    dtype = [
+        ("dtype/bool_into_maximum", [bools, f3, {"id": 3, "op": "maximum", "a": 2, "b": 0}],
+         "node 3 (maximum): operand a must be float32 or int32, got bool"),
+        ("dtype/lt_float32_int32", [f3, i3, {"id": 3, "op": "lt", "a": 0, "b": 1}],
+         "node 3 (lt): operand b must be float32 like operand a, got int32"),
+        ("dtype/uint32_into_eq", [typed(0, [1], "uint32", [1]), typed(1, [1], "uint32", [2]),
+                                  {"id": 3, "op": "eq", "a": 0, "b": 1}],
+         "node 3 (eq): operand a must be float32 or int32, got uint32"),
+        ("dtype/where_cond_float32", [f3, inp(1, [3]), {"id": 3, "op": "where", "cond": 0,
+                                                       "a": 0, "b": 1}],
+         "node 3 (where): operand cond must be bool, got float32"),
+        ("dtype/where_a_b_differ", [f3, i3, bools, {"id": 3, "op": "where", "cond": 2, "a": 0,
+                                                   "b": 1}],
+         "node 3 (where): operand b must be float32 like operand a, got int32"),
+        ("dtype/where_bool_values", [bools, {"id": 3, "op": "where", "cond": 2, "a": 2, "b": 2}],
+         "node 3 (where): operand a must be float32 or int32, got bool"),
+        ("dtype/hash_counter_int32", [typed(0, [], "int32", [0]),
+                                      {"id": 3, "op": "hash_uniform", "counter": 0, "shape": [2]}],
+         "node 3 (hash_uniform): operand counter must be uint32, got int32"),
+        ("dtype/dropout_int32", [i3, u0, {"id": 3, "op": "dropout", "a": 1, "counter": 0,
+                                          "p": 0.5}],
+         "node 3 (dropout): operand a must be float32, got int32"),
+        ("dtype/dropout_counter_float32", [f3, inp(1, []), {"id": 3, "op": "dropout", "a": 0,
+                                                           "counter": 1, "p": 0.5}],
+         "node 3 (dropout): operand counter must be uint32, got float32"),
+    ]
+    rows += [row(name, v3(*nodes), "VALIDATION", 3, says) for name, nodes, says in dtype]
+    hash_node = {"id": 3, "op": "hash_uniform", "counter": 0, "shape": [4]}
+    drop_node = {"id": 3, "op": "dropout", "a": 1, "counter": 0, "p": 0.5}
+    f3_1 = inp(1, [3])
+    attrs = [
+        ("attr/cast_no_dtype", [f3, {"id": 3, "op": "cast", "a": 0}], "dtype"),
+        ("attr/cast_dtype_float64", [f3, {"id": 3, "op": "cast", "a": 0, "dtype": "float64"}],
+         "dtype"),
+        ("attr/hash_no_shape", [u0, {"id": 3, "op": "hash_uniform", "counter": 0}], "shape"),
+        ("attr/hash_shape_zero", [u0, {**hash_node, "shape": [0]}], None),
+        ("attr/hash_seed_negative", [u0, {**hash_node, "seed": -1}], "0..4294967295"),
+        ("attr/hash_seed_2_32", [u0, {**hash_node, "seed": 2**32}], "0..4294967295"),
+        ("attr/hash_seed_fraction", [u0, {**hash_node, "seed": 1.5}], "0..4294967295"),
+        ("attr/hash_seed_bool", [u0, {**hash_node, "seed": True}], "0..4294967295"),
+        ("attr/dropout_no_p", [u0, f3_1, {k: v for k, v in drop_node.items() if k != "p"}], "p"),
+        ("attr/dropout_p_1", [u0, f3_1, {**drop_node, "p": 1}], "[0, 1)"),
+        ("attr/dropout_p_negative", [u0, f3_1, {**drop_node, "p": -0.1}], "[0, 1)"),
+        ("attr/dropout_p_rounds_to_1", [u0, f3_1, {**drop_node, "p": 0.99999999}], "[0, 1)"),
+        ("attr/dropout_p_string", [u0, f3_1, {**drop_node, "p": "0.5"}], "[0, 1)"),
+        ("attr/dropout_p_nan", [u0, f3_1, {**drop_node, "p": "nan"}], "[0, 1)"),
+        ("attr/dropout_seed_negative", [u0, f3_1, {**drop_node, "seed": -3}], "0..4294967295"),
+    ]
+    rows += [row(name, v3(*nodes), "VALIDATION", 3, says) for name, nodes, says in attrs]
+    shapes = [
+        ("shape/maximum_no_broadcast", [inp(0, [2, 3]), inp(1, [4]),
+                                        {"id": 3, "op": "maximum", "a": 0, "b": 1}], "broadcast"),
+        ("shape/ge_no_broadcast", [inp(0, [2, 3]), inp(1, [2]),
+                                   {"id": 3, "op": "ge", "a": 0, "b": 1}], "broadcast"),
+        ("shape/where_cond_no_broadcast", [typed(0, [2], "bool", [1, 0]), inp(1, [3]), inp(2, []),
+                                           {"id": 3, "op": "where", "cond": 0, "a": 1, "b": 2}],
+         "broadcast"),
+        ("shape/where_a_b_no_broadcast", [typed(0, [1], "bool", [1]), inp(1, [3]), inp(2, [2]),
+                                          {"id": 3, "op": "where", "cond": 0, "a": 1, "b": 2}],
+         "broadcast"),
+        ("shape/hash_counter_two", [typed(0, [2], "uint32", [0, 1]), hash_node], "counter"),
+        ("shape/dropout_counter_rank2", [typed(0, [1, 1], "uint32", [0]), f3_1, drop_node],
+         "counter"),
+    ]
+    rows += [row(name, v3(*nodes), "VALIDATION", 3, says) for name, nodes, says in shapes]
+    return rows
+
+
 def hostile_rows() -> list[dict]:
     """Issue 11: what a hostile notebook sends (the JS-only form of None, undefined, is tested
     in backends-js/test/hostile.test.mjs and by the twin test's page view)."""
@@ -397,7 +493,7 @@ def hostile_rows() -> list[dict]:
 
 def build_bad_graphs() -> list[dict]:
     rows = (top_level_rows() + node_rows() + attr_rows() + structure_rows() + shape_rows()
-            + version_rows() + dtype_rows() + hostile_rows())
+            + version_rows() + dtype_rows() + hostile_rows() + select_rows())
     names = [r["name"] for r in rows]
     assert len(names) == len(set(names)), "duplicate bad-graph names"
     return rows

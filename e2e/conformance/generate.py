@@ -860,11 +860,208 @@ def nonfinite_cases() -> list[dict]:
     return cases
 
 
+# ---- protocol-v3 select ops: maximum, minimum, eq..ge, where, cast, hash_uniform, dropout ---
+
+COMPARE_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
+EXTREME_OPS = ("maximum", "minimum")
+# every pair of these meets in the [n, 1] x [1, n] grid: NaN against everything, -0 against +0
+SELECT_SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, 2.5, -2.5, 1e-30, -1e-30, 3e38, -3e38, math.inf,
+                  -math.inf, math.nan]
+SELECT_INTS = [INT32_MIN, INT32_MIN + 1, -2, -1, 0, 1, 2, INT32_MAX - 1, INT32_MAX]
+SELECT_PAIRS: list[tuple[Shape, Shape]] = [([], []), ([17], [17]), ([7], []), ([], [5]),
+                                           ([3, 1], [4]), ([2, 1, 3, 1], [1, 4, 1, 5])]
+UINT32_MAX = 2**32 - 1
+
+
+def typed_input(b: Builder, shape: Shape, dtype: str, data: Iterable[int]) -> int:
+    """An input of an integer dtype (int32, uint32, bool) from a list of integers."""
+    flat = [int(v) for v in data]
+    assert len(flat) == math.prod(shape), (b.name, shape, len(flat))
+    return b._add({"op": "input", "shape": list(shape), "dtype": dtype, "data": flat})
+
+
+def _counter(b: Builder, value: int) -> int:
+    return typed_input(b, [], "uint32", [value])
+
+
+def _select_operand(b: Builder, shape: Shape, dtype: str) -> int:
+    """Random operands with many ties (small integers), float32 or int32."""
+    if dtype == "int32":
+        return b.rand_ints(shape, -3, 3)
+    return b.input(shape, b.rng.integers(-3, 4, size=math.prod(shape)) * 0.5)
+
+
+def select_binary_cases() -> list[dict]:
+    """maximum, minimum and the masks at float32 and int32: the special-value grid (broadcast
+    [n, 1] against [1, n]), int32 extremes, broadcasting pairs up to rank 4."""
+    cases = []
+    for op in EXTREME_OPS + COMPARE_OPS:
+        n = len(SELECT_SPECIAL)
+        cases.append(single(f"{op}/special_grid", op, lambda b, n=n: [
+            b.input([n, 1], SELECT_SPECIAL), b.input([1, n], SELECT_SPECIAL)]))
+        k = len(SELECT_INTS)
+        cases.append(single(f"{op}/int32_extremes_grid", op, lambda b, k=k: [
+            b.ints([k, 1], SELECT_INTS), b.ints([1, k], SELECT_INTS)]))
+        for dtype in ("float32", "int32"):
+            for sa, sb in SELECT_PAIRS:
+                prefix = "" if dtype == "float32" else "int32_"
+                cases.append(single(f"{op}/{prefix}{_tag(sa)}_{_tag(sb)}", op,
+                                    lambda b, sa=sa, sb=sb, d=dtype: [
+                                        _select_operand(b, sa, d), _select_operand(b, sb, d)]))
+    return cases
+
+
+WHERE_SHAPES: list[tuple[Shape, Shape, Shape]] = [
+    ([], [], []), ([65], [65], [65]), ([4], [], [4]), ([2, 1, 3], [1, 4, 1], []),
+    ([3, 1], [1], [1, 5]), ([2, 1, 3, 1], [1, 4, 1, 5], [2, 4, 3, 5]), ([1], [3, 2], [2]),
+]
+
+
+def _bools(b: Builder, shape: Shape) -> int:
+    return typed_input(b, shape, "bool", b.rng.integers(0, 2, size=math.prod(shape)))
+
+
+def where_cases() -> list[dict]:
+    """where at float32 and int32, the three operands broadcast together (rank <= 4); the
+    chosen operand's bits (signed zeros, NaN, int32 extremes)."""
+    cases = []
+    for sc, sa, sb in WHERE_SHAPES:
+        tag = f"{_tag(sc)}_{_tag(sa)}_{_tag(sb)}"
+        cases.append(single(f"where/{tag}", "where", lambda b, s=(sc, sa, sb): [
+            _bools(b, s[0]), b.rand(s[1]), b.rand(s[2])]))
+        cases.append(single(f"where/int32_{tag}", "where", lambda b, s=(sc, sa, sb): [
+            _bools(b, s[0]), b.rand_ints(s[1], INT32_MIN, INT32_MAX),
+            b.rand_ints(s[2], INT32_MIN, INT32_MAX)]))
+    n = len(SELECT_SPECIAL)
+    cases.append(single("where/special_values", "where", lambda b: [
+        typed_input(b, [2, 1], "bool", [1, 0]), b.input([n], SELECT_SPECIAL),
+        b.input([n], list(reversed(SELECT_SPECIAL)))]))
+    return cases
+
+
+# float32 values around every cast rule: truncation, NaN, saturation edges, rounding
+CAST_FLOATS = [0.0, -0.0, 0.5, -0.5, 0.99999994, -0.99999994, 1.5, -1.5, 2.5, -2.5, 1e-30,
+               -1e-30, 16777216.0, -16777216.0, 2147483520.0, 2147483648.0, -2147483648.0,
+               -2147483904.0, 4294967040.0, 4294967296.0, 1e30, -1e30, math.inf, -math.inf,
+               math.nan, 123456.789, -98765.4321]
+CAST_INTS = [INT32_MIN, INT32_MIN + 1, -16777219, -16777217, -16777216, -1, 0, 1, 2,
+             16777216, 16777217, 16777218, 16777219, 33554435, 2147483520, 2147483583,
+             2147483584, INT32_MAX]
+CAST_UINTS = [0, 1, 2, 16777217, 16777219, 2**31 - 1, 2**31, 2**31 + 1, 4294967040,
+              4294967167, 4294967168, 4294967295]
+CAST_VALUES: dict[str, list] = {"float32": CAST_FLOATS, "int32": CAST_INTS,
+                                "uint32": CAST_UINTS, "bool": [0, 1, 1, 0]}
+DTYPES = ("float32", "int32", "uint32", "bool")
+
+
+def cast_cases() -> list[dict]:
+    """Every (from, to) pair of dtypes on the values at each rule's edges, and a random tensor
+    of each source dtype."""
+    cases = []
+    for src in DTYPES:
+        vals = CAST_VALUES[src]
+        for dst in DTYPES:
+            def operand(b: Builder, src: str = src, vals: list = vals, shape: Shape = (0,)) -> int:
+                shape = [len(vals)] if shape == (0,) else shape
+                if src == "float32":
+                    return b.input(shape, vals)
+                return typed_input(b, shape, src, vals)
+
+            cases.append(single(f"cast/{src}_to_{dst}", "cast", lambda b, f=operand: [f(b)],
+                                dtype=dst))
+        cases.append(single(f"cast/{src}_to_float32_2x3x4x5", "cast", lambda b, s=src: [
+            b.rand([2, 3, 4, 5], -1e5, 1e5, 2) if s == "float32" else
+            typed_input(b, [2, 3, 4, 5], s, b.rng.integers(
+                0, 2 if s == "bool" else 2**31 - 1, size=120))], dtype="float32"))
+    return cases
+
+
+HASH_COUNTERS = (0, 1, 7, 2**31, UINT32_MAX)
+
+
+def hash_cases() -> list[dict]:
+    """hash_uniform at counters 0 and 2^32 - 1 (and between), two seeds, several shapes."""
+    cases = []
+    for counter in HASH_COUNTERS:
+        for seed in (0, 12345, UINT32_MAX):
+            cases.append(single(f"hash_uniform/counter_{counter}_seed_{seed}", "hash_uniform",
+                                lambda b, c=counter: [_counter(b, c)], shape=[1000], seed=seed))
+    for shape in ([], [1], [7], [3, 5], [2, 3, 4, 5], [65537]):
+        cases.append(single(f"hash_uniform/{_tag(shape)}", "hash_uniform",
+                            lambda b: [_counter(b, 3)], shape=list(shape), seed=42))
+    cases.append(single("hash_uniform/counter_rank1", "hash_uniform",
+                        lambda b: [typed_input(b, [1], "uint32", [UINT32_MAX])], shape=[64]))
+    return cases
+
+
+DROPOUT_P = [0.0, 0.1, 0.5, 0.9, 0.999, 0.99999994]
+
+
+def dropout_cases() -> list[dict]:
+    """dropout at p = 0 (identity), p near 1 (0.999 and the largest float32 below 1), counters
+    0 and 2^32 - 1; special values in a (a dropped NaN or inf is NaN, a dropped -x is -0)."""
+    cases = []
+    for p in DROPOUT_P:
+        for counter in (0, UINT32_MAX):
+            cases.append(single(f"dropout/p{p}_counter_{counter}", "dropout",
+                                lambda b, c=counter: [b.rand([2, 100], -3, 3), _counter(b, c)],
+                                p=p, seed=7))
+    special = SIGNED + NONFINITE
+    cases.append(single("dropout/special_values", "dropout", lambda b: [
+        b.input([4, len(special)], special * 4), _counter(b, 1)], p=0.5))
+    cases.append(single("dropout/scalar", "dropout", lambda b: [b.input([], [2.0]),
+                                                                 _counter(b, 2)], p=0.25))
+    return cases
+
+
+def select_chain_cases() -> list[dict]:
+    """A float32 0/1 mask (cast of a comparison), where on it, and dropout written by hand
+    (hash_uniform >= p, cast, multiply) beside the dropout op."""
+    b = Builder("chain/select_mask_where_dropout")
+    keep = b.out
+    x = b.rand([4, 8], -2, 2)
+    y = b.rand([8], -2, 2)
+    mask = keep(b.op("lt", x, y))
+    keep(b.op("cast", mask, dtype="float32"))
+    keep(b.op("where", mask, x, keep(b.op("maximum", x, y))))
+    counter = _counter(b, 9)
+    u = keep(b.op("hash_uniform", counter, shape=[4, 8], seed=3))
+    kept = keep(b.op("cast", keep(b.op("ge", u, b.full([], 0.25))), dtype="float32"))
+    keep(b.op("dropout", x, counter, p=0.25, seed=3))
+    keep(b.op("mul", x, kept))
+    keep(b.op("cast", keep(b.op("cast", x, dtype="int32")), dtype="uint32"))
+    return [b.case("chain")]
+
+
+def large_select_cases() -> list[dict]:
+    """More than 65535 workgroups of 64: a 2056 x 2048 where / comparison / maximum / dropout
+    from broadcast operands (hash_uniform columns and rows: no data in the corpus), and a
+    hash_uniform of 4210688 elements."""
+    cases = []
+    for op in ("where", "lt", "maximum"):
+        b = Builder(f"{op}/large_2056x2048")
+        col = b.op("hash_uniform", _counter(b, 1), shape=[2056, 1], seed=11)
+        row = b.op("hash_uniform", _counter(b, 2), shape=[1, 2048], seed=12)
+        operands = [b.op("lt", col, row), col, row] if op == "where" else [col, row]
+        b.out(b.op(op, *operands), "y")
+        cases.append(b.case(op))
+    cases.append(single("hash_uniform/large_4210688", "hash_uniform",
+                        lambda b: [_counter(b, UINT32_MAX)], shape=[4210688], seed=1))
+    b = Builder("dropout/large_2056x2048")
+    grid = b.op("add", b.op("hash_uniform", _counter(b, 3), shape=[2056, 1]),
+                b.op("hash_uniform", _counter(b, 4), shape=[1, 2048]))
+    b.out(b.op("dropout", grid, _counter(b, 5), p=0.5), "y")
+    cases.append(b.case("dropout"))
+    return cases
+
+
 FAMILIES: list[Callable[[], list[dict]]] = [
     source_cases, binary_cases, unary_cases, layout_cases, reduction_cases, softmax_cases,
     cross_entropy_cases, matmul_cases, optimizer_cases, life_cases, chain_cases, large_cases,
     map1_v3_cases, clamp_cases, reduce_v3_cases, v3_chain_cases, large_v3_cases,
     nonfinite_cases,
+    select_binary_cases, where_cases, cast_cases, hash_cases, dropout_cases, select_chain_cases,
+    large_select_cases,
 ]
 
 

@@ -596,6 +596,130 @@ def _arg_extreme(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.n
     return value.reshape(shape), np.zeros(shape)
 
 
+# ---- protocol-v3 select ops: maximum, minimum, comparisons, where, cast, hash_uniform, dropout -
+# Written on the float32 bit patterns (an order on the words), not with the comparisons the
+# executors use, so the reference does not share their mistakes.
+
+
+def _words(a: np.ndarray) -> np.ndarray:
+    """float32 values (held in float64) as their uint32 bit patterns (int64)."""
+    return f32(a).astype(np.float32).view(np.uint32).astype(np.int64)
+
+
+def _ordered(a: np.ndarray) -> np.ndarray:
+    """A total order of float32 values as integers: -0 < +0 (NaN is handled by the callers)."""
+    w = _words(a)
+    return np.where(w >= 2**31, 2**31 - 1 - (w - 2**31), w + 2**31)
+
+
+def _key(a: np.ndarray) -> np.ndarray:
+    return a if _is_int(a) else _ordered(a)
+
+
+@kernel("maximum", "minimum")
+def _max_min(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a, b = np.broadcast_arrays(*ops)
+    ka, kb = _key(a), _key(b)
+    pick_a = ka >= kb if node["op"] == "maximum" else ka <= kb
+    value = np.where(pick_a, a, b)
+    if not _is_int(a):  # NaN: a's when a is NaN, else b's
+        value = np.where(np.isnan(b), b, value)
+        value = np.where(np.isnan(a), a, value)
+    return value, _zeros(value)
+
+
+_ORDER = {"lt": lambda x, y: x < y, "le": lambda x, y: x <= y, "gt": lambda x, y: x > y,
+          "ge": lambda x, y: x >= y, "eq": lambda x, y: x == y, "ne": lambda x, y: x != y}
+
+
+@kernel(*_ORDER)
+def _compare(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a, b = np.broadcast_arrays(*ops)
+    ka, kb = _key(a), _key(b)
+    if not _is_int(a):  # -0 == +0: both zeros compare as +0
+        ka = np.where(a == 0, _ordered(np.zeros(())), ka)
+        kb = np.where(b == 0, _ordered(np.zeros(())), kb)
+    value = _ORDER[node["op"]](ka, kb)
+    if not _is_int(a):  # NaN is unordered: only ne holds
+        value = np.where(np.isnan(a) | np.isnan(b), node["op"] == "ne", value)
+    value = value.astype(np.int64)
+    return value, _zeros(value)
+
+
+@kernel("where")
+def _where(_: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    cond, a, b = np.broadcast_arrays(*ops)
+    value = np.where(cond != 0, a, b)
+    return value, _zeros(value)
+
+
+_INT_LIMITS = {"int32": (INT32_MIN, INT32_MAX), "uint32": (0, 2**32 - 1)}
+
+
+@kernel("cast")
+def _cast(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a, to = ops[0], str(node["dtype"])
+    if to == "bool":
+        value = (a != 0).astype(np.int64)  # NaN is nonzero, -0 is zero
+    elif to == "float32":
+        value = a.astype(np.float64)  # int64 -> float64 exact; the float32 store rounds to even
+    elif _is_int(a):  # int32 <-> uint32, bool: the low 32 bits, read as the target
+        lo, _ = _INT_LIMITS[to]
+        value = (a - lo) % 2**32 + lo
+    else:
+        lo, hi = _INT_LIMITS[to]
+        flat = [0 if math.isnan(x) else min(max(math.trunc(x), lo), hi) if math.isfinite(x)
+                else (hi if x > 0 else lo) for x in a.reshape(-1).tolist()]
+        value = np.asarray(flat, dtype=np.int64).reshape(a.shape)
+    return value, _zeros(value)
+
+
+_M32 = 2**32 - 1
+
+
+def _lowbias32(x: np.ndarray) -> np.ndarray:
+    """lowbias32 on uint64 arrays masked to 32 bits (the executors use uint32 wrapping)."""
+    x = x & _M32
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & _M32
+    x ^= x >> 15
+    x = (x * 0x846CA68B) & _M32
+    return x ^ (x >> 16)
+
+
+def hash_words(seed: int, counter: int, count: int) -> np.ndarray:
+    """h_i = lowbias32(lowbias32(lowbias32(seed) ^ counter) ^ lowbias32(i)), i < count."""
+    key = _lowbias32(_lowbias32(np.array([seed], dtype=np.uint64)) ^ np.uint64(counter))
+    return _lowbias32(key ^ _lowbias32(np.arange(count, dtype=np.uint64)))
+
+
+def _counter(node: Mapping, counter: np.ndarray) -> np.ndarray:
+    seed = int(node.get("seed", 0))
+    return np.array([seed, int(counter.reshape(-1)[0])], dtype=np.int64)
+
+
+@kernel("hash_uniform")
+def _hash_uniform(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    shape = _dims(node["shape"])
+    seed, counter = _counter(node, ops[0])
+    h = hash_words(int(seed), int(counter), math.prod(shape))
+    value = ((h >> 8).astype(np.float64) / 2**24).reshape(shape)
+    return value, _zeros(value)
+
+
+@kernel("dropout")
+def _dropout(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a = ops[0]
+    seed, counter = _counter(node, ops[1])
+    p = _float_attr(node, "p")
+    u = (hash_words(int(seed), int(counter), a.size) >> 8).astype(np.float64) / 2**24
+    scale = float(f32(1.0 / (1.0 - p)))
+    flat = a.reshape(-1)
+    # kept: a * scale exactly in float64, rounded once to float32 when stored; dropped: a * 0
+    value = np.where(u >= p, flat * scale, flat * 0.0).reshape(a.shape)
+    return value, _zeros(value)
+
+
 # ---- graphs ---------------------------------------------------------------------------------
 
 

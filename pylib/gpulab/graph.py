@@ -131,6 +131,56 @@ class Tensor:
     def __abs__(self) -> Tensor:
         return self.graph.op("abs", a=self)
 
+    # -- protocol-v3 select ops: maximum/minimum, comparison masks (bool), cast, dropout ----
+    # A Python scalar on the other side takes this tensor's dtype (an int32 tensor compares
+    # with int32 constants). `==` stays Python's identity: use t.eq(o) / t.ne(o).
+
+    def _select(self, op: str, other: Any, reflected: bool = False) -> Tensor:
+        other_t = self.graph._operand_like(other, self.dtype)
+        a, b = (other_t, self) if reflected else (self, other_t)
+        return self.graph.op(op, a=a, b=b)
+
+    def maximum(self, other: Any) -> Tensor:
+        """Elementwise IEEE 754-2019 maximum (NaN propagates, -0 < +0), broadcasting."""
+        return self._select("maximum", other)
+
+    def minimum(self, other: Any) -> Tensor:
+        """Elementwise IEEE 754-2019 minimum (NaN propagates, -0 < +0), broadcasting."""
+        return self._select("minimum", other)
+
+    def eq(self, other: Any) -> Tensor:
+        """self == other as a bool mask (NaN never equal, -0 == +0), broadcasting."""
+        return self._select("eq", other)
+
+    def ne(self, other: Any) -> Tensor:
+        """self != other as a bool mask (true where either is NaN), broadcasting."""
+        return self._select("ne", other)
+
+    def __lt__(self, other: Any) -> Tensor:
+        return self._select("lt", other)
+
+    def __le__(self, other: Any) -> Tensor:
+        return self._select("le", other)
+
+    def __gt__(self, other: Any) -> Tensor:
+        return self._select("gt", other)
+
+    def __ge__(self, other: Any) -> Tensor:
+        return self._select("ge", other)
+
+    __hash__ = object.__hash__  # identity, as `==` (defining comparisons keeps it so)
+
+    def cast(self, dtype: str) -> Tensor:
+        """Convert to "float32", "int32", "uint32" or "bool" (docs/protocol.md: float -> int
+        truncates toward zero, NaN -> 0, saturating; -> bool is nonzero)."""
+        return self.graph.op("cast", a=self, dtype=dtype)
+
+    def dropout(self, p: float, seed: int = 0, counter: Any = 0) -> Tensor:
+        """self * mask / (1 - p), the mask kept where hash_uniform(seed, counter) >= p;
+        `counter` an int or a one-element uint32 Tensor (feed a new one each session step)."""
+        return self.graph.op("dropout", a=self, counter=self.graph._counter(counter), p=p,
+                             seed=seed)
+
     # -- layout ---------------------------------------------------------------------------
 
     def permute(self, *dims: Any) -> Tensor:
@@ -276,6 +326,20 @@ class Graph:
     def full(self, shape: Sequence[int], value: float) -> Tensor:
         """A tensor filled with one value."""
         return self._source("full", {"shape": _shape_arg(shape), "value": value})
+
+    def rand(self, shape: Sequence[int], seed: int = 0, counter: Any = 0) -> Tensor:
+        """Counter-hash uniforms in [0, 1) (op hash_uniform: the same bits on every backend);
+        `counter` an int or a one-element uint32 Tensor (feed a new one each session step)."""
+        return self.op("hash_uniform", counter=self._counter(counter), shape=_shape_arg(shape),
+                       seed=seed)
+
+    def where(self, cond: Any, a: Any, b: Any) -> Tensor:
+        """cond ? a : b elementwise (cond a bool Tensor; the three broadcast together). A
+        Python scalar takes the other value's dtype (float32 when both are scalars)."""
+        dtype = next((t.dtype for t in (a, b) if isinstance(t, Tensor)), "float32")
+        return self.op("where", cond=self._own(cond, "where cond") if isinstance(cond, Tensor)
+                       else self.tensor(cond, dtype="bool"),
+                       a=self._operand_like(a, dtype), b=self._operand_like(b, dtype))
 
     # -- optimizer steps ------------------------------------------------------------------
 
@@ -433,6 +497,19 @@ class Graph:
         if _is_scalar(x):
             return self.full([], float(x))
         return self.tensor(x)
+
+    def _operand_like(self, x: Any, dtype: str, what: str = "operand") -> Tensor:
+        """As `_operand`, but a Python scalar becomes a constant of `dtype` (int32 constants
+        must be integers: the validator refuses 2.5 as an int32, naming the node)."""
+        if _is_scalar(x) and dtype != "float32":
+            return self.tensor(x, dtype=dtype)
+        return self._operand(x, what)
+
+    def _counter(self, counter: Any) -> Tensor:
+        """hash_uniform's / dropout's counter: a Tensor as it is, an int as a uint32 [] constant."""
+        if isinstance(counter, Tensor):
+            return self._own(counter, "counter")
+        return self.tensor(counter, dtype="uint32")
 
     def _source(self, op: str, attrs: dict[str, Any]) -> Tensor:
         return self._append(op, {}, attrs)

@@ -217,6 +217,25 @@ def _check_float(value: Any, where: str, node: int | None, _: dict) -> float:
     return rounded
 
 
+def _check_uint32(value: Any, where: str, node: int | None, _: dict) -> int:
+    # seeds (hash_uniform, dropout): an integer a uint32 holds
+    n = _as_int(value)
+    if n is None or not 0 <= n <= 0xFFFFFFFF:
+        raise _fail("VALIDATION", f"{where}: must be an integer in 0..4294967295, got "
+                    f"{_show(value)}", node)
+    return n
+
+
+def _check_probability(value: Any, where: str, node: int | None, _: dict) -> float:
+    # dropout's p: a float32 in [0, 1), checked after rounding (0.99999999 rounds to 1)
+    number = as_number(value)
+    p = _float32(number) if number is not None else math.nan
+    if not 0.0 <= p < 1.0:
+        raise _fail("VALIDATION", f"{where}: must be a float32 number in [0, 1), got "
+                    f"{_show(value)}", node)
+    return p
+
+
 def _check_optional_float(value: Any, where: str, node: int | None, checked: dict) -> float | None:
     # clamp's bounds: a float attribute where null means "no bound"
     if value is None:
@@ -279,6 +298,8 @@ ATTR_CHECKERS = {
     "dtype": _check_dtype,
     "float": _check_float,
     "optional_float": _check_optional_float,
+    "uint32": _check_uint32,
+    "probability": _check_probability,
     "axis": _check_axis,
     "bool": _check_bool,
     "perm": _check_perm,

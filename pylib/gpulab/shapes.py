@@ -78,6 +78,34 @@ def _broadcast(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
     return out, attrs
 
 
+def _broadcast3(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
+    # where(cond, a, b): the three operands broadcast together
+    ab = broadcast_shapes(shapes[1], shapes[2])
+    out = None if ab is None else broadcast_shapes(shapes[0], ab)
+    if out is None:
+        raise ShapeError(f"operand shapes cond {_show(shapes[0])}, a {_show(shapes[1])} and "
+                         f"b {_show(shapes[2])} do not broadcast")
+    return out, attrs
+
+
+def _require_counter(counter: Shape) -> None:
+    if len(counter) > 1 or element_count(counter) != 1:
+        raise ShapeError(f"operand counter must hold one element with rank <= 1, got "
+                         f"{_show(counter)}")
+
+
+def _counter_shape(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
+    # hash_uniform: the shape attribute; the counter holds one element
+    _require_counter(shapes[0])
+    return tuple(attrs["shape"]), attrs
+
+
+def _same_counter(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
+    # dropout(a, counter): shape of a; the counter holds one element
+    _require_counter(shapes[1])
+    return shapes[0], attrs
+
+
 def _transpose(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
     a = shapes[0]
     if len(a) < 2:
@@ -185,6 +213,9 @@ SHAPE_RULES: dict[str, Rule] = {
     "same_ab": _same_ab,
     "same_ab_rank2": _same_ab_rank2,
     "broadcast": _broadcast,
+    "broadcast3": _broadcast3,
+    "counter_shape": _counter_shape,
+    "same_counter": _same_counter,
     "transpose": _transpose,
     "permute": _permute,
     "reshape": _reshape,

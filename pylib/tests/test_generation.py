@@ -51,8 +51,9 @@ def test_every_kind_of_generated_file_is_covered(files: dict[Path, bytes]) -> No
     copies = {p.name for p in files if p.parent == ROOT / "pylib/gpulab/kernels/wgsl"}
     assert copies == shipped, "every shipped kernel has its package copy"
     # every lane, the browser ones included, runs the whole corpus: keep it small (1.56 MB
-    # with the v3 ops' float32 and int32 cases)
-    assert len(files[ROOT / "e2e/conformance/cases.json"]) < 1_600_000
+    # with the v3 ops' float32 and int32 cases; 1.65 MB with the select ops of issue 13, whose
+    # large cases take their operands from hash_uniform instead of data)
+    assert len(files[ROOT / "e2e/conformance/cases.json"]) < 1_700_000
 
 
 def test_a_stale_or_leftover_file_is_reported(gen: ModuleType, files: dict[Path, bytes],

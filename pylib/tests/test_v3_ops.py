@@ -5,6 +5,7 @@ methods: names, defaults, dim= alias, and that results come back with their dtyp
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -94,3 +95,118 @@ def test_int32_in_int32_out(backend: str, monkeypatch: pytest.MonkeyPatch) -> No
     assert got["min"].tolist() == [[INT_MIN, 3, -7]]
     assert got["argmax"].tolist() == [1, 2]
     assert got["argmin"].tolist() == 0
+
+
+# ---- the select ops of issue 13: maximum, minimum, masks, where, cast, rand, dropout ----------
+
+
+def _ops(graph: dict) -> dict[str, dict]:
+    by_id = {n["id"]: n for n in graph["nodes"]}
+    return {o["name"]: by_id[o["id"]] for o in graph["outputs"]}
+
+
+def test_select_methods_and_operators_build_their_nodes() -> None:
+    g = Graph()
+    x, i = g.tensor([1.5, -2.0]), g.tensor([1, 2], dtype="int32")
+    made = {"maximum": x.maximum(0), "minimum": i.minimum(1), "lt": x < 1, "le": x <= g.tensor([0.0]),
+            "gt": 2 < x, "ge": i >= 0, "eq": i.eq(2), "ne": x.ne(x), "cast": x.cast("uint32"),
+            "where": g.where(x > 0, x, -1.0), "hash_uniform": g.rand([2, 3], seed=5, counter=9),
+            "dropout": x.dropout(0.25, seed=3, counter=2**32 - 1)}
+    graph = g.to_dict(**made)
+    nodes = {n["id"]: n for n in graph["nodes"]}
+    ops = _ops(graph)
+    assert graph["version"] == 3
+    assert {k: v["op"] for k, v in ops.items()} == {k: k for k in made}
+    assert ops["gt"]["op"] == "gt" and nodes[ops["gt"]["a"]]["op"] == "input"  # 2 < x: x > 2
+    assert nodes[ops["minimum"]["b"]]["dtype"] == "int32"  # a scalar takes the tensor's dtype
+    assert made["lt"].dtype == "bool" and made["cast"].dtype == "uint32"
+    assert made["where"].dtype == "float32" and made["minimum"].dtype == "int32"
+    counter = nodes[ops["dropout"]["counter"]]
+    assert (counter["dtype"], counter["shape"], list(counter["data"])) == ("uint32", [],
+                                                                          [2**32 - 1])
+    assert (ops["dropout"]["p"], ops["dropout"]["seed"]) == (0.25, 3)
+    assert ops["hash_uniform"]["shape"] == [2, 3] and made["hash_uniform"].shape == (2, 3)
+    same = x
+    assert (x == same) is True and (x == g.tensor([1.5, -2.0])) is False  # == is identity
+    assert len({x: 1, i: 2}) == 2
+
+
+def value(t: object) -> np.ndarray:
+    """As run(), where a bool output's array is uint8 0/1 (docs/protocol.md "Outputs")."""
+    out = t.graph.run(backend="cpu-python", y=t)["outputs"]["y"]  # type: ignore[attr-defined]
+    arr = np.asarray(out["array"]).reshape(out["shape"])
+    assert arr.dtype == (np.uint8 if out["dtype"] == "bool" else np.dtype(out["dtype"]))
+    return arr
+
+
+def test_select_values_on_cpu_python() -> None:
+    g = Graph()
+    x = g.tensor([-0.0, 0.0, math.nan, 2.5, -3.7])
+    y = g.tensor([0.0, -0.0, 1.0, math.nan, -3.7])
+    assert np.signbit(value(x.maximum(y))).tolist() == [False, False, False, False, True]
+    assert np.signbit(value(x.minimum(y))).tolist() == [True, True, False, False, True]
+    assert value(x.eq(y)).tolist() == [1, 1, 0, 0, 1] and value(x.ne(y)).tolist() == [0, 0, 1, 1, 0]
+    assert value(x < y).dtype == np.uint8
+    assert value(x.cast("int32")).tolist() == [0, 0, 0, 2, -3]
+    assert value(g.where(x.ne(x), 7.0, x)).tolist()[2] == 7.0
+    u = value(g.rand([1000], seed=1, counter=0))
+    assert u.dtype == np.float32 and 0 <= u.min() and u.max() < 1
+    assert (u * 2**24 == np.round(u * 2**24)).all()  # top 24 bits times 2^-24
+
+
+@pytest.mark.parametrize(("build", "says"), [
+    (lambda g: g.tensor([1.0]).cast("float64"), "dtype"),
+    (lambda g: g.tensor([1], dtype="int32").maximum(2.5), "is not an int32"),
+    (lambda g: g.tensor([1.0]).dropout(1.0), "[0, 1)"),
+    (lambda g: g.tensor([1.0]).dropout(0.5, seed=-1), "0..4294967295"),
+    (lambda g: g.where(g.tensor([1.0]), 1.0, 2.0), "operand cond must be bool, got float32"),
+    (lambda g: g.tensor([1.0]) < g.tensor([1], dtype="int32"),
+     "operand b must be float32 like operand a, got int32"),
+    (lambda g: g.rand([2], counter=g.tensor([1, 2], dtype="uint32")), "counter"),
+    (lambda g: g.tensor([1.0, 2.0]).maximum(g.tensor([1.0, 2.0, 3.0])), "broadcast"),
+])
+def test_select_refusals_name_the_node(build: object, says: str) -> None:
+    with pytest.raises(GpuLabError) as err:
+        build(Graph())  # type: ignore[operator]
+    assert err.value.code == "VALIDATION" and err.value.node is not None, err.value
+    assert says in str(err.value) and f"node {err.value.node} (" in str(err.value)
+
+
+def _dropout_step_graph(g: Graph, w: object, counter: object) -> object:
+    """One step of a carried state through dropout: w' = dropout(w) + 0.5 * w."""
+    return w.dropout(0.25, seed=11, counter=counter) + w * 0.5  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("backend", ["cpu-python"])
+def test_dropout_session_equals_chained_executes(backend: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """5 session steps feeding counters 0..4 equal 5 chained executes bit for bit; steps with
+    different counters drop different elements."""
+    monkeypatch.setenv("GPULAB_ALLOW_SOFTWARE", "1")
+    w0 = np.linspace(-2, 2, 4096, dtype=np.float32) + np.float32(0.001)
+    g = Graph()
+    w, counter = g.tensor(w0), g.input([], name="counter", dtype="uint32")
+    nxt = _dropout_step_graph(g, w, counter)
+    try:
+        session = g.prepare(feeds=[counter], carry={w: nxt}, backend=backend, y=nxt)
+    except GpuLabError as err:
+        if err.code == "UNAVAILABLE":
+            pytest.skip(f"{backend}: {err}")  # no adapter at all: reported, never a pass
+        raise
+    assert session.backend == backend
+    out = session.run_steps([{counter: [k]} for k in range(5)])
+    got = np.asarray(out["outputs"]["y"]["array"])
+    session.dispose()
+    state, masks = w0, []
+    for k in range(5):
+        h = Graph()
+        t = h.tensor(state)
+        r = h.run(backend=backend, y=_dropout_step_graph(h, t, k),
+                  m=t.dropout(0.25, seed=11, counter=k).ne(0))
+        assert r["backend"] == backend
+        state = np.asarray(r["outputs"]["y"]["array"])
+        masks.append(np.asarray(r["outputs"]["m"]["array"]))
+    assert got.view(np.uint32).tolist() == state.view(np.uint32).tolist()
+    for a, b in itertools.pairwise(masks):
+        assert (a != b).sum() > 500  # a fresh mask every step (about 3/8 of 4096 differ)
+    assert 0.70 < masks[0].mean() < 0.80  # p = 0.25 keeps about 3/4

@@ -55,7 +55,9 @@ JUNK = [None, True, False, 0, -1, 1, 2, 3, 1.5, 2.0, 1e9, -7, "", "x", "nan", "i
         "__proto__"]
 
 
-def random_graph(rng: random.Random) -> dict:
+def random_graph(rng: random.Random, select: bool = False) -> dict:
+    """8 nodes; `select`: the v3 select ops are among the choices (a separate test, so the
+    first test's graphs stay those its counts were measured on)."""
     shapes = [[], [3], [2, 3], [1, 3], [2, 1], [2, 2, 3], [3, 2]]
     ids = rng.sample(range(40), 8)
     nodes: list[dict] = []
@@ -95,10 +97,31 @@ def random_graph(rng: random.Random) -> dict:
                  "dims": rng.choice([[1, 0], [0], [2, 0, 1]])},
                 {"id": node_id, "op": "cross_entropy", "a": rng.choice(earlier),
                  "b": rng.choice(earlier)},
+                *(select_nodes(rng, node_id, earlier) if select else []),
             ]))
     rng.shuffle(nodes)
     outputs = [{"name": f"o{k}", "id": i} for k, i in enumerate(rng.sample(ids, 2))]
     return {"version": rng.choice([1, 2, 2, 3, 3]), "nodes": nodes, "outputs": outputs}
+
+
+SELECT_BINARY = ["maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"]
+SELECT_OPS = {*SELECT_BINARY, "where", "cast", "hash_uniform", "dropout"}
+
+
+def select_nodes(rng: random.Random, node_id: int, earlier: list[int]) -> list[dict]:
+    """The v3 select ops (issue 13) with good and bad operands and attributes."""
+    pick = rng.choice
+    return [
+        {"id": node_id, "op": pick(SELECT_BINARY), "a": pick(earlier), "b": pick(earlier)},
+        {"id": node_id, "op": "where", "cond": pick(earlier), "a": pick(earlier),
+         "b": pick(earlier)},
+        {"id": node_id, "op": "cast", "a": pick(earlier),
+         "dtype": pick(["float32", "int32", "uint32", "bool", "float64", 1])},
+        {"id": node_id, "op": "hash_uniform", "counter": pick(earlier),
+         "shape": pick([[3], [2, 3], [], [0]]), "seed": pick([0, 7, 2**32 - 1, -1, 2**32, 1.5])},
+        {"id": node_id, "op": "dropout", "a": pick(earlier), "counter": pick(earlier),
+         "p": pick([0, 0.5, 0.99999994, 1, 0.99999999, -0.1, "0.5"]), "seed": pick([0, 3, -1])},
+    ]
 
 
 def mutate(graph: dict, rng: random.Random) -> dict:
@@ -133,9 +156,8 @@ def python_view(graph: dict) -> dict:
             "shapes": [[n.id, list(n.shape), n.dtype] for n in c.nodes]}
 
 
-def test_python_and_js_validators_agree():
-    rng = random.Random(20261130)
-    graphs = [mutate(random_graph(rng), rng) for _ in range(COUNT)]
+def _agree(graphs: list[dict]) -> dict[str, int]:
+    """Both validators (and the page's view) agree on every graph; counts of the outcomes."""
     text = json.dumps(graphs, allow_nan=False)
     graphs = json.loads(text)  # both sides read the same JSON
     js = subprocess.run(["node", "--input-type=module", "-e", JS, SAME_TEXT], input=text,
@@ -154,7 +176,24 @@ def test_python_and_js_validators_agree():
         kinds["ok" if "ok" in py_view else "error"] += 1
         kinds["message"] += "message" in py_view
         kinds["dtype"] += any(s[2] != "float32" for s in py_view.get("shapes", []))
+    return kinds
+
+
+def test_python_and_js_validators_agree():
+    rng = random.Random(20261130)
+    kinds = _agree([mutate(random_graph(rng), rng) for _ in range(COUNT)])
     # the corpus exercises both outcomes, so agreement is not vacuous (47 valid graphs of 2000
     # at seed 20261130 since UNARY is every map1 op: log and sigmoid need version 2)
     assert kinds["ok"] >= 40 and kinds["error"] >= 300, kinds
     assert kinds["dtype"] >= 10 and kinds["message"] >= 100, kinds
+
+
+def test_validators_agree_on_the_select_ops():
+    """maximum..ge, where, cast, hash_uniform, dropout among the random nodes (issue 13)."""
+    rng = random.Random(20261201)
+    graphs = [mutate(random_graph(rng, select=True), rng) for _ in range(COUNT)]
+    used = sum(any(str(n.get("op")) in SELECT_OPS for n in g["nodes"] if isinstance(n, dict))
+               for g in graphs if isinstance(g, dict) and isinstance(g.get("nodes"), list))
+    kinds = _agree(graphs)
+    assert used >= 1000, used
+    assert kinds["ok"] >= 20 and kinds["error"] >= 300 and kinds["message"] >= 100, kinds

@@ -12,6 +12,7 @@ import './cpu/optimizers.mjs';
 import './cpu/map_bits.mjs';
 import './cpu/extremes.mjs';
 import './cpu/quant.mjs';
+import './cpu/select.mjs';
 
 export const name = 'cpu';
 

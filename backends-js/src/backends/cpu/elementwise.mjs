@@ -9,7 +9,7 @@ import { stridesOf } from '../../shapes.mjs';
  * Strides of an operand seen from the output's index space: 0 along broadcast axes.
  * @param {number[]} shape @param {number} rank
  */
-function broadcastStrides(shape, rank) {
+export function broadcastStrides(shape, rank) {
   const own = stridesOf(shape);
   const out = new Int32Array(rank);
   for (let i = 0; i < shape.length; i++) {
@@ -85,4 +85,34 @@ export function scalarBinary(attr, f) {
  */
 export function byDtype(kernels) {
   return (out, ins, node, shapes) => kernels[node.dtype ?? 'float32'](out, ins, node, shapes);
+}
+
+/**
+ * out[i] = f(a[ia], b[ib], c[ic]) with the three operands broadcast together (where).
+ * @param {(x: number, y: number, z: number) => number} f
+ */
+export function ternary(f) {
+  return (out, [a, b, c], node, shapes) => {
+    const shape = node.shape;
+    const rank = shape.length;
+    const [ta, tb, tc] = shapes.map((s) => broadcastStrides(s, rank));
+    const idx = new Int32Array(rank);
+    let ia = 0;
+    let ib = 0;
+    let ic = 0;
+    for (let i = 0; i < out.length; i++) {
+      out[i] = f(a[ia], b[ib], c[ic]);
+      for (let d = rank - 1; d >= 0; d--) {
+        idx[d]++;
+        ia += ta[d];
+        ib += tb[d];
+        ic += tc[d];
+        if (idx[d] < shape[d]) break;
+        ia -= ta[d] * shape[d];
+        ib -= tb[d] * shape[d];
+        ic -= tc[d] * shape[d];
+        idx[d] = 0;
+      }
+    }
+  };
 }
