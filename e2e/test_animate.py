@@ -273,3 +273,41 @@ def test_lost_device_ends_the_view_with_a_message(live) -> None:
     wait_ended(page, timeout=20_000)
     expect(view(page)).to_have_attribute("data-reason", "error")
     expect(view(page).get_by_role("alert")).to_contain_text("lost")
+
+
+VIRIDIS_LOW = (68, 1, 84)  # colors.mjs COLOUR_MAP[0]: the heat map at vmin
+
+
+def test_live_example_life_and_heat_brush(live) -> None:
+    """The Examples menu's live notebook: Life drawn with the mouse, heat painted with a brush
+    (a stencil of matmuls with a shift matrix: slices have not landed yet)."""
+    backend, page = live
+    page.get_by_label("Examples").select_option("live")
+    expect(page.locator("section.cell")).to_have_count(2)
+    page.get_by_role("button", name="Run all").click()
+    for n in (1, 2):
+        expect(cell(page, n).locator(".prompt")).to_have_text(DONE, timeout=120_000)
+        expect(output(page, n)).to_contain_text(f"live on {backend}")
+        expect(view(page, n)).not_to_have_attribute("data-frames", "0")
+    canvas = view(page, 2).locator("canvas")
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    before = decode_png(canvas.screenshot())[2:-2, 2:-2, :3].astype(int)  # inside the border
+    assert (np.abs(before - VIRIDIS_LOW).max(axis=2) <= 6).mean() > 0.95  # cold everywhere
+    # press and drag across the middle row: the brush paints heat there
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * 0.3, y)
+    page.mouse.down()
+    for i in range(10):
+        page.mouse.move(box["x"] + box["width"] * (0.3 + 0.04 * i), y)
+        page.wait_for_timeout(50)
+    page.mouse.up()
+    page.wait_for_timeout(500)
+    after = decode_png(canvas.screenshot())[2:-2, 2:-2, :3].astype(int)
+    h = after.shape[0]
+    warm = np.abs(after - VIRIDIS_LOW).max(axis=2) > 30
+    assert warm[h // 2, int(after.shape[1] * 0.45)], "no heat where the brush went"
+    assert not warm[h // 8].any(), "heat far from the brush"
+    page.get_by_role("button", name="Stop").click()
+    for n in (1, 2):
+        expect(view(page, n)).to_have_attribute("data-state", "ended")

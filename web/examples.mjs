@@ -122,9 +122,47 @@ display.draw(res["outputs"]["grid"]["data"][0::2], shape=(G, G), name="decision"
              title="P(inside the circle) on a 40x40 grid")
 print(f"training accuracy {accuracy:.1%} on {res['backend']}")`;
 
+const LIVE_LIFE = `import random
+import display
+from gpulab import Graph
+
+N = 48
+random.seed(7)
+start = [[1.0 if random.random() < 0.2 else 0.0 for _ in range(N)] for _ in range(N)]
+g = Graph()
+board = g.tensor(start)
+clicks = g.input([N, N])                        # 1 where the mouse toggled a cell since the last step
+toggled = board + clicks - 2 * board * clicks   # XOR of two 0/1 boards, in arithmetic
+life = await g.prepare_async(feeds=[clicks], carry={board: "board"}, board=toggled.life())
+# A live view: one step per frame, drawn from the GPU's buffer (no read-back on WebGPU).
+# Click or drag on the board to toggle cells while it runs; Space pauses; Stop ends it.
+view = display.animate(life, "board", feeds={clicks: display.toggles()}, fps=30, palette=True,
+                       title="Game of Life: draw with the mouse")
+print(f"live on {life.backend}")`;
+
+const LIVE_HEAT = `import display
+from gpulab import Graph
+
+# Heat diffusion on a 64x64 torus, painted with a brush. The 5-point stencil is built from
+# matmuls: A = S + S^T - 2I with S a cyclic shift, so A @ U + U @ A is the Laplacian of U.
+N = 64
+A = [[(1.0 if (i - j) % N in (1, N - 1) else 0.0) - (2.0 if i == j else 0.0) for j in range(N)]
+     for i in range(N)]
+g = Graph()
+heat = g.tensor([[0.0] * N for _ in range(N)])
+paint = g.input([N, N])                          # the brush: 0.6 under the pressed pointer
+L = g.tensor(A)
+step = (heat + 0.2 * (L @ heat + heat @ L)) * 0.995 + paint
+sim = await g.prepare_async(feeds=[paint], carry={heat: "heat"},
+                            heat=step.clamp(min=0.0, max=1.0))
+view = display.animate(sim, "heat", feeds={paint: display.brush(radius=3, value=0.6)}, fps=30,
+                       vmin=0.0, vmax=1.0, title="heat: paint with the mouse")
+print(f"live on {sim.backend}: press and drag to paint heat")`;
+
 /** @type {Array<{id: string, title: string, cells: string[]}>} */
 export const EXAMPLES = [
   { id: 'first', title: 'First graph: (a * b).relu()', cells: [FIRST, FIRST_SYNC, FIRST_AWAIT] },
   { id: 'life', title: 'Game of Life on the GPU', cells: [LIFE_SETUP, LIFE_RUN, LIFE_BATCH] },
   { id: 'mlp', title: 'Train a small MLP with Adam', cells: [MLP_DATA, MLP_GRAPH, MLP_TRAIN, MLP_EVAL] },
+  { id: 'live', title: 'Live views: draw on Life, paint heat', cells: [LIVE_LIFE, LIVE_HEAT] },
 ];
