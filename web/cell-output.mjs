@@ -1,8 +1,9 @@
 // A cell's output, rendered and recorded at once, so that a reload shows it again: each thing
 // shown is a log entry {kind, payload} that the same renderers replay. A canvas or plot drawn
 // again under its name replaces its entry (a 60-frame animation keeps one frame).
+import { renderPlot } from './plot.mjs';
 import {
-  appendBatch, el, renderCanvas, renderError, renderPlot, renderTable, renderText,
+  appendBatch, el, renderCanvas, renderError, renderTable, renderText,
 } from './render.mjs';
 
 /** Kept characters of one cell's log (stream text mostly); past it outputs are not kept. */

@@ -2,6 +2,7 @@
 // tables as text/plain, canvases and plots as image/png, errors) and to a .py script in the
 // "percent" format (`# %%` between cells); import of an .ipynb (code cells with their text
 // outputs; markdown cells stay markdown, raw cells become commented code cells).
+import { plotPng } from './plot.mjs';
 import { formatFloat32 } from './render.mjs';
 
 const KERNEL = { name: 'python3', display_name: 'Python 3 (Pyodide, GPU Lab)', language: 'python' };
@@ -22,6 +23,7 @@ function tableText({ title, backend, outputs }) {
 /** The PNG of a drawn canvas or plot, from the cell's rendered output. */
 function pngOf(cell, kind, name) {
   const figure = [...cell.output.querySelectorAll('figure.drawing')].find((f) => f.dataset.key === `${kind}:${name}`);
+  if (figure && kind === 'plot') return plotPng(figure); // title, chart and legend (plot.mjs)
   const url = figure?.querySelector('canvas')?.toDataURL('image/png') ?? '';
   return url.replace(/^data:image\/png;base64,/, '');
 }

@@ -1,4 +1,4 @@
-// Cell outputs: text streams, result tables, 0/1 grids on a canvas, line plots, tracebacks.
+// Cell outputs: text streams, result tables, 0/1 grids on a canvas, tracebacks (plots: plot.mjs).
 // Everything is built with DOM calls (never innerHTML), so program output cannot inject markup.
 
 const MAX_ROWS = 16;
@@ -170,80 +170,6 @@ export function renderCanvas(output, { name, title, width, height, scale, pixels
   ctx.drawImage(small, 0, 0, width * scale, height * scale);
   figure.querySelector('figcaption').textContent = title ?? `${name} (${height}×${width})`;
   canvas.setAttribute('aria-label', `${name}: ${title ?? `${height}×${width} grid`}`);
-}
-
-/** The page's theme colours (light or dark, style.css) for drawing on a canvas. */
-function themeColours(node) {
-  const css = getComputedStyle(node);
-  const read = (name, fallback) => css.getPropertyValue(name).trim() || fallback;
-  return { panel: read('--panel', '#fff'), ink: read('--ink', '#222'), muted: read('--muted', '#555') };
-}
-
-function niceRange(values) {
-  let lo = Math.min(...values);
-  let hi = Math.max(...values);
-  if (!Number.isFinite(lo) || !Number.isFinite(hi)) { lo = 0; hi = 1; }
-  if (lo === hi) { lo -= 0.5; hi += 0.5; }
-  return [lo, hi];
-}
-
-/** A line plot with axes, min/max ticks and labels. */
-export function renderPlot(output, { name, title, xlabel, ylabel, xs, ys }) {
-  const W = 520;
-  const H = 260;
-  const m = { left: 64, right: 16, top: 28, bottom: 40 };
-  const { figure, canvas } = namedCanvas(output, 'plot', name, W, H);
-  const ctx = canvas.getContext('2d');
-  const colour = themeColours(canvas);
-  ctx.fillStyle = colour.panel;
-  ctx.fillRect(0, 0, W, H);
-  const finite = ys.filter(Number.isFinite);
-  const [x0, x1] = niceRange(xs);
-  const [y0, y1] = niceRange(finite.length ? finite : [0, 1]);
-  const px = (x) => m.left + ((x - x0) / (x1 - x0)) * (W - m.left - m.right);
-  const py = (y) => H - m.bottom - ((y - y0) / (y1 - y0)) * (H - m.top - m.bottom);
-  ctx.strokeStyle = colour.muted;
-  ctx.lineWidth = 1;
-  ctx.beginPath();
-  ctx.moveTo(m.left, m.top); ctx.lineTo(m.left, H - m.bottom); ctx.lineTo(W - m.right, H - m.bottom);
-  ctx.stroke();
-  ctx.fillStyle = colour.ink;
-  ctx.font = '12px system-ui, sans-serif';
-  ctx.textAlign = 'right';
-  ctx.fillText(formatTick(y1), m.left - 6, m.top + 4);
-  ctx.fillText(formatTick(y0), m.left - 6, H - m.bottom);
-  ctx.textAlign = 'center';
-  ctx.fillText(formatTick(x0), m.left, H - m.bottom + 16);
-  ctx.fillText(formatTick(x1), W - m.right, H - m.bottom + 16);
-  ctx.fillText(xlabel ?? '', (m.left + W - m.right) / 2, H - 8);
-  ctx.font = 'bold 13px system-ui, sans-serif';
-  ctx.fillText(title ?? '', W / 2, 18);
-  ctx.save();
-  ctx.translate(14, (m.top + H - m.bottom) / 2);
-  ctx.rotate(-Math.PI / 2);
-  ctx.font = '12px system-ui, sans-serif';
-  ctx.fillText(ylabel ?? '', 0, 0);
-  ctx.restore();
-  ctx.strokeStyle = '#1f6feb'; // the same blue in both themes (the tests look for it)
-  ctx.lineWidth = 2;
-  ctx.beginPath();
-  let started = false;
-  xs.forEach((x, i) => {
-    if (!Number.isFinite(ys[i])) { started = false; return; }
-    if (started) ctx.lineTo(px(x), py(ys[i])); else ctx.moveTo(px(x), py(ys[i]));
-    started = true;
-  });
-  ctx.stroke();
-  const last = ys.length ? formatTick(ys[ys.length - 1]) : '—';
-  figure.querySelector('figcaption').textContent = `${title || name}: ${ys.length} points, last ${last}`;
-  canvas.setAttribute('aria-label', `plot ${name}: ${title ?? ''} (${ys.length} points, last ${last})`);
-  canvas.dataset.points = String(ys.length);
-}
-
-function formatTick(v) {
-  if (!Number.isFinite(v)) return String(v);
-  const a = Math.abs(v);
-  return a !== 0 && (a < 1e-3 || a >= 1e5) ? v.toExponential(2) : String(Number(v.toPrecision(4)));
 }
 
 /** A Python error: type and message, the traceback, and the cell line it points at. */

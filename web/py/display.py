@@ -1,9 +1,11 @@
-"""Rich outputs for notebook cells: result tables, 0/1 grids on a <canvas>, line plots.
+"""Rich outputs for notebook cells: result tables, 0/1 grids on a <canvas>, line plots (uPlot).
 
     import display
     display.show(result)                   # every output as a table of numbers with its shape
     display.draw(board, name="life")       # a 2-D tensor (0 = dark, 1 = light) on a canvas
     display.plot(losses, name="loss")      # a line plot; calling again updates it
+    display.plot({"train": tr, "val": va}) # several series (a legend shows values on hover)
+    display.plot([0.5], name="loss", append=True)   # add points to the plot's series
 
 Outputs go to the running cell through the worker (`_notebook.emit`); repeated draws/plots with
 the same name update one canvas, so a loop animates. Pure Python: no numpy in the page.
@@ -92,15 +94,47 @@ def draw(grid: Any, shape: Sequence[int] | None = None, name: str = "canvas",
                      "scale": cell, "pixels": bytes(pixels)})
 
 
-def plot(ys: Sequence[float], xs: Sequence[float] | None = None, name: str = "plot",
-         title: str = "", xlabel: str = "step", ylabel: str = "") -> None:
-    """A line plot of `ys` (against `xs` or 0..n-1) on the canvas `name`."""
-    ys_list = _floats(ys)
-    xs_list = _floats(xs) if xs is not None else [float(i) for i in range(len(ys_list))]
-    if len(xs_list) != len(ys_list):
-        raise ValueError(f"plot: {len(xs_list)} x values for {len(ys_list)} y values")
+# The series each plot showed last, by plot name, so that `append=True` can extend them.
+_PLOTS: dict[str, tuple[list[float] | None, dict[str, list[float]]]] = {}
+
+
+def _series(ys: Any, label: str) -> dict[str, list[float]]:
+    """{label: values} of a plot's `ys`: a dict of series, an output entry, or one sequence."""
+    if isinstance(ys, dict) and not ("data" in ys and "shape" in ys):
+        if not ys:
+            raise ValueError("display.plot: the dict of series is empty")
+        return {str(k): _floats(v["data"] if isinstance(v, dict) else v) for k, v in ys.items()}
+    return {label: _floats(ys["data"] if isinstance(ys, dict) else ys)}
+
+
+def plot(ys: Any, xs: Sequence[float] | None = None, name: str = "plot", title: str = "",
+         xlabel: str = "step", ylabel: str = "", append: bool = False) -> None:
+    """A line plot (uPlot in the page: axes, a legend with the values under the cursor).
+
+    `ys`: a sequence of numbers (one series), a result output entry, or a dict of series
+    (`{"train": [...], "val": [...]}`). `xs`: the x values shared by every series (default
+    0..n-1). The same `name` updates the plot in place; `append=True` adds `ys` (and `xs`) to
+    the series the plot shows instead of replacing them.
+    """
+    series = _series(ys, ylabel or name)
+    xs_list = _floats(xs) if xs is not None else None
+    if append and name in _PLOTS:
+        old_xs, old = _PLOTS[name]
+        if (old_xs is None) != (xs_list is None):
+            raise ValueError(f"display.plot(append=True): plot {name!r} was drawn "
+                             f"{'without' if old_xs is None else 'with'} xs; pass xs the same way")
+        if old_xs is not None and xs_list is not None:
+            xs_list = old_xs + xs_list
+        series = {**old, **{k: old.get(k, []) + v for k, v in series.items()}}
+    if xs_list is not None:
+        for label, values in series.items():
+            if len(values) != len(xs_list):
+                raise ValueError(f"display.plot: series {label!r} has {len(values)} values "
+                                 f"for {len(xs_list)} x values")
+    _PLOTS[name] = (xs_list, series)
     _emit("plot", {"name": name, "title": title, "xlabel": xlabel, "ylabel": ylabel,
-                   "xs": xs_list, "ys": ys_list})
+                   "xs": xs_list or [],
+                   "series": [{"label": k, "ys": v} for k, v in series.items()]})
 
 
 # Live views (display.animate and its feeds) live in their own module: web/py/animate.py.

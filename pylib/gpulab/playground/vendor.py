@@ -101,6 +101,9 @@ def prepare_index(pyodide_dir: Path, wheels_dir: Path, index_dir: Path,
 # node_modules through links in web/vendor/npm/ as the Pyodide core is: served name -> file.
 NPM_FILES = {
     "marked.esm.js": "marked/lib/marked.esm.js",
+    # the plotting library of display.plot (web/plot.mjs) and its stylesheet
+    "uPlot.esm.js": "uplot/dist/uPlot.esm.js",
+    "uPlot.min.css": "uplot/dist/uPlot.min.css",
     # CodeMirror 6 and its dependencies, one ES module each (web/index.html's import map)
     **{f"{name.replace('@', '').replace('/', '-')}.js": f"{name}/dist/index.js" for name in (
         "@codemirror/state", "@codemirror/view", "@codemirror/commands", "@codemirror/language",
