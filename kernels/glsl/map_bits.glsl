@@ -30,11 +30,21 @@ uint kernelWord(int i) {
   return op(asUint(texelFetch(u_a, ivec2(gl_FragCoord.xy), 0).r));
 }
 #else
+// float32 x < y on the words (-0 equal to +0, false for NaN), integer compares only, as in the
+// WGSL twin: Mesa's llvmpipe (Firefox's WebGL2 here) turned the float compare-and-select into
+// min/max, so clamp(-0, min=+0) gave +0 and clamp(+0, min=-0) gave -0 (the Firefox lane).
+bool isNanBits(uint b) { return (b & 0x7fffffffu) > 0x7f800000u; }
+uint orderedBits(uint b) { return (b & 0x80000000u) != 0u ? ~b : (b | 0x80000000u); }
+bool lessBits(uint x, uint y) {
+  if (isNanBits(x) || isNanBits(y) || ((x | y) & 0x7fffffffu) == 0u) return false;
+  return orderedBits(x) < orderedBits(y);
+}
+
 uint op(uint b) {
 #if defined(OP_clamp)
-  if ((b & 0x7fffffffu) > 0x7f800000u) return b;  // NaN stays
-  uint y = uintBitsToFloat(b) < uintBitsToFloat(u_lo) ? u_lo : b;
-  return uintBitsToFloat(y) > uintBitsToFloat(u_hi) ? u_hi : y;
+  if (isNanBits(b)) return b;  // NaN stays
+  uint y = lessBits(b, u_lo) ? u_lo : b;
+  return lessBits(u_hi, y) ? u_hi : y;
 #else
 #error unknown map_bits op
 #endif
