@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine lacks, idempotently: Debian packages (Chromium for the
-# browser lanes, lavapipe for the native software lane, rustc for kernels.wasm), a Python venv
-# with gpulab[native,test], and the npm dev dependencies (Pyodide core, TensorFlow.js peers).
+# browser lanes, Firefox ESR + Xvfb for the Firefox lane, lavapipe for the native software lane,
+# rustc for kernels.wasm), a Python venv with gpulab[native,test], and the npm dev dependencies
+# (Pyodide core, TensorFlow.js peers, the notebook's browser libraries).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
+# the Firefox lane (e2e/firefox_lane.py): Debian's Firefox ESR on a virtual X display
+[ -x /usr/bin/firefox-esr ] || need_apt+=(firefox-esr)
+[ -x /usr/bin/Xvfb ] || need_apt+=(xvfb)
 [ -e /usr/share/vulkan/icd.d/lvp_icd.x86_64.json ] || [ -n "$(ls /usr/share/vulkan/icd.d/lvp_icd.*.json 2>/dev/null)" ] || need_apt+=(mesa-vulkan-drivers)
 [ -x /usr/bin/rustc ] || need_apt+=(rustc)
 [ -d /usr/lib/rustlib/wasm32-unknown-unknown ] || need_apt+=(libstd-rust-dev-wasm32)

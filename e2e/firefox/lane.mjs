@@ -1,0 +1,130 @@
+// The Firefox lane's page (e2e/firefox_lane.py opens it in firefox-esr, no WebDriver): it
+// runs the conformance corpus on each backend of `?backends=` through the runtime (as
+// e2e/conformance/page.mjs does in Chromium) and the playground's first example in an iframe
+// (same origin, driven through its DOM), and POSTs every answer to the test server, which
+// judges them with the conformance runner. A backend the browser does not offer (WebGPU on
+// Linux Firefox) answers {lane: {available: false, reason}}: recorded, not a crash.
+import { runCases } from '../conformance/run_cases.mjs';
+
+const params = new URLSearchParams(location.search);
+const BACKENDS = (params.get('backends') ?? 'wasm,cpu,webgl2,webgpu').split(',').filter(Boolean);
+const EXAMPLE_BACKENDS = (params.get('example') ?? 'wasm,cpu,webgl2').split(',').filter(Boolean);
+const BATCH = Number(params.get('batch') ?? 100);
+const LIMIT = Number(params.get('limit') ?? 0); // 0 = the whole corpus
+const REPORT = '/api/lane-report';
+
+function log(text) {
+  const li = document.createElement('li');
+  li.textContent = text;
+  document.getElementById('log').append(li);
+}
+
+/** POST one report; the server answers 200 once it has it (so the order is kept). */
+async function report(kind, body) {
+  const res = await fetch(REPORT, { method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ kind, ...body }) });
+  if (!res.ok) throw new Error(`report ${kind}: HTTP ${res.status}`);
+}
+
+/** Whether a WebGL2 context opens here, and the browser's words when it does not. */
+function webgl2Probe() {
+  const canvas = document.createElement('canvas');
+  let why = '';
+  canvas.addEventListener('webglcontextcreationerror', (e) => { why = e.statusMessage; });
+  const gl = canvas.getContext('webgl2');
+  const info = gl?.getExtension('WEBGL_debug_renderer_info');
+  return { webgl2: Boolean(gl), webgl2Error: why,
+    webgl2Renderer: gl ? String(gl.getParameter(info ? info.UNMASKED_RENDERER_WEBGL : gl.RENDERER)) : '' };
+}
+
+function browserFacts() {
+  return {
+    ...webgl2Probe(),
+    userAgent: navigator.userAgent,
+    crossOriginIsolated: globalThis.crossOriginIsolated === true,
+    webgpu: 'gpu' in navigator,
+    jspi: typeof WebAssembly.Suspending === 'function',
+  };
+}
+
+async function runCorpus(createRuntime, cases) {
+  for (const backend of BACKENDS) {
+    const t0 = performance.now();
+    for (let start = 0; start < cases.length; start += BATCH) {
+      const batch = cases.slice(start, start + BATCH);
+      let answer;
+      try {
+        answer = await runCases(createRuntime, { backend, allowSoftware: true, withoutKernels: [] }, batch);
+      } catch (err) {
+        answer = { lane: { available: false, reason: `crashed: ${err?.stack ?? err}` }, results: [] };
+      }
+      await report('conformance', { backend, start, count: batch.length, answer });
+      if (!answer.lane?.available) break; // the refusal is the lane's result (WebGPU on Linux)
+    }
+    log(`${backend}: corpus in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    await report('corpus-time', { backend, seconds: (performance.now() - t0) / 1000 });
+  }
+}
+
+const sleep = (ms) => new Promise((resolve) => { setTimeout(resolve, ms); });
+
+async function until(what, test, timeoutMs) {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const value = test();
+    if (value) return value;
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+/** The playground's "First graph" example on `backend`: Run all, then each cell's output. */
+async function firstExample(backend) {
+  const frame = /** @type {HTMLIFrameElement} */ (document.getElementById('playground'));
+  const t0 = performance.now();
+  frame.src = `/?backend=${backend}&software=1`;
+  await sleep(200);
+  const doc = () => frame.contentDocument;
+  await until('the playground', () => doc()?.body?.dataset.ready === 'true', 120_000);
+  const readyS = (performance.now() - t0) / 1000;
+  const status = doc().getElementById('backend-status')?.textContent ?? '';
+  const examples = doc().getElementById('examples');
+  examples.value = 'first';
+  examples.dispatchEvent(new Event('change'));
+  await until('the example', () => doc().querySelectorAll('section.cell').length === 3, 10_000);
+  await until('Run all', () => !doc().getElementById('run-all').disabled, 10_000);
+  doc().getElementById('run-all').click();
+  const cells = () => [...doc().querySelectorAll('section.cell')];
+  // every cell ran, or one failed and Run all stopped there (the Stop button goes idle)
+  const idle = () => doc().getElementById('stop').disabled;
+  await until('the cells', () => idle() && (cells().every((c) => c.dataset.status) ||
+    cells().some((c) => c.dataset.status === 'error')), 120_000);
+  return {
+    backend, readyS, status,
+    cells: cells().map((c) => ({ status: c.dataset.status,
+      output: c.querySelector('[aria-label^="Output of cell"]')?.innerText ?? '' })),
+  };
+}
+
+async function main() {
+  const facts = browserFacts();
+  await report('hello', facts);
+  log(facts.userAgent);
+  const all = await (await fetch('/e2e/conformance/cases.json')).json();
+  const cases = (LIMIT > 0 ? all.slice(0, LIMIT) : all).map((c) => ({ name: c.name, graph: c.graph }));
+  const { createRuntime } = await import('/backends-js/src/runtime.mjs');
+  await runCorpus(createRuntime, cases);
+  for (const backend of EXAMPLE_BACKENDS) {
+    let answer;
+    try {
+      answer = await firstExample(backend);
+    } catch (err) {
+      answer = { backend, error: String(err?.stack ?? err) };
+    }
+    log(`first example on ${backend}: ${answer.error ?? answer.cells.map((c) => c.status).join(', ')}`);
+    await report('example', answer);
+  }
+  await report('done', {});
+}
+
+main().catch((err) => report('error', { error: String(err?.stack ?? err) }));

@@ -1,0 +1,77 @@
+"""The Firefox lane (issue 12): Debian's firefox-esr, driven without an automation protocol
+(e2e/firefox_lane.py says why), runs the conformance corpus on wasm, cpu and webgl2, records that
+WebGPU is not offered, and runs the playground's first example on wasm, cpu and webgl2.
+
+One run of the lane serves every test (about 1-2 minutes here); its summary is written to
+reports/firefox-lane.txt.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from e2e.firefox_lane import LaneResult, run_lane, summary
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Cases webgl2 fails on Firefox + Mesa llvmpipe (GL), and passes on Chromium + ANGLE/SwiftShader:
+# real defects of the webgl2 backend on this driver, listed so that the lane stays honest (a new
+# failure and a fixed case both fail the test below) until they are fixed.
+KNOWN_WEBGL2_FAILURES = {
+    # the fixed 64-lane order of a long sum is not what llvmpipe computes (1150 ulp off)
+    "sum/large_all_2049x2047": "sum: not the protocol's 64-lane order on llvmpipe",
+}
+
+
+@pytest.fixture(scope="module")
+def lane() -> LaneResult:
+    result = run_lane()
+    out = ROOT / "reports"
+    out.mkdir(exist_ok=True)
+    (out / "firefox-lane.txt").write_text(summary(result) + "\n")
+    assert result.error is None, summary(result)
+    return result
+
+
+def test_the_lane_runs_the_system_firefox_isolated(lane: LaneResult) -> None:
+    assert lane.version.startswith("Mozilla Firefox"), lane.version
+    assert "Firefox/" in lane.facts["userAgent"]
+    # COOP/COEP hold in Firefox too (the playground's Stop needs a SharedArrayBuffer)
+    assert lane.facts["crossOriginIsolated"] is True
+
+
+@pytest.mark.parametrize("backend", ["wasm", "cpu"])
+def test_corpus_passes_on_cpu_backends(lane: LaneResult, backend: str) -> None:
+    report = lane.reports[backend]
+    assert len(report.results) > 700
+    assert report.passed, report.describe_failures()
+
+
+def test_corpus_on_webgl2_fails_only_the_known_cases(lane: LaneResult) -> None:
+    report = lane.reports["webgl2"]
+    assert report.lane.backend == "webgl2" and report.lane.software is True, report.lane
+    assert len(report.results) > 700
+    failed = {r.name for r in report.failures()}
+    assert failed == set(KNOWN_WEBGL2_FAILURES), report.describe_failures()
+
+
+def test_webgpu_refusal_is_recorded(lane: LaneResult) -> None:
+    """Linux Firefox offers no navigator.gpu: the lane records the runtime's refusal."""
+    assert lane.facts["webgpu"] is False
+    assert "webgpu" not in lane.reports
+    assert "UNAVAILABLE" in lane.refusals["webgpu"]
+    assert "navigator.gpu is missing" in lane.refusals["webgpu"]
+
+
+@pytest.mark.parametrize("backend", ["wasm", "cpu", "webgl2"])
+def test_first_example_runs_in_the_playground(lane: LaneResult, backend: str) -> None:
+    example = next(e for e in lane.examples if e["backend"] == backend)
+    assert "error" not in example, example["error"]
+    assert f"Backend in use: {backend}" in example["status"]
+    cells = example["cells"]
+    assert [c.get("status") for c in cells] == ["done", "done", "done"], cells
+    assert f"{backend} [0.0, 60.0, 120.0]" in cells[0]["output"]
+    assert f"{backend} [160.0]" in cells[1]["output"]
+    assert "[-5.5, 4.5, 6.5]" in cells[2]["output"]
