@@ -379,7 +379,7 @@ def suite_routes(runtime: JsRuntime) -> list:
 
 
 @contextlib.contextmanager
-def _browser_and_server(
+def browser_and_server(
     browser: object = None,
     server_url: str | None = None,
     runtime: JsRuntime | None = None,
@@ -441,8 +441,15 @@ class _LanePage:
             self.open()
         try:
             return self.page.evaluate(  # type: ignore[union-attr]
-                "([b, s, c, w, x]) => window.gpulabConformance.run(b, s, c, w, x)",
-                [backend, allow_software, _case_payload(batch), without_kernels, break_ops],
+                "([b, s, c, w, x]) => window.gpulabConformance.run(b, s, JSON.parse(c), w, x)",
+                # as JSON text: Playwright's own serializer recurses into (hostile) deep graphs
+                [
+                    backend,
+                    allow_software,
+                    json.dumps(_case_payload(batch)),
+                    without_kernels,
+                    break_ops,
+                ],
             )
         except Exception:
             self.page = None  # the next batch gets a fresh page
@@ -480,7 +487,7 @@ def _run_browser(
 ) -> LaneRun:
     machine: dict = {}
     try:
-        with _browser_and_server(browser, server_url, runtime, browser_path) as (b, url):
+        with browser_and_server(browser, server_url, runtime, browser_path) as (b, url):
             lane_page = _LanePage(b, url, timeout_s)
             try:
                 lane_page.open()
@@ -502,6 +509,10 @@ def _run_browser(
                 )
             finally:
                 lane_page.close()
+    except ImportError as exc:
+        return unavailable(
+            name, f"browser lanes need Playwright ({exc}): pip install 'gpulab[conformance]'"
+        )
     except Exception as exc:  # noqa: BLE001 - a lane that cannot start is UNAVAILABLE
         return unavailable(name, f"browser lane did not run: {type(exc).__name__}: {exc}")
     run.info.extra["console"] = lane_page.console[-20:]

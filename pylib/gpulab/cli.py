@@ -1,5 +1,6 @@
-"""`gpulab run | serve | doctor | bench`: parse arguments and dispatch to the modules that do
-the work (host, server, native.doctor, bench). No logic piles up here."""
+"""`gpulab run | serve | doctor | bench | conformance`: parse arguments and dispatch to the
+modules that do the work (host, server, native.doctor, bench, the conformance suite). No logic
+piles up here."""
 
 from __future__ import annotations
 
@@ -10,27 +11,34 @@ import os
 import runpy
 import sys
 import traceback
+from pathlib import Path
 from types import ModuleType
 
 from . import host
 
-SEED_EXAMPLE = '''from gpulab import Graph
+SEED_EXAMPLE = """from gpulab import Graph
 def show(result): print(result["backend"], result["outputs"]["values"]["data"])
 g = Graph(); a = g.tensor([-2, 3, 4]); b = g.tensor([10, 20, 30])
 g.submit(show, values=(a * b).relu())
-'''
+"""
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="gpulab", description="GPU Lab: tensor graphs on the "
-                                     "GPU in the browser (Pyodide) and natively (wgpu-py)")
+    parser = argparse.ArgumentParser(
+        prog="gpulab",
+        description="GPU Lab: tensor graphs on the "
+        "GPU in the browser (Pyodide) and natively (wgpu-py)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a Python program that builds and runs graphs")
     run.add_argument("program", help="path of the .py file")
     run.add_argument("args", nargs="*", help="arguments for the program")
     run.add_argument("--no-gpu", action="store_true", help="run on cpu-python (numpy) only")
-    run.add_argument("--allow-software", action="store_true",
-                     help="accept a software GPU adapter (lavapipe, SwiftShader)")
+    run.add_argument(
+        "--allow-software",
+        action="store_true",
+        help="accept a software GPU adapter (lavapipe, SwiftShader)",
+    )
     serve = sub.add_parser("serve", help="serve the playground")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--host", default="127.0.0.1")
@@ -39,6 +47,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("args", nargs="*")
     bench = sub.add_parser("bench", help="run the benchmarks")
     bench.add_argument("args", nargs="*")
+    conformance = sub.add_parser(
+        "conformance", help="run the conformance suite on lanes (`gpulab conformance --help`)"
+    )
+    conformance.add_argument("args", nargs="*")
     return parser
 
 
@@ -46,12 +58,20 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["bench"]:  # every flag after `bench` belongs to the benchmark's own parser
         return _bench(argparse.Namespace(args=argv[1:]))
+    if argv[:1] == ["conformance"]:  # likewise the suite's own parser
+        return _conformance(argparse.Namespace(args=argv[1:]))
     parser = _parser()
     # gpulab's flags may come after the program (`gpulab run prog.py --no-gpu`); anything else
     # unknown belongs to the program or to the module behind the subcommand, which checks it
     args, extra = parser.parse_known_args(argv)
     args.args = [*args.args, *extra]
-    commands = {"run": _run, "serve": _serve, "doctor": _doctor, "bench": _bench}
+    commands = {
+        "run": _run,
+        "serve": _serve,
+        "doctor": _doctor,
+        "bench": _bench,
+        "conformance": _conformance,
+    }
     return commands[args.command](args) or 0
 
 
@@ -65,8 +85,9 @@ def _optional_module(name: str) -> ModuleType | None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    host.configure(gpu=False if args.no_gpu else None,
-                   allow_software=True if args.allow_software else None)
+    host.configure(
+        gpu=False if args.no_gpu else None, allow_software=True if args.allow_software else None
+    )
     path = os.path.abspath(args.program)
     if not os.path.isfile(path):
         print(f"gpulab run: no such file: {args.program}", file=sys.stderr)
@@ -95,8 +116,10 @@ def _serve(args: argparse.Namespace) -> int:
     server = _optional_module("gpulab.server")
     if server is not None:
         return server.main(["--host", args.host, "--port", str(args.port), *args.args]) or 0
-    print("playground not built yet (gpulab.server is missing); running the seed example "
-          "natively instead:")
+    print(
+        "playground not built yet (gpulab.server is missing); running the seed example "
+        "natively instead:"
+    )
     exec(compile(SEED_EXAMPLE, "<seed example>", "exec"), {"__name__": "__main__"})  # noqa: S102
     return 0
 
@@ -112,8 +135,10 @@ def _doctor(args: argparse.Namespace) -> int:
         a, b = g.tensor([-2, 3, 4]), g.tensor([10, 20, 30])
         result = g.run(backend=host.CPU, values=(a * b).relu())
         ok = result["outputs"]["values"]["data"] == [0.0, 60.0, 120.0]
-        print(f"{'PASS' if ok else 'FAIL'} cpu-python: (a * b).relu() = "
-              f"{result['outputs']['values']['data']}")
+        print(
+            f"{'PASS' if ok else 'FAIL'} cpu-python: (a * b).relu() = "
+            f"{result['outputs']['values']['data']}"
+        )
     except Exception as err:  # noqa: BLE001 - the doctor reports, it does not crash
         print(f"FAIL cpu-python: {err}")
         return 1
@@ -123,7 +148,34 @@ def _doctor(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     bench = _optional_module("gpulab.bench")
     if bench is None:
-        print("gpulab bench: the benchmarks are not installed (gpulab.bench is missing)",
-              file=sys.stderr)
+        print(
+            "gpulab bench: the benchmarks are not installed (gpulab.bench is missing)",
+            file=sys.stderr,
+        )
         return 2
     return bench.main(args.args) or 0
+
+
+def conformance_suite() -> ModuleType:
+    """The suite's command module: the checkout's e2e/conformance where gpulab runs from a
+    checkout (so the corpus being edited is the one run), else the wheel's gpulab.conformance
+    (the same folder, mapped into the wheel by setup.py)."""
+    root = Path(__file__).resolve().parents[2]
+    if (root / "e2e" / "conformance" / "cli.py").is_file():
+        if str(root) not in sys.path:
+            sys.path.insert(0, str(root))
+        return importlib.import_module("e2e.conformance.cli")
+    return importlib.import_module("gpulab.conformance.cli")
+
+
+def _conformance(args: argparse.Namespace) -> int:
+    try:
+        suite = conformance_suite()
+    except ImportError as err:  # numpy (the reference) is the suite's one Python dependency
+        print(
+            f"gpulab conformance: the suite cannot be imported ({err}): "
+            "pip install 'gpulab[conformance]'",
+            file=sys.stderr,
+        )
+        return 2
+    return suite.main(args.args) or 0
