@@ -21,6 +21,7 @@ from .baseline import load_baseline
 from .bitwise import compare_lanes
 from .executors import EXECUTORS, JsRuntime, browser_and_server, resolve
 from .lanes import load_lanes
+from .layout import default_runtime
 from .runner import run_conformance
 from .suites import PLANNED, SUITES, Suite, select
 from .verdict import judge_run
@@ -134,7 +135,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "gpulab conformance") ->
     skip = {r.lane.executor: {c.name for c in r.results if c.listed} for r in reports}
     bits = compare_lanes(cases, runs, skip) if suite.bitwise else {}
     verdict = judge_run(cases, reports, bits, baseline)
-    summary = machine.summary(reports, [prog, *argv])
+    summary = machine.summary(reports, [*prog.split(), *argv], runtime or default_runtime())
     paths = report.write_all(suite.name, reports, verdict, summary, args.report)
     print(paths["markdown"].read_text())
     print("wrote " + ", ".join(str(p) for p in paths.values()), file=sys.stderr)

@@ -17,13 +17,17 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from .executors import node_command
+from .layout import SUITE_DIR, JsRuntime
 
 CPU_BACKENDS = ("cpu", "wasm", "cpu-python")
 
 
-def summary(reports: Sequence, command: Sequence[str]) -> dict:
-    """The machine summary of a run (reports: the lanes' runner.Report)."""
+def summary(reports: Sequence, command: Sequence[str], runtime: JsRuntime | None = None) -> dict:
+    """The machine summary of a run (reports: the lanes' runner.Report; runtime: the JS
+    runtime the node and browser lanes ran)."""
     return {
+        "suite_dir": str(SUITE_DIR),
+        "js_runtime": str(runtime.src) if runtime else None,
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "command": shlex.join(command),
         "os": platform.platform(),
@@ -141,6 +145,7 @@ def to_markdown(machine: Mapping) -> list[str]:
             f"gpulab {machine.get('gpulab') or '?'}; node {machine.get('node') or 'not found'}"
         ),
         f"- wgpu-py {wgpu.get('wgpu_py') or '-'}, wgpu-native {wgpu.get('wgpu_native') or '-'}",
+        f"- suite {machine.get('suite_dir')}; JS runtime {machine.get('js_runtime') or '-'}",
     ]
     for b in machine.get("browsers", []):
         lines.append(

@@ -1,0 +1,260 @@
+"""The product layer of the conformance runner, judged on fabricated lane results (no lanes run,
+except the cpu-python broken-kernel hook): the cross-lane bitwise check, the baseline, the
+verdict and exit status, and the three report formats (JSON, markdown, JUnit XML)."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from e2e.conformance import cli, report
+from e2e.conformance.baseline import load_baseline
+from e2e.conformance.bitwise import compare_lanes, first_difference
+from e2e.conformance.executors import LaneInfo, LaneRun, RawResult
+from e2e.conformance.reference import evaluate
+from e2e.conformance.runner import break_hook, check_results, load_cases, run_conformance
+from e2e.conformance.verdict import judge_run
+
+MACHINE = {
+    "date": "2026-12-01T00:00:00Z",
+    "command": "gpulab conformance",
+    "os": "test",
+    "cpu": "x",
+    "python": "3",
+    "adapters": [],
+    "browsers": [],
+}
+
+
+def _cases(*ops: str) -> list[dict]:
+    cases = load_cases()
+    return [c for c in cases if c["op"] in ops]
+
+
+def _correct(case: dict) -> RawResult:
+    """The reference's answer (the protocol's fixed-order bits where it has them)."""
+    with np.errstate(over="ignore"):  # references past float32's range round to infinity
+        refs = evaluate(case["graph"])
+    outs = {}
+    for o in case["graph"]["outputs"]:
+        ref = refs[o["id"]]
+        value = ref.value if ref.bits is None else ref.bits
+        with np.errstate(over="ignore"):
+            outs[o["name"]] = value.astype(np.float32 if ref.dtype == "float32" else np.int32)
+    return RawResult(outputs=outs)
+
+
+def _run(executor: str, cases: list[dict], results: dict | None = None) -> LaneRun:
+    results = results if results is not None else {c["name"]: _correct(c) for c in cases}
+    return LaneRun(LaneInfo(executor, backend="cpu", adapter="test", software=False), results)
+
+
+def _judge(cases: list[dict], runs: list[LaneRun], baseline=None):
+    reports = [check_results(cases, run, {}) for run in runs]
+    bits = compare_lanes(cases, {r.lane.executor: r.raw for r in reports})
+    return reports, judge_run(cases, reports, bits, baseline or load_baseline(None))
+
+
+def _flip(result: RawResult, name: str, index: int = 0, delta: int = 1) -> RawResult:
+    outs = {k: v.copy() for k, v in result.outputs.items()}
+    flat = outs[name].reshape(-1)
+    flat.view(np.uint32)[index] ^= delta
+    return RawResult(outputs=outs)
+
+
+def test_bits_compare_as_the_exact_class_says() -> None:
+    nan1 = np.array([np.nan], dtype=np.float32)
+    nan2 = np.array([0x7FC00001], dtype=np.uint32).view(np.float32)
+    assert first_difference(nan1, nan2) is None, "any NaN equals any NaN"
+    zero, negzero = np.array([0.0], np.float32), np.array([-0.0], np.float32)
+    index, a, b = first_difference(zero, negzero)
+    assert (index, a, b) == (0, "0x00000000 (0.0)", "0x80000000 (-0.0)")
+    assert first_difference(zero, zero.astype(np.int32))[0] == -1, "dtype differs"
+    assert first_difference(np.zeros(3, np.int32), np.array([0, 0, 5], np.int32))[0] == 2
+
+
+def test_lanes_that_agree_are_bit_identical_and_pass() -> None:
+    cases = _cases("relu", "add")
+    _, verdict = _judge(cases, [_run("a", cases), _run("b", cases), _run("c", cases)])
+    assert verdict.exit_code == 0, verdict.regressions
+    assert verdict.bitwise["relu"].summary() == "bit-identical (3 lanes)"
+    assert verdict.bitwise_status == {"relu": "pass", "add": "ungated"}
+
+
+def test_an_exact_output_that_differs_on_one_lane_fails_naming_op_lanes_and_element() -> None:
+    cases = _cases("relu")
+    case = cases[3]
+    bad = {c["name"]: _correct(c) for c in cases}
+    bad[case["name"]] = _flip(bad[case["name"]], "y", index=0)
+    # the judge is told nothing is wrong (lanes.json of another kind of lane would not know):
+    # only the bitwise check sees it, so it must fail the verdict on its own
+    reports = [
+        check_results(cases, _run("a", cases), {}),
+        check_results(cases, _run("b", cases, bad), {}),
+    ]
+    reports[1].results = [r.__class__(**{**r.__dict__, "passed": True}) for r in reports[1].results]
+    bits = compare_lanes(cases, {r.lane.executor: r.raw for r in reports})
+    verdict = judge_run(cases, reports, bits, load_baseline(None))
+    assert verdict.exit_code == 1
+    first = bits["relu"].first
+    assert (first.case, first.output, first.lanes, first.index) == (
+        case["name"],
+        "y",
+        ("a", "b"),
+        0,
+    )
+    assert any(r.startswith("bitwise relu: DIFFER") for r in verdict.regressions)
+
+
+def test_non_exact_outputs_that_differ_are_reported_not_gated() -> None:
+    cases = _cases("add")
+    other = {c["name"]: _correct(c) for c in cases}
+    other[cases[0]["name"]] = _flip(other[cases[0]["name"]], "y")
+    _, verdict = _judge(cases, [_run("a", cases), _run("b", cases, other)])
+    assert verdict.bitwise_status["add"] == "ungated"
+    assert "not bit-identical" in verdict.bitwise["add"].summary()
+
+
+def test_an_exact_chain_node_fed_by_differing_values_is_not_gated_but_one_fed_alike_is() -> None:
+    graph = {
+        "version": 2,
+        "nodes": [
+            {"id": 0, "op": "input", "shape": [2], "data": [1.5, -2]},
+            {"id": 1, "op": "add", "a": 0, "b": 0},  # arith: lanes may differ within tolerance
+            {"id": 2, "op": "relu", "a": 1},  # exact, fed by the add: each lane's own values
+            {"id": 3, "op": "neg", "a": 0},
+        ],  # exact, fed by an input: must agree
+        "outputs": [{"name": "s", "id": 1}, {"name": "r", "id": 2}, {"name": "n", "id": 3}],
+    }
+    case = {"name": "chain/t", "op": "chain", "graph": graph}
+    a = {
+        "s": np.array([3, -4], np.float32),
+        "r": np.array([3, 0], np.float32),
+        "n": np.array([-1.5, 2], np.float32),
+    }
+    b = {**a, "s": np.array([3.0000002, -4], np.float32), "r": np.array([3.0000002, 0], np.float32)}
+    runs = {"a": {"chain/t": RawResult(a)}, "b": {"chain/t": RawResult(b)}}
+    bits = compare_lanes([case], runs)["chain"]
+    assert (bits.exact_outputs, bits.exact_differing, bits.other_outputs) == (1, 0, 2)
+    runs["b"]["chain/t"] = RawResult({**b, "n": np.array([-1.5, -2], np.float32)})
+    bits = compare_lanes([case], runs)["chain"]
+    assert bits.exact_differing == 1 and bits.first.output == "n"
+
+
+def test_a_lane_that_errs_or_is_refused_takes_no_part() -> None:
+    cases = _cases("relu")
+    err = {
+        c["name"]: RawResult(error={"code": "UNSUPPORTED", "message": "x", "node": 1})
+        for c in cases
+    }
+    bits = compare_lanes(cases, {"a": {c["name"]: _correct(c) for c in cases}, "b": err})
+    assert not bits["relu"].gated and bits["relu"].lanes == []
+
+
+def test_the_baseline_excuses_listed_failures_only(tmp_path: Path) -> None:
+    cases = _cases("relu", "neg")
+    broken = {
+        c["name"]: (_flip(_correct(c), "y") if c["op"] == "relu" else _correct(c)) for c in cases
+    }
+    runs = [_run("cpu-python", cases), _run("node-wasm", cases, broken)]
+    _, verdict = _judge(cases, runs)
+    assert verdict.exit_code == 1 and verdict.cells["node-wasm", "relu"].status == "fail"
+    path = tmp_path / "baseline.json"
+    path.write_text(
+        json.dumps(
+            {"node-wasm": {"relu": "test: a known wrong kernel"}, "bitwise": {"relu": "test"}}
+        )
+    )
+    reports, verdict = _judge(cases, runs, load_baseline(path))
+    assert verdict.exit_code == 0, verdict.regressions
+    assert verdict.cells["node-wasm", "relu"].status == "known"
+    assert verdict.bitwise_status["relu"] == "known"
+    xml = report.to_junit("corpus", reports, verdict, MACHINE)
+    relu = xml.find("testsuite[@name='corpus.node-wasm']/testcase[@name='relu']")
+    assert relu.find("skipped") is not None and relu.find("failure") is None
+    # a baseline listing only the op of the other lane does not excuse this one
+    path.write_text(json.dumps({"cpu-python": {"relu": "x"}}))
+    assert _judge(cases, runs, load_baseline(path))[1].exit_code == 1
+
+
+def test_an_earlier_report_is_a_baseline_and_fixed_entries_are_reported(tmp_path: Path) -> None:
+    cases = _cases("relu")
+    broken = {c["name"]: _flip(_correct(c), "y") for c in cases}
+    reports, verdict = _judge(cases, [_run("cpu-python", cases), _run("node-wasm", cases, broken)])
+    earlier = tmp_path / "conformance.json"
+    earlier.write_text(json.dumps(report.to_json("corpus", reports, verdict, MACHINE)))
+    baseline = load_baseline(earlier)
+    assert set(baseline.known) == {"node-wasm", "bitwise"}
+    _, again = _judge(
+        cases, [_run("cpu-python", cases), _run("node-wasm", cases, broken)], baseline
+    )
+    assert again.exit_code == 0
+    _, healed = _judge(cases, [_run("cpu-python", cases), _run("node-wasm", cases)], baseline)
+    assert healed.exit_code == 0 and "bitwise relu" in healed.fixed
+    assert f"node-wasm {cases[0]['name']}" in healed.fixed
+
+
+def test_an_unavailable_lane_exits_2_unless_the_baseline_lists_the_whole_lane(tmp_path) -> None:
+    cases = _cases("relu")
+    gone = LaneRun(LaneInfo("wgpu", available=False, reason="no adapter"), {})
+    _, verdict = _judge(cases, [_run("cpu-python", cases), gone])
+    assert verdict.exit_code == 2 and verdict.unavailable == ["wgpu"]
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps({"wgpu": {"*": "no GPU on this runner"}}))
+    assert _judge(cases, [_run("cpu-python", cases), gone], load_baseline(path))[1].exit_code == 0
+
+
+def test_reports_in_three_formats_say_the_same(tmp_path: Path) -> None:
+    cases = _cases("relu", "add", "sum")
+    broken = {
+        c["name"]: (_flip(_correct(c), "y", delta=1 << 23) if c["op"] == "add" else _correct(c))
+        for c in cases
+    }  # an exponent bit: past any bound
+    reports, verdict = _judge(cases, [_run("cpu-python", cases), _run("node-cpu", cases, broken)])
+    paths = report.write_all("corpus", reports, verdict, MACHINE, tmp_path)
+    root = ET.parse(paths["junit"]).getroot()
+    assert root.get("tests") == str(3 * (2 + 1)), "N ops x (L lanes + bit-identical)"
+    assert root.get("failures") == "1"
+    failing = root.findall(".//testcase[failure]")
+    assert [(c.get("classname"), c.get("name")) for c in failing] == [("corpus.node-cpu", "add")]
+    payload = json.loads(paths["json"].read_text())
+    assert payload["verdict"]["exit_code"] == 1
+    assert [c["op"] for c in payload["cells"] if c["status"] == "fail"] == ["add"]
+    md = paths["markdown"].read_text()
+    add_row = next(line for line in md.splitlines() if line.startswith("| add |"))
+    assert "FAIL" in add_row.split("|")[4] and "pass" in add_row.split("|")[3]
+    assert "bit-identical (2 lanes)" in next(
+        line for line in md.splitlines() if line.startswith("| relu |")
+    )
+
+
+def test_cpu_python_break_hook_swaps_the_kernel_and_restores_it() -> None:
+    from gpulab.cpu import kernels
+
+    before = kernels.KERNELS["relu"]
+    cases = _cases("relu", "neg")
+    report_ = run_conformance("cpu-python", cases, break_ops=["relu"])
+    assert kernels.KERNELS["relu"] is before
+    assert {r.op for r in report_.failures()} == {"relu"}
+    assert run_conformance("cpu-python", cases).passed
+    assert break_hook("node-wasm:relu,browser-webgpu:abs") == {
+        "node-wasm": ["relu"],
+        "chromium-webgpu": ["abs"],
+    }
+    with pytest.raises(ValueError, match="GPULAB_CONFORMANCE_BREAK"):
+        break_hook("node-wasm:nope")
+
+
+def test_usage_errors_and_the_reserved_onnx_suite_exit_2(capsys, tmp_path: Path) -> None:
+    assert cli.main(["--suite", "onnx-node", "--report", str(tmp_path)]) == 2
+    assert "ONNX" in capsys.readouterr().err
+    assert cli.main(["--suite", "nope", "--report", str(tmp_path)]) == 2
+    assert cli.main(["--lane", "firefox-webgl2", "--report", str(tmp_path)]) == 2
+    assert "unknown lanes" in capsys.readouterr().err
+    assert (
+        cli.main(["--lane", "cpu-python", "--cases", "no_such_op", "--report", str(tmp_path)]) == 2
+    )
