@@ -55,11 +55,18 @@ export function createQuotas(options) {
     }
     limit[name] = value;
   }
-  const unknown = Object.keys(given).find((k) => !Object.hasOwn(QUOTAS, k));
+  // maxCostS: the cost model's limit per evaluation (cost.mjs), else each backend's limit_s
+  const maxCostS = given.maxCostS ?? null;
+  if (maxCostS !== null && !(typeof maxCostS === 'number' && maxCostS > 0 && maxCostS <= 86400)) {
+    throw new GpuLabError('VALIDATION', `quotas.maxCostS must be a number of seconds in (0, ` +
+      `86400], got ${String(maxCostS)}`);
+  }
+  const unknown = Object.keys(given).find((k) => !Object.hasOwn(QUOTAS, k) && k !== 'maxCostS');
   if (unknown !== undefined) throw new GpuLabError('VALIDATION', `unknown quota "${unknown}"`);
   const used = { memoryBytes: 0, buffers: 0, pipelines: 0 };
   return {
     limit: Object.freeze({ ...limit }),
+    maxCostS,
     get used() { return { ...used }; },
     /**
      * Hold a graph's cost, or refuse it with LIMIT naming the quota; returns the release.

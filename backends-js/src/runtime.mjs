@@ -10,6 +10,7 @@ import { isTypedOf } from './dtypes.mjs';
 import { BackendSet, chooseBackend } from './backends/choice.mjs';
 import { Session, checkInputsProvided, resolveSessionOptions } from './session.mjs';
 import { createQuotas } from './quotas.mjs';
+import { checkCost } from './cost.mjs';
 
 export { GpuLabError } from './errors.mjs';
 export { validateGraph } from './validate.mjs';
@@ -65,6 +66,8 @@ export async function createRuntime(options = {}) {
   let disposed = false;
   /** @type {Set<Session>} */
   const sessions = new Set();
+  /** Programs of executes in flight: dispose() stops them between nodes (step-gate.mjs). */
+  const running = new Set();
 
   const ensureLive = () => {
     if (disposed) throw new GpuLabError('DISPOSED', 'the runtime was disposed');
@@ -89,6 +92,7 @@ export async function createRuntime(options = {}) {
     const chosen = await backends.choose(checked);
     ensureLive();
     const backend = chosen.backend;
+    checkCost(checked, backend.name, 'execute', quotas.maxCostS); // before any backend work
     let program;
     try {
       program = await backend.prepare(checked, { feeds: [], carry: new Map(), keep: [] });
@@ -102,10 +106,13 @@ export async function createRuntime(options = {}) {
         hooks.failNextRun = false;
         throw new Error('test hook failNextRun: injected failure');
       }
+      running.add(program);
       values = await program.run([new Map()], [...new Set(checked.outputs.map((o) => o.id))]);
     } catch (err) {
+      ensureLive(); // stopped by dispose(): DISPOSED, not a backend failure
       throw backendFailure(err, 'run');
     } finally {
+      running.delete(program);
       program.dispose();
     }
     ensureLive(); // disposed while it ran: the result is not handed out
@@ -129,6 +136,7 @@ export async function createRuntime(options = {}) {
     const chosen = await backends.choose(checked);
     ensureLive();
     const backend = chosen.backend;
+    checkCost(checked, backend.name, 'prepare', quotas.maxCostS); // the cost of one step
     let program;
     try {
       program = await backend.prepare(checked,
@@ -186,7 +194,7 @@ export async function createRuntime(options = {}) {
 
     /** The quotas ({limit, used}) of this runtime: docs/protocol.md "Limits". */
     get quotas() {
-      return { limit: quotas.limit, used: quotas.used };
+      return { limit: quotas.limit, used: quotas.used, maxCostS: quotas.maxCostS };
     },
 
     /**
@@ -211,6 +219,7 @@ export async function createRuntime(options = {}) {
       if (disposed) return;
       disposed = true;
       for (const s of [...sessions]) s.dispose();
+      for (const program of running) program.dispose(); // an execute in flight stops
       backends.dispose();
     },
   };

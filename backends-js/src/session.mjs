@@ -241,6 +241,8 @@ export class Session {
 
   /** Poison and return the BACKEND error to throw. @param {unknown} err @param {string} context */
   #fail(err, context) {
+    // disposed while it ran (the CPU backends stop between steps): stays disposed, not poisoned
+    if (this.#state === 'disposed') return new GpuLabError('DISPOSED', 'the session was disposed');
     const error = asBackendError(err, context);
     this.#state = 'poisoned';
     this.#poison = error;

@@ -12,28 +12,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from . import optable
 from .errors import GpuLabError
 from .protocol import CheckedGraph
 from .shapes import element_count
 
 MIB = 1024 * 1024
 # name -> (default, most an option may ask for): docs/protocol.md "Limits"
-QUOTAS = {"memory_bytes": (256 * MIB, 1536 * MIB), "buffers": (4096, 4096),
-          "pipelines": (256, 256)}
+QUOTAS = {"memory_bytes": (256 * MIB, 1536 * MIB), "buffers": (4096, 4096), "pipelines": (256, 256)}
 WHAT = {"memory_bytes": "bytes of device memory", "buffers": "buffers", "pipelines": "pipelines"}
 SOURCES = ("input", "full")
 
-# The server's cost model (issue 11, defect 14): estimated cpu-python time of a graph, from
-# nanoseconds per result element of each op measured on this project's 2-core machine (1024 x
-# 1024 float32 operands, the median op about 4 ns; gelu/gelu_grad evaluate erf in numpy, over
-# a thousand times more), and matmul at COST_NS_PER_FLOP per multiply-add pair. An upper-ish
-# estimate, not a promise: it refuses the request that would hold the server for minutes.
-COST_NS = {"gelu": 1300.0, "gelu_grad": 2700.0, "softmax": 120.0, "log_softmax": 40.0,
-           "cross_entropy": 60.0, "cross_entropy_grad": 60.0, "adam_m": 35.0, "adam_v": 20.0,
-           "adam_update": 60.0, "life": 40.0}
-COST_NS_DEFAULT = 15.0
-COST_NS_PER_FLOP = 0.1
-MAX_COST_S = 10.0  # the server's default (Quotas.max_cost_s)
+# The cost model (issue 11, defect 14), the op table's cost_model, read by both languages (JS
+# twin: backends-js/src/cost.mjs graphCostS, compared on the corpus): estimated seconds of one
+# evaluation on a CPU backend, ns per result element of each op (measured: on cpu-python the
+# median op about 4 ns, gelu/gelu_grad, which evaluate erf in numpy, over a thousand times
+# more) and per flop for matmul-like ops. An upper-ish estimate, not a promise: it refuses the
+# request that would hold the server for minutes.
+COST_MODEL: dict[str, Any] = optable.load()["cost_model"]
+FLOP_OPS = frozenset(COST_MODEL["flop_ops"])
+COST_NS: dict[str, float] = COST_MODEL["backends"]["cpu-python"]["ns_per_element"]
+MAX_COST_S = float(COST_MODEL["backends"]["cpu-python"]["limit_s"])  # Quotas.max_cost_s
 
 
 def graph_cost(checked: CheckedGraph) -> dict[str, int]:
@@ -48,19 +47,24 @@ def graph_cost(checked: CheckedGraph) -> dict[str, int]:
     return {"memory_bytes": memory, "buffers": len(checked.order), "pipelines": len(kernels)}
 
 
-def graph_cost_s(checked: CheckedGraph) -> float:
-    """Estimated cpu-python seconds of a checked graph (COST_NS; matmul by its flops)."""
+def graph_cost_s(checked: CheckedGraph, backend: str = "cpu-python") -> float | None:
+    """Estimated seconds of one evaluation of a checked graph on a backend (the op table's
+    cost_model; None for a backend without one: the GPUs)."""
+    model = COST_MODEL["backends"].get(backend)
+    if model is None:
+        return None
+    per_element = model["ns_per_element"]
     total = 0.0
     for node_id in checked.order:
         node = checked.by_id[node_id]
         if node.op in SOURCES:
             continue
         count = element_count(node.shape)
-        if node.op == "matmul":
+        if node.op in FLOP_OPS:
             k = checked.by_id[node.operands[0]].shape[-1]
-            total += 2.0 * count * k * COST_NS_PER_FLOP
+            total += 2 * count * k * model["ns_per_flop"]
         else:
-            total += count * COST_NS.get(node.op, COST_NS_DEFAULT)
+            total += count * per_element.get(node.op, per_element["default"])
     return total * 1e-9
 
 
@@ -75,23 +79,31 @@ class Quotas:
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_cost_s, int | float) or not self.max_cost_s > 0:
-            raise GpuLabError("VALIDATION", f"max_cost_s must be a number > 0, got "
-                                            f"{self.max_cost_s!r}")
+            raise GpuLabError(
+                "VALIDATION", f"max_cost_s must be a number > 0, got {self.max_cost_s!r}"
+            )
         for name, (_, most) in QUOTAS.items():
             value: Any = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
-                raise GpuLabError("VALIDATION", f"quota {name} must be an integer from 1 to "
-                                                f"{most}, got {value!r}")
+                raise GpuLabError(
+                    "VALIDATION", f"quota {name} must be an integer from 1 to {most}, got {value!r}"
+                )
 
     def check(self, checked: CheckedGraph, what: str = "the graph") -> None:
         """LIMIT naming the quota when the graph needs more than it allows."""
         cost = graph_cost(checked)
         for name in QUOTAS:
             if cost[name] > getattr(self, name):
-                raise GpuLabError("LIMIT", f"{what}: the graph needs {cost[name]} {WHAT[name]}, "
-                                           f"past the quota of {getattr(self, name)} ({name})")
-        seconds = graph_cost_s(checked)
+                raise GpuLabError(
+                    "LIMIT",
+                    f"{what}: the graph needs {cost[name]} {WHAT[name]}, "
+                    f"past the quota of {getattr(self, name)} ({name})",
+                )
+        seconds = graph_cost_s(checked) or 0.0
         if seconds > self.max_cost_s:
-            raise GpuLabError("LIMIT", f"{what}: the graph would take about {seconds:.0f} s on "
-                                       f"cpu-python, past the limit of {self.max_cost_s:g} s "
-                                       "(max_cost_s; cost model: gpulab.quotas.COST_NS)")
+            raise GpuLabError(
+                "LIMIT",
+                f"{what}: the graph would take about {seconds:.0f} s on "
+                f"cpu-python, past the limit of {self.max_cost_s:g} s "
+                "(max_cost_s; cost model: the op table's cost_model)",
+            )

@@ -322,3 +322,38 @@ def test_defect14_cost_model_passes_ordinary_graphs() -> None:
     cases = json.loads((ROOT / "e2e" / "conformance" / "cases.json").read_text())
     graphs = [c["graph"] for c in (cases["cases"] if isinstance(cases, dict) else cases)]
     assert max(graph_cost_s(validate(g)) for g in graphs) < 2.0, "the corpus runs"
+
+
+def test_defect14_cost_model_is_the_js_twin_on_the_corpus() -> None:
+    """One cost model in both languages: gpulab.quotas.graph_cost_s and cost.mjs graphCostS read
+    the op table's cost_model and give the same estimate for every corpus graph on every
+    backend of the table (None / null for the GPUs)."""
+    import subprocess
+
+    from gpulab.protocol import validate
+    from gpulab.quotas import COST_MODEL, graph_cost_s
+
+    cases = json.loads((ROOT / "e2e" / "conformance" / "cases.json").read_text())
+    graphs = [c["graph"] for c in (cases["cases"] if isinstance(cases, dict) else cases)]
+    backends = sorted(COST_MODEL["backends"])
+    script = """
+import { validateGraph } from './backends-js/src/validate.mjs';
+import { graphCostS } from './backends-js/src/cost.mjs';
+let text = '';
+for await (const chunk of process.stdin) text += chunk;
+const { graphs, backends } = JSON.parse(text);
+const out = graphs.map((g) => { const c = validateGraph(g); return backends.map((b) => graphCostS(c, b)); });
+process.stdout.write(JSON.stringify(out));
+"""
+    done = subprocess.run(["node", "--input-type=module", "-e", script],
+                          input=json.dumps({"graphs": graphs, "backends": backends}), cwd=ROOT,
+                          capture_output=True, text=True, check=True, timeout=120)
+    js = json.loads(done.stdout)
+    assert len(js) == len(graphs) >= 700
+    for graph, costs in zip(graphs, js, strict=True):
+        checked = validate(graph)
+        for backend, cost in zip(backends, costs, strict=True):
+            py = graph_cost_s(checked, backend)
+            assert (py is None and cost is None) or py == pytest.approx(cost, rel=1e-12), graph
+    assert {b for b, c in zip(backends, js[0], strict=True) if c is None} == {"webgl2", "webgpu",
+                                                                              "wgpu"}

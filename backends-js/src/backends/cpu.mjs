@@ -4,6 +4,7 @@
 import { GpuLabError } from '../errors.mjs';
 import { supportsGraph } from '../kernels.mjs';
 import { allocTyped } from '../dtypes.mjs';
+import { createStepGate } from '../step-gate.mjs';
 import { BACKEND, getKernel } from './cpu/registry.mjs';
 import './cpu/maps.mjs';
 import './cpu/reduce.mjs';
@@ -44,6 +45,7 @@ class CpuProgram {
   /** @param {CheckedGraph} checked @param {PrepareOptions} options */
   constructor(checked, { carry }) {
     this.checked = checked;
+    this.disposed = false;
     this.carry = [...carry.entries()];
     /** @type {Map<number, import('../dtypes.mjs').TypedData>} typed by each node's dtype */
     this.buffers = new Map();
@@ -73,10 +75,17 @@ class CpuProgram {
     this.buffers.set(node.id, buffer);
   }
 
-  /** @param {Map<number, Float32Array>} feeds */
-  runStep(feeds) {
+  /**
+   * One step; the gate may pause between nodes (step-gate.mjs) and refuses once disposed.
+   * @param {Map<number, Float32Array>} feeds @param {() => Promise<void>|void} gate
+   */
+  async runStep(feeds, gate) {
     for (const [id, data] of feeds) this.buffers.get(id)?.set(data);
-    for (const s of this.steps) s.kernel(s.out, s.ins, s.node, s.inShapes, s.inDtypes);
+    for (const s of this.steps) {
+      const wait = gate();
+      if (wait) await wait;
+      s.kernel(s.out, s.ins, s.node, s.inShapes, s.inDtypes);
+    }
   }
 
   applyCarry() {
@@ -92,12 +101,13 @@ class CpuProgram {
   async run(steps, readIds) {
     /** @type {Map<number, Float32Array>} */
     const read = new Map();
-    steps.forEach((feeds, i) => {
-      this.runStep(feeds);
+    const gate = createStepGate(() => this.disposed);
+    for (let i = 0; i < steps.length; i++) {
+      await this.runStep(steps[i], gate);
       // Outputs are the last step's values, read before that step's carry moves them.
       if (i === steps.length - 1) for (const id of readIds) read.set(id, this.buffers.get(id).slice());
       this.applyCarry();
-    });
+    }
     return read;
   }
 
@@ -109,6 +119,7 @@ class CpuProgram {
   }
 
   dispose() {
+    this.disposed = true; // a run in flight stops at its next step or node
     this.buffers.clear();
     this.steps = [];
   }

@@ -15,6 +15,7 @@ import { numel, stridesOf } from '../../shapes.mjs';
 import { BACKEND, getKernel } from './registry.mjs';
 import { unsupportedError } from '../../kernels.mjs';
 import { fromDeviceWords, toDeviceWords } from '../../dtypes.mjs';
+import { createStepGate } from '../../step-gate.mjs';
 import './kernels-elementwise.mjs';
 import './kernels-tensor.mjs';
 
@@ -294,20 +295,25 @@ export class WasmProgram {
     this.checkLive();
     const s = this.scratch;
     const out = new Map();
+    const gate = createStepGate(() => this.disposed); // dispose() stops it between steps
     try {
-      steps.forEach((feeds, i) => {
-        for (const [id, data] of feeds) {
+      for (let i = 0; i < steps.length; i++) {
+        for (const [id, data] of steps[i]) {
           const slot = this.slotOf.get(id);
           if (slot === undefined) {
             throw new GpuLabError('VALIDATION', `node ${id} is not a fed input of this program`, id);
           }
           this.write(slot, data);
         }
-        for (const step of this.steps) step.run(this.ptr, s);
+        for (const step of this.steps) {
+          const wait = gate();
+          if (wait) await wait;
+          step.run(this.ptr, s);
+        }
         if (i === steps.length - 1) for (const id of readIds) out.set(id, this.read(id, false));
         this.applyCarry();
         this.ran = true;
-      });
+      }
     } catch (err) {
       throw asBackendError(err, 'run', { keepAll: true });
     }
