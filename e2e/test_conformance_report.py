@@ -1,10 +1,12 @@
-"""The product layer of the conformance runner, judged on fabricated lane results (no lanes run,
-except the cpu-python broken-kernel hook): the cross-lane bitwise check, the baseline, the
-verdict and exit status, and the three report formats (JSON, markdown, JUnit XML)."""
+"""The product layer of the conformance runner, mostly judged on fabricated lane results: the
+cross-lane bitwise check, the baseline, the verdict and exit status, the three report formats
+(JSON, markdown, JUnit XML); and on real lanes, a few cases each: the broken-kernel hooks
+(cpu-python's kernel swap, a browser lane's) and a node lane running a given gpu-lab package."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -14,7 +16,7 @@ import pytest
 from e2e.conformance import cli, report
 from e2e.conformance.baseline import load_baseline
 from e2e.conformance.bitwise import compare_lanes, first_difference
-from e2e.conformance.executors import LaneInfo, LaneRun, RawResult
+from e2e.conformance.executors import JsRuntime, LaneInfo, LaneRun, RawResult
 from e2e.conformance.reference import evaluate
 from e2e.conformance.runner import break_hook, check_results, load_cases, run_conformance
 from e2e.conformance.verdict import judge_run
@@ -258,3 +260,46 @@ def test_usage_errors_and_the_reserved_onnx_suite_exit_2(capsys, tmp_path: Path)
     assert (
         cli.main(["--lane", "cpu-python", "--cases", "no_such_op", "--report", str(tmp_path)]) == 2
     )
+
+
+def test_the_js_break_hook_corrupts_one_op_on_a_browser_lane(browser, server_url) -> None:
+    cases = _cases("relu", "neg")
+    broken = run_conformance(
+        "chromium-webgpu",
+        cases,
+        browser=browser,
+        server_url=server_url,
+        allow_software=True,
+        break_ops=["neg"],
+    )
+    assert {r.op for r in broken.failures()} == {"neg"}, broken.describe_failures()
+    assert broken.lane.extra["machine"]["webgpu"]["available"] is True
+
+
+def _package_copy(tmp_path: Path) -> Path:
+    """The runtime laid out as the installed gpu-lab npm package: src/ beside kernels/."""
+    root = Path(__file__).resolve().parents[1]
+    package = tmp_path / "node_modules" / "gpu-lab"
+    shutil.copytree(root / "backends-js" / "src", package / "src")
+    for name in ("ops.json", "kernels.wasm", "wgsl", "glsl"):
+        source = root / "kernels" / name
+        if source.is_dir():
+            shutil.copytree(source, package / "kernels" / name)
+        else:
+            (package / "kernels").mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, package / "kernels" / name)
+    return package
+
+
+def test_node_lanes_run_a_given_gpu_lab_package(tmp_path: Path) -> None:
+    package = _package_copy(tmp_path)
+    cases = _cases("relu", "sum")[:6]
+    report_ = run_conformance("node-wasm", cases, runtime=JsRuntime.at(package))
+    assert report_.passed, report_.describe_failures()
+    # it is that package that runs: a runtime.mjs that throws makes the lane unavailable
+    (package / "src" / "runtime.mjs").write_text("throw new Error('the given package ran');\n")
+    gone = run_conformance("node-wasm", cases, runtime=JsRuntime.at(package))
+    assert not gone.lane.available and "the given package ran" in gone.lane.reason
+    (package / "kernels" / "kernels.wasm").unlink()
+    with pytest.raises(FileNotFoundError, match="kernels.wasm"):
+        JsRuntime.at(package)
