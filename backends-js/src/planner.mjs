@@ -9,6 +9,7 @@ import { GpuLabError, nodeError } from './errors.mjs';
 import { DTYPE_NAMES } from './dtypes.mjs';
 import { familyCodes, familyKernel, familyOps, langDtypes, scalarAttrs } from './kernel-table.mjs';
 import { clampWords, DTYPE_CODE } from './clamp-bounds.mjs';
+import { dropoutWords } from './hash-uniform.mjs';
 import { STUDENT_DTYPES, STUDENT_RULES } from './planner-student.mjs';
 
 export const PLAN_FORMAT = 1;
@@ -578,6 +579,40 @@ function planExtremes(ctx, node) {
     u32s(size, inner, outer * inner, DTYPE_CODE[dtype]), [a, out], outer * inner);
 }
 
+// ---- protocol-v3 select ops on 32-bit words: select.wgsl (one kernel, OP and DT) ----
+
+const SELECT_OP = { maximum: 0, minimum: 1, eq: 2, ne: 3, lt: 4, le: 5, gt: 6, ge: 7, where: 8,
+  cast: 9, hash_uniform: 10, dropout: 11 };
+const SELECT_DTYPE = { float32: 0, int32: 1, uint32: 2, bool: 3 };  // the kernel's DT, p.to
+const SELECT_ELEMENTWISE = new Set(['cast', 'hash_uniform', 'dropout']);  // no broadcasting
+
+/** @type {Rule} */
+function planSelect(ctx, node) {
+  const n = count(node.shape);
+  const rank = node.shape.length;
+  const ids = node.operands.map((_, i) => ctx.operand(node, i));
+  const shapes = node.operands.map((_, i) => ctx.operandShape(node, i));
+  const flat = SELECT_ELEMENTWISE.has(node.op);
+  const same = flat || shapes.every((s) => sameShape(s, node.shape)) ? 1 : 0;
+  const strides = [0, 1, 2].map((i) => (flat || i >= shapes.length ? [0, 0, 0, 0]
+    : broadcastStrides(shapes[i], rank)));
+  // where compares nothing: its DT is its cond's (bool); a cast's is its source's
+  const dtype = operandDtype(ctx, node);
+  const { threshold, scaleBits } = node.op === 'dropout' ? dropoutWords(node.attrs.p)
+    : { threshold: 0, scaleBits: 0 };
+  const to = node.op === 'cast' ? SELECT_DTYPE[node.attrs.dtype] : 0;
+  /** @type {Param[]} */
+  const params = [
+    ...u32s(n, node.attrs.seed ?? 0, threshold, scaleBits, to, same, 0, 0),
+    ...u32s(...padTo4(node.shape, contiguousStrides(node.shape)).shape),
+    ...u32s(...strides[0], ...strides[1], ...strides[2]),
+  ];
+  const out = ctx.output(node);
+  ctx.dispatch(node, 'select', { WG: ELEMENTWISE_WG, OP: SELECT_OP[node.op],
+    DT: SELECT_DTYPE[dtype] }, params, [ids[0], ids[1] ?? ids[0], ids[2] ?? ids[0], out],
+  Math.ceil(n / ELEMENTWISE_WG));
+}
+
 /** The kernel registry: op name -> planning rule. @type {Record<string, Rule>} */
 export const RULES = {
   input: planInput,
@@ -597,6 +632,7 @@ export const RULES = {
   life: planLife,
   ...Object.fromEntries(Object.keys(MAP_BITS_OP).map((op) => [op, planMapBits])),
   ...Object.fromEntries(Object.keys(EXTREMES_OP).map((op) => [op, planExtremes])),
+  ...Object.fromEntries(Object.keys(SELECT_OP).map((op) => [op, planSelect])),
   ...STUDENT_RULES,  // wgsl, wgsl_output (planner-student.mjs)
 };
 
@@ -612,6 +648,8 @@ export const RULE_DTYPES = {
   // (unary_i32.wgsl, ...: make gen writes one where the op table allows the dtype)
   ...Object.fromEntries(['map1', 'map2', 'reduce'].flatMap((f) => familyOps(f))
     .map((op) => [op, langDtypes(op, 'wgsl')])),
+  // the select ops work on 32-bit words of every dtype the validator lets them take
+  ...Object.fromEntries(Object.keys(SELECT_OP).map((op) => [op, DTYPE_NAMES])),
   // the v3 ops work on 32-bit words (map_bits.wgsl, extremes.wgsl)
   ...Object.fromEntries([...Object.keys(MAP_BITS_OP), ...Object.keys(EXTREMES_OP)]
     .map((op) => [op, ['float32', 'int32']])),

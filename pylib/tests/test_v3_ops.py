@@ -177,7 +177,7 @@ def _dropout_step_graph(g: Graph, w: object, counter: object) -> object:
     return w.dropout(0.25, seed=11, counter=counter) + w * 0.5  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("backend", ["cpu-python"])
+@pytest.mark.parametrize("backend", ["cpu-python", "wgpu"])
 def test_dropout_session_equals_chained_executes(backend: str,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """5 session steps feeding counters 0..4 equal 5 chained executes bit for bit; steps with

@@ -14,7 +14,7 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .. import clamp_bounds, optable
+from .. import clamp_bounds, hash_uniform, optable
 from ..errors import GpuLabError
 from ..kernel_table import family_codes, family_kernel, lang_dtypes, scalar_attrs
 from ..protocol import CheckedGraph, CheckedNode, label
@@ -501,6 +501,42 @@ def _plan_extremes(ctx: _PlanContext, node: CheckedNode) -> None:
                  _u32s(size, inner, outer * inner, DTYPE_CODE[dtype]), [a, out], outer * inner)
 
 
+# ---- protocol-v3 select ops on 32-bit words: select.wgsl (one kernel, OP and DT) ----
+
+SELECT_OP = {"maximum": 0, "minimum": 1, "eq": 2, "ne": 3, "lt": 4, "le": 5, "gt": 6, "ge": 7,
+             "where": 8, "cast": 9, "hash_uniform": 10, "dropout": 11}
+SELECT_DTYPE = {"float32": 0, "int32": 1, "uint32": 2, "bool": 3}  # the kernel's DT, p.to
+SELECT_ELEMENTWISE = ("cast", "hash_uniform", "dropout")  # no broadcasting
+
+
+def _plan_select(ctx: _PlanContext, node: CheckedNode) -> None:
+    n = _count(node.shape)
+    rank = len(node.shape)
+    ids = [ctx.operand(node, i) for i in range(len(node.operands))]
+    shapes = [ctx.operand_shape(node, i) for i in range(len(node.operands))]
+    flat = node.op in SELECT_ELEMENTWISE
+    same = 1 if flat or all(list(s) == list(node.shape) for s in shapes) else 0
+    strides = [[0, 0, 0, 0] if flat or i >= len(shapes) else _broadcast_strides(shapes[i], rank)
+               for i in range(3)]
+    # where compares nothing: its DT is its cond's (bool); a cast's is its source's
+    dtype = _operand_dtype(ctx, node)
+    threshold, scale_bits = 0, 0
+    if node.op == "dropout":
+        threshold, _, scale_bits = hash_uniform.dropout_words(float(node.attrs["p"]))
+    to = SELECT_DTYPE[node.attrs["dtype"]] if node.op == "cast" else 0
+    params = [
+        *_u32s(n, int(node.attrs.get("seed", 0)), threshold, scale_bits, to, same, 0, 0),
+        *_u32s(*_pad_to4(list(node.shape), _contiguous_strides(list(node.shape)))[0]),
+        *_u32s(*strides[0], *strides[1], *strides[2]),
+    ]
+    out = ctx.output(node)
+    bindings = [ids[0], ids[1] if len(ids) > 1 else ids[0], ids[2] if len(ids) > 2 else ids[0],
+                out]
+    ctx.dispatch(node, "select", {"WG": ELEMENTWISE_WG, "OP": SELECT_OP[node.op],
+                                  "DT": SELECT_DTYPE[dtype]}, params, bindings,
+                 _ceil_div(n, ELEMENTWISE_WG))
+
+
 # The kernel registry: op name -> planning rule.
 RULES: dict[str, Rule] = {
     "input": _plan_input,
@@ -520,6 +556,7 @@ RULES: dict[str, Rule] = {
     "life": _plan_life,
     **{op: _plan_map_bits for op in MAP_BITS_OP},
     **{op: _plan_extremes for op in EXTREMES_OP},
+    **{op: _plan_select for op in SELECT_OP},
     **STUDENT_RULES,  # wgsl, wgsl_output (planner_student.py)
 }
 
@@ -529,6 +566,8 @@ RULES: dict[str, Rule] = {
 RULE_DTYPES: dict[str, tuple[str, ...]] = {
     "input": tuple(optable.load()["dtypes"]),
     **{op: ("float32", "int32") for op in [*MAP_BITS_OP, *EXTREMES_OP]},
+    # the select ops work on 32-bit words of every dtype the validator lets them take
+    **{op: tuple(optable.load()["dtypes"]) for op in SELECT_OP},
     # a map or reduce op runs at every dtype its family has a generated WGSL kernel for
     **{op: tuple(lang_dtypes(op, "wgsl"))
        for op in [*UNARY_OP, *BINARY_OP, *REDUCE_OP]},
