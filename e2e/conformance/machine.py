@@ -159,7 +159,7 @@ def to_markdown(machine: Mapping) -> list[str]:
 
 def _adapter_line(a: Mapping) -> str:
     if not a.get("available"):
-        return f"UNAVAILABLE: {a.get('reason')}"
+        return "UNAVAILABLE: " + str(a.get("reason")).removeprefix("UNAVAILABLE: ")
     if a.get("kind") == "CPU (no GPU adapter)":
         return f"CPU (no GPU adapter): {a.get('description')}"
     fallback = {True: "yes", False: "no", None: "not reported"}[a.get("fallback")]

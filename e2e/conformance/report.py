@@ -26,10 +26,8 @@ from pathlib import Path
 
 from . import machine as machine_summary
 from .reference import OP_TABLE
-from .runner import _cell, _json_safe, _lane_line, _listed_section
+from .runner import _cell, _json_safe, _lane_line
 from .verdict import Cell, Verdict
-
-STATUS_WORD = {"pass": "PASS", "fail": "FAIL", "known": "KNOWN", "unavailable": "UNAVAILABLE"}
 
 
 def write_all(
@@ -181,6 +179,32 @@ def _bitwise_cell(verdict: Verdict, op: str) -> str:
     bits = verdict.bitwise.get(op)
     text = bits.summary() if bits else "-"
     return ("KNOWN (baseline): " + text) if verdict.bitwise_status.get(op) == "known" else text
+
+
+def _listed_section(reports: Sequence) -> list[str]:
+    """The lanes.json entries that applied to a case of this run (refused as expected or not);
+    entries no case of the run fell under are counted, not listed."""
+    rows, idle = [], 0
+    for r in reports:
+        for entry, reason in r.listed.items():
+            listed = [c for c in r.results if c.listed == entry]
+            if not listed:
+                idle += 1
+                continue
+            refused = sum(1 for c in listed if c.refused is not None)
+            rows.append(f"| {r.lane.executor} | {entry} | {reason} | {refused} of {len(listed)} |")
+    if not rows and not idle:
+        return []
+    lines = ["", "## Expected refusals (lanes.json)", ""]
+    if rows:
+        lines += [
+            "| executor | entry | reason | refused with UNSUPPORTED |",
+            "| --- | --- | --- | --- |",
+            *rows,
+        ]
+    if idle:
+        lines += ["", f"{idle} more lanes.json entries of these lanes matched no case of this run."]
+    return lines
 
 
 def _list_section(title: str, items: Sequence[str]) -> list[str]:
