@@ -303,3 +303,32 @@ def test_node_lanes_run_a_given_gpu_lab_package(tmp_path: Path) -> None:
     (package / "kernels" / "kernels.wasm").unlink()
     with pytest.raises(FileNotFoundError, match="kernels.wasm"):
         JsRuntime.at(package)
+
+
+def test_the_command_gates_on_regressions_only_with_a_baseline(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("GPULAB_CONFORMANCE_BREAK", "cpu-python:relu")
+    args = ["--lane", "cpu-python", "--cases", "relu,neg", "--report", str(tmp_path / "r")]
+    assert cli.main(args) == 1
+    xml = ET.parse(tmp_path / "r" / "conformance.xml").getroot()
+    assert (
+        xml.find("testsuite[@name='corpus.cpu-python']/testcase[@name='relu']/failure") is not None
+    )
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps({"cpu-python": {"relu": "test: known broken"}}))
+    assert cli.main([*args, "--baseline", str(baseline)]) == 0
+    md = (tmp_path / "r" / "conformance.md").read_text()
+    assert "## Known failures" in md and "test: known broken" in md
+    monkeypatch.delenv("GPULAB_CONFORMANCE_BREAK")
+    assert cli.main([*args, "--baseline", str(baseline)]) == 0
+    assert "- cpu-python relu" in (tmp_path / "r" / "conformance.md").read_text(), "fixed"
+
+
+def test_the_bad_graph_suite_runs_through_a_lane(tmp_path: Path) -> None:
+    assert (
+        cli.main(["--suite", "bad-graphs", "--lane", "cpu-python", "--report", str(tmp_path)]) == 0
+    )
+    payload = json.loads((tmp_path / "conformance.json").read_text())
+    rows = json.loads((Path(__file__).parent / "conformance" / "bad_graphs.json").read_text())
+    assert payload["lanes"][0]["cases"] == len(rows) and payload["bitwise"] == {}
+    groups = {r["name"].split("/")[0] for r in rows}
+    assert ET.parse(tmp_path / "conformance.xml").getroot().get("tests") == str(len(groups))
