@@ -251,7 +251,7 @@ def test_cpu_python_break_hook_swaps_the_kernel_and_restores_it() -> None:
         break_hook("node-wasm:nope")
 
 
-def test_usage_errors_and_the_reserved_onnx_suite_exit_2(capsys, tmp_path: Path) -> None:
+def test_usage_errors_and_the_reserved_onnx_suite_exit_2(capsys, monkeypatch, tmp_path) -> None:
     assert cli.main(["--suite", "onnx-node", "--report", str(tmp_path)]) == 2
     assert "ONNX" in capsys.readouterr().err
     assert cli.main(["--suite", "nope", "--report", str(tmp_path)]) == 2

@@ -22,7 +22,7 @@ from .bitwise import compare_lanes
 from .executors import EXECUTORS, JsRuntime, browser_and_server, resolve
 from .lanes import load_lanes
 from .layout import default_runtime
-from .runner import run_conformance
+from .runner import break_hook, run_conformance
 from .suites import PLANNED, SUITES, Suite, select
 from .verdict import judge_run
 
@@ -125,12 +125,17 @@ def main(argv: Sequence[str] | None = None, prog: str = "gpulab conformance") ->
         runtime = JsRuntime.at(args.runtime) if args.runtime else None
         expectations = load_lanes(args.lanes)
         baseline = load_baseline(args.baseline)
+        break_hook()  # a malformed test hook is a usage error, before any lane runs
     except (ValueError, TypeError, OSError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
     opts = {"allow_software": args.allow_software, "runtime": runtime, "browser_path": args.browser}
-    with _shared_browser(lanes, opts):
-        reports = [_run_lane(name, suite, cases, expectations, opts) for name in lanes]
+    try:
+        with _shared_browser(lanes, opts):
+            reports = [_run_lane(name, suite, cases, expectations, opts) for name in lanes]
+    except ValueError as exc:  # a break hook asked of a lane that has none
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
     runs = {r.lane.executor: r.raw for r in reports if r.lane.available}
     skip = {r.lane.executor: {c.name for c in r.results if c.listed} for r in reports}
     bits = compare_lanes(cases, runs, skip) if suite.bitwise else {}
