@@ -1358,3 +1358,23 @@ def test_api_execute_refuses_oversized_body_before_reading_it(playground_url: st
     body = json.loads(response.read())
     conn.close()
     assert response.status == 413 and body["code"] == "LIMIT"
+
+
+# ---------------------------------------------------------------------------------------------
+# Result data in the page (issue 12, defect 9: `data` was always a flat list)
+
+
+def test_result_entries_give_shape_and_nested_tolist_in_the_page(notebook: Page) -> None:
+    out = run_program(notebook, """from gpulab import Graph
+g = Graph()
+x = g.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+r = await g.run_async(m=x * 2, s=x.sum(), c=x.reshape(3, 1, 2))
+for name in ("m", "s", "c"):
+    o = r["outputs"][name]
+    print(name, o["shape"], o["data"], o.tolist())""")
+    lines = out.locator(".stream.stdout").inner_text().splitlines()
+    assert lines == [
+        "m [2, 3] [2.0, 4.0, 6.0, 8.0, 10.0, 12.0] [[2.0, 4.0, 6.0], [8.0, 10.0, 12.0]]",
+        "s [] [21.0] 21.0",
+        "c [3, 1, 2] [1.0, 2.0, 3.0, 4.0, 5.0, 6.0] [[[1.0, 2.0]], [[3.0, 4.0]], [[5.0, 6.0]]]",
+    ], lines
