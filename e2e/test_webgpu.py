@@ -630,3 +630,46 @@ def test_quotas_refuse_with_limit_before_device_work(wg):
         assert r[key]["code"] == "LIMIT" and f"quotas.{quota}" in r[key]["message"], r[key]
     assert "held by open sessions" in r["held"]["message"]
     assert r["after"] == [2, 2]
+
+
+def test_defect5_run_past_max_buffer_size_is_split_not_poisoned(wg):
+    """Issue 11, defect 5: a valid run whose steps' feeds together pass the device's
+    maxBufferSize (17 x 64 MiB) poisoned the session. With the limit lowered to 3 steps' feeds
+    (hooks.maxBufferSize, enforced by the pool as the device would), 10 steps run as 3+3+3+1
+    submissions, the carry persists across them, and the result is the cpu backend's."""
+    r = wg(
+        open_runtime("maxBufferSize: 3 * 4096 + 100")
+        + """
+        const n = 1024;
+        const graph = {version: 2, nodes: [{id: 0, op: 'input', shape: [n]},
+          {id: 1, op: 'input', shape: [n], data: new Array(n).fill(0)},
+          {id: 2, op: 'add', a: 0, b: 1}, {id: 3, op: 'sum', a: 2}],
+          outputs: [{name: 'w', id: 2}, {name: 's', id: 3}]};
+        const opts = {feeds: [0], carry: {1: 'w'}, outputs: ['s', 'w']};
+        const steps = Array.from({length: 10}, (_, s) =>
+          ({0: Float32Array.from({length: n}, (_, i) => (i % 7) * 0.25 + s)}));
+        const cpu = await wg.runtime.createRuntime({backend: 'cpu'});
+        const want = await (await cpu.prepare(graph, opts)).run(steps);
+        const session = await rt.prepare(graph, opts);
+        const submits = () => hooks.webgpuStats().submits;
+        const s0 = submits();
+        const settled = await wg.settle(session.run(steps));
+        const got = settled.ok ? settled.value : settled;
+        const split = submits() - s0;
+        const s1 = submits();
+        const three = await session.run(steps.slice(0, 3));
+        const whole = submits() - s1;
+        const state = session.state;
+        session.dispose(); rt.dispose(); cpu.dispose();
+        return {split, whole, state, error: settled.ok ? null : settled,
+          got: got.outputs && [wg.bits(got.outputs.s.data), wg.bits(got.outputs.w.data)],
+          want: [wg.bits(want.outputs.s.data), wg.bits(want.outputs.w.data)],
+          three: Array.from(three.outputs.w.data.slice(0, 2))};
+        """
+    )
+    assert r["error"] is None, r["error"]
+    assert r["split"] == 4 and r["whole"] == 1, r
+    assert r["got"] == r["want"]
+    assert r["state"] == "ready"
+    # the carry went on: element 0 gained 0+1+...+9 then 0+1+2; element 1 a quarter more per step
+    assert r["three"] == [45 + 3, 45 + 2.5 + 3 + 0.75]

@@ -13,6 +13,8 @@
 //   hooks.kernelSource(kernel)         WGSL text for a kernel, instead of fetching it (or null)
 //   hooks.transformWgsl(kernel, src)   edits a kernel's source (inject a WGSL error)
 //   hooks.onSubmit()                   called right after each queue submission
+//   hooks.maxBufferSize                bytes: lowers the device's maxBufferSize for the pool
+//                                       (refusing larger buffers) and the run splitting
 // and the backend fills in:
 //   hooks.loseDevice()                 destroys the device as if it were lost
 //   hooks.webgpuStats()                {live, liveBytes, free, freeBytes, created, reused, submits,
@@ -102,7 +104,7 @@ export async function createBackend({ allowSoftware = false, softwareHint, hooks
   const { adapter, facts, software } = await acquireAdapter({ allowSoftware, softwareHint });
   const gpu = await openDevice(adapter);
   const counters = { submits: 0 };
-  const pool = new BufferPool(gpu.device);
+  const pool = new BufferPool(gpu.device, { maxBufferSize: hooks.maxBufferSize });
   const kernels = new PipelineCache(gpu, kernelUrl, hooks);
   const ctx = { gpu, pool, kernels, counters, hooks };
   const info = {

@@ -1,5 +1,6 @@
 // GPU buffers pooled by (usage, size class) across programs: `execute` is prepare + run +
 // dispose, so without a pool every execute would allocate (and the browser would free lazily).
+import { GpuLabError } from '../../errors.mjs';
 
 /** Free buffers kept for reuse, in bytes, before the oldest ones are destroyed. */
 const DEFAULT_MAX_FREE_BYTES = 256 * 1024 * 1024;
@@ -19,12 +20,13 @@ export function sizeClass(bytes) {
 export class BufferPool {
   /**
    * @param {GPUDevice} device
-   * @param {{maxFreeBytes?: number}} [opts]
+   * @param {{maxFreeBytes?: number, maxBufferSize?: number}} [opts] maxBufferSize: a test
+   *   hook's lower limit (hooks.maxBufferSize), enforced here as the device would
    */
-  constructor(device, { maxFreeBytes = DEFAULT_MAX_FREE_BYTES } = {}) {
+  constructor(device, { maxFreeBytes = DEFAULT_MAX_FREE_BYTES, maxBufferSize } = {}) {
     this.device = device;
     /** a size class never goes past what the device can allocate */
-    this.maxBufferSize = device.limits.maxBufferSize;
+    this.maxBufferSize = Math.min(device.limits.maxBufferSize, maxBufferSize ?? Infinity);
     this.maxFreeBytes = maxFreeBytes;
     /** @type {Map<string, GPUBuffer[]>} free buffers by key */
     this.free = new Map();
@@ -53,6 +55,10 @@ export class BufferPool {
       this.freeBytes -= size;
       this.reused += 1;
       return buf;
+    }
+    if (size > this.maxBufferSize) { // what createBuffer's validation would refuse
+      throw new GpuLabError('BACKEND', `createBuffer (${label}): ${size} bytes is past ` +
+        `maxBufferSize (${this.maxBufferSize})`);
     }
     const buf = this.device.createBuffer({ size, usage, label });
     this.live += 1;

@@ -186,14 +186,39 @@ export class WebGpuProgram {
   }
 
   /**
-   * Run the session steps in one submission and read back `readIds` after the last one.
+   * Run the session steps and read back `readIds` after the last one: in one submission when
+   * every step's feeds fit one staging buffer, else in parts that do (issue 11, defect 5: 17
+   * steps of 64 MiB feeds overflowed maxBufferSize and poisoned the session); carries persist
+   * between parts and only the last part reads back, so the result is the same.
    * @param {Array<Map<number, Float32Array>>} steps one feed map per session step
    * @param {number[]} readIds node ids (outputs or carried inputs)
    * @returns {Promise<Map<number, Float32Array>>}
    */
   async run(steps, readIds = []) {
     this.checkLive();
-    const feeds = steps.map((s, i) => this.feedArrays(s, i));
+    const per = this.maxStepsPerRun();
+    if (steps.length <= per) return this.runPart(steps, readIds, 0);
+    const rest = steps.length % per || per;
+    for (let start = 0; start < steps.length - rest; start += per) {
+      await this.runPart(steps.slice(start, start + per), [], start);
+      this.checkLive();
+    }
+    return this.runPart(steps.slice(steps.length - rest), readIds, steps.length - rest);
+  }
+
+  /** How many steps' feeds fit one staging buffer (the pool's maxBufferSize). */
+  maxStepsPerRun() {
+    const perStep = this.feedIds.reduce((sum, id) => sum + this.slotOfNode(id).bytes, 0);
+    return perStep ? Math.max(1, Math.floor(this.ctx.pool.maxBufferSize / perStep)) : Infinity;
+  }
+
+  /**
+   * Steps in one submission (`first`: the index of steps[0] in the whole run, for messages).
+   * @param {Array<Map<number, Float32Array>>} steps @param {number[]} readIds
+   * @param {number} first @returns {Promise<Map<number, Float32Array>>}
+   */
+  async runPart(steps, readIds, first) {
+    const feeds = steps.map((s, i) => this.feedArrays(s, first + i));
     const reads = readIds.map((id) => this.slotOfNode(id));
     const feedSlots = this.feedIds.map((id) => this.slotOfNode(id));
     const carries = [...this.carry].map(([input, output]) =>
