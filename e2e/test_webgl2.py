@@ -407,3 +407,24 @@ def test_every_dtype_round_trips_bit_for_bit(gl_page: Any, where: str) -> None:
     """int32 in R32I, uint32 and bool (0/1 words) in R32UI, float32 in R32F: inputs that are
     outputs, given by value, fed, carried by blit or copy, swapped, come back with their bits."""
     assert scenario(gl_page, "typedRoundTrips", where)["problems"] == []
+
+
+# ---- quotas (issue 11) ----
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_quotas_refuse_with_limit_before_any_gl_work(gl_page: Any, where: str) -> None:
+    """The runtime's quotas on WebGL2 (issue 11): device memory, textures and shader programs
+    past the quota, and a graph beside an open session's share, are LIMIT naming the quota, and
+    the backend made no texture or program for them."""
+    r = scenario(gl_page, "quotas", where)
+    assert r["fits"] == [2.0, 2.0]
+    for key, quota in (("memory", "memoryBytes"), ("textures", "buffers"),
+                       ("programs", "pipelines"), ("held", "memoryBytes")):
+        got = r[key]
+        assert got["code"] == "LIMIT" and f"quotas.{quota}" in got["message"], got
+        for counter in ("created", "programs", "livePrograms"):
+            assert got["after"][counter] == got["before"][counter], (key, counter, got)
+    assert "held by open sessions" in r["held"]["message"]
+    assert r["used"] == {"memoryBytes": 800, "buffers": 2, "pipelines": 1}
+    assert r["after"] == [2.0, 2.0]

@@ -590,3 +590,37 @@ export async function typedRoundTrips() {
     rt.dispose();
   }
 }
+
+// ---- quotas (issue 11) ---------------------------------------------------------------------
+
+/**
+ * The runtime's quotas on WebGL2: device memory, textures ("buffers") and shader programs
+ * ("pipelines") past the quota, and a graph that does not fit beside an open session's share,
+ * each refused with LIMIT; the backend's counters before and after each refusal show whether
+ * any GL work happened.
+ */
+export async function quotas() {
+  const hooks = {};
+  const rt = await createRuntime({ ...SOFT, hooks,
+    quotas: { memoryBytes: 1000, buffers: 3, pipelines: 1 } });
+  const chain = (n, ops) => ({ version: 2, nodes: [{ id: 0, op: 'full', shape: [n], value: 2 },
+    ...ops.map((op, i) => ({ id: i + 1, op, a: i }))], outputs: [{ name: 'y', id: ops.length }] });
+  const refused = async (graph, how = 'execute') => {
+    const before = hooks.webgl2Stats();
+    const got = await settle(how === 'execute' ? rt.execute(graph) : rt.prepare(graph));
+    return { ...got.error ?? { code: 'RAN' }, before, after: hooks.webgl2Stats() };
+  };
+  const fits = await settle(rt.execute(chain(100, ['relu']))); // 800 bytes, 2 textures, 1 program
+  const memory = await refused(chain(200, ['relu'])); // 1600 bytes
+  const textures = await refused(chain(2, ['relu', 'relu', 'relu'])); // 4 textures
+  const programs = await refused(chain(2, ['relu', 'exp']), 'prepare'); // 2 programs
+  const session = await rt.prepare(chain(100, ['relu']));
+  const used = rt.quotas.used;
+  const held = await refused(chain(50, ['relu'])); // 400 bytes beside the session's 800
+  session.dispose();
+  const after = await settle(rt.execute(chain(50, ['relu'])));
+  rt.dispose();
+  return { fits: fits.value ? [...fits.value.outputs.y.data.slice(0, 2)] : fits.error,
+    memory, textures, programs, held, used,
+    after: after.value ? [...after.value.outputs.y.data.slice(0, 2)] : after.error };
+}
