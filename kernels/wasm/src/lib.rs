@@ -16,6 +16,7 @@ mod math;
 mod matmul;
 mod optim;
 mod reduce;
+mod select;
 mod softmax;
 mod vec;
 

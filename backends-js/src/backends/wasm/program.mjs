@@ -18,6 +18,7 @@ import { fromDeviceWords, toDeviceWords } from '../../dtypes.mjs';
 import { createStepGate } from '../../step-gate.mjs';
 import './kernels-elementwise.mjs';
 import './kernels-tensor.mjs';
+import './kernels-select.mjs';
 
 /** @typedef {import('../../validate.mjs').CheckedNode} CheckedNode */
 
