@@ -3,7 +3,7 @@
 // generic result-dtype rule (the op table's `types` / `operand_types` / `result_type`).
 // Its Python twin is pylib/gpulab/dtypes.py; the messages are the same word for word.
 import { nodeError } from './errors.mjs';
-import { table } from './optable.mjs';
+import { table, operandNames, operandField } from './optable.mjs';
 
 /** @typedef {'float32'|'int32'|'uint32'|'bool'|'q4_k'|'q6_k'} Dtype */
 /** @typedef {Float32Array|Int32Array|Uint32Array|Uint8Array} TypedData */
@@ -243,9 +243,9 @@ function checked(data, dtype, node, name) {
 export function resultDtype(node, spec, operandDtypes) {
   /** @type {Map<string, {dtype: string, operand: string}>} */
   const bound = new Map();
-  spec.operands.forEach((operand, i) => {
+  operandNames(spec, operandDtypes.length).forEach((operand, i) => {
     const got = operandDtypes[i];
-    const variable = spec.operand_types[operand];
+    const variable = spec.operand_types[operandField(operand)];
     const allowed = isDtype(variable) ? [variable] : spec.types[variable];
     if (!allowed.includes(got)) {
       throw nodeError('VALIDATION', node, `operand ${operand} must be ${orList(allowed)}, got ${got}`);

@@ -28,3 +28,22 @@ export function opNames() {
 export function toleranceOf(op) {
   return table.ops[op].tolerance;
 }
+
+/**
+ * The operand names of a checked node, one per entry of its `operands`: a variadic row's
+ * list field first (`variadic`: the field's name, e.g. concat's `tensors`: `tensors[0]`,
+ * `tensors[1]`, ...; docs/protocol.md "Variadic operands"), then the row's `operands`.
+ * @param {OpSpec} spec @param {number} count the node's operand count
+ * @returns {string[]}
+ */
+export function operandNames(spec, count) {
+  if (!spec.variadic) return spec.operands;
+  const listed = count - spec.operands.length;
+  return [...Array.from({ length: listed }, (_, i) => `${spec.variadic}[${i}]`), ...spec.operands];
+}
+
+/** The op-table name of an operand name (`tensors[2]` -> `tensors`). @param {string} name */
+export function operandField(name) {
+  const bracket = name.indexOf('[');
+  return bracket < 0 ? name : name.slice(0, bracket);
+}

@@ -4,6 +4,7 @@
 // non-negative, reshape's -1 resolved). A new op with an existing rule needs nothing here.
 import { nodeError } from './errors.mjs';
 import { LIMITS } from './optable.mjs';
+import { SELECT_RULES } from './shapes-select.mjs';
 
 /** @typedef {number[]} Shape */
 /** @typedef {{node: {id: number, op: string}, shapes: Shape[], attrs: Record<string, any>}} RuleContext */
@@ -264,4 +265,7 @@ export const SHAPE_RULES = {
     if (a.length !== 2) throw fail(ctx, `life needs a rank-2 grid, got a ${formatShape(a)}`);
     return [...a];
   },
+
+  // the v4 selection ops (slice, gather, concat, pad, ...)
+  ...SELECT_RULES,
 };

@@ -2,7 +2,8 @@
 // that this file and its Python twin (pylib/gpulab/protocol.py) report the same first error.
 // It returns the checked graph of docs/architecture.md or throws a GpuLabError.
 import { GpuLabError, nodeError } from './errors.mjs';
-import { LIMITS, PROTOCOL_VERSIONS, opSpec } from './optable.mjs';
+import { LIMITS, PROTOCOL_VERSIONS, opSpec, operandNames } from './optable.mjs';
+import { checkValues } from './values.mjs';
 import { DTYPES, DTYPE_NAMES, blockOf, blockShapeProblem, resultDtype, toTypedData } from './dtypes.mjs';
 import { SHAPE_RULES, numel, formatShape, sameShape } from './shapes.mjs';
 import { NODE_DTYPE_RULES, NODE_SHAPE_RULES, WGSL_ATTR_CHECKS } from './wgsl-op.mjs';
@@ -209,6 +210,34 @@ const ATTR_CHECKS = {
     return [...value];
   },
 
+  // full.value's form without rounding (pad: an int32 pad value must stay exact)
+  scalar(value, node, name) {
+    return scalarValue(value, node, name);
+  },
+
+  // slice / slice_scatter: one [start, stop, step] per axis; start/stop null or an integer,
+  // step null (1) or a non-zero integer
+  slices(value, node, name) {
+    const entry = (e) => Array.isArray(e) && e.length === 3 &&
+      firstBad(e, (x) => x === null || x === undefined || isInt(x)) < 0 && e[2] !== 0;
+    if (!Array.isArray(value) || firstBad(value, entry) >= 0) {
+      throw nodeError('VALIDATION', node, `${name} must be a list of [start, stop, step] ` +
+        `(integers or null, step not 0), got ${show(value)}`);
+    }
+    return value.map((e) => e.map((x) => (x === undefined ? null : x)));
+  },
+
+  // pad: one [before, after] per axis, integers >= 0
+  pad_widths(value, node, name) {
+    const entry = (e) => Array.isArray(e) && e.length === 2 &&
+      firstBad(e, (x) => isInt(x) && x >= 0) < 0;
+    if (!Array.isArray(value) || firstBad(value, entry) >= 0) {
+      throw nodeError('VALIDATION', node, `${name} must be a list of [before, after] ` +
+        `(integers >= 0), got ${show(value)}`);
+    }
+    return value.map((e) => [...e]);
+  },
+
   reshape(value, node, name) {
     if (!Array.isArray(value) || firstBad(value, (d) => isInt(d) && (d >= 1 || d === -1)) >= 0) {
       throw nodeError('VALIDATION', node, `${name} must be a list of integers >= 1 or -1, got ` +
@@ -257,7 +286,7 @@ function checkNode(raw, index, seen) {
   seen.set(id, index);
   const spec = typeof raw.op === 'string' ? opSpec(raw.op) : undefined;
   if (!spec) throw nodeError('VALIDATION', label, `unknown op ${show(raw.op)}`);
-  const operands = spec.variadic ? variadicOperands(raw, spec.variadic, label) : spec.operands.map((name) => {
+  const operands = spec.variadic ? variadicOperands(raw, spec, label) : spec.operands.map((name) => {
     if (!Object.hasOwn(raw, name)) throw nodeError('VALIDATION', label, `missing operand ${name}`);
     if (!isId(raw[name])) {
       throw nodeError('VALIDATION', label, `operand ${name} must be an integer node id, got ` +
@@ -280,15 +309,23 @@ function checkNode(raw, index, seen) {
 }
 
 /**
- * A variadic operand (the wgsl op's `inputs`): a list of node ids, which become the operands.
- * @param {Record<string, unknown>} raw @param {string} name @param {{id: number, op: string}} label
+ * A variadic operand (docs/protocol.md "Variadic operands": the wgsl op's `inputs`, concat's
+ * `tensors`): a list of node ids, which become the operands; `variadic_count` bounds its length.
+ * @param {Record<string, unknown>} raw @param {import('./optable.mjs').OpSpec} spec
+ * @param {{id: number, op: string}} label
  */
-function variadicOperands(raw, name, label) {
+function variadicOperands(raw, spec, label) {
+  const name = spec.variadic;
   const list = raw[name];
   if (!Object.hasOwn(raw, name)) throw nodeError('VALIDATION', label, `missing operand ${name}`);
   if (!Array.isArray(list) || firstBad(list, isId) >= 0) {
     throw nodeError('VALIDATION', label, `operand ${name} must be a list of integer node ids, ` +
       `got ${show(list)}`);
+  }
+  const count = spec.variadic_count;
+  if (count && (list.length < count.min || list.length > count.max)) {
+    throw nodeError('VALIDATION', label, `operand ${name} must be a list of ${count.min} to ` +
+      `${count.max} node ids (it has ${list.length})`);
   }
   return [...list];
 }
@@ -320,8 +357,7 @@ function checkAttrs(raw, spec, label) {
 /** @param {CheckedNode[]} nodes @param {Map<number, CheckedNode>} byId */
 function checkOperandsExist(nodes, byId) {
   for (const node of nodes) {
-    const spec = opSpec(node.op);
-    const names = spec.variadic ? node.operands.map((_, i) => `${spec.variadic}[${i}]`) : spec.operands;
+    const names = operandNames(opSpec(node.op), node.operands.length);
     node.operands.forEach((ref, i) => {
       if (!byId.has(ref)) {
         throw nodeError('VALIDATION', node, `dangling operand ${names[i]} = ${ref}: no node ` +
@@ -628,6 +664,7 @@ export function validateGraph(graph) {
   inferDtypes(nodes, topo, byId);
   checkOutputDtypes(outputs, byId);
   const requiredVersion = checkVersion(nodes, g.version, byId);
+  checkValues(nodes, byId);
   const live = liveIds(outputs, byId);
   const order = topo.filter((i) => live.has(nodes[i].id)).map((i) => nodes[i].id);
   return { version: g.version, requiredVersion, nodes, order, outputs, byId };

@@ -59,8 +59,8 @@ test('top level: VALIDATION for a malformed graph, UNSUPPORTED_VERSION, LIMIT', 
   refuses({ version: 1, nodes: [] }, 'VALIDATION', /missing "outputs"/);
   refuses({ ...SEED(), version: '1' }, 'VALIDATION', /version must be an integer/);
   refuses({ ...SEED(), version: true }, 'VALIDATION', /version must be an integer/);
-  refuses({ ...SEED(), version: 4 }, 'UNSUPPORTED_VERSION', /version 4 is not known/);
-  refuses({ ...SEED(), version: 4, nodes: [] }, 'UNSUPPORTED_VERSION', /version 4/);
+  refuses({ ...SEED(), version: 9 }, 'UNSUPPORTED_VERSION', /version 9 is not known/);
+  refuses({ ...SEED(), version: 9, nodes: [] }, 'UNSUPPORTED_VERSION', /version 9/);
   refuses({ ...SEED(), nodes: [] }, 'VALIDATION', /nodes must be a non-empty list/);
   refuses({ ...SEED(), outputs: {} }, 'VALIDATION', /outputs must be a non-empty list/);
   const many = Array.from({ length: LIMITS.max_nodes + 1 }, (_, i) => inp(i, [1], [0]));

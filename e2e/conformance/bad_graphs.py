@@ -53,7 +53,7 @@ def top_level_rows() -> list[dict]:
             "VALIDATION", None),
         row("top/version_bool", {"version": True, "nodes": ok_nodes, "outputs": ok_out},
             "VALIDATION", None),
-        row("top/unknown_version_4", graph(ok_nodes, version=4), "UNSUPPORTED_VERSION", None),
+        row("top/unknown_version_99", graph(ok_nodes, version=99), "UNSUPPORTED_VERSION", None),
         row("top/unknown_version_0", graph(ok_nodes, version=0), "UNSUPPORTED_VERSION", None),
         row("top/empty_nodes", {"version": 1, "nodes": [], "outputs": ok_out}, "VALIDATION", None),
         row("top/nodes_not_a_list", {"version": 1, "nodes": {"0": ok_nodes[0]}, "outputs": ok_out},
@@ -491,9 +491,122 @@ def hostile_rows() -> list[dict]:
     ]
 
 
+def ints(node_id: int, shape: list, data: list) -> Node:
+    return typed(node_id, shape, "int32", data)
+
+
+def v4_rows() -> list[dict]:
+    """Protocol v4 (slice, slice_scatter, index_select, gather, index_add, scatter_add, concat,
+    pad): attributes, shapes, dtypes, index data out of range, the variadic operand, versions."""
+    x = inp(0, [3, 4])
+    i2 = ints(1, [2], [0, 2])
+
+    def v4(*nodes: Node, version: int = 4) -> dict:
+        return graph([x, i2, *nodes], version=version)
+
+    sl = {"id": 5, "op": "slice", "a": 0}
+    ix = {"id": 5, "op": "index_select", "a": 0, "idx": 1, "axis": 1}
+    ga = {"id": 5, "op": "gather", "a": 0, "axis": 1}
+    ia = {"id": 5, "op": "index_add", "a": 0, "idx": 1, "axis": 0}
+    sa = {"id": 5, "op": "scatter_add", "a": 0, "axis": 0}
+    cat = {"id": 5, "op": "concat", "axis": 0}
+    pad = {"id": 5, "op": "pad", "a": 0}
+    src24 = inp(2, [2, 4])
+    rows = [
+        # versions: each v4 op in a graph labelled 3
+        row("v4/slice_in_version_3", v4({**sl, "slices": [[0, 1, 1], [N, N, 1]]}, version=3),
+            "UNSUPPORTED_VERSION", 5, "needs version 4"),
+        row("v4/concat_in_version_3", v4({**cat, "tensors": [0, 0]}, version=3),
+            "UNSUPPORTED_VERSION", 5, "needs version 4"),
+        row("v4/gather_in_version_3", v4({**ga, "idx": 3}, ints(3, [3, 4], [0] * 12),
+                                         version=3), "UNSUPPORTED_VERSION", 5, "needs version 4"),
+        # slice attributes and shapes
+        row("v4/slice_step_0", v4({**sl, "slices": [[0, 1, 0], [N, N, 1]]}), "VALIDATION", 5),
+        row("v4/slice_missing", v4(sl), "VALIDATION", 5, "missing attribute"),
+        row("v4/slice_not_triples", v4({**sl, "slices": [[0, 1], [0, 1]]}), "VALIDATION", 5),
+        row("v4/slice_fraction", v4({**sl, "slices": [[0.5, 1, 1], [N, N, 1]]}), "VALIDATION", 5),
+        row("v4/slice_rank_mismatch", v4({**sl, "slices": [[0, 1, 1]]}), "VALIDATION", 5,
+            "has rank 2"),
+        row("v4/slice_empty", v4({**sl, "slices": [[2, 2, 1], [N, N, 1]]}), "VALIDATION", 5,
+            "empty selections are refused"),
+        row("v4/slice_empty_clamped", v4({**sl, "slices": [[5, 9, 1], [N, N, 1]]}), "VALIDATION",
+            5, "selects no element"),
+        row("v4/slice_empty_wrong_direction", v4({**sl, "slices": [[0, 3, -1], [N, N, 1]]}),
+            "VALIDATION", 5, "selects no element"),
+        row("v4/slice_scatter_src_shape", v4(src24, {"id": 5, "op": "slice_scatter", "a": 0,
+                                                     "src": 2, "slices": [[0, 3, 2], [1, 3, 1]]}),
+            "VALIDATION", 5, "the slice's shape"),
+        row("v4/slice_scatter_src_int32", v4(ints(3, [1, 2], [0, 1]),
+                                             {"id": 5, "op": "slice_scatter", "a": 0, "src": 3,
+                                              "slices": [[0, 1, 1], [0, 2, 1]]}),
+            "VALIDATION", 5, "operand src must be float32 like operand a"),
+        # index_select / gather
+        row("v4/index_select_float_idx", v4(inp(3, [2]), {**ix, "idx": 3}), "VALIDATION", 5,
+            "operand idx must be int32"),
+        row("v4/index_select_axis_null", v4({**ix, "axis": None}), "VALIDATION", 5),
+        row("v4/index_select_axis_past_max_rank", v4({**ix, "axis": 4}), "VALIDATION", 5,
+            "must be an integer in -4..3"),
+        row("v4/index_select_axis_out_of_range", v4({**ix, "axis": 2}), "VALIDATION", 5,
+            "out of range"),
+        row("v4/index_select_idx_rank2", v4(ints(3, [1, 2], [0, 1]), {**ix, "idx": 3}),
+            "VALIDATION", 5, "operand idx must have rank 1"),
+        row("v4/index_select_idx_data_out_of_range", v4(ints(3, [3], [0, 4, 1]), {**ix, "idx": 3}),
+            "VALIDATION", 5, "idx[1] = 4, out of range"),
+        row("v4/index_select_negative_index", v4(ints(3, [1], [-1]), {**ix, "idx": 3}),
+            "VALIDATION", 5, "idx[0] = -1, out of range"),
+        row("v4/gather_rank_mismatch", v4({**ga, "idx": 1}), "VALIDATION", 5,
+            "operand idx must have rank 2"),
+        row("v4/gather_idx_too_large", v4(ints(3, [4, 2], [0] * 8), {**ga, "idx": 3}),
+            "VALIDATION", 5, "larger than a"),
+        row("v4/gather_idx_data_out_of_range", v4(ints(3, [1, 3], [3, 4, 0]), {**ga, "idx": 3}),
+            "VALIDATION", 5, "idx[1] = 4"),
+        # index_add / scatter_add
+        row("v4/index_add_src_shape", v4(inp(2, [3, 4]), {**ia, "src": 2}), "VALIDATION", 5,
+            "operand src"),
+        row("v4/index_add_src_dtype", v4(ints(2, [2, 4], [0] * 8), {**ia, "src": 2}),
+            "VALIDATION", 5, "operand src must be float32 like operand a"),
+        row("v4/index_add_idx_data_out_of_range", v4(src24, ints(3, [2], [0, 3]),
+                                                     {**ia, "idx": 3, "src": 2}),
+            "VALIDATION", 5, "idx[1] = 3"),
+        row("v4/scatter_add_src_not_idx_shape", v4(ints(3, [2, 4], [0] * 8), inp(2, [2, 3]),
+                                                   {**sa, "idx": 3, "src": 2}),
+            "VALIDATION", 5, "idx's shape"),
+        row("v4/scatter_add_missing_src", v4(ints(3, [2, 4], [0] * 8), {**sa, "idx": 3}),
+            "VALIDATION", 5, "missing operand"),
+        # concat: the variadic operand
+        row("v4/concat_one_operand", v4({**cat, "tensors": [0]}), "VALIDATION", 5, "2 to 8"),
+        row("v4/concat_nine_operands", v4({**cat, "tensors": [0] * 9}), "VALIDATION", 5, "2 to 8"),
+        row("v4/concat_not_a_list", v4({**cat, "tensors": 0}), "VALIDATION", 5,
+            "must be a list of integer node ids"),
+        row("v4/concat_bad_entry", v4({**cat, "tensors": [0, "x"]}), "VALIDATION", 5,
+            "must be a list of integer node ids"),
+        row("v4/concat_dangling", v4({**cat, "tensors": [0, 9]}), "VALIDATION", 5,
+            "dangling operand tensors[1]"),
+        row("v4/concat_shape_mismatch", v4(src24, {**cat, "tensors": [0, 2], "axis": 1}),
+            "VALIDATION", 5, "tensors[1]"),
+        row("v4/concat_dtype_mismatch", v4(ints(3, [3, 4], [0] * 12), {**cat, "tensors": [0, 3]}),
+            "VALIDATION", 5, "operand tensors[1] must be float32 like operand tensors[0]"),
+        row("v4/concat_named_operand_a", v4({**cat, "tensors": [0, 0], "a": 0}), "VALIDATION", 5,
+            "unknown field"),
+        # pad
+        row("v4/pad_negative_width", v4({**pad, "widths": [[0, -1], [0, 0]]}), "VALIDATION", 5),
+        row("v4/pad_rank_mismatch", v4({**pad, "widths": [[0, 1]]}), "VALIDATION", 5,
+            "has rank 2"),
+        row("v4/pad_int32_fraction", v4(ints(3, [2], [1, 2]), {**pad, "a": 3, "widths": [[1, 1]],
+                                                              "value": 2.5}),
+            "VALIDATION", 5, "is not an int32"),
+        row("v4/pad_value_string", v4({**pad, "widths": [[0, 0], [0, 0]], "value": "one"}),
+            "VALIDATION", 5),
+    ]
+    return rows
+
+
+N = None
+
+
 def build_bad_graphs() -> list[dict]:
     rows = (top_level_rows() + node_rows() + attr_rows() + structure_rows() + shape_rows()
-            + version_rows() + dtype_rows() + hostile_rows() + select_rows())
+            + version_rows() + dtype_rows() + hostile_rows() + select_rows() + v4_rows())
     names = [r["name"] for r in rows]
     assert len(names) == len(set(names)), "duplicate bad-graph names"
     return rows

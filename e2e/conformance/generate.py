@@ -99,6 +99,10 @@ class Builder:
         assert len(names) == len(operands), (op, operands)
         return self._add({"op": op, **dict(zip(names, operands, strict=True)), **attrs})
 
+    def concat(self, ids: Sequence[int], axis: int) -> int:
+        """concat's node: its operand `tensors` is a list of ids (the variadic form)."""
+        return self._add({"op": "concat", "tensors": list(ids), "axis": axis})
+
     def out(self, node_id: int, name: str | None = None) -> int:
         self.outputs.append({"name": name or f"out{len(self.outputs)}", "id": node_id})
         return node_id
@@ -1055,6 +1059,186 @@ def large_select_cases() -> list[dict]:
     return cases
 
 
+# ---- protocol v4: slice, slice_scatter, index_select, gather, index_add, scatter_add, concat,
+# pad (exact: every lane gives the reference's bits; index_add/scatter_add in the fixed order)
+
+
+def _data(b: Builder, shape: Shape, dtype: str) -> int:
+    return b.rand_ints(shape, -1000, 1000) if dtype == "int32" else b.rand(shape, -5, 5)
+
+
+def _idx(b: Builder, shape: Shape, n: int) -> int:
+    return b.ints(shape, b.rng.integers(0, n, size=math.prod(shape)))
+
+
+N = None  # an open end of a slice, as in Python
+SLICES: list[tuple[str, Shape, list[list[int | None]]]] = [
+    ("rank1_step2", [10], [[1, 9, 2]]),
+    ("rank1_reverse", [7], [[N, N, -1]]),
+    ("neg_steps", [5, 6], [[4, 0, -2], [N, N, -3]]),
+    ("clamped_ends", [5, 4], [[-100, 100, 1], [2, 99, N]]),
+    ("neg_start_stop", [9], [[-2, -8, -2]]),
+    ("rank4", [2, 3, 4, 5], [[1, N, 1], [N, N, -1], [0, 4, 3], [-2, N, N]]),
+    ("one_element", [3, 3], [[2, 3, 1], [-1, -2, -1]]),
+]
+
+
+def slice_v4_cases() -> list[dict]:
+    """slice and slice_scatter: positive and negative steps, clamped and negative ends, rank 4,
+    float32 and int32 data."""
+    cases = []
+    for dtype in ("float32", "int32"):
+        for tag, shape, slices in SLICES:
+            cases.append(single(f"slice/{dtype}_{tag}", "slice",
+                                lambda b, s=shape, d=dtype: [_data(b, s, d)], slices=slices))
+            want = [len(range(*slice(*e).indices(n))) for e, n in zip(slices, shape)]
+            cases.append(single(f"slice_scatter/{dtype}_{tag}", "slice_scatter",
+                                lambda b, s=shape, w=want, d=dtype: [_data(b, s, d),
+                                                                     _data(b, w, d)],
+                                slices=slices))
+    cases.append(single("slice/special_values", "slice",
+                        lambda b: [b.input([15], SIGNED[:12] + NONFINITE)], slices=[[N, N, -2]]))
+    return cases
+
+
+def index_v4_cases() -> list[dict]:
+    """index_select and gather (repeated indices, every axis, rank 4, int32 data)."""
+    cases = []
+    for dtype in ("float32", "int32"):
+        cases.append(single(f"index_select/{dtype}_axis0_repeated", "index_select",
+                            lambda b, d=dtype: [_data(b, [5, 4], d), b.ints([6], [4, 0, 4, 1, 1, 3])],
+                            axis=0))
+        cases.append(single(f"index_select/{dtype}_last_axis", "index_select",
+                            lambda b, d=dtype: [_data(b, [3, 7], d), _idx(b, [9], 7)], axis=-1))
+        cases.append(single(f"index_select/{dtype}_rank4_axis2", "index_select",
+                            lambda b, d=dtype: [_data(b, [2, 3, 4, 5], d), _idx(b, [5], 4)],
+                            axis=2))
+        cases.append(single(f"gather/{dtype}_axis1", "gather",
+                            lambda b, d=dtype: [_data(b, [4, 5], d), _idx(b, [4, 7], 5)], axis=1))
+        cases.append(single(f"gather/{dtype}_smaller_idx_axis0", "gather",
+                            lambda b, d=dtype: [_data(b, [6, 5], d), _idx(b, [3, 2], 6)], axis=0))
+        cases.append(single(f"gather/{dtype}_rank4_axis3", "gather",
+                            lambda b, d=dtype: [_data(b, [2, 3, 2, 5], d),
+                                                _idx(b, [2, 2, 2, 4], 5)], axis=-1))
+    cases.append(single("gather/rank1", "gather",
+                        lambda b: [b.input([8], SIGNED[:8]), b.ints([5], [7, 0, 7, 3, 1])], axis=0))
+    return cases
+
+
+# Order-sensitive float32 sources: 2^24 + 1 + 1 - 2^24 depends on the order of the additions.
+ORDERED = [16777216.0, 1.0, 1.0, -16777216.0, 0.5, 3e38, 3e38, -3e38]
+
+
+def accumulate_v4_cases() -> list[dict]:
+    """index_add and scatter_add: repeated indices with order-sensitive float32 values (a
+    different order gives other bits), int32 wrap-around, rank 3 and 4."""
+    cases = []
+    for dtype in ("float32", "int32"):
+        cases.append(single(f"index_add/{dtype}_repeated_axis0", "index_add",
+                            lambda b, d=dtype: [_data(b, [4, 3], d),
+                                                b.ints([6], [2, 0, 2, 2, 3, 0]),
+                                                _data(b, [6, 3], d)], axis=0))
+        cases.append(single(f"index_add/{dtype}_rank3_axis1", "index_add",
+                            lambda b, d=dtype: [_data(b, [2, 5, 3], d), _idx(b, [9], 5),
+                                                _data(b, [2, 9, 3], d)], axis=1))
+        cases.append(single(f"scatter_add/{dtype}_axis0", "scatter_add",
+                            lambda b, d=dtype: [_data(b, [3, 4], d), _idx(b, [5, 4], 3),
+                                                _data(b, [5, 4], d)], axis=0))
+        cases.append(single(f"scatter_add/{dtype}_rank4_smaller_idx", "scatter_add",
+                            lambda b, d=dtype: [_data(b, [2, 3, 4, 3], d),
+                                                _idx(b, [1, 2, 6, 3], 4),
+                                                _data(b, [1, 2, 6, 3], d)], axis=2))
+    cases.append(single("index_add/float32_order_sensitive", "index_add",
+                        lambda b: [b.input([2, 1], [0.0, -0.0]), b.ints([8], [0] * 4 + [1] * 4),
+                                   b.input([8, 1], ORDERED)], axis=0))
+    cases.append(single("scatter_add/float32_order_sensitive", "scatter_add",
+                        lambda b: [b.input([1, 2], [0.0, 1.0]), b.ints([1, 8], [0, 1] * 4),
+                                   b.input([1, 8], ORDERED)], axis=1))
+    cases.append(single("index_add/int32_wraps", "index_add",
+                        lambda b: [b.ints([2], [INT32_MAX, INT32_MIN]), b.ints([3], [0, 1, 0]),
+                                   b.ints([3], [1, -1, INT32_MAX])], axis=0))
+    return cases
+
+
+def concat_pad_v4_cases() -> list[dict]:
+    """concat of 2 and of 8 operands (unequal sizes along the axis, one node twice), int32,
+    rank 4; pad with zero widths on some axes, NaN and int32 values, rank 4."""
+    cases = []
+    for dtype in ("float32", "int32"):
+        b = Builder(f"concat/{dtype}_two_axis0")
+        b.out(b.concat([_data(b, [2, 3], dtype), _data(b, [4, 3], dtype)], 0), "y")
+        cases.append(b.case("concat"))
+        b = Builder(f"concat/{dtype}_eight_axis1")
+        parts = [_data(b, [3, k % 3 + 1], dtype) for k in range(7)]
+        b.out(b.concat([*parts, parts[0]], -1), "y")
+        cases.append(b.case("concat"))
+        b = Builder(f"concat/{dtype}_rank4_axis2")
+        b.out(b.concat([_data(b, [2, 1, 3, 2], dtype), _data(b, [2, 1, 1, 2], dtype),
+                        _data(b, [2, 1, 2, 2], dtype)], 2), "y")
+        cases.append(b.case("concat"))
+        cases.append(single(f"pad/{dtype}_zero_widths", "pad",
+                            lambda b, d=dtype: [_data(b, [3, 4], d)],
+                            widths=[[0, 0], [2, 1]], value=-7))
+        cases.append(single(f"pad/{dtype}_rank4", "pad",
+                            lambda b, d=dtype: [_data(b, [2, 1, 3, 2], d)],
+                            widths=[[1, 0], [0, 0], [2, 2], [0, 1]]))
+    cases.append(single("pad/float32_nan_value", "pad", lambda b: [b.rand([5], -1, 1)],
+                        widths=[[3, 2]], value="nan"))
+    cases.append(single("pad/float32_fraction_value", "pad", lambda b: [b.rand([2, 2], -1, 1)],
+                        widths=[[1, 1], [1, 1]], value=0.1))
+    cases.append(single("pad/int32_extreme_value", "pad", lambda b: [b.rand_ints([4])],
+                        widths=[[1, 1]], value=INT32_MIN))
+    return cases
+
+
+def v4_chain_cases() -> list[dict]:
+    """Selection ops feeding each other, and indices computed in the graph (argmax: indices a
+    GPU reads from a buffer it wrote, the run-time checked path)."""
+    cases = []
+    b = Builder("chain/v4_select")
+    x = b.rand([6, 8], -3, 3)
+    s = b.op("slice", x, slices=[[N, N, -1], [1, 7, 2]])
+    i = b.op("index_select", s, b.ints([4], [0, 5, 5, 2]), axis=0)
+    c = b.concat([i, s], 0)
+    p = b.op("pad", c, widths=[[1, 0], [0, 2]], value=0.25)
+    for node in (s, i, c, p):
+        b.out(node)
+    cases.append(b.case("chain"))
+    b = Builder("chain/v4_argmax_gather")
+    x = b.rand([5, 7], -3, 3)
+    where = b.op("argmax", x, axis=1, keepdim=True)
+    b.out(b.op("gather", x, where, axis=1))
+    b.out(b.op("scatter_add", b.full([5, 7], 0.0), where, b.full([5, 1], 1.0), axis=1))
+    cases.append(b.case("chain"))
+    return cases
+
+
+def large_v4_cases() -> list[dict]:
+    """Large shapes (more than 65535 workgroups of 64 on GPUs): a strided reverse slice, an
+    index_select and an index_add of 4096 repeated indices, concat and pad of 2^18 elements."""
+    cases = []
+    b = Builder("slice/large_514x512")
+    grid = b.op("add", b.rand([514, 1], -1, 1), b.rand([512], -1, 1))
+    b.out(b.op("slice", grid, slices=[[1, N, 1], [N, N, -1]]), "y")
+    cases.append(b.case("slice"))
+    b = Builder("index_select/large_4096_rows")  # 4096 indices: 8 copies of 512 (short JSON)
+    grid = b.op("add", b.rand([512, 1], -1, 1), b.rand([256], -1, 1))
+    b.out(b.op("index_select", grid, b.concat([_idx(b, [512], 512)] * 8, 0), axis=0), "y")
+    cases.append(b.case("index_select"))
+    b = Builder("index_add/large_4096_repeated")
+    cube = b.op("add", b.op("add", b.rand([64, 1, 1], -1, 1), b.rand([64, 1], -1, 1)),
+                b.rand([64], -1, 1))
+    grid = b.op("reshape", cube, shape=[4096, 64])
+    idx = b.concat([_idx(b, [512], 97)] * 8, 0)
+    b.out(b.op("index_add", b.full([97, 64], 0.0), idx, grid, axis=0), "y")
+    cases.append(b.case("index_add"))
+    b = Builder("concat/large_pad_262144")
+    grid = b.op("add", b.rand([256, 1], -1, 1), b.rand([512], -1, 1))
+    b.out(b.op("pad", b.concat([grid, grid], 0), widths=[[0, 0], [3, 0]], value=1.0), "y")
+    cases.append(b.case("pad"))
+    return cases
+
+
 FAMILIES: list[Callable[[], list[dict]]] = [
     source_cases, binary_cases, unary_cases, layout_cases, reduction_cases, softmax_cases,
     cross_entropy_cases, matmul_cases, optimizer_cases, life_cases, chain_cases, large_cases,
@@ -1062,6 +1246,8 @@ FAMILIES: list[Callable[[], list[dict]]] = [
     nonfinite_cases,
     select_binary_cases, where_cases, cast_cases, hash_cases, dropout_cases, select_chain_cases,
     large_select_cases,
+    slice_v4_cases, index_v4_cases, accumulate_v4_cases, concat_pad_v4_cases, v4_chain_cases,
+    large_v4_cases,
 ]
 
 

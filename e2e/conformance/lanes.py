@@ -78,7 +78,10 @@ def _result_dtype(node: Mapping, known: Mapping[int, str]) -> str:
         return node.get(attr) or spec["attrs"].get(attr, {}).get("default") or "float32"
     if rule not in spec.get("types", {}):
         return rule
-    for name, operand in zip(spec["operands"], operand_ids(node), strict=True):
+    ids = operand_ids(node)
+    listed = len(ids) - len(spec["operands"])  # a variadic list field comes first
+    names = [spec.get("variadic")] * listed + list(spec["operands"])
+    for name, operand in zip(names, ids, strict=True):
         if spec["operand_types"].get(name) == rule:
             return known.get(operand, "float32")
     return "float32"

@@ -112,6 +112,8 @@ def result_dtype(node: Mapping, operand_dtypes: list[str]) -> str:
     if rule.startswith("attr:"):
         return str(node.get(rule[5:], spec["attrs"][rule[5:]].get("default")))
     if rule in spec.get("types", {}):
+        if spec.get("variadic") and spec["operand_types"].get(spec["variadic"]) == rule:
+            return operand_dtypes[0]  # the variadic list comes first, bound to the variable
         for name, dtype in zip(spec["operands"], operand_dtypes, strict=True):
             if spec["operand_types"].get(name) == rule:
                 return dtype
@@ -718,6 +720,100 @@ def _dropout(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarr
     # kept: a * scale exactly in float64, rounded once to float32 when stored; dropped: a * 0
     value = np.where(u >= p, flat * scale, flat * 0.0).reshape(a.shape)
     return value, _zeros(value)
+
+
+# ---- protocol v4: selection (exact: values are moved, index_add/scatter_add add in order) ----
+# Written from the protocol text, not from gpulab: slices are Python slice objects of the raw
+# attrs (numpy applies Python's clamping), index_add/scatter_add are explicit loops that add
+# one source at a time in ascending position of idx and round (float32) or wrap (int32) each
+# sum, the sequential order docs/protocol.md fixes.
+
+
+def _stored_as(x: np.ndarray, like: np.ndarray) -> np.ndarray:
+    return wrap32(x) if _is_int(like) else f32(x)
+
+
+def _slices(node: Mapping) -> tuple[slice, ...]:
+    return tuple(slice(*entry) for entry in node["slices"])
+
+
+def _v4_axis(node: Mapping, rank: int) -> int:
+    return _norm_axis(int(node["axis"]), rank)
+
+
+@kernel("slice")
+def _slice(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    out = ops[0][_slices(node)]
+    return out, np.zeros(out.shape)
+
+
+@kernel("slice_scatter")
+def _slice_scatter(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    out = ops[0].copy()
+    out[_slices(node)] = ops[1]
+    return out, np.zeros(out.shape)
+
+
+@kernel("index_select")
+def _index_select(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a, idx = ops
+    out = np.take(a, idx.astype(np.int64), axis=_v4_axis(node, a.ndim))
+    return out, np.zeros(out.shape)
+
+
+@kernel("gather")
+def _gather(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a, idx = ops
+    axis = _v4_axis(node, a.ndim)
+    out = np.zeros(idx.shape, dtype=a.dtype)
+    for p in np.ndindex(*idx.shape):
+        q = list(p)
+        q[axis] = int(idx[p])
+        out[p] = a[tuple(q)]
+    return out, np.zeros(out.shape)
+
+
+@kernel("index_add")
+def _index_add(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a, idx, src = ops
+    axis = _v4_axis(node, a.ndim)
+    out = a.copy()
+    for j, t in enumerate(idx.astype(np.int64)):  # ascending position in idx
+        at = [slice(None)] * a.ndim
+        at[axis] = int(t)
+        take = [slice(None)] * a.ndim
+        take[axis] = j
+        out[tuple(at)] = _stored_as(out[tuple(at)] + src[tuple(take)], a)
+    return out, np.zeros(out.shape)
+
+
+@kernel("scatter_add")
+def _scatter_add(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a, idx, src = ops
+    axis = _v4_axis(node, a.ndim)
+    out = a.copy()
+    for p in np.ndindex(*idx.shape):  # row-major: ascending along axis per output element
+        q = list(p)
+        q[axis] = int(idx[p])
+        out[tuple(q)] = _stored_as(out[tuple(q)] + src[p], a)
+    return out, np.zeros(out.shape)
+
+
+@kernel("concat")
+def _concat(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    out = np.concatenate(ops, axis=_v4_axis(node, ops[0].ndim))
+    return out, np.zeros(out.shape)
+
+
+@kernel("pad")
+def _pad(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a = ops[0]
+    value = _attr(node, "value")
+    value = NONFINITE[value] if isinstance(value, str) else value
+    fill = int(value) if _is_int(a) else float(f32(float(value)))  # type: ignore[arg-type]
+    widths = [(int(b), int(e)) for b, e in node["widths"]]  # type: ignore[union-attr]
+    out = np.pad(a, widths, mode="constant", constant_values=fill) if a.ndim else a.copy()
+    return out, np.zeros(out.shape)
 
 
 # ---- graphs ---------------------------------------------------------------------------------

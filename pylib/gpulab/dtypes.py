@@ -373,8 +373,9 @@ def result_dtype(where: str, node: int, row: dict[str, Any], operand_dtypes: lis
                  attrs: dict[str, Any]) -> str:
     """The dtype of a node's result by its op-table row (see the JS twin `resultDtype`)."""
     bound: dict[str, tuple[str, str]] = {}
-    for operand, got in zip(row["operands"], operand_dtypes):
-        variable = row["operand_types"][operand]
+    names = optable.operand_names(row, len(operand_dtypes))
+    for operand, got in zip(names, operand_dtypes):
+        variable = row["operand_types"][optable.operand_field(operand)]
         allowed = [variable] if variable in DTYPES else row["types"][variable]
         if got not in allowed:
             raise GpuLabError(

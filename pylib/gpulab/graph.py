@@ -22,9 +22,12 @@ from . import host, optable
 from .dtypes import result_dtype
 from .errors import GpuLabError
 from .host import SessionLike
+from .indexing import basic_index
 from .protocol import check_attrs, infer_node, label, node_version, to_float32_array
 from .session import Session
 from .shapes import Shape, element_count
+from .shapes_select import slice_indices
+from .values import check_node_values
 from .wgsl_check import NODE_DTYPE_RULES, NODE_SHAPE_RULES
 
 __all__ = ["Graph", "Session", "SessionLike", "Tensor"]
@@ -198,6 +201,54 @@ class Tensor:
     @property
     def T(self) -> Tensor:
         return self.transpose()
+
+    # -- selection (protocol version 4) ------------------------------------------------------
+
+    def __getitem__(self, key: Any) -> Tensor:
+        """Basic indexing as NumPy: integers, slices (negative steps too), `...`, `None`:
+        a `slice` node, then a `reshape` when an integer drops an axis or None inserts one."""
+        index = basic_index(key, self.shape)
+        out = self if index.trivial else self.graph.op("slice", a=self, slices=index.slices)
+        if index.layout is None:
+            return out
+        return out.reshape(*index.result_shape(out.shape))
+
+    def slice_scatter(self, src: Any, slices: Any) -> Tensor:
+        """A copy of self with `self[slices]` replaced by src (slices: a basic-indexing key
+        without None, e.g. `(slice(1, 3), 0)` or `np.s_[1:3, 0]`); an integer axis of the key
+        is one element long in src or absent from it."""
+        index = basic_index(slices, self.shape, allow_none=False)
+        src_t = self.graph._operand(src, "slice_scatter operand 'src'")
+        if index.dropped:
+            want = tuple(slice_indices(e, n)[3] for e, n in zip(index.slices, self.shape))
+            if src_t.shape != want and src_t.size == element_count(want):
+                src_t = src_t.reshape(*want)
+        return self.graph.op("slice_scatter", a=self, src=src_t, slices=index.slices)
+
+    def index_select(self, axis: int, idx: Any) -> Tensor:
+        """torch.index_select: the entries idx (int32, rank 1) along axis."""
+        return self.graph.op("index_select", a=self, idx=self.graph._index(idx), axis=axis)
+
+    def gather(self, axis: int, idx: Any) -> Tensor:
+        """torch.gather: out[p] = self[p with axis replaced by idx[p]] (idx int32)."""
+        return self.graph.op("gather", a=self, idx=self.graph._index(idx), axis=axis)
+
+    def index_add(self, axis: int, idx: Any, src: Any) -> Tensor:
+        """torch.index_add: self with src[.., j, ..] added at idx[j] along axis, for j in
+        ascending order (the protocol's fixed order: bit-identical on every backend)."""
+        return self.graph.op("index_add", a=self, idx=self.graph._index(idx),
+                             src=self.graph._operand(src), axis=axis)
+
+    def scatter_add(self, axis: int, idx: Any, src: Any) -> Tensor:
+        """torch.scatter_add: self with src[p] added at p with axis replaced by idx[p], in
+        row-major order of idx (the protocol's fixed order)."""
+        return self.graph.op("scatter_add", a=self, idx=self.graph._index(idx),
+                             src=self.graph._operand(src), axis=axis)
+
+    def pad(self, widths: Any, value: float = 0) -> Tensor:
+        """Constant padding: widths one (before, after) per axis."""
+        return self.graph.op("pad", a=self, widths=[list(w) for w in widths]
+                             if isinstance(widths, (list, tuple)) else widths, value=value)
 
     # -- losses ---------------------------------------------------------------------------
 
@@ -511,6 +562,26 @@ class Graph:
             return self._own(counter, "counter")
         return self.tensor(counter, dtype="uint32")
 
+    def _operands(self, values: Any, count: dict[str, int] | None, what: str) -> list[Tensor]:
+        """A variadic operand (concat's tensors): a list of Tensors or scalars, as many as the
+        row's `variadic_count` allows."""
+        low, high = (count["min"], count["max"]) if count else (0, optable.limits()["max_nodes"])
+        if not isinstance(values, (list, tuple)) or not low <= len(values) <= high:
+            raise GpuLabError("VALIDATION", f"{what}: give a list of {low} to {high} tensors, "
+                                            f"got {values!r}")
+        return [self._operand(v, f"{what}[{i}]") for i, v in enumerate(values)]
+
+    def _index(self, idx: Any) -> Tensor:
+        """An index operand: a Tensor of this graph, or data made an int32 constant."""
+        if isinstance(idx, Tensor):
+            return self._own(idx, "index")
+        return self.tensor(idx, dtype="int32")
+
+    def concat(self, tensors: Sequence[Any], axis: int = 0) -> Tensor:
+        """Join 2..8 tensors along axis (the op `concat`; its operand is the list)."""
+        return self.op("concat", tensors=list(tensors) if isinstance(tensors, (list, tuple))
+                       else tensors, axis=axis)
+
     def _source(self, op: str, attrs: dict[str, Any]) -> Tensor:
         return self._append(op, {}, attrs)
 
@@ -524,31 +595,43 @@ class Graph:
             raise GpuLabError("VALIDATION", f"unknown op {name!r} (the op table has "
                                             f"{len(optable.ops())} ops)")
         fields = dict(operands_and_attrs)
-        operands = {}
-        for k in row["operands"]:
+        operands: dict[str, Tensor | list[Tensor]] = {}
+        variadic = row.get("variadic")  # a list field first (docs/protocol.md), e.g. tensors
+        for k in ([variadic] if variadic else []) + list(row["operands"]):
             if k not in fields:
                 raise GpuLabError("VALIDATION", f"{name}: missing operand '{k}' (operands: "
-                                                f"{row['operands']})")
-            operands[k] = self._operand(fields.pop(k), f"{name} operand '{k}'")
+                                                f"{row['operands'] or [variadic]})")
+            value = fields.pop(k)
+            if k == variadic:
+                operands[k] = self._operands(value, row.get("variadic_count"),
+                                             f"{name} operand '{k}'")
+            else:
+                operands[k] = self._operand(value, f"{name} operand '{k}'")
         unknown = sorted(set(fields) - set(row["attrs"]))
         if unknown:
             raise GpuLabError("VALIDATION", f"{name}: unknown attribute(s) {unknown} (attrs: "
                                             f"{sorted(row['attrs'])})")
         return self._append(name, operands, fields)
 
-    def _append(self, op: str, operands: dict[str, Tensor], raw: dict[str, Any]) -> Tensor:
+    def _append(self, op: str, operands: Mapping[str, Tensor | list[Tensor]],
+                raw: dict[str, Any]) -> Tensor:
         node_id = len(self._nodes)
         attrs, data = check_attrs(node_id, op, raw)
-        shapes = [t.shape for t in operands.values()]
+        flat = [t for v in operands.values() for t in (v if isinstance(v, list) else [v])]
+        shapes = [t.shape for t in flat]
         shape, attrs = infer_node(node_id, op, attrs, shapes)
         dtype = result_dtype(label(node_id, op), node_id, optable.ops()[op],
-                             [t.dtype for t in operands.values()], attrs)
+                             [t.dtype for t in flat], attrs)
+        check_node_values(SimpleNamespace(id=node_id, op=op, attrs=attrs, dtype=dtype),
+                          [SimpleNamespace(op=t.op, shape=t.shape,
+                                           data=self._nodes[t.id].get("data")) for t in flat])
         limit = optable.limits()["max_elements"]
         if element_count(shape) > limit:
             raise GpuLabError("LIMIT", f"{label(node_id, op)}: result shape {list(shape)} has "
                                        f"{element_count(shape)} elements > {limit}", node_id)
         node: dict[str, Any] = {"id": node_id, "op": op}
-        node.update({k: t.id for k, t in operands.items()})
+        node.update({k: [t.id for t in v] if isinstance(v, list) else v.id
+                     for k, v in operands.items()})
         node.update(_emitted_attrs(op, attrs))
         if data is not None:
             node["data"] = data

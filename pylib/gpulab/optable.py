@@ -36,3 +36,18 @@ def protocol_versions() -> list[int]:
 def reduce_lanes() -> int:
     """The lane count of the fixed reduction order (64)."""
     return int(load()["reduce_lanes"])
+
+
+def operand_names(row: dict[str, Any], count: int) -> list[str]:
+    """The operand names of a checked node, one per operand: a variadic row's list field first
+    (`variadic`: the field's name, e.g. concat's `tensors`: `tensors[0]`, `tensors[1]`, ...),
+    then the row's `operands` (twin of optable.mjs `operandNames`)."""
+    if "variadic" not in row:
+        return list(row["operands"])
+    listed = count - len(row["operands"])
+    return [f"{row['variadic']}[{i}]" for i in range(listed)] + list(row["operands"])
+
+
+def operand_field(name: str) -> str:
+    """The op-table name of an operand name (`tensors[2]` -> `tensors`)."""
+    return name.split("[", 1)[0]

@@ -18,6 +18,7 @@ from . import optable
 from .dtypes import DTYPES, as_number, block_shape_problem, result_dtype, to_typed
 from .errors import GpuLabError
 from .shapes import SHAPE_RULES, Shape, ShapeError, element_count
+from .values import check_values
 from .wgsl_check import ATTR_CHECKERS as WGSL_ATTR_CHECKERS
 from .wgsl_check import NODE_DTYPE_RULES, NODE_SHAPE_RULES
 
@@ -292,7 +293,43 @@ def _check_reshape(value: Any, where: str, node: int | None, _: dict) -> tuple[i
     return tuple(dims)  # type: ignore[arg-type]
 
 
+def _check_slices(value: Any, where: str, node: int | None, _: dict) -> list[list[int | None]]:
+    # slice / slice_scatter: one [start, stop, step] per axis; start/stop None or an integer,
+    # step None (1) or a non-zero integer
+    def entry(e: Any) -> list[int | None] | None:
+        if not isinstance(e, (list, tuple)) or len(e) != 3:
+            return None
+        ints = [None if x is None else _as_int(x) for x in e]
+        if any(x is None and v is not None for x, v in zip(ints, e)) or ints[2] == 0:
+            return None
+        return ints
+
+    entries = [entry(e) for e in value] if isinstance(value, (list, tuple)) else [None]
+    if any(e is None for e in entries):
+        raise _fail("VALIDATION", f"{where}: slices must be a list of [start, stop, step] "
+                    f"(integers or null, step not 0), got {_show(value)}", node)
+    return entries  # type: ignore[return-value]
+
+
+def _check_pad_widths(value: Any, where: str, node: int | None, _: dict) -> list[list[int]]:
+    # pad: one [before, after] per axis, integers >= 0
+    def entry(e: Any) -> list[int] | None:
+        if not isinstance(e, (list, tuple)) or len(e) != 2:
+            return None
+        ints = [_as_int(x) for x in e]
+        return None if any(x is None or x < 0 for x in ints) else ints  # type: ignore[return-value]
+
+    entries = [entry(e) for e in value] if isinstance(value, (list, tuple)) else [None]
+    if any(e is None for e in entries):
+        raise _fail("VALIDATION", f"{where}: widths must be a list of [before, after] "
+                    f"(integers >= 0), got {_show(value)}", node)
+    return entries  # type: ignore[return-value]
+
+
 ATTR_CHECKERS = {
+    "slices": _check_slices,
+    "pad_widths": _check_pad_widths,
+    "scalar": _check_value,
     "shape": _check_shape,
     "data": _check_data,
     "dtype": _check_dtype,
@@ -404,6 +441,7 @@ def validate(graph: Any) -> CheckedGraph:
     _infer_dtypes(topo, by_id)
     _check_output_dtypes(outputs, by_id)
     required = _check_version(version, nodes)
+    check_values(nodes, by_id)
     needed = _needed(outputs, by_id)
     order = [i for i in topo if i in needed]
     return CheckedGraph(version, required, nodes, order, outputs, by_id)
@@ -467,7 +505,7 @@ def _check_node(index: int, raw: Any, seen: set[int]) -> CheckedNode:
     if not isinstance(op, str) or op not in table:
         raise _fail("VALIDATION", f"{label(node_id, op)}: unknown op {_show(op)}", node_id)
     row = table[op]
-    operands = _variadic_operands(node_id, op, raw, row["variadic"]) if "variadic" in row else []
+    operands = _variadic_operands(node_id, op, raw, row) if "variadic" in row else []
     for name in row["operands"]:
         ref = _as_id(raw.get(name)) if name in raw else None
         if ref is None:
@@ -484,8 +522,11 @@ def _check_node(index: int, raw: Any, seen: set[int]) -> CheckedNode:
     return CheckedNode(node_id, op, tuple(operands), attrs, data=data)
 
 
-def _variadic_operands(node_id: int, op: str, raw: dict, name: str) -> list[int]:
-    """A variadic operand (the wgsl op's `inputs`): a list of node ids, which become the operands."""
+def _variadic_operands(node_id: int, op: str, raw: dict, row: dict) -> list[int]:
+    """A variadic operand (docs/protocol.md "Variadic operands": the wgsl op's `inputs`,
+    concat's `tensors`): a list of node ids, which become the operands; `variadic_count`
+    bounds its length."""
+    name = row["variadic"]
     if name not in raw:
         raise _fail("VALIDATION", f"{label(node_id, op)}: operand '{name}' is missing", node_id)
     value = raw[name]
@@ -493,6 +534,10 @@ def _variadic_operands(node_id: int, op: str, raw: dict, name: str) -> list[int]
     if any(r is None for r in refs):
         raise _fail("VALIDATION", f"{label(node_id, op)}: operand '{name}' must be a list of "
                     f"integer node ids, got {_show(value)}", node_id)
+    count = row.get("variadic_count")
+    if count and not count["min"] <= len(refs) <= count["max"]:
+        raise _fail("VALIDATION", f"{label(node_id, op)}: operand {name} must be a list of "
+                    f"{count['min']} to {count['max']} node ids (it has {len(refs)})", node_id)
     return [r for r in refs if r is not None]
 
 
@@ -500,9 +545,7 @@ def _check_structure(
     nodes: list[CheckedNode], by_id: dict[int, CheckedNode], raw_outputs: list
 ) -> list[Output]:
     for node in nodes:
-        row = optable.ops()[node.op]
-        names = ([f"{row['variadic']}[{i}]" for i in range(len(node.operands))]
-                 if "variadic" in row else row["operands"])
+        names = optable.operand_names(optable.ops()[node.op], len(node.operands))
         for name, ref in zip(names, node.operands):
             if ref not in by_id:
                 raise _fail(

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .shapes_select import SELECT_RULES, SelectShapeError
+
 Shape = tuple[int, ...]
 Attrs = dict[str, Any]
 Rule = Callable[[list[Shape], Attrs], tuple[Shape, Attrs]]
@@ -227,3 +229,17 @@ SHAPE_RULES: dict[str, Rule] = {
     "adam_update": _adam_update,
     "life": _life,
 }
+
+
+def _select_rule(rule: Callable[[list[Shape], Attrs], tuple[Shape, Attrs]]) -> Rule:
+    # the v4 selection rules (shapes_select.py) normalize a copy of the attrs
+    def run(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
+        try:
+            return rule(shapes, dict(attrs))
+        except SelectShapeError as err:
+            raise ShapeError(str(err)) from None
+
+    return run
+
+
+SHAPE_RULES.update({name: _select_rule(rule) for name, rule in SELECT_RULES.items()})

@@ -146,7 +146,7 @@ def test_version_must_be_an_integer(version):
     refused(edited(version=version), "VALIDATION", None, "version")
 
 
-@pytest.mark.parametrize("version", [0, 4, 99, -1])
+@pytest.mark.parametrize("version", [0, 9, 99, -1])
 def test_unknown_version(version):
     refused(edited(version=version), "UNSUPPORTED_VERSION", None, str(version))
 

@@ -197,3 +197,85 @@ def test_validators_agree_on_the_select_ops():
     kinds = _agree(graphs)
     assert used >= 1000, used
     assert kinds["ok"] >= 20 and kinds["error"] >= 300 and kinds["message"] >= 100, kinds
+
+
+# ---- protocol v4: the selection ops (their shape rules, the variadic operand, index data)
+
+V4_SLICES = [[[None, None, None]], [[1, None, 2]], [[None, None, -1], [0, 2, 1]],
+             [[5, 9, 1]], [[0, 1, 0]], [[-1, -3, -1], [None, None, -2]], [[0, 1]],
+             [[2, 2, 1], [None, None, 1]], [[-100, 100, 1], [1.0, None, None]]]
+
+
+def random_v4_graph(rng: random.Random) -> dict:
+    """A small graph of v4 ops: data x (float32 or int32), int32 indices i (mostly in range), a
+    source s shaped like x (mostly), then one or two v4 ops over them."""
+    pick = rng.choice
+    shape = pick([[3], [2, 3], [3, 2], [2, 1, 3], [2, 2]])
+    dtype = pick(["float32", "int32"])
+
+    def inp(node_id: int, shape: list, dtype: str, values: list) -> dict:
+        count = 1
+        for d in shape:
+            count *= d
+        return {"id": node_id, "op": "input", "shape": shape, "dtype": dtype,
+                "data": [pick(values) for _ in range(count)]}
+
+    nodes = [inp(0, shape, dtype, [0, 1, -2]),
+             inp(1, pick([[2], [1], shape, [1] * len(shape), [3]]), pick(["int32"] * 5 +
+                                                                     ["float32"]),
+                 pick([[0, 1], [0, 1], [0, 1, 2, -1]])),
+             inp(2, pick([shape, shape, [2], [1, 3]]), pick([dtype, dtype, "int32"]), [1, 2])]
+    axis = pick([0, 0, -1, 1, 2, None, 1.5])
+    sl = pick(V4_SLICES[:3] + [[[None, None, -1]] * len(shape), [[0, 1, 1]] * len(shape)]
+              + V4_SLICES[3:])
+    for node_id in (3, 4) if rng.random() < 0.3 else (3,):
+        x = pick([0, 0, node_id - 1]) if node_id == 4 else 0
+        nodes.append(pick([
+            {"id": node_id, "op": "slice", "a": x, "slices": sl},
+            {"id": node_id, "op": "slice_scatter", "a": x, "src": pick([0, 2]), "slices": sl},
+            {"id": node_id, "op": "index_select", "a": x, "idx": 1, "axis": axis},
+            {"id": node_id, "op": "gather", "a": x, "idx": 1, "axis": axis},
+            {"id": node_id, "op": "index_add", "a": x, "idx": 1, "src": pick([0, 2]),
+             "axis": axis},
+            {"id": node_id, "op": "scatter_add", "a": x, "idx": 1, "src": pick([1, 2]),
+             "axis": axis},
+            {"id": node_id, "op": "concat", "axis": axis,
+             "tensors": [pick([0, 0, 2]) for _ in range(pick([1, 2, 3, 8, 9]))]},
+            {"id": node_id, "op": "pad", "a": x,
+             "widths": pick([[[1, 0]] * len(shape), [[0, 0], [2, 1]], [[0, -1]]]),
+             "value": pick([0, -1, 2.5, "nan", 2**31])},
+        ]))
+    return {"version": pick([3, 4, 4, 4]), "nodes": nodes,
+            "outputs": [{"name": "y", "id": nodes[-1]["id"]}]}
+
+
+def test_python_and_js_validators_agree_on_v4_ops():
+    """Both validators give the same first error (code, node) or the same checked graph on 3000
+    random v4 graphs (mutated too), and word their index-data and variadic errors alike."""
+    rng = random.Random(20261201)
+    graphs = [mutate(random_v4_graph(rng), rng) for _ in range(3000)]
+    text = json.dumps(graphs, allow_nan=False)
+    graphs = json.loads(text)
+    words = SAME_TEXT + r"|out of range for axis|must be a list of \d to \d node ids"
+    js = subprocess.run(["node", "--input-type=module", "-e", JS, words], input=text, cwd=ROOT,
+                        capture_output=True, text=True, check=True, timeout=120)
+    kinds = {"ok": 0, "error": 0, "index": 0, "variadic": 0}
+    for graph, js_view in zip(graphs, json.loads(js.stdout), strict=True):
+        page = js_view.pop("page")
+        assert "crash" not in js_view, js_view["crash"]
+        try:
+            c = validate(graph)
+            py_view: dict = {"ok": True, "required": c.required_version, "order": c.order,
+                             "shapes": [[n.id, list(n.shape), n.dtype] for n in c.nodes]}
+        except GpuLabError as err:
+            py_view = {"code": err.code, "node": err.node}
+            if re.search(words, err.message):
+                py_view["message"] = err.message
+        assert py_view == js_view, json.dumps(graph)
+        assert {k: v for k, v in py_view.items() if k != "message"} == page, json.dumps(graph)
+        kinds["ok" if "ok" in py_view else "error"] += 1
+        kinds["index"] += "out of range for axis" in py_view.get("message", "")
+        kinds["variadic"] += "node ids" in py_view.get("message", "")
+    # at seed 20261201: 112 valid, 2888 refused, 8 index-data and 77 variadic messages
+    assert kinds["ok"] >= 100 and kinds["error"] >= 1000, kinds
+    assert kinds["index"] >= 5 and kinds["variadic"] >= 50, kinds

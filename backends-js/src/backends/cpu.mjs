@@ -14,6 +14,7 @@ import './cpu/map_bits.mjs';
 import './cpu/extremes.mjs';
 import './cpu/quant.mjs';
 import './cpu/select.mjs';
+import './cpu/index_ops.mjs';
 
 export const name = 'cpu';
 

@@ -113,6 +113,8 @@ class CpuProgram:
             args = [values[ref] for ref in node.operands]
             try:
                 values[node_id] = self._kernels[node.op](node, args)
+            except GpuLabError:  # a kernel's own error (an index out of range): as it is
+                raise
             except Exception as err:  # a kernel bug must surface as a backend error, named
                 raise GpuLabError(
                     "BACKEND", f"{label(node.id, node.op)}: cpu-python kernel failed: {err}", node.id
