@@ -222,6 +222,8 @@ export const SHAPE_RULES = {
   matmul_q(ctx) {
     const [a, b] = ctx.shapes;
     if (a.length < 2) throw fail(ctx, `operand a needs rank >= 2, got ${describe(ctx, ['a', 'b'])}`);
+    // a b of another dtype reaches this rule before the dtype check (found by the fuzz lane)
+    if (b.length !== 2) throw fail(ctx, `operand b must be [N, K], got ${describe(ctx, ['a', 'b'])}`);
     if (a[a.length - 1] !== b[1]) {
       throw fail(ctx, `inner dimensions differ (a @ b.T): ${describe(ctx, ['a', 'b'])}`);
     }

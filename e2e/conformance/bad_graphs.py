@@ -488,6 +488,10 @@ def hostile_rows() -> list[dict]:
         row("hostile/op_nested_200_deep", graph([{"id": 0, "op": deep}], out=[{"name": "y",
                                                                                "id": 0}]),
             "VALIDATION", 0, "unknown op"),
+        # found by the fuzz lane: a scalar float32 b reached matmul_q's shape rule (IndexError)
+        row("hostile/matmul_q_scalar_b", graph([inp(0, [3, 2]), inp(1, []),
+                                                {"id": 2, "op": "matmul_q", "a": 0, "b": 1}]),
+            "VALIDATION", 2, "operand b must be [n, k]"),
     ]
 
 

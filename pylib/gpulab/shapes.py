@@ -159,6 +159,8 @@ def _matmul_q(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
     a, b = shapes
     if len(a) < 2:
         raise ShapeError(f"matmul_q operand a needs rank >= 2, got {_show(a)} and {_show(b)}")
+    if len(b) != 2:  # a b of another dtype reaches this rule before the dtype check (fuzz)
+        raise ShapeError(f"matmul_q operand b must be [N, K], got {_show(a)} and {_show(b)}")
     if a[-1] != b[1]:
         raise ShapeError(
             f"matmul_q inner dimensions differ (a @ b.T): {_show(a)} and {_show(b)} "
