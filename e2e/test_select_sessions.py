@@ -11,7 +11,7 @@ import pytest
 PAGE = "/e2e/webgpu_test.html"
 
 
-@pytest.mark.parametrize("backend", ["webgpu", "wasm", "cpu"])
+@pytest.mark.parametrize("backend", ["webgpu", "webgl2", "wasm", "cpu"])
 def test_dropout_session_equals_chained_executes(page, server_url, backend: str) -> None:
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))

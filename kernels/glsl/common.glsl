@@ -13,7 +13,7 @@ precision highp sampler2DArray;
 
 uniform int u_n;   // element count of the output
 uniform int u_w;   // width of the output texture
-#if !defined(BLOCK_ROWS) && !defined(OUT3) && !defined(OUT_INT) && !defined(INT_KERNEL)
+#if !defined(BLOCK_ROWS) && !defined(OUT3) && !defined(OUT_INT) && !defined(OUT_UINT) && !defined(INT_KERNEL)
 out vec4 o_value;  // the render target is R32F (only .r is stored) or RGBA32F (PACKED_OUT)
 #endif
 
@@ -122,9 +122,12 @@ void main() {
 }
 #elif defined(WORDS_OUT)
 // Kernels that compute 32-bit words (map_bits.glsl, extremes.glsl) define word i, stored as
-// is: into an R32I target (OUT_INT: an int32 tensor) or as the bits of an R32F one.
+// is: into an R32I target (OUT_INT: an int32 tensor), an R32UI one (OUT_UINT: uint32 or bool,
+// select.glsl) or as the bits of an R32F one.
 #if defined(OUT_INT)
 out ivec4 o_value;
+#elif defined(OUT_UINT)
+out uvec4 o_value;
 #endif
 uint kernelWord(int i);
 
@@ -134,6 +137,8 @@ void main() {
   uint w = i < u_n ? kernelWord(i) : 0u;
 #if defined(OUT_INT)
   o_value = ivec4(floatBitsToInt(uintBitsToFloat(w)), 0, 0, 1);
+#elif defined(OUT_UINT)
+  o_value = uvec4(w, 0u, 0u, 1u);
 #else
   o_value = vec4(uintBitsToFloat(w), 0.0, 0.0, 1.0);
 #endif

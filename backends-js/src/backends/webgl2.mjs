@@ -37,6 +37,7 @@ import './webgl2/layout.mjs';
 import './webgl2/matmul.mjs';
 import './webgl2/extremes.mjs';
 import './webgl2/reductions.mjs';
+import './webgl2/select.mjs';
 
 export const name = 'webgl2';
 
