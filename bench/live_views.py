@@ -9,6 +9,10 @@ the page's frame log (web/animate.mjs): frames per second shown, and per frame t
 and present times and the latency from the step's start in the worker to the page's
 requestAnimationFrame that acknowledges the frame (the frame is on the canvas by then; the
 compositor's own delay after that is not measured). Prints a markdown table.
+
+`--native`: the native path instead (wgpu-py, lavapipe here): per frame one session step and an
+offscreen render of the board by present.wgsl with the image read back (e2e/native_present.py),
+timed in Python (no display, so no pacing: as fast as it goes).
 """
 
 from __future__ import annotations
@@ -69,12 +73,71 @@ def measure(page, backend: str, n: int, seconds: float) -> dict:
     }
 
 
+def native_rows(sizes: list[int], seconds: float) -> list[dict]:
+    """Frames per second and per-frame times of the native offscreen path."""
+    import random
+    import time
+
+    from gpulab import host
+
+    from e2e.native_present import _pipeline, render
+
+    rows = []
+    for n in sizes:
+        random.seed(1)
+        data = [1.0 if random.random() < 0.3 else 0.0 for _ in range(n * n)]
+        graph = {
+            "version": 2,
+            "nodes": [
+                {"id": 0, "op": "input", "shape": [n, n], "data": data},
+                {"id": 1, "op": "life", "a": 0},
+            ],
+            "outputs": [{"name": "board", "id": 1}],
+        }
+        s = host.prepare(graph, carry={0: "board"}, backend="wgpu", allow_software=True)
+        pipeline = _pipeline(s._program._ex.device)
+        steps, renders = [], []
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            t0 = time.perf_counter()
+            s.run_steps(1)
+            t1 = time.perf_counter()
+            render(s, "board", palette=True, pipeline=pipeline)
+            steps.append(1000 * (t1 - t0))
+            renders.append(1000 * (time.perf_counter() - t1))
+        adapter = s._stats.get("adapter", {}) if isinstance(s._stats, dict) else {}
+        s.dispose()
+        rows.append(
+            {
+                "n": n,
+                "frames": len(steps),
+                "fps": len(steps) / seconds,
+                "step": statistics.median(steps),
+                "render": statistics.median(renders),
+                "adapter": adapter,
+            }
+        )
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=6.0)
     parser.add_argument("--sizes", default="48,256")
     parser.add_argument("--backends", default="webgpu,webgl2,wasm,cpu")
+    parser.add_argument("--native", action="store_true", help="the native wgpu path instead")
     args = parser.parse_args()
+    if args.native:
+        rows = native_rows([int(x) for x in args.sizes.split(",")], args.seconds)
+        print("| path | board | frames | fps | step ms (median) | render + read-back ms (median) |")
+        print("|---|---|---|---|---|---|")
+        for r in rows:
+            print(
+                f"| native wgpu ({r['adapter'].get('description', r['adapter'])}) | "
+                f"{r['n']}×{r['n']} | {r['frames']} | {r['fps']:.1f} | {r['step']:.2f} | "
+                f"{r['render']:.2f} |"
+            )
+        return 0
     from gpulab.server import start
     from playwright.sync_api import expect, sync_playwright
 

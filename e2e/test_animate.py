@@ -273,6 +273,9 @@ def test_lost_device_ends_the_view_with_a_message(live) -> None:
     wait_ended(page, timeout=20_000)
     expect(view(page)).to_have_attribute("data-reason", "error")
     expect(view(page).get_by_role("alert")).to_contain_text("lost")
+    # the runtime stays on the lost device: a fresh worker for the tests after this one
+    page.get_by_role("button", name="Restart Python").click()
+    expect(page.locator("body")).to_have_attribute("data-ready", "true", timeout=120_000)
 
 
 VIRIDIS_LOW = (68, 1, 84)  # colors.mjs COLOUR_MAP[0]: the heat map at vmin

@@ -104,7 +104,7 @@ export class Animation {
     this.unacked = 0;
     this.maxUnacked = 0;
     this.paused = false;
-    /** @type {'waiting'|'running'|'ended'} */
+    /** @type {'waiting'|'opening'|'running'|'ended'} */
     this.state = 'waiting';
     /** @type {import('../backends-js/src/present/registry.mjs').Surface|null} */
     this.surface = null;
@@ -120,12 +120,15 @@ export class Animation {
   }
 
   /** The page's canvas arrived: open the presenter and run the loop. @param {OffscreenCanvas} canvas */
-  start(canvas) {
+  async start(canvas) {
     if (this.state !== 'waiting') return;
+    this.state = 'opening';
     try {
       const { height, width, dtype } = this.view;
       const view = { height, width, dtype, colouring: colouring(dtype, this.spec) };
-      this.surface = presenterFor(this.session.backend).open(this.session.parts.program, canvas, view);
+      const surface = await presenterFor(this.session.backend).open(this.session.parts.program, canvas, view);
+      if (this.state !== 'opening') { surface.close(); return; } // ended while opening
+      this.surface = surface;
     } catch (err) {
       this.end('error', err);
       return;

@@ -3,8 +3,9 @@
 // presenter, a page that acknowledges or does not), and the bounded input streams.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { createRuntime } from '../src/runtime.mjs';
-import { COLOUR_MAP, PALETTE, colourOf, colouring, fillPixels } from '../src/present/colors.mjs';
+import { COLOUR_MAP, NAN_COLOUR, PALETTE, colourOf, colouring, fillPixels } from '../src/present/colors.mjs';
 import { presenterFor, registerPresenter } from '../src/present/index.mjs';
 import { ACK_WAIT_MS, Animation, MAX_UNACKED, checkSpec } from '../../web/animator.mjs';
 import { BoundedStream, FeedBuilder, InputStreams, MAX_EVENTS } from '../../web/anim-input.mjs';
@@ -57,6 +58,19 @@ test('colours: palette for masks and integers, the colour map for floats, NaN vi
   assert.deepEqual(colourOf(NaN, map), [255, 0, 255]);
   const px = fillPixels([0, 1], pal, new Uint8ClampedArray(8));
   assert.deepEqual([...px], [...PALETTE[0], 255, ...PALETTE[1], 255]);
+});
+
+test('present.wgsl holds colors.mjs tables (WebGPU, browser and native, draws as the rest)', () => {
+  const wgsl = readFileSync(new URL('../src/present/present.wgsl', import.meta.url), 'utf8');
+  const table = (name) => {
+    const body = wgsl.match(new RegExp(`var<private> ${name}: array<vec3f, \\d+> = array<vec3f, \\d+>\\(([^;]*)\\);`))[1];
+    return [...body.matchAll(/vec3f\(([^)]*)\)/g)].map((m) => m[1].split(',').map((x) => Math.round(Number(x) * 255)));
+  };
+  assert.deepEqual(table('PALETTE'), PALETTE.map((c) => [...c]));
+  assert.deepEqual(table('STOPS'), COLOUR_MAP.map((c) => [...c]));
+  const nan = wgsl.match(/if \(is_nan\(v\)\) \{ return vec3f\(([^)]*)\); \}/)[1];
+  assert.deepEqual(nan.split(',').map((x) => Math.round(Number(x) * 255)), [...NAN_COLOUR]);
+  assert.match(wgsl, new RegExp(`let x = t \\* ${COLOUR_MAP.length - 1}\\.0;`));
 });
 
 test('presenters are registered per backend; others are UNSUPPORTED', () => {

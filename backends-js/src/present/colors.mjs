@@ -1,7 +1,8 @@
 // How a tensor becomes pixels, in one place for every backend: a palette for masks (integers,
-// bool, or floats drawn as cells) and a colour map for floats. The WebGPU and WebGL2 presenters
-// build their shader's colour code from these tables (wgslColour / glslColour), the wasm/cpu
-// presenter calls colourOf, so a tensor looks the same on every backend.
+// bool, or floats drawn as cells) and a colour map for floats. The WebGL2 presenter builds its
+// shader's colour code from these tables (glslColour), the wasm/cpu presenter calls colourOf,
+// and present.wgsl (WebGPU, in the browser and natively) holds them as WGSL constants, compared
+// with these by backends-js/test/present.test.mjs: a tensor looks the same on every backend.
 
 /** Palette entries, RGB 0..255: index = clamp(floor(v + 0.5), 0, 7). 0 dark, 1 the page's
  * accent (the colours display.draw used for a 0/1 grid), then distinct colours for labels. */
@@ -67,42 +68,30 @@ export function fillPixels(data, c, out) {
 const vec3 = (type, rgb) => `${type}(${rgb.map((x) => (x / 255).toFixed(6)).join(', ')})`;
 
 /**
- * A shader function `colour(v, mode, vmin, vmax) -> rgb` from the tables, in WGSL or GLSL.
- * @param {'wgsl'|'glsl'} lang
+ * The GLSL function `colour(v, mode, vmin, vmax) -> rgb` from the tables (present.wgsl has the
+ * same function in WGSL, written out).
  */
-function colourFunction(lang) {
-  const wgsl = lang === 'wgsl';
-  const v3 = wgsl ? 'vec3f' : 'vec3';
-  const list = (table) => table.map((rgb) => vec3(v3, rgb)).join(',\n    ');
+export function glslColour() {
+  const list = (table) => table.map((rgb) => vec3('vec3', rgb)).join(',\n    ');
   const n = COLOUR_MAP.length;
-  const arrays = wgsl
-    ? `var<private> PALETTE: array<vec3f, ${PALETTE.length}> = array<vec3f, ${PALETTE.length}>(\n    ${list(PALETTE)});\n` +
-      `var<private> STOPS: array<vec3f, ${n}> = array<vec3f, ${n}>(\n    ${list(COLOUR_MAP)});\n`
-    : `const vec3 PALETTE[${PALETTE.length}] = vec3[](\n    ${list(PALETTE)});\n` +
-      `const vec3 STOPS[${n}] = vec3[](\n    ${list(COLOUR_MAP)});\n`;
-  const head = wgsl ? 'fn colour(v: f32, mode: u32, vmin: f32, vmax: f32) -> vec3f'
-    : 'vec3 colour(float v, uint mode, float vmin, float vmax)';
-  const decl = (type, name, expr) => (wgsl ? `let ${name} = ${expr};` : `${type} ${name} = ${expr};`);
-  const isNan = wgsl ? '(v != v)' : 'isnan(v)';
-  return `${arrays}${head} {
+  return `const vec3 PALETTE[${PALETTE.length}] = vec3[](
+    ${list(PALETTE)});
+const vec3 STOPS[${n}] = vec3[](
+    ${list(COLOUR_MAP)});
+vec3 colour(float v, uint mode, float vmin, float vmax) {
   if (mode == 0u) {
-    if (${isNan}) { return PALETTE[0]; }
-    ${decl('int', 'p', wgsl ? 'i32(clamp(floor(v + 0.5), 0.0, 7.0))' : 'int(clamp(floor(v + 0.5), 0.0, 7.0))')}
-    return PALETTE[p];
+    if (isnan(v)) { return PALETTE[0]; }
+    return PALETTE[int(clamp(floor(v + 0.5), 0.0, 7.0))];
   }
-  if (${isNan}) { return ${vec3(v3, NAN_COLOUR)}; }
-  ${decl('float', 'span', 'vmax - vmin')}
-  ${decl('float', 't', `clamp(select_span, 0.0, 1.0)`.replace('select_span',
-    wgsl ? 'select(0.0, (v - vmin) / span, span > 0.0)' : '(span > 0.0 ? (v - vmin) / span : 0.0)'))}
-  ${decl('float', 'x', `t * ${(n - 1).toFixed(1)}`)}
-  ${decl('int', 'i', wgsl ? `min(${n - 2}, i32(floor(x)))` : `min(${n - 2}, int(floor(x)))`)}
-  return mix(STOPS[i], STOPS[i + 1], x - ${wgsl ? 'f32(i)' : 'float(i)'});
+  if (isnan(v)) { return ${vec3('vec3', NAN_COLOUR)}; }
+  float span = vmax - vmin;
+  float t = clamp(span > 0.0 ? (v - vmin) / span : 0.0, 0.0, 1.0);
+  float x = t * ${(n - 1).toFixed(1)};
+  int i = min(${n - 2}, int(floor(x)));
+  return mix(STOPS[i], STOPS[i + 1], x - float(i));
 }
 `;
 }
-
-export const wgslColour = () => colourFunction('wgsl');
-export const glslColour = () => colourFunction('glsl');
 
 /** Shader mode numbers (a uniform): 0 palette, 1 colour map. @param {Colouring} c */
 export const modeNumber = (c) => (c.mode === 'palette' ? 0 : 1);

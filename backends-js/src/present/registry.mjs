@@ -8,7 +8,7 @@ import { GpuLabError } from '../errors.mjs';
  *   colouring: import('./colors.mjs').Colouring}} View  the tensor [height, width] drawn
  * @typedef {{draw(program: any, id: number): Promise<void>, close(): void,
  *   readsBack: boolean}} Surface  readsBack: whether a frame copies the tensor to the CPU
- * @typedef {{open(program: any, canvas: OffscreenCanvas, view: View): Surface}} Presenter
+ * @typedef {{open(program: any, canvas: OffscreenCanvas, view: View): Surface|Promise<Surface>}} Presenter
  */
 
 /** @type {Map<string, Presenter>} */

@@ -1,43 +1,32 @@
 // The WebGPU presenter: a render pass reads the session's storage buffer in the fragment
 // shader (one fragment per tensor element) and writes the canvas's current texture. The
 // tensor never leaves the GPU: no copy to a mappable buffer, no map.
-import { modeNumber, wgslColour } from './colors.mjs';
+import { modeNumber } from './colors.mjs';
 import { registerPresenter } from './registry.mjs';
 
 /** Dtype -> how the shader reads a 32-bit word (float bits, i32, u32; bool is u32 0/1). */
 const WORD_KIND = { float32: 0, int32: 1, uint32: 2, bool: 2 };
 
-const SHADER = () => `
-struct View { width: u32, height: u32, kind: u32, mode: u32, vmin: f32, vmax: f32 }
-@group(0) @binding(0) var<storage, read> cells: array<u32>;
-@group(0) @binding(1) var<uniform> view: View;
-${wgslColour()}
-@vertex fn vs(@builtin(vertex_index) i: u32) -> @builtin(position) vec4f {
-  let xy = vec2f(f32((i << 1u) & 2u), f32(i & 2u));
-  return vec4f(xy * 2.0 - 1.0, 0.0, 1.0);
-}
-fn value(word: u32) -> f32 {
-  if (view.kind == 0u) { return bitcast<f32>(word); }
-  if (view.kind == 1u) { return f32(bitcast<i32>(word)); }
-  return f32(word);
-}
-@fragment fn fs(@builtin(position) p: vec4f) -> @location(0) vec4f {
-  let col = min(u32(p.x), view.width - 1u);
-  let row = min(u32(p.y), view.height - 1u);
-  let v = value(cells[row * view.width + col]);
-  return vec4f(colour(v, view.mode, view.vmin, view.vmax), 1.0);
-}`;
+/** present.wgsl, fetched once (the native offscreen presenter reads the same file). */
+let shaderText = null;
+const loadShader = () => {
+  shaderText ??= fetch(new URL('./present.wgsl', import.meta.url)).then((r) => {
+    if (!r.ok) throw new Error(`present.wgsl: HTTP ${r.status}`);
+    return r.text();
+  }).catch((err) => { shaderText = null; throw err; });
+  return shaderText;
+};
 
 /** One pipeline per device and canvas format. @type {WeakMap<GPUDevice, Map<string, GPURenderPipeline>>} */
 const PIPELINES = new WeakMap();
 
-/** @param {GPUDevice} device @param {GPUTextureFormat} format */
-function pipelineFor(device, format) {
+/** @param {GPUDevice} device @param {GPUTextureFormat} format @param {string} code */
+function pipelineFor(device, format, code) {
   let byFormat = PIPELINES.get(device);
   if (!byFormat) { byFormat = new Map(); PIPELINES.set(device, byFormat); }
   let pipeline = byFormat.get(format);
   if (!pipeline) {
-    const module = device.createShaderModule({ code: SHADER(), label: 'gpu-lab present' });
+    const module = device.createShaderModule({ code, label: 'gpu-lab present' });
     pipeline = device.createRenderPipeline({
       label: 'gpu-lab present', layout: 'auto',
       vertex: { module, entryPoint: 'vs' },
@@ -60,7 +49,8 @@ function viewBytes(view) {
 
 /** @type {import('./registry.mjs').Presenter} */
 const webgpuPresenter = {
-  open(program, canvas, view) {
+  async open(program, canvas, view) {
+    const code = await loadShader();
     const gpu = program.ctx.gpu;
     const device = gpu.device;
     canvas.width = view.width;
@@ -68,7 +58,7 @@ const webgpuPresenter = {
     const context = /** @type {GPUCanvasContext} */ (canvas.getContext('webgpu'));
     const format = navigator.gpu.getPreferredCanvasFormat();
     context.configure({ device, format, alphaMode: 'opaque' });
-    const pipeline = pipelineFor(device, format);
+    const pipeline = pipelineFor(device, format, code);
     const uniform = device.createBuffer({ size: 32, label: 'gpu-lab present view',
       usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
     device.queue.writeBuffer(uniform, 0, viewBytes(view));
