@@ -13,6 +13,9 @@ const BATCH = Number(params.get('batch') ?? 100);
 const LIMIT = Number(params.get('limit') ?? 0); // 0 = the whole corpus
 const REPORT = '/api/lane-report';
 
+/** An error as text (Firefox gives a fetch's NetworkError an empty stack). */
+const describe = (err) => `${err?.name ?? 'Error'}: ${err?.message ?? err}\n${err?.stack ?? ''}`.trim();
+
 function log(text) {
   const li = document.createElement('li');
   li.textContent = text;
@@ -56,9 +59,10 @@ async function runCorpus(createRuntime, cases) {
       try {
         answer = await runCases(createRuntime, { backend, allowSoftware: true, withoutKernels: [] }, batch);
       } catch (err) {
-        answer = { lane: { available: false, reason: `crashed: ${err?.stack ?? err}` }, results: [] };
+        answer = { lane: { available: false, reason: `crashed: ${describe(err)}` }, results: [] };
       }
-      await report('conformance', { backend, start, count: batch.length, answer });
+      await report('conformance', { backend, start, count: batch.length, answer })
+        .catch((err) => { throw new Error(`${backend} cases ${start}..: ${describe(err)}`); });
       if (!answer.lane?.available) break; // the refusal is the lane's result (WebGPU on Linux)
     }
     log(`${backend}: corpus in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
@@ -110,7 +114,7 @@ async function main() {
   const facts = browserFacts();
   await report('hello', facts);
   log(facts.userAgent);
-  const all = await (await fetch('/e2e/conformance/cases.json')).json();
+  const all = await (await fetch(params.get('cases') ?? '/e2e/conformance/cases.json')).json();
   const cases = (LIMIT > 0 ? all.slice(0, LIMIT) : all).map((c) => ({ name: c.name, graph: c.graph }));
   const { createRuntime } = await import('/backends-js/src/runtime.mjs');
   await runCorpus(createRuntime, cases);
@@ -119,7 +123,7 @@ async function main() {
     try {
       answer = await firstExample(backend);
     } catch (err) {
-      answer = { backend, error: String(err?.stack ?? err) };
+      answer = { backend, error: describe(err) };
     }
     log(`first example on ${backend}: ${answer.error ?? answer.cells.map((c) => c.status).join(', ')}`);
     await report('example', answer);
@@ -127,4 +131,4 @@ async function main() {
   await report('done', {});
 }
 
-main().catch((err) => report('error', { error: String(err?.stack ?? err) }));
+main().catch((err) => report('error', { error: describe(err) }));

@@ -68,13 +68,22 @@ void take(inout int bestKey, inout int bestK, int key, int k) {
 }
 
 #if defined(STAGE_LANES)
+#define LANE_TAKE(d) take(bestKey, bestK, keyAt(base + (k + (d) * 64) * u_inner), k + (d) * 64)
 float kernel(int i) {
   int r = i / 64;
   int j = i - r * 64;
   int base = rowBase(r);
   int bestKey = keyAt(base + j * u_inner);
   int bestK = j;
-  for (int k = j + 64; k < u_len; k += 64) take(bestKey, bestK, keyAt(base + k * u_inner), k);
+  // eight elements per iteration, in order: llvmpipe ends a loop after 65535 iterations
+  // (reduce.glsl's lane() says more)
+  int k = j + 64;
+  while (k + 7 * 64 < u_len) {
+    LANE_TAKE(0); LANE_TAKE(1); LANE_TAKE(2); LANE_TAKE(3);
+    LANE_TAKE(4); LANE_TAKE(5); LANE_TAKE(6); LANE_TAKE(7);
+    k += 8 * 64;
+  }
+  for (; k < u_len; k += 64) take(bestKey, bestK, keyAt(base + k * u_inner), k);
   return float((bestK - j) / 64);
 }
 #else
