@@ -68,7 +68,7 @@ def _check(executor: str, **opts: Any) -> None:
     assert not bad, bad
 
 
-def test_the_pinned_values_are_the_protocols() -> None:
+def test_defect18_the_pinned_values_are_the_protocols() -> None:
     """The reference says gelu(+inf, -inf, NaN) = +inf, -0, NaN and gelu'(+-inf) = 1, +0."""
     gelu, grad = _cases()[:2]
     _, want = _pinned(gelu)
@@ -81,7 +81,7 @@ def test_the_pinned_values_are_the_protocols() -> None:
     assert np.isnan(g[1, 4]) and np.isnan(g[1, 5]) and np.isnan(g[2]).all()
 
 
-def test_the_bit_check_can_fail() -> None:
+def test_defect18_the_bit_check_can_fail() -> None:
     gelu = _cases()[0]
     _, want = _pinned(gelu)
     plus_zero = want.copy()
@@ -92,16 +92,16 @@ def test_the_bit_check_can_fail() -> None:
 
 
 @pytest.mark.parametrize("executor", NATIVE)
-def test_native_and_node_lanes(executor: str) -> None:
+def test_defect18_native_and_node_lanes(executor: str) -> None:
     _check(executor)
 
 
 @pytest.mark.parametrize("executor", BROWSER)
-def test_browser_lanes(executor: str, browser: Any, server_url: str) -> None:
+def test_defect18_browser_lanes(executor: str, browser: Any, server_url: str) -> None:
     _check(executor, browser=browser, server_url=server_url)
 
 
-def test_corpus_judges_matmul_overflow_against_the_k_order() -> None:
+def test_defect18_corpus_judges_matmul_overflow_against_the_k_order() -> None:
     """A float64 (BLAS-like) answer fails the overflow cases: the judge follows the k order."""
     cases = _cases()[2:]
     report = run_conformance("cpu-python", cases)
@@ -114,3 +114,31 @@ def test_corpus_judges_matmul_overflow_against_the_k_order() -> None:
         with np.errstate(all="ignore"):
             float64 = np.matmul(a, b)
         assert not np.array_equal(np.isfinite(float64), np.isfinite(ref)), case["name"]
+
+
+def test_defect18_cpu_python_recomputes_only_outputs_that_could_overflow() -> None:
+    """cpu-python keeps BLAS's answer for ordinary data (the same array, nothing recomputed)
+    and recomputes in the k order exactly the outputs whose terms could overflow; that order
+    is the naive float32 loop, batch axes broadcast."""
+    from gpulab.cpu.kernels import in_k_order, protocol_order_where_unsafe
+
+    rng = np.random.default_rng(18)
+    a = rng.uniform(-2, 2, (2, 3, 37, 70)).astype(np.float32)
+    b = rng.uniform(-2, 2, (3, 70, 5)).astype(np.float32)
+    naive = np.zeros((2, 3, 37, 5), np.float32)
+    for k in range(70):
+        naive = naive + a[..., :, k : k + 1] * b[..., k : k + 1, :]
+    assert np.array_equal(in_k_order(a, b), naive)
+    blas = np.matmul(a, b)
+    assert protocol_order_where_unsafe(a, b, blas) is blas
+    a[1, 2, 5, :4] = [3e38, 3e38, -3e38, -3e38]
+    with np.errstate(all="ignore"):
+        blas = np.matmul(a, b)
+        fixed = protocol_order_where_unsafe(a, b, blas)
+        naive = np.zeros((2, 3, 37, 5), np.float32)
+        for k in range(70):
+            naive = naive + a[..., :, k : k + 1] * b[..., k : k + 1, :]
+    changed = np.argwhere(fixed.view(np.uint32) != blas.view(np.uint32))
+    assert {tuple(i[:3]) for i in changed} <= {(1, 2, 5)}
+    assert np.array_equal(fixed[1, 2, 5], naive[1, 2, 5], equal_nan=True)
+    assert not np.isfinite(fixed[1, 2, 5]).any()
