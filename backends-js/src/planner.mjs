@@ -6,7 +6,7 @@
 // Per-op rules live in a registry keyed by op name (RULES below), not in a switch.
 
 import { GpuLabError, nodeError } from './errors.mjs';
-import { DTYPE_NAMES } from './dtypes.mjs';
+import { DTYPE_NAMES, blockOf, storedLength } from './dtypes.mjs';
 import { familyCodes, familyKernel, familyOps, langDtypes, scalarAttrs } from './kernel-table.mjs';
 import { clampWords, DTYPE_CODE } from './clamp-bounds.mjs';
 import { dropoutWords } from './hash-uniform.mjs';
@@ -288,7 +288,8 @@ function reduceExtents(shape, axis) {
 
 /** @type {Rule} */
 function planInput(ctx, node) {
-  const buffer = ctx.output(node, 'input');
+  const buffer = blockOf(/** @type {any} */ (node).dtype) ? planBlockInput(ctx, node)
+    : ctx.output(node, 'input');
   if (node.data !== undefined && node.data !== null) ctx.uploads.push({ buffer, node: node.id });
 }
 
@@ -613,6 +614,72 @@ function planSelect(ctx, node) {
   Math.ceil(n / ELEMENTWISE_WG));
 }
 
+// ---- issue 14: q4_k / q6_k weights and matmul_fixed (quant.wgsl) ----
+
+/**
+ * A q4_k / q6_k input: a buffer of its bytes packed 4 to a u32 word (the last zero-padded).
+ * @param {PlanContext} ctx @param {CheckedNode} node
+ */
+function planBlockInput(ctx, node) {
+  const bytes = storedLength(/** @type {any} */ (node).dtype, count(node.shape));
+  const id = ctx.allocate(node, Math.ceil(bytes / 4), 'input');
+  ctx.bind(node, id, false);
+  return id;
+}
+
+/** Rows of x one matmul_q workgroup takes (quant.wgsl MB) and weight rows (its 8 groups). */
+const QUANT_MB = 8;
+const QUANT_ROWS = 8;
+
+/** @type {Rule} */
+function planMatmulQ(ctx, node) {
+  const [n, k] = ctx.operandShape(node, 1);
+  const rows = count(node.shape) / n;
+  const groupsN = Math.ceil(n / QUANT_ROWS);
+  const entry = operandDtypeAt(ctx, node, 1) === 'q6_k' ? 'matmul_q6k' : 'matmul_q4k';
+  const a = ctx.operand(node, 0);
+  const b = ctx.operand(node, 1);
+  const out = ctx.output(node);
+  ctx.dispatch(node, `quant:${entry}`, {}, u32s(rows, n, k, k / 256, groupsN, 0, 0, 0, 0, 0, 0, 0),
+    [a, b, out], groupsN * Math.ceil(rows / QUANT_MB));
+}
+
+/** @type {Rule} */
+function planDequantize(ctx, node) {
+  const n = count(node.shape);
+  const kind = operandDtypeAt(ctx, node, 0) === 'q6_k' ? 1 : 0;
+  const a = ctx.operand(node, 0);
+  const out = ctx.output(node);
+  ctx.dispatch(node, 'quant:dequantize', {}, u32s(n, kind, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), [a, out],
+    Math.ceil(n / ELEMENTWISE_WG));
+}
+
+/** matmul_fixed: matmul's batch params, frac_bits last; one output per thread. @type {Rule} */
+function planMatmulFixed(ctx, node) {
+  const sa = ctx.operandShape(node, 0);
+  const sb = ctx.operandShape(node, 1);
+  const m = sa[sa.length - 2];
+  const k = sa[sa.length - 1];
+  const n = sb[sb.length - 1];
+  const batchShape = node.shape.slice(0, -2);
+  const batch4 = padTo4([...batchShape, 1, 1], []).shape;
+  const aStrides = matrixBatchStrides(sa, batchShape.length, m * k);
+  const bStrides = matrixBatchStrides(sb, batchShape.length, k * n);
+  const batch = batch4[0] * batch4[1];
+  const params = u32s(m, n, k, 0, 0, batch, batch4[1], aStrides[0], aStrides[1], bStrides[0],
+    bStrides[1], node.attrs.frac_bits);
+  const a = ctx.operand(node, 0);
+  const b = ctx.operand(node, 1);
+  const out = ctx.output(node);
+  ctx.dispatch(node, 'quant:matmul_fixed', {}, params, [a, b, out],
+    Math.ceil((batch * m * n) / ELEMENTWISE_WG));
+}
+
+/** @param {PlanContext} ctx @param {CheckedNode} node @param {number} i @returns {string} */
+function operandDtypeAt(ctx, node, i) {
+  return /** @type {any} */ (ctx.node(node.operands[i])).dtype;
+}
+
 /** The kernel registry: op name -> planning rule. @type {Record<string, Rule>} */
 export const RULES = {
   input: planInput,
@@ -634,6 +701,9 @@ export const RULES = {
   ...Object.fromEntries(Object.keys(EXTREMES_OP).map((op) => [op, planExtremes])),
   ...Object.fromEntries(Object.keys(SELECT_OP).map((op) => [op, planSelect])),
   ...STUDENT_RULES,  // wgsl, wgsl_output (planner-student.mjs)
+  matmul_q: planMatmulQ,
+  dequantize: planDequantize,
+  matmul_fixed: planMatmulFixed,
 };
 
 /**
@@ -654,6 +724,8 @@ export const RULE_DTYPES = {
   ...Object.fromEntries([...Object.keys(MAP_BITS_OP), ...Object.keys(EXTREMES_OP)]
     .map((op) => [op, ['float32', 'int32']])),
   ...STUDENT_DTYPES,
+  // dequantize is judged by its operand's dtype (matmul_q by its float32 result)
+  dequantize: ['q4_k', 'q6_k'],
 };
 
 /**

@@ -15,6 +15,7 @@ by the case name, so adding a case never changes another.
 from __future__ import annotations
 
 import argparse
+import base64
 import itertools
 import json
 import math
@@ -90,6 +91,11 @@ class Builder:
 
     def uniform(self, shape: Shape, lo: float, hi: float, digits: int = 3) -> np.ndarray:
         return np.round(self.rng.uniform(lo, hi, size=math.prod(shape)), digits)
+
+    def quantized(self, kind: str, shape: Shape, raw: bytes) -> int:
+        """A q4_k / q6_k input [N, K]: its blocks' bytes as {"base64": ...}."""
+        return self._add({"op": "input", "shape": list(shape), "dtype": kind,
+                          "data": {"base64": base64.b64encode(raw).decode("ascii")}})
 
     def full(self, shape: Shape, value: float | str) -> int:
         return self._add({"op": "full", "shape": list(shape), "value": value})
@@ -1239,6 +1245,105 @@ def large_v4_cases() -> list[dict]:
     return cases
 
 
+# ---- issue 14: q4_k / q6_k weights decoded in matmul_q and dequantize; matmul_fixed --------
+
+QUANT_KINDS = ("q4_k", "q6_k")
+# f16 bit patterns for scales: extreme, subnormal, signed zeros, negative, ordinary
+F16_SPECIAL = [0x7BFF, 0xFBFF, 0x0001, 0x03FF, 0x8001, 0x0000, 0x8000, 0x3C00, 0xBC00, 0x0400,
+               0x2E66, 0x5A00]
+
+
+def random_blocks(b: Builder, kind: str, n: int, k: int, special: bool = False) -> bytes:
+    """Random block bytes whose f16 fields are finite (ggml never writes inf/NaN scales);
+    `special` draws them from F16_SPECIAL (65504, subnormals, -0, ...)."""
+    size = {"q4_k": 144, "q6_k": 210}[kind]
+    blocks = b.rng.integers(0, 256, size=(n * k // 256, size), dtype=np.uint8)
+    fields = [0, 2] if kind == "q4_k" else [208]
+    for at in fields:
+        if special:
+            bits = np.array(F16_SPECIAL, np.uint16)[b.rng.integers(0, len(F16_SPECIAL),
+                                                                   blocks.shape[0])]
+        else:  # exponent 0..30: a finite f16 of either sign, up to 65504
+            bits = b.rng.integers(0, 0x7C00, blocks.shape[0]).astype(np.uint16)
+            bits |= (b.rng.integers(0, 2, blocks.shape[0]) << 15).astype(np.uint16)
+        blocks[:, at] = bits & 0xFF
+        blocks[:, at + 1] = bits >> 8
+    return blocks.tobytes()
+
+
+def quantized_weight(b: Builder, kind: str, n: int, k: int) -> int:
+    """A weight quantized by gpulab.quant (ggml's reference quantizer) from random floats."""
+    from gpulab import quant
+
+    w = b.rng.standard_normal((n, k)).astype(np.float32) * 0.5
+    return b.quantized(kind, [n, k], quant.quantize(w, kind))
+
+
+def small_ints(b: Builder, shape: Shape) -> int:
+    """A float32 input of integers in -9..9 (two characters a value in JSON)."""
+    return b.input(shape, b.rng.integers(-9, 10, math.prod(shape)))
+
+
+def quant_cases() -> list[dict]:
+    cases = []
+    for kind in QUANT_KINDS:
+        for n, k in ((1, 256), (3, 512), (9, 256)):
+            cases.append(single(f"dequantize/{kind}_random_{n}x{k}", "dequantize", lambda b, n=n,
+                                k=k, kind=kind: [b.quantized(kind, [n, k],
+                                                              random_blocks(b, kind, n, k))]))
+        cases.append(single(f"dequantize/{kind}_special_scales", "dequantize", lambda b,
+                            kind=kind: [b.quantized(kind, [24, 256],
+                                                    random_blocks(b, kind, 24, 256, True))]))
+        cases.append(single(f"dequantize/{kind}_quantized", "dequantize", lambda b, kind=kind: [
+            quantized_weight(b, kind, 4, 512)]))
+        # x of small integers keeps the corpus short (the weights carry the variety); more
+        # than 8 rows (one workgroup's) and N not a multiple of 8 on the GPUs; batched x
+        shapes = [([1, 256], 1), ([1, 512], 5), ([3, 256], 8), ([9, 256], 17),
+                  ([2, 3, 256], 7), ([2, 1, 5, 256], 3)]
+        for sa, n in shapes:
+            name = f"matmul_q/{kind}_{'x'.join(map(str, sa))}_n{n}"
+            cases.append(single(name, "matmul_q", lambda b, sa=sa, n=n, kind=kind: [
+                small_ints(b, sa), quantized_weight(b, kind, n, sa[-1])]))
+        cases.append(single(f"matmul_q/{kind}_random_bytes", "matmul_q", lambda b, kind=kind: [
+            b.rand([2, 512], -2.0, 2.0, 2),
+            b.quantized(kind, [6, 512], random_blocks(b, kind, 6, 512))]))
+        cases.append(single(f"matmul_q/{kind}_special_scales", "matmul_q", lambda b, kind=kind: [
+            small_ints(b, [2, 256]),
+            b.quantized(kind, [8, 256], random_blocks(b, kind, 8, 256, True))]))
+    return cases
+
+
+def matmul_fixed_cases() -> list[dict]:
+    cases = []
+    shapes: list[tuple[Shape, Shape]] = [
+        ([1, 1], [1, 1]), ([2, 3], [3, 4]), ([17, 33], [33, 9]), ([1, 300], [300, 2]),
+        ([2, 3, 4], [2, 4, 5]), ([2, 1, 3, 4], [1, 5, 4, 2]), ([2, 3, 4], [4, 5]),
+    ]
+    for frac in (0, 16, 30):
+        for sa, sb in shapes:
+            name = f"matmul_fixed/f{frac}_{'x'.join(map(str, sa))}_{'x'.join(map(str, sb))}"
+            cases.append(single(name, "matmul_fixed", lambda b, sa=sa, sb=sb, frac=frac: [
+                b.rand(sa, -2.0, 2.0, 5), b.rand(sb, -2.0, 2.0, 5)], frac_bits=frac))
+    # halves round to even (f 0: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, -0.5 -> -0, -2.5 -> -2)
+    cases.append(single("matmul_fixed/ties_to_even", "matmul_fixed", lambda b: [
+        b.input([1, 8], [0.5, 1.5, 2.5, -0.5, -2.5, 3.5, -0.0, 1e-40]),
+        b.input([8, 1], [1, 10, 100, 1000, 10000, 100000, 7, 9])], frac_bits=0))
+    # saturation, NaN -> 0, infinities saturate; sums past 2^32 and 2^63 (int64 wraps)
+    cases.append(single("matmul_fixed/saturate_nan_inf", "matmul_fixed", lambda b: [
+        b.input([2, 4], [3e9, -3e9, math.nan, math.inf, -math.inf, 1e20, 2.0**31, -(2.0**31)]),
+        b.input([4, 2], [1, 2, 3, 4, 5, 6, 7, 8])], frac_bits=0))
+    cases.append(single("matmul_fixed/sums_past_2^32", "matmul_fixed", lambda b: [
+        b.input([2, 5], [30000.0] * 5 + [-46341.0] * 5),
+        b.input([5, 3], [30000.0, 46341.0, -12345.678] * 5)], frac_bits=0))
+    cases.append(single("matmul_fixed/wraps_past_2^63", "matmul_fixed", lambda b: [
+        b.input([3, 4], [1e10] * 4 + [1e10] * 3 + [-1e10] + [1e10] * 2 + [0.0] * 2),
+        b.input([4, 1], [1e10] * 4)], frac_bits=0))
+    cases.append(single("matmul_fixed/long_k_1024", "matmul_fixed", lambda b: [
+        b.input([1, 1024], b.rng.integers(-99, 100, 1024) / 4),
+        b.input([1024, 2], b.rng.integers(-99, 100, 2048) / 8)], frac_bits=16))
+    return cases
+
+
 FAMILIES: list[Callable[[], list[dict]]] = [
     source_cases, binary_cases, unary_cases, layout_cases, reduction_cases, softmax_cases,
     cross_entropy_cases, matmul_cases, optimizer_cases, life_cases, chain_cases, large_cases,
@@ -1248,6 +1353,7 @@ FAMILIES: list[Callable[[], list[dict]]] = [
     large_select_cases,
     slice_v4_cases, index_v4_cases, accumulate_v4_cases, concat_pad_v4_cases, v4_chain_cases,
     large_v4_cases,
+    quant_cases, matmul_fixed_cases,
 ]
 
 

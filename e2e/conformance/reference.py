@@ -184,7 +184,13 @@ def kernel(*names: str) -> Callable[[Kernel], Kernel]:
 def _input(node: Mapping, _: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     if "data" not in node:
         raise ValueError(f"node {node['id']} (input) has no data: the reference needs values")
-    value = decode_values(node["data"], str(node.get("dtype", "float32")))
+    dtype = str(node.get("dtype", "float32"))
+    if dtype in BLOCK_BYTES:  # the blocks' bytes as [N, K / 256, block bytes] int64
+        n, k = _dims(node["shape"])
+        raw = np.frombuffer(base64.b64decode(node["data"]["base64"]), dtype=np.uint8)
+        value = raw.astype(np.int64).reshape(n, k // 256, BLOCK_BYTES[dtype])
+        return value, _zeros(value)
+    value = decode_values(node["data"], dtype)
     value = value.reshape(_dims(node["shape"]))
     return value, _zeros(value)
 
@@ -433,6 +439,103 @@ def _matmul_in_k_order32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     for k in range(a.shape[-1]):
         acc = acc + a32[..., :, k : k + 1] * b32[..., k : k + 1, :]
     return acc.astype(np.float64)
+
+
+# ---- issue 14: q4_k / q6_k weights, matmul_fixed ------------------------------------------
+# An independent float64 decode of ggml's formulas (not gpulab.quant, the code under test):
+# every product is exact, so y = d * sc * q - dmin * m in float64 rounded once to float32 is
+# what float32 gives. The input reference holds the bytes as [N, K / 256, block bytes].
+
+BLOCK_BYTES = {"q4_k": 144, "q6_k": 210}
+
+
+def _f16(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Little-endian binary16 bytes as float64, from the bit fields (subnormals, -0 kept)."""
+    h = lo + 256 * hi
+    sign = np.where(h & 0x8000, -1.0, 1.0)
+    e, m = (h >> 10) & 31, h & 1023
+    with np.errstate(invalid="ignore", over="ignore"):
+        normal = sign * (1024 + m) * np.exp2(e - 25.0)
+        special = np.where(m == 0, sign * np.inf, np.nan)
+    return np.where(e == 0, sign * m * 2.0**-24, np.where(e == 31, special, normal))
+
+
+def _decode_q4k(blocks: np.ndarray) -> np.ndarray:
+    """[..., 144] int64 bytes -> [..., 256] float64 (rounded to float32 values)."""
+    d = _f16(blocks[..., 0], blocks[..., 1])[..., None]
+    dmin = _f16(blocks[..., 2], blocks[..., 3])[..., None]
+    q = blocks[..., 4:16]
+    sc = np.concatenate([q[..., 0:4] & 63, (q[..., 8:12] & 15) | ((q[..., 0:4] >> 6) << 4)], -1)
+    mn = np.concatenate([q[..., 4:8] & 63, (q[..., 8:12] >> 4) | ((q[..., 4:8] >> 6) << 4)], -1)
+    value = np.empty(blocks.shape[:-1] + (256,))
+    for j in range(8):
+        byte = blocks[..., 16 + (j // 2) * 32: 16 + (j // 2) * 32 + 32]
+        quant = (byte >> 4) if j % 2 else (byte & 15)
+        value[..., j * 32:(j + 1) * 32] = (d * sc[..., j:j + 1] * quant
+                                           - dmin * mn[..., j:j + 1])
+    return f32(value)
+
+
+def _decode_q6k(blocks: np.ndarray) -> np.ndarray:
+    """[..., 210] int64 bytes -> [..., 256] float64: d * int8 scale * (q - 32)."""
+    d = _f16(blocks[..., 208], blocks[..., 209])[..., None]
+    value = np.empty(blocks.shape[:-1] + (256,))
+    for i in range(256):
+        h, t, l = i // 128, (i // 32) % 4, i % 32
+        ql = blocks[..., h * 64 + l + (t % 2) * 32]
+        low = (ql >> 4) if t >= 2 else (ql & 15)
+        q = (low | (((blocks[..., 128 + h * 32 + l] >> (2 * t)) & 3) << 4)) - 32
+        sc = blocks[..., 192 + h * 8 + l // 16 + 2 * t]
+        value[..., i] = d[..., 0] * np.where(sc > 127, sc - 256, sc) * q
+    return f32(value)
+
+
+def decode_blocks(value: np.ndarray) -> np.ndarray:
+    """A q4_k / q6_k input's reference ([N, K / 256, bytes]) as its float values [N, K]."""
+    decode = _decode_q4k if value.shape[-1] == BLOCK_BYTES["q4_k"] else _decode_q6k
+    return decode(value).reshape(value.shape[0], -1)
+
+
+@kernel("dequantize")
+def _dequantize(_: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    value = decode_blocks(ops[0])
+    return value, _zeros(value)
+
+
+@kernel("matmul_q")
+def _matmul_q(_: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    return _matmul({}, [ops[0], decode_blocks(ops[1]).T])
+
+
+def _fixed(x: np.ndarray, frac: int) -> np.ndarray:
+    """round-half-even(x * 2^frac) saturated to int32, NaN -> 0, as int64."""
+    scaled = np.nan_to_num(x * 2.0**frac, nan=0.0, posinf=2.0**40, neginf=-(2.0**40))
+    return np.clip(np.rint(scaled), INT32_MIN, INT32_MAX).astype(np.int64)
+
+
+def _int_to_f32(total: np.ndarray) -> np.ndarray:
+    """int64 values rounded once to float32 (24 bits, half to even) by integer steps: a cast
+    through float64 would round twice."""
+    u = np.abs(total.astype(np.int64)).astype(np.uint64)  # |-2^63| is 2^63 as uint64
+    top = np.zeros(u.shape, np.int64)
+    for bit in range(64):
+        top = np.where(u >> np.uint64(bit) != 0, bit, top)
+    drop = np.maximum(top - 23, 0).astype(np.uint64)
+    q = u >> drop
+    rem = u - (q << drop)
+    half = np.where(drop > 0, np.uint64(1) << np.maximum(drop, 1) - np.uint64(1), np.uint64(0))
+    up = (drop > 0) & ((rem > half) | ((rem == half) & (q % np.uint64(2) == 1)))
+    mag = (q + up.astype(np.uint64)).astype(np.float64) * np.exp2(drop.astype(np.float64))
+    return np.where(total < 0, -mag, mag)
+
+
+@kernel("matmul_fixed")
+def _matmul_fixed(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    frac = int(_attr(node, "frac_bits"))  # type: ignore[call-overload]
+    with np.errstate(over="ignore"):  # int64 sums wrap modulo 2^64, as the protocol says
+        total = np.matmul(_fixed(ops[0], frac), _fixed(ops[1], frac))
+    value = _int_to_f32(total) * 2.0 ** (-2 * frac)
+    return value, _zeros(value)
 
 
 # ---- optimizers -----------------------------------------------------------------------------

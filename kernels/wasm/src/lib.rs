@@ -15,6 +15,7 @@ mod maps;
 mod math;
 mod matmul;
 mod optim;
+mod quant;
 mod reduce;
 mod select;
 mod softmax;

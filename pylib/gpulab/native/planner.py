@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .. import clamp_bounds, hash_uniform, optable
+from ..dtypes import block_of, stored_length
 from ..errors import GpuLabError
 from ..kernel_table import family_codes, family_kernel, lang_dtypes, scalar_attrs
 from ..protocol import CheckedGraph, CheckedNode, label
@@ -247,7 +248,10 @@ Rule = Callable[[_PlanContext, CheckedNode], None]
 
 
 def _plan_input(ctx: _PlanContext, node: CheckedNode) -> None:
-    buffer_id = ctx.output(node, "input")
+    if block_of(_dtype(node)):
+        buffer_id = _plan_block_input(ctx, node)
+    else:
+        buffer_id = ctx.output(node, "input")
     if node.data is not None:
         ctx.uploads.append({"buffer": buffer_id, "node": node.id})
 
@@ -537,6 +541,61 @@ def _plan_select(ctx: _PlanContext, node: CheckedNode) -> None:
                  _ceil_div(n, ELEMENTWISE_WG))
 
 
+# ---- issue 14: q4_k / q6_k weights and matmul_fixed (quant.wgsl) ----
+
+QUANT_MB = 8  # rows of x one matmul_q workgroup takes (quant.wgsl MB)
+QUANT_ROWS = 8  # weight rows per workgroup (its 8 groups of 32 lanes)
+
+
+def _plan_block_input(ctx: _PlanContext, node: CheckedNode) -> int:
+    """A q4_k / q6_k input: its bytes packed 4 to a u32 word (the last zero-padded)."""
+    nbytes = stored_length(_dtype(node), _count(node.shape))
+    buffer_id = ctx.allocate(node, _ceil_div(nbytes, 4), "input")
+    ctx.bind(node, buffer_id, False)
+    return buffer_id
+
+
+def _plan_matmul_q(ctx: _PlanContext, node: CheckedNode) -> None:
+    n, k = ctx.operand_shape(node, 1)
+    rows = _count(node.shape) // n
+    groups_n = _ceil_div(n, QUANT_ROWS)
+    kind = _dtype(ctx.node(node.operands[1]))
+    entry = "matmul_q6k" if kind == "q6_k" else "matmul_q4k"
+    a = ctx.operand(node, 0)
+    b = ctx.operand(node, 1)
+    out = ctx.output(node)
+    ctx.dispatch(node, f"quant:{entry}", {}, _u32s(rows, n, k, k // 256, groups_n, *[0] * 7),
+                 [a, b, out], groups_n * _ceil_div(rows, QUANT_MB))
+
+
+def _plan_dequantize(ctx: _PlanContext, node: CheckedNode) -> None:
+    n = _count(node.shape)
+    kind = 1 if _dtype(ctx.node(node.operands[0])) == "q6_k" else 0
+    a = ctx.operand(node, 0)
+    out = ctx.output(node)
+    ctx.dispatch(node, "quant:dequantize", {}, _u32s(n, kind, *[0] * 10), [a, out],
+                 _ceil_div(n, ELEMENTWISE_WG))
+
+
+def _plan_matmul_fixed(ctx: _PlanContext, node: CheckedNode) -> None:
+    """matmul's batch params with frac_bits last; one output per thread."""
+    sa = ctx.operand_shape(node, 0)
+    sb = ctx.operand_shape(node, 1)
+    m, k, n = sa[-2], sa[-1], sb[-1]
+    batch_shape = list(node.shape[:-2])
+    batch4 = _pad_to4([*batch_shape, 1, 1], [])[0]
+    a_strides = _matrix_batch_strides(sa, len(batch_shape), m * k)
+    b_strides = _matrix_batch_strides(sb, len(batch_shape), k * n)
+    batch = batch4[0] * batch4[1]
+    params = _u32s(m, n, k, 0, 0, batch, batch4[1], a_strides[0], a_strides[1], b_strides[0],
+                   b_strides[1], int(node.attrs["frac_bits"]))
+    a = ctx.operand(node, 0)
+    b = ctx.operand(node, 1)
+    out = ctx.output(node)
+    ctx.dispatch(node, "quant:matmul_fixed", {}, params, [a, b, out],
+                 _ceil_div(batch * m * n, ELEMENTWISE_WG))
+
+
 # The kernel registry: op name -> planning rule.
 RULES: dict[str, Rule] = {
     "input": _plan_input,
@@ -558,6 +617,9 @@ RULES: dict[str, Rule] = {
     **{op: _plan_extremes for op in EXTREMES_OP},
     **{op: _plan_select for op in SELECT_OP},
     **STUDENT_RULES,  # wgsl, wgsl_output (planner_student.py)
+    "matmul_q": _plan_matmul_q,
+    "dequantize": _plan_dequantize,
+    "matmul_fixed": _plan_matmul_fixed,
 }
 
 # The dtypes a rule plans where it handles more than float32 (twin of planner.mjs RULE_DTYPES):
@@ -572,6 +634,9 @@ RULE_DTYPES: dict[str, tuple[str, ...]] = {
     **{op: tuple(lang_dtypes(op, "wgsl"))
        for op in [*UNARY_OP, *BINARY_OP, *REDUCE_OP]},
     **STUDENT_DTYPES,
+    # support.check_kernels checks every dtype a node touches: the weight's and the result's
+    "matmul_q": ("float32", "q4_k", "q6_k"),
+    "dequantize": ("float32", "q4_k", "q6_k"),
 }
 
 

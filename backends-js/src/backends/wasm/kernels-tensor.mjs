@@ -160,3 +160,38 @@ for (const [op, code] of Object.entries(EXTREMES_OP)) {
     return (p) => exports.extremes(p[a], p[out], outer, n, inner, dt, code);
   }, V3_DTYPES);
 }
+
+// Issue 14 (kernels/wasm/src/quant.rs): q4_k / q6_k bytes decoded in the kernel, matmul_fixed.
+/** @param {import('./registry.mjs').PlanContext} ctx @param {number} i 0 q4_k, 1 q6_k */
+const quantKind = (ctx, i) => (ctx.dtype(i) === 'q6_k' ? 1 : 0);
+
+registerKernel('dequantize', (ctx) => {
+  const { exports, node, operand, out } = ctx;
+  const [a, n, kind] = [operand(0), numel(node.shape), quantKind(ctx, 0)];
+  return (p) => exports.dequantize(p[a], p[out], n, kind);
+}, { dtypes: ['q4_k', 'q6_k'] });
+
+registerKernel('matmul_q', (ctx) => {
+  const { exports, node, operand, shape, out, scratch } = ctx;
+  const [n, k] = shape(1);
+  const rows = numel(node.shape) / n;
+  const [x, w, kind] = [operand(0), operand(1), quantKind(ctx, 1)];
+  scratch(k); // one decoded weight row
+  return (p, s) => exports.matmul_q(p[x], p[w], p[out], rows, n, k, kind, s);
+});
+
+registerKernel('matmul_fixed', ({ exports, node, view, out }) => {
+  const [va, vb] = [view(0), view(1)];
+  const [m, k] = va.shape.slice(-2);
+  const n = vb.shape[vb.shape.length - 1];
+  const outBatch = node.shape.slice(0, -2);
+  const offA = batchOffsets(outBatch, va);
+  const offB = batchOffsets(outBatch, vb);
+  const frac = node.attrs.frac_bits;
+  return (p) => {
+    for (let i = 0; i < offA.length; i++) {
+      exports.matmul_fixed(p[va.slot] + offA[i], p[vb.slot] + offB[i], p[out] + i * m * n * 4,
+        m, k, n, frac);
+    }
+  };
+});

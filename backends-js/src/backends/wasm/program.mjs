@@ -14,7 +14,7 @@ import { GpuLabError, asBackendError, nodeLabel } from '../../errors.mjs';
 import { numel, stridesOf } from '../../shapes.mjs';
 import { BACKEND, getKernel } from './registry.mjs';
 import { unsupportedError } from '../../kernels.mjs';
-import { fromDeviceWords, toDeviceWords } from '../../dtypes.mjs';
+import { blockOf, fromDeviceWords, storedLength, toDeviceWords } from '../../dtypes.mjs';
 import { createStepGate } from '../../step-gate.mjs';
 import './kernels-elementwise.mjs';
 import './kernels-tensor.mjs';
@@ -121,7 +121,13 @@ export class WasmProgram {
     });
     /** @type {{at: number, size: number}[]} */
     const pool = [];
-    const bytesOf = (/** @type {number} */ id) => Math.max(16, numel(this.node(id).shape) * 4);
+    // 32-bit words per element; a q4_k / q6_k input holds its bytes (packed 4 to a word)
+    const bytesOf = (/** @type {number} */ id) => {
+      const node = this.node(id);
+      const words = Math.ceil(storedLength(node.dtype, numel(node.shape)) /
+        (blockOf(node.dtype) ? 4 : 1));
+      return Math.max(16, words * 4);
+    };
     const own = (/** @type {number} */ bytes) => {
       const at = this.wasm.arena.alloc(bytes);
       this.blocks.push(at);
@@ -245,7 +251,7 @@ export class WasmProgram {
   upload() {
     for (const [id, slot] of this.slotOf) {
       const node = this.node(id);
-      if (node.op === 'input' && node.data) this.write(slot, node.data);
+      if (node.op === 'input' && node.data) this.write(slot, node.data, node.dtype);
     }
     for (const init of this.inits) init(this.ptr);
   }
@@ -304,7 +310,7 @@ export class WasmProgram {
           if (slot === undefined) {
             throw new GpuLabError('VALIDATION', `node ${id} is not a fed input of this program`, id);
           }
-          this.write(slot, data);
+          this.write(slot, data, this.node(id).dtype);
         }
         for (const step of this.steps) {
           const wait = gate();
@@ -325,9 +331,10 @@ export class WasmProgram {
    * Every dtype lives in the heap as 32-bit words (bool as u32 0/1), written and read as bits,
    * so int32/uint32 values and NaN payloads pass through unchanged.
    * @param {number} slot @param {import('../../dtypes.mjs').TypedData} data
+   * @param {string} [dtype] a q4_k / q6_k input's bytes are packed 4 to a word
    */
-  write(slot, data) {
-    new Uint32Array(this.wasm.heap().buffer).set(toDeviceWords(data), this.ptr[slot] / 4);
+  write(slot, data, dtype) {
+    new Uint32Array(this.wasm.heap().buffer).set(toDeviceWords(data, dtype), this.ptr[slot] / 4);
   }
 
   read(/** @type {number} */ id, /** @type {boolean} */ betweenRuns) {

@@ -28,7 +28,7 @@ export function nodeBuffers(plan) {
  */
 export function uploadData(node) {
   // checked data is a typed array of the node's dtype: its 32-bit words (bool widened to u32)
-  if (node.data) return toDeviceWords(node.data);
+  if (node.data) return toDeviceWords(node.data, /** @type {any} */ (node).dtype);
   if (node.op === 'full') {
     const n = node.shape.reduce((a, d) => a * d, 1);
     return new Float32Array(n).fill(toNumber(node.attrs?.value));

@@ -288,7 +288,8 @@ export class WebGpuProgram {
         throw new GpuLabError('VALIDATION', `step ${index}: no value fed for input node ${id}`, id);
       }
       // the session checked the value against the input's dtype: upload its 32-bit words
-      const data = toDeviceWords(ArrayBuffer.isView(value) ? value : Float32Array.from(value));
+      const data = toDeviceWords(ArrayBuffer.isView(value) ? value : Float32Array.from(value),
+        this.dtypeOf(id));
       const bytes = this.slotOfNode(id).bytes;
       if (data.byteLength !== bytes) {
         throw new GpuLabError('VALIDATION', `step ${index}: input node ${id} needs ` +

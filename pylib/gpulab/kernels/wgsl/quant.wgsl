@@ -1,0 +1,329 @@
+// Issue 14 on WebGPU / wgpu: ggml's q4_k and q6_k blocks decoded in the kernel (entry points
+// `dequantize`, `matmul_q4k`, `matmul_q6k`: a @ w.T, the float weight is never stored) and
+// `matmul_fixed` (int32 fixed-point operands, 64-bit sums as (lo, hi) u32 pairs: WGSL has no
+// i64). The rules are docs/protocol.md's; the numpy twin is pylib/gpulab/quant.py.
+//
+// A quantized tensor is its blocks' bytes packed 4 to a little-endian u32 (the last word
+// zero-padded). q4_k blocks are 144 bytes (36 words, word-aligned); q6_k blocks are 210 bytes,
+// so every other block starts on a half word: q6_k reads bytes and 16-bit halves by address.
+//
+// Decoding is exact: f16 -> f32 by bits (subnormals and -0 kept, no flush), then products of a
+// f16 by small integers, which fit in f32's 24 bits, so a fused multiply-add gives the same bits.
+
+struct Params {
+  m: u32, n: u32, k: u32, nb: u32,
+  groups_n: u32, batch: u32, b1: u32, a_s0: u32,
+  a_s1: u32, b_s0: u32, b_s1: u32, frac: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+// matmul_q4k: x as vec4s; matmul_q6k: x as floats; dequantize: the weight; matmul_fixed: a
+@group(0) @binding(1) var<storage, read> x4: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> xs: array<f32>;
+@group(0) @binding(1) var<storage, read> wd: array<u32>;
+@group(0) @binding(1) var<storage, read> fa: array<f32>;
+// matmul_q*: the weight; dequantize: its output; matmul_fixed: b
+@group(0) @binding(2) var<storage, read> wq: array<u32>;
+@group(0) @binding(2) var<storage, read_write> yd: array<f32>;
+@group(0) @binding(2) var<storage, read> fb: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+
+// ---- decoding, shared by every entry point (values in, no buffer access) ----
+
+// An IEEE binary16 (low 16 bits of h) as f32, exactly.
+fn half_f32(h: u32) -> f32 {
+  let s = (h & 0x8000u) << 16u;
+  let e = (h >> 10u) & 31u;
+  let m = h & 1023u;
+  if (e == 0u) { // zero or subnormal: m * 2^-24, a normal f32 unless m = 0
+    return bitcast<f32>(bitcast<u32>(f32(m) * 5.9604644775390625e-8f) | s);
+  }
+  if (e == 31u) { return bitcast<f32>(s | 0x7f800000u | (m << 13u)); }
+  return bitcast<f32>(s | ((e + 112u) << 23u) | (m << 13u));
+}
+
+fn byte_of(word: u32, i: u32) -> u32 { return (word >> (i * 8u)) & 0xffu; }
+
+// Scale and min of q4_k sub-block j from the 12 packed bytes (words s0, s1, s2): ggml's
+// get_scale_min_k4.
+fn q4k_scale_min(s0: u32, s1: u32, s2: u32, j: u32) -> vec2<u32> {
+  if (j < 4u) { return vec2<u32>(byte_of(s0, j) & 63u, byte_of(s1, j) & 63u); }
+  let i = j - 4u;
+  return vec2<u32>((byte_of(s2, i) & 15u) | ((byte_of(s0, i) >> 6u) << 4u),
+                   (byte_of(s2, i) >> 4u) | ((byte_of(s1, i) >> 6u) << 4u));
+}
+
+// f32(d * sc) and f32(dmin * m) of q4_k sub-block j: y = a.x * q - a.y.
+fn q4k_coef(head: u32, s0: u32, s1: u32, s2: u32, j: u32) -> vec2<f32> {
+  let sm = q4k_scale_min(s0, s1, s2, j);
+  return vec2<f32>(half_f32(head & 0xffffu) * f32(sm.x), half_f32(head >> 16u) * f32(sm.y));
+}
+
+fn sext8(b: u32) -> i32 { return bitcast<i32>(b << 24u) >> 24u; }
+
+// ---- dequantize: one value per thread ----
+
+fn wd_byte(o: u32) -> u32 { return byte_of(wd[o >> 2u], o & 3u); }
+
+fn q4k_value(i: u32) -> f32 {
+  let wb = (i / 256u) * 36u;
+  let j = i % 256u;
+  let sub = j / 32u;
+  let l = j % 32u;
+  let c = q4k_coef(wd[wb], wd[wb + 1u], wd[wb + 2u], wd[wb + 3u], sub);
+  let qb = byte_of(wd[wb + 4u + (sub / 2u) * 8u + l / 4u], l % 4u);
+  let q = select(qb & 15u, qb >> 4u, (sub & 1u) == 1u);
+  return c.x * f32(q) - c.y;
+}
+
+fn q6k_value(i: u32) -> f32 {
+  let base = (i / 256u) * 210u;
+  let j = i % 256u;
+  let h = j >> 7u;
+  let t = (j >> 5u) & 3u;
+  let l = j & 31u;
+  let ql = wd_byte(base + h * 64u + l + (t & 1u) * 32u);
+  let nib = select(ql & 15u, ql >> 4u, t >= 2u);
+  let qh = wd_byte(base + 128u + h * 32u + l);
+  let q = i32(nib | (((qh >> (2u * t)) & 3u) << 4u)) - 32;
+  let sc = sext8(wd_byte(base + 192u + h * 8u + l / 16u + 2u * t));
+  let d = half_f32(wd_byte(base + 208u) | (wd_byte(base + 209u) << 8u));
+  return (d * f32(sc)) * f32(q);
+}
+
+// p.m: the value count, p.n: 0 for q4_k, 1 for q6_k
+@compute @workgroup_size(64)
+fn dequantize(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+              @builtin(local_invocation_index) lid: u32) {
+  let i = (wid.x + nwg.x * (wid.y + nwg.y * wid.z)) * 64u + lid;
+  if (i >= p.m) { return; }
+  yd[i] = select(q4k_value(i), q6k_value(i), p.n == 1u);
+}
+
+// ---- matmul_q: out[r, c] = sum_k x[r, k] * w[c, k] ----
+// (every entry point reads the same 12-word Params)
+// A workgroup of 256 threads = 8 groups of 32 lanes; group g computes weight row (output column)
+// groups_n-tile * 8 + g for up to MB rows of x. Its 32 lanes split each 256-value block (8
+// values each, the block's quant bytes read as 32 consecutive words), walk the row's blocks in
+// order, then add their partial sums as a tree (16, 8, 4, 2, 1) in workgroup memory. So the
+// weight is read once per MB rows of x, in u32 words, and a batch-1 product is a GEMV.
+// Order: lane-sequential over blocks, then the lane tree (deterministic; within the matmul
+// class, whose bound holds for any order of the K additions).
+
+const MB: u32 = 8u;
+var<workgroup> partial: array<f32, 2048>; // [MB][256 threads]
+
+fn reduce_and_store(acc: array<f32, 8>, lid: u32, col: u32, m0: u32, rows: u32) {
+  for (var r = 0u; r < MB; r++) { partial[r * 256u + lid] = acc[r]; }
+  workgroupBarrier();
+  let lane = lid % 32u;
+  for (var s = 16u; s > 0u; s = s / 2u) {
+    if (lane < s) {
+      for (var r = 0u; r < MB; r++) { partial[r * 256u + lid] += partial[r * 256u + lid + s]; }
+    }
+    workgroupBarrier();
+  }
+  if (lane == 0u && col < p.n) {
+    for (var r = 0u; r < rows; r++) { out[(m0 + r) * p.n + col] = partial[r * 256u + lid]; }
+  }
+}
+
+// p.m: rows of x (all batch axes), p.n: N, p.k: K, p.nb: K / 256, p.groups_n: ceil(N / 8)
+@compute @workgroup_size(256)
+fn matmul_q4k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+              @builtin(local_invocation_index) lid: u32) {
+  let g = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
+  let col = (g % p.groups_n) * 8u + lid / 32u;
+  let m0 = (g / p.groups_n) * MB;
+  let rows = min(MB, p.m - m0);
+  let lane = lid % 32u;
+  let pair = lane / 8u;          // sub-blocks 2 pair (low nibbles) and 2 pair + 1 (high)
+  let word = pair * 8u + lane % 8u;
+  let k_in = pair * 64u + (lane % 8u) * 4u; // the lane's first value in the block
+  var acc: array<f32, 8>;
+  if (col < p.n) {
+    for (var b = 0u; b < p.nb; b++) {
+      let wb = (col * p.nb + b) * 36u;
+      let head = wq[wb];
+      let s0 = wq[wb + 1u];
+      let s1 = wq[wb + 2u];
+      let s2 = wq[wb + 3u];
+      let qw = wq[wb + 4u + word];
+      let lo = q4k_coef(head, s0, s1, s2, 2u * pair);
+      let hi = q4k_coef(head, s0, s1, s2, 2u * pair + 1u);
+      let ql = vec4<f32>(vec4<u32>(qw, qw >> 8u, qw >> 16u, qw >> 24u) & vec4<u32>(15u));
+      let qh = vec4<f32>(vec4<u32>(qw >> 4u, qw >> 12u, qw >> 20u, qw >> 28u) & vec4<u32>(15u));
+      let ylo = lo.x * ql - vec4<f32>(lo.y);
+      let yhi = hi.x * qh - vec4<f32>(hi.y);
+      let k0 = b * 256u + k_in;
+      for (var r = 0u; r < MB; r++) {
+        if (r < rows) {
+          let at = ((m0 + r) * p.k + k0) / 4u;
+          let xa = x4[at];
+          let xb = x4[at + 8u];
+          var s = acc[r];
+          s = s + xa.x * ylo.x; s = s + xa.y * ylo.y; s = s + xa.z * ylo.z; s = s + xa.w * ylo.w;
+          s = s + xb.x * yhi.x; s = s + xb.y * yhi.y; s = s + xb.z * yhi.z; s = s + xb.w * yhi.w;
+          acc[r] = s;
+        }
+      }
+    }
+  }
+  reduce_and_store(acc, lid, col, m0, rows);
+}
+
+fn wq_byte(o: u32) -> u32 { return byte_of(wq[o >> 2u], o & 3u); }
+// 16 bits at an even byte address
+fn wq_half(o: u32) -> u32 { return (wq[o >> 2u] >> ((o & 2u) * 8u)) & 0xffffu; }
+
+@compute @workgroup_size(256)
+fn matmul_q6k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+              @builtin(local_invocation_index) lid: u32) {
+  let g = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
+  let col = (g % p.groups_n) * 8u + lid / 32u;
+  let m0 = (g / p.groups_n) * MB;
+  let rows = min(MB, p.m - m0);
+  let lane = lid % 32u;
+  let h = lane / 16u;            // the block's half (128 values)
+  let l0 = (lane % 16u) * 2u;    // values l0, l0 + 1 of each of its 4 quarters
+  var acc: array<f32, 8>;
+  if (col < p.n) {
+    for (var b = 0u; b < p.nb; b++) {
+      let base = (col * p.nb + b) * 210u;
+      let qla = wq_half(base + h * 64u + l0);        // quarters 0 (low) and 2 (high)
+      let qlb = wq_half(base + h * 64u + 32u + l0);  // quarters 1 and 3
+      let qh = wq_half(base + 128u + h * 32u + l0);
+      let d = half_f32(wq_half(base + 208u));
+      let sb = base + 192u + h * 8u + l0 / 16u;
+      var y: array<f32, 8>; // [quarter * 2 + e]
+      for (var t = 0u; t < 4u; t++) {
+        let dsc = d * f32(sext8(wq_byte(sb + 2u * t)));
+        let src = select(qla, qlb, (t & 1u) == 1u) >> select(0u, 4u, t >= 2u);
+        for (var e = 0u; e < 2u; e++) {
+          let nib = (src >> (8u * e)) & 15u;
+          let hi2 = (qh >> (8u * e + 2u * t)) & 3u;
+          y[t * 2u + e] = dsc * f32(i32(nib | (hi2 << 4u)) - 32);
+        }
+      }
+      let k0 = b * 256u + h * 128u + l0;
+      for (var r = 0u; r < MB; r++) {
+        if (r < rows) {
+          let at = (m0 + r) * p.k + k0;
+          var s = acc[r];
+          for (var t = 0u; t < 4u; t++) {
+            s = s + xs[at + t * 32u] * y[t * 2u];
+            s = s + xs[at + t * 32u + 1u] * y[t * 2u + 1u];
+          }
+          acc[r] = s;
+        }
+      }
+    }
+  }
+  reduce_and_store(acc, lid, col, m0, rows);
+}
+
+// ---- matmul_fixed: one output per thread, products summed as 64-bit (lo, hi) pairs ----
+
+// round-half-even(x * 2^frac) saturated to int32, NaN -> 0, from the bits (no float rounding
+// mode, no flush-to-zero can change it)
+fn to_fixed(x: f32, frac: u32) -> i32 {
+  let bits = bitcast<u32>(x);
+  let e = (bits >> 23u) & 255u;
+  let mant = bits & 0x7fffffu;
+  let neg = (bits >> 31u) == 1u;
+  if ((e == 255u && mant != 0u) || e == 0u) { return 0; }
+  let m = mant | 0x800000u;
+  let sh = i32(e) - 150 + i32(frac);
+  if (sh >= 8) { return select(2147483647, -2147483647 - 1, neg); }
+  var mag = 0u;
+  if (sh >= 0) {
+    mag = m << u32(sh);
+  } else if (sh >= -24) {
+    let r = u32(-sh);
+    mag = m >> r;
+    let rem = m & ((1u << r) - 1u);
+    let half = 1u << (r - 1u);
+    if (rem > half || (rem == half && (mag & 1u) == 1u)) { mag = mag + 1u; }
+  }
+  return select(bitcast<i32>(mag), -bitcast<i32>(mag), neg);
+}
+
+fn neg64(v: vec2<u32>) -> vec2<u32> {
+  let lo = ~v.x + 1u;
+  return vec2<u32>(lo, ~v.y + select(0u, 1u, lo == 0u));
+}
+
+// the exact product of two int32 as a two's complement (lo, hi) pair, by 16-bit halves
+fn mul64(a: i32, b: i32) -> vec2<u32> {
+  let ua = bitcast<u32>(abs(a)); // abs(-2^31) is -2^31: as u32 its magnitude 2^31
+  let ub = bitcast<u32>(abs(b));
+  let a0 = ua & 0xffffu;
+  let a1 = ua >> 16u;
+  let b0 = ub & 0xffffu;
+  let b1 = ub >> 16u;
+  let p00 = a0 * b0;
+  let p01 = a0 * b1;
+  let p10 = a1 * b0;
+  let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
+  let v = vec2<u32>((p00 & 0xffffu) | (mid << 16u), a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u));
+  return select(v, neg64(v), (a < 0) != (b < 0));
+}
+
+fn add64(x: vec2<u32>, y: vec2<u32>) -> vec2<u32> {
+  let lo = x.x + y.x;
+  return vec2<u32>(lo, x.y + y.y + select(0u, 1u, lo < x.x));
+}
+
+// the int64 sum rounded once to 24 bits (half to even), scaled by 2^-2frac through the exponent
+fn fixed_to_f32(s: vec2<u32>, frac: u32) -> f32 {
+  let neg = (s.y >> 31u) == 1u;
+  let u = select(s, neg64(s), neg);
+  if (u.x == 0u && u.y == 0u) { return 0.0f; }
+  // top: the index of the leading 1 bit
+  var top = select(31u - countLeadingZeros(u.x), 63u - countLeadingZeros(u.y), u.y != 0u);
+  var mant: u32;
+  if (top <= 23u) {
+    mant = u.x << (23u - top);
+  } else {
+    let r = top - 23u; // 1..40 bits dropped
+    var q: u32;
+    var rem = vec2<u32>(0u, 0u);
+    var half = vec2<u32>(0u, 0u);
+    if (r < 32u) {
+      q = (u.x >> r) | (u.y << (32u - r));
+      rem.x = u.x & ((1u << r) - 1u);
+      half.x = 1u << (r - 1u);
+    } else {
+      let r2 = r - 32u;
+      q = u.y >> r2;
+      rem = vec2<u32>(u.x, u.y & ((1u << r2) - 1u));
+      half = select(vec2<u32>(0u, 1u << (r2 - 1u)), vec2<u32>(0x80000000u, 0u), r2 == 0u);
+    }
+    let gt = rem.y > half.y || (rem.y == half.y && rem.x > half.x);
+    let eq = rem.y == half.y && rem.x == half.x;
+    if (gt || (eq && (q & 1u) == 1u)) { q = q + 1u; }
+    if (q == 0x1000000u) { q = q >> 1u; top = top + 1u; }
+    mant = q;
+  }
+  let bits = select(0u, 0x80000000u, neg) | ((top + 127u - 2u * frac) << 23u) | (mant & 0x7fffffu);
+  return bitcast<f32>(bits);
+}
+
+// p as matmul.wgsl's (m, n, k, batch axes and strides) with p.frac = frac_bits
+@compute @workgroup_size(64)
+fn matmul_fixed(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                @builtin(local_invocation_index) lid: u32) {
+  let i = (wid.x + nwg.x * (wid.y + nwg.y * wid.z)) * 64u + lid;
+  let per = p.m * p.n;
+  if (i >= per * p.batch) { return; }
+  let bi = i / per;
+  let r = (i % per) / p.n;
+  let c = i % p.n;
+  let a_base = (bi / p.b1) * p.a_s0 + (bi % p.b1) * p.a_s1 + r * p.k;
+  let b_base = (bi / p.b1) * p.b_s0 + (bi % p.b1) * p.b_s1 + c;
+  var acc = vec2<u32>(0u, 0u);
+  for (var kk = 0u; kk < p.k; kk++) {
+    acc = add64(acc, mul64(to_fixed(fa[a_base + kk], p.frac), to_fixed(fb[b_base + kk * p.n], p.frac)));
+  }
+  out[i] = fixed_to_f32(acc, p.frac);
+}
