@@ -1378,3 +1378,19 @@ for name in ("m", "s", "c"):
         "s [] [21.0] 21.0",
         "c [3, 1, 2] [1.0, 2.0, 3.0, 4.0, 5.0, 6.0] [[[1.0, 2.0]], [[3.0, 4.0]], [[5.0, 6.0]]]",
     ], lines
+
+
+def test_editor_highlights_the_matching_bracket(notebook: Page) -> None:
+    """Bracket matching (issue 12's editor): with the cursor after a closing bracket, it and
+    its partner are marked; a closing bracket of the wrong kind is marked as unmatched."""
+    editor = cell(notebook, 1).get_by_role("textbox")
+    set_code(notebook, 1, "y = f(g[1], (2))")
+    editor.press("Control+End")
+    matched = editor.locator(".cm-matchingBracket")
+    expect(matched).to_have_count(2)
+    assert matched.all_inner_texts() == ["(", ")"]
+    editor.press("ArrowLeft")  # after the inner ')': the inner pair
+    expect(matched).to_have_count(2)
+    set_code(notebook, 1, "z = [1, 2)")
+    editor.press("Control+End")
+    expect(editor.locator(".cm-nonmatchingBracket")).to_have_text(")")
