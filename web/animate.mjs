@@ -8,6 +8,9 @@ import { InputStreams } from './anim-input.mjs';
 
 /** Frames remembered per view for the tests and the caption's rate (the last ones). */
 const LOG_FRAMES = 600;
+/** Frames kept waiting for an animation frame (a hidden tab runs none): past it the oldest is
+ * dropped, so a page that does not acknowledge holds no growing queue. */
+const MAX_PENDING = 4;
 
 /**
  * @typedef {{animId: number, name: string, title: string|null, width: number, height: number,
@@ -26,7 +29,7 @@ class LiveView {
     /** @type {any[]} frames received, not yet acknowledged (the newest is what is shown) */
     this.pending = [];
     this.log = { seqs: [], shownAt: [], latencyMs: [], stepMs: [], presentMs: [], outOfOrder: 0,
-      maxUnacked: 0, paused: false, ended: null };
+      maxUnacked: 0, received: 0, lastReceived: 0, droppedFrames: 0, paused: false, ended: null };
     this.canvas = el('canvas', { width: info.width, height: info.height, tabIndex: 0, role: 'img',
       'aria-label': `live view ${info.name}: ${info.title ?? `${info.height}×${info.width}`}` });
     this.canvas.style.width = `${info.width * info.scale}px`;
@@ -91,9 +94,14 @@ class LiveView {
 
   /** A frame from the worker: shown now, acknowledged at the next animation frame. */
   onFrame(msg) {
-    const last = this.log.seqs.at(-1) ?? 0;
-    if (msg.seq !== last + 1 + this.pending.length) this.log.outOfOrder += 1;
+    if (msg.seq !== this.log.lastReceived + 1) this.log.outOfOrder += 1;
+    this.log.lastReceived = msg.seq;
+    this.log.received += 1;
     this.pending.push(msg);
+    if (this.pending.length > MAX_PENDING) {
+      this.pending.shift();
+      this.log.droppedFrames += 1;
+    }
   }
 
   /** requestAnimationFrame: acknowledge what arrived, send queued input. */
