@@ -1394,3 +1394,29 @@ def test_editor_highlights_the_matching_bracket(notebook: Page) -> None:
     set_code(notebook, 1, "z = [1, 2)")
     editor.press("Control+End")
     expect(editor.locator(".cm-nonmatchingBracket")).to_have_text(")")
+
+
+def test_editor_syntax_colours_follow_dark_mode(browser, playground_url: str) -> None:
+    """The highlighting reads style.css's colours: light text on the dark editor (CodeMirror's
+    default style kept its dark purple keywords and dark red strings in dark mode)."""
+    colours = {}
+    for scheme in ("light", "dark"):
+        ctx = browser.new_context(color_scheme=scheme, viewport={"width": 1100, "height": 900})
+        try:
+            page = ctx.new_page()
+            page.set_default_timeout(120_000)
+            open_notebook(page, playground_url, backend="cpu")
+            set_code(page, 1, "def f(x):\n    return 'text'  # note\nfor i in range(3): pass")
+            editor = cell(page, 1).get_by_role("textbox")
+            colour = "(el) => getComputedStyle(el).color"
+            colours[scheme] = {
+                "keyword": editor.locator("span", has_text=re.compile(r"^for$")).first.evaluate(colour),
+                "string": editor.locator("span", has_text="'text'").first.evaluate(colour),
+                "comment": editor.locator("span", has_text="# note").first.evaluate(colour),
+            }
+        finally:
+            ctx.close()
+    for part in ("keyword", "string", "comment"):
+        assert luminance(colours["light"][part]) < 0.45, (part, colours["light"])
+        assert luminance(colours["dark"][part]) > 0.5, (part, colours["dark"])
+    assert len(set(colours["dark"].values())) == 3, colours["dark"]

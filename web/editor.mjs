@@ -6,13 +6,12 @@
 import { Compartment, EditorState, Prec } from '@codemirror/state';
 import { EditorView, drawSelection, highlightActiveLine, keymap } from '@codemirror/view';
 import { defaultKeymap, history, historyKeymap, indentLess, indentMore } from '@codemirror/commands';
-import {
-  bracketMatching, defaultHighlightStyle, indentOnInput, indentUnit, syntaxHighlighting,
-} from '@codemirror/language';
+import { bracketMatching, indentOnInput, indentUnit, syntaxHighlighting } from '@codemirror/language';
 import {
   autocompletion, closeBrackets, closeBracketsKeymap, completionKeymap, completionStatus,
 } from '@codemirror/autocomplete';
 import { python, pythonLanguage } from '@codemirror/lang-python';
+import { codeHighlight } from './editor-theme.mjs';
 
 const GRAPH_METHODS = ['tensor', 'input', 'full', 'run', 'run_async', 'submit', 'prepare',
   'prepare_async', 'sgd', 'momentum', 'adam', 'to_dict'];
@@ -87,7 +86,7 @@ export function createEditor(parent, doc, handlers) {
         autocompletion(),
         python(),
         pythonLanguage.data.of({ autocomplete: gpulabCompletions }),
-        syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
+        syntaxHighlighting(codeHighlight), // colours from style.css, light and dark
         keymap.of([
           ...closeBracketsKeymap, ...completionKeymap, ...historyKeymap,
           { key: 'Tab', run: indentMore, shift: indentLess },
