@@ -43,8 +43,12 @@ def test_every_op_taking_int32_has_int32_cases() -> None:
     has cases whose input is int32 (they declare version 3, int32's `since`, or the op's own
     later version)."""
     ops = reference.OP_TABLE["ops"]
+    def first_operand_types(spec: dict) -> list[str]:
+        var = spec["operand_types"][spec["operands"][0]]
+        return spec["types"].get(var, [var])  # a type variable, or a literal dtype (uint32)
+
     takes_int = {op for op, spec in ops.items() if spec["operands"] and
-                 "int32" in spec["types"][spec["operand_types"][spec["operands"][0]]]}
+                 "int32" in first_operand_types(spec)}
     assert {"abs", "square", "clamp", "reduce_max", "reduce_min", "argmax", "argmin"} <= takes_int
     with_int = {c["op"] for c in load_cases() if any(
         n.get("dtype") == "int32" for n in c["graph"]["nodes"])
