@@ -34,14 +34,14 @@ function attemptReason(name, err) {
  * Open the requested backend, or the first of BACKEND_ORDER that opens for 'auto'.
  * @param {RuntimeOptions} options
  */
-export async function chooseBackend({ backend = 'auto', allowSoftware = false, softwareHint, strict = false, hooks = {} }) {
+export async function chooseBackend({ backend = 'auto', allowSoftware = false, softwareHint, deadlineMs, strict = false, hooks = {} }) {
   const registry = hooks.registry ?? BACKENDS;
   const names = backend === 'auto' ? BACKEND_ORDER : [backend];
   /** @type {Attempt[]} */
   const attempts = [];
   for (const name of names) {
     try {
-      const opened = await openBackend(name, { allowSoftware, softwareHint, hooks }, registry);
+      const opened = await openBackend(name, { allowSoftware, softwareHint, deadlineMs, hooks }, registry);
       attempts.push({ backend: name, ok: true, software: Boolean(opened.info?.software) });
       return { opened, attempts };
     } catch (err) {
@@ -80,9 +80,9 @@ export class BackendSet {
   /** @param {string} name @returns {Promise<any>} a backend, or the failed Attempt */
   async open(name) {
     if (!this.opened.has(name)) {
-      const { allowSoftware = false, softwareHint, hooks } = this.options;
+      const { allowSoftware = false, softwareHint, deadlineMs, hooks } = this.options;
       try {
-        this.opened.set(name, await openBackend(name, { allowSoftware, softwareHint, hooks },
+        this.opened.set(name, await openBackend(name, { allowSoftware, softwareHint, deadlineMs, hooks },
           hooks.registry ?? BACKENDS));
       } catch (err) {
         this.opened.set(name, { backend: name, ok: false, reason: attemptReason(name, err) });

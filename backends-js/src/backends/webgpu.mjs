@@ -28,6 +28,8 @@ import { PipelineCache } from './webgpu/kernels.mjs';
 import { DEFAULT_DTYPES, getKernel, registerKernel, supportsGraph } from '../kernels.mjs';
 import { BufferPool } from './webgpu/pool.mjs';
 import { WebGpuProgram } from './webgpu/program.mjs';
+import { StudentKernels } from './webgpu/student.mjs';
+import { deadlineOption } from './webgpu/deadline.mjs';
 
 export const name = 'webgpu';
 
@@ -98,7 +100,8 @@ function plannerLimits(device, minMatmulWorkgroups, lower = {}) {
 /**
  * @param {{allowSoftware?: boolean, softwareHint?: string, hooks?: Record<string, any>}} [opts]
  */
-export async function createBackend({ allowSoftware = false, softwareHint, hooks: given = {} } = {}) {
+export async function createBackend({ allowSoftware = false, softwareHint, deadlineMs, hooks: given = {} } = {}) {
+  const deadline = deadlineOption(deadlineMs); // issue 11: per-submission deadline
   /** @type {Record<string, any>} */
   const hooks = given && typeof given === 'object' ? given : {};
   const { adapter, facts, software } = await acquireAdapter({ allowSoftware, softwareHint });
@@ -106,7 +109,8 @@ export async function createBackend({ allowSoftware = false, softwareHint, hooks
   const counters = { submits: 0 };
   const pool = new BufferPool(gpu.device, { maxBufferSize: hooks.maxBufferSize });
   const kernels = new PipelineCache(gpu, kernelUrl, hooks);
-  const ctx = { gpu, pool, kernels, counters, hooks };
+  const student = new StudentKernels(gpu); // issue 21: students' own WGSL
+  const ctx = { gpu, pool, kernels, student, counters, hooks, deadlineMs: deadline };
   const info = {
     vendor: facts.vendor,
     architecture: facts.architecture,
@@ -117,7 +121,7 @@ export async function createBackend({ allowSoftware = false, softwareHint, hooks
   const stats = () => ({
     ...pool.stats(),
     submits: counters.submits,
-    pipelines: kernels.pipelinesCreated,
+    pipelines: kernels.pipelinesCreated + student.pipelinesCreated,
     uncapturedErrors: [...gpu.uncaptured],
   });
   hooks.loseDevice = () => gpu.device.destroy();

@@ -33,6 +33,7 @@ from ..dtypes import device_words, from_device_words
 from ..errors import GpuLabError
 from ..protocol import CheckedGraph, label
 from .planner import Plan, pack_params
+from .student import student_pipeline
 
 # Steps encoded per queue submission in a multi-step run. Encoding a step costs the host about
 # as long as the GPU takes to run it (the MLP step on the H200: ~125 us of encoding, ~200 us of
@@ -155,18 +156,28 @@ class WgpuProgram:
         for swapped in ([False, True] if self._swap else [False]):
             recorded = []
             for step, off, chunk in zip(self.plan["steps"], offsets, packed):
-                pipeline = self._ex.pipeline(step["kernel"], step["overrides"], step["entry"])
-                entries = [{"binding": 0, "resource": {"buffer": uniform, "offset": off,
-                                                       "size": len(chunk)}}]
+                pipeline, layout, first, at = self._pipeline(step)
+                entries = [] if at is None else [{"binding": at, "resource": {
+                    "buffer": uniform, "offset": off, "size": len(chunk)}}]
                 for i, buffer_id in enumerate(step["bindings"]):
                     physical = self._swap.get(buffer_id, buffer_id) if swapped else buffer_id
-                    entries.append({"binding": i + 1, "resource": {
+                    entries.append({"binding": i + first, "resource": {
                         "buffer": self._buffers[physical], "offset": 0,
                         "size": self._sizes[buffer_id]}})
-                group = device.create_bind_group(layout=pipeline.get_bind_group_layout(0),
-                                                 entries=entries)
+                group = device.create_bind_group(layout=layout, entries=entries)
                 recorded.append((pipeline, group, step["dispatch"]))
             self._recorded.append(recorded)
+
+    def _pipeline(self, step: dict[str, Any]) -> tuple[Any, Any, int, int | None]:
+        """(pipeline, layout, first storage binding, uniform binding or None): our kernels
+        take the uniform at 0 and storage from 1; a student's "wgsl" step (student.py) storage
+        from 0, then its params uniform if it has params."""
+        if step["kernel"] == "wgsl":
+            node = next(n for n in self._checked.nodes if n.id == step["node"])
+            pipeline, layout, first, at = student_pipeline(self._ex, node)
+            return pipeline, layout, first, at if node.attrs["params"] else None
+        pipeline = self._ex.pipeline(step["kernel"], step["overrides"], step["entry"])
+        return pipeline, pipeline.get_bind_group_layout(0), 1, 0
 
     def _plan_swap(self) -> dict[int, int]:
         """The ping-pong pairs {input buffer: output buffer, and back}, or {} when the carries

@@ -5,6 +5,7 @@
 import { GpuLabError } from '../../errors.mjs';
 import { toDeviceWords } from '../../dtypes.mjs';
 import { nodeBuffers, packUniforms, uploadData } from './plan-data.mjs';
+import { withinDeadline } from './deadline.mjs';
 import {
   STORAGE, copyCarries, copyFeeds, encodeReads, readBack, stageFeeds,
 } from './transfer.mjs';
@@ -72,7 +73,9 @@ export class WebGpuProgram {
   async init() {
     const { gpu, kernels } = this.ctx;
     this.checkSizes();
-    const pipelines = await Promise.all(this.plan.steps.map((s) => kernels.get(s)));
+    // a "wgsl" step is a student's kernel: its node's own source (student.mjs)
+    const pipelines = await Promise.all(this.plan.steps.map((s) => (s.kernel === 'wgsl'
+      ? this.ctx.student.get(this.node(/** @type {number} */ (s.node))) : kernels.get(s))));
     await gpu.guard('allocating and uploading the plan', () => {
       this.allocate();
       this.upload();
@@ -136,16 +139,18 @@ export class WebGpuProgram {
     }
     return this.plan.steps.map((step, i) => {
       const k = pipelines[i];
+      // our kernels: the uniform at 0, storage from 1; a student's: storage from 0, then it
+      const first = k.firstStorage ?? 1;
       /** @type {GPUBindGroupEntry[]} */
       const entries = [];
       if (k.uniform && uniform) {
         const resource = { buffer: uniform, offset: packed.offsets[i], size: packed.sizes[i] };
-        entries.push({ binding: 0, resource });
+        entries.push({ binding: k.uniformBinding ?? 0, resource });
       }
       step.bindings.forEach((id, j) => {
         const slot = this.slotOf(id);
         const resource = { buffer: slot.buffer, offset: 0, size: slot.bytes };
-        entries.push({ binding: j + 1, resource });
+        entries.push({ binding: j + first, resource });
       });
       const group = device.createBindGroup({ layout: k.layout, entries, label: step.kernel });
       return { pipeline: k.pipeline, group, dispatch: step.dispatch };
@@ -242,6 +247,7 @@ export class WebGpuProgram {
         }
         this.submit(encoder);
       });
+      await withinDeadline(gpu, this.ctx.deadlineMs, 'run');
     } catch (err) {
       if (staging) pool.release(/** @type {{buffer: GPUBuffer}} */ (staging).buffer);
       throw err;
@@ -266,6 +272,7 @@ export class WebGpuProgram {
       this.submit(encoder);
       return out;
     });
+    await withinDeadline(gpu, this.ctx.deadlineMs, 'download');
     const values = await readBack(gpu, pool, staging, [id], reads, 'download', this.dtypeOf);
     return /** @type {import('../../dtypes.mjs').TypedData} */ (values.get(id));
   }

@@ -1,0 +1,46 @@
+// The per-submission deadline (issue 11 "Quotas", default 2 s): a run or download whose
+// submitted work is not done by then destroys the device, so the session is poisoned (the
+// error names the deadline) and the runtime must be recreated. Software adapters cannot
+// interrupt a running shader (docs/protocol.md "Quotas" says what was measured); destroying the
+// device is what WebGPU offers, and every later call on this backend refuses at once.
+import { GpuLabError } from '../../errors.mjs';
+
+export const DEFAULT_DEADLINE_MS = 2000;
+export const MAX_DEADLINE_MS = 600000;
+
+/**
+ * The deadline option: an integer of milliseconds from 1 to MAX_DEADLINE_MS (absent: 2000).
+ * @param {unknown} value @returns {number}
+ */
+export function deadlineOption(value) {
+  const ms = value ?? DEFAULT_DEADLINE_MS;
+  if (!Number.isInteger(ms) || /** @type {number} */ (ms) < 1 || /** @type {number} */ (ms) > MAX_DEADLINE_MS) {
+    throw new GpuLabError('VALIDATION', `deadlineMs must be an integer from 1 to ${MAX_DEADLINE_MS}, ` +
+      `got ${String(value)}`);
+  }
+  return /** @type {number} */ (ms);
+}
+
+/**
+ * Wait for the queue's submitted work, at most `ms`; past it destroy the device and throw.
+ * @param {import('./device.mjs').GpuDevice} gpu @param {number} ms @param {string} what
+ */
+export async function withinDeadline(gpu, ms, what) {
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let timer;
+  const late = new Promise((resolve) => { timer = setTimeout(() => resolve('late'), ms); });
+  const done = gpu.device.queue.onSubmittedWorkDone().then(() => 'done');
+  let first;
+  try {
+    first = await gpu.race(Promise.race([done, late]), what);
+  } finally {
+    clearTimeout(timer);
+  }
+  if (first !== 'late') return;
+  const message = `${what}: the submission ran past the ${ms} ms deadline (deadlineMs); the ` +
+    'WebGPU device was destroyed: dispose this runtime and create a new one';
+  gpu.device.destroy();
+  gpu.lost.then(() => { gpu.lostMessage = message; });
+  gpu.lostMessage = message;
+  throw new GpuLabError('BACKEND', message);
+}

@@ -1,0 +1,261 @@
+"""Students' own WGSL kernels (issue 21) on both lanes that run them: Chromium's WebGPU
+(SwiftShader) and native wgpu (lavapipe), both software adapters, allowed explicitly.
+
+The same graphs (e2e/student_kernels.py) give integer results bit for bit and elementwise float
+results within 1 ulp on both lanes (and of the numpy reference); compiler errors come back
+with the line and column on both; the other lanes refuse with UNSUPPORTED naming the op; the
+quotas refuse a wgsl graph with LIMIT; the per-submission deadline stops a runaway kernel in
+the page (the native deadline: see test_native_deadline_*).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+from gpulab import host
+from gpulab.dtypes import DTYPE_NUMPY
+from gpulab.errors import GpuLabError
+
+from e2e import student_kernels as sk
+
+PAGE = "/e2e/webgpu_test.html"
+CASES = [make() for make in sk.CASES]
+
+# A graph's outputs from the page: {name: [shape, dtype, bytes as a list]} (bits survive JSON).
+RUN_IN_PAGE = """async ({graph, options}) => {
+  const rt = await window.wg.runtime.createRuntime({backend: 'webgpu', allowSoftware: true,
+    ...(options || {})});
+  try {
+    const r = await rt.execute(graph);
+    const out = {};
+    for (const [name, o] of Object.entries(r.outputs)) {
+      out[name] = [o.shape, o.dtype, Array.from(new Uint8Array(o.data.buffer, o.data.byteOffset,
+        o.data.byteLength))];
+    }
+    return {ok: true, outputs: out, software: r.stats.software};
+  } catch (e) {
+    return {ok: false, code: e.code ?? null, message: String(e.message ?? e)};
+  } finally {
+    rt.dispose();
+  }
+}"""
+
+
+@pytest.fixture()
+def wg(page, server_url):
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(server_url + PAGE)
+    page.wait_for_function("window.wgReady === true", timeout=30_000)
+    yield page
+    assert not errors, f"uncaught errors in the page: {errors}"
+
+
+def in_page(page, graph: dict, **options) -> dict:
+    r = page.evaluate(RUN_IN_PAGE, {"graph": graph, "options": options})
+    if r["ok"]:
+        assert r["software"] is True  # SwiftShader, labelled
+        r["outputs"] = {
+            k: np.frombuffer(bytes(v[2]), DTYPE_NUMPY[v[1]]).reshape(v[0])
+            for k, v in r["outputs"].items()
+        }
+    return r
+
+
+def native(graph: dict) -> dict[str, np.ndarray]:
+    r = host.execute(graph, backend="wgpu", allow_software=True)
+    assert r["backend"] == "wgpu" and r["stats"]["software"] is True
+    return {k: np.asarray(v["array"]) for k, v in r["outputs"].items()}
+
+
+def agree(a: np.ndarray, b: np.ndarray, exact_float: bool, what: str) -> None:
+    if a.dtype.kind == "f" and exact_float:
+        assert sk.ulps(a, b) <= 1, f"{what}: {sk.ulps(a, b)} ulp apart"
+    elif a.dtype.kind == "f":  # an accumulating kernel (the matmul): a float32 dot's error
+        assert np.allclose(a, b, rtol=1e-5, atol=1e-5), f"{what}: {np.max(np.abs(a - b))}"
+    else:
+        assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), f"{what}: bits differ"
+
+
+# ---- results: the same kernels, both lanes -----------------------------------------------
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_student_kernels_agree_on_webgpu_and_wgpu(wg, case):
+    page = in_page(wg, case.graph)
+    assert page["ok"], page
+    nat = native(case.graph)
+    assert set(page["outputs"]) == set(nat) == set(case.reference)
+    for name, ref in case.reference.items():
+        agree(page["outputs"][name], nat[name], case.exact_float, f"{case.name}.{name} page/native")
+        agree(
+            nat[name],
+            ref.astype(nat[name].dtype),
+            case.exact_float,
+            f"{case.name}.{name} native/ref",
+        )
+
+
+def test_heat_stencil_session_carries_state_on_both_lanes(wg):
+    graph, u_id, u0 = sk.heat_graph()
+    steps = 50
+    want = sk.heat_reference(u0, steps)
+    session = host.prepare(
+        graph, backend="wgpu", allow_software=True, carry={u_id: "next"}, outputs=["next"]
+    )
+    try:
+        session.run_steps(steps - 1)
+        last = np.asarray(session.run_steps(1)["outputs"]["next"]["array"])
+    finally:
+        session.dispose()
+    got = wg.evaluate(
+        """async ({graph, uId, steps}) => {
+      const rt = await window.wg.runtime.createRuntime({backend: 'webgpu', allowSoftware: true});
+      const s = await rt.prepare(graph, {carry: {[uId]: 'next'}, outputs: ['next']});
+      await s.run(steps - 1);
+      const r = await s.run(1);
+      s.dispose(); rt.dispose();
+      return Array.from(new Uint32Array(r.outputs.next.data.buffer));
+    }""",
+        {"graph": graph, "uId": u_id, "steps": steps},
+    )
+    page = np.array(got, np.uint32).view(np.float32)
+    assert sk.ulps(page, last) <= 1 and sk.ulps(last, want) <= 1
+    assert abs(float(last.sum()) - 100.0) < 1e-3  # heat is conserved
+
+
+# ---- errors: line and column on both lanes ------------------------------------------------
+
+LOCATED = re.compile(r"at line (\d+), column (\d+): ")
+
+
+@pytest.mark.parametrize("kind", list(sk.BROKEN))
+def test_compiler_and_binding_errors_name_the_line_on_both_lanes(wg, kind):
+    source, line = sk.BROKEN[kind]
+    graph = sk.broken_graph(source)
+    page = in_page(wg, graph)
+    with pytest.raises(GpuLabError) as native_err:
+        native(graph)
+    want_code = "VALIDATION" if kind == "binding" else "BACKEND"
+    assert page["ok"] is False and page["code"] == want_code, page
+    assert native_err.value.code == want_code
+    for message in (page["message"], native_err.value.message):
+        m = LOCATED.search(message)
+        assert m, message
+        assert int(m.group(1)) == line, message
+        assert f"\n{line:>4} | " in message  # the offending line is quoted
+    if kind == "reserved":
+        assert "meta" in page["message"] and "meta" in native_err.value.message
+    if kind == "binding":  # one validator rule, one message on both sides
+        assert page["message"] == native_err.value.message
+
+
+# ---- lanes that cannot run it ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["cpu", "wasm", "webgl2"])
+def test_other_page_lanes_refuse_with_unsupported(wg, backend):
+    r = wg.evaluate(
+        """async ({graph, backend}) => {
+      const rt = await window.wg.runtime.createRuntime({backend, allowSoftware: true});
+      try { await rt.execute(graph); return {ok: true}; }
+      catch (e) { return {ok: false, code: e.code, message: e.message}; }
+      finally { rt.dispose(); }
+    }""",
+        {"graph": CASES[0].graph, "backend": backend},
+    )
+    assert r == {
+        "ok": False,
+        "code": "UNSUPPORTED",
+        "message": f"{backend} has no kernel for wgsl (node 2)",
+    }
+
+
+def test_page_auto_picks_webgpu_for_a_wgsl_graph_and_says_why(wg):
+    r = wg.evaluate(
+        """async ({graph}) => {
+      const rt = await window.wg.runtime.createRuntime({backend: 'auto', allowSoftware: true});
+      const out = await rt.execute(graph);
+      rt.dispose();
+      return {backend: out.backend, attempts: out.stats.attempts};
+    }""",
+        {"graph": CASES[0].graph},
+    )
+    assert r["backend"] == "webgpu"
+
+
+def test_cpu_python_refuses_and_auto_never_falls_back_to_it():
+    with pytest.raises(GpuLabError) as err:
+        host.execute(CASES[0].graph, backend="cpu-python")
+    assert err.value.code == "UNSUPPORTED" and "wgsl" in err.value.message
+    with pytest.raises(GpuLabError) as auto:  # lavapipe is software: not allowed by default
+        host.execute(CASES[0].graph)
+    assert auto.value.code == "UNSUPPORTED"
+    assert "wgsl" in auto.value.message
+
+
+# ---- quotas and the deadline --------------------------------------------------------------
+
+
+def test_quotas_refuse_a_wgsl_graph_before_device_work(wg):
+    graph = sk.matmul_case().graph
+    r = in_page(wg, graph, quotas={"pipelines": 1})
+    assert r["ok"] is False and r["code"] == "LIMIT" and "quotas.pipelines" in r["message"]
+    r = in_page(wg, graph, quotas={"memoryBytes": 4096})
+    assert r["ok"] is False and r["code"] == "LIMIT" and "quotas.memoryBytes" in r["message"]
+
+
+RUNAWAY = """@group(0) @binding(0) var<storage, read_write> o: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3u) {
+  var i = 0u;
+  loop {
+    i = i + 1u;
+    o[id.x % 64u] = i;
+    if (o[64] == 12345u) { break; }
+  }
+}
+"""
+
+
+def runaway_graph(groups: int) -> dict:
+    from gpulab import Graph
+
+    g = Graph()
+    o = g.wgsl(RUNAWAY, outputs={"o": ((65,), "uint32")}, workgroups=groups)
+    return g.to_dict(o=o)
+
+
+def test_deadline_stops_a_runaway_kernel_in_the_page(wg):
+    """A loop that never ends: past deadlineMs the device is destroyed, the session poisoned
+    with a message naming the deadline, and a new runtime works."""
+    r = wg.evaluate(
+        """async ({graph, small}) => {
+      const t0 = performance.now();
+      const rt = await window.wg.runtime.createRuntime({backend: 'webgpu', allowSoftware: true,
+        deadlineMs: 500});
+      const s = await rt.prepare(graph, {outputs: ['o']});
+      let first, second;
+      try { await s.run(1); first = {ok: true}; } catch (e) { first = {code: e.code, message: e.message}; }
+      const ms = performance.now() - t0;
+      try { await s.run(1); second = {ok: true}; } catch (e) { second = {code: e.code, message: e.message}; }
+      s.dispose(); rt.dispose();
+      const rt2 = await window.wg.runtime.createRuntime({backend: 'webgpu', allowSoftware: true});
+      const t1 = performance.now();
+      const again = await rt2.execute(small);
+      const againMs = performance.now() - t1;
+      rt2.dispose();
+      return {first, second, ms, againMs, again: Array.from(again.outputs.out.data.slice(0, 3))};
+    }""",
+        {"graph": runaway_graph(4096), "small": CASES[0].graph},
+    )
+    print("deadline in the page:", json.dumps({k: r[k] for k in ("ms", "againMs")}))
+    assert r["first"]["code"] == "BACKEND", r
+    assert "500 ms deadline (deadlineMs)" in r["first"]["message"]
+    assert r["second"]["code"] == "STATE" and "deadline" in r["second"]["message"]
+    assert r["ms"] < 5000
+    want = CASES[0].reference["out"][:3]
+    assert sk.ulps(np.array(r["again"], np.float32), want) <= 1

@@ -1,0 +1,88 @@
+"""Students' own WGSL kernels on the native wgpu executor (issue 21), twin of
+backends-js/src/backends/webgpu/student.mjs.
+
+A plan step of kernel "wgsl" compiles its node's source. naga's errors become BACKEND errors
+with the line, column and message (naga writes them as `┌─ wgsl:LINE:COL`), the offending line
+and a caret: the form the page gives, so the notebook highlights both alike. The bind group
+layout follows the convention: storage buffers at 0..n-1 (inputs read-only, results
+read-write), the params uniform at n (an explicit layout: "auto" would drop a binding the
+shader does not use and the bind group would not match).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..errors import GpuLabError
+from ..wgsl_check import source_line
+
+LOCATION = re.compile(r"┌─ [^\n:]*:(\d+):(\d+)")
+REASON = re.compile(r"Shader '[^']*' (?:parsing|validation) error: ([^\n]*)")
+
+
+def naga_error(node_id: int, source: str, text: str) -> GpuLabError:
+    """The protocol error for naga's message text (located where naga says)."""
+    reason = REASON.search(text)
+    message = reason.group(1).strip() if reason else text.strip().splitlines()[-1]
+    where = LOCATION.search(text)
+    if not where:
+        return GpuLabError(
+            "BACKEND", f"node {node_id} (wgsl): WGSL compile error: {message}", node_id
+        )
+    line, column = int(where.group(1)), int(where.group(2))
+    caret = f"{'':4} | {' ' * max(0, column - 1)}^"
+    return GpuLabError(
+        "BACKEND",
+        f"node {node_id} (wgsl): WGSL compile error at line {line}, column {column}: "
+        f"{message}\n{source_line(source, line)}\n{caret}",
+        node_id,
+    )
+
+
+def student_pipeline(executor: Any, node: Any) -> tuple[Any, Any, int, int]:
+    """(pipeline, bind group layout, first storage binding, uniform binding) for a wgsl node,
+    created once per executor and source."""
+    import wgpu
+
+    inputs = len(node.operands)
+    storage = inputs + len(node.attrs["results"])
+    uniform = bool(node.attrs["params"])
+    cache = executor.__dict__.setdefault("_student", {})
+    key = (storage, inputs, uniform, node.attrs["source"])
+    if key in cache:
+        return cache[key]
+    device = executor.device
+    try:
+        module = device.create_shader_module(code=node.attrs["source"], label=f"wgsl {node.id}")
+    except Exception as err:  # noqa: BLE001 - wgpu raises GPUValidationError with naga text
+        raise naga_error(node.id, node.attrs["source"], str(err)) from None
+    vis = wgpu.ShaderStage.COMPUTE
+    entries = [
+        {
+            "binding": b,
+            "visibility": vis,
+            "buffer": {"type": "read-only-storage" if b < inputs else "storage"},
+        }
+        for b in range(storage)
+    ]
+    if uniform:
+        entries.append({"binding": storage, "visibility": vis, "buffer": {"type": "uniform"}})
+    try:
+        layout = device.create_bind_group_layout(entries=entries)
+        pipeline = device.create_compute_pipeline(
+            layout=device.create_pipeline_layout(bind_group_layouts=[layout]),
+            compute={"module": module, "entry_point": "main"},
+        )
+    except Exception as err:  # noqa: BLE001 - any pipeline failure is reported as BACKEND
+        located = naga_error(node.id, node.attrs["source"], str(err))
+        if "at line" in located.message:
+            raise located from None
+        raise GpuLabError(
+            "BACKEND",
+            f"node {node.id} (wgsl): the WGSL kernel does not make a pipeline: {str(err).strip()}",
+            node.id,
+        ) from None
+    executor.counters["pipelines"] += 1
+    cache[key] = (pipeline, layout, 0, storage)
+    return cache[key]
