@@ -103,6 +103,8 @@ def open_executor(name: str, allow_software: bool) -> Any:
     if name not in CACHED:
         return opener(allow_software)
     key = (name, allow_software)
+    if getattr(config.opened.get(key), "lost", None):  # lost after it ran (a session's run
+        del config.opened[key]  # past the deadline): the next graph opens a new device
     if key not in config.opened:
         try:
             config.opened[key] = opener(allow_software)

@@ -33,6 +33,7 @@ from ..dtypes import device_words, from_device_words
 from ..errors import GpuLabError
 from ..protocol import CheckedGraph, label
 from .planner import Plan, pack_params
+from .deadline import deadline_s, map_within
 from .student import student_pipeline
 
 # Steps encoded per queue submission in a multi-step run. Encoding a step costs the host about
@@ -385,7 +386,9 @@ class WgpuProgram:
         """The read-back buffer's first nbytes, mapped, valid inside the block only."""
         import wgpu
 
-        self._readback.map_sync(wgpu.MapMode.READ, 0, self._readback.size)
+        # the per-submission deadline (deadline.py): past it the device is destroyed
+        map_within(self._readback, wgpu.MapMode.READ, self._readback.size,
+                   deadline_s(self._ex.hooks), self._ex.expire)
         try:
             yield self._readback.read_mapped(0, nbytes, copy=False)
         finally:

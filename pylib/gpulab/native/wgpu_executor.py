@@ -231,6 +231,17 @@ class WgpuExecutor:
         if on_submit is not None:
             on_submit(self.counters["submits"])
 
+    @property
+    def lost(self) -> str | None:
+        """Why the device is gone (lost or past the deadline), or None."""
+        return self._lost
+
+    def expire(self, reason: str) -> None:
+        """A submission passed the deadline (deadline.py): destroy the device, refuse later
+        calls with `reason` (the host drops a BACKEND-failed executor and opens a new one)."""
+        self._lost = reason
+        quietly(self.device.destroy)
+
     def lose_device(self, reason: str = "destroyed by a test hook") -> None:
         """Test hook: destroy the device; every later call raises BACKEND."""
         quietly(self.device.destroy)
