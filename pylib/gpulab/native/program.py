@@ -32,8 +32,8 @@ from typing import Any
 from ..dtypes import device_words, from_device_words
 from ..errors import GpuLabError
 from ..protocol import CheckedGraph, label
-from .planner import Plan, pack_params
 from .deadline import deadline_s, map_within
+from .planner import Plan, pack_params
 from .student import student_pipeline
 
 # Steps encoded per queue submission in a multi-step run. Encoding a step costs the host about
@@ -53,6 +53,7 @@ class WgpuProgram:
         self._ex = executor
         self._checked = checked
         self.plan = plan
+        self._student = any(s["kernel"] == "wgsl" for s in plan["steps"])  # deadline.py
         self._buffer_of = {v["node"]: v["buffer"] for v in plan["values"]}
         self._sizes = [4 * b["elements"] for b in plan["buffers"]]
         # Inputs no output depends on have no plan buffer: feeding them changes nothing (as on
@@ -388,7 +389,7 @@ class WgpuProgram:
 
         # the per-submission deadline (deadline.py): past it the device is destroyed
         map_within(self._readback, wgpu.MapMode.READ, self._readback.size,
-                   deadline_s(self._ex.hooks), self._ex.expire)
+                   deadline_s(self._ex.hooks, self._student), self._ex.expire)
         try:
             yield self._readback.read_mapped(0, nbytes, copy=False)
         finally:

@@ -5,7 +5,7 @@
 import { GpuLabError } from '../../errors.mjs';
 import { toDeviceWords } from '../../dtypes.mjs';
 import { nodeBuffers, packUniforms, uploadData } from './plan-data.mjs';
-import { withinDeadline } from './deadline.mjs';
+import { DEFAULT_DEADLINE_MS, withinDeadline } from './deadline.mjs';
 import {
   STORAGE, copyCarries, copyFeeds, encodeReads, readBack, stageFeeds,
 } from './transfer.mjs';
@@ -247,7 +247,7 @@ export class WebGpuProgram {
         }
         this.submit(encoder);
       });
-      await withinDeadline(gpu, this.ctx.deadlineMs, 'run');
+      await withinDeadline(gpu, this.deadlineMs(), 'run');
     } catch (err) {
       if (staging) pool.release(/** @type {{buffer: GPUBuffer}} */ (staging).buffer);
       throw err;
@@ -272,9 +272,15 @@ export class WebGpuProgram {
       this.submit(encoder);
       return out;
     });
-    await withinDeadline(gpu, this.ctx.deadlineMs, 'download');
+    await withinDeadline(gpu, this.deadlineMs(), 'download');
     const values = await readBack(gpu, pool, staging, [id], reads, 'download', this.dtypeOf);
     return /** @type {import('../../dtypes.mjs').TypedData} */ (values.get(id));
+  }
+
+  /** The deadline of this program's submissions: the option, else 2 s with a student kernel. */
+  deadlineMs() {
+    const student = this.plan.steps.some((s) => s.kernel === 'wgsl');
+    return this.ctx.deadlineMs ?? (student ? DEFAULT_DEADLINE_MS : null);
   }
 
   /** @param {GPUCommandEncoder} encoder */
