@@ -11,6 +11,7 @@ labelled); a WebGPU canvas needs e2e/browser.py's Vulkan flags (docs/playground.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,6 +25,8 @@ from e2e.test_playground import (
     open_notebook,
     output,
     run_program,
+    save_shot,
+    shot_dir,  # noqa: F401 - the fixture
 )
 
 BACKENDS = ["webgpu", "webgl2", "wasm", "cpu"]
@@ -266,14 +269,18 @@ print((await s2.download_async("b"))["shape"])
     assert mapped["mapAsync"] >= after["mapAsync"] + 2, mapped
 
 
-@pytest.mark.parametrize("backend_page", ["webgpu"], indirect=True)
-def test_lost_device_ends_the_view_with_a_message(live) -> None:
-    """The device-loss hook is WebGPU's (hooks.loseDevice)."""
+@pytest.mark.parametrize(
+    ("backend_page", "lose"),
+    [("webgpu", "loseDevice"), ("webgl2", "loseContext")],
+    indirect=["backend_page"],
+)
+def test_lost_device_ends_the_view_with_a_message(live, lose: str) -> None:
+    """The backends' loss hooks (hooks.loseDevice, hooks.loseContext) in the worker."""
     _, page = live
     run_program(page, life_program(frames="None", fps=30))
     expect(view(page)).not_to_have_attribute("data-frames", "0")
     [worker] = page.workers
-    worker.evaluate("() => self.gpulabTestHooks.runtime.loseDevice()")
+    worker.evaluate(f"() => self.gpulabTestHooks.runtime.{lose}()")
     wait_ended(page, timeout=20_000)
     expect(view(page)).to_have_attribute("data-reason", "error")
     expect(view(page).get_by_role("alert")).to_contain_text("lost")
@@ -285,7 +292,7 @@ def test_lost_device_ends_the_view_with_a_message(live) -> None:
 VIRIDIS_LOW = (68, 1, 84)  # colors.mjs COLOUR_MAP[0]: the heat map at vmin
 
 
-def test_live_example_life_and_heat_brush(live) -> None:
+def test_live_example_life_and_heat_brush(live, shot_dir: Path) -> None:  # noqa: F811
     """The Examples menu's live notebook: Life drawn with the mouse, heat painted with a brush
     (a stencil of matmuls with a shift matrix: slices have not landed yet)."""
     backend, page = live
@@ -315,6 +322,8 @@ def test_live_example_life_and_heat_brush(live) -> None:
     warm = np.abs(after - VIRIDIS_LOW).max(axis=2) > 30
     assert warm[h // 2, int(after.shape[1] * 0.45)], "no heat where the brush went"
     assert not warm[h // 8].any(), "heat far from the brush"
+    if backend == "webgpu":
+        save_shot(page.locator("main"), shot_dir / "live-views.png")
     page.get_by_role("button", name="Stop").click()
     for n in (1, 2):
         expect(view(page, n)).to_have_attribute("data-state", "ended")
