@@ -33,6 +33,9 @@ COST_MODEL: dict[str, Any] = optable.load()["cost_model"]
 FLOP_OPS = frozenset(COST_MODEL["flop_ops"])
 COST_NS: dict[str, float] = COST_MODEL["backends"]["cpu-python"]["ns_per_element"]
 MAX_COST_S = float(COST_MODEL["backends"]["cpu-python"]["limit_s"])  # Quotas.max_cost_s
+# The server's per-request deadline (Quotas.deadline_s): the estimate may be off (a matmul
+# recomputed in the protocol's k order takes about twice its estimate), hence 3x the limit.
+DEADLINE_S = 30.0
 
 
 def graph_cost(checked: CheckedGraph) -> dict[str, int]:
@@ -76,12 +79,13 @@ class Quotas:
     buffers: int = QUOTAS["buffers"][0]
     pipelines: int = QUOTAS["pipelines"][0]
     max_cost_s: float = MAX_COST_S  # estimated cpu-python seconds of one graph (graph_cost_s)
+    deadline_s: float = DEADLINE_S  # cpu-python stops between nodes past it (cpu/deadline.py)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.max_cost_s, int | float) or not self.max_cost_s > 0:
-            raise GpuLabError(
-                "VALIDATION", f"max_cost_s must be a number > 0, got {self.max_cost_s!r}"
-            )
+        for name in ("max_cost_s", "deadline_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise GpuLabError("VALIDATION", f"{name} must be a number > 0, got {value!r}")
         for name, (_, most) in QUOTAS.items():
             value: Any = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:

@@ -357,3 +357,41 @@ process.stdout.write(JSON.stringify(out));
             assert (py is None and cost is None) or py == pytest.approx(cost, rel=1e-12), graph
     assert {b for b, c in zip(backends, js[0], strict=True) if c is None} == {"webgl2", "webgpu",
                                                                               "wgpu"}
+
+
+def test_defect14_server_deadline_stops_cpu_python_between_nodes() -> None:
+    """A graph the cost model lets through but that runs long (many nodes) is stopped between
+    nodes past Quotas.deadline_s with LIMIT naming the deadline, and the server answers the next
+    request at once (it is not held)."""
+    import time
+
+    from gpulab import host
+    from gpulab.quotas import Quotas
+
+    def cpu_python(graph: dict) -> dict:
+        return host.execute(graph, backend="cpu-python", strict=True)
+
+    endpoint = ExecuteEndpoint(set(), cpu_python, quotas=Quotas(deadline_s=0.3))
+    srv = start_server(ROOT / "web", routes=[endpoint])
+    number = srv.server_address[1]
+    endpoint.allowed_hosts = {f"127.0.0.1:{number}"}
+    try:
+        depth = 60  # each gelu over 2^16 elements takes about 0.05-0.1 s: several seconds in all
+        slow = {"version": 2, "nodes": [{"id": 0, "op": "full", "shape": [1 << 16], "value": 0.5},
+                                        *({"id": i, "op": "gelu", "a": i - 1}
+                                          for i in range(1, depth + 1))],
+                "outputs": [{"name": "y", "id": depth}]}
+        t0 = time.perf_counter()
+        status, answer = execute(number, slow)
+        took = time.perf_counter() - t0
+        assert status == 400 and answer["code"] == "LIMIT", answer
+        assert "deadline of 0.3 s (deadline_s)" in answer["message"], answer
+        assert took < 2.0, took
+        t1 = time.perf_counter()
+        status, answer = execute(number, full_graph([4]))
+        assert status == 200 and time.perf_counter() - t1 < 2.0, answer
+    finally:
+        srv.shutdown()
+    for bad in (0, -1.0, True, "3"):
+        with pytest.raises(Exception, match="deadline_s must be a number > 0"):
+            Quotas(deadline_s=bad)  # type: ignore[arg-type]

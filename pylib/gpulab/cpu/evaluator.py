@@ -15,6 +15,7 @@ from .. import support
 from ..dtypes import DTYPES, as_numpy
 from ..errors import GpuLabError
 from ..protocol import CheckedGraph, CheckedNode, label
+from .deadline import check as check_deadline
 
 try:
     import numpy as np
@@ -111,6 +112,7 @@ class CpuProgram:
                 values[node_id] = self._input(node, step)
                 continue
             args = [values[ref] for ref in node.operands]
+            check_deadline(node)  # the server's per-request deadline, if one is set
             try:
                 values[node_id] = self._kernels[node.op](node, args)
             except GpuLabError:  # a kernel's own error (an index out of range): as it is

@@ -190,9 +190,11 @@ class ExecuteEndpoint:
         return body
 
     def _execute(self, handler: BaseHTTPRequestHandler, graph: Any) -> None:
+        from gpulab.cpu.deadline import deadline
+
         try:
             self._check_answer_size(graph)
-            with self._lock:
+            with self._lock, deadline(self.quotas.deadline_s):  # cpu-python stops past it
                 result = self.executor(graph)
             body = encode_result(result)
         except Exception as exc:  # noqa: BLE001 - every failure becomes an error JSON
