@@ -1,0 +1,165 @@
+"""x @ w.T with a q4_k weight on the wgpu executor (matmul_q: the blocks decoded inside the
+kernel) next to PyTorch fp32 x @ W.T with the dequantized weight on CUDA (cuBLAS, TF32 off),
+in the same process (issue 14, docs/benchmarks.md "q4_k matmul").
+
+    python bench/quant_matmul.py                          # 4096x4096 and 11008x4096, batch 1, 16
+    python bench/quant_matmul.py --shapes 256x512 --batches 1 --allow-software --no-torch
+
+The weight is random q4_k blocks (f16 d and dmin of a trained layer's size, random 6-bit scales
+and 4-bit quants): the time does not depend on the values, and ggml's reference quantizer
+(gpulab.quant.quantize_q4_k, numpy) takes minutes for 45M values. Timing: `reps` products in
+one submission (a prepared program run with `reps` steps), then the queue drained; torch:
+CUDA events around `reps` products after a warm-up. Effective weight bandwidth = the weight's
+bytes (144 per 256 values for q4_k, 4 per value for fp32) / time per product.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+import numpy as np
+from gpulab import quant
+from gpulab.native.bench_matmul import wait_for_queue
+from gpulab.native.wgpu_executor import open_executor
+from gpulab.protocol import validate
+
+
+def random_q4k(n: int, k: int, seed: int = 0) -> bytes:
+    """Random q4_k blocks with finite, layer-sized f16 scales (d ~ 1e-3, dmin ~ 5e-4)."""
+    rng = np.random.default_rng(seed)
+    blocks = rng.integers(0, 256, size=(n * k // 256, 144), dtype=np.uint8)
+    d = rng.uniform(5e-4, 2e-3, blocks.shape[0]).astype("<f2").view(np.uint8).reshape(-1, 2)
+    dmin = rng.uniform(2e-4, 1e-3, blocks.shape[0]).astype("<f2").view(np.uint8).reshape(-1, 2)
+    blocks[:, 0:2], blocks[:, 2:4] = d, dmin
+    return blocks.tobytes()
+
+
+def graph(x: np.ndarray, raw: bytes, n: int) -> dict[str, Any]:
+    m, k = x.shape
+    return {
+        "version": 2,
+        "nodes": [
+            {"id": 0, "op": "input", "shape": [m, k], "data": x.reshape(-1)},
+            {"id": 1, "op": "input", "shape": [n, k], "dtype": "q4_k", "data": raw},
+            {"id": 2, "op": "matmul_q", "a": 0, "b": 1},
+        ],
+        "outputs": [{"name": "y", "id": 2}],
+    }
+
+
+def bench_wgpu(executor: Any, x: np.ndarray, raw: bytes, n: int, reps: int) -> dict[str, Any]:
+    program = executor.prepare(validate(graph(x, raw, n)))
+    try:
+        out = program.run([{}], [2])[2]  # warm-up: pipeline compiled, buffers touched
+        best = float("inf")
+        for _ in range(3):  # the best of three timed submissions
+            start = time.perf_counter()
+            program.run([{}] * reps, [])
+            wait_for_queue(executor.device)
+            best = min(best, (time.perf_counter() - start) / reps)
+        kernel = program.plan["steps"][0]["entry"]
+    finally:
+        program.dispose()
+    return {"ms": best * 1e3, "out": out, "kernel": kernel}
+
+
+def bench_torch(x: np.ndarray, w: np.ndarray, reps: int) -> dict[str, Any]:
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    xt = torch.from_numpy(x).cuda()
+    wt = torch.from_numpy(w).cuda()
+    for _ in range(3):
+        out = xt @ wt.T
+    torch.cuda.synchronize()
+    best = float("inf")
+    for _ in range(3):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(reps):
+            out = xt @ wt.T
+        stop.record()
+        torch.cuda.synchronize()
+        best = min(best, start.elapsed_time(stop) / reps)
+    return {"ms": best, "out": out.cpu().numpy(), "device": torch.cuda.get_device_name()}
+
+
+def worst_error(x: np.ndarray, w: np.ndarray, got: np.ndarray) -> float:
+    """max |got - ref| / (|x| @ |w|.T) over the outputs, ref in float64."""
+    ref = x.astype(np.float64) @ w.astype(np.float64).T
+    scale = np.abs(x.astype(np.float64)) @ np.abs(w.astype(np.float64)).T
+    return float(np.max(np.abs(got - ref) / scale))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", default="4096x4096,11008x4096", help="NxK weights")
+    parser.add_argument("--batches", default="1,16", help="rows of x")
+    parser.add_argument("--reps", type=int, default=200)
+    parser.add_argument("--allow-software", action="store_true", default=None)
+    parser.add_argument("--no-torch", action="store_true")
+    parser.add_argument("--json", default=None, help="write the rows here")
+    args = parser.parse_args(argv)
+    executor = open_executor(args.allow_software, hooks={"steps_per_submit": 0})
+    print(
+        f"wgpu adapter: {executor.info.get('description')} "
+        f"({'software' if executor.info.get('software') else 'hardware'})"
+    )
+    rows, ok = [], True
+    for shape in args.shapes.split(","):
+        n, k = (int(v) for v in shape.split("x"))
+        raw = random_q4k(n, k)
+        w = quant.dequantize(raw, "q4_k", (n, k))
+        for m in (int(v) for v in args.batches.split(",")):
+            x = np.random.default_rng(m).standard_normal((m, k)).astype(np.float32)
+            q = bench_wgpu(executor, x, raw, n, args.reps)
+            row = {
+                "n": n,
+                "k": k,
+                "m": m,
+                "kernel": q["kernel"],
+                "q4k_ms": q["ms"],
+                "q4k_gbs": len(raw) / q["ms"] / 1e6,
+                "q4k_err": worst_error(x, w, q["out"]),
+            }
+            ok &= row["q4k_err"] <= 1.43e-6  # the matmul class: 12 eps32 of the scale
+            if not args.no_torch:
+                t = bench_torch(x, w, args.reps)
+                row.update(
+                    torch_ms=t["ms"],
+                    torch_gbs=w.nbytes / t["ms"] / 1e6,
+                    torch_err=worst_error(x, w, t["out"]),
+                    torch_device=t["device"],
+                    speedup=t["ms"] / q["ms"],
+                )
+            rows.append(row)
+            print(json.dumps(row))
+    executor.dispose()
+    print(
+        "\n| weight N x K | batch | q4_k wgpu (ms) | q4_k GB/s | fp32 cuBLAS (ms) | fp32 GB/s "
+        "| q4_k vs fp32 |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        torch_cols = (
+            f"{r['torch_ms']:.4f} | {r['torch_gbs']:.0f} | {r['speedup']:.2f}x"
+            if "torch_ms" in r
+            else "- | - | -"
+        )
+        print(
+            f"| {r['n']} x {r['k']} | {r['m']} | {r['q4k_ms']:.4f} | {r['q4k_gbs']:.0f} | "
+            f"{torch_cols} |"
+        )
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
