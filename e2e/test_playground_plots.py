@@ -158,3 +158,30 @@ def test_plot_in_dark_mode_reads_the_theme(browser, playground_url: str) -> None
         assert min(r, g, b) > 180, legend_ink
     finally:
         ctx.close()
+
+
+def test_edge_cases_draw_without_errors(notebook: Page) -> None:
+    """No points, one point, non-finite values (gaps), a 0-d output entry, xs given."""
+    out = run_program(
+        notebook,
+        """import display
+from gpulab import Graph
+display.plot([], name="empty")
+display.plot([5], name="one")
+display.plot([1.0, float("nan"), 3.0, float("inf"), 2.0], name="gaps")
+g = Graph()
+r = await g.run_async(v=g.tensor([1.0, 2.0, 3.0]) * 3)
+display.plot(r["outputs"]["v"], xs=[0.5, 1.0, 1.5], name="entry")
+print("ok")""",
+    )
+    expect(out.locator(".stream.stdout")).to_have_text("ok\n")
+    expect(out.get_by_role("alert")).to_have_count(0)
+    captions = out.locator("figcaption")
+    expect(captions).to_have_text(
+        [
+            "empty: 0 points, last empty —",
+            "one: 1 point, last one 5",
+            "gaps: 5 points, last gaps 2",
+            "entry: 3 points, last entry 9",
+        ]
+    )

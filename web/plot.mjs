@@ -90,7 +90,7 @@ const charts = new WeakMap(); // figure -> {chart, labels}
 function describe(figure, p) {
   const points = p.xs.length;
   const last = p.series.map((s) => `${s.label} ${formatValue(s.ys.findLast((v) => v !== null) ?? null)}`).join(', ');
-  const text = `${p.title || p.name}: ${points} points, last ${last}`;
+  const text = `${p.title || p.name}: ${points} point${points === 1 ? '' : 's'}, last ${last}`;
   figure.querySelector('figcaption').textContent = text;
   const root = figure.querySelector('.plot-root');
   root.setAttribute('aria-label', `plot ${p.name}: ${text}`);
