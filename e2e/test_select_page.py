@@ -39,18 +39,30 @@ s.dispose()
 
 def native_lines() -> list[str]:
     env = {**os.environ, "GPULAB_GPU": "0", "PYTHONPATH": f"{ROOT / 'pylib'}:{ROOT}"}
-    out = subprocess.run([sys.executable, "-c", PROGRAM], env=env, capture_output=True,
-                         text=True, check=True, timeout=120).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", PROGRAM],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
     return [line for line in out.splitlines() if line.startswith("SEL")]
 
 
 @pytest.mark.parametrize("backend", ["wasm", "cpu", "webgl2", "webgpu"])
-def test_select_api_in_the_page_equals_native(page: Page, playground_url: str,  # noqa: F811
-                                              backend: str) -> None:
+def test_select_api_in_the_page_equals_native(
+    page: Page,
+    playground_url: str,  # noqa: F811
+    backend: str,
+) -> None:
     want = native_lines()
     assert len(want) == 14, want
     open_notebook(page, playground_url, backend=backend, software=True)
     out = run_program(page, PROGRAM)
-    got = [line for line in out.locator(".stream.stdout").inner_text().splitlines()
-           if line.startswith("SEL")]
+    got = [
+        line
+        for line in out.locator(".stream.stdout").inner_text().splitlines()
+        if line.startswith("SEL")
+    ]
     assert got == want
