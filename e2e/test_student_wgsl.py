@@ -319,3 +319,59 @@ def test_lavapipe_ends_an_endless_loop_after_65535_iterations():
     g = Graph()
     o = g.wgsl(ENDLESS, outputs={"o": ((2,), "uint32")}, workgroups=1)
     assert list(native(g.to_dict(o=o))["o"]) == [65535, 0]
+
+
+# ---- the notebook example (Playwright) ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def playground_url():
+    from gpulab.server import start
+
+    srv = start("127.0.0.1", 0)
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+
+
+def test_notebook_example_runs_and_a_broken_shader_shows_the_line(browser, playground_url):
+    """The 'wgsl' example (saxpy, tiled matmul timed against ours, heat session) runs on WebGPU
+    (SwiftShader, software allowed in the toolbar); breaking the saxpy shader with the
+    reserved word `meta` shows the compiler's error under the cell with WGSL line 12 marked."""
+    from playwright.sync_api import expect
+
+    ctx = browser.new_context(viewport={"width": 1100, "height": 900})
+    page = ctx.new_page()
+    page.set_default_timeout(120_000)
+    try:
+        page.goto(playground_url + "/?backend=webgpu&software=1")
+        expect(page.locator("body")).to_have_attribute("data-ready", "true", timeout=120_000)
+        page.get_by_label("Examples").select_option("wgsl")
+        cells = page.locator("section.cell")
+        expect(cells).to_have_count(3)
+        page.get_by_role("button", name="Run all").click()
+        for n in range(3):
+            expect(cells.nth(n)).to_have_attribute("data-status", "done", timeout=170_000)
+        outs = [
+            page.get_by_role("region", name=f"Output of cell {n}", exact=True) for n in (1, 2, 3)
+        ]
+        expect(outs[0]).to_contain_text(
+            "webgpu [1.0, 1.2000000476837158, 1.399999976158142, 1.600000023841858] [100900.0]"
+        )
+        expect(outs[1]).to_contain_text(re.compile(r"yours: [\d.]+ ms per run on webgpu"))
+        expect(outs[1]).to_contain_text(re.compile(r"ours: [\d.]+ ms per run on webgpu"))
+        expect(outs[2]).to_contain_text("total heat 1600.0")
+        source = page.evaluate("() => globalThis.gpulabNotebook.cells[0].source()")
+        broken = source.replace("out[i] = p.a * x[i] + y[i];", "out[i] = p.a * x[i] + meta;")
+        assert broken != source
+        page.get_by_role("region", name="Cell 1", exact=True).get_by_role("textbox").fill(broken)
+        page.get_by_role("region", name="Cell 1", exact=True).get_by_role(
+            "button", name="Run", exact=True
+        ).click()
+        alert = outs[0].get_by_role("alert")
+        expect(alert).to_contain_text("WGSL compile error at line 12", timeout=120_000)
+        expect(alert).to_contain_text("meta")
+        marked = alert.locator(".wgsl-error mark")
+        expect(marked).to_contain_text("out[i] = p.a * x[i] + meta;")
+        expect(alert.locator(".wgsl-error")).to_have_attribute("data-line", "12")
+    finally:
+        ctx.close()

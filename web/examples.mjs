@@ -159,10 +159,125 @@ view = display.animate(sim, "heat", feeds={paint: display.brush(radius=3, value=
                        vmin=0.0, vmax=1.0, title="heat: paint with the mouse")
 print(f"live on {sim.backend}: press and drag to paint heat")`;
 
+// ---- issue 21: your own WGSL kernels (docs/playground.md "Your own WGSL kernels") ----
+
+const WGSL_SAXPY = `from gpulab import Graph
+
+# Your own compute shader. The binding convention: inputs at @binding(0), (1), ... (read-only
+# storage), then one read_write buffer per output, then a uniform struct of the params.
+SAXPY = """
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> y: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+struct Params { a: f32, n: u32 }
+@group(0) @binding(3) var<uniform> p: Params;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3u) {
+  let i = id.x;
+  if (i < p.n) {
+    out[i] = p.a * x[i] + y[i];
+  }
+}
+"""
+n = 1000
+g = Graph()
+x = g.tensor([i / 10 for i in range(n)])
+y = g.tensor([1.0] * n)
+out = g.wgsl(SAXPY, inputs=[x, y], outputs={"out": ((n,), "float32")},
+             workgroups=(n + 63) // 64, params={"a": 2.0, "n": n})
+# its output is a Tensor like any other: use it in the rest of the graph
+res = await g.run_async(saxpy=out, total=out.sum())
+print(res["backend"], res["outputs"]["saxpy"]["data"][:4], res["outputs"]["total"]["data"])`;
+
+const WGSL_MATMUL = `import time
+from gpulab import Graph
+
+# A 16x16 tiled matmul with workgroup memory, timed against gpulab's own matmul.
+TILED = """
+@group(0) @binding(0) var<storage, read> a: array<f32>;
+@group(0) @binding(1) var<storage, read> b: array<f32>;
+@group(0) @binding(2) var<storage, read_write> c: array<f32>;
+struct Dims { m: u32, k: u32, n: u32 }
+@group(0) @binding(3) var<uniform> d: Dims;
+
+const T = 16u;
+var<workgroup> ta: array<f32, 256>;
+var<workgroup> tb: array<f32, 256>;
+
+@compute @workgroup_size(16, 16)
+fn main(@builtin(global_invocation_id) g: vec3u, @builtin(local_invocation_id) l: vec3u) {
+  var acc = 0.0;
+  for (var t = 0u; t < (d.k + T - 1u) / T; t++) {
+    let ka = t * T + l.x;
+    let kb = t * T + l.y;
+    ta[l.y * T + l.x] = select(0.0, a[g.y * d.k + ka], g.y < d.m && ka < d.k);
+    tb[l.y * T + l.x] = select(0.0, b[kb * d.n + g.x], kb < d.k && g.x < d.n);
+    workgroupBarrier();
+    for (var k = 0u; k < T; k++) {
+      acc += ta[l.y * T + k] * tb[k * T + l.x];
+    }
+    workgroupBarrier();
+  }
+  if (g.y < d.m && g.x < d.n) {
+    c[g.y * d.n + g.x] = acc;
+  }
+}
+"""
+M = K = N = 128
+g = Graph()
+A = g.tensor([[((i * 7 + j * 3) % 11) / 11 for j in range(K)] for i in range(M)])
+B = g.tensor([[((i * 5 + j) % 13) / 13 for j in range(N)] for i in range(K)])
+mine = g.wgsl(TILED, inputs=[A, B], outputs={"c": ((M, N), "float32")},
+              workgroups=((N + 15) // 16, (M + 15) // 16), params={"m": M, "k": K, "n": N})
+for name, t in (("yours", mine), ("ours", A @ B)):
+    await g.run_async(c=t)                    # the first run compiles the kernel
+    t0 = time.perf_counter()
+    for _ in range(5):
+        r = await g.run_async(c=t)
+    print(f"{name}: {(time.perf_counter() - t0) / 5 * 1000:.1f} ms per run on {r['backend']}")
+both = await g.run_async(yours=mine, ours=A @ B)
+diff = max(abs(p - q) for p, q in zip(both["outputs"]["yours"]["data"], both["outputs"]["ours"]["data"]))
+print(f"largest difference: {diff:.2e}")`;
+
+const WGSL_HEAT = `import display
+from gpulab import Graph
+
+# Heat diffusion on a ring of 256 cells: your stencil steps a session; u stays on the GPU and
+# each step's output is carried into the next (carried state).
+HEAT = """
+@group(0) @binding(0) var<storage, read> u: array<f32>;
+@group(0) @binding(1) var<storage, read_write> next: array<f32>;
+struct P { k: f32 }
+@group(0) @binding(2) var<uniform> p: P;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3u) {
+  let n = arrayLength(&u);
+  let i = id.x;
+  if (i >= n) { return; }
+  let left = u[(i + n - 1u) % n];
+  let right = u[(i + 1u) % n];
+  next[i] = u[i] + p.k * (left - 2.0 * u[i] + right);
+}
+"""
+n = 256
+g = Graph()
+u = g.tensor([100.0 if 120 <= i < 136 else 0.0 for i in range(n)])
+step = g.wgsl(HEAT, inputs=[u], outputs={"next": ((n,), "float32")},
+              workgroups=(n + 63) // 64, params={"k": 0.25})
+sim = await g.prepare_async(carry={u: "next"}, next=step)
+for frame in range(20):
+    out = (await sim.run_steps_async(50))["outputs"]["next"]
+    display.plot(out["data"], name="heat", title=f"heat after {sim.steps_run} steps",
+                 xlabel="cell", ylabel="temperature")
+print(f"total heat {sum(out['data']):.3f} after {sim.steps_run} steps on {sim.backend}")`;
+
 /** @type {Array<{id: string, title: string, cells: string[]}>} */
 export const EXAMPLES = [
   { id: 'first', title: 'First graph: (a * b).relu()', cells: [FIRST, FIRST_SYNC, FIRST_AWAIT] },
   { id: 'life', title: 'Game of Life on the GPU', cells: [LIFE_SETUP, LIFE_RUN, LIFE_BATCH] },
   { id: 'mlp', title: 'Train a small MLP with Adam', cells: [MLP_DATA, MLP_GRAPH, MLP_TRAIN, MLP_EVAL] },
   { id: 'live', title: 'Live views: draw on Life, paint heat', cells: [LIVE_LIFE, LIVE_HEAT] },
+  { id: 'wgsl', title: 'Your own WGSL kernels (WebGPU): saxpy, a tiled matmul, heat', cells: [WGSL_SAXPY, WGSL_MATMUL, WGSL_HEAT] },
 ];

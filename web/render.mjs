@@ -1,5 +1,6 @@
 // Cell outputs: text streams, result tables, 0/1 grids on a canvas, tracebacks (plots: plot.mjs).
 // Everything is built with DOM calls (never innerHTML), so program output cannot inject markup.
+import { parseWgslError, renderWgslError } from './wgsl-error.mjs';
 
 const MAX_ROWS = 16;
 const MAX_COLS = 12;
@@ -177,7 +178,11 @@ export function renderError(output, error, editorLines) {
   const box = el('div', { class: 'error', role: 'alert' });
   const where = error.line ? ` (line ${error.line})` : '';
   const context = error.title ? ` ${error.title}` : '';
-  box.append(el('p', { class: 'error-title', text: `${error.type}${where}${context}: ${error.message}` }));
+  // a WGSL error (issue 21): its first line in the title, the shader's line shown marked below
+  const wgsl = parseWgslError(error.message);
+  const message = wgsl ? wgsl.head : error.message;
+  box.append(el('p', { class: 'error-title', text: `${error.type}${where}${context}: ${message}` }));
+  if (wgsl) renderWgslError(box, error.message);
   if (error.line && editorLines?.[error.line - 1] !== undefined) {
     box.append(el('pre', { class: 'error-line', text: `${String(error.line).padStart(4)} │ ${editorLines[error.line - 1]}` }));
   }
