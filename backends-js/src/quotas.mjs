@@ -20,6 +20,16 @@ const WHAT = { memoryBytes: 'bytes of device memory', buffers: 'buffers/textures
   pipelines: 'pipelines' };
 
 /**
+ * A node's device memory: its tensor in 32-bit words; a student's wgsl node holds every result
+ * it declares, and wgsl_output is a view of one of them (issue 21).
+ * @param {{op: string, shape: number[], attrs: Record<string, any>}} node
+ */
+function nodeBytes(node) {
+  if (node.op === 'wgsl') return node.attrs.results.reduce((s, r) => s + numel(r.shape) * 4, 0);
+  return node.op === 'wgsl_output' ? 0 : numel(node.shape) * 4;
+}
+
+/**
  * The device cost of a checked graph.
  * @param {import('./validate.mjs').CheckedGraph} checked
  * @returns {{memoryBytes: number, buffers: number, pipelines: number}}
@@ -29,8 +39,9 @@ export function graphCost(checked) {
   const kernels = new Set();
   for (const id of checked.order) {
     const node = checked.byId.get(id);
-    memoryBytes += numel(node.shape) * 4;
-    if (!SOURCES.has(node.op)) kernels.add(`${node.op}:${node.dtype}`);
+    memoryBytes += nodeBytes(node);
+    if (node.op === 'wgsl') kernels.add(`wgsl:${node.attrs.source}`); // one per student source
+    else if (!SOURCES.has(node.op) && node.op !== 'wgsl_output') kernels.add(`${node.op}:${node.dtype}`);
   }
   return { memoryBytes, buffers: checked.order.length, pipelines: kernels.size };
 }

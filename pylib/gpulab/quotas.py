@@ -38,14 +38,24 @@ MAX_COST_S = float(COST_MODEL["backends"]["cpu-python"]["limit_s"])  # Quotas.ma
 DEADLINE_S = 30.0
 
 
+def _node_bytes(node: Any) -> int:
+    """A node's device memory: its tensor in 32-bit words; a student's wgsl node holds every
+    result it declares, and wgsl_output is a view of one of them (issue 21)."""
+    if node.op == "wgsl":
+        return sum(element_count(r["shape"]) * 4 for r in node.attrs["results"])
+    return 0 if node.op == "wgsl_output" else element_count(node.shape) * 4
+
+
 def graph_cost(checked: CheckedGraph) -> dict[str, int]:
     """{memory_bytes, buffers, pipelines} of a checked graph (see the module doc)."""
     memory = 0
     kernels: set[tuple[str, str]] = set()
     for node_id in checked.order:
         node = checked.by_id[node_id]
-        memory += element_count(node.shape) * 4
-        if node.op not in SOURCES:
+        memory += _node_bytes(node)
+        if node.op == "wgsl":  # one pipeline per student source (issue 21)
+            kernels.add(("wgsl", node.attrs["source"]))
+        elif node.op not in SOURCES and node.op != "wgsl_output":
             kernels.add((node.op, node.dtype))
     return {"memory_bytes": memory, "buffers": len(checked.order), "pipelines": len(kernels)}
 

@@ -213,3 +213,37 @@ def test_binding_mismatch_names_the_binding_and_line() -> None:
     assert got["message"].endswith(
         "   2 | @group(0) @binding(1) var<storage, read_write> y: array<f32>;"
     )
+
+
+QUOTA_JS = """
+import { validateGraph } from './backends-js/src/validate.mjs';
+import { graphCost } from './backends-js/src/quotas.mjs';
+let text = '';
+for await (const chunk of process.stdin) text += chunk;
+process.stdout.write(JSON.stringify(JSON.parse(text).map((g) => graphCost(validateGraph(g)))));
+"""
+
+
+def test_quota_costs_of_student_graphs_agree() -> None:
+    """A wgsl node costs all its results' memory and one pipeline per source; wgsl_output is a
+    view (no memory, no pipeline): the same numbers in both twins."""
+    from gpulab.graph import Graph
+    from gpulab.quotas import graph_cost
+
+    g = Graph()
+    x = g.tensor([1.0, 2.0, 3.0, 4.0])
+    two = SAXPY.replace("struct Params", "@group(0) @binding(3) var<storage, read_write> "
+                        "o2: array<u32>;\nstruct Params").replace("@binding(3) var<uniform>",
+                                                                  "@binding(4) var<uniform>")
+    a, b = g.wgsl(two, inputs=[x, x], outputs={"out": ((4,), "float32"), "o2": ((8,), "uint32")},
+                  params={"a": 1.0, "n": 4})
+    c = g.wgsl(SAXPY, inputs=[a, a], outputs={"out": ((4,), "float32")}, params={"a": 2.0, "n": 4})
+    graphs = [g.to_dict(a=a, b=b, c=c), g.to_dict(b=b)]
+    proc = subprocess.run(["node", "--input-type=module", "-e", QUOTA_JS], cwd=ROOT, check=True,
+                          input=json.dumps(graphs), capture_output=True, text=True)
+    js = json.loads(proc.stdout)
+    py = [graph_cost(validate(gr)) for gr in graphs]
+    assert [[c["memoryBytes"], c["buffers"], c["pipelines"]] for c in js] == [
+        [c["memory_bytes"], c["buffers"], c["pipelines"]] for c in py]
+    # x (16 B) + the first kernel's 16 + 32 B + the second's 16 B; two sources, two pipelines
+    assert py[0] == {"memory_bytes": 80, "buffers": 4, "pipelines": 2}
