@@ -627,21 +627,32 @@ function planBlockInput(ctx, node) {
   return id;
 }
 
-/** Rows of x one matmul_q workgroup takes (quant.wgsl MB) and weight rows (its 8 groups). */
+/** Rows of x one matmul_q workgroup takes (quant.wgsl MB); its 8 groups of 32 lanes. */
 const QUANT_MB = 8;
-const QUANT_ROWS = 8;
+const QUANT_GROUPS = 8;
+
+/**
+ * quant.wgsl's SPLIT: how many groups of 32 lanes share a weight row (a k-split over its
+ * blocks), 4 once a row has 4 blocks or more, so each thread's chain of loads stays short.
+ * @param {number} blocks per weight row
+ */
+export function quantSplit(blocks) {
+  return blocks >= 4 ? 4 : blocks >= 2 ? 2 : 1;
+}
 
 /** @type {Rule} */
 function planMatmulQ(ctx, node) {
   const [n, k] = ctx.operandShape(node, 1);
   const rows = count(node.shape) / n;
-  const groupsN = Math.ceil(n / QUANT_ROWS);
+  const split = quantSplit(k / 256);
+  const groupsN = Math.ceil(n / (QUANT_GROUPS / split));
   const entry = operandDtypeAt(ctx, node, 1) === 'q6_k' ? 'matmul_q6k' : 'matmul_q4k';
   const a = ctx.operand(node, 0);
   const b = ctx.operand(node, 1);
   const out = ctx.output(node);
-  ctx.dispatch(node, `quant:${entry}`, {}, u32s(rows, n, k, k / 256, groupsN, 0, 0, 0, 0, 0, 0, 0),
-    [a, b, out], groupsN * Math.ceil(rows / QUANT_MB));
+  ctx.dispatch(node, `quant:${entry}`, { SPLIT: split },
+    u32s(rows, n, k, k / 256, groupsN, 0, 0, 0, 0, 0, 0, 0), [a, b, out],
+    groupsN * Math.ceil(rows / QUANT_MB));
 }
 
 /** @type {Rule} */

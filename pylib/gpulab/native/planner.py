@@ -544,7 +544,13 @@ def _plan_select(ctx: _PlanContext, node: CheckedNode) -> None:
 # ---- issue 14: q4_k / q6_k weights and matmul_fixed (quant.wgsl) ----
 
 QUANT_MB = 8  # rows of x one matmul_q workgroup takes (quant.wgsl MB)
-QUANT_ROWS = 8  # weight rows per workgroup (its 8 groups of 32 lanes)
+QUANT_GROUPS = 8  # its groups of 32 lanes
+
+
+def quant_split(blocks: int) -> int:
+    """quant.wgsl's SPLIT: groups of 32 lanes sharing a weight row (a k-split over its
+    blocks), 4 once a row has 4 blocks or more (twin of planner.mjs quantSplit)."""
+    return 4 if blocks >= 4 else 2 if blocks >= 2 else 1
 
 
 def _plan_block_input(ctx: _PlanContext, node: CheckedNode) -> int:
@@ -558,13 +564,15 @@ def _plan_block_input(ctx: _PlanContext, node: CheckedNode) -> int:
 def _plan_matmul_q(ctx: _PlanContext, node: CheckedNode) -> None:
     n, k = ctx.operand_shape(node, 1)
     rows = _count(node.shape) // n
-    groups_n = _ceil_div(n, QUANT_ROWS)
+    split = quant_split(k // 256)
+    groups_n = _ceil_div(n, QUANT_GROUPS // split)
     kind = _dtype(ctx.node(node.operands[1]))
     entry = "matmul_q6k" if kind == "q6_k" else "matmul_q4k"
     a = ctx.operand(node, 0)
     b = ctx.operand(node, 1)
     out = ctx.output(node)
-    ctx.dispatch(node, f"quant:{entry}", {}, _u32s(rows, n, k, k // 256, groups_n, *[0] * 7),
+    ctx.dispatch(node, f"quant:{entry}", {"SPLIT": split},
+                 _u32s(rows, n, k, k // 256, groups_n, *[0] * 7),
                  [a, b, out], groups_n * _ceil_div(rows, QUANT_MB))
 
 

@@ -102,22 +102,25 @@ fn dequantize(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
 
 // ---- matmul_q: out[r, c] = sum_k x[r, k] * w[c, k] ----
 // (every entry point reads the same 12-word Params)
-// A workgroup of 256 threads = 8 groups of 32 lanes; group g computes weight row (output column)
-// groups_n-tile * 8 + g for up to MB rows of x. Its 32 lanes split each 256-value block (8
-// values each, the block's quant bytes read as 32 consecutive words), walk the row's blocks in
-// order, then add their partial sums as a tree (16, 8, 4, 2, 1) in workgroup memory. So the
-// weight is read once per MB rows of x, in u32 words, and a batch-1 product is a GEMV.
-// Order: lane-sequential over blocks, then the lane tree (deterministic; within the matmul
+// A workgroup of 256 threads = 8 groups of 32 lanes; SPLIT groups (an override: 1, 2, 4 or 8)
+// share one weight row (output column), so a workgroup computes 8 / SPLIT columns for up to
+// MB rows of x. Group `part` of a row walks the row's blocks part, part + SPLIT, ... (a k-split:
+// more memory requests in flight, a shorter chain per thread); its 32 lanes split each
+// 256-value block (8 values each, the block's quant bytes read as 32 consecutive words). The
+// row's 32 * SPLIT partial sums are then added as a tree in workgroup memory. So the weight is
+// read once per MB rows of x, in u32 words, and a batch-1 product is a GEMV.
+// Order: lane-sequential over its blocks, then the tree (deterministic; within the matmul
 // class, whose bound holds for any order of the K additions).
 
+override SPLIT: u32 = 1u;
 const MB: u32 = 8u;
 var<workgroup> partial: array<f32, 2048>; // [MB][256 threads]
 
 fn reduce_and_store(acc: array<f32, 8>, lid: u32, col: u32, m0: u32, rows: u32) {
   for (var r = 0u; r < MB; r++) { partial[r * 256u + lid] = acc[r]; }
   workgroupBarrier();
-  let lane = lid % 32u;
-  for (var s = 16u; s > 0u; s = s / 2u) {
+  let lane = lid % (32u * SPLIT); // the thread's place among its row's 32 * SPLIT
+  for (var s = 16u * SPLIT; s > 0u; s = s / 2u) {
     if (lane < s) {
       for (var r = 0u; r < MB; r++) { partial[r * 256u + lid] += partial[r * 256u + lid + s]; }
     }
@@ -128,12 +131,14 @@ fn reduce_and_store(acc: array<f32, 8>, lid: u32, col: u32, m0: u32, rows: u32) 
   }
 }
 
-// p.m: rows of x (all batch axes), p.n: N, p.k: K, p.nb: K / 256, p.groups_n: ceil(N / 8)
+// p.m: rows of x (all batch axes), p.n: N, p.k: K, p.nb: K / 256, p.groups_n:
+// ceil(N / (8 / SPLIT))
 @compute @workgroup_size(256)
 fn matmul_q4k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
               @builtin(local_invocation_index) lid: u32) {
   let g = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
-  let col = (g % p.groups_n) * 8u + lid / 32u;
+  let col = (g % p.groups_n) * (8u / SPLIT) + (lid / 32u) / SPLIT;
+  let part = (lid / 32u) % SPLIT;
   let m0 = (g / p.groups_n) * MB;
   let rows = min(MB, p.m - m0);
   let lane = lid % 32u;
@@ -142,7 +147,7 @@ fn matmul_q4k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
   let k_in = pair * 64u + (lane % 8u) * 4u; // the lane's first value in the block
   var acc: array<f32, 8>;
   if (col < p.n) {
-    for (var b = 0u; b < p.nb; b++) {
+    for (var b = part; b < p.nb; b += SPLIT) {
       let wb = (col * p.nb + b) * 36u;
       let head = wq[wb];
       let s0 = wq[wb + 1u];
@@ -180,7 +185,8 @@ fn wq_half(o: u32) -> u32 { return (wq[o >> 2u] >> ((o & 2u) * 8u)) & 0xffffu; }
 fn matmul_q6k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
               @builtin(local_invocation_index) lid: u32) {
   let g = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
-  let col = (g % p.groups_n) * 8u + lid / 32u;
+  let col = (g % p.groups_n) * (8u / SPLIT) + (lid / 32u) / SPLIT;
+  let part = (lid / 32u) % SPLIT;
   let m0 = (g / p.groups_n) * MB;
   let rows = min(MB, p.m - m0);
   let lane = lid % 32u;
@@ -188,7 +194,7 @@ fn matmul_q6k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
   let l0 = (lane % 16u) * 2u;    // values l0, l0 + 1 of each of its 4 quarters
   var acc: array<f32, 8>;
   if (col < p.n) {
-    for (var b = 0u; b < p.nb; b++) {
+    for (var b = part; b < p.nb; b += SPLIT) {
       let base = (col * p.nb + b) * 210u;
       let qla = wq_half(base + h * 64u + l0);        // quarters 0 (low) and 2 (high)
       let qlb = wq_half(base + h * 64u + 32u + l0);  // quarters 1 and 3
