@@ -673,3 +673,31 @@ def test_defect5_run_past_max_buffer_size_is_split_not_poisoned(wg):
     assert r["state"] == "ready"
     # the carry went on: element 0 gained 0+1+...+9 then 0+1+2; element 1 a quarter more per step
     assert r["three"] == [45 + 3, 45 + 2.5 + 3 + 0.75]
+
+
+def test_fed_index_out_of_range_is_backend_then_state(wg):
+    """Protocol v4: an index fed at run time outside 0..n-1 is never read through (the kernel
+    clamps the read and records the position in the check word): BACKEND naming the node and
+    the first bad position, then the session is poisoned (STATE). In range, the right rows."""
+    r = wg(
+        open_runtime()
+        + """
+        const g = {version: 4, nodes: [
+          {id: 0, op: 'input', shape: [3, 2], data: [0, 1, 2, 3, 4, 5]},
+          {id: 1, op: 'input', shape: [3], dtype: 'int32'},
+          {id: 2, op: 'index_select', a: 0, idx: 1, axis: 0}],
+          outputs: [{name: 'y', id: 2}]};
+        const s = await rt.prepare(g, {feeds: [1]});
+        const ok = await s.run([{1: [2, 0, 2]}]);
+        const bad = await wg.settle(s.run([{1: [1, 7, -1]}]));
+        const later = await wg.settle(s.run([{1: [0, 0, 0]}]));
+        s.dispose();
+        rt.dispose();
+        return {ok: Array.from(ok.outputs.y.data), bad, later};
+        """
+    )
+    assert r["ok"] == [4, 5, 0, 1, 4, 5]
+    assert r["bad"]["code"] == "BACKEND", r["bad"]
+    assert "node 2 (index_select): operand idx holds an index at idx[1] out of range for " \
+           "axis 0 of a [3, 2] (valid 0..2)" in r["bad"]["message"]
+    assert r["later"]["code"] == "STATE"

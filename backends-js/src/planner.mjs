@@ -11,6 +11,7 @@ import { familyCodes, familyKernel, familyOps, langDtypes, scalarAttrs } from '.
 import { clampWords, DTYPE_CODE } from './clamp-bounds.mjs';
 import { dropoutWords } from './hash-uniform.mjs';
 import { STUDENT_DTYPES, STUDENT_RULES } from './planner-student.mjs';
+import { INDEX_DTYPES, INDEX_RULES } from './planner-index.mjs';
 
 export const PLAN_FORMAT = 1;
 
@@ -51,11 +52,12 @@ const REDUCE_OP = familyCodes('reduce');
  * @typedef {{node: number, kernel: string, entry: string, overrides: Record<string, number>,
  *            params: Param[], bindings: number[], dispatch: [number, number, number],
  *            writes?: number}} Step
- * @typedef {{id: number, elements: number, node: number, kind: 'input'|'const'|'temp'|'output'}} PlanBuffer
+ * @typedef {{id: number, elements: number, node: number, kind: 'input'|'const'|'temp'|'output'|'check'}} PlanBuffer
  * @typedef {{format: number, limits: Record<string, number>, buffers: PlanBuffer[],
  *            values: {node: number, buffer: number, alias: boolean}[],
  *            uploads: {buffer: number, node: number}[], steps: Step[],
- *            outputs: {name: string, node: number, buffer: number, shape: number[]}[]}} Plan
+ *            outputs: {name: string, node: number, buffer: number, shape: number[]}[],
+ *            checks?: {node: number, word: number}[]}} Plan
  */
 
 /**
@@ -109,6 +111,10 @@ class PlanContext {
     this.adamFused = new Map();
     for (const id of checked.order) this.findAdamStep(this.node(id));
     this.adamParts = new Set([...this.adamFused.values()].flat().map((n) => n.id));
+    /** @type {number|undefined} the v4 ops' check buffer (planner-index.mjs) */
+    this.checkBuffer = undefined;
+    /** @type {{node: number, word: number}[]} */
+    this.checks = [];
   }
 
   /**
@@ -209,10 +215,14 @@ class PlanContext {
       name: o.name, node: o.id, buffer: /** @type {number} */ (this.bufferOf.get(o.id)),
       shape: [...this.node(o.id).shape],
     }));
-    return {
+    /** @type {Plan} */
+    const plan = {
       format: PLAN_FORMAT, limits: { ...this.limits }, buffers: this.buffers, values: this.values,
       uploads: this.uploads, steps: this.steps, outputs,
     };
+    // index ops' check words (planner-index.mjs): read back after every run
+    if (this.checks.length) plan.checks = this.checks;
+    return plan;
   }
 }
 
@@ -715,6 +725,7 @@ export const RULES = {
   matmul_q: planMatmulQ,
   dequantize: planDequantize,
   matmul_fixed: planMatmulFixed,
+  ...INDEX_RULES,  // the v4 selection ops (planner-index.mjs)
 };
 
 /**
@@ -737,6 +748,7 @@ export const RULE_DTYPES = {
   ...STUDENT_DTYPES,
   // dequantize is judged by its operand's dtype (matmul_q by its float32 result)
   dequantize: ['q4_k', 'q6_k'],
+  ...INDEX_DTYPES,
 };
 
 /**

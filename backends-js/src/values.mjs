@@ -21,7 +21,7 @@ const INT32_MAX = 2 ** 31 - 1;
  */
 export function indexError(code, node, a, p, value) {
   const n = a[node.attrs.axis];
-  const held = value === undefined ? `an index out of range at idx[${p}]` : `idx[${p}] = ${value}, out of range`;
+  const held = value === undefined ? `an index at idx[${p}] out of range` : `idx[${p}] = ${value}, out of range`;
   return nodeError(code, node, `operand idx holds ${held} for axis ${node.attrs.axis} of a ` +
     `${fmt(a)} (valid 0..${n - 1})`);
 }

@@ -35,6 +35,26 @@ def _first_bad(data: Any, n: int) -> int | None:
     return int(bad[0]) if bad.size else None
 
 
+def index_error(
+    code: str, node: Any, a_shape: Any, p: int, value: int | None = None
+) -> GpuLabError:
+    """The out-of-range message, at validation (VALIDATION) and from kernels at run time
+    (BACKEND; a GPU reports the position only, `value` None): twin of values.mjs indexError."""
+    axis = node.attrs["axis"]
+    n = a_shape[axis]
+    held = (
+        f"an index at idx[{p}] out of range"
+        if value is None
+        else f"idx[{p}] = {value}, out of range"
+    )
+    return GpuLabError(
+        code,
+        f"{_where(node)}: operand idx holds {held} for axis {axis} of a "
+        f"{_fmt(a_shape)} (valid 0..{n - 1})",
+        node.id,
+    )
+
+
 def _check_index_data(node: Any, operands: list[Any]) -> None:
     names = optable.ops()[node.op]["operands"]
     if "idx" not in names:
@@ -47,12 +67,7 @@ def _check_index_data(node: Any, operands: list[Any]) -> None:
     n = a[axis]
     p = _first_bad(idx.data, n)
     if p is not None:
-        raise GpuLabError(
-            "VALIDATION",
-            f"{_where(node)}: operand idx holds idx[{p}] = {idx.data[p]}, out of range for axis "
-            f"{axis} of a {_fmt(a)} (valid 0..{n - 1})",
-            node.id,
-        )
+        raise index_error("VALIDATION", node, a, p, idx.data[p])
 
 
 def _js_number(v: float) -> str:

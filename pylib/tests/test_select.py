@@ -154,3 +154,52 @@ def test_a_fed_index_out_of_range_is_backend_and_poisons_the_session():
     with pytest.raises(GpuLabError) as again:
         s.run({i: np.array([0, 0], np.int32)})
     assert again.value.code == "STATE"
+
+
+FLAT_IDX = ("index_select", "index_add")  # idx of rank 1; gather / scatter_add: a's rank
+
+
+def _fed_index_graph(op: str) -> tuple[dict, list[int]]:
+    """x [3, 4] and a fed int32 index operand of `op` along axis 0 (src ones for the adds)."""
+    nodes: list[dict] = [
+        {"id": 0, "op": "input", "shape": [3, 4], "data": [float(v) for v in range(12)]},
+        {"id": 1, "op": "input", "shape": [2] if op in FLAT_IDX else [2, 4], "dtype": "int32"},
+    ]
+    node = {"id": 3, "op": op, "a": 0, "idx": 1, "axis": 0}
+    if op in ("index_add", "scatter_add"):
+        nodes.append({"id": 2, "op": "full", "shape": [2, 4], "value": 1.0})
+        node["src"] = 2
+    return {"version": 4, "nodes": [*nodes, node], "outputs": [{"name": "y", "id": 3}]}, [1]
+
+
+@pytest.mark.parametrize("backend", ["cpu-python", "wgpu"])
+@pytest.mark.parametrize("op", ["index_select", "gather", "index_add", "scatter_add"])
+def test_a_fed_index_out_of_range_is_backend_on_every_native_executor(backend, op):
+    """In range: the reference's values; out of range: BACKEND naming the node and the
+    first bad position (the GPU's check word, never a silent wrong read), then STATE."""
+    if backend == "wgpu":
+        pytest.importorskip("wgpu", reason="wgpu-py is not installed")
+    from gpulab import host
+
+    graph, feeds = _fed_index_graph(op)
+    count = 2 if op in FLAT_IDX else 8
+    session = host.prepare(graph, feeds=feeds, backend=backend, allow_software=True, strict=True)
+    try:
+        good = np.array([2, 0] * (count // 2), np.int32)
+        out = session.run({1: good})["outputs"]["y"]
+        assert out["shape"] == ([2, 4] if op in ("index_select", "gather") else [3, 4])
+        bad = good.copy()
+        bad[1] = 3
+        bad[count - 1] = -5
+        with pytest.raises(
+            GpuLabError,
+            match=rf"node 3 \({op}\): operand idx holds .*idx\[1\]"
+            r".*out of range for axis 0 of a \[3, 4\]",
+        ) as info:
+            session.run({1: bad})
+        assert info.value.code == "BACKEND"
+        with pytest.raises(GpuLabError) as again:
+            session.run({1: good})
+        assert again.value.code == "STATE"
+    finally:
+        session.dispose()

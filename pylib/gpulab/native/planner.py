@@ -19,6 +19,7 @@ from ..dtypes import block_of, stored_length
 from ..errors import GpuLabError
 from ..kernel_table import family_codes, family_kernel, lang_dtypes, scalar_attrs
 from ..protocol import CheckedGraph, CheckedNode, label
+from .planner_index import INDEX_DTYPES, INDEX_RULES
 from .planner_student import STUDENT_DTYPES, STUDENT_RULES
 
 PLAN_FORMAT = 1
@@ -77,6 +78,8 @@ def _pick_limits(limits: Mapping[str, Any]) -> dict[str, int]:
 class _PlanContext:
     def __init__(self, checked: CheckedGraph, limits: dict[str, int]) -> None:
         self.checked = checked
+        self.check_buffer: int | None = None  # planner_index.py: the v4 ops' check words
+        self.checks: list[dict[str, int]] = []
         self.limits = limits
         self.by_id = {n.id: n for n in checked.nodes}
         self.output_ids = {o.id for o in checked.outputs}
@@ -175,9 +178,12 @@ class _PlanContext:
     def finish(self) -> Plan:
         outputs = [{"name": o.name, "node": o.id, "buffer": self.buffer_of[o.id],
                     "shape": list(self.node(o.id).shape)} for o in self.checked.outputs]
-        return {"format": PLAN_FORMAT, "limits": dict(self.limits), "buffers": self.buffers,
-                "values": self.values, "uploads": self.uploads, "steps": self.steps,
-                "outputs": outputs}
+        plan: Plan = {"format": PLAN_FORMAT, "limits": dict(self.limits), "buffers": self.buffers,
+                      "values": self.values, "uploads": self.uploads, "steps": self.steps,
+                      "outputs": outputs}
+        if self.checks:  # index ops' check words (planner_index.py): read after every run
+            plan["checks"] = self.checks
+        return plan
 
 
 # ---- helpers shared by the rules (mirrored one for one in planner.mjs) ----
@@ -628,6 +634,7 @@ RULES: dict[str, Rule] = {
     "matmul_q": _plan_matmul_q,
     "dequantize": _plan_dequantize,
     "matmul_fixed": _plan_matmul_fixed,
+    **INDEX_RULES,  # the v4 selection ops (planner_index.py)
 }
 
 # The dtypes a rule plans where it handles more than float32 (twin of planner.mjs RULE_DTYPES):
@@ -645,6 +652,7 @@ RULE_DTYPES: dict[str, tuple[str, ...]] = {
     # support.check_kernels checks every dtype a node touches: the weight's and the result's
     "matmul_q": ("float32", "q4_k", "q6_k"),
     "dequantize": ("float32", "q4_k", "q6_k"),
+    **INDEX_DTYPES,
 }
 
 

@@ -32,6 +32,7 @@ from typing import Any
 from ..dtypes import device_words, from_device_words
 from ..errors import GpuLabError
 from ..protocol import CheckedGraph, label
+from ..values import index_error
 from .deadline import deadline_s, map_within
 from .planner import Plan, pack_params
 from .student import student_pipeline
@@ -81,6 +82,7 @@ class WgpuProgram:
             with executor.guard("prepare"):
                 self._allocate()
                 self._upload()
+                self._reset_checks()
                 self._swap = self._plan_swap()
                 self._record()
                 self._carry_copies = [] if self._swap else self._plan_carries()
@@ -269,8 +271,50 @@ class WgpuProgram:
                     self._ex.submit([encoder.finish()])
                     encoder = self._ex.device.create_command_encoder()
             values = self._finish_reads(encoder, layout)
+        if self.plan.get("checks"):
+            self._read_checks()
         self._steps_run += len(steps)
         return values
+
+    def _check_buffer(self) -> tuple[Any, int]:
+        """The v4 index ops' check buffer (planner_index.py) and its size in bytes."""
+        buffer_id = next(b["id"] for b in self.plan["buffers"] if b["kind"] == "check")
+        return self._buffers[self._physical(buffer_id)], self._sizes[buffer_id]
+
+    def _reset_checks(self) -> None:
+        """Every check word to 0xffffffff ("no index out of range")."""
+        import numpy as np
+
+        if any(b["kind"] == "check" for b in self.plan["buffers"]):
+            buffer, size = self._check_buffer()
+            self._ex.device.queue.write_buffer(buffer, 0, np.full(size // 4, 0xFFFFFFFF,
+                                                                  dtype=np.uint32))
+
+    def _read_checks(self) -> None:
+        """The index ops' words (kernels/wgsl/index.wgsl): each the smallest position in idx
+        of an index out of range during this run. Any such is BACKEND naming the node and the
+        position (the session is then poisoned: STATE); the words are reset after."""
+        import numpy as np
+        import wgpu
+
+        buffer, size = self._check_buffer()
+        with self._ex.guard("run (index checks)"):
+            readback = self._ex.acquire(size, "readback")
+            try:
+                encoder = self._ex.device.create_command_encoder()
+                encoder.copy_buffer_to_buffer(buffer, 0, readback, 0, size)
+                self._ex.submit([encoder.finish()])
+                readback.map_sync(wgpu.MapMode.READ, 0, size)
+                words = np.frombuffer(readback.read_mapped(0, size), dtype=np.uint32).copy()
+                readback.unmap()
+            finally:
+                self._ex.release(readback, "readback")
+            self._reset_checks()
+        for check in self.plan["checks"]:
+            if int(words[check["word"]]) != 0xFFFFFFFF:
+                node = self._checked.by_id[check["node"]]
+                raise index_error("BACKEND", node, self._checked.by_id[node.operands[0]].shape,
+                                  int(words[check["word"]]))
 
     def max_steps_per_run(self) -> int | None:
         """How many steps' feeds fit the one staging buffer of a run (the device's

@@ -4,6 +4,7 @@
 
 import { GpuLabError } from '../../errors.mjs';
 import { toDeviceWords } from '../../dtypes.mjs';
+import { indexError } from '../../values.mjs';
 import { nodeBuffers, packUniforms, uploadData } from './plan-data.mjs';
 import { DEFAULT_DEADLINE_MS, withinDeadline } from './deadline.mjs';
 import {
@@ -79,6 +80,7 @@ export class WebGpuProgram {
     await gpu.guard('allocating and uploading the plan', () => {
       this.allocate();
       this.upload();
+      this.resetChecks();
       this.commands = this.bindSteps(pipelines);
     });
   }
@@ -255,7 +257,40 @@ export class WebGpuProgram {
       // Queue order: whoever reuses the feed staging buffer writes after this submission.
       if (staged) pool.release(/** @type {{buffer: GPUBuffer}} */ (staged).buffer);
     }
-    return readBack(gpu, pool, staging, readIds, reads, 'run', this.dtypeOf);
+    const values = await readBack(gpu, pool, staging, readIds, reads, 'run', this.dtypeOf);
+    if (this.plan.checks) await this.readChecks();
+    return values;
+  }
+
+  /**
+   * The index ops' check words (kernels/wgsl/index.wgsl): each the smallest position in idx of
+   * an index out of range during this run (0xffffffff: none). Any other word is BACKEND
+   * naming the node and the position (the session is then poisoned: STATE). Reset after.
+   */
+  async readChecks() {
+    const { gpu, pool } = this.ctx;
+    const slot = this.slotOf(this.plan.buffers.find((b) => b.kind === 'check').id);
+    const staging = await gpu.guard('run (index checks)', () => {
+      const encoder = gpu.device.createCommandEncoder({ label: 'gpu-lab index checks' });
+      const out = encodeReads(encoder, pool, [slot]);
+      this.submit(encoder);
+      return out;
+    });
+    const words = /** @type {Uint32Array} */ ((await readBack(gpu, pool, staging, [0], [slot],
+      'run (index checks)', () => 'uint32')).get(0));
+    this.resetChecks();
+    for (const { node, word } of this.plan.checks) {
+      if (words[word] !== 0xffffffff) {
+        const n = this.node(node);
+        throw indexError('BACKEND', n, this.node(n.operands[0]).shape, words[word]);
+      }
+    }
+  }
+
+  /** Every check word to 0xffffffff ("no index out of range"). */
+  resetChecks() {
+    const b = this.plan.buffers.find((x) => x.kind === 'check');
+    if (b) this.ctx.gpu.device.queue.writeBuffer(this.slotOf(b.id).buffer, 0, new Uint32Array(b.elements).fill(0xffffffff));
   }
 
   /**
