@@ -24,6 +24,8 @@ nproc; python3 --version
 python3 -c "import torch, wgpu; print('torch', torch.__version__, 'wgpu', wgpu.__version__)"
 log "q4_k matmul_q (wgpu) vs fp32 cuBLAS (torch), bench/quant_matmul.py"
 python3 bench/quant_matmul.py --reps 200 --json "$OUT/quant.json"; echo "quant_matmul exit $?"
+echo "the k-split (quant.wgsl SPLIT) forced to 1, 2, 4, 8 (no torch rows)"
+python3 bench/quant_matmul.py --reps 200 --no-torch --splits 1,2,4,8 | grep "^|"
 log "issue 14's corpus on wgpu and node-webgpu (Dawn)"
 python3 -m e2e.conformance --executor wgpu --executor node-webgpu --op matmul_q \
   --op dequantize --op matmul_fixed --report "$OUT/conf" > "$OUT/conf.txt" 2>&1

@@ -16,14 +16,19 @@ bytes (144 per 256 values for q4_k, 4 per value for fp32) / time per product.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import itertools
 import json
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 from gpulab import quant
+from gpulab.native import planner
 from gpulab.native.bench_matmul import wait_for_queue
+from gpulab.native.plan_cache import PlanCache
 from gpulab.native.wgpu_executor import open_executor
 from gpulab.protocol import validate
 
@@ -51,6 +56,18 @@ def graph(x: np.ndarray, raw: bytes, n: int) -> dict[str, Any]:
     }
 
 
+@contextlib.contextmanager
+def forcing_split(split: int | None) -> Iterator[None]:
+    """Plan matmul_q with this k-split (quant.wgsl SPLIT) instead of the planner's rule."""
+    chosen = planner.quant_split
+    if split is not None:
+        planner.quant_split = lambda blocks: split
+    try:
+        yield
+    finally:
+        planner.quant_split = chosen
+
+
 def bench_wgpu(executor: Any, x: np.ndarray, raw: bytes, n: int, reps: int) -> dict[str, Any]:
     """Two figures: `ms`, the product alone (the program's recorded dispatch `reps` times in
     one compute pass, one submission: wgpu's barrier between dispatches included, no Python
@@ -73,12 +90,17 @@ def bench_wgpu(executor: Any, x: np.ndarray, raw: bytes, n: int, reps: int) -> d
             executor.device.queue.submit([encoder.finish()])
 
         kernel_s = best_of(3, reps, one_pass, executor.device)
+        full = size
+        size = (1, 1, 1)  # one workgroup: the floor of a dispatch in such a pass
+        floor_s = best_of(3, reps, one_pass, executor.device)
+        size = full
         step_info = program.plan["steps"][0]
     finally:
         program.dispose()
     return {
         "ms": kernel_s * 1e3,
         "step_ms": step * 1e3,
+        "floor_ms": floor_s * 1e3,
         "out": out,
         "kernel": f"{step_info['entry']} SPLIT={step_info['overrides'].get('SPLIT')}",
     }
@@ -131,21 +153,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=200)
     parser.add_argument("--allow-software", action="store_true", default=None)
     parser.add_argument("--no-torch", action="store_true")
+    parser.add_argument(
+        "--splits",
+        default="planner",
+        help="k-splits to time (quant.wgsl SPLIT), e.g. 1,2,4,8; planner: its rule",
+    )
     parser.add_argument("--json", default=None, help="write the rows here")
     args = parser.parse_args(argv)
-    executor = open_executor(args.allow_software, hooks={"steps_per_submit": 0})
+    # all steps in one submission; no plan cache (a forced k-split must be planned again)
+    executor = open_executor(
+        args.allow_software, hooks={"steps_per_submit": 0, "plan_cache": PlanCache(0, 0)}
+    )
     print(
         f"wgpu adapter: {executor.info.get('description')} "
         f"({'software' if executor.info.get('software') else 'hardware'})"
     )
     rows, ok = [], True
+    splits = [None] if args.splits == "planner" else [int(v) for v in args.splits.split(",")]
     for shape in args.shapes.split(","):
         n, k = (int(v) for v in shape.split("x"))
         raw = random_q4k(n, k)
         w = quant.dequantize(raw, "q4_k", (n, k))
-        for m in (int(v) for v in args.batches.split(",")):
+        for m, split in itertools.product((int(v) for v in args.batches.split(",")), splits):
             x = np.random.default_rng(m).standard_normal((m, k)).astype(np.float32)
-            q = bench_wgpu(executor, x, raw, n, args.reps)
+            with forcing_split(split):
+                q = bench_wgpu(executor, x, raw, n, args.reps)
             row = {
                 "n": n,
                 "k": k,
@@ -153,11 +185,12 @@ def main(argv: list[str] | None = None) -> int:
                 "kernel": q["kernel"],
                 "q4k_ms": q["ms"],
                 "q4k_step_ms": q["step_ms"],
+                "dispatch_floor_ms": q["floor_ms"],
                 "q4k_gbs": len(raw) / q["ms"] / 1e6,
                 "q4k_err": worst_error(x, w, q["out"]),
             }
             ok &= row["q4k_err"] <= 1.43e-6  # the matmul class: 12 eps32 of the scale
-            if not args.no_torch:
+            if not args.no_torch and split is None:
                 t = bench_torch(x, w, args.reps)
                 row.update(
                     torch_ms=t["ms"],
@@ -171,9 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     executor.dispose()
     print(
         "\n| weight N x K | batch | q4_k wgpu (ms) | q4_k GB/s | fp32 cuBLAS (ms) | fp32 GB/s "
-        "| q4_k vs fp32 | q4_k session step (ms) |"
+        "| q4_k vs fp32 | q4_k session step (ms) | 1-workgroup dispatch (ms) | kernel |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         torch_cols = (
             f"{r['torch_ms']:.4f} | {r['torch_gbs']:.0f} | {r['speedup']:.2f}x"
@@ -182,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(
             f"| {r['n']} x {r['k']} | {r['m']} | {r['q4k_ms']:.4f} | {r['q4k_gbs']:.0f} | "
-            f"{torch_cols} | {r['q4k_step_ms']:.4f} |"
+            f"{torch_cols} | {r['q4k_step_ms']:.4f} | {r['dispatch_floor_ms']:.4f} | {r['kernel']} |"
         )
     if args.json:
         with open(args.json, "w") as f:
