@@ -185,3 +185,51 @@ print("ok")""",
             "entry: 3 points, last entry 9",
         ]
     )
+
+
+def test_imported_ipynb_shows_its_pictures(notebook: Page, tmp_path: Path) -> None:
+    """An .ipynb's image/png outputs come back as pictures (the plot exported above, and a
+    picture in another notebook's file), and go out again on the next export."""
+    page = notebook
+    run_program(page, TWO_SERIES)
+    with page.expect_download() as info:
+        page.get_by_role("button", name="Export .ipynb").click()
+    path = tmp_path / "with_plot.ipynb"
+    info.value.save_as(path)
+    exported = json.loads(path.read_text())
+    page.get_by_label("Import .ipynb").set_input_files(str(path))
+    expect(page.get_by_label("Notebook status")).to_contain_text("Imported with_plot.ipynb")
+    img = page.get_by_role("region", name="Output of cell 1", exact=True).get_by_role("img")
+    expect(img).to_have_attribute("alt", "plot loss: loss per epoch")
+    page.wait_for_function("(el) => el.complete && el.naturalWidth > 200", arg=img.element_handle())
+    with page.expect_download() as again:
+        page.get_by_role("button", name="Export .ipynb").click()
+    second = json.loads(Path(again.value.path()).read_text())
+    png = [
+        o["data"]["image/png"] for o in second["cells"][0]["outputs"] if "image/png" in o["data"]
+    ]
+    first = [
+        o["data"]["image/png"] for o in exported["cells"][0]["outputs"] if "image/png" in o["data"]
+    ]
+    assert png == first, "the imported picture did not go out unchanged"
+    # a picture whose base64 is not base64 stays a caption (never markup)
+    bad = {**exported}
+    bad["cells"] = [
+        {
+            **exported["cells"][0],
+            "outputs": [
+                {
+                    "output_type": "display_data",
+                    "metadata": {},
+                    "data": {"text/plain": "a caption", "image/png": "<b>x</b>"},
+                }
+            ],
+        }
+    ]
+    bad_path = tmp_path / "bad.ipynb"
+    bad_path.write_text(json.dumps(bad))
+    page.get_by_label("Import .ipynb").set_input_files(str(bad_path))
+    expect(page.get_by_label("Notebook status")).to_contain_text("Imported bad.ipynb")
+    out = page.get_by_role("region", name="Output of cell 1", exact=True)
+    expect(out).to_contain_text("a caption")
+    expect(out.get_by_role("img")).to_have_count(0)

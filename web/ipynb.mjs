@@ -1,7 +1,7 @@
 // Notebooks as Jupyter files: export to nbformat 4.5 (.ipynb, outputs included: streams, text,
 // tables as text/plain, canvases and plots as image/png, errors) and to a .py script in the
-// "percent" format (`# %%` between cells); import of an .ipynb (code cells with their text
-// outputs; markdown cells stay markdown, raw cells become commented code cells).
+// "percent" format (`# %%` between cells); import of an .ipynb (code cells with their text and
+// image/png outputs; markdown cells stay markdown, raw cells become commented code cells).
 import { plotPng } from './plot.mjs';
 import { formatFloat32 } from './render.mjs';
 
@@ -50,6 +50,8 @@ function outputsOf(cell, count) {
       const data = { 'text/plain': `${kind} ${payload.name}${payload.title ? `: ${payload.title}` : ''}` };
       if (png) data['image/png'] = png;
       outputs.push({ output_type: 'display_data', data, metadata: {} });
+    } else if (kind === 'image') { // a picture an imported notebook brought: exported as it came
+      outputs.push({ output_type: 'display_data', data: { 'text/plain': payload.alt, 'image/png': payload.png }, metadata: {} });
     } else if (kind === 'error') {
       outputs.push({ output_type: 'error', ename: payload.type, evalue: payload.message,
         traceback: String(payload.traceback ?? '').split('\n').filter(Boolean) });
@@ -86,7 +88,7 @@ export function toPy(name, cells) {
 
 const text = (value) => (Array.isArray(value) ? value.join('') : String(value ?? ''));
 
-/** An output of an imported notebook as a log entry (text only; pictures by their caption). */
+/** An output of an imported notebook as a log entry (text, or a PNG picture). */
 function entryOf(output) {
   if (output.output_type === 'stream') {
     return { kind: 'stream', payload: { segments: [{ stream: output.name === 'stderr' ? 'stderr' : 'stdout', text: text(output.text) }] } };
@@ -96,6 +98,12 @@ function entryOf(output) {
       traceback: (output.traceback ?? []).join('\n'), line: null } };
   }
   const plain = output.data?.['text/plain'];
+  const png = output.data?.['image/png'];
+  if (png !== undefined) {
+    const data = text(png).replace(/\s+/g, '');
+    // only base64 text becomes a picture (shown as an <img> of a data: URL, never markup)
+    if (/^[A-Za-z0-9+/]+={0,2}$/.test(data)) return { kind: 'image', payload: { png: data, alt: text(plain ?? 'image') } };
+  }
   return plain === undefined ? null : { kind: 'text', payload: { text: text(plain) } };
 }
 

@@ -173,6 +173,12 @@ export function renderCanvas(output, { name, title, width, height, scale, pixels
   canvas.setAttribute('aria-label', `${name}: ${title ?? `${height}×${width} grid`}`);
 }
 
+/** A PNG picture (from an imported .ipynb): an <img> of a data: URL of base64 checked text. */
+export function renderImage(output, { png, alt }) {
+  const img = el('img', { src: `data:image/png;base64,${png}`, alt: alt || 'image', class: 'imported' });
+  output.append(el('figure', { class: 'picture' }, [img]));
+}
+
 /** A Python error: type and message, the traceback, and the cell line it points at. */
 export function renderError(output, error, editorLines) {
   const box = el('div', { class: 'error', role: 'alert' });
