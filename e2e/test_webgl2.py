@@ -428,3 +428,17 @@ def test_quotas_refuse_with_limit_before_any_gl_work(gl_page: Any, where: str) -
     assert "held by open sessions" in r["held"]["message"]
     assert r["used"] == {"memoryBytes": 800, "buffers": 2, "pipelines": 1}
     assert r["after"] == [2.0, 2.0]
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_dispose_stops_a_long_run_between_steps(gl_page: Any, where: str) -> None:
+    """Issue 11, defect 14: runtime.dispose() or session.dispose() stops a session run of about
+    20 s of steps between steps (DISPOSED), and the session stays disposed, not poisoned. The
+    steps already queued to the GPU process still run (a few seconds on SwiftShader), so the
+    bound is half the run (it ran all 20 s before)."""
+    r = scenario(gl_page, "cancelBetweenSteps", where)
+    for how in ("runtime", "session"):
+        got = r[how]
+        assert got["error"] and got["error"]["code"] == "DISPOSED", got
+        assert got["ms"] < got["steps"] * got["stepMs"] / 2, got
+        assert got["state"] == "disposed", got

@@ -624,3 +624,33 @@ export async function quotas() {
     memory, textures, programs, held, used,
     after: after.value ? [...after.value.outputs.y.data.slice(0, 2)] : after.error };
 }
+
+/**
+ * Cancellation between steps (issue 11, defect 14): a session run of about 20 s of steps,
+ * disposed (the runtime or the session) 100 ms in: how it ended, after how long, and the
+ * session's state.
+ */
+export async function cancelBetweenSteps() {
+  const out = {};
+  for (const how of ['runtime', 'session']) {
+    const rt = await createRuntime(SOFT);
+    const n = 4096;
+    const graph = { version: 2, nodes: [{ id: 0, op: 'input', shape: [n], data: new Array(n).fill(0.5) },
+      { id: 1, op: 'tanh', a: 0 }, { id: 2, op: 'exp', a: 1 }, { id: 3, op: 'neg', a: 2 }],
+    outputs: [{ name: 'y', id: 3 }] };
+    const session = await rt.prepare(graph, { carry: { 0: 'y' } });
+    await session.run(20);
+    const t0 = performance.now();
+    await session.run(400); // steps queue GPU work and one read waits for it: time them in bulk
+    const stepMs = (performance.now() - t0) / 400;
+    const steps = Math.ceil(20000 / Math.max(stepMs, 0.01));
+    const run = settle(session.run(steps), 60000);
+    setTimeout(() => (how === 'runtime' ? rt.dispose() : session.dispose()), 100);
+    const t1 = performance.now();
+    const ended = await run;
+    out[how] = { steps, stepMs, ms: performance.now() - t1, error: ended.error ?? null,
+      state: session.state };
+    rt.dispose();
+  }
+  return out;
+}

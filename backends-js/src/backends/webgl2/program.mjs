@@ -8,6 +8,7 @@
 // Transposes read in place and nodes absorbed by another kernel (fusion.mjs) are not recorded
 // on their own; what they read stays alive until the pass that reads it.
 import { GpuLabError } from '../../errors.mjs';
+import { createStepGate } from '../../step-gate.mjs';
 import { BACKEND, kernelFor, sizeOf } from './registry.mjs';
 import { unsupportedError } from '../../kernels.mjs';
 import { absorbedNodes, foldedTransposes } from './fusion.mjs';
@@ -322,7 +323,11 @@ export class WebGL2Program {
   async run(steps, readIds) {
     this.checkLive();
     const out = new Map();
-    steps.forEach((step, s) => {
+    const gate = createStepGate(() => this.disposed); // dispose() stops a long run between steps
+    for (let s = 0; s < steps.length; s++) {
+      const wait = gate();
+      if (wait) await wait;
+      const step = steps[s];
       for (const id of this.feeds) {
         const data = feedOf(step, id);
         if (data) upload(this.gl, this.slots[this.slotOf.get(id)], data);
@@ -334,7 +339,7 @@ export class WebGL2Program {
       if (s === steps.length - 1) for (const id of readIds) out.set(id, this.read(id, true));
       this.applyCarry();
       this.stepsRun++;
-    });
+    }
     this.checkGl('run');
     this.env.ctx.check();  // a context lost during readPixels leaves zeros, not values
     return out;
