@@ -15,7 +15,7 @@ import re
 
 import numpy as np
 import pytest
-from gpulab import host
+from gpulab import executors, host
 from gpulab.dtypes import DTYPE_NUMPY
 from gpulab.errors import GpuLabError
 
@@ -360,6 +360,21 @@ def test_notebook_example_runs_and_a_broken_shader_shows_the_line(browser, playg
         expect(outs[1]).to_contain_text(re.compile(r"yours: [\d.]+ ms per run on webgpu"))
         expect(outs[1]).to_contain_text(re.compile(r"ours: [\d.]+ ms per run on webgpu"))
         expect(outs[2]).to_contain_text("total heat 1600.0")
+        # cross-check: the compare view runs the same kernel natively (the server on lavapipe,
+        # software allowed as `gpulab serve --allow-software` does) and judges each output
+        executors.configure(allow_software=True)
+        page.get_by_role("region", name="Cell 1", exact=True).get_by_role(
+            "button", name="Compare with native"
+        ).click()
+        view = page.get_by_role("region", name="Comparison of cell 1", exact=True)
+        expect(view).to_contain_text("native: wgpu", timeout=60_000)
+        table = view.get_by_role("table", name="Max difference per output")
+        expect(table.locator("tbody tr")).to_have_count(2)
+        expect(table.locator("tbody tr").first).to_contain_text("wgsl: student")
+        expect(table.locator("tbody tr").first.locator(".verdict-pass")).to_have_text("pass")
+        expect(view.locator("p.verdict")).to_contain_text(
+            "all 2 outputs within the protocol tolerance"
+        )
         source = page.evaluate("() => globalThis.gpulabNotebook.cells[0].source()")
         broken = source.replace("out[i] = p.a * x[i] + y[i];", "out[i] = p.a * x[i] + meta;")
         assert broken != source
@@ -374,4 +389,5 @@ def test_notebook_example_runs_and_a_broken_shader_shows_the_line(browser, playg
         expect(marked).to_contain_text("out[i] = p.a * x[i] + meta;")
         expect(alert.locator(".wgsl-error")).to_have_attribute("data-line", "12")
     finally:
+        executors.configure()
         ctx.close()

@@ -232,18 +232,30 @@ def test_quota_costs_of_student_graphs_agree() -> None:
 
     g = Graph()
     x = g.tensor([1.0, 2.0, 3.0, 4.0])
-    two = SAXPY.replace("struct Params", "@group(0) @binding(3) var<storage, read_write> "
-                        "o2: array<u32>;\nstruct Params").replace("@binding(3) var<uniform>",
-                                                                  "@binding(4) var<uniform>")
-    a, b = g.wgsl(two, inputs=[x, x], outputs={"out": ((4,), "float32"), "o2": ((8,), "uint32")},
-                  params={"a": 1.0, "n": 4})
+    two = SAXPY.replace(
+        "struct Params",
+        "@group(0) @binding(3) var<storage, read_write> o2: array<u32>;\nstruct Params",
+    ).replace("@binding(3) var<uniform>", "@binding(4) var<uniform>")
+    a, b = g.wgsl(
+        two,
+        inputs=[x, x],
+        outputs={"out": ((4,), "float32"), "o2": ((8,), "uint32")},
+        params={"a": 1.0, "n": 4},
+    )
     c = g.wgsl(SAXPY, inputs=[a, a], outputs={"out": ((4,), "float32")}, params={"a": 2.0, "n": 4})
     graphs = [g.to_dict(a=a, b=b, c=c), g.to_dict(b=b)]
-    proc = subprocess.run(["node", "--input-type=module", "-e", QUOTA_JS], cwd=ROOT, check=True,
-                          input=json.dumps(graphs), capture_output=True, text=True)
+    proc = subprocess.run(
+        ["node", "--input-type=module", "-e", QUOTA_JS],
+        cwd=ROOT,
+        check=True,
+        input=json.dumps(graphs),
+        capture_output=True,
+        text=True,
+    )
     js = json.loads(proc.stdout)
     py = [graph_cost(validate(gr)) for gr in graphs]
     assert [[c["memoryBytes"], c["buffers"], c["pipelines"]] for c in js] == [
-        [c["memory_bytes"], c["buffers"], c["pipelines"]] for c in py]
+        [c["memory_bytes"], c["buffers"], c["pipelines"]] for c in py
+    ]
     # x (16 B) + the first kernel's 16 + 32 B + the second's 16 B; two sources, two pipelines
     assert py[0] == {"memory_bytes": 80, "buffers": 4, "pipelines": 2}
