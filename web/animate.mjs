@@ -11,6 +11,7 @@ const LOG_FRAMES = 600;
 /** Frames kept waiting for an animation frame (a hidden tab runs none): past it the oldest is
  * dropped, so a page that does not acknowledge holds no growing queue. */
 const MAX_PENDING = 4;
+const PAST_LOGS = 32;
 
 /**
  * @typedef {{animId: number, name: string, title: string|null, width: number, height: number,
@@ -164,9 +165,17 @@ const keyName = (key) => (key === ' ' ? 'Space' : key);
 export function createLiveViews(worker) {
   /** @type {Map<number, LiveView>} */
   const views = new Map();
+  /** Logs of views whose cell was cleared (the last PAST_LOGS), for the tests. */
+  const past = new Map();
   const post = (msg, transfer = []) => worker().postMessage(msg, transfer);
   const loop = (time) => {
-    for (const v of views.values()) v.tick(time);
+    for (const [id, v] of views) {
+      if (v.log.ended && !v.figure.isConnected) { // its cell was cleared: keep only the log
+        views.delete(id);
+        past.set(id, v.log);
+        if (past.size > PAST_LOGS) past.delete(past.keys().next().value);
+      } else v.tick(time);
+    }
     requestAnimationFrame(loop);
   };
   requestAnimationFrame(loop);
@@ -197,7 +206,7 @@ export function createLiveViews(worker) {
     },
     get running() { return running().length; },
     /** For tests: a view's frame log by id. */
-    log: (id) => views.get(id)?.log ?? null,
+    log: (id) => views.get(id)?.log ?? past.get(id) ?? null,
     holdAcks: false,
   };
   return api;
