@@ -35,7 +35,8 @@ from e2e.conformance.runner import Report, check_results, load_cases
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = "/e2e/firefox/lane.html"
 CORPUS_BACKENDS = ("wasm", "cpu", "webgl2", "webgpu")
-EXAMPLE_BACKENDS = ("wasm", "cpu", "webgl2")
+# the first example on each backend, then Life (the canvas) and the MLP (a uPlot plot) on wasm
+EXAMPLE_BACKENDS = ("wasm", "cpu", "webgl2", "life:wasm", "mlp:wasm")
 MAX_REPORT = 512 * 1024 * 1024  # one batch of results may be ~100 MB (the issue-14 cases on cpu)
 
 # A quiet profile: no first-run pages, telemetry, updates or service calls (there is no network
@@ -306,7 +307,7 @@ def summary(result: LaneResult) -> str:
     for ex in result.examples:
         cells = ex.get("cells") or []
         lines.append(
-            f"  first example on {ex['backend']}: "
+            f"  {ex.get('example', 'first')} example on {ex['backend']}: "
             f"{ex.get('error') or ', '.join(str(c.get('status')) for c in cells)}"
             f" (page ready in {ex.get('readyS', 0):.1f} s)"
         )

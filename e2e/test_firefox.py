@@ -1,6 +1,7 @@
 """The Firefox lane (issue 12): Debian's firefox-esr, driven without an automation protocol
 (e2e/firefox_lane.py says why), runs the conformance corpus on wasm, cpu and webgl2, records that
-WebGPU is not offered, and runs the playground's first example on wasm, cpu and webgl2.
+WebGPU is not offered, and runs the playground's first example on wasm, cpu and webgl2, and the
+Life and MLP examples on wasm.
 
 One run of the lane serves every test (about 1-2 minutes here); its summary is written to
 reports/firefox-lane.txt.
@@ -8,6 +9,7 @@ reports/firefox-lane.txt.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -66,7 +68,7 @@ def test_webgpu_refusal_is_recorded(lane: LaneResult) -> None:
 
 @pytest.mark.parametrize("backend", ["wasm", "cpu", "webgl2"])
 def test_first_example_runs_in_the_playground(lane: LaneResult, backend: str) -> None:
-    example = next(e for e in lane.examples if e["backend"] == backend)
+    example = next(e for e in lane.examples if (e["example"], e["backend"]) == ("first", backend))
     assert "error" not in example, example["error"]
     assert f"Backend in use: {backend}" in example["status"]
     cells = example["cells"]
@@ -74,3 +76,22 @@ def test_first_example_runs_in_the_playground(lane: LaneResult, backend: str) ->
     assert f"{backend} [0.0, 60.0, 120.0]" in cells[0]["output"]
     assert f"{backend} [160.0]" in cells[1]["output"]
     assert "[-5.5, 4.5, 6.5]" in cells[2]["output"]
+
+
+def test_life_draws_and_the_mlp_trains_and_plots_in_firefox(lane: LaneResult) -> None:
+    """The canvas (display.draw) and uPlot (display.plot) paths in Firefox, on wasm."""
+    life = next(e for e in lane.examples if e["example"] == "life")
+    assert "error" not in life, life["error"]
+    assert all(c.get("status") == "done" for c in life["cells"]), life["cells"]
+    assert life["cells"][1]["figures"][0]["caption"] == "generation 60"
+    mlp = next(e for e in lane.examples if e["example"] == "mlp")
+    assert "error" not in mlp, mlp["error"]
+    assert all(c.get("status") == "done" for c in mlp["cells"]), mlp["cells"]
+    plot = mlp["cells"][2]["figures"][0]
+    assert plot["key"] == "plot:loss" and plot["points"] == "40", plot
+    first, last = map(
+        float, re.search(r"loss ([\d.]+) -> ([\d.]+)", mlp["cells"][2]["output"]).groups()
+    )
+    assert last < first / 4, (first, last)
+    accuracy = float(re.search(r"accuracy ([\d.]+)%", mlp["cells"][3]["output"]).group(1))
+    assert accuracy > 90

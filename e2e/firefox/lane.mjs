@@ -1,6 +1,6 @@
 // The Firefox lane's page (e2e/firefox_lane.py opens it in firefox-esr, no WebDriver): it
 // runs the conformance corpus on each backend of `?backends=` through the runtime (as
-// e2e/conformance/page.mjs does in Chromium) and the playground's first example in an iframe
+// e2e/conformance/page.mjs does in Chromium) and the playground's examples (`?example=`) in an iframe
 // (same origin, driven through its DOM), and POSTs every answer to the test server, which
 // judges them with the conformance runner. A backend the browser does not offer (WebGPU on
 // Linux Firefox) answers {lane: {available: false, reason}}: recorded, not a crash.
@@ -82,8 +82,18 @@ async function until(what, test, timeoutMs) {
   }
 }
 
-/** The playground's "First graph" example on `backend`: Run all, then each cell's output. */
-async function firstExample(backend) {
+/** What a cell's figures show: the Life canvas's caption, a plot's points and series. */
+function figuresOf(cell) {
+  return [...cell.querySelectorAll('figure.drawing')].map((f) => ({
+    key: f.dataset.key,
+    caption: f.querySelector('figcaption')?.textContent ?? '',
+    points: f.querySelector('.plot-root')?.dataset.points ?? null,
+  }));
+}
+
+/** An example of the playground's menu (`first`, `life`, `mlp`) on `backend`: Run all, then
+ * each cell's status, output text and figures. */
+async function runExample(id, backend) {
   const frame = /** @type {HTMLIFrameElement} */ (document.getElementById('playground'));
   const t0 = performance.now();
   frame.src = `/?backend=${backend}&software=1`;
@@ -92,20 +102,21 @@ async function firstExample(backend) {
   await until('the playground', () => doc()?.body?.dataset.ready === 'true', 120_000);
   const readyS = (performance.now() - t0) / 1000;
   const status = doc().getElementById('backend-status')?.textContent ?? '';
+  const before = doc().body.dataset.notebook;
   const examples = doc().getElementById('examples');
-  examples.value = 'first';
+  examples.value = id;
   examples.dispatchEvent(new Event('change'));
-  await until('the example', () => doc().querySelectorAll('section.cell').length === 3, 10_000);
+  const cells = () => [...doc().querySelectorAll('section.cell')];
+  await until('the example', () => doc().body.dataset.notebook !== before && cells().length > 0, 10_000);
   await until('Run all', () => !doc().getElementById('run-all').disabled, 10_000);
   doc().getElementById('run-all').click();
-  const cells = () => [...doc().querySelectorAll('section.cell')];
   // every cell ran, or one failed and Run all stopped there (the Stop button goes idle)
   const idle = () => doc().getElementById('stop').disabled;
   await until('the cells', () => idle() && (cells().every((c) => c.dataset.status) ||
-    cells().some((c) => c.dataset.status === 'error')), 120_000);
+    cells().some((c) => c.dataset.status === 'error')), 170_000);
   return {
-    backend, readyS, status,
-    cells: cells().map((c) => ({ status: c.dataset.status,
+    example: id, backend, readyS, status, seconds: (performance.now() - t0) / 1000,
+    cells: cells().map((c) => ({ status: c.dataset.status, figures: figuresOf(c),
       output: c.querySelector('[aria-label^="Output of cell"]')?.innerText ?? '' })),
   };
 }
@@ -118,14 +129,15 @@ async function main() {
   const cases = (LIMIT > 0 ? all.slice(0, LIMIT) : all).map((c) => ({ name: c.name, graph: c.graph }));
   const { createRuntime } = await import('/backends-js/src/runtime.mjs');
   await runCorpus(createRuntime, cases);
-  for (const backend of EXAMPLE_BACKENDS) {
+  for (const entry of EXAMPLE_BACKENDS) { // "wasm" (the first example) or "life:wasm"
+    const [id, backend] = entry.includes(':') ? entry.split(':') : ['first', entry];
     let answer;
     try {
-      answer = await firstExample(backend);
+      answer = await runExample(id, backend);
     } catch (err) {
-      answer = { backend, error: describe(err) };
+      answer = { example: id, backend, error: describe(err) };
     }
-    log(`first example on ${backend}: ${answer.error ?? answer.cells.map((c) => c.status).join(', ')}`);
+    log(`${id} on ${backend}: ${answer.error ?? answer.cells.map((c) => c.status).join(', ')}`);
     await report('example', answer);
   }
   await report('done', {});
