@@ -9,6 +9,7 @@
 #[macro_use]
 mod elementwise;
 mod extremes;
+mod index;
 mod layout;
 mod life;
 mod maps;

@@ -19,6 +19,7 @@ import { createStepGate } from '../../step-gate.mjs';
 import './kernels-elementwise.mjs';
 import './kernels-tensor.mjs';
 import './kernels-select.mjs';
+import './kernels-index.mjs';
 
 /** @typedef {import('../../validate.mjs').CheckedNode} CheckedNode */
 
