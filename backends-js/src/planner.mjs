@@ -643,11 +643,12 @@ const QUANT_GROUPS = 8;
 
 /**
  * quant.wgsl's SPLIT: how many groups of 32 lanes share a weight row (a k-split over its
- * blocks), 4 once a row has 4 blocks or more, so each thread's chain of loads stays short.
+ * blocks): 2 once a row has 2 blocks. Measured on the H200 (docs/benchmarks.md, q4_k matmul):
+ * 1 and 2 tie at batch 1, 2 is best at batch 16, 4 and 8 are slower.
  * @param {number} blocks per weight row
  */
 export function quantSplit(blocks) {
-  return blocks >= 4 ? 4 : blocks >= 2 ? 2 : 1;
+  return blocks >= 2 ? 2 : 1;
 }
 
 /** @type {Rule} */

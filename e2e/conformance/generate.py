@@ -1298,7 +1298,7 @@ def quant_cases() -> list[dict]:
             quantized_weight(b, kind, 4, 512)]))
         # x of small integers keeps the corpus short (the weights carry the variety); more
         # than 8 rows (one workgroup's) and N not a multiple of 8 on the GPUs; batched x
-        # K of 1, 2 and 4+ blocks: the GPU kernels' k-splits 1, 2 and 4
+        # K of 1, 2 and 5 blocks (the GPU kernel's k-split 2 with an odd count)
         shapes = [([1, 256], 1), ([1, 512], 5), ([3, 256], 8), ([9, 256], 17),
                   ([2, 3, 256], 7), ([2, 1, 5, 256], 3), ([2, 1280], 3)]
         for sa, n in shapes:

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from . import host, optable
-from .dtypes import result_dtype
+from .dtypes import DTYPES, encode_base64, result_dtype
 from .errors import GpuLabError
 from .host import SessionLike
 from .indexing import basic_index
@@ -44,6 +44,23 @@ def _is_scalar(x: Any) -> bool:
     return getattr(getattr(x, "dtype", None), "kind", None) in ("i", "u", "f") and getattr(
         x, "shape", None
     ) == ()
+
+
+# the block-quantized dtypes (the op table's rows with `block`): q4_k, q6_k
+QUANTIZED_DTYPES = tuple(name for name, row in DTYPES.items() if "block" in row)
+
+
+class QuantizedTranspose:
+    """`w.T` of a q4_k / q6_k weight: not a tensor of its own (the bytes are never
+    transposed), only the right operand of `x @ w.T`, which is matmul_q."""
+
+    __slots__ = ("weight",)
+
+    def __init__(self, weight: Tensor) -> None:
+        self.weight = weight
+
+    def __repr__(self) -> str:
+        return f"{self.weight!r}.T"
 
 
 class Tensor:
@@ -104,6 +121,8 @@ class Tensor:
         return self._binary("div", other, reflected=True)
 
     def __matmul__(self, other: Any) -> Tensor:
+        if isinstance(other, QuantizedTranspose):  # x @ w.T with w q4_k / q6_k: matmul_q
+            return self.graph.op("matmul_q", a=self, b=other.weight)
         return self._binary("matmul", other)
 
     def __rmatmul__(self, other: Any) -> Tensor:
@@ -199,8 +218,22 @@ class Tensor:
         return self.graph.op("transpose", a=self)
 
     @property
-    def T(self) -> Tensor:
+    def T(self) -> Any:
+        """The transpose; of a q4_k / q6_k weight, a view only `x @ w.T` (matmul_q) takes."""
+        if self.dtype in QUANTIZED_DTYPES:
+            return QuantizedTranspose(self)
         return self.transpose()
+
+    def dequantize(self) -> Tensor:
+        """The float32 values of a q4_k / q6_k tensor [N, K] (ggml's decode, exact)."""
+        return self.graph.op("dequantize", a=self)
+
+    def matmul_fixed(self, other: Any, frac_bits: int = 16) -> Tensor:
+        """self @ other in fixed point (docs/protocol.md "matmul_fixed"): each operand
+        round-half-even(x * 2^frac_bits) saturated to int32, 64-bit integer sums, one rounding
+        to float32: the same bits on every backend."""
+        return self.graph.op("matmul_fixed", a=self, b=self.graph._operand(other),
+                             frac_bits=frac_bits)
 
     # -- selection (protocol version 4) ------------------------------------------------------
 
@@ -363,6 +396,18 @@ class Graph:
         inferred, values = _flatten(data, dtype)
         target = tuple(shape) if shape is not None else inferred
         return self._source("input", _with_dtype({"shape": list(target), "data": values}, dtype))
+
+    def quantized(self, raw: Any, kind: str = "q4_k", shape: Sequence[int] = ()) -> Tensor:
+        """A block-quantized weight: `raw` the bytes of ggml q4_k / q6_k blocks (bytes,
+        bytearray, memoryview, a uint8 numpy array, e.g. a GGUF tensor's `data`) holding a
+        float [N, K] (K a multiple of 256), row-major. Use it as `x @ w.T` (decoded inside the
+        kernel) or `w.dequantize()`."""
+        if kind not in QUANTIZED_DTYPES:
+            raise GpuLabError("VALIDATION", f"quantized: kind must be one of "
+                                            f"{', '.join(QUANTIZED_DTYPES)}, got {kind!r}")
+        if hasattr(raw, "__array_interface__"):  # numpy: its bytes, whatever its dtype
+            raw = memoryview(raw.tobytes() if not raw.flags.c_contiguous else raw).cast("B")
+        return self._source("input", {"shape": _shape_arg(shape), "dtype": kind, "data": raw})
 
     def input(self, shape: Sequence[int], name: str | None = None,
               dtype: str = "float32") -> Tensor:
@@ -695,7 +740,9 @@ def _json_float(x: float) -> float | str:
 
 def _plain_node(node: dict[str, Any]) -> dict[str, Any]:
     out = dict(node)
-    if "data" in out:
+    if out.get("dtype") in QUANTIZED_DTYPES:  # block bytes: base64, not a list of bytes
+        out["data"] = {"base64": encode_base64(out["data"])}
+    elif "data" in out:
         out["data"] = [_json_float(v) for v in out["data"]]
     if "value" in out:
         out["value"] = _json_float(float(out["value"]))

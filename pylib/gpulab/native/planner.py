@@ -555,8 +555,8 @@ QUANT_GROUPS = 8  # its groups of 32 lanes
 
 def quant_split(blocks: int) -> int:
     """quant.wgsl's SPLIT: groups of 32 lanes sharing a weight row (a k-split over its
-    blocks), 4 once a row has 4 blocks or more (twin of planner.mjs quantSplit)."""
-    return 4 if blocks >= 4 else 2 if blocks >= 2 else 1
+    blocks), 2 once a row has 2 blocks (measured: twin of planner.mjs quantSplit)."""
+    return 2 if blocks >= 2 else 1
 
 
 def _plan_block_input(ctx: _PlanContext, node: CheckedNode) -> int:
