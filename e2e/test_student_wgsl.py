@@ -194,7 +194,8 @@ def test_cpu_python_refuses_and_auto_never_falls_back_to_it():
     with pytest.raises(GpuLabError) as auto:  # lavapipe is software: not allowed by default
         host.execute(CASES[0].graph)
     assert auto.value.code == "UNSUPPORTED"
-    assert "wgsl" in auto.value.message
+    assert "cpu-python has no kernel for wgsl (node 2); auto passed over wgpu: refused " \
+        "software adapter" in auto.value.message
 
 
 # ---- quotas and the deadline --------------------------------------------------------------

@@ -151,7 +151,7 @@ def run_with_fallback(backend: str | None, checked: CheckedGraph, allow_software
             if err.code == "BACKEND" and name in CACHED:
                 config.opened.clear()  # a lost device: the next graph probes afresh
             if last or strict or not _may_pass_over(err):
-                refusal = _refusal(err, backend, strict)
+                refusal = _refusal(err, backend, strict, attempts)
                 if refusal is err:
                     raise
                 raise refusal from err
@@ -168,8 +168,15 @@ def _may_pass_over(err: GpuLabError) -> bool:
     return err.code in FALLBACK_CODES or err.code == "UNAVAILABLE"
 
 
-def _refusal(err: GpuLabError, backend: str | None, strict: bool) -> GpuLabError:
-    """The error the caller sees: a forced backend names itself; strict says so."""
+def _refusal(err: GpuLabError, backend: str | None, strict: bool,
+             attempts: Attempts | None = None) -> GpuLabError:
+    """The error the caller sees: a forced backend names itself; strict says so; auto's
+    UNSUPPORTED on its last candidate says why the earlier ones were passed over (a student's
+    wgsl graph: cpu-python refuses it, and the reason wgpu did not run it is the useful part)."""
+    passed = [a for a in (attempts.items if attempts else [])[:-1] if not a.get("ok")]
+    if err.code == "UNSUPPORTED" and backend in (None, AUTO) and passed:
+        why = "; ".join(f"{a['backend']}: {a.get('reason', '')}" for a in passed)
+        return GpuLabError("UNSUPPORTED", f"{err.message}; auto passed over {why}", err.node)
     if err.code == "UNAVAILABLE" and backend in CACHED:  # (cpu-python names itself)
         return GpuLabError("UNAVAILABLE", f"backend {backend!r} was requested: {err.message}")
     if err.code == "UNAVAILABLE" and strict:
