@@ -38,6 +38,7 @@ import './webgl2/matmul.mjs';
 import './webgl2/extremes.mjs';
 import './webgl2/reductions.mjs';
 import './webgl2/select.mjs';
+import './webgl2/index.mjs';
 
 export const name = 'webgl2';
 
