@@ -211,6 +211,24 @@ def test_quotas_refuse_a_wgsl_graph_before_device_work(wg):
     assert r["ok"] is False and r["code"] == "LIMIT" and "quotas.memoryBytes" in r["message"]
 
 
+def test_server_quotas_refuse_a_wgsl_graph_before_work():
+    """The server's quotas (gpulab serve) count a wgsl node's results and its pipeline."""
+    from gpulab.protocol import validate
+    from gpulab.quotas import Quotas, graph_cost
+
+    checked = validate(sk.matmul_case().graph)
+    cost = graph_cost(checked)
+    assert cost["pipelines"] == 2  # the student's kernel and our matmul
+    for quota, name in (
+        (Quotas(pipelines=1), "pipelines"),
+        (Quotas(memory_bytes=cost["memory_bytes"] - 1), "memory_bytes"),
+    ):
+        with pytest.raises(GpuLabError) as info:
+            quota.check(checked)
+        assert info.value.code == "LIMIT" and name in info.value.message
+    Quotas(memory_bytes=cost["memory_bytes"]).check(checked)
+
+
 # A deliberately slow kernel (issue 11: "a deliberately slow graph on the software adapters"):
 # n LCG steps per invocation, 64 invocations per workgroup. A loop that never ends cannot be
 # used: SwiftShader cannot be interrupted and wedges WebGPU for the whole browser (measured:
