@@ -175,16 +175,24 @@ def test_other_page_lanes_refuse_with_unsupported(wg, backend):
 
 
 def test_page_auto_picks_webgpu_for_a_wgsl_graph_and_says_why(wg):
-    r = wg.evaluate(
-        """async ({graph}) => {
-      const rt = await window.wg.runtime.createRuntime({backend: 'auto', allowSoftware: true});
-      const out = await rt.execute(graph);
-      rt.dispose();
-      return {backend: out.backend, attempts: out.stats.attempts};
-    }""",
-        {"graph": CASES[0].graph},
+    """auto runs a wgsl graph on WebGPU; without it (software refused) every lane passed over
+    is named in the UNSUPPORTED refusal, none runs it on a CPU."""
+    script = """async ({graph, soft}) => {
+      const rt = await window.wg.runtime.createRuntime({backend: 'auto', allowSoftware: soft});
+      try {
+        const r = await rt.execute(graph);
+        return {backend: r.backend, attempts: r.stats.attempts};
+      } catch (e) { return {code: e.code, message: e.message}; } finally { rt.dispose(); }
+    }"""
+    ran = wg.evaluate(script, {"graph": CASES[0].graph, "soft": True})
+    assert ran["backend"] == "webgpu" and ran["attempts"][0]["backend"] == "webgpu"
+    refused = wg.evaluate(script, {"graph": CASES[0].graph, "soft": False})
+    assert refused["code"] == "UNSUPPORTED"
+    assert refused["message"].startswith(
+        "cpu has no kernel for wgsl (node 2) (passed over: "
+        "webgpu: refused software adapter: SwiftShader"
     )
-    assert r["backend"] == "webgpu"
+    assert "wasm: UNSUPPORTED: wasm has no kernel for wgsl (node 2)" in refused["message"]
 
 
 def test_cpu_python_refuses_and_auto_never_falls_back_to_it():
