@@ -453,3 +453,20 @@ def test_dispose_stops_a_long_run_between_steps(gl_page: Any, where: str) -> Non
         assert got["error"] and got["error"]["code"] == "DISPOSED", got
         assert got["ms"] < got["steps"] * got["stepMs"] / 2, got
         assert got["state"] == "disposed", got
+
+
+# ---- protocol v4: the index ops' run-time check (issue 13b) ----
+
+
+def test_fed_index_out_of_range_is_backend_then_state(gl_page: Any) -> None:
+    """No atomics in a fragment shader: the check pass records the smallest bad position,
+    which the program reads back after the step (BACKEND, then a poisoned session)."""
+    r = scenario(gl_page, "indexChecks", "main")
+    assert r["index_select"]["ok"] == [4, 5, 0, 1, 4, 5]
+    assert r["index_add"]["ok"] == [1, 2, 2, 3, 6, 7]
+    for op in ("index_select", "index_add"):
+        bad = r[op]["bad"]
+        assert bad["code"] == "BACKEND", bad
+        assert f"node 3 ({op}): operand idx holds an index at idx[1] out of range for axis 0 " \
+               "of a [3, 2] (valid 0..2)" in bad["message"]
+        assert r[op]["later"]["code"] == "STATE"

@@ -654,3 +654,28 @@ export async function cancelBetweenSteps() {
   }
   return out;
 }
+
+/**
+ * Protocol v4: a fed index out of range (index_select and index_add), never read through:
+ * BACKEND naming the node and the position from the check pass, then STATE; in range, the
+ * right values.
+ */
+export async function indexChecks() {
+  const rt = await createRuntime(SOFT);
+  const out = {};
+  for (const op of ['index_select', 'index_add']) {
+    const nodes = [{ id: 0, op: 'input', shape: [3, 2], data: [0, 1, 2, 3, 4, 5] },
+      { id: 1, op: 'input', shape: [3], dtype: 'int32' },
+      { id: 2, op: 'full', shape: [3, 2], value: 1 }];
+    const node = { id: 3, op, a: 0, idx: 1, axis: 0, ...(op === 'index_add' ? { src: 2 } : {}) };
+    const s = await rt.prepare({ version: 4, nodes: [...nodes, node], outputs: [{ name: 'y', id: 3 }] },
+      { feeds: [1] });
+    const ok = await settle(s.run([{ 1: [2, 0, 2] }]));
+    const bad = await settle(s.run([{ 1: [1, 7, -1] }]));
+    const later = await settle(s.run([{ 1: [0, 0, 0] }]));
+    s.dispose();
+    out[op] = { ok: ok.value ? [...ok.value.outputs.y.data] : ok.error, bad: bad.error, later: later.error };
+  }
+  rt.dispose();
+  return out;
+}

@@ -1,7 +1,11 @@
-// The protocol-v4 selection ops without indices on WebGL2 (slice, slice_scatter, concat, pad),
-// output-centric (a fragment computes its own element: no scatter writes), on 32-bit words
-// read through the sampler of each texture's kind (A_INT: R32I int32 tensors) and written as
-// words (WORDS_OUT, OUT_INT): exact bits. IDX_OP: 0 slice, 1 slice_scatter, 2 concat, 3 pad.
+// The protocol-v4 selection ops on WebGL2, output-centric (a fragment computes its own
+// element: no scatter writes), on 32-bit words read through the sampler of each texture's kind
+// (A_INT: R32I int32 tensors) and written as words (WORDS_OUT, OUT_INT / OUT_UINT): exact bits.
+// IDX_OP: 0 slice, 1 slice_scatter, 2 concat, 3 pad, 4 gather (index_select, gather: an index
+// out of range is clamped to 0), 5 check (fragment r: the smallest position of an out-of-range
+// index in row r of idx's texture, 0xffffffff none: the program reads it back after each
+// step), 6 add (index_add, scatter_add: per output element, the positions q along idx's axis
+// in ascending order whose index equals its coordinate: the protocol's sequential sum).
 precision highp isampler2D;
 
 #if defined(A_INT)
@@ -10,8 +14,17 @@ precision highp isampler2D;
 #define SAMPLER sampler2D
 #endif
 uniform SAMPLER u_a;      // slice, slice_scatter, pad: a; concat: tensors[0]
-#if IDX_OP == 1
+#if IDX_OP == 1 || IDX_OP == 6
 uniform SAMPLER u_src;
+#endif
+#if IDX_OP >= 4
+uniform isampler2D u_idx;
+uniform int u_size;      // a.shape[axis]: the valid indices are 0..u_size-1
+uniform ivec4 u_t;       // idx strides at the output coordinates (gather, add)
+uniform ivec4 u_u;       // add: src strides
+uniform ivec4 u_lim;     // add: idx's extents (c[d] < u_lim[d] off the axis, or no source)
+uniform int u_m;         // add: positions along idx's axis
+uniform int u_icount;    // check: idx's element count
 #endif
 #if IDX_OP == 2
 uniform SAMPLER u_t1;
@@ -115,8 +128,50 @@ uint concatWord(ivec4 c) {
 }
 #endif
 
+#if IDX_OP >= 4
+int indexAt(int p) {
+  int w = textureSize(u_idx, 0).x;
+  return texelFetch(u_idx, ivec2(p % w, p / w), 0).r;
+}
+bool inRange(int j) { return j >= 0 && j < u_size; }
+#endif
+
+#if IDX_OP == 6
+uint addWords(uint x, uint y) {
+#if defined(A_INT)
+  return uint(int(x) + int(y));
+#else
+  return floatBitsToUint(uintBitsToFloat(x) + uintBitsToFloat(y));
+#endif
+}
+
+uint accumulate(int i, ivec4 c) {
+  uint acc = wordAt(u_a, i);
+  for (int d = 0; d < 4; d++) {
+    if (d != u_axis && c[d] >= u_lim[d]) return acc;
+  }
+  int ax = c[u_axis];
+  int ibase = dot4(c, u_t) - ax * u_t[u_axis];
+  int sbase = dot4(c, u_u) - ax * u_u[u_axis];
+  for (int q = 0; q < u_m; q++) {
+    if (indexAt(ibase + q * u_t[u_axis]) == ax) acc = addWords(acc, wordAt(u_src, sbase + q * u_u[u_axis]));
+  }
+  return acc;
+}
+#endif
+
 uint kernelWord(int i) {
+#if IDX_OP == 5
+  int w = textureSize(u_idx, 0).x;
+  uint bad = 0xffffffffu;
+  for (int x = 0; x < w; x++) {
+    int p = i * w + x;
+    if (p < u_icount && !inRange(indexAt(p))) bad = min(bad, uint(p));
+  }
+  return bad;
+#else
   ivec4 c = unravel(i, u_shape);
+#endif
 #if IDX_OP == 0
   return wordAt(u_a, u_base + dot4(c, u_sa));
 #elif IDX_OP == 1
@@ -124,7 +179,13 @@ uint kernelWord(int i) {
   return inSlice(c, q) ? wordAt(u_src, flatIn(q, u_count)) : wordAt(u_a, i);
 #elif IDX_OP == 2
   return concatWord(c);
-#else
+#elif IDX_OP == 4
+  int j = indexAt(dot4(c, u_t));
+  if (!inRange(j)) j = 0;  // never read through; the check pass reports it
+  return wordAt(u_a, dot4(c, u_sa) + (j - c[u_axis]) * u_sa[u_axis]);
+#elif IDX_OP == 6
+  return accumulate(i, c);
+#elif IDX_OP == 3
   ivec4 q = c - u_start;
   bool inside = all(greaterThanEqual(q, ivec4(0))) && all(lessThan(q, u_count));
   return inside ? wordAt(u_a, flatIn(q, u_count)) : u_value;

@@ -1,9 +1,27 @@
-// The protocol-v4 selection ops without indices on WebGL2 (slice, slice_scatter, concat, pad):
-// one shader, index.glsl, output-centric, on the 32-bit words of R32F (float32) or R32I
-// (int32) textures. index_select, gather, index_add and scatter_add have no WebGL2 kernel yet:
-// a fragment shader has no atomics to record an index out of range, so their run-time check
-// needs a reduction pass the program reads back (e2e/conformance/lanes.json says so).
+// The protocol-v4 selection ops on WebGL2: one shader, index.glsl, output-centric, on the
+// 32-bit words of R32F (float32) or R32I (int32) textures. A fragment shader has no atomics,
+// so an index op adds a check pass: one fragment per row of idx's texture writes the smallest
+// position of an index out of range (or 0xffffffff) into a check texture (k.check) that the
+// program reads back after every step and turns into BACKEND. Indices are int32 (R32I), so
+// every int32 index is representable; tensors are limited by the texture size (textures.mjs:
+// LIMIT past MAX_TEXTURE_SIZE^2 elements).
 import { pad4, registerKernel, stridesOf } from './registry.mjs';
+
+/** Padded rank-4 strides of `shape` (0 on the padding). @param {number[]} shape */
+const strides4 = (shape) => [...new Array(4 - shape.length).fill(0), ...stridesOf(shape)];
+
+/** The check pass of an index op: its idx's out-of-range positions, one word per texel row. */
+function checkPass(node, k) {
+  const idx = node.operands[1];
+  const count = k.shape(idx).reduce((a, b) => a * b, 1);
+  const width = Math.min(count, k.maxTextureSize);
+  const rows = Math.ceil(count / width);
+  const target = k.check(rows);
+  return { shader: 'index.glsl', defines: { WORDS_OUT: 1, IDX_OP: 5, A_INT: 1, OUT_UINT: 1 },
+    inputs: { u_a: k.slot(idx), u_idx: k.slot(idx) },
+    uniforms: { u_size: ['i', k.shape(node.operands[0])[node.attrs.axis]], u_icount: ['i', count] },
+    target };
+}
 
 const DTYPES = { dtypes: ['float32', 'int32'] };
 
@@ -64,3 +82,37 @@ registerKernel('pad', (node, k) => {
     uniforms: { u_shape: ['i4', pad4(node.shape)], u_start: ['i4', [...new Array(4 - before.length).fill(0), ...before]],
       u_count: ['i4', pad4(k.shape(a))], u_value: ['u', value] }, target: k.out }];
 }, DTYPES);
+
+for (const op of ['index_select', 'gather']) {
+  registerKernel(op, (node, k) => {
+    const [a, idx] = node.operands;
+    const rank = node.shape.length;
+    const axis = node.attrs.axis;
+    const t = op === 'gather' ? strides4(node.shape)
+      : [...new Array(4 - rank).fill(0), ...node.shape.map((_, d) => (d === axis ? 1 : 0))];
+    return [checkPass(node, k), { shader: 'index.glsl', defines: defines(node.dtype, 4),
+      inputs: { u_a: k.slot(a), u_idx: k.slot(idx) },
+      uniforms: { u_shape: ['i4', pad4(node.shape)], u_sa: ['i4', strides4(k.shape(a))],
+        u_t: ['i4', t], u_axis: ['i', axis + 4 - rank], u_size: ['i', k.shape(a)[axis]] },
+      target: k.out }];
+  }, DTYPES);
+}
+
+for (const op of ['index_add', 'scatter_add']) {
+  registerKernel(op, (node, k) => {
+    const [a, idx, src] = node.operands;
+    const rank = node.shape.length;
+    const axis = node.attrs.axis;
+    const idxShape = k.shape(idx);
+    const flat = op === 'index_add';
+    const t = flat ? [...new Array(4 - rank).fill(0), ...node.shape.map((_, d) => (d === axis ? 1 : 0))]
+      : strides4(idxShape);
+    const lim = flat ? node.shape.map((d, j) => (j === axis ? idxShape[0] : d)) : idxShape;
+    return [checkPass(node, k), { shader: 'index.glsl', defines: defines(node.dtype, 6),
+      inputs: { u_a: k.slot(a), u_idx: k.slot(idx), u_src: k.slot(src) },
+      uniforms: { u_shape: ['i4', pad4(node.shape)], u_t: ['i4', t], u_u: ['i4', strides4(k.shape(src))],
+        u_lim: ['i4', pad4(lim)], u_axis: ['i', axis + 4 - rank], u_size: ['i', node.shape[axis]],
+        u_m: ['i', flat ? idxShape[0] : idxShape[axis]] },
+      target: k.out }];
+  }, DTYPES);
+}

@@ -11,6 +11,7 @@ import { GpuLabError } from '../../errors.mjs';
 import { createStepGate } from '../../step-gate.mjs';
 import { BACKEND, kernelFor, sizeOf } from './registry.mjs';
 import { unsupportedError } from '../../kernels.mjs';
+import { indexError } from '../../values.mjs';
 import { absorbedNodes, foldedTransposes } from './fusion.mjs';
 import {
   blitCopy, upload, download, layoutFor, sizeKey, texKey, texKindOf,
@@ -64,6 +65,8 @@ export class WebGL2Program {
     this.slotOf = new Map();
     /** @type {Map<number, number>} carried output id -> the input slot holding its value after a swap */
     this.swapped = new Map();
+    /** @type {{slot: number, node: any}[]} index ops' check textures (index.mjs) */
+    this.checks = [];
     this.stepsRun = 0;
     this.disposed = false;
   }
@@ -169,6 +172,12 @@ export class WebGL2Program {
         temp: (n) => {
           temps.push(this.allocate(n, true));
           return temps[temps.length - 1];
+        },
+        // an index op's check texture (index.mjs): kept, read back after every step
+        check: (n) => {
+          const slot = this.allocate(n, false, { kind: 'uint' });
+          this.checks.push({ slot, node });
+          return slot;
         },
         temp4: (texels, format = {}) => {
           temps.push(this.allocate(texels, true, { ...format, channels: 4 }));
@@ -337,6 +346,7 @@ export class WebGL2Program {
       // outputs are the last step's values, read before its carry moves them (an output that
       // is a carried input keeps the value that step used, as on every backend)
       if (s === steps.length - 1) for (const id of readIds) out.set(id, this.read(id, true));
+      this.readChecks();
       this.applyCarry();
       this.stepsRun++;
     }
@@ -359,6 +369,21 @@ export class WebGL2Program {
       gl.bindFramebuffer(gl.READ_FRAMEBUFFER, this.slots[cmd.target].framebuffer);
       gl.readPixels(0, 0, 1, 1, gl.RGBA, gl.FLOAT, texel);
       log.push({ key: cmd.prog.key, n: this.slotSize[cmd.target], ms: performance.now() - t0 });
+    }
+  }
+
+  /**
+   * The index ops' check words (index.glsl IDX_OP 5): the smallest position of an index out of
+   * range in this step is BACKEND naming the node and the position (the session is then
+   * poisoned: STATE), before anything of this step is carried.
+   */
+  readChecks() {
+    for (const { slot, node } of this.checks) {
+      const words = download(this.gl, this.slots[slot], this.slotSize[slot], 'uint32');
+      const bad = words.reduce((m, w) => Math.min(m, w), 0xffffffff);
+      if (bad !== 0xffffffff) {
+        throw indexError('BACKEND', node, this.nodes.get(node.operands[0]).shape, bad);
+      }
     }
   }
 

@@ -24,6 +24,8 @@ import { registrarFor, getKernel as lookup } from '../../kernels.mjs';
  * @property {(id: number) => boolean} absorbed  whether this kernel computes operand id itself
  * @property {(id: number) => any} node          a checked node by id
  * @property {(n: number) => number} temp      a scratch tensor of n elements for this node
+ * @property {(n: number) => number} check   an index op's check texture of n uint32 words
+ *   (index.mjs), kept and read back by the program after every step
  * @property {(texels: number, format?: {layers?: number, width?: number}) => number} temp4
  *   a packed RGBA32F scratch texture of that many texels (per layer), optionally a 4-layer array
  *   or with a fixed width
