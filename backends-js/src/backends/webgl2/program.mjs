@@ -12,6 +12,7 @@ import { createStepGate } from '../../step-gate.mjs';
 import { BACKEND, kernelFor, sizeOf } from './registry.mjs';
 import { unsupportedError } from '../../kernels.mjs';
 import { indexError } from '../../values.mjs';
+import { blockOf, packedWords, storedLength } from '../../dtypes.mjs';
 import { absorbedNodes, foldedTransposes } from './fusion.mjs';
 import {
   blitCopy, upload, download, layoutFor, sizeKey, texKey, texKindOf,
@@ -96,7 +97,7 @@ export class WebGL2Program {
   nodeSlot(id) {
     if (!this.slotOf.has(id)) {
       const node = this.nodes.get(id);
-      this.slotOf.set(id, this.allocate(sizeOf(node.shape), !this.pinned.has(id),
+      this.slotOf.set(id, this.allocate(texelCount(node), !this.pinned.has(id),
         { kind: texKindOf(node.dtype ?? 'float32') }));
     }
     return this.slotOf.get(id);
@@ -121,7 +122,7 @@ export class WebGL2Program {
     this.blits = carry.blits;
     for (const id of this.order) {
       const node = this.nodes.get(id);
-      if (node.op === 'input' && node.data) upload(this.gl, this.slots[this.slotOf.get(id)], node.data);
+      if (node.op === 'input' && node.data) upload(this.gl, this.slots[this.slotOf.get(id)], texelData(node, node.data));
     }
     for (const cmd of this.initCommands) this.draw(cmd);
     this.checkGl('prepare');
@@ -339,7 +340,7 @@ export class WebGL2Program {
       const step = steps[s];
       for (const id of this.feeds) {
         const data = feedOf(step, id);
-        if (data) upload(this.gl, this.slots[this.slotOf.get(id)], data);
+        if (data) upload(this.gl, this.slots[this.slotOf.get(id)], texelData(this.nodes.get(id), data));
       }
       if (this.env.profile) this.profiledDraws(this.env.profile);
       else for (const cmd of this.stepCommands) this.draw(cmd);
@@ -441,4 +442,18 @@ export class WebGL2Program {
     this.slots = [];
     this.onDispose?.();
   }
+}
+
+/**
+ * Texels of a node's texture: one per element, a q4_k / q6_k tensor's bytes 4 to a texel.
+ * @param {{shape: number[], dtype?: string}} node
+ */
+function texelCount(node) {
+  const n = sizeOf(node.shape);
+  return blockOf(node.dtype ?? 'float32') ? Math.ceil(storedLength(node.dtype, n) / 4) : n;
+}
+
+/** Upload data: a q4_k / q6_k tensor's bytes as packed words. @param {any} node @param {any} data */
+function texelData(node, data) {
+  return blockOf(node.dtype ?? 'float32') ? packedWords(data) : data;
 }

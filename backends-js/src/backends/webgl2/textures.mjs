@@ -36,6 +36,8 @@ import { fromDeviceWords, toDeviceWords } from '../../dtypes.mjs';
 /** The texture kind of a tensor of `dtype`. @param {string} dtype @returns {TexKind} */
 export function texKindOf(dtype) {
   if (dtype === 'int32') return 'int';
+  // a q4_k / q6_k tensor is its bytes packed 4 to a word (quant.glsl reads them)
+  if (dtype === 'q4_k' || dtype === 'q6_k') return 'uint';
   return dtype === 'uint32' || dtype === 'bool' ? 'uint' : 'float';
 }
 
