@@ -605,12 +605,57 @@ def v4_rows() -> list[dict]:
     return rows
 
 
+def quant_rows() -> list[dict]:
+    """Issue 14: q4_k / q6_k inputs ([N, K], K a multiple of 256, the blocks' bytes), the ops
+    that read them, matmul_fixed's frac_bits."""
+
+    def q(node_id: int, shape: list, kind: str = "q4_k", nbytes: int | None = None) -> Node:
+        size = {"q4_k": 144, "q6_k": 210}[kind]
+        count = nbytes if nbytes is not None else shape[0] * shape[1] // 256 * size
+        return {"id": node_id, "op": "input", "shape": shape, "dtype": kind,
+                "data": {"base64": base64.b64encode(bytes(count)).decode()}}
+
+    x = inp(1, [2, 256])
+    mq = {"id": 2, "op": "matmul_q", "a": 1, "b": 0}
+    return [
+        row("quant/k_not_multiple_of_256", graph([q(0, [2, 100], nbytes=0)]), "VALIDATION", 0,
+            "k a multiple of 256"),
+        row("quant/rank_3", graph([q(0, [1, 2, 256], nbytes=0)]), "VALIDATION", 0,
+            "shape [n, k]"),
+        row("quant/wrong_byte_length", graph([q(0, [2, 256], "q6_k", 419), x, mq]),
+            "VALIDATION", 0, "needs 420"),
+        row("quant/byte_list_value", graph([{**q(0, [1, 256]), "data": [256] * 144}, x, mq]),
+            "VALIDATION", 0, "a byte in 0..255"),
+        row("quant/output_is_quantized", graph([q(0, [1, 256])], out=0), "VALIDATION", 0,
+            "only matmul_q and dequantize"),
+        row("quant/version_1", graph([q(0, [1, 256]), {"id": 1, "op": "dequantize", "a": 0}],
+                                     version=1), "UNSUPPORTED_VERSION", 0,
+            "q4_k is a version 2 dtype"),
+        row("quant/matmul_q_float_weight", graph([inp(0, [3, 256]), x, mq]), "VALIDATION", 2,
+            "operand b must be q4_k or q6_k"),
+        row("quant/matmul_q_inner_differs", graph([q(0, [3, 512]), x, mq]), "VALIDATION", 2,
+            "inner dimensions differ"),
+        row("quant/matmul_weight_quantized", graph([q(0, [256, 256]), x,
+                                                    {"id": 2, "op": "matmul", "a": 1, "b": 0}]),
+            "VALIDATION", 2, "operand b must be float32, got q4_k"),
+        row("quant/add_of_quantized", graph([q(0, [1, 256]), {"id": 1, "op": "relu", "a": 0}]),
+            "VALIDATION", 1, "got q4_k"),
+        row("quant/frac_bits_31", graph([inp(0, [2, 2]), {"id": 1, "op": "matmul_fixed",
+                                                          "a": 0, "b": 0, "frac_bits": 31}]),
+            "VALIDATION", 1, "0..30"),
+        row("quant/frac_bits_float", graph([inp(0, [2, 2]), {"id": 1, "op": "matmul_fixed",
+                                                             "a": 0, "b": 0, "frac_bits": 1.5}]),
+            "VALIDATION", 1, "0..30"),
+    ]
+
+
 N = None
 
 
 def build_bad_graphs() -> list[dict]:
     rows = (top_level_rows() + node_rows() + attr_rows() + structure_rows() + shape_rows()
-            + version_rows() + dtype_rows() + hostile_rows() + select_rows() + v4_rows())
+            + version_rows() + dtype_rows() + hostile_rows() + select_rows() + v4_rows()
+            + quant_rows())
     names = [r["name"] for r in rows]
     assert len(names) == len(set(names)), "duplicate bad-graph names"
     return rows
