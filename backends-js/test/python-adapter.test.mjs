@@ -396,6 +396,12 @@ gi = Graph()
 ints = await gi.run_async(i=gi.tensor([1, -2, 3], dtype="int32"))
 iv = ints["outputs"]["i"]
 print("int32 out", iv["dtype"], type(iv._flat).__name__, iv._flat.format, iv["data"])
+# a q4_k weight (issue 14): d 1, the first sub-block's scale 1, every quant 1: 32 ones
+gq = Graph()
+block = bytes([0x00, 0x3C, 0, 0, 1] + [0] * 11 + [0x11] * 128)
+wq = gq.quantized(block, "q4_k", (1, 256))
+rq = await gq.run_async(y=gq.tensor([1.0] * 256, shape=[1, 256]) @ wq.T)
+print("quant out", rq["outputs"]["y"]["data"])
 print("host", type(host.HOST).__name__)
 print("numpy loaded:", "numpy" in sys.modules)
 `);
@@ -404,11 +410,14 @@ print("numpy loaded:", "numpy" in sys.modules)
   // Tensor data crossed as typed arrays, both ways (no per-element lists).
   // (g.run_async and g.prepare_async; the graphs between are hand-written JSON-style dicts)
   assert.deepEqual(transport.graphData[0], ['Float32Array', 'Float32Array']);
-  assert.deepEqual(transport.graphData.at(-2), ['Float32Array']);
+  assert.deepEqual(transport.graphData.at(-3), ['Float32Array']);
   assert.deepEqual(transport.feeds, ['Float32Array', 'Float32Array']);
   assert.match(out, /out buffer memoryview f False \[4\.0, 10\.0, 18\.0\]/);
   assert.match(out, /host PageHost/);
-  assert.deepEqual(transport.graphData.at(-1), ['Int32Array'], 'int32 data as an Int32Array');
+  assert.deepEqual(transport.graphData.at(-2), ['Int32Array'], 'int32 data as an Int32Array');
+  // q4_k block bytes cross as one Uint8Array (bytes, not a list), x as a Float32Array
+  assert.deepEqual(transport.graphData.at(-1), ['Uint8Array', 'Float32Array']);
+  assert.match(out, /quant out \[32\.0\]/);
   assert.match(out, /int32 out int32 memoryview i \[1, -2, 3\]/);
   assert.match(out, /result cpu \{'shape': \[3\], 'dtype': 'float32', 'data': \[0\.0, 60\.0, 120\.0\]\} float/);
   assert.match(out, /error VALIDATION 5 True/);
