@@ -143,4 +143,5 @@ export const INDEX_RULES = {
   slice: planSlice, slice_scatter: planSliceScatter, concat: planConcat, pad: planPad,
   index_select: planGather, gather: planGather, index_add: planAccumulate, scatter_add: planAccumulate,
 };
-export const INDEX_DTYPES = Object.fromEntries(V4_OPS.map((op) => [op, ['float32', 'int32']]));
+// reshape (a view, or a copy of words) at int32 too: basic indexing t[..., 0] reshapes
+export const INDEX_DTYPES = Object.fromEntries([...V4_OPS, 'reshape'].map((op) => [op, ['float32', 'int32']]));

@@ -290,10 +290,10 @@ def dtype_rows() -> list[dict]:
         row("dtype/uint32_into_add_a", v3(typed(0, [3], "uint32", [1, 2, 3]), inp(1, [3]),
                                           {"id": 2, "op": "add", "a": 0, "b": 1}),
             "VALIDATION", 2, "node 2 (add): operand a must be float32, got uint32"),
-        # layout ops are float32 only in the table today
-        row("dtype/int32_into_layout", v3(i3, {"id": 1, "op": "reshape", "a": 0, "shape": [3]},
+        # transpose and permute are float32 only in the table today (reshape takes int32 too)
+        row("dtype/int32_into_layout", v3(i3, {"id": 1, "op": "permute", "a": 0, "dims": [0]},
                                              {"id": 2, "op": "exp", "a": 1}),
-            "VALIDATION", 1, "node 1 (reshape): operand a must be float32, got int32"),
+            "VALIDATION", 1, "node 1 (permute): operand a must be float32, got int32"),
         # the v3 ops take float32 or int32 (argmax's int32 result does not widen that)
         row("dtype/bool_into_abs", v3(typed(0, [2], "bool", [1, 0]), {"id": 1, "op": "abs", "a": 0}),
             "VALIDATION", 1, "node 1 (abs): operand a must be float32 or int32, got bool"),

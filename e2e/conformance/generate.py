@@ -1194,6 +1194,14 @@ def concat_pad_v4_cases() -> list[dict]:
                         widths=[[1, 1], [1, 1]], value=0.1))
     cases.append(single("pad/int32_extreme_value", "pad", lambda b: [b.rand_ints([4])],
                         widths=[[1, 1]], value=INT32_MIN))
+    # reshape at int32 (t[..., 0] on int32 data is a slice and a reshape)
+    cases.append(single("reshape/int32_2x3x4_to_4x6", "reshape",
+                        lambda b: [b.ints([2, 3, 4], [*range(-12, 11), INT32_MIN])],
+                        shape=[4, -1]))
+    b = Builder("chain/int32_index_drops_an_axis")
+    b.out(b.op("reshape", b.op("slice", b.rand_ints([3, 4]), slices=[[N, N, -1], [1, 2, 1]]),
+               shape=[3]))
+    cases.append(b.case("chain"))
     return cases
 
 

@@ -203,3 +203,13 @@ def test_a_fed_index_out_of_range_is_backend_on_every_native_executor(backend, o
         assert again.value.code == "STATE"
     finally:
         session.dispose()
+
+
+def test_integer_indexing_of_int32_data_drops_the_axis():
+    """t[..., 0] on int32 data: a slice and an int32 reshape (reshape takes int32 too)."""
+    g = Graph()
+    data = np.arange(24, dtype=np.int32).reshape(2, 3, 4) - 12
+    t = g.tensor(data, dtype="int32")
+    y = t[..., 0]
+    assert y.dtype == "int32" and values(y).tolist() == data[..., 0].tolist()
+    assert values(t[1, ::-1, None, 2]).tolist() == data[1, ::-1, None, 2].tolist()

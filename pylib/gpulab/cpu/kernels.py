@@ -100,7 +100,7 @@ def _permute(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
     return np.ascontiguousarray(np.transpose(args[0], node.attrs["dims"]))
 
 
-@register("reshape")
+@register("reshape", dtypes=("float32", "int32"))
 def _reshape(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
     return np.ascontiguousarray(args[0]).reshape(node.shape).copy()
 

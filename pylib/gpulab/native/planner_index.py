@@ -205,4 +205,5 @@ INDEX_RULES = {
     "index_add": plan_accumulate,
     "scatter_add": plan_accumulate,
 }
-INDEX_DTYPES = {op: ("float32", "int32") for op in V4_OPS}
+# reshape (a view, or a copy of words) at int32 too: basic indexing t[..., 0] reshapes
+INDEX_DTYPES = {op: ("float32", "int32") for op in (*V4_OPS, "reshape")}

@@ -14,7 +14,7 @@ registerKernel('full', (out, ins, node) => {
 
 registerKernel('reshape', (out, [a]) => {
   out.set(a);
-});
+}, { dtypes: ['float32', 'int32'] });
 
 registerKernel('transpose', (out, [a], node, [shape]) => {
   const rows = shape[shape.length - 2];

@@ -127,8 +127,8 @@ for (const op of ['transpose', 'permute']) {
 
 registerKernel('reshape', ({ exports, node, operand, out }) => {
   const [a, n] = [operand(0), numel(node.shape)];
-  return (p) => exports.copy(p[a], p[out], n);
-});
+  return (p) => exports.copy(p[a], p[out], n);  // words: float32 and int32 alike
+}, { dtypes: ['float32', 'int32'] });
 
 registerKernel('life', ({ exports, node, operand, out }) => {
   const a = operand(0);

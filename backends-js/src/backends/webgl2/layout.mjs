@@ -34,9 +34,14 @@ registerKernel('transpose', (node, k) => {
   return permutePass(node, k, dims);
 });
 
-registerKernel('reshape', (node, k) => [{
-  shader: 'copy.glsl', inputs: { u_a: k.slot(node.operands[0]) }, target: k.out,
-}]);
+// float32 by copy.glsl; int32 as index.glsl's word read (R32I textures: OUT_INT)
+registerKernel('reshape', (node, k) => [node.dtype === 'int32' ? {
+  shader: 'index.glsl', defines: { WORDS_OUT: 1, IDX_OP: 0, A_INT: 1, OUT_INT: 1 },
+  inputs: { u_a: k.slot(node.operands[0]) }, target: k.out,
+  uniforms: { u_shape: ['i4', [1, 1, 1, pad4(node.shape).reduce((a, b) => a * b, 1)]],
+    u_sa: ['i4', [0, 0, 0, 1]], u_base: ['i', 0] },
+} : { shader: 'copy.glsl', inputs: { u_a: k.slot(node.operands[0]) }, target: k.out }],
+{ dtypes: ['float32', 'int32'] });
 
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);
