@@ -188,3 +188,24 @@ def test_the_api_refuses_what_the_protocol_refuses() -> None:
     with pytest.raises(GpuLabError, match="kind must be one of q4_k, q6_k"):
         g.quantized(bytes(144), "q8_0", (1, 256))
     assert g.to_dict(y=x @ w.T)["nodes"][0]["data"] == {"base64": "A" * 384}  # 288 zero bytes
+
+
+@pytest.mark.parametrize("backend", backends())
+def test_a_session_feeds_quantized_weights_per_step(
+    backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GPULAB_ALLOW_SOFTWARE", "1")
+    blocks = [random_blocks("q6_k", 2, seed=s, special=False) for s in (11, 12)]
+    g = Graph()
+    w = g.input([2, 256], name="w", dtype="q6_k")
+    x = g.tensor(np.ones((1, 256), np.float32))
+    session = g.prepare(feeds=[w], backend=backend, y=x @ w.T, d=w.dequantize())
+    try:
+        out = session.run_steps([{w: blocks[0].tobytes()}, {"w": blocks[1].tobytes()}])
+    finally:
+        session.dispose()
+    ref = gguf_values(blocks[1], "q6_k", 2)  # the last step's weight
+    assert same_bits(np.asarray(out["outputs"]["d"]["array"], np.float32), ref)
+    np.testing.assert_allclose(
+        out["outputs"]["y"]["array"][0], ref.sum(axis=1, dtype=np.float64), rtol=1e-5, atol=1e-3
+    )
