@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from e2e.conformance.executors import EXECUTORS, LaneRun
-from e2e.conformance.reference import OP_TABLE
+from e2e.conformance.reference import OP_TABLE, operand_ids
 from e2e.conformance.runner import check_results, load_cases
 from e2e.test_plans_equal import random_graph
 
@@ -56,7 +56,7 @@ def _exact_all_the_way(graph: dict) -> set[int]:
             node = nodes[node_id]
             spec = OP_TABLE["ops"][node["op"]]
             exact[node_id] = spec["tolerance"] == "exact" and all(
-                visit(node[name]) for name in spec["operands"])
+                visit(i) for i in operand_ids(node))  # concat's variadic list too
         return exact[node_id]
 
     return {i for i in nodes if visit(i)}
