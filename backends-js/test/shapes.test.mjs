@@ -104,3 +104,20 @@ test('permute, transpose and the remaining rules', () => {
   assert.deepEqual(shapeOf('life', [[4, 5]]), [4, 5]);
   refused('life', [[4, 5, 1]]);
 });
+
+test('v4 selection rules: slice clamps as Python, refuses empty axes; gather, concat, pad', () => {
+  const g = (nodes, out) => validateGraph({ version: 4, nodes, outputs: [{ name: 'y', id: out }] });
+  const x = { id: 0, op: 'input', shape: [5, 4], data: new Array(20).fill(0) };
+  const i = { id: 1, op: 'input', shape: [2, 4], dtype: 'int32', data: new Array(8).fill(1) };
+  const shapeOf = (node) => g([x, i, { id: 9, ...node }], 9).byId.get(9).shape;
+  assert.deepEqual(shapeOf({ op: 'slice', a: 0, slices: [[-100, 100, 2], [null, null, -3]] }), [3, 2]);
+  assert.deepEqual(shapeOf({ op: 'gather', a: 0, idx: 1, axis: 0 }), [2, 4]);
+  assert.throws(() => shapeOf({ op: 'index_select', a: 0, idx: 1, axis: 1 }),
+    { code: 'VALIDATION', node: 9, message: /operand idx must have rank 1, got idx \[2, 4\]/ });
+  assert.deepEqual(shapeOf({ op: 'concat', tensors: [0, 0, 0], axis: -1 }), [5, 12]);
+  assert.deepEqual(shapeOf({ op: 'pad', a: 0, widths: [[0, 0], [3, 1]] }), [5, 8]);
+  assert.throws(() => shapeOf({ op: 'slice', a: 0, slices: [[3, 1, 1], [null, null, 1]] }),
+    { code: 'VALIDATION', node: 9, message: /empty selections are refused/ });
+  assert.throws(() => shapeOf({ op: 'concat', tensors: [0, 1], axis: 1 }),
+    { code: 'VALIDATION', node: 9, message: /tensors\[1\] \[2, 4\] does not match/ });
+});

@@ -213,3 +213,46 @@ def test_integer_indexing_of_int32_data_drops_the_axis():
     y = t[..., 0]
     assert y.dtype == "int32" and values(y).tolist() == data[..., 0].tolist()
     assert values(t[1, ::-1, None, 2]).tolist() == data[1, ::-1, None, 2].tolist()
+
+
+SLICE_TWIN_JS = """
+import { sliceIndices } from './backends-js/src/shapes-select.mjs';
+let text = '';
+for await (const chunk of process.stdin) text += chunk;
+const out = JSON.parse(text).map(([e, n]) => Object.values(sliceIndices(e, n)));
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+def test_slice_rule_twins_agree_with_python_slices():
+    """The slice shape rule's normalization, shapes-select.mjs sliceIndices and its twin
+    shapes_select.slice_indices, equal Python's own slice.indices(n) and len(range(...)) on
+    every start/stop in -7..7 (and None), step in -3..3 but 0, n in 1..5."""
+    import itertools
+    import json
+    import subprocess
+    from pathlib import Path
+
+    from gpulab.shapes_select import slice_indices
+
+    ends = [None, *range(-7, 8)]
+    grid = [
+        ([a, b, s], n)
+        for a, b, s, n in itertools.product(ends, ends, [-3, -2, -1, 1, 2, 3], range(1, 6))
+    ]
+    root = Path(__file__).resolve().parents[2]
+    js = subprocess.run(
+        ["node", "--input-type=module", "-e", SLICE_TWIN_JS],
+        cwd=root,
+        input=json.dumps(grid),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    for (entry, n), got in zip(grid, json.loads(js.stdout), strict=True):
+        start, stop, step = slice(*entry).indices(n)
+        want = [start, stop, step, len(range(start, stop, step))]
+        assert list(slice_indices(entry, n)) == want, (entry, n)
+        assert got == want, (entry, n, got)
+    assert len(grid) == 16 * 16 * 6 * 5
