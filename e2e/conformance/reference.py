@@ -185,10 +185,10 @@ def _input(node: Mapping, _: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     if "data" not in node:
         raise ValueError(f"node {node['id']} (input) has no data: the reference needs values")
     dtype = str(node.get("dtype", "float32"))
-    if dtype in BLOCK_BYTES:  # the blocks' bytes as [N, K / 256, block bytes] int64
+    if dtype in BLOCK_BYTES:  # its decoded values [N, K] (exact float32 values)
         n, k = _dims(node["shape"])
         raw = np.frombuffer(base64.b64decode(node["data"]["base64"]), dtype=np.uint8)
-        value = raw.astype(np.int64).reshape(n, k // 256, BLOCK_BYTES[dtype])
+        value = decode_blocks(raw.astype(np.int64).reshape(n, k // 256, BLOCK_BYTES[dtype]))
         return value, _zeros(value)
     value = decode_values(node["data"], dtype)
     value = value.reshape(_dims(node["shape"]))
@@ -444,7 +444,8 @@ def _matmul_in_k_order32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 # ---- issue 14: q4_k / q6_k weights, matmul_fixed ------------------------------------------
 # An independent float64 decode of ggml's formulas (not gpulab.quant, the code under test):
 # every product is exact, so y = d * sc * q - dmin * m in float64 rounded once to float32 is
-# what float32 gives. The input reference holds the bytes as [N, K / 256, block bytes].
+# what float32 gives. A quantized input's reference holds its decoded values [N, K] (held as
+# float32 values by evaluate, like a float32 node's).
 
 BLOCK_BYTES = {"q4_k": 144, "q6_k": 210}
 
@@ -498,13 +499,12 @@ def decode_blocks(value: np.ndarray) -> np.ndarray:
 
 @kernel("dequantize")
 def _dequantize(_: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    value = decode_blocks(ops[0])
-    return value, _zeros(value)
+    return ops[0], _zeros(ops[0])
 
 
 @kernel("matmul_q")
 def _matmul_q(_: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    return _matmul({}, [ops[0], decode_blocks(ops[1]).T])
+    return _matmul({}, [ops[0], np.swapaxes(ops[1], -1, -2)])
 
 
 def _fixed(x: np.ndarray, frac: int) -> np.ndarray:
@@ -957,7 +957,7 @@ def _stored(ref: NodeRef, override: np.ndarray | None) -> np.ndarray:
     """A node's value as its consumers see it: the backend's own (override), else the float32
     every backend must hold (a sum's fixed-order bits, else the rounded reference); integer
     dtypes are held exactly."""
-    if ref.dtype != "float32":
+    if ref.dtype not in ("float32", *BLOCK_BYTES):  # q4_k / q6_k: their decoded values
         held = ref.value if override is None else np.asarray(override).astype(np.int64)
         return held.reshape(ref.value.shape)
     if override is not None:
@@ -980,7 +980,8 @@ def evaluate(graph: Mapping, overrides: Mapping[int, np.ndarray] | None = None) 
         with np.errstate(all="ignore"):
             value, scale = KERNELS[node["op"]](node, operands)
         dtype = result_dtype(node, dtypes)
-        value = np.asarray(value, dtype=np.float64 if dtype == "float32" else np.int64)
+        floats = dtype == "float32" or dtype in BLOCK_BYTES
+        value = np.asarray(value, dtype=np.float64 if floats else np.int64)
         # 0 * inf in a scale formula (exp(-inf), tanh(inf)) is a zero sensitivity; a scale
         # must never widen the tolerance to everything for a finite reference
         scale = np.where(np.isfinite(scale), scale, 0.0)
