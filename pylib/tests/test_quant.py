@@ -12,13 +12,13 @@
 
 from __future__ import annotations
 
+import gguf  # gguf-py, a test dependency (pyproject's test extra): a missing one fails
 import numpy as np
 import pytest
 from gpulab import quant
 from gpulab.errors import GpuLabError
 from gpulab.graph import Graph
 
-gguf = pytest.importorskip("gguf")  # a test dependency (pyproject's test extra)
 QTYPE = {"q4_k": gguf.GGMLQuantizationType.Q4_K, "q6_k": gguf.GGMLQuantizationType.Q6_K}
 SPECIAL_F16 = [
     0x7BFF,
