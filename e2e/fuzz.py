@@ -77,6 +77,16 @@ def _attr(rng: random.Random, kind: str, default: Any) -> Any:
         return rng.choice([[1, 0], [0], [0, 1, 2], [2, 0, 1], [1, 0, 2, 3]])
     if kind == "reshape":
         return rng.choice([[-1], [3, -1], [6], [1, -1], [2, 3], [3, 2], [1, 6]])
+    # the v4 selection ops
+    if kind == "slices":
+        return rng.choice([[[None, None, -1]], [[0, 2, 1], [None, None, 2]], [[1, None, 1]] * 2,
+                           [[0, 1, 0]], [[-1, None, None]], [[5, 9, 1]]])
+    if kind == "pad_widths":
+        return rng.choice([[[1, 0]], [[0, 0], [1, 2]], [[0, -1]], [[2, 2]] * 3])
+    if kind == "int":
+        return rng.choice([0, 1, -1, 2, 40])
+    if kind == "scalar":
+        return rng.choice([0, -1, 2.5, "nan", 2**31])
     return default
 
 
@@ -93,6 +103,8 @@ def random_graph(rng: random.Random) -> dict:
         op = rng.choice(names)
         row = ops[op]
         node = {"id": node_id, "op": op}
+        if "variadic" in row:  # a list of ids (concat's tensors, wgsl's inputs)
+            node[row["variadic"]] = [rng.choice(nodes)["id"] for _ in range(rng.randint(1, 3))]
         for operand in row["operands"]:
             node[operand] = rng.choice(nodes)["id"]
         for name, spec in row["attrs"].items():
@@ -102,7 +114,7 @@ def random_graph(rng: random.Random) -> dict:
     if rng.random() < 0.3:
         rng.shuffle(nodes)
     outs = rng.sample([n["id"] for n in nodes], min(len(nodes), rng.randint(1, 3)))
-    return {"version": rng.choice([1, 2, 3, 3, 3]), "nodes": nodes,
+    return {"version": rng.choice([1, 2, 3, 3, 3, 4, 4]), "nodes": nodes,
             "outputs": [{"name": f"o{k}", "id": i} for k, i in enumerate(outs)]}
 
 
