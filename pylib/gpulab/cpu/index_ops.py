@@ -9,32 +9,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import GpuLabError
-from ..protocol import CheckedNode, label
+from ..protocol import CheckedNode
+from ..values import index_error
 from .kernels import register
 
 DTYPES = ("float32", "int32")
 
 
-def _fmt(shape: tuple[int, ...]) -> str:
-    return "[" + ", ".join(str(d) for d in shape) + "]"
-
-
 def check_indices(node: CheckedNode, idx: np.ndarray, a_shape: tuple[int, ...]) -> None:
-    """Refuse the first index outside 0..n-1 with BACKEND (before the kernel writes)."""
-    axis = node.attrs["axis"]
-    n = a_shape[axis]
+    """Refuse the first index outside 0..n-1 with BACKEND (before the kernel writes), in the
+    words every backend uses (values.index_error)."""
+    n = a_shape[node.attrs["axis"]]
     flat = idx.reshape(-1)
     bad = np.flatnonzero((flat < 0) | (flat >= n))
     if bad.size:
         p = int(bad[0])
-        raise GpuLabError(
-            "BACKEND",
-            f"{label(node.id, node.op)}: operand idx holds idx[{p}] = "
-            f"{int(flat[p])}, out of range for axis {axis} of a {_fmt(a_shape)} "
-            f"(valid 0..{n - 1})",
-            node.id,
-        )
+        raise index_error("BACKEND", node, a_shape, p, int(flat[p]))
 
 
 def _index(slices: list) -> tuple[slice, ...]:
