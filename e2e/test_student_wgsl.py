@@ -239,9 +239,10 @@ def test_server_quotas_refuse_a_wgsl_graph_before_work():
 
 # A deliberately slow kernel (issue 11: "a deliberately slow graph on the software adapters"):
 # n LCG steps per invocation, 64 invocations per workgroup. A loop that never ends cannot be
-# used: SwiftShader cannot be interrupted and wedges WebGPU for the whole browser (measured:
-# no new adapter within 100 s), and lavapipe ends every loop after 65535 iterations
-# (test_lavapipe_ends_an_endless_loop_after_65535_iterations).
+# used for the deadline: the loop budget stops it first (max_loop_iterations, below). Without
+# the budget SwiftShader could not interrupt it and wedged WebGPU for the whole browser
+# (measured: no new adapter within 100 s), and lavapipe ended every loop after 65535
+# iterations. n stays within the budget; many invocations make the work long.
 SLOW = """@group(0) @binding(0) var<storage, read_write> o: array<u32>;
 struct P { n: u32 }
 @group(0) @binding(1) var<uniform> p: P;
@@ -319,7 +320,7 @@ def test_deadline_poisons_a_native_session_and_the_host_opens_a_new_device():
     deadline.set_deadline(0.25)
     try:
         session = host.prepare(
-            slow_graph(65535, 2048), backend="wgpu", allow_software=True, outputs=["o"]
+            slow_graph(65000, 2048), backend="wgpu", allow_software=True, outputs=["o"]
         )
         t0 = time.perf_counter()
         with pytest.raises(GpuLabError) as late:
@@ -341,14 +342,139 @@ def test_deadline_poisons_a_native_session_and_the_host_opens_a_new_device():
     assert sk.ulps(again["out"], CASES[0].reference["out"]) <= 1
 
 
-def test_lavapipe_ends_an_endless_loop_after_65535_iterations():
-    """What lavapipe does with `loop {}` (llvmpipe's loop limit): the dispatch ends, the counter
-    stops at 65535. This is why the native deadline test uses many invocations."""
+# ---- the loop budget (wgsl_budget.py, wgsl-budget.mjs) -----------------------------------
+
+BUDGET = 65534  # the op table's max_loop_iterations
+COUNT = """@group(0) @binding(0) var<storage, read_write> o: array<u32>;
+struct P { n: u32, m: u32 }
+@group(0) @binding(1) var<uniform> p: P;
+fn count(n: u32) -> u32 {
+  var c = 0u;
+  var i = 0u;
+  while (i < n) { c += 1u; i++; }
+  return c;
+}
+@compute @workgroup_size(1)
+fn main() {
+  var total = 0u;
+  for (var j = 0u; j < p.m; j++) { total += count(p.n); }
+  o[0] = total;
+}
+"""
+WHILE_TRUE = ENDLESS.replace("loop {", "while (true) {")
+IN_HELPER = """@group(0) @binding(0) var<storage, read_write> o: array<u32>;
+fn spin(k: u32) -> u32 {
+  var i = k;
+  loop { i += 2u; if (i == 1u) { break; } }  // k even: never 1
+  return i;
+}
+@compute @workgroup_size(1)
+fn main() {
+  for (var j = 0u; j < 2u; j++) { o[j] = spin(2u * j); }
+}
+"""
+SAME_RUNTIME = """async ({graph, small}) => {
+  const rt = await window.wg.runtime.createRuntime({backend: 'webgpu', allowSoftware: true});
+  const t0 = performance.now();
+  const s = await rt.prepare(graph, {outputs: ['o']});
+  let first, second;
+  try { await s.run(1); first = {ok: true}; } catch (e) { first = {code: e.code, message: e.message}; }
+  const ms = performance.now() - t0;
+  try { await s.run(1); second = {ok: true}; } catch (e) { second = {code: e.code, message: e.message}; }
+  s.dispose();
+  const same = await rt.execute(small);  // the SAME runtime
+  rt.dispose();
+  const rt2 = await window.wg.runtime.createRuntime({backend: 'webgpu', allowSoftware: true});
+  const fresh = await rt2.execute(small);
+  rt2.dispose();
+  return {first, second, ms, same: Array.from(same.outputs.out.data.slice(0, 3)),
+    fresh: Array.from(fresh.outputs.out.data.slice(0, 3))};
+}"""
+
+
+def _graph(source: str, outputs: int = 2, **params: int) -> dict:
     from gpulab import Graph
 
     g = Graph()
-    o = g.wgsl(ENDLESS, outputs={"o": ((2,), "uint32")}, workgroups=1)
-    assert list(native(g.to_dict(o=o))["o"]) == [65535, 0]
+    o = g.wgsl(source, outputs={"o": ((outputs,), "uint32")}, workgroups=1, params=params)
+    return g.to_dict(o=o)
+
+
+@pytest.mark.parametrize(
+    "source", [ENDLESS, WHILE_TRUE, IN_HELPER], ids=["loop", "while", "helper"]
+)
+def test_an_endless_loop_passes_the_budget_and_the_runtime_works_on(wg, source):
+    """`loop {}` / `while (true) {}` / a loop in a helper called from a loop: BACKEND naming the
+    budget, the session poisoned (STATE), and the same runtime and a new one run a graph: in
+    the page (SwiftShader: without the budget this wedged WebGPU for the whole browser) and
+    natively (lavapipe: without it the loop silently stopped at 65535)."""
+    want = CASES[0].reference["out"][:3]
+    r = wg.evaluate(SAME_RUNTIME, {"graph": _graph(source), "small": CASES[0].graph})
+    print("page budget:", round(r["ms"]), "ms")
+    assert r["first"]["code"] == "BACKEND", r
+    assert f"loop budget of {BUDGET} iterations" in r["first"]["message"]
+    assert r["second"]["code"] == "STATE" and "loop budget" in r["second"]["message"]
+    for got in (r["same"], r["fresh"]):
+        assert sk.ulps(np.array(got, np.float32), want) <= 1
+    session = host.prepare(_graph(source), backend="wgpu", allow_software=True, outputs=["o"])
+    with pytest.raises(GpuLabError) as first:
+        session.run_steps(1)
+    with pytest.raises(GpuLabError) as second:
+        session.run_steps(1)
+    session.dispose()
+    assert first.value.code == "BACKEND"
+    assert f"loop budget of {BUDGET} iterations" in first.value.message
+    assert second.value.code == "STATE" and "loop budget" in second.value.message
+    assert sk.ulps(native(CASES[0].graph)["out"], CASES[0].reference["out"]) <= 1
+
+
+@pytest.mark.parametrize(
+    ("n", "m", "want"),
+    [
+        (BUDGET - 1, 1, BUDGET - 1),
+        (BUDGET, 1, BUDGET),
+        (BUDGET + 1, 1, None),
+        (200, 200, 40000),  # nested: each loop entry within the budget, 40000 in all
+    ],
+)
+def test_loops_within_the_budget_give_the_result_on_both_lanes(wg, n, m, want):
+    """The budget is per loop entry (lavapipe's own rule): B iterations give the right count on
+    both adapters, B + 1 the budget error on both (lavapipe alone gave 65535 silently)."""
+    graph = _graph(COUNT, 1, n=n, m=m)
+    page = in_page(wg, graph)
+    if want is None:
+        assert page["ok"] is False and page["code"] == "BACKEND", page
+        assert "loop budget" in page["message"]
+        with pytest.raises(GpuLabError) as err:
+            native(graph)
+        assert err.value.code == "BACKEND" and "loop budget" in err.value.message
+        return
+    assert page["ok"], page
+    assert list(page["outputs"]["o"]) == [want]
+    assert list(native(graph)["o"]) == [want]
+
+
+def test_compile_errors_after_a_loop_keep_their_column_on_both_lanes(wg):
+    """An error on the line of a loop's `{`, after the inserted check: the same line and column
+    as the same error behind an `if` of the same width (no loop, nothing inserted)."""
+    loop = "for (var i = 0u; i < 4u; i++) {"
+    plain = "if (true) {" + " " * (len(loop) - len("if (true) {"))
+    body = " let q = 1u + * 2u; }"  # a syntax error (located on both)
+    base = sk.SAXPY.replace("let i = id.x;", "let i = id.x;\n  LINE")
+    where = {}
+    for name, head in (("loop", loop), ("plain", plain)):
+        graph = sk.broken_graph(base.replace("LINE", head + body))
+        page = in_page(wg, graph)
+        with pytest.raises(GpuLabError) as nat:
+            native(graph)
+        got = []
+        for message in (page["message"], nat.value.message):
+            m = LOCATED.search(message)
+            assert m, message
+            got.append((int(m.group(1)), int(m.group(2))))
+        where[name] = got
+    assert where["loop"] == where["plain"], where
+    assert where["loop"][0][1] > len(loop)  # the error is after the insertion point
 
 
 # ---- the notebook example (Playwright) ------------------------------------------------------

@@ -259,3 +259,64 @@ def test_quota_costs_of_student_graphs_agree() -> None:
     ]
     # x (16 B) + the first kernel's 16 + 32 B + the second's 16 B; two sources, two pipelines
     assert py[0] == {"memory_bytes": 80, "buffers": 4, "pipelines": 2}
+
+
+# sources with loops for the loop-budget twins (wgsl_budget.py, wgsl-budget.mjs)
+LOOPS = [
+    "fn f() { loop { if (x) { break; } continuing { i++; } } }",
+    "fn f() {\n  for (var i = 0u; i < (n + (2u)); i++) {\n    while (a < b) { a++; }\n  }\n}",
+    "fn f() { for(;;){} while(true){} loop{} }",
+    "fn f() { for_x = 1; loops(); whiles = 2; xfor(); }",
+    "fn f() { /* for (;;) { */ // while (x) {\n loop /* c */ { } }",
+    "fn f() { \u00e9for (x) {} for\u00e9 {} for\u2028(;;)\u2028{} }",
+    "fn f() { for (var i = 0; i < 3; i++ }",
+    "fn f() { while x; loop ; for",
+    "for" * 300,
+    "loop {" * 200,
+]
+BUDGET_JS = """
+import { budgetLoops } from './backends-js/src/wgsl-budget.mjs';
+let text = '';
+for await (const chunk of process.stdin) text += chunk;
+process.stdout.write(JSON.stringify(JSON.parse(text).map((s) => budgetLoops(s, 65534, 7))));
+"""
+
+
+def test_loop_budget_rewrites_agree_on_the_corpus() -> None:
+    """Both twins insert the same text at the same places (JS offsets are UTF-16 units, so the
+    texts are compared, not the offsets) and find the same loops; the rewrite adds no line
+    before the student's last one."""
+    from gpulab.wgsl_budget import budget_loops
+
+    sources = SOURCES + LOOPS
+    proc = subprocess.run(
+        ["node", "--input-type=module", "-e", BUDGET_JS],
+        cwd=ROOT,
+        check=True,
+        input=json.dumps(sources),
+        capture_output=True,
+        text=True,
+    )
+    loops = []
+    for source, js in zip(sources, json.loads(proc.stdout), strict=True):
+        py = budget_loops(source, 65534, 7)
+        assert py.source == js["source"], source[:80]
+        assert py.loops == js["loops"] and [i.text for i in py.insertions] == [
+            i["text"] for i in js["insertions"]
+        ]
+        # nothing inserted holds a newline: the flag's declaration is the only new line
+        assert py.source.count("\n") == source.count("\n") + (2 if py.loops else 0)
+        loops.append(py.loops)
+    assert loops[len(SOURCES) :] == [1, 2, 3, 0, 1, 1, 0, 0, 0, 200]
+
+
+def test_loop_budget_column_maps_back() -> None:
+    from gpulab.wgsl_budget import budget_loops, original_column
+
+    src = "fn f() {\n  for (;;) { let x = 1; }\n}"
+    b = budget_loops(src, 10, 3)
+    line = b.source.split("\n")[1]
+    at = line.index("let x") + 1  # the compiler's column in the budgeted text
+    assert original_column(src, b.insertions, 2, at) == src.split("\n")[1].index("let x") + 1
+    assert original_column(src, b.insertions, 2, 3) == 3  # before any insertion
+    assert original_column(src, b.insertions, 1, 4) == 4  # another line

@@ -35,7 +35,7 @@ from ..protocol import CheckedGraph, label
 from ..values import index_error
 from .deadline import deadline_s, map_within
 from .planner import Plan, pack_params
-from .student import student_pipeline
+from .student import budget_message, student_pipeline
 
 # Steps encoded per queue submission in a multi-step run. Encoding a step costs the host about
 # as long as the GPU takes to run it (the MLP step on the H200: ~125 us of encoding, ~200 us of
@@ -69,6 +69,7 @@ class WgpuProgram:
         self._buffers: list[Any] = []
         self._uniform: Any = None
         self._scratch: list[Any] = []  # pooled carry scratch buffers
+        self._flags: dict[int, Any] = {}  # student node -> its loop-budget flag (wgsl_budget.py)
         # the dispatches as (pipeline, bind group, workgroups): [plain] or [plain, swapped]
         self._recorded: list[list[tuple[Any, Any, list[int]]]] = []
         self._swap: dict[int, int] = {}  # plan buffer -> its ping-pong partner
@@ -160,9 +161,12 @@ class WgpuProgram:
         for swapped in ([False, True] if self._swap else [False]):
             recorded = []
             for step, off, chunk in zip(self.plan["steps"], offsets, packed):
-                pipeline, layout, first, at = self._pipeline(step)
+                pipeline, layout, first, at, flag = self._pipeline(step)
                 entries = [] if at is None else [{"binding": at, "resource": {
                     "buffer": uniform, "offset": off, "size": len(chunk)}}]
+                if flag is not None:
+                    entries.append({"binding": flag, "resource": {
+                        "buffer": self._budget_flag(step), "offset": 0, "size": 4}})
                 for i, buffer_id in enumerate(step["bindings"]):
                     physical = self._swap.get(buffer_id, buffer_id) if swapped else buffer_id
                     entries.append({"binding": i + first, "resource": {
@@ -172,16 +176,55 @@ class WgpuProgram:
                 recorded.append((pipeline, group, step["dispatch"]))
             self._recorded.append(recorded)
 
-    def _pipeline(self, step: dict[str, Any]) -> tuple[Any, Any, int, int | None]:
-        """(pipeline, layout, first storage binding, uniform binding or None): our kernels
-        take the uniform at 0 and storage from 1; a student's "wgsl" step (student.py) storage
-        from 0, then its params uniform if it has params."""
+    def _pipeline(self, step: dict[str, Any]) -> tuple[Any, Any, int, int | None, int | None]:
+        """(pipeline, layout, first storage binding, uniform binding or None, loop-budget flag
+        binding or None): our kernels take the uniform at 0 and storage from 1; a student's
+        "wgsl" step (student.py) storage from 0, then its params uniform if it has params, then
+        the loop budget's flag if its source has a loop."""
         if step["kernel"] == "wgsl":
             node = next(n for n in self._checked.nodes if n.id == step["node"])
-            pipeline, layout, first, at = student_pipeline(self._ex, node)
-            return pipeline, layout, first, at if node.attrs["params"] else None
+            pipeline, layout, first, at, flag = student_pipeline(self._ex, node)
+            return pipeline, layout, first, at if node.attrs["params"] else None, flag
         pipeline = self._ex.pipeline(step["kernel"], step["overrides"], step["entry"])
-        return pipeline, pipeline.get_bind_group_layout(0), 1, 0
+        return pipeline, pipeline.get_bind_group_layout(0), 1, 0, None
+
+    def _budget_flag(self, step: dict[str, Any]) -> Any:
+        """The loop-budget flag word of a student's step (wgsl_budget.py), zeroed once: a run
+        that sets it fails and poisons the session, so it is never reset."""
+        import numpy as np
+
+        flags = self._flags
+        if step["node"] not in flags:
+            buffer = self._ex.acquire(16)
+            self._ex.device.queue.write_buffer(buffer, 0, np.zeros(4, dtype=np.uint32))
+            flags[step["node"]] = buffer
+            self._scratch.append(buffer)  # released with the program's scratch buffers
+        return flags[step["node"]]
+
+    def _read_budget_flags(self) -> None:
+        """BACKEND naming the loop budget when a student's loop passed it during this run."""
+        import numpy as np
+        import wgpu
+
+        flags = self._flags
+        if not flags:
+            return
+        size = 4 * len(flags)
+        with self._ex.guard("run (loop budget)"):
+            readback = self._ex.acquire(max(16, size), "readback")
+            try:
+                encoder = self._ex.device.create_command_encoder()
+                for i, buffer in enumerate(flags.values()):
+                    encoder.copy_buffer_to_buffer(buffer, 0, readback, 4 * i, 4)
+                self._ex.submit([encoder.finish()])
+                readback.map_sync(wgpu.MapMode.READ, 0, size)
+                words = np.frombuffer(readback.read_mapped(0, size), dtype=np.uint32).copy()
+                readback.unmap()
+            finally:
+                self._ex.release(readback, "readback")
+        for node_id, word in zip(flags, words):
+            if int(word):
+                raise GpuLabError("BACKEND", budget_message(node_id), node_id)
 
     def _plan_swap(self) -> dict[int, int]:
         """The ping-pong pairs {input buffer: output buffer, and back}, or {} when the carries
@@ -271,6 +314,7 @@ class WgpuProgram:
                     self._ex.submit([encoder.finish()])
                     encoder = self._ex.device.create_command_encoder()
             values = self._finish_reads(encoder, layout)
+        self._read_budget_flags()
         if self.plan.get("checks"):
             self._read_checks()
         self._steps_run += len(steps)

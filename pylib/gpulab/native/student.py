@@ -14,15 +14,20 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .. import optable
 from ..errors import GpuLabError
+from ..wgsl_budget import Insertion, budget_loops, original_column
 from ..wgsl_check import source_line
 
 LOCATION = re.compile(r"┌─ [^\n:]*:(\d+):(\d+)")
 REASON = re.compile(r"Shader '[^']*' (?:parsing|validation) error: ([^\n]*)")
 
 
-def naga_error(node_id: int, source: str, text: str) -> GpuLabError:
-    """The protocol error for naga's message text (located where naga says)."""
+def naga_error(
+    node_id: int, source: str, text: str, insertions: list[Insertion] | None = None
+) -> GpuLabError:
+    """The protocol error for naga's message text, located where naga says in the budgeted
+    source and mapped back to the student's (wgsl_budget.original_column)."""
     reason = REASON.search(text)
     message = reason.group(1).strip() if reason else text.strip().splitlines()[-1]
     where = LOCATION.search(text)
@@ -31,6 +36,7 @@ def naga_error(node_id: int, source: str, text: str) -> GpuLabError:
             "BACKEND", f"node {node_id} (wgsl): WGSL compile error: {message}", node_id
         )
     line, column = int(where.group(1)), int(where.group(2))
+    column = original_column(source, insertions or [], line, column)
     caret = f"{'':4} | {' ' * max(0, column - 1)}^"
     return GpuLabError(
         "BACKEND",
@@ -40,9 +46,21 @@ def naga_error(node_id: int, source: str, text: str) -> GpuLabError:
     )
 
 
-def student_pipeline(executor: Any, node: Any) -> tuple[Any, Any, int, int]:
-    """(pipeline, bind group layout, first storage binding, uniform binding) for a wgsl node,
-    created once per executor and source."""
+def budget_message(node_id: int) -> str:
+    """The run's error when a loop of the kernel passed the loop budget (the same words as the
+    page's student.mjs)."""
+    budget = int(optable.limits()["max_loop_iterations"])
+    return (
+        f"node {node_id} (wgsl): the kernel passed its loop budget of {budget} iterations "
+        "per loop (max_loop_iterations): a loop that runs longer is stopped and its results "
+        "are not returned; the session is poisoned, the runtime works on"
+    )
+
+
+def student_pipeline(executor: Any, node: Any) -> tuple[Any, Any, int, int, int | None]:
+    """(pipeline, bind group layout, first storage binding, uniform binding, loop-budget flag
+    binding or None when the source has no loop) for a wgsl node, created once per executor
+    and source. The source compiled is the budgeted one (wgsl_budget.py)."""
     import wgpu
 
     inputs = len(node.operands)
@@ -53,10 +71,13 @@ def student_pipeline(executor: Any, node: Any) -> tuple[Any, Any, int, int]:
     if key in cache:
         return cache[key]
     device = executor.device
+    source = node.attrs["source"]
+    flag_at = storage + (1 if uniform else 0)
+    budgeted = budget_loops(source, int(optable.limits()["max_loop_iterations"]), flag_at)
     try:
-        module = device.create_shader_module(code=node.attrs["source"], label=f"wgsl {node.id}")
+        module = device.create_shader_module(code=budgeted.source, label=f"wgsl {node.id}")
     except Exception as err:  # noqa: BLE001 - wgpu raises GPUValidationError with naga text
-        raise naga_error(node.id, node.attrs["source"], str(err)) from None
+        raise naga_error(node.id, source, str(err), budgeted.insertions) from None
     vis = wgpu.ShaderStage.COMPUTE
     entries = [
         {
@@ -68,6 +89,8 @@ def student_pipeline(executor: Any, node: Any) -> tuple[Any, Any, int, int]:
     ]
     if uniform:
         entries.append({"binding": storage, "visibility": vis, "buffer": {"type": "uniform"}})
+    if budgeted.loops:
+        entries.append({"binding": flag_at, "visibility": vis, "buffer": {"type": "storage"}})
     try:
         layout = device.create_bind_group_layout(entries=entries)
         pipeline = device.create_compute_pipeline(
@@ -75,7 +98,7 @@ def student_pipeline(executor: Any, node: Any) -> tuple[Any, Any, int, int]:
             compute={"module": module, "entry_point": "main"},
         )
     except Exception as err:  # noqa: BLE001 - any pipeline failure is reported as BACKEND
-        located = naga_error(node.id, node.attrs["source"], str(err))
+        located = naga_error(node.id, source, str(err), budgeted.insertions)
         if "at line" in located.message:
             raise located from None
         raise GpuLabError(
@@ -84,5 +107,5 @@ def student_pipeline(executor: Any, node: Any) -> tuple[Any, Any, int, int]:
             node.id,
         ) from None
     executor.counters["pipelines"] += 1
-    cache[key] = (pipeline, layout, 0, storage)
+    cache[key] = (pipeline, layout, 0, storage, flag_at if budgeted.loops else None)
     return cache[key]

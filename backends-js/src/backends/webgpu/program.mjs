@@ -7,6 +7,7 @@ import { toDeviceWords } from '../../dtypes.mjs';
 import { indexError } from '../../values.mjs';
 import { nodeBuffers, packUniforms, uploadData } from './plan-data.mjs';
 import { DEFAULT_DEADLINE_MS, withinDeadline } from './deadline.mjs';
+import { budgetMessage } from './student.mjs';
 import {
   STORAGE, copyCarries, copyFeeds, encodeReads, readBack, stageFeeds,
 } from './transfer.mjs';
@@ -67,6 +68,8 @@ export class WebGpuProgram {
     this.commands = [];
     /** @type {Map<GPUBuffer, GPUBuffer>} carry source -> its scratch copy */
     this.scratch = new Map();
+    /** @type {Map<number, Slot>} student node -> its loop-budget flag word (wgsl-budget.mjs) */
+    this.flags = new Map();
     this.disposed = false;
   }
 
@@ -154,9 +157,47 @@ export class WebGpuProgram {
         const resource = { buffer: slot.buffer, offset: 0, size: slot.bytes };
         entries.push({ binding: j + first, resource });
       });
+      if (k.budgetBinding != null) {
+        const flag = this.budgetFlag(/** @type {number} */ (step.node));
+        entries.push({ binding: k.budgetBinding, resource: { buffer: flag.buffer, offset: 0, size: 4 } });
+      }
       const group = device.createBindGroup({ layout: k.layout, entries, label: step.kernel });
       return { pipeline: k.pipeline, group, dispatch: step.dispatch };
     });
+  }
+
+  /**
+   * The loop-budget flag word of a student's step, zeroed once: a run that sets it fails and
+   * poisons the session, so it is never reset. @param {number} nodeId
+   */
+  budgetFlag(nodeId) {
+    let slot = this.flags.get(nodeId);
+    if (!slot) {
+      slot = this.newSlot(4, `loop budget of node ${nodeId}`);
+      this.ctx.gpu.device.queue.writeBuffer(slot.buffer, 0, new Uint32Array(4));
+      this.flags.set(nodeId, slot);
+    }
+    return slot;
+  }
+
+  /** BACKEND naming the loop budget when a student's loop passed it during this run. */
+  async readBudgetFlags() {
+    if (!this.flags.size) return;
+    const { gpu, pool } = this.ctx;
+    const ids = [...this.flags.keys()];
+    const slots = [...this.flags.values()];
+    const staging = await gpu.guard('run (loop budget)', () => {
+      const encoder = gpu.device.createCommandEncoder({ label: 'gpu-lab loop budget' });
+      const out = encodeReads(encoder, pool, slots);
+      this.submit(encoder);
+      return out;
+    });
+    const words = await readBack(gpu, pool, staging, ids, slots, 'run (loop budget)', () => 'uint32');
+    for (const id of ids) {
+      if (/** @type {Uint32Array} */ (words.get(id))[0]) {
+        throw new GpuLabError('BACKEND', budgetMessage(id), id);
+      }
+    }
   }
 
   /** @param {number} id */
@@ -258,6 +299,7 @@ export class WebGpuProgram {
       if (staged) pool.release(/** @type {{buffer: GPUBuffer}} */ (staged).buffer);
     }
     const values = await readBack(gpu, pool, staging, readIds, reads, 'run', this.dtypeOf);
+    await this.readBudgetFlags();
     if (this.plan.checks) await this.readChecks();
     return values;
   }
@@ -383,5 +425,6 @@ export class WebGpuProgram {
     this.slots.clear();
     this.commands = [];
     this.scratch.clear();
+    this.flags.clear();
   }
 }

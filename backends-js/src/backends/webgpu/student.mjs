@@ -3,17 +3,32 @@
 // getCompilationInfo() as BACKEND errors with the line, column and message, the offending line
 // and a caret (the form wgsl-op.mjs gives binding errors, which the notebook highlights). The
 // bind group layout follows the convention (docs/playground.md): storage buffers at 0..n-1
-// (inputs read-only, results read-write), the params uniform at n.
+// (inputs read-only, results read-write), the params uniform at n, then the loop budget's flag
+// (wgsl-budget.mjs) when the source has a loop: the source compiled is the budgeted one.
 import { GpuLabError } from '../../errors.mjs';
+import { LIMITS } from '../../optable.mjs';
+import { budgetLoops, originalColumn } from '../../wgsl-budget.mjs';
 import { sourceLine } from '../../wgsl-op.mjs';
 
+/** The run's error when a loop passed the budget (the same words as native/student.py). @param {number} id */
+export function budgetMessage(id) {
+  return `node ${id} (wgsl): the kernel passed its loop budget of ${LIMITS.max_loop_iterations} ` +
+    'iterations per loop (max_loop_iterations): a loop that runs longer is stopped and its ' +
+    'results are not returned; the session is poisoned, the runtime works on';
+}
+
 /**
- * The protocol error for compiler messages: the first error, located in the student's source.
+ * The protocol error for compiler messages: the first error, located in the student's source
+ * (the compiler's column in the budgeted source mapped back: wgsl-budget.mjs).
  * @param {{id: number}} node @param {string} source
  * @param {{lineNum: number, linePos: number, message: string}[]} errors
+ * @param {import('../../wgsl-budget.mjs').Insertion[]} [insertions]
  */
-export function compileError(node, source, errors) {
-  const first = errors[0];
+export function compileError(node, source, errors, insertions = []) {
+  const raw = errors[0];
+  // a GPUCompilationMessage's fields are getters on its prototype: copied by name, not spread
+  const first = { lineNum: raw.lineNum, message: raw.message,
+    linePos: raw.lineNum ? originalColumn(source, insertions, raw.lineNum, raw.linePos) : 0 };
   const more = errors.length > 1 ? ` (and ${errors.length - 1} more error(s))` : '';
   if (!first.lineNum) {
     return new GpuLabError('BACKEND', `node ${node.id} (wgsl): WGSL compile error: ` +
@@ -30,7 +45,7 @@ export class StudentKernels {
   /** @param {import('./device.mjs').GpuDevice} gpu */
   constructor(gpu) {
     this.gpu = gpu;
-    /** @type {Map<string, Promise<import('./kernels.mjs').Kernel & {firstStorage: number, uniformBinding: number}>>} */
+    /** @type {Map<string, Promise<import('./kernels.mjs').Kernel & {firstStorage: number, uniformBinding: number, budgetBinding: number|null}>>} */
     this.cache = new Map();
     this.pipelinesCreated = 0;
   }
@@ -58,14 +73,16 @@ export class StudentKernels {
     const source = node.attrs.source;
     const what = `node ${node.id} (wgsl)`;
     const device = gpu.device;
+    const flagAt = storage + (uniform ? 1 : 0);
+    const budgeted = budgetLoops(source, LIMITS.max_loop_iterations, flagAt);
     gpu.check();
     device.pushErrorScope('validation');
-    const module = device.createShaderModule({ code: source, label: what });
+    const module = device.createShaderModule({ code: budgeted.source, label: what });
     const scoped = device.popErrorScope();
     const info = await gpu.race(module.getCompilationInfo(), what);
     const errors = info.messages.filter((m) => m.type === 'error');
     const scopeError = await gpu.race(scoped, what);
-    if (errors.length) throw compileError(node, source, errors);
+    if (errors.length) throw compileError(node, source, errors, budgeted.insertions);
     if (scopeError) {
       throw new GpuLabError('BACKEND', `${what}: WGSL compile error: ${scopeError.message}`, node.id);
     }
@@ -77,6 +94,7 @@ export class StudentKernels {
       entries.push({ binding: b, visibility, buffer: { type } });
     }
     if (uniform) entries.push({ binding: storage, visibility, buffer: { type: 'uniform' } });
+    if (budgeted.loops) entries.push({ binding: flagAt, visibility, buffer: { type: 'storage' } });
     const layout = await gpu.guard(what, () => device.createBindGroupLayout({ entries, label: what }));
     const pipelineLayout = await gpu.guard(what, () =>
       device.createPipelineLayout({ bindGroupLayouts: [layout], label: what }));
@@ -91,6 +109,7 @@ export class StudentKernels {
         node.id);
     }
     this.pipelinesCreated += 1;
-    return { pipeline, layout, uniform, firstStorage: 0, uniformBinding: storage };
+    return { pipeline, layout, uniform, firstStorage: 0, uniformBinding: storage,
+      budgetBinding: budgeted.loops ? flagAt : null };
   }
 }
