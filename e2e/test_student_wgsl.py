@@ -361,6 +361,16 @@ fn main() {
   o[0] = total;
 }
 """
+SINGLE = """@group(0) @binding(0) var<storage, read_write> o: array<u32>;
+struct P { n: u32 }
+@group(0) @binding(1) var<uniform> p: P;
+@compute @workgroup_size(1)
+fn main() {
+  var c = 0u;
+  for (var i = 0u; i < p.n; i++) { c += 1u; }
+  o[0] = c;
+}
+"""
 WHILE_TRUE = ENDLESS.replace("loop {", "while (true) {")
 IN_HELPER = """@group(0) @binding(0) var<storage, read_write> o: array<u32>;
 fn spin(k: u32) -> u32 {
@@ -412,7 +422,7 @@ def test_an_endless_loop_passes_the_budget_and_the_runtime_works_on(wg, source):
     r = wg.evaluate(SAME_RUNTIME, {"graph": _graph(source), "small": CASES[0].graph})
     print("page budget:", round(r["ms"]), "ms")
     assert r["first"]["code"] == "BACKEND", r
-    assert f"loop budget of {BUDGET} iterations" in r["first"]["message"]
+    assert f"loop budget of {BUDGET} loop iterations per invocation" in r["first"]["message"]
     assert r["second"]["code"] == "STATE" and "loop budget" in r["second"]["message"]
     for got in (r["same"], r["fresh"]):
         assert sk.ulps(np.array(got, np.float32), want) <= 1
@@ -423,7 +433,7 @@ def test_an_endless_loop_passes_the_budget_and_the_runtime_works_on(wg, source):
         session.run_steps(1)
     session.dispose()
     assert first.value.code == "BACKEND"
-    assert f"loop budget of {BUDGET} iterations" in first.value.message
+    assert f"loop budget of {BUDGET} loop iterations per invocation" in first.value.message
     assert second.value.code == "STATE" and "loop budget" in second.value.message
     assert sk.ulps(native(CASES[0].graph)["out"], CASES[0].reference["out"]) <= 1
 
@@ -431,15 +441,19 @@ def test_an_endless_loop_passes_the_budget_and_the_runtime_works_on(wg, source):
 @pytest.mark.parametrize(
     ("n", "m", "want"),
     [
-        (BUDGET - 1, 1, BUDGET - 1),
-        (BUDGET, 1, BUDGET),
-        (BUDGET + 1, 1, None),
-        (200, 200, 40000),  # nested: each loop entry within the budget, 40000 in all
+        # counted: 1 + 2m + mn (the outer loop's entry and m iterations, m entries of the
+        # inner loop and its mn iterations)
+        (BUDGET - 3, 1, BUDGET - 3),
+        (BUDGET - 2, 1, None),
+        (200, 200, 40000),  # 40401 counted
+        (300, 300, None),  # 90601 counted (lavapipe without the budget silently gave 65101)
+        (1, BUDGET, None),  # the outer loop past it
     ],
 )
 def test_loops_within_the_budget_give_the_result_on_both_lanes(wg, n, m, want):
-    """The budget is per loop entry (lavapipe's own rule): B iterations give the right count on
-    both adapters, B + 1 the budget error on both (lavapipe alone gave 65535 silently)."""
+    """Nested loops, the inner one in a helper: the count of the invocation's loop entries and
+    iterations decides, the same on both adapters (lavapipe's own cap counts the same way and
+    is never reached first)."""
     graph = _graph(COUNT, 1, n=n, m=m)
     page = in_page(wg, graph)
     if want is None:
@@ -452,6 +466,20 @@ def test_loops_within_the_budget_give_the_result_on_both_lanes(wg, n, m, want):
     assert page["ok"], page
     assert list(page["outputs"]["o"]) == [want]
     assert list(native(graph)["o"]) == [want]
+
+
+@pytest.mark.parametrize("n", [BUDGET - 1, BUDGET])
+def test_a_loop_of_b_minus_1_iterations_runs_and_b_does_not_on_both_lanes(wg, n):
+    """One loop: its entry and n iterations count, so B - 1 iterations are the most."""
+    graph = _graph(SINGLE, 1, n=n)
+    page = in_page(wg, graph)
+    if n == BUDGET:
+        assert page["ok"] is False and "loop budget" in page["message"], page
+        with pytest.raises(GpuLabError, match="loop budget"):
+            native(graph)
+        return
+    assert page["ok"], page
+    assert list(page["outputs"]["o"]) == [n] == list(native(graph)["o"])
 
 
 def test_compile_errors_after_a_loop_keep_their_column_on_both_lanes(wg):

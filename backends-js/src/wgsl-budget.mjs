@@ -1,25 +1,33 @@
 // The loop budget of students' kernels (issue 21): before compiling, every `loop`, `for` and
-// `while` of the student's source gets a counter, so a loop that never ends stops after
-// `max_loop_iterations` iterations (the op table's limits) and sets a flag the runner reads
-// back (BACKEND naming the budget). Neither software adapter can interrupt a running shader:
-// SwiftShader wedges WebGPU for the whole browser, lavapipe silently ends a loop after 65535
-// iterations (a wrong result). Twin: pylib/gpulab/wgsl_budget.py (test_wgsl_twins compares
-// the rewritten text on the scanner's corpus).
+// `while` of the student's source is counted, so a kernel whose loops run past
+// `max_loop_iterations` (B, the op table's limits) sets a flag the runner reads back (BACKEND
+// naming the budget) and a loop that never ends stops. Neither software adapter can interrupt
+// a running shader: SwiftShader wedges WebGPU for the whole browser, lavapipe silently ends the
+// loops of an invocation after 65535 iterations in all (a wrong result). Twin:
+// pylib/gpulab/wgsl_budget.py (test_wgsl_twins compares the rewritten text on a corpus).
 //
-// Each loop gets its OWN function-scope counter, declared just before the loop keyword and
-// checked first thing in the body:
-//   var _gpulab_n3: u32 = 0u; for (...) { _gpulab_n3 += 1u; if (_gpulab_n3 > B) { flag; break; } ...
-// Why not one module-private counter per invocation: a private variable is never uniform, so
-// a break on it makes every later workgroupBarrier() non-uniform and Tint and naga refuse the
-// tiled matmul; a function variable counted in a uniform loop stays uniform. Per loop is also
-// lavapipe's own rule (65535 iterations per loop entry): with B below it, a loop lavapipe
-// would cut short trips the budget first, so both adapters give the same answer.
+// Two counters, inserted as:
+//   fn f(...) { var _gpulab_n3: u32 = 0u; ...
+//   _gpulab_iters += 1u; if (_gpulab_iters > B) { flag } for (...) {
+//     _gpulab_n3 += 1u; _gpulab_iters += 1u; if (_gpulab_iters > B) { flag } if (_gpulab_n3 > B) { break; } ...
+// - `_gpulab_iters` (var<private>): the invocation's loop entries and iterations, every loop
+//   of every function; past B it only SETS THE FLAG. lavapipe's cap counts every loop header
+//   of an invocation (iterations and exits), never more than this count, so whatever lavapipe
+//   would cut short has set the flag first: both adapters give the budget error.
+// - `_gpulab_nK` (one per loop, a function variable declared at the top of its function): its
+//   iterations in this call of the function; past B the loop BREAKS. Breaking on the private
+//   counter would make every later workgroupBarrier() non-uniform (a private variable is
+//   never uniform), and Tint and naga would refuse the tiled matmul; a function variable
+//   counted in a uniform loop stays uniform, and an `if` that only sets the flag changes no
+//   uniformity. Each loop thus stops within B iterations per call of its function.
 // Nothing inserted holds a newline: line numbers stay the student's; columns after an
 // insertion on its line are mapped back by originalColumn().
 import { stripComments } from './wgsl-scan.mjs';
 
 /** The flag variable (a storage binding appended after the student's). */
 export const FLAG = '_gpulab_budget';
+const ITERS = '_gpulab_iters';
+const FN = /(?<![A-Za-z0-9_]|[^\x00-\x7f\u0085\u200e\u200f\u2028\u2029])fn(?![A-Za-z0-9_]|[^\x00-\x7f\u0085\u200e\u200f\u2028\u2029])/g;
 // a keyword not inside a longer identifier (any non-ASCII character but blankspace may be part
 // of one)
 const KEYWORD = /(?<![A-Za-z0-9_]|[^\x00-\x7f\u0085\u200e\u200f\u2028\u2029])(loop|for|while)(?![A-Za-z0-9_]|[^\x00-\x7f\u0085\u200e\u200f\u2028\u2029])/g;
@@ -27,7 +35,8 @@ const KEYWORD = /(?<![A-Za-z0-9_]|[^\x00-\x7f\u0085\u200e\u200f\u2028\u2029])(lo
 const BLANK = '\t\n\v\f\r \u0085\u200e\u200f\u2028\u2029';
 
 /**
- * @typedef {{offset: number, text: string}} Insertion at `offset` of the original source
+ * @typedef {{offset: number, text: string, rank?: number}} Insertion at `offset` of the
+ *   original source (rank orders insertions at one offset: declarations, body checks, entries)
  * @typedef {{source: string, loops: number, insertions: Insertion[]}} Budgeted
  */
 
@@ -65,7 +74,39 @@ function bodyBrace(code, word, end) {
 }
 
 /**
- * The source with every loop budgeted (unchanged when it has no loop).
+ * The function bodies: [the offset of `{`, of its matching `}`], in source order.
+ * @param {string} code @returns {Array<[number, number]>}
+ */
+function functionBodies(code) {
+  /** @type {Array<[number, number]>} */
+  const bodies = [];
+  let after = 0;
+  for (const m of code.matchAll(FN)) {
+    const at = /** @type {number} */ (m.index);
+    if (at < after) continue;
+    let i = code.indexOf('(', at);
+    const close = i < 0 ? -1 : matchParen(code, i);
+    if (close < 0) break;
+    i = close + 1;
+    while (i < code.length && code[i] !== '{' && code[i] !== ';' && code[i] !== '}') i++;
+    if (code[i] !== '{') continue;
+    let depth = 0;
+    let j = i;
+    for (; j < code.length; j++) {
+      if (code[j] === '{') depth++;
+      else if (code[j] === '}' && --depth === 0) break;
+    }
+    bodies.push([i, j]);
+    after = j;
+  }
+  return bodies;
+}
+
+/** @param {number} budget */
+const flagIf = (budget) => `${ITERS} += 1u; if (${ITERS} > ${budget}u) { atomicStore(&${FLAG}, 1u); }`;
+
+/**
+ * The source with every loop budgeted (unchanged when it has no loop inside a function).
  * @param {string} source @param {number} budget @param {number} flagBinding
  * @returns {Budgeted}
  */
@@ -73,28 +114,38 @@ export function budgetLoops(source, budget, flagBinding) {
   const code = stripComments(source);
   /** @type {Insertion[]} */
   const insertions = [];
+  const bodies = functionBodies(code);
+  /** @type {string[][]} each function's counter declarations */
+  const decls = bodies.map(() => []);
   let loops = 0;
+  let f = 0;
   for (const m of code.matchAll(KEYWORD)) {
     const at = /** @type {number} */ (m.index);
+    while (f < bodies.length && bodies[f][1] < at) f++;
+    if (f === bodies.length || at < bodies[f][0]) continue; // outside a function: the compiler's
     const brace = bodyBrace(code, m[1], at + m[1].length);
     if (brace < 0) continue;
     const n = `_gpulab_n${loops}`;
     loops++;
-    insertions.push({ offset: at, text: `var ${n}: u32 = 0u; ` });
-    insertions.push({ offset: brace + 1, text: ` ${n} += 1u; if (${n} > ${budget}u) ` +
-      `{ atomicStore(&${FLAG}, 1u); break; }` });
+    decls[f].push(` var ${n}: u32 = 0u;`);
+    insertions.push({ offset: at, text: `${flagIf(budget)} `, rank: 2 });
+    insertions.push({ offset: brace + 1, rank: 1,
+      text: ` ${n} += 1u; ${flagIf(budget)} if (${n} > ${budget}u) { break; }` });
   }
-  if (!loops) return { source, loops, insertions };
-  insertions.sort((a, b) => a.offset - b.offset);
+  if (!loops) return { source, loops, insertions: [] };
+  bodies.forEach(([open], i) => {
+    if (decls[i].length) insertions.push({ offset: open + 1, text: decls[i].join(''), rank: 0 });
+  });
+  insertions.sort((a, b) => a.offset - b.offset || (a.rank ?? 0) - (b.rank ?? 0));
   let out = '';
   let from = 0;
   for (const ins of insertions) {
     out += source.slice(from, ins.offset) + ins.text;
     from = ins.offset;
   }
-  out += source.slice(from) + `\n@group(0) @binding(${flagBinding}) ` +
+  out += source.slice(from) + `\nvar<private> ${ITERS}: u32;\n@group(0) @binding(${flagBinding}) ` +
     `var<storage, read_write> ${FLAG}: atomic<u32>;\n`;
-  return { source: out, loops, insertions };
+  return { source: out, loops, insertions: insertions.map(({ offset, text }) => ({ offset, text })) };
 }
 
 /**

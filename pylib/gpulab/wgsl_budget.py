@@ -1,16 +1,19 @@
 """The loop budget of students' kernels (issue 21): the twin of backends-js/src/wgsl-budget.mjs.
 
-Before compiling, every `loop`, `for` and `while` of the student's source gets its own
-function-scope counter, declared just before the loop keyword and checked first thing in the
-body; past `max_loop_iterations` (the op table's limits) the loop sets a flag (a storage
-binding appended after the student's) and breaks, and the runner fails the run with BACKEND
-naming the budget. Why per loop and a function variable (not one private counter per
-invocation): a private variable is never uniform, so a break on it would make a later
-workgroupBarrier() non-uniform and the tiled matmul would not compile; and lavapipe's own rule
-is per loop (65535 iterations per entry), so with the budget below it both adapters give the
-budget error where lavapipe alone would silently cut the loop short. Nothing inserted holds a
-newline (line numbers stay the student's); `original_column` maps a compiler's column back.
-pylib/tests/test_wgsl_twins.py checks both twins rewrite the corpus to the same text.
+Before compiling, every `loop`, `for` and `while` of the student's source is counted twice:
+`_gpulab_iters` (var<private>) counts the invocation's loop entries and iterations over every
+function and past `max_loop_iterations` (B, the op table's limits) only sets the flag (a storage
+binding appended after the student's), which the runner reads back: BACKEND naming the budget.
+lavapipe's own cap counts every loop header of an invocation (iterations and exits), never more
+than this count, so whatever lavapipe would silently cut short has set the flag first. And one
+function variable per loop (`_gpulab_nK`, declared at the top of its function) counts its
+iterations in this call and past B the loop breaks, so a loop that never ends stops. Breaking on
+the private counter instead would make every later workgroupBarrier() non-uniform (a private
+variable is never uniform: Tint and naga would refuse the tiled matmul); a function variable
+counted in a uniform loop stays uniform, and an `if` that only sets the flag changes no
+uniformity. Nothing inserted holds a newline (line numbers stay the student's);
+`original_column` maps a compiler's column back. pylib/tests/test_wgsl_twins.py checks both
+twins rewrite a corpus to the same text.
 """
 
 from __future__ import annotations
@@ -21,12 +24,12 @@ from typing import NamedTuple
 from .wgsl_scan import strip_comments
 
 FLAG = "_gpulab_budget"
+ITERS = "_gpulab_iters"
 # a keyword not inside a longer identifier (any non-ASCII character but blankspace may be part
 # of one)
-_WORD = "[A-Za-z0-9_]|[^\\x00-\\x7f\\u0085\\u200e\\u200f\\u2028\\u2029]"
-KEYWORD = re.compile(
-    f"(?<![A-Za-z0-9_])(?<![^\\x00-\\x7f\\u0085\\u200e\\u200f\\u2028\\u2029])(loop|for|while)(?!{_WORD})"
-)
+_OTHER = "[^\\x00-\\x7f\\u0085\\u200e\\u200f\\u2028\\u2029]"
+KEYWORD = re.compile(f"(?<![A-Za-z0-9_])(?<!{_OTHER})(loop|for|while)(?![A-Za-z0-9_]|{_OTHER})")
+FN = re.compile(f"(?<![A-Za-z0-9_])(?<!{_OTHER})fn(?![A-Za-z0-9_]|{_OTHER})")
 # WGSL blankspace, spelled as the scanner does (JS and Python disagree on \s)
 BLANK = "\t\n\v\f\r \u0085\u200e\u200f\u2028\u2029"
 
@@ -34,6 +37,7 @@ BLANK = "\t\n\v\f\r \u0085\u200e\u200f\u2028\u2029"
 class Insertion(NamedTuple):
     offset: int  # in the student's source
     text: str
+    rank: int = 0  # the order at one offset: declarations, body checks, loop entries
 
 
 class Budgeted(NamedTuple):
@@ -76,27 +80,70 @@ def _body_brace(code: str, word: str, end: int) -> int:
     return i if i < len(code) and code[i] == "{" else -1
 
 
+def _function_bodies(code: str) -> list[tuple[int, int]]:
+    """The function bodies: (the offset of `{`, of its matching `}`), in source order."""
+    bodies: list[tuple[int, int]] = []
+    after = 0
+    for m in FN.finditer(code):
+        if m.start() < after:
+            continue
+        i = code.find("(", m.start())
+        close = -1 if i < 0 else _match_paren(code, i)
+        if close < 0:
+            break
+        i = close + 1
+        while i < len(code) and code[i] not in "{;}":
+            i += 1
+        if i >= len(code) or code[i] != "{":
+            continue
+        depth = 0
+        j = i
+        while j < len(code):
+            if code[j] == "{":
+                depth += 1
+            elif code[j] == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+            j += 1
+        bodies.append((i, j))
+        after = j
+    return bodies
+
+
+def _flag_if(budget: int) -> str:
+    return f"{ITERS} += 1u; if ({ITERS} > {budget}u) {{ atomicStore(&{FLAG}, 1u); }}"
+
+
 def budget_loops(source: str, budget: int, flag_binding: int) -> Budgeted:
-    """The source with every loop budgeted (unchanged when it has no loop)."""
+    """The source with every loop budgeted (unchanged when it has no loop in a function)."""
     code = strip_comments(source)
     insertions: list[Insertion] = []
+    bodies = _function_bodies(code)
+    decls: list[list[str]] = [[] for _ in bodies]
     loops = 0
+    f = 0
     for m in KEYWORD.finditer(code):
+        at = m.start()
+        while f < len(bodies) and bodies[f][1] < at:
+            f += 1
+        if f == len(bodies) or at < bodies[f][0]:
+            continue  # outside a function: the compiler's
         brace = _body_brace(code, m.group(1), m.end())
         if brace < 0:
             continue
         n = f"_gpulab_n{loops}"
         loops += 1
-        insertions.append(Insertion(m.start(), f"var {n}: u32 = 0u; "))
-        insertions.append(
-            Insertion(
-                brace + 1,
-                f" {n} += 1u; if ({n} > {budget}u) {{ atomicStore(&{FLAG}, 1u); break; }}",
-            )
-        )
+        decls[f].append(f" var {n}: u32 = 0u;")
+        insertions.append(Insertion(at, f"{_flag_if(budget)} ", 2))
+        text = f" {n} += 1u; {_flag_if(budget)} if ({n} > {budget}u) {{ break; }}"
+        insertions.append(Insertion(brace + 1, text, 1))
     if not loops:
-        return Budgeted(source, 0, insertions)
-    insertions.sort(key=lambda ins: ins.offset)
+        return Budgeted(source, 0, [])
+    for (open_at, _), texts in zip(bodies, decls, strict=True):
+        if texts:
+            insertions.append(Insertion(open_at + 1, "".join(texts), 0))
+    insertions.sort(key=lambda ins: (ins.offset, ins.rank))
     parts: list[str] = []
     start = 0
     for ins in insertions:
@@ -104,9 +151,10 @@ def budget_loops(source: str, budget: int, flag_binding: int) -> Budgeted:
         start = ins.offset
     parts.append(source[start:])
     parts.append(
-        f"\n@group(0) @binding({flag_binding}) var<storage, read_write> {FLAG}: atomic<u32>;\n"
+        f"\nvar<private> {ITERS}: u32;\n@group(0) @binding({flag_binding}) "
+        f"var<storage, read_write> {FLAG}: atomic<u32>;\n"
     )
-    return Budgeted("".join(parts), loops, insertions)
+    return Budgeted("".join(parts), loops, [Insertion(i.offset, i.text) for i in insertions])
 
 
 def original_column(source: str, insertions: list[Insertion], line: int, column: int) -> int:

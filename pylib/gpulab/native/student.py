@@ -51,9 +51,10 @@ def budget_message(node_id: int) -> str:
     page's student.mjs)."""
     budget = int(optable.limits()["max_loop_iterations"])
     return (
-        f"node {node_id} (wgsl): the kernel passed its loop budget of {budget} iterations "
-        "per loop (max_loop_iterations): a loop that runs longer is stopped and its results "
-        "are not returned; the session is poisoned, the runtime works on"
+        f"node {node_id} (wgsl): the kernel passed its loop budget of {budget} loop "
+        "iterations per invocation (max_loop_iterations: every entry and iteration of a loop "
+        "counts); a loop past it is stopped and the results are not returned: the session is "
+        "poisoned, the runtime works on"
     )
 
 

@@ -13,8 +13,9 @@ import { sourceLine } from '../../wgsl-op.mjs';
 /** The run's error when a loop passed the budget (the same words as native/student.py). @param {number} id */
 export function budgetMessage(id) {
   return `node ${id} (wgsl): the kernel passed its loop budget of ${LIMITS.max_loop_iterations} ` +
-    'iterations per loop (max_loop_iterations): a loop that runs longer is stopped and its ' +
-    'results are not returned; the session is poisoned, the runtime works on';
+    'loop iterations per invocation (max_loop_iterations: every entry and iteration of a loop ' +
+    'counts); a loop past it is stopped and the results are not returned: the session is ' +
+    'poisoned, the runtime works on';
 }
 
 /**
