@@ -372,6 +372,11 @@ fn main() {
 }
 """
 WHILE_TRUE = ENDLESS.replace("loop {", "while (true) {")
+# attributes on the loop statement and its body: the budget goes around them
+ATTRIBUTED = ENDLESS.replace(
+    "loop {",
+    "@diagnostic(off, derivative_uniformity) loop @diagnostic(off, derivative_uniformity) {",
+)
 IN_HELPER = """@group(0) @binding(0) var<storage, read_write> o: array<u32>;
 fn spin(k: u32) -> u32 {
   var i = k;
@@ -436,6 +441,19 @@ def test_an_endless_loop_passes_the_budget_and_the_runtime_works_on(wg, source):
     assert f"loop budget of {BUDGET} loop iterations per invocation" in first.value.message
     assert second.value.code == "STATE" and "loop budget" in second.value.message
     assert sk.ulps(native(CASES[0].graph)["out"], CASES[0].reference["out"]) <= 1
+
+
+def test_attributes_on_a_loop_keep_the_budget_in_the_page_and_their_column_natively(wg):
+    """`@diagnostic(...) loop @diagnostic(...) {`: the inserted check goes before the statement's
+    attributes and after the body's; Tint compiles it and the budget stops the loop. naga
+    (wgpu-native here) does not implement statement attributes: its error is located at the
+    student's column 3 (the budgeted line has the check before it: mapped back)."""
+    r = in_page(wg, _graph(ATTRIBUTED))
+    assert r["ok"] is False and r["code"] == "BACKEND", r
+    assert f"loop budget of {BUDGET} loop iterations per invocation" in r["message"]
+    with pytest.raises(GpuLabError) as err:
+        native(_graph(ATTRIBUTED))
+    assert "at line 5, column 3: `@diagnostic" in err.value.message, err.value.message
 
 
 @pytest.mark.parametrize(

@@ -70,7 +70,57 @@ function bodyBrace(code, word, end) {
   } else if (word === 'while') {
     while (i < code.length && code[i] !== '{' && code[i] !== ';' && code[i] !== '}') i++;
   }
+  i = skipAttributes(code, i);
   return code[i] === '{' ? i : -1;
+}
+
+/**
+ * Past the attributes at i (`@name` or `@name(...)`, the body's `@diagnostic(...)`).
+ * @param {string} code @param {number} i
+ */
+function skipAttributes(code, i) {
+  while (code[i] === '@') {
+    let j = skipBlank(code, i + 1);
+    const start = j;
+    while (j < code.length && /[A-Za-z0-9_]/.test(code[j])) j++;
+    if (j === start) return i;
+    const k = skipBlank(code, j);
+    if (code[k] === '(') {
+      const close = matchParen(code, k);
+      if (close < 0) return i;
+      j = close + 1;
+    }
+    i = skipBlank(code, j);
+  }
+  return i;
+}
+
+/**
+ * Where the loop statement at `at` starts: before its attributes (`@diagnostic(...) for`), so
+ * what is inserted before the statement does not split them from it.
+ * @param {string} code @param {number} at
+ */
+function statementStart(code, at) {
+  let start = at;
+  for (;;) {
+    let j = start - 1;
+    while (j >= 0 && BLANK.includes(code[j])) j--;
+    if (code[j] === ')') {
+      let depth = 0;
+      for (; j >= 0; j--) {
+        if (code[j] === ')') depth++;
+        else if (code[j] === '(' && --depth === 0) break;
+      }
+      j--;
+      while (j >= 0 && BLANK.includes(code[j])) j--;
+    }
+    const end = j;
+    while (j >= 0 && /[A-Za-z0-9_]/.test(code[j])) j--;
+    if (j === end) return start;
+    while (j >= 0 && BLANK.includes(code[j])) j--;
+    if (code[j] !== '@') return start;
+    start = j;
+  }
 }
 
 /**
@@ -128,7 +178,7 @@ export function budgetLoops(source, budget, flagBinding) {
     const n = `_gpulab_n${loops}`;
     loops++;
     decls[f].push(` var ${n}: u32 = 0u;`);
-    insertions.push({ offset: at, text: `${flagIf(budget)} `, rank: 2 });
+    insertions.push({ offset: statementStart(code, at), text: `${flagIf(budget)} `, rank: 2 });
     insertions.push({ offset: brace + 1, rank: 1,
       text: ` ${n} += 1u; ${flagIf(budget)} if (${n} > ${budget}u) { break; }` });
   }

@@ -77,7 +77,63 @@ def _body_brace(code: str, word: str, end: int) -> int:
     elif word == "while":
         while i < len(code) and code[i] not in "{;}":
             i += 1
+    i = _skip_attributes(code, i)
     return i if i < len(code) and code[i] == "{" else -1
+
+
+_IDENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _skip_attributes(code: str, i: int) -> int:
+    """Past the attributes at i (`@name` or `@name(...)`, the body's `@diagnostic(...)`)."""
+    while i < len(code) and code[i] == "@":
+        j = _skip_blank(code, i + 1)
+        start = j
+        while j < len(code) and code[j] in _IDENT_CHARS:
+            j += 1
+        if j == start:
+            return i
+        k = _skip_blank(code, j)
+        if k < len(code) and code[k] == "(":
+            close = _match_paren(code, k)
+            if close < 0:
+                return i
+            j = close + 1
+        i = _skip_blank(code, j)
+    return i
+
+
+def _statement_start(code: str, at: int) -> int:
+    """Where the loop statement at `at` starts: before its attributes (`@diagnostic(...) for`),
+    so what is inserted before the statement does not split them from it."""
+    start = at
+    while True:
+        j = start - 1
+        while j >= 0 and code[j] in BLANK:
+            j -= 1
+        if j >= 0 and code[j] == ")":
+            depth = 0
+            while j >= 0:
+                if code[j] == ")":
+                    depth += 1
+                elif code[j] == "(":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                j -= 1
+            j -= 1
+            while j >= 0 and code[j] in BLANK:
+                j -= 1
+        end = j
+        while j >= 0 and code[j] in _IDENT_CHARS:
+            j -= 1
+        if j == end:
+            return start
+        while j >= 0 and code[j] in BLANK:
+            j -= 1
+        if j < 0 or code[j] != "@":
+            return start
+        start = j
 
 
 def _function_bodies(code: str) -> list[tuple[int, int]]:
@@ -135,7 +191,7 @@ def budget_loops(source: str, budget: int, flag_binding: int) -> Budgeted:
         n = f"_gpulab_n{loops}"
         loops += 1
         decls[f].append(f" var {n}: u32 = 0u;")
-        insertions.append(Insertion(at, f"{_flag_if(budget)} ", 2))
+        insertions.append(Insertion(_statement_start(code, at), f"{_flag_if(budget)} ", 2))
         text = f" {n} += 1u; {_flag_if(budget)} if ({n} > {budget}u) {{ break; }}"
         insertions.append(Insertion(brace + 1, text, 1))
     if not loops:
