@@ -19,7 +19,10 @@
 //   counter would make every later workgroupBarrier() non-uniform (a private variable is
 //   never uniform), and Tint and naga would refuse the tiled matmul; a function variable
 //   counted in a uniform loop stays uniform, and an `if` that only sets the flag changes no
-//   uniformity. Each loop thus stops within B iterations per call of its function.
+//   uniformity. Each loop thus stops within B iterations per call of its function. A source
+//   with no barrier (nothing that needs uniform control flow) also breaks on `_gpulab_iters`,
+//   so all its loops stop once the invocation passes B (a helper's endless loop called from a
+//   loop included).
 // Nothing inserted holds a newline: line numbers stay the student's; columns after an
 // insertion on its line are mapped back by originalColumn().
 import { stripComments } from './wgsl-scan.mjs';
@@ -27,6 +30,9 @@ import { stripComments } from './wgsl-scan.mjs';
 /** The flag variable (a storage binding appended after the student's). */
 export const FLAG = '_gpulab_budget';
 const ITERS = '_gpulab_iters';
+// What needs uniform control flow in a compute shader: a source naming none of these may also
+// break on the invocation's count (then every loop of the invocation stops at the budget)
+const UNIFORM_NEEDED = /(?<![A-Za-z0-9_]|[^\x00-\x7f\u0085\u200e\u200f\u2028\u2029])(?:workgroupBarrier|storageBarrier|textureBarrier|workgroupUniformLoad|subgroup|quad)/;
 const FN = /(?<![A-Za-z0-9_]|[^\x00-\x7f\u0085\u200e\u200f\u2028\u2029])fn(?![A-Za-z0-9_]|[^\x00-\x7f\u0085\u200e\u200f\u2028\u2029])/g;
 // a keyword not inside a longer identifier (any non-ASCII character but blankspace may be part
 // of one)
@@ -165,6 +171,7 @@ export function budgetLoops(source, budget, flagBinding) {
   /** @type {Insertion[]} */
   const insertions = [];
   const bodies = functionBodies(code);
+  const stop = UNIFORM_NEEDED.test(code) ? '' : ` || ${ITERS} > ${budget}u`;
   /** @type {string[][]} each function's counter declarations */
   const decls = bodies.map(() => []);
   let loops = 0;
@@ -180,7 +187,7 @@ export function budgetLoops(source, budget, flagBinding) {
     decls[f].push(` var ${n}: u32 = 0u;`);
     insertions.push({ offset: statementStart(code, at), text: `${flagIf(budget)} `, rank: 2 });
     insertions.push({ offset: brace + 1, rank: 1,
-      text: ` ${n} += 1u; ${flagIf(budget)} if (${n} > ${budget}u) { break; }` });
+      text: ` ${n} += 1u; ${flagIf(budget)} if (${n} > ${budget}u${stop}) { break; }` });
   }
   if (!loops) return { source, loops, insertions: [] };
   bodies.forEach(([open], i) => {

@@ -11,7 +11,8 @@ iterations in this call and past B the loop breaks, so a loop that never ends st
 the private counter instead would make every later workgroupBarrier() non-uniform (a private
 variable is never uniform: Tint and naga would refuse the tiled matmul); a function variable
 counted in a uniform loop stays uniform, and an `if` that only sets the flag changes no
-uniformity. Nothing inserted holds a newline (line numbers stay the student's);
+uniformity. A source with no barrier (nothing that needs uniform control flow) also breaks on
+`_gpulab_iters`, so all its loops stop once the invocation passes B. Nothing inserted holds a newline (line numbers stay the student's);
 `original_column` maps a compiler's column back. pylib/tests/test_wgsl_twins.py checks both
 twins rewrite a corpus to the same text.
 """
@@ -29,6 +30,12 @@ ITERS = "_gpulab_iters"
 # of one)
 _OTHER = "[^\\x00-\\x7f\\u0085\\u200e\\u200f\\u2028\\u2029]"
 KEYWORD = re.compile(f"(?<![A-Za-z0-9_])(?<!{_OTHER})(loop|for|while)(?![A-Za-z0-9_]|{_OTHER})")
+# What needs uniform control flow in a compute shader: a source naming none of these may also
+# break on the invocation's count (then every loop of the invocation stops at the budget)
+UNIFORM_NEEDED = re.compile(
+    f"(?<![A-Za-z0-9_])(?<!{_OTHER})(?:workgroupBarrier|storageBarrier|textureBarrier"
+    "|workgroupUniformLoad|subgroup|quad)"
+)
 FN = re.compile(f"(?<![A-Za-z0-9_])(?<!{_OTHER})fn(?![A-Za-z0-9_]|{_OTHER})")
 # WGSL blankspace, spelled as the scanner does (JS and Python disagree on \s)
 BLANK = "\t\n\v\f\r \u0085\u200e\u200f\u2028\u2029"
@@ -176,6 +183,7 @@ def budget_loops(source: str, budget: int, flag_binding: int) -> Budgeted:
     code = strip_comments(source)
     insertions: list[Insertion] = []
     bodies = _function_bodies(code)
+    stop = "" if UNIFORM_NEEDED.search(code) else f" || {ITERS} > {budget}u"
     decls: list[list[str]] = [[] for _ in bodies]
     loops = 0
     f = 0
@@ -192,7 +200,7 @@ def budget_loops(source: str, budget: int, flag_binding: int) -> Budgeted:
         loops += 1
         decls[f].append(f" var {n}: u32 = 0u;")
         insertions.append(Insertion(_statement_start(code, at), f"{_flag_if(budget)} ", 2))
-        text = f" {n} += 1u; {_flag_if(budget)} if ({n} > {budget}u) {{ break; }}"
+        text = f" {n} += 1u; {_flag_if(budget)} if ({n} > {budget}u{stop}) {{ break; }}"
         insertions.append(Insertion(brace + 1, text, 1))
     if not loops:
         return Budgeted(source, 0, [])

@@ -275,6 +275,8 @@ LOOPS = [
     "fn f() {" + "loop {" * 200,
     "loop {} fn f() { loop {} } for (;;) {} fn g(a: u32) -> u32 { return 1u; } fn h(",
     "fn f(x: vec2<f32>) -> vec2<f32> { for (var i = 0; i < 2; i++) {} return x; }",
+    "fn f() { for (;;) { workgroupBarrier(); } } fn g() { loop { } }",
+    "fn f() { loop { x = subgroupAdd(1); } } fn g() { while (true) { } }",
     (
         "fn f() { @diagnostic(off, derivative_uniformity) for (;;) @diagnostic(off, x) { }\n"
         "  g(a) loop @ a { } while (b) @d { } @e\nloop{} @(x) loop {} ( while {}"
@@ -313,7 +315,11 @@ def test_loop_budget_rewrites_agree_on_the_corpus() -> None:
         # nothing inserted holds a newline: the flag's declaration is the only new line
         assert py.source.count("\n") == source.count("\n") + (3 if py.loops else 0)
         loops.append(py.loops)
-    assert loops[len(SOURCES) :] == [1, 2, 3, 0, 1, 1, 0, 0, 0, 200, 1, 1, 6]
+    # a source with a barrier breaks on its per-loop counters only (uniform control flow)
+    stops = [" || _gpulab_iters > 65534u" in budget_loops(s, 65534, 7).source for s in LOOPS[-3:-1]]
+    assert stops == [False, False]
+    assert " || _gpulab_iters > 65534u" in budget_loops(LOOPS[0], 65534, 7).source
+    assert loops[len(SOURCES) :] == [1, 2, 3, 0, 1, 1, 0, 0, 0, 200, 1, 1, 2, 2, 6]
 
 
 def test_loop_budget_column_maps_back() -> None:
