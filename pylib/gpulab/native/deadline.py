@@ -8,7 +8,9 @@ shader cannot be interrupted (destroy() returns at once, the shader goes on), an
 every wgpu call of the process that polls (a new adapter or device included) waits for it; so
 recreation works once the runaway dispatch has ended. lavapipe (Mesa 22.3) ends every loop
 after 65535 iterations per invocation, so a shader cannot loop forever there; many
-invocations can still run for minutes.
+invocations can still run for minutes. A student's loops are stopped before either, by the loop
+budget (wgsl_budget.py, docs/protocol.md "The loop budget of students' kernels"): this
+deadline is the backstop for long dispatches.
 
 The deadline: `hooks["deadline_s"]` (tests), else `set_deadline(seconds)`, else
 `GPULAB_DEADLINE_S` (seconds, > 0), each applied to every run; without any, 2 s for programs

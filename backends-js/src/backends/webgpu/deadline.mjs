@@ -3,6 +3,8 @@
 // error names the deadline) and the runtime must be recreated. Software adapters cannot
 // interrupt a running shader (docs/protocol.md "Quotas" says what was measured); destroying the
 // device is what WebGPU offers, and every later call on this backend refuses at once.
+// A student's endless loop is stopped before this by the loop budget (wgsl-budget.mjs): on
+// SwiftShader a shader still running after destroy() keeps WebGPU busy for the whole browser.
 import { GpuLabError } from '../../errors.mjs';
 
 export const DEFAULT_DEADLINE_MS = 2000;
