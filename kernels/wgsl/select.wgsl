@@ -20,8 +20,10 @@ override DT: u32;
 struct Params {
   n: u32, seed: u32, thr: u32, scale: u32,   // dropout: keep when (h >> 8) >= thr; scale bits
   to: u32, same: u32, pad0: u32, pad1: u32,  // cast's target dtype code; 1: all of one shape
-  d: vec4<u32>,                               // the result's shape, padded left to rank 4
-  sa: vec4<u32>, sb: vec4<u32>, sc: vec4<u32>,  // operand strides, 0 where broadcast
+  d0: u32, d1: u32, d2: u32, d3: u32,        // the result's shape, padded left to rank 4
+  sa0: u32, sa1: u32, sa2: u32, sa3: u32,     // operand strides, 0 where broadcast
+  sb0: u32, sb1: u32, sb2: u32, sb3: u32,     // (scalar words: the planners write Params
+  sc0: u32, sc1: u32, sc2: u32, sc3: u32,     //  field by field, test_native_kernels checks)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -179,15 +181,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var ib = i;
   var ic = i;
   if (p.same == 0u) {
-    let c3 = i % p.d.w;
-    let r2 = i / p.d.w;
-    let c2 = r2 % p.d.z;
-    let r1 = r2 / p.d.z;
-    let c1 = r1 % p.d.y;
-    let c0 = r1 / p.d.y;
-    ia = c0 * p.sa.x + c1 * p.sa.y + c2 * p.sa.z + c3 * p.sa.w;
-    ib = c0 * p.sb.x + c1 * p.sb.y + c2 * p.sb.z + c3 * p.sb.w;
-    ic = c0 * p.sc.x + c1 * p.sc.y + c2 * p.sc.z + c3 * p.sc.w;
+    let d = vec4<u32>(p.d0, p.d1, p.d2, p.d3);
+    let sa = vec4<u32>(p.sa0, p.sa1, p.sa2, p.sa3);
+    let sb = vec4<u32>(p.sb0, p.sb1, p.sb2, p.sb3);
+    let sc = vec4<u32>(p.sc0, p.sc1, p.sc2, p.sc3);
+    let c3 = i % d.w;
+    let r2 = i / d.w;
+    let c2 = r2 % d.z;
+    let r1 = r2 / d.z;
+    let c1 = r1 % d.y;
+    let c0 = r1 / d.y;
+    ia = c0 * sa.x + c1 * sa.y + c2 * sa.z + c3 * sa.w;
+    ib = c0 * sb.x + c1 * sb.y + c2 * sb.z + c3 * sb.w;
+    ic = c0 * sc.x + c1 * sc.y + c2 * sc.z + c3 * sc.w;
   }
   switch OP {
     case 0u: { out[i] = extreme(a[ia], b[ib], true); }

@@ -47,7 +47,8 @@ def test_no_nan_or_inf_literals_and_no_self_compare() -> None:
 
 
 def _struct_words(text: str) -> int:
-    body = re.search(r"struct Params\s*\{(.*?)\}", text, re.DOTALL)
+    code = "\n".join(line.split("//")[0] for line in text.splitlines())  # comments hold commas
+    body = re.search(r"struct Params\s*\{(.*?)\}", code, re.DOTALL)
     assert body, "every kernel has a Params uniform"
     fields = [f for f in body.group(1).replace("\n", " ").split(",") if f.strip()]
     assert all(re.search(r":\s*(u32|f32)\s*$", f) for f in fields), "scalar fields only"
