@@ -128,9 +128,12 @@ def outputs() -> dict[Path, bytes]:
     return out
 
 
-def stale(files: dict[Path, bytes]) -> list[Path]:
-    """Generated files whose committed bytes differ, and leftovers in folders gen owns."""
+def stale(files: dict[Path, bytes], prune: bool = True) -> list[Path]:
+    """Generated files whose committed bytes differ, and (prune: files is every output, not a
+    part such as --copies) leftovers in folders gen owns."""
     found = [p for p, data in files.items() if not p.exists() or p.read_bytes() != data]
+    if not prune:
+        return found
     for folder, pattern in OWNED_DIRS.items():
         found += [p for p in sorted(folder.glob(pattern)) if p not in files]
     # a kernel gen once wrote (its first line says so) whose template is gone
@@ -139,9 +142,9 @@ def stale(files: dict[Path, bytes]) -> list[Path]:
     return found
 
 
-def write(files: dict[Path, bytes]) -> list[Path]:
-    """Write the stale files, delete leftovers; returns what changed."""
-    changed = stale(files)
+def write(files: dict[Path, bytes], prune: bool = True) -> list[Path]:
+    """Write the stale files, delete leftovers (prune); returns what changed."""
+    changed = stale(files, prune)
     for path in changed:
         if path in files:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -165,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     files = package_copies() if args.copies else outputs()
     rel = lambda p: p.relative_to(ROOT).as_posix()
     if args.check:
-        found = stale(files)
+        found = stale(files, not args.copies)
         for path in found:
             print(f"stale: {rel(path)}", file=sys.stderr)
         if found:
@@ -174,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"gen --check: {len(files)} generated files up to date")
         code = 1 if found else 0
     else:
-        for path in write(files):
+        for path in write(files, not args.copies):
             print(f"{'wrote' if path in files else 'removed'} {rel(path)}")
         code = 0
     if not (args.copies or args.no_wasm):

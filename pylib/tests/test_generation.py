@@ -36,6 +36,15 @@ def files(gen: ModuleType) -> dict[Path, bytes]:
     return gen.outputs()
 
 
+def test_copies_alone_remove_nothing(gen: ModuleType) -> None:
+    """`make sync` (gen --copies) writes only the package copies: on a clean tree nothing is
+    stale, and the generated kernels it does not produce are not taken for leftovers (it once
+    deleted kernels/wgsl/unary.wgsl and the other generated kernels)."""
+    copies = gen.package_copies()
+    assert gen.stale(copies, prune=False) == []
+    assert gen.main(["--copies", "--check"]) == 0
+
+
 def test_generation_changes_nothing(gen: ModuleType, files: dict[Path, bytes]) -> None:
     stale = [p.relative_to(ROOT).as_posix() for p in gen.stale(files)]
     assert not stale, f"stale generated files (run `make gen`): {stale}"
