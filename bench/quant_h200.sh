@@ -1,21 +1,12 @@
 #!/bin/bash
 # Issue 14's H200 measurement in one device command (docs/benchmarks.md "q4_k matmul"):
 #   run(command="bash bench/quant_h200.sh <commit>", carry=[".gl", ".whl", ".perfdev"])
-# The set-up lines are bench/h200_perf.sh's (Vulkan loader debs, wgpu wheels, node + Dawn).
+# bench/h200_setup.sh unpacks the carried folders (Vulkan loader debs, wgpu wheels, node + Dawn).
 # Prints the machine, then bench/quant_matmul.py's table (wgpu q4_k matmul_q vs torch fp32
 # cuBLAS, TF32 off, same process), then issue 14's corpus on wgpu and node-webgpu (Dawn).
 set -u
 COMMIT=${1:-unknown}
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-  --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD/pylib:$PWD
-xz -dc .perfdev/node.xz > /tmp/node && chmod +x /tmp/node
-mkdir -p /tmp/webgpu/dist/linux-x64 && cp .perfdev/webgpu/index.js .perfdev/webgpu/package.json /tmp/webgpu/
-xz -dc .perfdev/dawn.node.xz > /tmp/webgpu/dist/linux-x64/dawn.node
-export NODE=/tmp/node GPULAB_DAWN=/tmp/webgpu/index.js PATH=/tmp:$PATH
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+source bench/h200_setup.sh  # the carried loaders, wheels, node + Dawn
 log() { echo "== $* ($(date -u +%H:%M:%S))"; }
 {
 log "machine, commit $COMMIT"

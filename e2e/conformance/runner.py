@@ -444,14 +444,3 @@ def _json_safe(obj: object) -> object:
     if isinstance(obj, list):
         return [_json_safe(v) for v in obj]
     return obj
-
-
-def write_reports(reports: list[Report], directory: Path | str) -> tuple[Path, Path]:
-    """Write conformance.json and conformance.md into `directory`; returns both paths."""
-    out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
-    json_path, md_path = out / "conformance.json", out / "conformance.md"
-    payload = {"lanes": [_json_safe(r.to_dict()) for r in reports]}
-    json_path.write_text(json.dumps(payload, indent=1, allow_nan=False) + "\n")
-    md_path.write_text(to_markdown(reports))
-    return json_path, md_path
