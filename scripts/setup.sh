@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine lacks, idempotently: Debian packages (Chromium for the
 # browser lanes, Firefox ESR + Xvfb for the Firefox lane, lavapipe for the native software lane,
-# rustc for kernels.wasm), a Python venv with gpulab[native,test], and the npm dev dependencies
+# rustc for kernels.wasm), a Python venv with gpulab[native,test,models], and the npm dev dependencies
 # (Pyodide core, TensorFlow.js peers, the notebook's browser libraries).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +27,7 @@ fi
 stamp=.venv/.gpulab-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -e ".[native,test]"
+  .venv/bin/python -m pip install -q -e ".[native,test,models]"
   touch "$stamp"
 fi
 

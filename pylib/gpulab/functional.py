@@ -1,0 +1,143 @@
+"""Composite layers as protocol graphs, built only from the public Tensor/Graph op API.
+
+One source for every frontend: `gpulab.torch` (its `nn.functional`), the `torch.compile` backend,
+the ONNX loader and the models (MiniLM) call these, so a layer is the same op sequence (and so
+the same bits) wherever it comes from, and autograd differentiates it through its protocol ops.
+Frontends add their composites here (one section each, below) rather than writing them twice.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from .errors import GpuLabError
+from .graph import Tensor
+
+# -- shapes ------------------------------------------------------------------------------------
+
+
+def _axis(t: Tensor, axis: int) -> int:
+    """A non-negative axis of t, or VALIDATION naming it."""
+    if not -t.ndim <= axis < t.ndim:
+        raise GpuLabError("VALIDATION", f"axis {axis} is out of range for shape {list(t.shape)}")
+    return axis % t.ndim
+
+
+def swap_last(t: Tensor) -> Tensor:
+    """The last two axes exchanged (any rank >= 2): torch's `t.transpose(-2, -1)`."""
+    if t.ndim < 2:
+        raise GpuLabError("VALIDATION", f"swap_last needs rank >= 2, got shape {list(t.shape)}")
+    dims = list(range(t.ndim - 2)) + [t.ndim - 1, t.ndim - 2]
+    return t.permute(dims)
+
+
+def unsqueeze(t: Tensor, axis: int) -> Tensor:
+    """A new axis of size 1 at `axis` (negative counts from the end of the result)."""
+    if not -(t.ndim + 1) <= axis <= t.ndim:
+        raise GpuLabError(
+            "VALIDATION", f"unsqueeze axis {axis} is out of range for shape {list(t.shape)}"
+        )
+    axis %= t.ndim + 1
+    shape = list(t.shape)
+    return t.reshape(shape[:axis] + [1] + shape[axis:])
+
+
+def squeeze(t: Tensor, axis: int | None = None) -> Tensor:
+    """Axes of size 1 removed (all of them, or the one named; a named axis of another size is
+    kept, as torch does)."""
+    shape = list(t.shape)
+    if axis is None:
+        return t.reshape([n for n in shape if n != 1])
+    axis = _axis(t, axis)
+    return t.reshape(shape[:axis] + shape[axis + 1 :]) if shape[axis] == 1 else t
+
+
+def flatten(t: Tensor, start: int = 0, end: int = -1) -> Tensor:
+    """Axes start..end (inclusive) merged into one."""
+    if t.ndim == 0:
+        return t.reshape([1])
+    start, end = _axis(t, start), _axis(t, end)
+    shape = list(t.shape)
+    return t.reshape(shape[:start] + [math.prod(shape[start : end + 1])] + shape[end + 1 :])
+
+
+def broadcast_to(t: Tensor, shape: Sequence[int]) -> Tensor:
+    """t broadcast to `shape` by multiplying with ones (exact: x * 1 is x, NaN stays NaN)."""
+    shape = list(shape)
+    if list(t.shape) == shape:
+        return t
+    if t.dtype == "float32":
+        return t * t.graph.full(shape, 1.0)
+    return t + t.graph.tensor([0] * math.prod(shape), shape=shape, dtype=t.dtype)
+
+
+# -- layers ------------------------------------------------------------------------------------
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """x @ weight.T + bias, weight [out, in] as in torch.nn.Linear."""
+    y = x @ swap_last(weight)
+    return y + bias if bias is not None else y
+
+
+def layer_norm(
+    x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None, eps: float = 1e-5
+) -> Tensor:
+    """torch.nn.functional.layer_norm over the last axis: (x - mean) / sqrt(var + eps), the
+    biased variance, then the affine weight and bias."""
+    mu = x.mean(axis=-1, keepdim=True)
+    d = x - mu
+    var = (d * d).mean(axis=-1, keepdim=True)
+    y = d / (var + eps).sqrt()
+    if weight is not None:
+        y = y * weight
+    return y + bias if bias is not None else y
+
+
+def embedding(idx: Tensor, table: Tensor) -> Tensor:
+    """Rows of table [V, D] picked by int32 idx of any shape -> idx.shape + [D]."""
+    flat = idx.reshape([idx.size]) if idx.ndim != 1 else idx
+    rows = table.index_select(0, flat)
+    return rows.reshape(list(idx.shape) + [table.shape[-1]])
+
+
+def masked_fill(x: Tensor, mask: Tensor, value: float) -> Tensor:
+    """x where mask is false, value where it is true (mask bool, broadcast with x)."""
+    return x.graph.where(mask, value, x)
+
+
+def attention(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, scale: float | None = None
+) -> Tensor:
+    """softmax(q @ k^T * scale + mask) @ v over the last two axes (batch axes broadcast).
+    mask: bool (True = attend, as torch's scaled_dot_product_attention) or float (added)."""
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = (q @ swap_last(k)) * scale
+    if mask is not None:
+        scores = (
+            scores.graph.where(mask, scores, -math.inf) if mask.dtype == "bool" else scores + mask
+        )
+    return scores.softmax(axis=-1) @ v
+
+
+def l2_normalize(x: Tensor, axis: int = -1, eps: float = 1e-12) -> Tensor:
+    """torch.nn.functional.normalize(p=2): x / max(||x||, eps) along axis."""
+    norm = (x * x).sum(axis=axis, keepdim=True).sqrt()
+    return x / norm.maximum(eps)
+
+
+# -- losses ------------------------------------------------------------------------------------
+
+
+def mse_loss(a: Tensor, b: Tensor, reduction: str = "mean") -> Tensor:
+    """torch.nn.functional.mse_loss: mean (or sum, or none) of (a - b)^2."""
+    d = a - b
+    sq = d * d
+    if reduction == "none":
+        return sq
+    if reduction in ("mean", "sum"):
+        return sq.mean() if reduction == "mean" else sq.sum()
+    raise GpuLabError(
+        "VALIDATION", f"mse_loss reduction must be mean, sum or none, got {reduction!r}"
+    )

@@ -1,0 +1,60 @@
+"""gpulab.functional's composites against PyTorch's own layers (CPU), on cpu-python."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch  # a test dependency (pyproject [test]): the oracle
+from gpulab import Graph
+from gpulab import functional as F
+
+TF = torch.nn.functional
+
+
+def _np(out: dict) -> np.ndarray:
+    return np.array(out["data"], dtype=np.float32).reshape(out["shape"])
+
+
+def test_composites_match_torch() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 8)).astype(np.float32)
+    w = rng.standard_normal((5, 8)).astype(np.float32)
+    b = rng.standard_normal(5).astype(np.float32)
+    lw, lb = rng.standard_normal(8).astype(np.float32), rng.standard_normal(8).astype(np.float32)
+    q = rng.standard_normal((2, 4, 3, 8)).astype(np.float32)
+    keep = np.array([[1, 1, 0]] * 3, dtype=bool)
+    g = Graph()
+    X, W, B, Q = (g.tensor(v.tolist()) for v in (x, w, b, q))
+    idx = [[0, 2], [1, 1]]
+    out = g.run(
+        backend="cpu-python",
+        lin=F.linear(X, W, B),
+        ln=F.layer_norm(X, g.tensor(lw.tolist()), g.tensor(lb.tolist())),
+        att=F.attention(Q, Q, Q, g.tensor(keep.tolist(), dtype="bool")),
+        emb=F.embedding(g.tensor(idx, dtype="int32"), W),
+        nrm=F.l2_normalize(X),
+        mse=F.mse_loss(X, X * 2.0),
+        fl=F.flatten(Q, 1, 2),
+        uq=F.unsqueeze(X, -1),
+        sq=F.squeeze(F.unsqueeze(X, 0)),
+        bt=F.broadcast_to(B, [3, 5]),
+    )["outputs"]
+    t = torch.tensor
+    np.testing.assert_array_equal(_np(out["lin"]), TF.linear(t(x), t(w), t(b)).numpy())
+    np.testing.assert_allclose(
+        _np(out["ln"]), TF.layer_norm(t(x), (8,), t(lw), t(lb)).numpy(), rtol=1e-5, atol=1e-6
+    )
+    ref = TF.scaled_dot_product_attention(t(q), t(q), t(q), attn_mask=t(keep)).numpy()
+    np.testing.assert_allclose(_np(out["att"]), ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(_np(out["emb"]), w[np.array(idx)])
+    np.testing.assert_allclose(_np(out["nrm"]), TF.normalize(t(x), dim=-1).numpy(), atol=1e-7)
+    np.testing.assert_allclose(_np(out["mse"]), TF.mse_loss(t(x), t(2 * x)).numpy(), rtol=1e-6)
+    assert out["fl"]["shape"] == [2, 12, 8] and out["uq"]["shape"] == [2, 3, 8, 1]
+    assert out["sq"]["shape"] == [2, 3, 8]
+    np.testing.assert_array_equal(_np(out["bt"]), np.broadcast_to(b, (3, 5)))
+
+
+def test_bad_axis_names_the_shape() -> None:
+    g = Graph()
+    with pytest.raises(Exception, match=r"axis 5 is out of range for shape \[2, 3\]"):
+        F.flatten(g.full([2, 3], 1.0), 5)
