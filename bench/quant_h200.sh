@@ -14,9 +14,12 @@ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --forma
 nproc; python3 --version
 python3 -c "import torch, wgpu; print('torch', torch.__version__, 'wgpu', wgpu.__version__)"
 log "q4_k matmul_q (wgpu) vs fp32 cuBLAS (torch), bench/quant_matmul.py"
-python3 bench/quant_matmul.py --reps 200 --json "$OUT/quant.json"; echo "quant_matmul exit $?"
-echo "the k-split (quant.wgsl SPLIT) forced to 1, 2, 4, 8 (no torch rows)"
-python3 bench/quant_matmul.py --reps 200 --no-torch --splits 1,2,4,8 | grep "^|"
+python3 bench/quant_matmul.py --reps 200 --batches 1,2,4,8,16 --json "$OUT/quant.json"
+echo "quant_matmul exit $?"
+echo "kernels forced (no torch rows): matmul_q4k_vec QL:UNROLL, the general kernel's k-split"
+python3 bench/quant_matmul.py --reps 200 --no-torch --batches 1,4,8 \
+  --variants "${QUANT_VARIANTS:-vec:8:1,vec:8:2,vec:16:1,vec:16:2,vec:32:1,vec:32:2,vec:64:1,split:2}" \
+  | grep "^|"
 log "issue 14's corpus on wgpu and node-webgpu (Dawn)"
 python3 -m e2e.conformance --executor wgpu --executor node-webgpu --op matmul_q \
   --op dequantize --op matmul_fixed --report "$OUT/conf" > "$OUT/conf.txt" 2>&1

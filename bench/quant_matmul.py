@@ -57,15 +57,25 @@ def graph(x: np.ndarray, raw: bytes, n: int) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def forcing_split(split: int | None) -> Iterator[None]:
-    """Plan matmul_q with this k-split (quant.wgsl SPLIT) instead of the planner's rule."""
-    chosen = planner.quant_split
-    if split is not None:
-        planner.quant_split = lambda blocks: split
+def forcing(variant: str | None) -> Iterator[None]:
+    """Plan matmul_q with this kernel instead of the planner's rules: `split:S` the general
+    kernel with k-split S (quant.wgsl SPLIT), `vec:QL:UNROLL` matmul_q4k_vec (x of at most 8
+    rows) with those overrides; None: the planner's choice."""
+    split_rule, vec_rule = planner.quant_split, planner.quant_vec
+    if variant is not None:
+        kind, *values = variant.split(":")
+        if kind == "split":
+            planner.quant_split = lambda blocks: int(values[0])
+            planner.quant_vec = lambda rows, blocks: None
+        else:
+            ql, unroll = (int(v) for v in values)
+            planner.quant_vec = lambda rows, blocks: (
+                {"QL": ql, "MR": rows, "UNROLL": unroll} if rows <= planner.QUANT_VEC_ROWS else None
+            )
     try:
         yield
     finally:
-        planner.quant_split = chosen
+        planner.quant_split, planner.quant_vec = split_rule, vec_rule
 
 
 def bench_wgpu(executor: Any, x: np.ndarray, raw: bytes, n: int, reps: int) -> dict[str, Any]:
@@ -102,7 +112,8 @@ def bench_wgpu(executor: Any, x: np.ndarray, raw: bytes, n: int, reps: int) -> d
         "step_ms": step * 1e3,
         "floor_ms": floor_s * 1e3,
         "out": out,
-        "kernel": f"{step_info['entry']} SPLIT={step_info['overrides'].get('SPLIT')}",
+        "kernel": f"{step_info['entry']} "
+        + " ".join(f"{k}={v}" for k, v in sorted(step_info["overrides"].items())),
     }
 
 
@@ -154,9 +165,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--allow-software", action="store_true", default=None)
     parser.add_argument("--no-torch", action="store_true")
     parser.add_argument(
-        "--splits",
+        "--variants",
         default="planner",
-        help="k-splits to time (quant.wgsl SPLIT), e.g. 1,2,4,8; planner: its rule",
+        help="kernels to time instead of the planner's: split:S (the general kernel, k-split S)"
+        " and vec:QL:UNROLL (matmul_q4k_vec), comma-separated; planner: its rules",
     )
     parser.add_argument("--json", default=None, help="write the rows here")
     args = parser.parse_args(argv)
@@ -169,14 +181,14 @@ def main(argv: list[str] | None = None) -> int:
         f"({'software' if executor.info.get('software') else 'hardware'})"
     )
     rows, ok = [], True
-    splits = [None] if args.splits == "planner" else [int(v) for v in args.splits.split(",")]
+    variants = [None] if args.variants == "planner" else args.variants.split(",")
     for shape in args.shapes.split(","):
         n, k = (int(v) for v in shape.split("x"))
         raw = random_q4k(n, k)
         w = quant.dequantize(raw, "q4_k", (n, k))
-        for m, split in itertools.product((int(v) for v in args.batches.split(",")), splits):
+        for m, variant in itertools.product((int(v) for v in args.batches.split(",")), variants):
             x = np.random.default_rng(m).standard_normal((m, k)).astype(np.float32)
-            with forcing_split(split):
+            with forcing(variant):
                 q = bench_wgpu(executor, x, raw, n, args.reps)
             row = {
                 "n": n,
@@ -190,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
                 "q4k_err": worst_error(x, w, q["out"]),
             }
             ok &= row["q4k_err"] <= 1.43e-6  # the matmul class: 12 eps32 of the scale
-            if not args.no_torch and split is None:
+            if not args.no_torch and variant is None:
                 t = bench_torch(x, w, args.reps)
                 row.update(
                     torch_ms=t["ms"],

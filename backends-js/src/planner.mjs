@@ -651,16 +651,40 @@ export function quantSplit(blocks) {
   return blocks >= 2 ? 2 : 1;
 }
 
+/** x of at most this many rows takes matmul_q4k_vec (a GEMV); its workgroup's threads (VG). */
+const QUANT_VEC_ROWS = 8;
+const QUANT_VEC_GROUP = 128;
+
+/**
+ * quant.wgsl matmul_q4k_vec's overrides for x of `rows` rows and weight rows of `blocks`
+ * blocks, or null for the general kernel (twin of planner.py quant_vec). QL lanes per weight
+ * row, UNROLL blocks per lane per loop turn: measured on the H200 (docs/benchmarks.md).
+ * @param {number} rows @param {number} blocks
+ * @returns {{QL: number, MR: number, UNROLL: number} | null}
+ */
+export function quantVec(rows, blocks) {
+  if (rows > QUANT_VEC_ROWS) return null;
+  return { QL: blocks >= 2 ? 16 : 8, MR: rows, UNROLL: 2 };
+}
+
 /** @type {Rule} */
 function planMatmulQ(ctx, node) {
   const [n, k] = ctx.operandShape(node, 1);
   const rows = count(node.shape) / n;
-  const split = quantSplit(k / 256);
-  const groupsN = Math.ceil(n / (QUANT_GROUPS / split));
-  const entry = operandDtypeAt(ctx, node, 1) === 'q6_k' ? 'matmul_q6k' : 'matmul_q4k';
+  const q6 = operandDtypeAt(ctx, node, 1) === 'q6_k';
   const a = ctx.operand(node, 0);
   const b = ctx.operand(node, 1);
   const out = ctx.output(node);
+  const vec = q6 ? null : quantVec(rows, k / 256);
+  if (vec) {
+    const groups = Math.ceil(n / (QUANT_VEC_GROUP / vec.QL));
+    ctx.dispatch(node, 'quant:matmul_q4k_vec', vec,
+      u32s(rows, n, k, k / 256, groups, 0, 0, 0, 0, 0, 0, 0), [a, b, out], groups);
+    return;
+  }
+  const split = quantSplit(k / 256);
+  const groupsN = Math.ceil(n / (QUANT_GROUPS / split));
+  const entry = q6 ? 'matmul_q6k' : 'matmul_q4k';
   ctx.dispatch(node, `quant:${entry}`, { SPLIT: split },
     u32s(rows, n, k, k / 256, groupsN, 0, 0, 0, 0, 0, 0, 0), [a, b, out],
     groupsN * Math.ceil(rows / QUANT_MB));

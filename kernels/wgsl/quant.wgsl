@@ -228,6 +228,94 @@ fn matmul_q6k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
   reduce_and_store(acc, lid, col, m0, rows);
 }
 
+// ---- matmul_q4k_vec: x of 1 to 8 rows (a GEMV; llama.cpp's mul_mat_vec layout) ----
+// A workgroup of 128 threads computes 128 / QL weight rows (output columns) for all MR rows of
+// x (MR = M, an override: 1..8). QL lanes (an override: 8, 16, 32 or 64) share a weight row and
+// 8 lanes share a block: lane `sub` of a block reads its 16 header bytes and quant bytes
+// 16 sub .. 16 sub + 15 as two vec4<u32> loads: 32 values, 16 consecutive ones of sub-block
+// 2 (sub / 2) in the low nibbles and the same 16 of sub-block 2 (sub / 2) + 1 in the high ones.
+// QL / 8 blocks of a row are read at once, UNROLL (1 or 2) times that per loop turn (all
+// loads first, then the arithmetic: more bytes in flight). Each block's values are decoded
+// once and used for every row of x; the QL partial sums of a row are then added as a tree in
+// workgroup memory (log2 QL barriers). Order: each lane sums its 32 values in ascending k
+// (the low 16, then the high 16), its blocks in ascending order, then the tree.
+
+override QL: u32 = 16u;
+override MR: u32 = 1u;
+override UNROLL: u32 = 1u;
+const VG: u32 = 128u; // threads of a matmul_q4k_vec workgroup
+var<workgroup> vred: array<f32, 1024>; // [MR <= 8][VG]
+@group(0) @binding(2) var<storage, read> wq4: array<vec4<u32>>; // q4_k blocks: 9 vec4 each
+
+// the lane's 32 products with row r of x, added to s in the documented order
+fn q4k_vec_dot(s0: f32, at: u32, ylo: array<vec4<f32>, 4>, yhi: array<vec4<f32>, 4>) -> f32 {
+  var s = s0;
+  for (var i = 0u; i < 4u; i++) {
+    let xa = x4[at + i];
+    s = s + xa.x * ylo[i].x; s = s + xa.y * ylo[i].y; s = s + xa.z * ylo[i].z; s = s + xa.w * ylo[i].w;
+  }
+  for (var i = 0u; i < 4u; i++) {
+    let xb = x4[at + 8u + i];
+    s = s + xb.x * yhi[i].x; s = s + xb.y * yhi[i].y; s = s + xb.z * yhi[i].z; s = s + xb.w * yhi[i].w;
+  }
+  return s;
+}
+
+@compute @workgroup_size(128)
+fn matmul_q4k_vec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                  @builtin(local_invocation_index) lid: u32) {
+  let g = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
+  let col = g * (VG / QL) + lid / QL;
+  let t = lid % QL;
+  let sub = t % 8u;
+  let c = sub / 2u;                        // sub-blocks 2c (low nibbles) and 2c + 1 (high)
+  let k_in = c * 64u + (sub % 2u) * 16u;   // the lane's first value in the block
+  let step = QL / 8u;                      // blocks of the row read at once
+  var acc: array<f32, 8>;
+  if (col < p.n) {
+    for (var b = t / 8u; b < p.nb; b += step * UNROLL) {
+      var hv: array<vec4<u32>, 2>;
+      var qv: array<vec4<u32>, 2>;
+      for (var u = 0u; u < UNROLL; u++) { // loads first (a block past the row reads the last)
+        let v = (col * p.nb + min(b + u * step, p.nb - 1u)) * 9u;
+        hv[u] = wq4[v];
+        qv[u] = wq4[v + 1u + sub];
+      }
+      for (var u = 0u; u < UNROLL; u++) {
+        if (b + u * step < p.nb) {
+          let h = hv[u];
+          let lo = q4k_coef(h.x, h.y, h.z, h.w, 2u * c);
+          let hi = q4k_coef(h.x, h.y, h.z, h.w, 2u * c + 1u);
+          var ylo: array<vec4<f32>, 4>;
+          var yhi: array<vec4<f32>, 4>;
+          for (var i = 0u; i < 4u; i++) {
+            let w = qv[u][i];
+            let ql = vec4<f32>(vec4<u32>(w, w >> 8u, w >> 16u, w >> 24u) & vec4<u32>(15u));
+            let qh = vec4<f32>(vec4<u32>(w >> 4u, w >> 12u, w >> 20u, w >> 28u) & vec4<u32>(15u));
+            ylo[i] = lo.x * ql - vec4<f32>(lo.y);
+            yhi[i] = hi.x * qh - vec4<f32>(hi.y);
+          }
+          let k0 = (b + u * step) * 256u + k_in;
+          for (var r = 0u; r < MR; r++) {
+            acc[r] = q4k_vec_dot(acc[r], (r * p.k + k0) / 4u, ylo, yhi);
+          }
+        }
+      }
+    }
+  }
+  for (var r = 0u; r < MR; r++) { vred[r * VG + lid] = acc[r]; }
+  workgroupBarrier();
+  for (var s = QL / 2u; s > 0u; s = s / 2u) {
+    if (t < s) {
+      for (var r = 0u; r < MR; r++) { vred[r * VG + lid] += vred[r * VG + lid + s]; }
+    }
+    workgroupBarrier();
+  }
+  if (t == 0u && col < p.n) {
+    for (var r = 0u; r < MR; r++) { out[r * p.n + col] = vred[r * VG + lid]; }
+  }
+}
+
 // ---- matmul_fixed: one output per thread, products summed as 64-bit (lo, hi) pairs ----
 
 // round-half-even(x * 2^frac) saturated to int32, NaN -> 0, from the bits (no float rounding

@@ -559,6 +559,19 @@ def quant_split(blocks: int) -> int:
     return 2 if blocks >= 2 else 1
 
 
+QUANT_VEC_ROWS = 8  # x of at most this many rows takes matmul_q4k_vec (a GEMV)
+QUANT_VEC_GROUP = 128  # its workgroup's threads (quant.wgsl VG)
+
+
+def quant_vec(rows: int, blocks: int) -> dict[str, int] | None:
+    """quant.wgsl matmul_q4k_vec's overrides for x of `rows` rows and weight rows of `blocks`
+    blocks, or None for the general kernel (twin of planner.mjs quantVec). QL lanes per weight
+    row, UNROLL blocks per lane per loop turn: measured on the H200 (docs/benchmarks.md)."""
+    if rows > QUANT_VEC_ROWS:
+        return None
+    return {"QL": 16 if blocks >= 2 else 8, "MR": rows, "UNROLL": 2}
+
+
 def _plan_block_input(ctx: _PlanContext, node: CheckedNode) -> int:
     """A q4_k / q6_k input: its bytes packed 4 to a u32 word (the last zero-padded)."""
     nbytes = stored_length(_dtype(node), _count(node.shape))
@@ -570,13 +583,20 @@ def _plan_block_input(ctx: _PlanContext, node: CheckedNode) -> int:
 def _plan_matmul_q(ctx: _PlanContext, node: CheckedNode) -> None:
     n, k = ctx.operand_shape(node, 1)
     rows = _count(node.shape) // n
-    split = quant_split(k // 256)
-    groups_n = _ceil_div(n, QUANT_GROUPS // split)
     kind = _dtype(ctx.node(node.operands[1]))
-    entry = "matmul_q6k" if kind == "q6_k" else "matmul_q4k"
     a = ctx.operand(node, 0)
     b = ctx.operand(node, 1)
     out = ctx.output(node)
+    vec = quant_vec(rows, k // 256) if kind == "q4_k" else None
+    if vec is not None:
+        per_group = QUANT_VEC_GROUP // vec["QL"]
+        ctx.dispatch(node, "quant:matmul_q4k_vec", vec,
+                     _u32s(rows, n, k, k // 256, _ceil_div(n, per_group), *[0] * 7),
+                     [a, b, out], _ceil_div(n, per_group))
+        return
+    split = quant_split(k // 256)
+    groups_n = _ceil_div(n, QUANT_GROUPS // split)
+    entry = "matmul_q6k" if kind == "q6_k" else "matmul_q4k"
     ctx.dispatch(node, f"quant:{entry}", {"SPLIT": split},
                  _u32s(rows, n, k, k // 256, groups_n, *[0] * 7),
                  [a, b, out], groups_n * _ceil_div(rows, QUANT_MB))
