@@ -3,32 +3,29 @@ and webgl2 (and records that WebGPU is not offered on Linux) and the playground'
 and reports to a test server; the conformance runner judges the results. Firefox runs on a
 virtual X display (Xvfb) of its own: headless Firefox opens no WebGL context here.
 
-Why no automation protocol: Playwright's `firefox` type needs its own patched build (Juggler);
-pointed at /usr/bin/firefox-esr it fails at once (Firefox does not know `-juggler-pipe` and exits
-0), and Playwright's WebDriver BiDi channel (`channel="moz-firefox"`) starts Firefox ESR 153 but
-fails at the first page (`emulation.setMediaFeaturesOverride: unknown command`). So, as seed 004
-did, the lane opens e2e/firefox/lane.html in a plain headless Firefox with a fresh profile; the
-page POSTs every answer to `/api/lane-report` on the server this module starts (the playground's
-files, the JS runtime, the kernels, e2e/), and the lane ends when the page says "done".
+Firefox is driven without an automation protocol (e2e/conformance/firefox.py says why, and holds
+the helpers: profile, Xvfb, the report endpoint): the lane opens e2e/firefox/lane.html in a plain
+Firefox with a fresh profile; the page POSTs every answer to `/api/lane-report` on the server
+this module starts (the playground's files, the JS runtime, the kernels, e2e/), and the lane ends
+when the page says "done". `gpulab conformance --lane firefox-webgl2,...` runs the corpus alone.
 
     python -m e2e.firefox_lane            # run it, print the summary (docs/playground.md)
 """
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import signal
-import subprocess
-import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 from e2e.conformance.executors import _js_lane
+from e2e.conformance.firefox import (
+    Reports,
+    firefox_at,
+    firefox_binary,
+    firefox_version,
+)
 from e2e.conformance.lanes import load_lanes
 from e2e.conformance.runner import Report, check_results, load_cases
 
@@ -37,91 +34,6 @@ PAGE = "/e2e/firefox/lane.html"
 CORPUS_BACKENDS = ("wasm", "cpu", "webgl2", "webgpu")
 # the first example on each backend, then Life (the canvas) and the MLP (a uPlot plot) on wasm
 EXAMPLE_BACKENDS = ("wasm", "cpu", "webgl2", "life:wasm", "mlp:wasm")
-MAX_REPORT = 512 * 1024 * 1024  # one batch of results may be ~100 MB (the issue-14 cases on cpu)
-
-# A quiet profile: no first-run pages, telemetry, updates or service calls (there is no network
-# but the registries; these only save Firefox the time of failing to reach them).
-PREFS = {
-    "browser.shell.checkDefaultBrowser": False,
-    "browser.startup.homepage_override.mstone": "ignore",
-    "browser.aboutwelcome.enabled": False,
-    "datareporting.policy.dataSubmissionEnabled": False,
-    "toolkit.telemetry.reportingpolicy.firstRun": False,
-    "toolkit.telemetry.enabled": False,
-    "app.update.enabled": False,
-    "app.normandy.enabled": False,
-    "extensions.update.enabled": False,
-    "extensions.getAddons.cache.enabled": False,
-    "browser.safebrowsing.malware.enabled": False,
-    "browser.safebrowsing.phishing.enabled": False,
-    "browser.safebrowsing.downloads.enabled": False,
-    "network.captive-portal-service.enabled": False,
-    "network.connectivity-service.enabled": False,
-    "network.dns.disablePrefetch": True,
-    "network.prefetch-next": False,
-    "services.settings.server": "http://127.0.0.1:9/",
-    "browser.region.network.url": "",
-    "dom.disable_open_during_load": False,
-    # WebGL2: headless Firefox has only Mesa's llvmpipe here, which its blocklist refuses
-    # ("getContext returned null"); force it on, and the runtime labels the lane software.
-    "webgl.force-enabled": True,
-}
-
-
-def firefox_binary() -> str:
-    """The system Firefox (GPULAB_FIREFOX overrides); fails naming scripts/setup.sh."""
-    found = (
-        os.environ.get("GPULAB_FIREFOX") or shutil.which("firefox-esr") or shutil.which("firefox")
-    )
-    if not found:
-        raise FileNotFoundError(
-            "firefox-esr not found: run scripts/setup.sh (apt-get install firefox-esr)"
-        )
-    return found
-
-
-def firefox_version(binary: str) -> str:
-    out = subprocess.run(
-        [binary, "--version"], capture_output=True, text=True, timeout=60, check=False
-    )
-    return out.stdout.strip() or out.stderr.strip()
-
-
-class Reports:
-    """What the page POSTed, in order; `wait_done` blocks until it said "done" (or "error")."""
-
-    def __init__(self) -> None:
-        self.items: list[dict] = []
-        self.cond = threading.Condition()
-
-    def __call__(self, handler: SimpleHTTPRequestHandler) -> bool:
-        if handler.command != "POST" or handler.path != "/api/lane-report":
-            return False
-        length = int(handler.headers.get("Content-Length") or 0)
-        if not 0 < length <= MAX_REPORT:
-            handler.send_error(413 if length else 411)
-            return True
-        body = json.loads(handler.rfile.read(length))
-        with self.cond:
-            self.items.append(body)
-            self.cond.notify_all()
-        handler.send_response(200)
-        handler.send_header("Content-Length", "0")
-        handler.end_headers()
-        return True
-
-    def wait_done(self, timeout_s: float, alive: callable) -> bool:  # type: ignore[valid-type]
-        deadline = time.monotonic() + timeout_s
-        with self.cond:
-            while not any(r["kind"] in ("done", "error") for r in self.items):
-                left = deadline - time.monotonic()
-                if left <= 0 or not alive():
-                    return False
-                self.cond.wait(min(left, 1.0))
-        return True
-
-    def of(self, kind: str) -> list[dict]:
-        return [r for r in self.items if r["kind"] == kind]
 
 
 def start_lane_server(reports: Reports) -> ThreadingHTTPServer:
@@ -138,12 +50,6 @@ def start_lane_server(reports: Reports) -> ThreadingHTTPServer:
         Mount("/e2e/", ROOT / "e2e"),
     ]
     return start_server(ROOT / "web", host="127.0.0.1", port=0, routes=routes)
-
-
-def _profile(path: Path, extra: dict | None = None) -> None:
-    prefs = {**PREFS, **(extra or {})}
-    lines = [f"user_pref({json.dumps(k)}, {json.dumps(v)});" for k, v in prefs.items()]
-    (path / "user.js").write_text("\n".join(lines) + "\n")
 
 
 @dataclass
@@ -195,37 +101,11 @@ def run_lane(
         f"&example={','.join(example)}&limit={limit}" + (f"&cases={cases_url}" if cases_url else "")
     )
     t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="gpulab-firefox-") as tmp:
-        profile = Path(tmp)
-        _profile(profile, prefs)
-        env = {**os.environ, "HOME": tmp, "XDG_RUNTIME_DIR": tmp}
-        xvfb, display = _start_xvfb()
-        if display:
-            env["DISPLAY"] = display
-        else:  # no Xvfb: headless, where WebGL2 does not open (the webgl2 lane then fails)
-            env["MOZ_HEADLESS"] = "1"
-        proc = subprocess.Popen(
-            [
-                binary,
-                *([] if display else ["--headless"]),
-                "--no-remote",
-                "--profile",
-                str(profile),
-                url,
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        try:
+    try:
+        with firefox_at(binary, url, prefs) as proc:
             finished = reports.wait_done(timeout_s, lambda: proc.poll() is None)
-        finally:
-            _stop(proc)
-            if xvfb is not None:
-                _stop(xvfb)
-            srv.shutdown()
+    finally:
+        srv.shutdown()
     wall = time.monotonic() - t0
     stderr = (proc.stderr.read() if proc.stderr else "")[-3000:]
     error = None
@@ -249,43 +129,6 @@ def run_lane(
         error=error,
         raw=reports.items,
     )
-
-
-def _start_xvfb() -> tuple[subprocess.Popen | None, str | None]:
-    """A virtual X display for Firefox (Xvfb picks a free number, -displayfd tells it).
-
-    Why not --headless: headless Firefox opens no WebGL context here ("tryNativeGL ()
-    Exhausted GL driver options"); on an X display it uses Mesa's llvmpipe through GLX."""
-    binary = shutil.which("Xvfb")
-    if not binary:
-        return None, None
-    read_end, write_end = os.pipe()
-    proc = subprocess.Popen(
-        [binary, "-displayfd", str(write_end), "-screen", "0", "1280x1024x24", "-nolisten", "tcp"],
-        pass_fds=(write_end,),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    os.close(write_end)
-    with os.fdopen(read_end) as pipe:
-        number = pipe.readline().strip()  # written once the display accepts clients
-    if not number.isdigit():
-        _stop(proc)
-        return None, None
-    return proc, f":{number}"
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """End the Firefox we started (its own process group: the content processes too)."""
-    if proc.poll() is not None:
-        return
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
 
 
 def summary(result: LaneResult) -> str:

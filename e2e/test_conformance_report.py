@@ -255,7 +255,7 @@ def test_usage_errors_and_the_reserved_onnx_suite_exit_2(capsys, monkeypatch, tm
     assert cli.main(["--suite", "onnx-node", "--report", str(tmp_path)]) == 2
     assert "ONNX" in capsys.readouterr().err
     assert cli.main(["--suite", "nope", "--report", str(tmp_path)]) == 2
-    assert cli.main(["--lane", "firefox-webgl2", "--report", str(tmp_path)]) == 2
+    assert cli.main(["--lane", "safari-webgpu", "--report", str(tmp_path)]) == 2
     assert "unknown lanes" in capsys.readouterr().err
     assert (
         cli.main(["--lane", "cpu-python", "--cases", "no_such_op", "--report", str(tmp_path)]) == 2

@@ -1,7 +1,8 @@
 """`gpulab conformance` (and `python -m e2e.conformance` in a checkout): run a suite on lanes,
 judge it, write the JSON, markdown and JUnit reports, exit 0 / 1 / 2.
 
-    gpulab conformance [--lane cpu-python,node-wasm,chromium-webgpu,...] [--browser PATH]
+    gpulab conformance [--lane cpu-python,node-wasm,chromium-webgpu,firefox-webgl2,...]
+        [--browser PATH] [--firefox PATH]
         [--allow-software] [--cases FILTER] [--suite corpus|bad-graphs] [--report DIR]
         [--baseline FILE] [--runtime PATH] [--lanes FILE]
 
@@ -56,6 +57,12 @@ def parser(prog: str) -> argparse.ArgumentParser:
         metavar="PATH",
         help="the Chromium binary for chromium-* lanes "
         "(default GPULAB_CHROMIUM, else chromium on PATH, else /usr/bin/chromium)",
+    )
+    p.add_argument(
+        "--firefox",
+        metavar="PATH",
+        help="the Firefox binary for firefox-* lanes "
+        "(default GPULAB_FIREFOX, else firefox-esr or firefox on PATH)",
     )
     p.add_argument(
         "--allow-software",
@@ -129,7 +136,12 @@ def main(argv: Sequence[str] | None = None, prog: str = "gpulab conformance") ->
     except (ValueError, TypeError, OSError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
-    opts = {"allow_software": args.allow_software, "runtime": runtime, "browser_path": args.browser}
+    opts = {
+        "allow_software": args.allow_software,
+        "runtime": runtime,
+        "browser_path": args.browser,
+        "firefox_path": args.firefox,
+    }
     try:
         with _shared_browser(lanes, opts):
             reports = [_run_lane(name, suite, cases, expectations, opts) for name in lanes]

@@ -533,3 +533,7 @@ def _browser_executor(backend: str) -> Executor:
 
 for _backend in ("webgpu", "webgl2", "wasm", "cpu"):
     _browser_executor(_backend)
+
+
+# the Firefox lanes register themselves (firefox.py imports this module's helpers)
+from . import firefox as _firefox  # noqa: F401
