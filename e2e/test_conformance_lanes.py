@@ -15,11 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from e2e.conformance import executors
+from e2e.conformance import executors, machine
+from e2e.conformance.baseline import load_baseline
 from e2e.conformance.executors import LaneInfo, LaneRun, RawResult, lane_of
 from e2e.conformance.lanes import LANES_PATH, kernel_dtype, listed_entry, load_lanes, node_dtypes
 from e2e.conformance.reference import OP_TABLE, evaluate
-from e2e.conformance.runner import check_results, load_cases, run_conformance, to_markdown
+from e2e.conformance.report import to_markdown
+from e2e.conformance.runner import check_results, load_cases, run_conformance
+from e2e.conformance.verdict import judge_run
 
 NODE_KERNEL_DTYPES = Path(__file__).parent / "conformance" / "node_kernel_dtypes.mjs"
 RELU_LISTED = {"cpu": {"relu": "test: the relu kernel is hidden"}}
@@ -92,9 +95,10 @@ def test_the_judge_counts_a_listed_refusal_and_fails_everything_else_on_a_listed
     assert report.passed, report.describe_failures()
     assert {r.name for r in report.results if r.refused} == {c["name"] for c in listed}
     assert report.by_op()["relu"].unsupported == len([c for c in listed if c["op"] == "relu"])
-    md = to_markdown([report])
-    assert "| relu | exact | UNSUPPORTED 8 (as lanes.json expects) |" in md
-    assert "| node-cpu | cpu | relu | test: the relu kernel is hidden | 9 of 9 |" in md
+    verdict = judge_run(cases, [report], {}, load_baseline(None))
+    md = to_markdown("corpus", [report], verdict, machine.summary([report], ["test"]))
+    assert "| relu | exact | UNSUPPORTED 8 (as lanes.json expects) |" in md, md
+    assert "| node-cpu | relu | test: the relu kernel is hidden | 9 of 9 |" in md, md
     assert report.to_dict()["listed"] == RELU_LISTED["cpu"]
 
     # The same refusals where lanes.json does not list relu: every one fails.

@@ -19,6 +19,7 @@ All three say the same verdict (verdict.py) and start with the machine summary (
 from __future__ import annotations
 
 import json
+import math
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from . import machine as machine_summary
 from .reference import OP_TABLE
-from .runner import _cell, _json_safe, _lane_line
+from .runner import CPU_BACKENDS, OpSummary, Report
 from .verdict import Cell, Verdict
 
 
@@ -289,3 +290,53 @@ def _totals(element: ET.Element, suites: Sequence[ET.Element]) -> None:
     element.set("skipped", str(count["skipped"]))
     if element.tag == "testsuites":
         element.set("time", f"{sum(float(s.get('time') or 0) for s in suites):.3f}")
+
+
+# ---- cells and lines (shared by the markdown and JSON writers) -------------------------------
+
+
+def _cell(s: OpSummary | None) -> str:
+    if s is None:
+        return "-"
+    ulp = "inf" if math.isinf(s.max_ulp) else f"{s.max_ulp:.3g}"
+    used = "" if math.isinf(s.used) else f", {s.used:.0%} of tol"
+    if s.failed:
+        return f"FAIL {s.failed}/{s.cases} (max {ulp} ulp{used})"
+    if s.unsupported == s.cases:
+        return f"UNSUPPORTED {s.cases} (as lanes.json expects)"
+    also = f", {s.unsupported} UNSUPPORTED as listed" if s.unsupported else ""
+    return f"pass {s.cases} (max {ulp} ulp{used}{also})"
+
+
+def _lane_line(r: Report) -> str:
+    lane = r.lane
+    if not lane.available:
+        software = "-"
+    elif lane.backend in CPU_BACKENDS:
+        software = "CPU (no GPU adapter)"
+    else:
+        software = {True: "software adapter", False: "hardware adapter", None: "unknown"}[
+            lane.software
+        ]
+    reason = lane.reason.removeprefix("UNAVAILABLE: ")
+    state = (
+        "UNAVAILABLE: " + reason
+        if not lane.available
+        else ("PASS" if r.passed else f"FAIL ({len(r.failures())} of {len(r.results)} cases)")
+    )
+    seconds = lane.extra.get("run_seconds")
+    took = f"{seconds:.1f} s" if isinstance(seconds, float | int) else "-"
+    return (
+        f"| {lane.executor} | {lane.backend or '-'} | {lane.adapter or '-'} | {software} "
+        f"| {state} | {took} |"
+    )
+
+
+def _json_safe(obj: object) -> object:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return "inf" if obj > 0 else ("-inf" if obj < 0 else "nan")
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_json_safe(v) for v in obj]
+    return obj
