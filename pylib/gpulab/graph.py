@@ -462,6 +462,16 @@ class Graph:
                              lr=lr, beta1=beta1, beta2=beta2, eps=eps)
         return new_param, new_m, new_v
 
+    # -- gradients ------------------------------------------------------------------------
+
+    def grad(self, output: Tensor, inputs: Sequence[Tensor], grad_output: Any = None,
+             create_graph: bool = False) -> list[Tensor]:
+        """d(output)/d(inputs) as new nodes of this graph (gpulab.autograd.grad: reverse mode,
+        one rule per op from the op table; an input the output ignores gets zeros)."""
+        from .autograd import grad
+
+        return grad(self._own(output, "grad output"), inputs, grad_output, create_graph)
+
     # -- running --------------------------------------------------------------------------
 
     def wgsl(self, source: str, inputs: Sequence[Tensor] = (),

@@ -1,0 +1,449 @@
+"""The vector-Jacobian rule of each differentiable op, selected by its op-table row's `grad`.
+
+A rule takes (node, dy, wanted): the node (NodeView: operands by name, attrs with defaults,
+its result `out`), the gradient of its result, and the operand names a gradient
+is needed for; it returns {operand name: gradient of that operand's shape}. Rules build protocol
+ops only (Tensor methods, Graph.op / where / full), so gradients run on every backend.
+
+Where torch has a rule, the formula (and its order of float operations, where it is cheap) is
+torch's (tools/autograd/derivatives.yaml), so float32 results agree to rounding:
+- relu: dy where x > 0, else 0 (0 at x = 0); abs: dy * sign(x) (0 at 0).
+- clamp: dy where min <= x <= max (a value on a bound passes), else 0.
+- maximum / minimum: at a tie each operand gets dy / 2, otherwise the selected one gets dy.
+- reduce_max / reduce_min: dy shared evenly among the elements equal to the result (torch's
+  amax / amin and its full max() / min(); torch's max(dim) instead sends all of it to the one
+  index it returns: a frontend wanting that writes gather(argmax)).
+- dropout: dropout of dy with the same p, seed and counter (the same mask and 1 / (1 - p)).
+- positive (a > 0 ? 1 : 0, a step): gradient 0 everywhere (as torch's sign).
+- index_select / gather: index_add / scatter_add of dy into zeros (the protocol's ascending
+  order, so repeated indices add the same way on every backend).
+- cross_entropy (soft targets b): d/da = dy * (softmax(a) * rowsum(b) - b) / N, d/db =
+  -dy * log_softmax(a) / N (torch's, for probability targets of any row sum).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from . import optable
+from .errors import GpuLabError
+from .protocol import label
+
+# gpulab.graph.Graph / Tensor: not imported, because graph.py imports gpulab.autograd (for
+# Graph.grad), which imports this module, and the layers may not form a cycle
+# (pylib/tests/test_layers.py). Rules only call Tensor methods and Graph.op / where / full.
+Tensor = Any
+Graph = Any
+
+
+class NodeView:
+    """One recorded node as a rule sees it: its operands as Tensors by their op-table names
+    (a variadic list as `tensors[0]`, `tensors[1]`, ...), its attributes with the table's
+    defaults filled in, and its own result `out`."""
+
+    __slots__ = ("attrs", "graph", "id", "op", "operands", "out")
+
+    def __init__(self, graph: Graph, node: dict[str, Any]) -> None:
+        row = optable.ops()[node["op"]]
+        ids = operand_ids(node)
+        names = optable.operand_names(row, len(ids))
+        self.graph = graph
+        self.id: int = node["id"]
+        self.op: str = node["op"]
+        self.operands: dict[str, Tensor] = {n: graph._tensors[i] for n, i in zip(names, ids)}
+        self.attrs: dict[str, Any] = {
+            k: node.get(k, spec.get("default")) for k, spec in row["attrs"].items()
+        }
+        self.out: Tensor = graph._tensors[self.id]
+
+    def __getitem__(self, name: str) -> Tensor:
+        return self.operands[name]
+
+    def __repr__(self) -> str:
+        return f"NodeView({label(self.id, self.op)})"
+
+
+def operand_ids(node: dict[str, Any]) -> list[int]:
+    """The node's operand ids in op-table order (the variadic list first)."""
+    row = optable.ops()[node["op"]]
+    listed = list(node.get(row["variadic"], [])) if "variadic" in row else []
+    return listed + [node[k] for k in row["operands"]]
+
+
+Grads = dict[str, Tensor]
+Rule = Callable[[NodeView, Tensor, set[str]], Grads]
+RULES: dict[str, Rule] = {}
+
+
+def rule(name: str) -> Callable[[Rule], Rule]:
+    """Register a rule under the name an op-table row's `grad` field gives."""
+
+    def register(fn: Rule) -> Rule:
+        if name in RULES:
+            raise ValueError(f"grad rule {name!r} registered twice")
+        RULES[name] = fn
+        return fn
+
+    return register
+
+
+def rule_for(view: NodeView) -> Rule:
+    """The rule of the node's op, or VALIDATION naming the op and node (not differentiable)."""
+    name = optable.ops()[view.op].get("grad")
+    if name is None:
+        raise GpuLabError(
+            "VALIDATION",
+            f"grad: {label(view.id, view.op)} is not differentiable "
+            f"(op {view.op!r} has no grad rule in the op table) and "
+            "the output depends on an input through it",
+            view.id,
+        )
+    if name not in RULES:
+        raise GpuLabError(
+            "VALIDATION",
+            f"grad: op {view.op!r} names grad rule {name!r}, which gpulab.grad_rules does not have",
+            view.id,
+        )
+    return RULES[name]
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+def zeros(like: Tensor) -> Tensor:
+    return like.graph.full(list(like.shape), 0.0)
+
+
+def unbroadcast(dy: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """dy summed back to `shape` over the axes broadcasting added or stretched (the reverse of
+    NumPy broadcasting): leading axes, then size-1 axes (keepdim), then a reshape."""
+    if dy.shape == shape:
+        return dy
+    if math.prod(shape) == 1:
+        return dy.sum().reshape(list(shape))
+    out = dy
+    for _ in range(dy.ndim - len(shape)):
+        out = out.sum(axis=0)
+    for axis, n in enumerate(shape):
+        if n == 1 and out.shape[axis] != 1:
+            out = out.sum(axis=axis, keepdim=True)
+    return out if out.shape == shape else out.reshape(list(shape))
+
+
+def swap_last(t: Tensor) -> Tensor:
+    """The last two axes exchanged (gpulab.functional.swap_last, which this layer may not
+    import: functional imports graph)."""
+    return t.permute(list(range(t.ndim - 2)) + [t.ndim - 1, t.ndim - 2])
+
+
+def expand(t: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """t broadcast to `shape` (torch's expand): t * ones, exact."""
+    return t if t.shape == shape else t * t.graph.full(list(shape), 1.0)
+
+
+def restore(dy: Tensor, shape: tuple[int, ...], axis: int | None, keepdim: bool) -> Tensor:
+    """A reduction's dy with its reduced axes back as size 1 (broadcastable against `shape`)."""
+    if axis is None:
+        return dy.reshape([1] * len(shape))
+    if keepdim:
+        return dy
+    axis %= len(shape)
+    return dy.reshape(list(shape[:axis]) + [1] + list(shape[axis + 1 :]))
+
+
+def _binary_grads(
+    node: NodeView, wanted: set[str], da: Callable[[], Tensor], db: Callable[[], Tensor]
+) -> Grads:
+    out: Grads = {}
+    if "a" in wanted:
+        out["a"] = unbroadcast(da(), node["a"].shape)
+    if "b" in wanted:
+        out["b"] = unbroadcast(db(), node["b"].shape)
+    return out
+
+
+# -- elementwise binary (broadcasting) ------------------------------------------------------
+
+
+@rule("add")
+def _add(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    return _binary_grads(node, wanted, lambda: dy, lambda: dy)
+
+
+@rule("sub")
+def _sub(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    return _binary_grads(node, wanted, lambda: dy, lambda: -dy)
+
+
+@rule("mul")
+def _mul(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    return _binary_grads(node, wanted, lambda: dy * node["b"], lambda: dy * node["a"])
+
+
+@rule("div")
+def _div(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    # torch: grad / b and -grad * ((a / b) / b)
+    b = node["b"]
+    return _binary_grads(node, wanted, lambda: dy / b, lambda: -dy * (node.out / b))
+
+
+@rule("extreme_pair")
+def _maximum_minimum(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    """maximum / minimum: a tie gives each dy / 2 (torch), else dy goes to the selected one."""
+    a, b = node["a"], node["b"]
+    half = dy / 2.0
+    g = dy.graph
+    a_wins = a > b if node.op == "maximum" else a < b
+
+    def pick(first: Tensor) -> Tensor:  # where the operand is selected strictly, else 0
+        return g.where(a.eq(b), half, g.where(first, dy, 0.0))
+
+    b_wins = b > a if node.op == "maximum" else b < a
+    return _binary_grads(node, wanted, lambda: pick(a_wins), lambda: pick(b_wins))
+
+
+@rule("where")
+def _where(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    g, cond = dy.graph, node["cond"]
+    return _binary_grads(
+        node, wanted, lambda: g.where(cond, dy, 0.0), lambda: g.where(cond, 0.0, dy)
+    )
+
+
+# -- elementwise unary ------------------------------------------------------------------------
+
+
+def _unary(fn: Callable[[NodeView, Tensor], Tensor]) -> Rule:
+    def apply(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+        return {"a": fn(node, dy)}
+
+    return apply
+
+
+RULES["neg"] = _unary(lambda n, dy: -dy)
+RULES["relu"] = _unary(lambda n, dy: dy.graph.where(n.out > 0.0, dy, 0.0))
+RULES["zero"] = _unary(lambda n, dy: zeros(n["a"]))
+RULES["exp"] = _unary(lambda n, dy: dy * n.out)
+RULES["log"] = _unary(lambda n, dy: dy / n["a"])
+RULES["sqrt"] = _unary(lambda n, dy: dy / (n.out * 2.0))
+RULES["tanh"] = _unary(lambda n, dy: dy * (1.0 - n.out * n.out))
+RULES["sigmoid"] = _unary(lambda n, dy: dy * (1.0 - n.out) * n.out)
+RULES["gelu"] = _unary(lambda n, dy: n["a"].gelu_grad(dy))
+RULES["square"] = _unary(lambda n, dy: dy * (n["a"] * 2.0))
+
+
+@rule("abs")
+def _abs(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    a, g = node["a"], dy.graph
+    return {"a": g.where(a > 0.0, dy, g.where(a < 0.0, -dy, 0.0))}
+
+
+@rule("clamp")
+def _clamp(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    a, g = node["a"], dy.graph
+    lo, hi = node.attrs["min"], node.attrs["max"]
+    out = dy
+    if hi is not None:
+        out = g.where(a <= float(hi), out, 0.0)
+    if lo is not None:
+        out = g.where(a >= float(lo), out, 0.0)
+    return {"a": out}
+
+
+@rule("dropout")
+def _dropout(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    return {
+        "a": dy.graph.op(
+            "dropout", a=dy, counter=node["counter"], p=node.attrs["p"], seed=node.attrs["seed"]
+        )
+    }
+
+
+@rule("gelu_grad")
+def _gelu_grad(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    """gelu_grad(a, b) = b * gelu'(a): d/db = gelu_grad(a, dy), d/da = dy * b * gelu''(a),
+    gelu''(x) = phi(x) * (2 - x^2)."""
+    a, b = node["a"], node["b"]
+    out: Grads = {}
+    if "b" in wanted:
+        out["b"] = a.gelu_grad(dy)
+    if "a" in wanted:
+        phi = (a * a * -0.5).exp() * (1.0 / math.sqrt(2.0 * math.pi))
+        out["a"] = dy * b * (phi * (2.0 - a * a))
+    return out
+
+
+# -- matmul -----------------------------------------------------------------------------------
+
+
+@rule("matmul")
+def _matmul(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    """[.., M, K] @ [.., K, N]: da = dy @ b^T, db = a^T @ dy, summed over broadcast batch axes."""
+    a, b = node["a"], node["b"]
+    return _binary_grads(node, wanted, lambda: dy @ swap_last(b), lambda: swap_last(a) @ dy)
+
+
+@rule("matmul_q")
+def _matmul_q(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    """a @ w.T with w block-quantized: da = dy @ dequantize(w); w itself has no gradient (it is
+    not float32, so autograd never asks)."""
+    return {"a": dy @ node["b"].dequantize()}
+
+
+# -- reductions -------------------------------------------------------------------------------
+
+
+@rule("sum")
+def _sum(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    a = node["a"]
+    back = restore(dy, a.shape, node.attrs["axis"], node.attrs["keepdim"])
+    return {"a": expand(back, a.shape)}
+
+
+@rule("mean")
+def _mean(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    a, axis = node["a"], node.attrs["axis"]
+    count = a.size if axis is None else a.shape[axis]
+    back = restore(dy, a.shape, axis, node.attrs["keepdim"])
+    return {"a": expand(back, a.shape) / float(count)}
+
+
+@rule("reduce_extreme")
+def _reduce_extreme(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    """reduce_max / reduce_min: dy / (number of ties) to each element equal to the result."""
+    a, axis, keep = node["a"], node.attrs["axis"], node.attrs["keepdim"]
+    hit = a.eq(restore(node.out, a.shape, axis, keep))
+    count = hit.cast("float32").sum(axis=axis, keepdim=True)
+    if axis is None:
+        count = count.reshape([1] * a.ndim)
+    share = restore(dy, a.shape, axis, keep) / count
+    return {"a": dy.graph.where(hit, share, 0.0)}
+
+
+# -- rows: softmax family, cross entropy ------------------------------------------------------
+
+
+@rule("softmax")
+def _softmax(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    y, axis = node.out, node.attrs["axis"]
+    return {"a": y * (dy - (dy * y).sum(axis=axis, keepdim=True))}
+
+
+@rule("log_softmax")
+def _log_softmax(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    y, axis = node.out, node.attrs["axis"]
+    return {"a": dy - y.exp() * dy.sum(axis=axis, keepdim=True)}
+
+
+@rule("cross_entropy")
+def _cross_entropy(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    a, b = node["a"], node["b"]
+    n = float(a.shape[0])
+    scale = dy / n  # dy is [] (the loss is the mean over rows)
+    out: Grads = {}
+    if "a" in wanted:
+        out["a"] = (a.softmax(axis=1) * b.sum(axis=1, keepdim=True) - b) * scale
+    if "b" in wanted:
+        out["b"] = -(a.log_softmax(axis=1) * scale)
+    return out
+
+
+@rule("cross_entropy_grad")
+def _cross_entropy_grad(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    """(softmax(a) - b) / N: d/da = softmax's rule of dy / N, d/db = -dy / N."""
+    a = node["a"]
+    n = float(a.shape[0])
+    out: Grads = {}
+    if "a" in wanted:
+        y = a.softmax(axis=1)
+        d = dy / n
+        out["a"] = y * (d - (d * y).sum(axis=1, keepdim=True))
+    if "b" in wanted:
+        out["b"] = -dy / n
+    return out
+
+
+# -- layout -----------------------------------------------------------------------------------
+
+RULES["reshape"] = _unary(lambda n, dy: dy.reshape(list(n["a"].shape)))
+RULES["transpose"] = _unary(lambda n, dy: dy.transpose())
+
+
+@rule("permute")
+def _permute(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    dims = [int(d) % node["a"].ndim for d in node.attrs["dims"]]
+    inverse = [dims.index(k) for k in range(len(dims))]
+    return {"a": dy.permute(inverse)}
+
+
+@rule("slice")
+def _slice(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    a = node["a"]
+    return {"a": dy.graph.op("slice_scatter", a=zeros(a), src=dy, slices=node.attrs["slices"])}
+
+
+@rule("slice_scatter")
+def _slice_scatter(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    slices, g = node.attrs["slices"], dy.graph
+    out: Grads = {}
+    if "a" in wanted:
+        out["a"] = g.op("slice_scatter", a=dy, src=zeros(node["src"]), slices=slices)
+    if "src" in wanted:
+        out["src"] = g.op("slice", a=dy, slices=slices)
+    return out
+
+
+@rule("index_select")
+def _index_select(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    return {"a": zeros(node["a"]).index_add(node.attrs["axis"], node["idx"], dy)}
+
+
+@rule("gather")
+def _gather(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    return {"a": zeros(node["a"]).scatter_add(node.attrs["axis"], node["idx"], dy)}
+
+
+@rule("index_add")
+def _index_add(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    out: Grads = {}
+    if "a" in wanted:
+        out["a"] = dy
+    if "src" in wanted:
+        out["src"] = dy.index_select(node.attrs["axis"], node["idx"])
+    return out
+
+
+@rule("scatter_add")
+def _scatter_add(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    out: Grads = {}
+    if "a" in wanted:
+        out["a"] = dy
+    if "src" in wanted:
+        out["src"] = dy.gather(node.attrs["axis"], node["idx"])
+    return out
+
+
+@rule("concat")
+def _concat(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    axis = node.attrs["axis"] % dy.ndim
+    out: Grads = {}
+    start = 0
+    for name, t in node.operands.items():
+        stop = start + t.shape[axis]
+        if name in wanted:
+            out[name] = dy.graph.op("slice", a=dy, slices=_along(dy.ndim, axis, start, stop))
+        start = stop
+    return out
+
+
+@rule("pad")
+def _pad(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    a = node["a"]
+    slices = [[int(w[0]), int(w[0]) + n, 1] for w, n in zip(node.attrs["widths"], a.shape)]
+    return {"a": dy.graph.op("slice", a=dy, slices=slices)}
+
+
+def _along(rank: int, axis: int, start: int, stop: int) -> list[list[Any]]:
+    return [[start, stop, 1] if k == axis else [None, None, 1] for k in range(rank)]
