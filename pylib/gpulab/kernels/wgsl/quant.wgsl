@@ -234,11 +234,13 @@ fn matmul_q6k(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
 // 8 lanes share a block: lane `sub` of a block reads its 16 header bytes and quant bytes
 // 16 sub .. 16 sub + 15 as two vec4<u32> loads: 32 values, 16 consecutive ones of sub-block
 // 2 (sub / 2) in the low nibbles and the same 16 of sub-block 2 (sub / 2) + 1 in the high ones.
-// QL / 8 blocks of a row are read at once, UNROLL (1 or 2) times that per loop turn (all
-// loads first, then the arithmetic: more bytes in flight). Each block's values are decoded
-// once and used for every row of x; the QL partial sums of a row are then added as a tree in
-// workgroup memory (log2 QL barriers). Order: each lane sums its 32 values in ascending k
-// (the low 16, then the high 16), its blocks in ascending order, then the tree.
+// QL / 8 blocks of a row are read at once, UNROLL (1 or 2) times that per loop turn (both
+// blocks' loads first: more bytes in flight). Each block's values are decoded once and used
+// for every row of x; the QL partial sums of a row are then added as a tree in workgroup
+// memory (log2 QL barriers). No arrays in function memory (drivers put those in local memory):
+// the 32 values are a struct of vec4s, the MR sums a struct of scalars, the rows past MR
+// compiled out (MR is a pipeline constant). Order: each lane sums its 32 values in ascending
+// k (the low 16, then the high 16), its blocks in ascending order, then the tree.
 
 override QL: u32 = 16u;
 override MR: u32 = 1u;
@@ -247,18 +249,73 @@ const VG: u32 = 128u; // threads of a matmul_q4k_vec workgroup
 var<workgroup> vred: array<f32, 1024>; // [MR <= 8][VG]
 @group(0) @binding(2) var<storage, read> wq4: array<vec4<u32>>; // q4_k blocks: 9 vec4 each
 
-// the lane's 32 products with row r of x, added to s in the documented order
-fn q4k_vec_dot(s0: f32, at: u32, ylo: array<vec4<f32>, 4>, yhi: array<vec4<f32>, 4>) -> f32 {
-  var s = s0;
-  for (var i = 0u; i < 4u; i++) {
-    let xa = x4[at + i];
-    s = s + xa.x * ylo[i].x; s = s + xa.y * ylo[i].y; s = s + xa.z * ylo[i].z; s = s + xa.w * ylo[i].w;
+struct Y32 { // a lane's 32 decoded values: lo (16 of sub-block 2c), hi (16 of 2c + 1)
+  lo0: vec4<f32>, lo1: vec4<f32>, lo2: vec4<f32>, lo3: vec4<f32>,
+  hi0: vec4<f32>, hi1: vec4<f32>, hi2: vec4<f32>, hi3: vec4<f32>,
+}
+
+struct Rows8 { r0: f32, r1: f32, r2: f32, r3: f32, r4: f32, r5: f32, r6: f32, r7: f32 }
+
+fn nib_lo(w: u32) -> vec4<f32> {
+  return vec4<f32>(vec4<u32>(w, w >> 8u, w >> 16u, w >> 24u) & vec4<u32>(15u));
+}
+
+fn nib_hi(w: u32) -> vec4<f32> {
+  return vec4<f32>(vec4<u32>(w >> 4u, w >> 12u, w >> 20u, w >> 28u) & vec4<u32>(15u));
+}
+
+// the lane's 32 values of a block (header h, its 16 quant bytes q, sub-block pair c)
+fn q4k_y32(h: vec4<u32>, q: vec4<u32>, c: u32) -> Y32 {
+  let lo = q4k_coef(h.x, h.y, h.z, h.w, 2u * c);
+  let hi = q4k_coef(h.x, h.y, h.z, h.w, 2u * c + 1u);
+  let ml = vec4<f32>(lo.y);
+  let mh = vec4<f32>(hi.y);
+  return Y32(lo.x * nib_lo(q.x) - ml, lo.x * nib_lo(q.y) - ml, lo.x * nib_lo(q.z) - ml,
+             lo.x * nib_lo(q.w) - ml, hi.x * nib_hi(q.x) - mh, hi.x * nib_hi(q.y) - mh,
+             hi.x * nib_hi(q.z) - mh, hi.x * nib_hi(q.w) - mh);
+}
+
+fn dot4_into(s: f32, x: vec4<f32>, y: vec4<f32>) -> f32 {
+  return (((s + x.x * y.x) + x.y * y.y) + x.z * y.z) + x.w * y.w;
+}
+
+// s plus the lane's 32 products with one row of x (its values at vec4 index at, at + 8)
+fn q4k_dot32(s0: f32, at: u32, y: Y32) -> f32 {
+  var s = dot4_into(s0, x4[at], y.lo0);
+  s = dot4_into(s, x4[at + 1u], y.lo1);
+  s = dot4_into(s, x4[at + 2u], y.lo2);
+  s = dot4_into(s, x4[at + 3u], y.lo3);
+  s = dot4_into(s, x4[at + 8u], y.hi0);
+  s = dot4_into(s, x4[at + 9u], y.hi1);
+  s = dot4_into(s, x4[at + 10u], y.hi2);
+  return dot4_into(s, x4[at + 11u], y.hi3);
+}
+
+// every row of x against one block's 32 values (row r's values at vec4 index at + r * kq)
+fn q4k_rows(a: Rows8, at: u32, kq: u32, y: Y32) -> Rows8 {
+  var o = a;
+  o.r0 = q4k_dot32(o.r0, at, y);
+  if (MR > 1u) { o.r1 = q4k_dot32(o.r1, at + kq, y); }
+  if (MR > 2u) { o.r2 = q4k_dot32(o.r2, at + 2u * kq, y); }
+  if (MR > 3u) { o.r3 = q4k_dot32(o.r3, at + 3u * kq, y); }
+  if (MR > 4u) { o.r4 = q4k_dot32(o.r4, at + 4u * kq, y); }
+  if (MR > 5u) { o.r5 = q4k_dot32(o.r5, at + 5u * kq, y); }
+  if (MR > 6u) { o.r6 = q4k_dot32(o.r6, at + 6u * kq, y); }
+  if (MR > 7u) { o.r7 = q4k_dot32(o.r7, at + 7u * kq, y); }
+  return o;
+}
+
+fn row_of(a: Rows8, r: u32) -> f32 {
+  switch (r) {
+    case 0u: { return a.r0; }
+    case 1u: { return a.r1; }
+    case 2u: { return a.r2; }
+    case 3u: { return a.r3; }
+    case 4u: { return a.r4; }
+    case 5u: { return a.r5; }
+    case 6u: { return a.r6; }
+    default: { return a.r7; }
   }
-  for (var i = 0u; i < 4u; i++) {
-    let xb = x4[at + 8u + i];
-    s = s + xb.x * yhi[i].x; s = s + xb.y * yhi[i].y; s = s + xb.z * yhi[i].z; s = s + xb.w * yhi[i].w;
-  }
-  return s;
 }
 
 @compute @workgroup_size(128)
@@ -271,39 +328,27 @@ fn matmul_q4k_vec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
   let c = sub / 2u;                        // sub-blocks 2c (low nibbles) and 2c + 1 (high)
   let k_in = c * 64u + (sub % 2u) * 16u;   // the lane's first value in the block
   let step = QL / 8u;                      // blocks of the row read at once
-  var acc: array<f32, 8>;
+  let kq = p.k / 4u;
+  var acc = Rows8(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
   if (col < p.n) {
+    let row = col * p.nb;
     for (var b = t / 8u; b < p.nb; b += step * UNROLL) {
-      var hv: array<vec4<u32>, 2>;
-      var qv: array<vec4<u32>, 2>;
-      for (var u = 0u; u < UNROLL; u++) { // loads first (a block past the row reads the last)
-        let v = (col * p.nb + min(b + u * step, p.nb - 1u)) * 9u;
-        hv[u] = wq4[v];
-        qv[u] = wq4[v + 1u + sub];
-      }
-      for (var u = 0u; u < UNROLL; u++) {
-        if (b + u * step < p.nb) {
-          let h = hv[u];
-          let lo = q4k_coef(h.x, h.y, h.z, h.w, 2u * c);
-          let hi = q4k_coef(h.x, h.y, h.z, h.w, 2u * c + 1u);
-          var ylo: array<vec4<f32>, 4>;
-          var yhi: array<vec4<f32>, 4>;
-          for (var i = 0u; i < 4u; i++) {
-            let w = qv[u][i];
-            let ql = vec4<f32>(vec4<u32>(w, w >> 8u, w >> 16u, w >> 24u) & vec4<u32>(15u));
-            let qh = vec4<f32>(vec4<u32>(w >> 4u, w >> 12u, w >> 20u, w >> 28u) & vec4<u32>(15u));
-            ylo[i] = lo.x * ql - vec4<f32>(lo.y);
-            yhi[i] = hi.x * qh - vec4<f32>(hi.y);
-          }
-          let k0 = (b + u * step) * 256u + k_in;
-          for (var r = 0u; r < MR; r++) {
-            acc[r] = q4k_vec_dot(acc[r], (r * p.k + k0) / 4u, ylo, yhi);
-          }
-        }
+      let v0 = (row + b) * 9u;
+      let h0 = wq4[v0];
+      let q0 = wq4[v0 + 1u + sub];
+      if (UNROLL == 2u) { // the next block's loads before this block's arithmetic
+        let b1 = b + step;
+        let v1 = (row + min(b1, p.nb - 1u)) * 9u;
+        let h1 = wq4[v1];
+        let q1 = wq4[v1 + 1u + sub];
+        acc = q4k_rows(acc, (b * 256u + k_in) / 4u, kq, q4k_y32(h0, q0, c));
+        if (b1 < p.nb) { acc = q4k_rows(acc, (b1 * 256u + k_in) / 4u, kq, q4k_y32(h1, q1, c)); }
+      } else {
+        acc = q4k_rows(acc, (b * 256u + k_in) / 4u, kq, q4k_y32(h0, q0, c));
       }
     }
   }
-  for (var r = 0u; r < MR; r++) { vred[r * VG + lid] = acc[r]; }
+  for (var r = 0u; r < MR; r++) { vred[r * VG + lid] = row_of(acc, r); }
   workgroupBarrier();
   for (var s = QL / 2u; s > 0u; s = s / 2u) {
     if (t < s) {
