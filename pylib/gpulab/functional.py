@@ -141,3 +141,83 @@ def mse_loss(a: Tensor, b: Tensor, reduction: str = "mean") -> Tensor:
     raise GpuLabError(
         "VALIDATION", f"mse_loss reduction must be mean, sum or none, got {reduction!r}"
     )
+
+
+# -- issue 17: the torch.compile backend's composites (gpulab.torch_backend) -------------------
+# aten ops that are not one protocol op; every frontend that meets them can share these.
+
+SQRT2 = math.sqrt(2.0)
+
+
+def erf(x: Tensor) -> Tensor:
+    """erf(x) = 2 * Phi(x * sqrt 2) - 1, Phi(u) = gelu(u) / u (gelu is exact-erf in the
+    protocol); near 0 (|x| < 1e-3, where that quotient cancels) the series 2x/sqrt(pi) *
+    (1 - x^2/3). Absolute error about 1e-7 (a few float32 ulps of 1)."""
+    g = x.graph
+    xc = x.clamp(-10.0, 10.0)  # erf is +-1 in float32 past |x| > 4; keeps u * Phi finite
+    u = xc * SQRT2
+    near = xc.abs() < 1e-3
+    safe_u = g.where(near, 1.0, u)  # the quotient's branch never divides by zero
+    far = u.gelu() / safe_u * 2.0 - 1.0
+    series = xc * (2.0 / math.sqrt(math.pi)) * (1.0 - xc * xc * (1.0 / 3.0))
+    return g.where(near, series, far)
+
+
+def gelu_tanh(x: Tensor) -> Tensor:
+    """torch's gelu(approximate="tanh"): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    inner = (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)
+    return x * 0.5 * (inner.tanh() + 1.0)
+
+
+def layer_norm_stats(
+    x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float, axes: int = 1
+) -> tuple[Tensor, Tensor, Tensor]:
+    """aten.native_layer_norm over the last `axes` axes: (y, mean, rstd), mean and rstd with
+    those axes kept as 1 (what the backward graph reads)."""
+    shape = list(x.shape)
+    lead, norm = shape[: len(shape) - axes], shape[len(shape) - axes :]
+    flat = x.reshape(lead + [math.prod(norm)]) if axes != 1 else x
+    mu = flat.mean(axis=-1, keepdim=True)
+    d = flat - mu
+    rstd = 1.0 / ((d * d).mean(axis=-1, keepdim=True) + eps).sqrt()
+    y = (d * rstd).reshape(shape) if axes != 1 else d * rstd
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    kept = lead + [1] * axes
+    return y, mu.reshape(kept), rstd.reshape(kept)
+
+
+def one_hot(target: Tensor, classes: int) -> Tensor:
+    """float32 [..., classes]: 1 where the class is target's (int32) value, else 0."""
+    iota = target.graph.tensor(list(range(classes)), dtype="int32")
+    return unsqueeze(target, -1).eq(iota).cast("float32")
+
+
+def nll_loss(
+    logp: Tensor, target: Tensor, reduction: str = "mean", ignore_index: int = -100
+) -> tuple[Tensor, Tensor]:
+    """torch's nll_loss over [N, C] log-probabilities and int32 targets [N] (no class
+    weights): (loss, total weight), rows whose target is ignore_index left out."""
+    valid = target.ne(ignore_index)
+    picked = (logp * one_hot(target, logp.shape[-1])).sum(axis=-1)  # ignored rows: all zeros
+    keep = valid.cast("float32")
+    total = keep.sum()
+    summed = -(picked * keep).sum()
+    if reduction == "none":
+        return -(picked * keep), total
+    return (summed / total if reduction == "mean" else summed), total
+
+
+def nll_loss_grad(
+    grad: Tensor, logp: Tensor, target: Tensor, total: Tensor, reduction: str = "mean",
+    ignore_index: int = -100,
+) -> Tensor:
+    """The gradient of nll_loss w.r.t. logp: -grad (/ total for mean) at each row's target."""
+    keep = unsqueeze(target.ne(ignore_index).cast("float32"), -1)
+    hot = one_hot(target, logp.shape[-1]) * keep
+    scale = grad if reduction != "none" else unsqueeze(grad, -1)
+    if reduction == "mean":
+        scale = scale / total
+    return -(hot * scale)

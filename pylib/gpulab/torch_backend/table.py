@@ -1,0 +1,481 @@
+"""THE aten table: each aten overload the backend lowers -> a function building protocol ops.
+
+A lowering takes `(cx, *args, **kwargs)`: the aten node's arguments with every FX node replaced
+by what it lowered to (a `gpulab.Tensor`, a tuple of them, or a Python value), and `cx` (the
+`Graph` as `cx.g`, the node's torch value as `cx.meta`). It builds nodes only through the public
+op API and `gpulab.functional`, so what it makes is validated as it is appended and runs on
+every backend. An aten op not in `ATEN_TABLE` is "unmapped": the graph holding it runs in eager
+PyTorch (or, strict, is refused naming it). `DECOMPOSITIONS` is PyTorch's core-aten table less
+the ops lowered here whole (gelu_backward -> gelu_grad keeps erf out of the backward graph).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch._decomp import core_aten_decompositions
+
+from .. import functional as F
+from ..errors import GpuLabError
+from ..graph import Graph, Tensor
+
+aten = torch.ops.aten
+
+# torch dtype -> protocol dtype (int64 travels as int32: checked on the way in)
+DTYPES = {torch.float32: "float32", torch.int64: "int32", torch.int32: "int32",
+          torch.bool: "bool"}
+
+
+@dataclass
+class Ctx:
+    """What a lowering sees besides its arguments."""
+
+    g: Graph
+    meta: Any = None  # the node's torch value (a FakeTensor, or a tuple of them)
+
+
+Lowering = Callable[..., Any]
+ATEN_TABLE: dict[Any, Lowering] = {}
+
+
+def lowers(*overloads: Any) -> Callable[[Lowering], Lowering]:
+    """Register a lowering for aten overloads (one entry each in ATEN_TABLE)."""
+
+    def register(fn: Lowering) -> Lowering:
+        for overload in overloads:
+            if overload in ATEN_TABLE:
+                raise ValueError(f"{overload} is lowered twice")
+            ATEN_TABLE[overload] = fn
+        return fn
+
+    return register
+
+
+def protocol_dtype(dtype: torch.dtype) -> str:
+    """The protocol dtype a torch dtype travels as, or UNSUPPORTED naming it."""
+    if dtype not in DTYPES:
+        raise GpuLabError("UNSUPPORTED", f"torch dtype {dtype} has no protocol dtype (float32, "
+                                         "int64/int32 as int32, bool)")
+    return DTYPES[dtype]
+
+
+def constant(g: Graph, value: Any, dtype: torch.dtype | None, shape: Sequence[int] = ()) -> Tensor:
+    """A constant of a torch dtype: float32 as `full`, int32/bool as data."""
+    kind = protocol_dtype(dtype or torch.float32)
+    shape = [int(n) for n in shape]
+    if kind == "float32":
+        return g.full(shape, float(value))
+    np_dtype = np.int32 if kind == "int32" else np.bool_
+    return g.tensor(np.full(shape, value, dtype=np_dtype), dtype=kind)
+
+
+def _dims(x: Tensor, dims: Any) -> list[int]:
+    """aten's dim list (None or [] = every axis) as non-negative axes."""
+    if dims is None or (isinstance(dims, (list, tuple)) and not dims):
+        return list(range(x.ndim))
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    return sorted({d % max(x.ndim, 1) for d in dims})
+
+
+def _reduce(x: Tensor, dims: Any, keepdim: bool, op: str) -> Tensor:
+    """One protocol reduction per axis, the highest axis first (axes keep their numbers)."""
+    axes = _dims(x, dims)
+    if x.ndim == 0:
+        return x
+    if len(axes) == x.ndim and not keepdim and op in ("sum", "mean"):
+        return x.graph.op(op, a=x)
+    for axis in reversed(axes):
+        x = x.graph.op(op, a=x, axis=axis, keepdim=keepdim)
+    return x
+
+
+# -- elementwise ---------------------------------------------------------------------------------
+
+
+@lowers(aten.add.Tensor, aten.add.Scalar)
+def _add(cx: Ctx, a: Any, b: Any, alpha: Any = 1) -> Tensor:
+    return a + (b if alpha == 1 else b * alpha)
+
+
+@lowers(aten.sub.Tensor, aten.sub.Scalar)
+def _sub(cx: Ctx, a: Any, b: Any, alpha: Any = 1) -> Tensor:
+    return a - (b if alpha == 1 else b * alpha)
+
+
+@lowers(aten.rsub.Scalar, aten.rsub.Tensor)
+def _rsub(cx: Ctx, a: Any, b: Any, alpha: Any = 1) -> Tensor:
+    return b - (a if alpha == 1 else a * alpha)
+
+
+@lowers(aten.mul.Tensor, aten.mul.Scalar)
+def _mul(cx: Ctx, a: Any, b: Any) -> Tensor:
+    if isinstance(a, Tensor) and a.dtype == "bool" and isinstance(b, Tensor) and b.dtype == "bool":
+        return cx.g.where(a, b, a)  # logical and
+    return a * b
+
+
+@lowers(aten.div.Tensor, aten.div.Scalar)
+def _div(cx: Ctx, a: Any, b: Any) -> Tensor:
+    return a / b
+
+
+def _unary(op: str) -> Lowering:
+    return lambda cx, a: cx.g.op(op, a=a)
+
+
+for _name, _overload in (("neg", aten.neg.default), ("exp", aten.exp.default),
+                         ("log", aten.log.default), ("sqrt", aten.sqrt.default),
+                         ("tanh", aten.tanh.default), ("sigmoid", aten.sigmoid.default),
+                         ("relu", aten.relu.default), ("abs", aten.abs.default)):
+    lowers(_overload)(_unary(_name))
+
+
+@lowers(aten.rsqrt.default)
+def _rsqrt(cx: Ctx, a: Tensor) -> Tensor:
+    return 1.0 / a.sqrt()
+
+
+@lowers(aten.reciprocal.default)
+def _reciprocal(cx: Ctx, a: Tensor) -> Tensor:
+    return 1.0 / a
+
+
+@lowers(aten.erf.default)
+def _erf(cx: Ctx, a: Tensor) -> Tensor:
+    return F.erf(a)
+
+
+@lowers(aten.gelu.default)
+def _gelu(cx: Ctx, a: Tensor, approximate: str = "none") -> Tensor:
+    return a.gelu() if approximate == "none" else F.gelu_tanh(a)
+
+
+@lowers(aten.gelu_backward.default)
+def _gelu_backward(cx: Ctx, grad: Tensor, a: Tensor, approximate: str = "none") -> Tensor:
+    if approximate != "none":
+        raise GpuLabError("UNSUPPORTED", "gelu_backward(approximate='tanh') has no lowering")
+    return a.gelu_grad(grad)
+
+
+@lowers(aten.pow.Tensor_Scalar)
+def _pow(cx: Ctx, a: Tensor, exponent: Any) -> Tensor:
+    if exponent == 2:
+        return a.square()
+    if exponent == 1:
+        return a
+    if exponent == 0.5:
+        return a.sqrt()
+    if exponent == -1:
+        return 1.0 / a
+    if float(exponent).is_integer() and 2 < exponent <= 4:
+        out = a
+        for _ in range(int(exponent) - 1):
+            out = out * a
+        return out
+    return (a.log() * float(exponent)).exp()  # a > 0 only, as the protocol has no pow
+
+
+@lowers(aten.pow.Scalar)
+def _pow_scalar(cx: Ctx, base: Any, exponent: Tensor) -> Tensor:
+    return (exponent * math.log(float(base))).exp()
+
+
+@lowers(aten.threshold_backward.default)
+def _threshold_backward(cx: Ctx, grad: Tensor, a: Tensor, threshold: Any) -> Tensor:
+    return cx.g.where(a <= threshold, 0.0, grad)
+
+
+@lowers(aten.maximum.default)
+def _maximum(cx: Ctx, a: Tensor, b: Tensor) -> Tensor:
+    return a.maximum(b)
+
+
+@lowers(aten.minimum.default)
+def _minimum(cx: Ctx, a: Tensor, b: Tensor) -> Tensor:
+    return a.minimum(b)
+
+
+@lowers(aten.clamp.default)
+def _clamp(cx: Ctx, a: Tensor, lo: Any = None, hi: Any = None) -> Tensor:
+    return a.clamp(lo, hi)
+
+
+@lowers(aten.clamp_min.default)
+def _clamp_min(cx: Ctx, a: Tensor, lo: Any) -> Tensor:
+    return a.clamp(lo, None)
+
+
+@lowers(aten.clamp_max.default)
+def _clamp_max(cx: Ctx, a: Tensor, hi: Any) -> Tensor:
+    return a.clamp(None, hi)
+
+
+# -- comparisons, masks, selection ---------------------------------------------------------------
+
+
+def _compare(method: str) -> Lowering:
+    return lambda cx, a, b: getattr(a, method)(b)
+
+
+for _method, _ops in (("eq", (aten.eq.Tensor, aten.eq.Scalar)),
+                      ("ne", (aten.ne.Tensor, aten.ne.Scalar)),
+                      ("__lt__", (aten.lt.Tensor, aten.lt.Scalar)),
+                      ("__le__", (aten.le.Tensor, aten.le.Scalar)),
+                      ("__gt__", (aten.gt.Tensor, aten.gt.Scalar)),
+                      ("__ge__", (aten.ge.Tensor, aten.ge.Scalar))):
+    lowers(*_ops)(_compare(_method))
+
+
+@lowers(aten.bitwise_not.default, aten.logical_not.default)
+def _not(cx: Ctx, a: Tensor) -> Tensor:
+    if a.dtype != "bool":
+        raise GpuLabError("UNSUPPORTED", f"bitwise_not of {a.dtype} (bool only)")
+    return a.cast("int32").eq(0)
+
+
+@lowers(aten.where.self)
+def _where(cx: Ctx, cond: Tensor, a: Any, b: Any) -> Tensor:
+    return cx.g.where(cond, a, b)
+
+
+@lowers(aten.scalar_tensor.default)
+def _scalar_tensor(cx: Ctx, value: Any, dtype: Any = None, **_: Any) -> Tensor:
+    return constant(cx.g, value, dtype or torch.float32)
+
+
+@lowers(aten.full.default)
+def _full(cx: Ctx, size: Sequence[int], value: Any, dtype: Any = None, **_: Any) -> Tensor:
+    return constant(cx.g, value, dtype or cx.meta.dtype, size)
+
+
+@lowers(aten._to_copy.default)
+def _to_copy(cx: Ctx, a: Tensor, dtype: Any = None, **_: Any) -> Tensor:
+    kind = protocol_dtype(dtype) if dtype is not None else a.dtype
+    return a if kind == a.dtype else a.cast(kind)
+
+
+# -- linear algebra ------------------------------------------------------------------------------
+
+
+@lowers(aten.mm.default, aten.bmm.default)
+def _mm(cx: Ctx, a: Tensor, b: Tensor) -> Tensor:
+    return a @ b
+
+
+@lowers(aten.addmm.default)
+def _addmm(cx: Ctx, bias: Tensor, a: Tensor, b: Tensor, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    y = a @ b
+    y = y if alpha == 1 else y * alpha
+    return y + (bias if beta == 1 else bias * beta)
+
+
+# -- reductions and rows -------------------------------------------------------------------------
+
+
+@lowers(aten.sum.dim_IntList)
+def _sum_dims(cx: Ctx, a: Tensor, dims: Any, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    return _reduce(a, dims, keepdim, "sum")
+
+
+@lowers(aten.sum.default)
+def _sum(cx: Ctx, a: Tensor, dtype: Any = None) -> Tensor:
+    return a.sum() if a.ndim else a
+
+
+@lowers(aten.mean.dim)
+def _mean_dims(cx: Ctx, a: Tensor, dims: Any, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    return _reduce(a, dims, keepdim, "mean")
+
+
+@lowers(aten.mean.default)
+def _mean(cx: Ctx, a: Tensor, dtype: Any = None) -> Tensor:
+    return a.mean() if a.ndim else a
+
+
+@lowers(aten.amax.default)
+def _amax(cx: Ctx, a: Tensor, dims: Any = (), keepdim: bool = False) -> Tensor:
+    return _reduce(a, dims, keepdim, "reduce_max")
+
+
+@lowers(aten.amin.default)
+def _amin(cx: Ctx, a: Tensor, dims: Any = (), keepdim: bool = False) -> Tensor:
+    return _reduce(a, dims, keepdim, "reduce_min")
+
+
+@lowers(aten.argmax.default)
+def _argmax(cx: Ctx, a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    return a.argmax(axis=dim, keepdim=keepdim)
+
+
+@lowers(aten._softmax.default)
+def _softmax(cx: Ctx, a: Tensor, dim: int, half_to_float: bool = False) -> Tensor:
+    return a.softmax(axis=dim)
+
+
+@lowers(aten._log_softmax.default)
+def _log_softmax(cx: Ctx, a: Tensor, dim: int, half_to_float: bool = False) -> Tensor:
+    return a.log_softmax(axis=dim)
+
+
+@lowers(aten.native_layer_norm.default)
+def _layer_norm(cx: Ctx, a: Tensor, shape: Sequence[int], weight: Any, bias: Any,
+                eps: float) -> tuple[Tensor, Tensor, Tensor]:
+    return F.layer_norm_stats(a, weight, bias, eps, axes=len(shape))
+
+
+_REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
+
+
+@lowers(aten.nll_loss_forward.default)
+def _nll_loss(cx: Ctx, logp: Tensor, target: Tensor, weight: Any, reduction: int,
+              ignore_index: int) -> tuple[Tensor, Tensor]:
+    if weight is not None or logp.ndim != 2:
+        raise GpuLabError("UNSUPPORTED", "nll_loss: class weights or inputs other than [N, C]")
+    return F.nll_loss(logp, target, _REDUCTIONS[reduction], ignore_index)
+
+
+@lowers(aten.nll_loss_backward.default)
+def _nll_loss_backward(cx: Ctx, grad: Tensor, logp: Tensor, target: Tensor, weight: Any,
+                       reduction: int, ignore_index: int, total: Tensor) -> Tensor:
+    if weight is not None or logp.ndim != 2:
+        raise GpuLabError("UNSUPPORTED", "nll_loss: class weights or inputs other than [N, C]")
+    return F.nll_loss_grad(grad, logp, target, total, _REDUCTIONS[reduction], ignore_index)
+
+
+# -- layout --------------------------------------------------------------------------------------
+
+
+@lowers(aten.view.default, aten._unsafe_view.default, aten.reshape.default)
+def _view(cx: Ctx, a: Tensor, shape: Sequence[int]) -> Tensor:
+    shape = [int(n) for n in shape]
+    if list(a.shape) == shape:
+        return a
+    if a.dtype == "bool":  # reshape takes float32/int32: through int32, exact
+        return a.cast("int32").reshape(shape).cast("bool")
+    return a.reshape(shape)
+
+
+@lowers(aten.permute.default)
+def _permute(cx: Ctx, a: Tensor, dims: Sequence[int]) -> Tensor:
+    dims = [d % a.ndim for d in dims]
+    return a if dims == sorted(dims) else a.permute(dims)
+
+
+@lowers(aten.t.default)
+def _t(cx: Ctx, a: Tensor) -> Tensor:
+    return a if a.ndim < 2 else F.swap_last(a)
+
+
+@lowers(aten.transpose.int)
+def _transpose(cx: Ctx, a: Tensor, d0: int, d1: int) -> Tensor:
+    dims = list(range(a.ndim))
+    dims[d0], dims[d1] = dims[d1], dims[d0]
+    return _permute(cx, a, dims)
+
+
+@lowers(aten.expand.default)
+def _expand(cx: Ctx, a: Tensor, shape: Sequence[int]) -> Tensor:
+    lead = len(shape) - a.ndim
+    target = [a.shape[i - lead] if n == -1 else int(n) for i, n in enumerate(shape)]
+    return F.broadcast_to(a, target)
+
+
+@lowers(aten.clone.default, aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default,
+        aten.contiguous.default)
+def _identity(cx: Ctx, a: Tensor, **_: Any) -> Tensor:
+    return a
+
+
+@lowers(aten.unsqueeze.default)
+def _unsqueeze(cx: Ctx, a: Tensor, dim: int) -> Tensor:
+    return _view(cx, a, cx.meta.shape)
+
+
+@lowers(aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default)
+def _squeeze(cx: Ctx, a: Tensor, dims: Any = None) -> Tensor:
+    return _view(cx, a, cx.meta.shape)
+
+
+@lowers(aten.slice.Tensor)
+def _slice(cx: Ctx, a: Tensor, dim: int = 0, start: Any = None, end: Any = None,
+           step: int = 1) -> Tensor:
+    key = [slice(None)] * a.ndim
+    n = a.shape[dim]
+    key[dim] = slice(None if start is None else max(min(start, n), -n),
+                     None if end is None else max(min(end, n), -n), step)
+    return a[tuple(key)]
+
+
+@lowers(aten.select.int)
+def _select(cx: Ctx, a: Tensor, dim: int, index: int) -> Tensor:
+    key: list[Any] = [slice(None)] * a.ndim
+    key[dim] = index
+    return a[tuple(key)]
+
+
+@lowers(aten.split_with_sizes.default)
+def _split_sizes(cx: Ctx, a: Tensor, sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    out, start = [], 0
+    for size in sizes:
+        out.append(_slice(cx, a, dim, start, start + size))
+        start += size
+    return tuple(out)
+
+
+@lowers(aten.split.Tensor)
+def _split(cx: Ctx, a: Tensor, size: int, dim: int = 0) -> tuple[Tensor, ...]:
+    n = a.shape[dim]
+    return _split_sizes(cx, a, [min(size, n - s) for s in range(0, n, size)], dim)
+
+
+@lowers(aten.cat.default)
+def _cat(cx: Ctx, tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    parts = [t for t in tensors if t.size or t.ndim != 1]  # torch lets empty [0] tensors in
+    if len(parts) == 1:
+        return parts[0]
+    while len(parts) > 8:  # concat takes 2..8 operands: join in groups of 8
+        parts = [cx.g.concat(parts[i:i + 8], axis=dim) if len(parts[i:i + 8]) > 1
+                 else parts[i] for i in range(0, len(parts), 8)]
+    return cx.g.concat(parts, axis=dim)
+
+
+@lowers(aten.index_select.default)
+def _index_select(cx: Ctx, a: Tensor, dim: int, idx: Tensor) -> Tensor:
+    return a.index_select(dim, idx)
+
+
+@lowers(aten.gather.default)
+def _gather(cx: Ctx, a: Tensor, dim: int, idx: Tensor, sparse_grad: bool = False) -> Tensor:
+    return a.gather(dim, idx)
+
+
+@lowers(aten.embedding.default)
+def _embedding(cx: Ctx, weight: Tensor, idx: Tensor, *_: Any) -> Tensor:
+    return F.embedding(idx, weight)
+
+
+@lowers(aten.constant_pad_nd.default)
+def _pad(cx: Ctx, a: Tensor, pad: Sequence[int], value: float = 0.0) -> Tensor:
+    widths = [[0, 0] for _ in range(a.ndim)]
+    for i in range(len(pad) // 2):  # torch lists the last axis first
+        widths[a.ndim - 1 - i] = [int(pad[2 * i]), int(pad[2 * i + 1])]
+    return a.pad(widths, value)
+
+
+def _decompositions() -> dict[Any, Callable[..., Any]]:
+    """Core aten decompositions, less the ops this table lowers whole."""
+    return {op: fn for op, fn in core_aten_decompositions().items() if op not in ATEN_TABLE}
+
+
+DECOMPOSITIONS = _decompositions()
+
+
+def name(target: Any) -> str:
+    """aten.addmm.default, as explain and the messages write an op."""
+    return str(target) if isinstance(target, torch._ops.OpOverload) else getattr(
+        target, "__name__", str(target))
