@@ -169,6 +169,15 @@ def gelu_tanh(x: Tensor) -> Tensor:
     return x * 0.5 * (inner.tanh() + 1.0)
 
 
+def gelu_tanh_grad(x: Tensor, dy: Tensor) -> Tensor:
+    """dy * d/dx gelu_tanh(x): 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 * 0.044715 x^2),
+    t = tanh(k (x + 0.044715 x^3)), k = sqrt(2/pi)."""
+    k = math.sqrt(2.0 / math.pi)
+    t = ((x + x * x * x * 0.044715) * k).tanh()
+    slope = (1.0 - t * t) * (x * x * (3 * 0.044715) + 1.0) * (x * (0.5 * k))
+    return dy * ((t + 1.0) * 0.5 + slope)
+
+
 def layer_norm_stats(
     x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float, axes: int = 1
 ) -> tuple[Tensor, Tensor, Tensor]:
@@ -211,7 +220,11 @@ def nll_loss(
 
 
 def nll_loss_grad(
-    grad: Tensor, logp: Tensor, target: Tensor, total: Tensor, reduction: str = "mean",
+    grad: Tensor,
+    logp: Tensor,
+    target: Tensor,
+    total: Tensor,
+    reduction: str = "mean",
     ignore_index: int = -100,
 ) -> Tensor:
     """The gradient of nll_loss w.r.t. logp: -grad (/ total for mean) at each row's target."""

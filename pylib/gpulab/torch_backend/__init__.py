@@ -17,9 +17,22 @@ from .runner import RECORDS, Options, Record
 from .step import CompiledStep, compile_step
 from .table import ATEN_TABLE, DECOMPOSITIONS
 
-__all__ = ["ATEN_TABLE", "DECOMPOSITIONS", "RECORDS", "CompiledStep", "Explanation", "Options",
-           "Record", "backend", "compile_graph", "compile_step", "explain", "make_backend",
-           "register", "report"]
+__all__ = [
+    "ATEN_TABLE",
+    "DECOMPOSITIONS",
+    "RECORDS",
+    "CompiledStep",
+    "Explanation",
+    "Options",
+    "Record",
+    "backend",
+    "compile_graph",
+    "compile_step",
+    "explain",
+    "make_backend",
+    "register",
+    "report",
+]
 
 
 def report() -> list[dict]:

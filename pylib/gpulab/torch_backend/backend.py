@@ -28,8 +28,9 @@ from .table import DECOMPOSITIONS
 _COUNT = {"graphs": 0}
 
 
-def compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: str,
-                  options: Options) -> Any:
+def compile_graph(
+    gm: torch.fx.GraphModule, example_inputs: list[Any], kind: str, options: Options
+) -> Any:
     """aot_autograd's fw/bw/inference compiler: a CompiledGraph, or the graph itself (eager)."""
     _COUNT["graphs"] += 1
     label = f"{kind}#{_COUNT['graphs']}"
@@ -49,12 +50,17 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any], kind: str
         except GpuLabError as err:
             reason = f"lowering refused: {err.message}"
     if options.strict:
-        raise GpuLabError("UNSUPPORTED", f"gpulab backend (strict): the {kind} graph cannot "
-                                         f"run on gpulab: {reason}")
+        raise GpuLabError(
+            "UNSUPPORTED",
+            f"gpulab backend (strict): the {kind} graph cannot run on gpulab: {reason}",
+        )
     RECORDS.append(Record(label, ops=sum(found.ops.values()), reason=reason))
     if options.verbose:
-        print(f"gpulab torch backend: {label} ({sum(found.ops.values())} aten ops) runs in "
-              f"eager PyTorch: {reason}", file=sys.stderr)
+        print(
+            f"gpulab torch backend: {label} ({sum(found.ops.values())} aten ops) runs in "
+            f"eager PyTorch: {reason}",
+            file=sys.stderr,
+        )
     return make_boxed_func(gm.forward)
 
 
@@ -70,8 +76,9 @@ def make_backend(**options: Any) -> Any:
     return partial(backend, options=options)
 
 
-def backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
-            options: dict[str, Any] | None = None) -> Any:
+def backend(
+    gm: torch.fx.GraphModule, example_inputs: list[Any], options: dict[str, Any] | None = None
+) -> Any:
     """The dynamo backend registered as "gpulab" (torch.compile's `options` arrive here)."""
     opts = Options.parse(options)
     return aot_autograd(

@@ -51,11 +51,17 @@ class Explanation:
         return total
 
     def __str__(self) -> str:
-        lines = [f"gpulab explain: {self.dynamo_graphs} dynamo graph(s), "
-                 f"{len(self.graphs)} aten graph(s)"]
+        lines = [
+            (
+                f"gpulab explain: {self.dynamo_graphs} dynamo graph(s), "
+                f"{len(self.graphs)} aten graph(s)"
+            )
+        ]
         for i, g in enumerate(self.graphs):
-            lines.append(f"  [{i}] {g.kind}: {sum(g.ops.values())} aten ops -> runs on "
-                         f"{g.runs_on}" + (f" ({g.refused})" if g.refused else ""))
+            lines.append(
+                f"  [{i}] {g.kind}: {sum(g.ops.values())} aten ops -> runs on "
+                f"{g.runs_on}" + (f" ({g.refused})" if g.refused else "")
+            )
             for op, n in sorted(g.ops.items()):
                 mark = "UNMAPPED" if op in g.unmapped else "mapped"
                 lines.append(f"      {mark:8} {op} x{n}")
@@ -64,8 +70,9 @@ class Explanation:
         return "\n".join(lines)
 
 
-def explain(model: Any, *inputs: Any, backward: bool | None = None,
-            show: bool = True) -> Explanation:
+def explain(
+    model: Any, *inputs: Any, backward: bool | None = None, show: bool = True
+) -> Explanation:
     """Print (show) and return every aten op of `model(*inputs)`'s graphs, with counts.
     `backward` None: run one when an output requires grad."""
     found = Explanation()
@@ -88,13 +95,19 @@ def explain(model: Any, *inputs: Any, backward: bool | None = None,
 
     def recorder(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
         found.dynamo_graphs += 1
-        return aot_autograd(fw_compiler=record("forward"), bw_compiler=record("backward"),
-                            inference_compiler=record("inference"),
-                            decompositions=DECOMPOSITIONS)(gm, example_inputs)
+        return aot_autograd(
+            fw_compiler=record("forward"),
+            bw_compiler=record("backward"),
+            inference_compiler=record("inference"),
+            decompositions=DECOMPOSITIONS,
+        )(gm, example_inputs)
 
     out = torch.compile(model, backend=recorder, dynamic=False)(*inputs)
-    tensors = [t for t in (out if isinstance(out, (tuple, list)) else [out])
-               if isinstance(t, torch.Tensor) and t.requires_grad]
+    tensors = [
+        t
+        for t in (out if isinstance(out, (tuple, list)) else [out])
+        if isinstance(t, torch.Tensor) and t.requires_grad
+    ]
     if tensors and backward is not False:
         _backward_keeping_grads(model, tensors)
     if show:

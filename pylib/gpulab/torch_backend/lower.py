@@ -98,8 +98,11 @@ def lower(gm: torch.fx.GraphModule, make_input: MakeInput = fed_input) -> Lowere
             env[node] = _call(g, node, env)
         elif node.op == "output":
             outputs, specs = _outputs(node.args[0], env, input_ids)
-    fed = [i for i, t in enumerate(inputs) if t is not None and t.op == "input"
-           and g._nodes[t.id].get("data") is None]
+    fed = [
+        i
+        for i, t in enumerate(inputs)
+        if t is not None and t.op == "input" and g._nodes[t.id].get("data") is None
+    ]
     return Lowered(g, inputs, fed, outputs, specs)
 
 
@@ -118,15 +121,17 @@ def _call(g: Graph, node: torch.fx.Node, env: dict[torch.fx.Node, Any]) -> Any:
         return args[0][args[1]]
     fn = ATEN_TABLE.get(node.target)
     if fn is None:
-        raise GpuLabError("UNSUPPORTED", f"aten op {name(node.target)} (node {node.name}) has "
-                                         "no gpulab lowering")
+        raise GpuLabError(
+            "UNSUPPORTED", f"aten op {name(node.target)} (node {node.name}) has no gpulab lowering"
+        )
     for key in ("device", "layout", "pin_memory", "memory_format", "non_blocking"):
         kwargs.pop(key, None)
     try:
         return fn(Ctx(g, node.meta.get("val")), *args, **kwargs)
     except GpuLabError as err:
-        raise GpuLabError(err.code, f"{name(node.target)} (node {node.name}): {err.message}",
-                          err.node) from err
+        raise GpuLabError(
+            err.code, f"{name(node.target)} (node {node.name}): {err.message}", err.node
+        ) from err
 
 
 def _leaves(results: Any) -> list[Any]:
@@ -136,8 +141,9 @@ def _leaves(results: Any) -> list[Any]:
     return [results]
 
 
-def _outputs(results: Any, env: dict[torch.fx.Node, Any],
-             input_ids: dict[int, int]) -> tuple[dict[str, Tensor], list[OutSpec]]:
+def _outputs(
+    results: Any, env: dict[torch.fx.Node, Any], input_ids: dict[int, int]
+) -> tuple[dict[str, Tensor], list[OutSpec]]:
     outputs: dict[str, Tensor] = {}
     by_id: dict[int, str] = {}
     specs = []

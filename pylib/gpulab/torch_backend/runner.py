@@ -40,8 +40,10 @@ class Options:
         known = set(cls.__dataclass_fields__)
         unknown = sorted(set(options) - known)
         if unknown:
-            raise GpuLabError("VALIDATION", f"gpulab backend: unknown option(s) {unknown} "
-                                            f"(known: {sorted(known)})")
+            raise GpuLabError(
+                "VALIDATION",
+                f"gpulab backend: unknown option(s) {unknown} (known: {sorted(known)})",
+            )
         return cls(**options)
 
 
@@ -68,8 +70,10 @@ def to_numpy(t: torch.Tensor, where: str) -> np.ndarray:
     arr = t.detach().to("cpu").contiguous().numpy()
     if kind == "int32" and arr.dtype != np.int32:
         if arr.size and (arr.min() < INT32.min or arr.max() > INT32.max):
-            raise GpuLabError("VALIDATION", f"{where}: int64 values outside int32's range "
-                                            "cannot be sent to gpulab")
+            raise GpuLabError(
+                "VALIDATION",
+                f"{where}: int64 values outside int32's range cannot be sent to gpulab",
+            )
         arr = arr.astype(np.int32)
     return arr
 
@@ -87,11 +91,13 @@ class CompiledGraph:
 
     _boxed_call = True
 
-    def __init__(self, gm: torch.fx.GraphModule, label: str, options: Options,
-                 static: Sequence[int] = ()) -> None:
+    def __init__(
+        self, gm: torch.fx.GraphModule, label: str, options: Options, static: Sequence[int] = ()
+    ) -> None:
         self.gm = gm
         self.options = options
         self.static = set(static)
+        self._boxed_call = True  # in the instance dict: dynamo's disable() wrapper copies it
         self.record = Record(label)
         RECORDS.append(self.record)
         probe = lower(gm)  # builds once now: a lowering error surfaces at compile time
@@ -153,8 +159,11 @@ class CompiledGraph:
         return result["outputs"]
 
     def _static_key(self, args: list[Any]) -> tuple:
-        return tuple((i, args[i].data_ptr(), args[i]._version) for i in sorted(self.static)
-                     if isinstance(args[i], torch.Tensor))
+        return tuple(
+            (i, args[i].data_ptr(), args[i]._version)
+            for i in sorted(self.static)
+            if isinstance(args[i], torch.Tensor)
+        )
 
     def _prepare(self, args: list[Any], key: tuple) -> None:
         if self._session is not None:
@@ -168,8 +177,9 @@ class CompiledGraph:
 
         lowered = lower(self.gm, make_input)
         fed = [lowered.inputs[i] for i in lowered.fed]
-        self._session = lowered.graph.prepare(feeds=fed, backend=self.options.backend,
-                                              **lowered.outputs)
+        self._session = lowered.graph.prepare(
+            feeds=fed, backend=self.options.backend, **lowered.outputs
+        )
         self._lowered, self._key = lowered, key
         self.record.prepares += 1
         self.record.backend = self._session.backend

@@ -30,8 +30,13 @@ from .table import DECOMPOSITIONS, protocol_dtype
 class CompiledStep:
     """One training step of `model` as a prepared gpulab session (built at the first batch)."""
 
-    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-                 loss_fn: Callable[..., torch.Tensor], backend: str | None = None) -> None:
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        loss_fn: Callable[..., torch.Tensor],
+        backend: str | None = None,
+    ) -> None:
         self.model, self.optimizer, self.loss_fn = model, optimizer, loss_fn
         self.options = Options(backend=backend)
         self.params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
@@ -49,8 +54,9 @@ class CompiledStep:
         """One step on one batch (inputs..., target); returns the loss (before the update)."""
         return self.steps([batch])
 
-    def steps(self, batches: int | Iterable[Sequence[torch.Tensor]],
-              *batch: torch.Tensor) -> torch.Tensor:
+    def steps(
+        self, batches: int | Iterable[Sequence[torch.Tensor]], *batch: torch.Tensor
+    ) -> torch.Tensor:
         """Many steps in one session run: `steps([(x1, y1), (x2, y2), ...])`, or
         `steps(n, x, y)` for n steps on the same batch. Returns the last step's loss."""
         if isinstance(batches, int):
@@ -62,9 +68,13 @@ class CompiledStep:
             raise GpuLabError("VALIDATION", "steps: no batches")
         if self._session is None:
             self._build(batches[0])
-        feeds = [{t: to_numpy(v, f"batch {i} item {j}") for j, (t, v) in
-                  enumerate(zip(self._batch_inputs, b, strict=True))}
-                 for i, b in enumerate(batches)]
+        feeds = [
+            {
+                t: to_numpy(v, f"batch {i} item {j}")
+                for j, (t, v) in enumerate(zip(self._batch_inputs, b, strict=True))
+            }
+            for i, b in enumerate(batches)
+        ]
         result = self._session.run_steps(feeds)
         self.backend = result["backend"]
         self.steps_run += len(batches)
@@ -93,8 +103,7 @@ class CompiledStep:
         def make_input(g: Graph, index: int, node: Any) -> Tensor:
             if index < count:
                 p = self.params[index][1]
-                return g.tensor(to_numpy(p, self.params[index][0]),
-                                dtype=protocol_dtype(p.dtype))
+                return g.tensor(to_numpy(p, self.params[index][0]), dtype=protocol_dtype(p.dtype))
             return fed_input(g, index, node)
 
         lowered = lower(gm, make_input)
@@ -106,14 +115,18 @@ class CompiledStep:
             spec = lowered.specs[1 + i]
             param = lowered.inputs[i]
             assert param is not None
-            grad = lowered.outputs[spec.name] if spec.kind == "tensor" else g.full(
-                list(param.shape), 0.0)
+            grad = (
+                lowered.outputs[spec.name]
+                if spec.kind == "tensor"
+                else g.full(list(param.shape), 0.0)
+            )
             state = self._update(g, param, grad, self.groups[i], p, carry)
             state["param"] = param
             self._state.append(state)
         self._batch_inputs = [t for t in lowered.inputs[count:] if t is not None]
-        self._session = g.prepare(feeds=self._batch_inputs, carry=carry,
-                                  backend=self.options.backend, loss=loss)
+        self._session = g.prepare(
+            feeds=self._batch_inputs, carry=carry, backend=self.options.backend, loss=loss
+        )
 
     def _trace(self, batch: tuple[torch.Tensor, ...]) -> Any:
         names = [n for n, _ in self.params]
@@ -132,8 +145,15 @@ class CompiledStep:
         params = tuple(p.detach() for _, p in self.params)
         return make_fx(step, decomposition_table=DECOMPOSITIONS)(params, *batch)
 
-    def _update(self, g: Graph, param: Tensor, grad: Tensor, group: dict[str, Any],
-                p: torch.Tensor, carry: dict[Tensor, Tensor]) -> dict[str, Tensor]:
+    def _update(
+        self,
+        g: Graph,
+        param: Tensor,
+        grad: Tensor,
+        group: dict[str, Any],
+        p: torch.Tensor,
+        carry: dict[Tensor, Tensor],
+    ) -> dict[str, Tensor]:
         """Append one parameter's update; carried state inputs go into `carry`."""
         lr, wd = float(group["lr"]), float(group.get("weight_decay", 0.0))
         state = self.optimizer.state.get(p, {})
@@ -148,14 +168,23 @@ class CompiledStep:
         m = _state_input(g, state.get("exp_avg"), param)
         v = _state_input(g, state.get("exp_avg_sq"), param)
         t = g.tensor([float(state["step"]) + 1.0 if "step" in state else 1.0])
-        new_p, new_m, new_v = g.adam(decayed, m, v, grad, t, lr=lr, beta1=beta1, beta2=beta2,
-                                     eps=float(group["eps"]))
+        new_p, new_m, new_v = g.adam(
+            decayed, m, v, grad, t, lr=lr, beta1=beta1, beta2=beta2, eps=float(group["eps"])
+        )
         carry.update({param: new_p, m: new_m, v: new_v, t: t + 1.0})
         return {"exp_avg": m, "exp_avg_sq": v, "step": t}
 
-    def _sgd(self, g: Graph, param: Tensor, grad: Tensor, group: dict[str, Any],
-             state: dict[str, Any], lr: float, wd: float,
-             carry: dict[Tensor, Tensor]) -> dict[str, Tensor]:
+    def _sgd(
+        self,
+        g: Graph,
+        param: Tensor,
+        grad: Tensor,
+        group: dict[str, Any],
+        state: dict[str, Any],
+        lr: float,
+        wd: float,
+        carry: dict[Tensor, Tensor],
+    ) -> dict[str, Tensor]:
         if wd:
             grad = grad + param * wd
         momentum = float(group.get("momentum", 0.0))
@@ -184,8 +213,12 @@ class CompiledStep:
             state["step"] = torch.tensor(float(np.asarray(step).reshape(-1)[0]) - 1.0)
 
 
-def compile_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-                 loss_fn: Callable[..., torch.Tensor], backend: str | None = None) -> CompiledStep:
+def compile_step(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    loss_fn: Callable[..., torch.Tensor],
+    backend: str | None = None,
+) -> CompiledStep:
     """The whole training step as one protocol graph (see CompiledStep)."""
     return CompiledStep(model, optimizer, loss_fn, backend)
 
@@ -201,8 +234,10 @@ def _optimizer_kind(optimizer: torch.optim.Optimizer) -> str:
     kinds = {torch.optim.SGD: "sgd", torch.optim.Adam: "adam", torch.optim.AdamW: "adamw"}
     kind = kinds.get(type(optimizer))
     if kind is None:
-        raise GpuLabError("UNSUPPORTED", f"compile_step: {type(optimizer).__name__} is not "
-                                         "supported (SGD, Adam, AdamW)")
+        raise GpuLabError(
+            "UNSUPPORTED",
+            f"compile_step: {type(optimizer).__name__} is not supported (SGD, Adam, AdamW)",
+        )
     for group in optimizer.param_groups:
         if group.get("amsgrad"):
             raise GpuLabError("UNSUPPORTED", "compile_step: Adam(amsgrad=True) is not supported")

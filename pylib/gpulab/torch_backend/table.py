@@ -27,8 +27,7 @@ from ..graph import Graph, Tensor
 aten = torch.ops.aten
 
 # torch dtype -> protocol dtype (int64 travels as int32: checked on the way in)
-DTYPES = {torch.float32: "float32", torch.int64: "int32", torch.int32: "int32",
-          torch.bool: "bool"}
+DTYPES = {torch.float32: "float32", torch.int64: "int32", torch.int32: "int32", torch.bool: "bool"}
 
 
 @dataclass
@@ -59,8 +58,10 @@ def lowers(*overloads: Any) -> Callable[[Lowering], Lowering]:
 def protocol_dtype(dtype: torch.dtype) -> str:
     """The protocol dtype a torch dtype travels as, or UNSUPPORTED naming it."""
     if dtype not in DTYPES:
-        raise GpuLabError("UNSUPPORTED", f"torch dtype {dtype} has no protocol dtype (float32, "
-                                         "int64/int32 as int32, bool)")
+        raise GpuLabError(
+            "UNSUPPORTED",
+            f"torch dtype {dtype} has no protocol dtype (float32, int64/int32 as int32, bool)",
+        )
     return DTYPES[dtype]
 
 
@@ -82,8 +83,14 @@ def _dims(x: Tensor, dims: Any) -> list[int]:
     return sorted({d % max(x.ndim, 1) for d in dims})
 
 
-def _reduce(x: Tensor, dims: Any, keepdim: bool, op: str) -> Tensor:
-    """One protocol reduction per axis, the highest axis first (axes keep their numbers)."""
+def _reduce(x: Tensor, dims: Any, keepdim: bool, op: str, out: Any = None) -> Tensor:
+    """One protocol reduction per axis, the highest axis first (axes keep their numbers).
+    sum/mean of bool or int32 (torch counts masks) go through float32, exact below 2^24, and
+    come back as the result's dtype (`out`, the node's torch value)."""
+    if op in ("sum", "mean") and x.dtype != "float32":
+        y = _reduce(x.cast("float32"), dims, keepdim, op)
+        kind = protocol_dtype(out.dtype) if out is not None else "float32"
+        return y if kind == "float32" else y.cast(kind)
     axes = _dims(x, dims)
     if x.ndim == 0:
         return x
@@ -94,33 +101,57 @@ def _reduce(x: Tensor, dims: Any, keepdim: bool, op: str) -> Tensor:
     return x
 
 
+def _promote(cx: Ctx, *xs: Any) -> list[Any]:
+    """Tensor operands cast to the result's dtype (torch's type promotion already decided it:
+    float32 / int64 mixes are float32)."""
+    kind = protocol_dtype(cx.meta.dtype) if isinstance(cx.meta, torch.Tensor) else None
+    return [
+        x.cast(kind) if isinstance(x, Tensor) and kind and x.dtype != kind and kind != "bool" else x
+        for x in xs
+    ]
+
+
+def _common(a: Any, b: Any) -> list[Any]:
+    """Comparison operands in one dtype: float32 if either is."""
+    kinds = {x.dtype for x in (a, b) if isinstance(x, Tensor)}
+    if len(kinds) < 2:
+        return [a, b]
+    kind = "float32" if "float32" in kinds else "int32"
+    return [x.cast(kind) if isinstance(x, Tensor) and x.dtype != kind else x for x in (a, b)]
+
+
 # -- elementwise ---------------------------------------------------------------------------------
 
 
 @lowers(aten.add.Tensor, aten.add.Scalar)
 def _add(cx: Ctx, a: Any, b: Any, alpha: Any = 1) -> Tensor:
+    a, b = _promote(cx, a, b)
     return a + (b if alpha == 1 else b * alpha)
 
 
 @lowers(aten.sub.Tensor, aten.sub.Scalar)
 def _sub(cx: Ctx, a: Any, b: Any, alpha: Any = 1) -> Tensor:
+    a, b = _promote(cx, a, b)
     return a - (b if alpha == 1 else b * alpha)
 
 
 @lowers(aten.rsub.Scalar, aten.rsub.Tensor)
 def _rsub(cx: Ctx, a: Any, b: Any, alpha: Any = 1) -> Tensor:
+    a, b = _promote(cx, a, b)
     return b - (a if alpha == 1 else a * alpha)
 
 
 @lowers(aten.mul.Tensor, aten.mul.Scalar)
 def _mul(cx: Ctx, a: Any, b: Any) -> Tensor:
     if isinstance(a, Tensor) and a.dtype == "bool" and isinstance(b, Tensor) and b.dtype == "bool":
-        return cx.g.where(a, b, a)  # logical and
+        return _logical_and(cx, a, b)
+    a, b = _promote(cx, a, b)
     return a * b
 
 
 @lowers(aten.div.Tensor, aten.div.Scalar)
 def _div(cx: Ctx, a: Any, b: Any) -> Tensor:
+    a, b = _promote(cx, a, b)
     return a / b
 
 
@@ -128,10 +159,16 @@ def _unary(op: str) -> Lowering:
     return lambda cx, a: cx.g.op(op, a=a)
 
 
-for _name, _overload in (("neg", aten.neg.default), ("exp", aten.exp.default),
-                         ("log", aten.log.default), ("sqrt", aten.sqrt.default),
-                         ("tanh", aten.tanh.default), ("sigmoid", aten.sigmoid.default),
-                         ("relu", aten.relu.default), ("abs", aten.abs.default)):
+for _name, _overload in (
+    ("neg", aten.neg.default),
+    ("exp", aten.exp.default),
+    ("log", aten.log.default),
+    ("sqrt", aten.sqrt.default),
+    ("tanh", aten.tanh.default),
+    ("sigmoid", aten.sigmoid.default),
+    ("relu", aten.relu.default),
+    ("abs", aten.abs.default),
+):
     lowers(_overload)(_unary(_name))
 
 
@@ -157,9 +194,7 @@ def _gelu(cx: Ctx, a: Tensor, approximate: str = "none") -> Tensor:
 
 @lowers(aten.gelu_backward.default)
 def _gelu_backward(cx: Ctx, grad: Tensor, a: Tensor, approximate: str = "none") -> Tensor:
-    if approximate != "none":
-        raise GpuLabError("UNSUPPORTED", "gelu_backward(approximate='tanh') has no lowering")
-    return a.gelu_grad(grad)
+    return a.gelu_grad(grad) if approximate == "none" else F.gelu_tanh_grad(a, grad)
 
 
 @lowers(aten.pow.Tensor_Scalar)
@@ -219,15 +254,21 @@ def _clamp_max(cx: Ctx, a: Tensor, hi: Any) -> Tensor:
 
 
 def _compare(method: str) -> Lowering:
-    return lambda cx, a, b: getattr(a, method)(b)
+    def compare(cx: Ctx, a: Any, b: Any) -> Tensor:
+        a, b = _common(a, b)
+        return getattr(a, method)(b)
+
+    return compare
 
 
-for _method, _ops in (("eq", (aten.eq.Tensor, aten.eq.Scalar)),
-                      ("ne", (aten.ne.Tensor, aten.ne.Scalar)),
-                      ("__lt__", (aten.lt.Tensor, aten.lt.Scalar)),
-                      ("__le__", (aten.le.Tensor, aten.le.Scalar)),
-                      ("__gt__", (aten.gt.Tensor, aten.gt.Scalar)),
-                      ("__ge__", (aten.ge.Tensor, aten.ge.Scalar))):
+for _method, _ops in (
+    ("eq", (aten.eq.Tensor, aten.eq.Scalar)),
+    ("ne", (aten.ne.Tensor, aten.ne.Scalar)),
+    ("__lt__", (aten.lt.Tensor, aten.lt.Scalar)),
+    ("__le__", (aten.le.Tensor, aten.le.Scalar)),
+    ("__gt__", (aten.gt.Tensor, aten.gt.Scalar)),
+    ("__ge__", (aten.ge.Tensor, aten.ge.Scalar)),
+):
     lowers(*_ops)(_compare(_method))
 
 
@@ -238,8 +279,29 @@ def _not(cx: Ctx, a: Tensor) -> Tensor:
     return a.cast("int32").eq(0)
 
 
+@lowers(aten.logical_and.default, aten.bitwise_and.Tensor)
+def _logical_and(cx: Ctx, a: Tensor, b: Tensor) -> Tensor:
+    if a.dtype != "bool" or b.dtype != "bool":
+        raise GpuLabError("UNSUPPORTED", f"logical_and of {a.dtype} and {b.dtype} (bool only)")
+    return cx.g.where(a, b.cast("int32"), 0).ne(0)  # where's values are float32/int32
+
+
+@lowers(aten.logical_or.default, aten.bitwise_or.Tensor)
+def _logical_or(cx: Ctx, a: Tensor, b: Tensor) -> Tensor:
+    if a.dtype != "bool" or b.dtype != "bool":
+        raise GpuLabError("UNSUPPORTED", f"logical_or of {a.dtype} and {b.dtype} (bool only)")
+    return cx.g.where(a, 1, b.cast("int32")).ne(0)
+
+
+@lowers(aten.sign.default)
+def _sign(cx: Ctx, a: Tensor) -> Tensor:
+    """torch.sign: -1, 0 or 1 (0 for NaN and both zeros), as two masks."""
+    return (a > 0).cast("float32") - (a < 0).cast("float32")
+
+
 @lowers(aten.where.self)
 def _where(cx: Ctx, cond: Tensor, a: Any, b: Any) -> Tensor:
+    a, b = _promote(cx, a, b)
     return cx.g.where(cond, a, b)
 
 
@@ -251,6 +313,11 @@ def _scalar_tensor(cx: Ctx, value: Any, dtype: Any = None, **_: Any) -> Tensor:
 @lowers(aten.full.default)
 def _full(cx: Ctx, size: Sequence[int], value: Any, dtype: Any = None, **_: Any) -> Tensor:
     return constant(cx.g, value, dtype or cx.meta.dtype, size)
+
+
+@lowers(aten.full_like.default)
+def _full_like(cx: Ctx, a: Tensor, value: Any, dtype: Any = None, **_: Any) -> Tensor:
+    return constant(cx.g, value, dtype or cx.meta.dtype, a.shape)
 
 
 @lowers(aten._to_copy.default)
@@ -279,17 +346,17 @@ def _addmm(cx: Ctx, bias: Tensor, a: Tensor, b: Tensor, beta: Any = 1, alpha: An
 
 @lowers(aten.sum.dim_IntList)
 def _sum_dims(cx: Ctx, a: Tensor, dims: Any, keepdim: bool = False, dtype: Any = None) -> Tensor:
-    return _reduce(a, dims, keepdim, "sum")
+    return _reduce(a, dims, keepdim, "sum", cx.meta)
 
 
 @lowers(aten.sum.default)
 def _sum(cx: Ctx, a: Tensor, dtype: Any = None) -> Tensor:
-    return a.sum() if a.ndim else a
+    return _reduce(a, None, False, "sum", cx.meta) if a.ndim else a
 
 
 @lowers(aten.mean.dim)
 def _mean_dims(cx: Ctx, a: Tensor, dims: Any, keepdim: bool = False, dtype: Any = None) -> Tensor:
-    return _reduce(a, dims, keepdim, "mean")
+    return _reduce(a, dims, keepdim, "mean", cx.meta)
 
 
 @lowers(aten.mean.default)
@@ -323,8 +390,9 @@ def _log_softmax(cx: Ctx, a: Tensor, dim: int, half_to_float: bool = False) -> T
 
 
 @lowers(aten.native_layer_norm.default)
-def _layer_norm(cx: Ctx, a: Tensor, shape: Sequence[int], weight: Any, bias: Any,
-                eps: float) -> tuple[Tensor, Tensor, Tensor]:
+def _layer_norm(
+    cx: Ctx, a: Tensor, shape: Sequence[int], weight: Any, bias: Any, eps: float
+) -> tuple[Tensor, Tensor, Tensor]:
     return F.layer_norm_stats(a, weight, bias, eps, axes=len(shape))
 
 
@@ -332,16 +400,25 @@ _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 
 
 @lowers(aten.nll_loss_forward.default)
-def _nll_loss(cx: Ctx, logp: Tensor, target: Tensor, weight: Any, reduction: int,
-              ignore_index: int) -> tuple[Tensor, Tensor]:
+def _nll_loss(
+    cx: Ctx, logp: Tensor, target: Tensor, weight: Any, reduction: int, ignore_index: int
+) -> tuple[Tensor, Tensor]:
     if weight is not None or logp.ndim != 2:
         raise GpuLabError("UNSUPPORTED", "nll_loss: class weights or inputs other than [N, C]")
     return F.nll_loss(logp, target, _REDUCTIONS[reduction], ignore_index)
 
 
 @lowers(aten.nll_loss_backward.default)
-def _nll_loss_backward(cx: Ctx, grad: Tensor, logp: Tensor, target: Tensor, weight: Any,
-                       reduction: int, ignore_index: int, total: Tensor) -> Tensor:
+def _nll_loss_backward(
+    cx: Ctx,
+    grad: Tensor,
+    logp: Tensor,
+    target: Tensor,
+    weight: Any,
+    reduction: int,
+    ignore_index: int,
+    total: Tensor,
+) -> Tensor:
     if weight is not None or logp.ndim != 2:
         raise GpuLabError("UNSUPPORTED", "nll_loss: class weights or inputs other than [N, C]")
     return F.nll_loss_grad(grad, logp, target, total, _REDUCTIONS[reduction], ignore_index)
@@ -385,8 +462,13 @@ def _expand(cx: Ctx, a: Tensor, shape: Sequence[int]) -> Tensor:
     return F.broadcast_to(a, target)
 
 
-@lowers(aten.clone.default, aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default,
-        aten.contiguous.default)
+@lowers(
+    aten.clone.default,
+    aten.alias.default,
+    aten.detach.default,
+    aten.lift_fresh_copy.default,
+    aten.contiguous.default,
+)
 def _identity(cx: Ctx, a: Tensor, **_: Any) -> Tensor:
     return a
 
@@ -402,12 +484,16 @@ def _squeeze(cx: Ctx, a: Tensor, dims: Any = None) -> Tensor:
 
 
 @lowers(aten.slice.Tensor)
-def _slice(cx: Ctx, a: Tensor, dim: int = 0, start: Any = None, end: Any = None,
-           step: int = 1) -> Tensor:
+def _slice(
+    cx: Ctx, a: Tensor, dim: int = 0, start: Any = None, end: Any = None, step: int = 1
+) -> Tensor:
     key = [slice(None)] * a.ndim
     n = a.shape[dim]
-    key[dim] = slice(None if start is None else max(min(start, n), -n),
-                     None if end is None else max(min(end, n), -n), step)
+    key[dim] = slice(
+        None if start is None else max(min(start, n), -n),
+        None if end is None else max(min(end, n), -n),
+        step,
+    )
     return a[tuple(key)]
 
 
@@ -416,6 +502,20 @@ def _select(cx: Ctx, a: Tensor, dim: int, index: int) -> Tensor:
     key: list[Any] = [slice(None)] * a.ndim
     key[dim] = index
     return a[tuple(key)]
+
+
+@lowers(aten.slice_scatter.default)
+def _slice_scatter(
+    cx: Ctx, a: Tensor, src: Tensor, dim: int = 0, start: Any = None, end: Any = None, step: int = 1
+) -> Tensor:
+    key = [slice(None)] * a.ndim
+    n = a.shape[dim]
+    key[dim] = slice(
+        None if start is None else max(min(start, n), -n),
+        None if end is None else max(min(end, n), -n),
+        step,
+    )
+    return a.slice_scatter(src, tuple(key))
 
 
 @lowers(aten.split_with_sizes.default)
@@ -439,8 +539,10 @@ def _cat(cx: Ctx, tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     if len(parts) == 1:
         return parts[0]
     while len(parts) > 8:  # concat takes 2..8 operands: join in groups of 8
-        parts = [cx.g.concat(parts[i:i + 8], axis=dim) if len(parts[i:i + 8]) > 1
-                 else parts[i] for i in range(0, len(parts), 8)]
+        parts = [
+            cx.g.concat(parts[i : i + 8], axis=dim) if len(parts[i : i + 8]) > 1 else parts[i]
+            for i in range(0, len(parts), 8)
+        ]
     return cx.g.concat(parts, axis=dim)
 
 
@@ -477,5 +579,8 @@ DECOMPOSITIONS = _decompositions()
 
 def name(target: Any) -> str:
     """aten.addmm.default, as explain and the messages write an op."""
-    return str(target) if isinstance(target, torch._ops.OpOverload) else getattr(
-        target, "__name__", str(target))
+    return (
+        str(target)
+        if isinstance(target, torch._ops.OpOverload)
+        else getattr(target, "__name__", str(target))
+    )
