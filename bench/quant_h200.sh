@@ -16,10 +16,13 @@ python3 -c "import torch, wgpu; print('torch', torch.__version__, 'wgpu', wgpu._
 log "q4_k matmul_q (wgpu) vs fp32 cuBLAS (torch), bench/quant_matmul.py"
 python3 bench/quant_matmul.py --reps 200 --batches 1,2,4,8,16 --json "$OUT/quant.json"
 echo "quant_matmul exit $?"
-echo "kernels forced (no torch rows): matmul_q4k_vec QL:UNROLL, the general kernel's k-split"
-python3 bench/quant_matmul.py --reps 200 --no-torch --batches 1,4,8 \
-  --variants "${QUANT_VARIANTS:-vec:8:1,vec:8:2,vec:16:1,vec:16:2,vec:32:1,vec:32:2,vec:64:1,split:2}" \
-  | grep "^|"
+python3 bench/quant_matmul.py --kind q6_k --reps 200 --batches 1,4,16 --json "$OUT/quant_q6k.json" \
+  | grep "^|"; echo "quant_matmul q6_k exit ${PIPESTATUS[0]}"
+echo "kernels forced (no torch rows): matmul_q4k_vec / _q6k_vec QL:UNROLL, the general kernel's k-split"
+python3 bench/quant_matmul.py --reps 200 --no-torch --batches 1,5,6,8 \
+  --variants "${QUANT_VARIANTS:-vec:8:2,vec:16:1,vec:16:2,vec:32:2,split:2}" | grep "^|"
+python3 bench/quant_matmul.py --kind q6_k --reps 200 --no-torch --batches 1,5,8 \
+  --variants "${QUANT6_VARIANTS:-vec:8:1,vec:16:1,vec:32:1,split:2}" | grep "^|"
 log "issue 14's corpus on wgpu and node-webgpu (Dawn)"
 python3 -m e2e.conformance --executor wgpu --executor node-webgpu --op matmul_q \
   --op dequantize --op matmul_fixed --report "$OUT/conf" > "$OUT/conf.txt" 2>&1

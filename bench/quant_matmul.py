@@ -1,4 +1,4 @@
-"""x @ w.T with a q4_k weight on the wgpu executor (matmul_q: the blocks decoded inside the
+"""x @ w.T with a q4_k (or --kind q6_k) weight on the wgpu executor (matmul_q: the blocks decoded inside the
 kernel) next to PyTorch fp32 x @ W.T with the dequantized weight on CUDA (cuBLAS, TF32 off),
 in the same process (issue 14, docs/benchmarks.md "q4_k matmul").
 
@@ -43,13 +43,22 @@ def random_q4k(n: int, k: int, seed: int = 0) -> bytes:
     return blocks.tobytes()
 
 
-def graph(x: np.ndarray, raw: bytes, n: int) -> dict[str, Any]:
+def random_q6k(n: int, k: int, seed: int = 0) -> bytes:
+    """Random q6_k blocks with a finite, layer-sized f16 d (~ 1e-3) and random int8 scales."""
+    rng = np.random.default_rng(seed)
+    blocks = rng.integers(0, 256, size=(n * k // 256, 210), dtype=np.uint8)
+    d = rng.uniform(5e-4, 2e-3, blocks.shape[0]).astype("<f2").view(np.uint8).reshape(-1, 2)
+    blocks[:, 208:210] = d
+    return blocks.tobytes()
+
+
+def graph(x: np.ndarray, raw: bytes, n: int, kind: str = "q4_k") -> dict[str, Any]:
     m, k = x.shape
     return {
         "version": 2,
         "nodes": [
             {"id": 0, "op": "input", "shape": [m, k], "data": x.reshape(-1)},
-            {"id": 1, "op": "input", "shape": [n, k], "dtype": "q4_k", "data": raw},
+            {"id": 1, "op": "input", "shape": [n, k], "dtype": kind, "data": raw},
             {"id": 2, "op": "matmul_q", "a": 0, "b": 1},
         ],
         "outputs": [{"name": "y", "id": 2}],
@@ -59,8 +68,8 @@ def graph(x: np.ndarray, raw: bytes, n: int) -> dict[str, Any]:
 @contextlib.contextmanager
 def forcing(variant: str | None) -> Iterator[None]:
     """Plan matmul_q with this kernel instead of the planner's rules: `split:S` the general
-    kernel with k-split S (quant.wgsl SPLIT), `vec:QL:UNROLL` matmul_q4k_vec (x of at most 8
-    rows) with those overrides; None: the planner's choice."""
+    kernel with k-split S (quant.wgsl SPLIT), `vec:QL:UNROLL` matmul_q4k_vec / _q6k_vec (x of
+    at most 8 rows, the kernel's limit) with those overrides; None: the planner's choice."""
     split_rule, vec_rule = planner.quant_split, planner.quant_vec
     if variant is not None:
         kind, *values = variant.split(":")
@@ -70,7 +79,7 @@ def forcing(variant: str | None) -> Iterator[None]:
         else:
             ql, unroll = (int(v) for v in values)
             planner.quant_vec = lambda rows, blocks: (
-                {"QL": ql, "MR": rows, "UNROLL": unroll} if rows <= planner.QUANT_VEC_ROWS else None
+                {"QL": ql, "MR": rows, "UNROLL": unroll} if rows <= 8 else None
             )
     try:
         yield
@@ -78,12 +87,14 @@ def forcing(variant: str | None) -> Iterator[None]:
         planner.quant_split, planner.quant_vec = split_rule, vec_rule
 
 
-def bench_wgpu(executor: Any, x: np.ndarray, raw: bytes, n: int, reps: int) -> dict[str, Any]:
+def bench_wgpu(
+    executor: Any, x: np.ndarray, raw: bytes, n: int, reps: int, kind: str = "q4_k"
+) -> dict[str, Any]:
     """Two figures: `ms`, the product alone (the program's recorded dispatch `reps` times in
     one compute pass, one submission: wgpu's barrier between dispatches included, no Python
     encoding per product), and `step_ms`, a session step (the program run with `reps` steps in
     one submission: each step encoded by the executor in Python, ~tens of us)."""
-    program = executor.prepare(validate(graph(x, raw, n)))
+    program = executor.prepare(validate(graph(x, raw, n, kind)))
     try:
         out = program.run([{}], [2])[2]  # warm-up: pipeline compiled, buffers touched
         step = best_of(3, reps, lambda: program.run([{}] * reps, []), executor.device)
@@ -164,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=200)
     parser.add_argument("--allow-software", action="store_true", default=None)
     parser.add_argument("--no-torch", action="store_true")
+    parser.add_argument("--kind", default="q4_k", choices=["q4_k", "q6_k"], help="weight dtype")
     parser.add_argument(
         "--variants",
         default="planner",
@@ -184,16 +196,17 @@ def main(argv: list[str] | None = None) -> int:
     variants = [None] if args.variants == "planner" else args.variants.split(",")
     for shape in args.shapes.split(","):
         n, k = (int(v) for v in shape.split("x"))
-        raw = random_q4k(n, k)
-        w = quant.dequantize(raw, "q4_k", (n, k))
+        raw = random_q6k(n, k) if args.kind == "q6_k" else random_q4k(n, k)
+        w = quant.dequantize(raw, args.kind, (n, k))
         for m, variant in itertools.product((int(v) for v in args.batches.split(",")), variants):
             x = np.random.default_rng(m).standard_normal((m, k)).astype(np.float32)
             with forcing(variant):
-                q = bench_wgpu(executor, x, raw, n, args.reps)
+                q = bench_wgpu(executor, x, raw, n, args.reps, args.kind)
             row = {
                 "n": n,
                 "k": k,
                 "m": m,
+                "dtype": args.kind,
                 "kernel": q["kernel"],
                 "q4k_ms": q["ms"],
                 "q4k_step_ms": q["step_ms"],
@@ -215,8 +228,9 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(row))
     executor.dispose()
     print(
-        "\n| weight N x K | batch | q4_k wgpu (ms) | q4_k GB/s | fp32 cuBLAS (ms) | fp32 GB/s "
-        "| q4_k vs fp32 | q4_k session step (ms) | 1-workgroup dispatch (ms) | kernel |"
+        f"\n| weight N x K | batch | {args.kind} wgpu (ms) | {args.kind} GB/s | fp32 cuBLAS (ms) "
+        f"| fp32 GB/s | {args.kind} vs fp32 | {args.kind} session step (ms) "
+        "| 1-workgroup dispatch (ms) | kernel |"
     )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:

@@ -651,14 +651,15 @@ export function quantSplit(blocks) {
   return blocks >= 2 ? 2 : 1;
 }
 
-/** x of at most this many rows takes matmul_q4k_vec (a GEMV); its workgroup's threads (VG). */
-const QUANT_VEC_ROWS = 8;
+/** x of at most this many rows takes matmul_q4k_vec / _q6k_vec (a GEMV); its threads (VG). */
+const QUANT_VEC_ROWS = 4;
 const QUANT_VEC_GROUP = 128;
 
 /**
- * quant.wgsl matmul_q4k_vec's overrides for x of `rows` rows and weight rows of `blocks`
- * blocks, or null for the general kernel (twin of planner.py quant_vec). QL lanes per weight
- * row, UNROLL blocks per lane per loop turn: measured on the H200 (docs/benchmarks.md).
+ * quant.wgsl matmul_q4k_vec's / matmul_q6k_vec's overrides for x of `rows` rows and weight
+ * rows of `blocks` blocks, or null for the general kernel (twin of planner.py quant_vec). QL
+ * lanes per weight row, UNROLL blocks per lane per loop turn (q4_k; q6_k reads one): measured
+ * on the H200 (docs/benchmarks.md); past 4 rows the general kernel is faster.
  * @param {number} rows @param {number} blocks
  * @returns {{QL: number, MR: number, UNROLL: number} | null}
  */
@@ -675,10 +676,11 @@ function planMatmulQ(ctx, node) {
   const a = ctx.operand(node, 0);
   const b = ctx.operand(node, 1);
   const out = ctx.output(node);
-  const vec = q6 ? null : quantVec(rows, k / 256);
-  if (vec) {
+  const chosen = quantVec(rows, k / 256);
+  if (chosen) {
+    const vec = q6 ? { QL: chosen.QL, MR: chosen.MR } : chosen; // q6_k: one block per loop turn
     const groups = Math.ceil(n / (QUANT_VEC_GROUP / vec.QL));
-    ctx.dispatch(node, 'quant:matmul_q4k_vec', vec,
+    ctx.dispatch(node, `quant:${q6 ? 'matmul_q6k_vec' : 'matmul_q4k_vec'}`, vec,
       u32s(rows, n, k, k / 256, groups, 0, 0, 0, 0, 0, 0, 0), [a, b, out], groups);
     return;
   }

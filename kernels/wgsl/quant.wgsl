@@ -279,29 +279,30 @@ fn dot4_into(s: f32, x: vec4<f32>, y: vec4<f32>) -> f32 {
   return (((s + x.x * y.x) + x.y * y.y) + x.z * y.z) + x.w * y.w;
 }
 
-// s plus the lane's 32 products with one row of x (its values at vec4 index at, at + 8)
-fn q4k_dot32(s0: f32, at: u32, y: Y32) -> f32 {
+// s plus the lane's 32 products with one row of x: its values lo0, lo1, ... hi3 are at vec4
+// indices at + [0, 1, a, a + 1, b, b + 1, b + a, b + a + 1] (q4_k: a 2, b 8; q6_k: a 8, b 16)
+fn dot32(s0: f32, at: u32, a: u32, b: u32, y: Y32) -> f32 {
   var s = dot4_into(s0, x4[at], y.lo0);
   s = dot4_into(s, x4[at + 1u], y.lo1);
-  s = dot4_into(s, x4[at + 2u], y.lo2);
-  s = dot4_into(s, x4[at + 3u], y.lo3);
-  s = dot4_into(s, x4[at + 8u], y.hi0);
-  s = dot4_into(s, x4[at + 9u], y.hi1);
-  s = dot4_into(s, x4[at + 10u], y.hi2);
-  return dot4_into(s, x4[at + 11u], y.hi3);
+  s = dot4_into(s, x4[at + a], y.lo2);
+  s = dot4_into(s, x4[at + a + 1u], y.lo3);
+  s = dot4_into(s, x4[at + b], y.hi0);
+  s = dot4_into(s, x4[at + b + 1u], y.hi1);
+  s = dot4_into(s, x4[at + b + a], y.hi2);
+  return dot4_into(s, x4[at + b + a + 1u], y.hi3);
 }
 
-// every row of x against one block's 32 values (row r's values at vec4 index at + r * kq)
-fn q4k_rows(a: Rows8, at: u32, kq: u32, y: Y32) -> Rows8 {
-  var o = a;
-  o.r0 = q4k_dot32(o.r0, at, y);
-  if (MR > 1u) { o.r1 = q4k_dot32(o.r1, at + kq, y); }
-  if (MR > 2u) { o.r2 = q4k_dot32(o.r2, at + 2u * kq, y); }
-  if (MR > 3u) { o.r3 = q4k_dot32(o.r3, at + 3u * kq, y); }
-  if (MR > 4u) { o.r4 = q4k_dot32(o.r4, at + 4u * kq, y); }
-  if (MR > 5u) { o.r5 = q4k_dot32(o.r5, at + 5u * kq, y); }
-  if (MR > 6u) { o.r6 = q4k_dot32(o.r6, at + 6u * kq, y); }
-  if (MR > 7u) { o.r7 = q4k_dot32(o.r7, at + 7u * kq, y); }
+// every row of x against one block's 32 values (row r's at vec4 index at + r * kq)
+fn rows_dot32(acc: Rows8, at: u32, kq: u32, a: u32, b: u32, y: Y32) -> Rows8 {
+  var o = acc;
+  o.r0 = dot32(o.r0, at, a, b, y);
+  if (MR > 1u) { o.r1 = dot32(o.r1, at + kq, a, b, y); }
+  if (MR > 2u) { o.r2 = dot32(o.r2, at + 2u * kq, a, b, y); }
+  if (MR > 3u) { o.r3 = dot32(o.r3, at + 3u * kq, a, b, y); }
+  if (MR > 4u) { o.r4 = dot32(o.r4, at + 4u * kq, a, b, y); }
+  if (MR > 5u) { o.r5 = dot32(o.r5, at + 5u * kq, a, b, y); }
+  if (MR > 6u) { o.r6 = dot32(o.r6, at + 6u * kq, a, b, y); }
+  if (MR > 7u) { o.r7 = dot32(o.r7, at + 7u * kq, a, b, y); }
   return o;
 }
 
@@ -315,6 +316,21 @@ fn row_of(a: Rows8, r: u32) -> f32 {
     case 5u: { return a.r5; }
     case 6u: { return a.r6; }
     default: { return a.r7; }
+  }
+}
+
+// the QL lanes of each weight row add their sums as a tree; lane 0 stores the MR results
+fn vec_reduce_store(acc: Rows8, lid: u32, t: u32, col: u32) {
+  for (var r = 0u; r < MR; r++) { vred[r * VG + lid] = row_of(acc, r); }
+  workgroupBarrier();
+  for (var s = QL / 2u; s > 0u; s = s / 2u) {
+    if (t < s) {
+      for (var r = 0u; r < MR; r++) { vred[r * VG + lid] += vred[r * VG + lid + s]; }
+    }
+    workgroupBarrier();
+  }
+  if (t == 0u && col < p.n) {
+    for (var r = 0u; r < MR; r++) { out[r * p.n + col] = vred[r * VG + lid]; }
   }
 }
 
@@ -341,24 +357,84 @@ fn matmul_q4k_vec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
         let v1 = (row + min(b1, p.nb - 1u)) * 9u;
         let h1 = wq4[v1];
         let q1 = wq4[v1 + 1u + sub];
-        acc = q4k_rows(acc, (b * 256u + k_in) / 4u, kq, q4k_y32(h0, q0, c));
-        if (b1 < p.nb) { acc = q4k_rows(acc, (b1 * 256u + k_in) / 4u, kq, q4k_y32(h1, q1, c)); }
+        acc = rows_dot32(acc, (b * 256u + k_in) / 4u, kq, 2u, 8u, q4k_y32(h0, q0, c));
+        if (b1 < p.nb) {
+          acc = rows_dot32(acc, (b1 * 256u + k_in) / 4u, kq, 2u, 8u, q4k_y32(h1, q1, c));
+        }
       } else {
-        acc = q4k_rows(acc, (b * 256u + k_in) / 4u, kq, q4k_y32(h0, q0, c));
+        acc = rows_dot32(acc, (b * 256u + k_in) / 4u, kq, 2u, 8u, q4k_y32(h0, q0, c));
       }
     }
   }
-  for (var r = 0u; r < MR; r++) { vred[r * VG + lid] = row_of(acc, r); }
-  workgroupBarrier();
-  for (var s = QL / 2u; s > 0u; s = s / 2u) {
-    if (t < s) {
-      for (var r = 0u; r < MR; r++) { vred[r * VG + lid] += vred[r * VG + lid + s]; }
+  vec_reduce_store(acc, lid, t, col);
+}
+
+// ---- matmul_q6k_vec: the same GEMV for q6_k's 210-byte blocks ----
+// 8 lanes share a block: lane `sub` takes half hh = sub / 4 (128 values) and positions
+// l0 .. l0 + 7 (l0 = 8 (sub % 4)) of its 4 quarters t: 32 values, k = 128 hh + 32 t + l, from
+// 8 bytes of ql at 64 hh + l0, 8 at 64 hh + 32 + l0, 8 of qh at 128 + 32 hh + l0 and the 8
+// scale bytes at 192 + 8 hh, each read as two u32 words by byte address (every other block
+// starts on a half word), and d. Same order and reduction as matmul_q4k_vec.
+
+// 8 bytes at an even byte address o of the weight, as two words
+fn wq_pair(o: u32) -> vec2<u32> {
+  let w = o >> 2u;
+  let w0 = wq[w];
+  let w1 = wq[w + 1u];
+  if ((o & 2u) == 0u) { return vec2<u32>(w0, w1); }
+  let w2 = wq[w + 2u];
+  return vec2<u32>((w0 >> 16u) | (w1 << 16u), (w1 >> 16u) | (w2 << 16u));
+}
+
+// the 4 bytes of a word as floats, less 32
+fn q6_bytes(q: u32) -> vec4<f32> {
+  return vec4<f32>(vec4<u32>(q, q >> 8u, q >> 16u, q >> 24u) & vec4<u32>(255u)) - vec4<f32>(32.0);
+}
+
+// quarter t's 4 values of word e: (nibbles of ql | 2 bits of qh << 4) - 32, times f32(d * sc)
+fn q6_quarter(ql: u32, qh: u32, t: u32, dsc: f32) -> vec4<f32> {
+  let nib = (ql >> (4u * (t / 2u))) & 0x0f0f0f0fu;
+  return dsc * q6_bytes(nib | (((qh >> (2u * t)) & 0x03030303u) << 4u));
+}
+
+fn q6k_y32(base: u32, hh: u32, l0: u32) -> Y32 {
+  let qa = wq_pair(base + hh * 64u + l0);        // quarters 0 (low nibbles) and 2 (high)
+  let qb = wq_pair(base + hh * 64u + 32u + l0);  // quarters 1 and 3
+  let qh = wq_pair(base + 128u + hh * 32u + l0);
+  let sc = wq_pair(base + 192u + hh * 8u);        // scales 8 hh .. 8 hh + 7
+  let d = half_f32(wq_half(base + 208u));
+  let j = (l0 / 16u) * 8u;                        // the byte of scale 8 hh + l0 / 16 + 2t
+  let d0 = d * f32(sext8((sc.x >> j) & 255u));
+  let d1 = d * f32(sext8((sc.x >> (j + 16u)) & 255u));
+  let d2 = d * f32(sext8((sc.y >> j) & 255u));
+  let d3 = d * f32(sext8((sc.y >> (j + 16u)) & 255u));
+  return Y32(q6_quarter(qa.x, qh.x, 0u, d0), q6_quarter(qa.y, qh.y, 0u, d0),
+             q6_quarter(qb.x, qh.x, 1u, d1), q6_quarter(qb.y, qh.y, 1u, d1),
+             q6_quarter(qa.x, qh.x, 2u, d2), q6_quarter(qa.y, qh.y, 2u, d2),
+             q6_quarter(qb.x, qh.x, 3u, d3), q6_quarter(qb.y, qh.y, 3u, d3));
+}
+
+@compute @workgroup_size(128)
+fn matmul_q6k_vec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                  @builtin(local_invocation_index) lid: u32) {
+  let g = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
+  let col = g * (VG / QL) + lid / QL;
+  let t = lid % QL;
+  let sub = t % 8u;
+  let hh = sub / 4u;
+  let l0 = (sub % 4u) * 8u;
+  let k_in = hh * 128u + l0;
+  let step = QL / 8u;
+  let kq = p.k / 4u;
+  var acc = Rows8(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+  if (col < p.n) {
+    let row = col * p.nb;
+    for (var b = t / 8u; b < p.nb; b += step) {
+      let y = q6k_y32((row + b) * 210u, hh, l0);
+      acc = rows_dot32(acc, (b * 256u + k_in) / 4u, kq, 8u, 16u, y);
     }
-    workgroupBarrier();
   }
-  if (t == 0u && col < p.n) {
-    for (var r = 0u; r < MR; r++) { out[r * p.n + col] = vred[r * VG + lid]; }
-  }
+  vec_reduce_store(acc, lid, t, col);
 }
 
 // ---- matmul_fixed: one output per thread, products summed as 64-bit (lo, hi) pairs ----
