@@ -234,3 +234,72 @@ def nll_loss_grad(
     if reduction == "mean":
         scale = scale / total
     return -(hot * scale)
+
+
+# -- issue 18: ONNX ----------------------------------------------------------------------------
+
+
+def onnx_expand(t: Tensor, shape: Sequence[int]) -> Tensor:
+    """t broadcast to `shape` (NumPy rules; leading axes added) by picking index 0 of each
+    size-1 axis n times (index_select): exact at any dtype the op takes, no arithmetic."""
+    shape = list(shape)
+    if len(shape) < t.ndim:
+        raise GpuLabError("VALIDATION", f"cannot expand {list(t.shape)} to {shape}")
+    out = t.reshape([1] * (len(shape) - t.ndim) + list(t.shape)) if len(shape) > t.ndim else t
+    for axis, (have, want) in enumerate(zip(out.shape, shape)):
+        if have == want:
+            continue
+        if have != 1:
+            raise GpuLabError("VALIDATION", f"cannot expand {list(t.shape)} to {shape}")
+        out = out.index_select(axis, t.graph.tensor([0] * want, dtype="int32"))
+    return out
+
+
+def window_taps(
+    x: Tensor,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    out_hw: Sequence[int],
+) -> list[Tensor]:
+    """The kernel's taps of an (already padded) NCHW x: for each (i, j) of the kernel the
+    strided slice x[:, :, i*dh :: sh, j*dw :: sw] of the output's size [N, C, OH, OW]."""
+    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = kernel, strides, dilations, out_hw
+    taps = []
+    for i in range(kh):
+        for j in range(kw):
+            r0, c0 = i * dh, j * dw
+            slices = [
+                [None, None, 1],
+                [None, None, 1],
+                [r0, r0 + (oh - 1) * sh + 1, sh],
+                [c0, c0 + (ow - 1) * sw + 1, sw],
+            ]
+            taps.append(x.graph.op("slice", a=x, slices=slices))
+    return taps
+
+
+def conv2d_im2col(
+    x: Tensor,
+    w: Tensor,
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    out_hw: Sequence[int],
+    groups: int = 1,
+) -> Tensor:
+    """A 2-D convolution of a padded NCHW x by w [M, C/groups, KH, KW] as im2col + matmul:
+    the taps joined to [N, G, C/G * KH*KW, OH*OW], then w [G, M/G, C/G * KH*KW] @ that."""
+    n, c = x.shape[0], x.shape[1]
+    m, cg, kh, kw = w.shape
+    oh, ow = out_hw
+    taps = window_taps(x, (kh, kw), strides, dilations, out_hw)
+    cols = [t.reshape([n, c, 1, oh * ow]) for t in taps]
+    while len(cols) > 1:  # concat takes 2..8 operands
+        cols = [
+            x.graph.concat(cols[i : i + 8], axis=2) if len(cols[i : i + 8]) > 1 else cols[i]
+            for i in range(0, len(cols), 8)
+        ]
+    stacked = cols[0].reshape([n, groups, cg * kh * kw, oh * ow])
+    weights = w.reshape([groups, m // groups, cg * kh * kw])
+    y = weights @ stacked  # [N, G, M/G, OH*OW]
+    return y.reshape([n, m, oh, ow])

@@ -1,0 +1,137 @@
+"""NodeCtx: what an operator's lowering sees of its node (inputs, attributes, refusals), and Op,
+one entry of the operator table."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from ..errors import GpuLabError
+from ..graph import Graph, Tensor
+from .proto import ATTR_TYPES, Attribute, Node
+from .values import Const, Value, dtype_of, materialize, tensor_const
+
+_MISSING = object()
+
+
+@dataclass
+class Op:
+    """An operator's lowering: `fn(cx) -> [values]`, the attributes it reads (any other one is
+    refused at load naming it), and which inputs must be known at load."""
+
+    fn: Callable[[NodeCtx], list[Value]]
+    attrs: frozenset[str] = field(default_factory=frozenset)
+    const_inputs: tuple[int, ...] = ()
+
+    def __call__(self, cx: NodeCtx) -> list[Value]:
+        for name in cx.node.attrs:
+            if name not in self.attrs:
+                raise cx.fail(f"attribute {name!r} is not supported")
+        return self.fn(cx)
+
+
+class NodeCtx:
+    def __init__(self, g: Graph, node: Node, index: int, opset: int,
+                 env: Mapping[str, Value]) -> None:
+        self.g, self.node, self.opset, self.env = g, node, opset, env
+        named = f" {node.name!r}" if node.name else ""
+        self.label = f"node {index}{named} ({node.op_type})"
+        self.macs = 0
+
+    # -- refusals --------------------------------------------------------------------------
+
+    def fail(self, message: str) -> GpuLabError:
+        return GpuLabError("UNSUPPORTED", f"onnx: {self.label}: {message}")
+
+    def invalid(self, message: str) -> GpuLabError:
+        return GpuLabError("VALIDATION", f"onnx: {self.label}: {message}")
+
+    # -- inputs ----------------------------------------------------------------------------
+
+    @property
+    def n_inputs(self) -> int:
+        return len(self.node.inputs)
+
+    def has(self, i: int) -> bool:
+        return i < len(self.node.inputs) and self.node.inputs[i] != ""
+
+    def v(self, i: int) -> Value:
+        if not self.has(i):
+            raise self.invalid(f"input {i} is missing")
+        name = self.node.inputs[i]
+        if name not in self.env:
+            raise self.invalid(f"input {name!r} is computed by no earlier node (the graph "
+                               f"must be in topological order)")
+        return self.env[name]
+
+    def t(self, i: int) -> Tensor:
+        return materialize(self.g, self.v(i))
+
+    def dtype(self, i: int) -> str:
+        return dtype_of(self.v(i))
+
+    def c(self, i: int, what: str = "") -> Const:
+        v = self.v(i)
+        if not isinstance(v, Const):
+            name = self.node.inputs[i]
+            raise self.fail(f"input {i} ({what or name!r}) must be known at load: an "
+                            f"initializer, a Constant or an input given in "
+                            f"load(constants={{{name!r}: ...}})")
+        return v
+
+    def ints(self, i: int, what: str = "") -> list[int]:
+        c = self.c(i, what)
+        if c.dtype not in ("int32", "int64"):
+            raise self.fail(f"input {i} ({what}) must hold integers, holds {c.dtype}")
+        return c.ints()
+
+    def floats(self, i: int, what: str = "") -> list[float]:
+        return [float(x) for x in self.c(i, what).data]
+
+    # -- attributes ------------------------------------------------------------------------
+
+    def has_attr(self, name: str) -> bool:
+        return name in self.node.attrs
+
+    def attr(self, name: str, default=_MISSING):
+        a = self.node.attrs.get(name)
+        if a is None:
+            if default is _MISSING:
+                raise self.invalid(f"attribute {name!r} is required")
+            return default
+        return self._attr_value(a)
+
+    def _attr_value(self, a: Attribute):
+        kind = ATTR_TYPES.get(a.type, "UNDEFINED")
+        if a.has_graph or kind in ("GRAPH", "GRAPHS"):
+            raise self.fail(f"attribute {a.name!r} is a subgraph (not supported)")
+        if kind == "FLOAT":
+            return float(a.f)
+        if kind == "INT":
+            return int(a.i)
+        if kind == "STRING":
+            try:
+                return a.s.decode("utf-8")
+            except UnicodeDecodeError:
+                raise self.invalid(f"attribute {a.name!r} is not UTF-8") from None
+        if kind == "TENSOR" and a.t is not None:
+            return tensor_const(a.t, f"{self.label} attribute {a.name!r}")
+        if kind == "FLOATS":
+            return list(a.floats)
+        if kind == "INTS":
+            return list(a.ints)
+        if kind == "STRINGS":
+            return [s.decode("utf-8", "replace") for s in a.strings]
+        raise self.fail(f"attribute {a.name!r} of type {kind} is not supported")
+
+    def outputs_wanted(self) -> int:
+        """How many outputs the node names (trailing empty names not counted)."""
+        names = list(self.node.outputs)
+        while names and not names[-1]:
+            names.pop()
+        return len(names)
+
+    def only_first_output(self) -> None:
+        if self.outputs_wanted() > 1:
+            raise self.fail(f"output {self.node.outputs[1]!r} (the second output) is not "
+                            f"supported")

@@ -1,0 +1,365 @@
+"""Elementwise ONNX operators: arithmetic, activations, comparisons, logic, Cast, Clip, Where.
+
+Integers: the protocol's add/sub/mul/div are float32 ops, so int32 arithmetic is computed in
+float32 and cast back (exact while every operand and result is below 2^24 in magnitude;
+docs/onnx.md). Integer constants fold at load (fold.py) with Python's exact integers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from ..graph import Tensor
+from .ctx import NodeCtx, Op
+from .fold import elementwise, foldable
+from .values import Const, Value, dtype_of
+
+ONNX_TO_DTYPE = {1: "float32", 6: "int32", 7: "int32", 9: "bool"}
+
+
+def f32(t: Tensor) -> Tensor:
+    return t if t.dtype == "float32" else t.cast("float32")
+
+
+def as_dtype(t: Tensor, dtype: str) -> Tensor:
+    return t if t.dtype == dtype else t.cast(dtype)
+
+
+def same_dtypes(cx: NodeCtx, n: int) -> str:
+    dtypes = {cx.dtype(i) for i in range(n) if cx.has(i)}
+    if len(dtypes) > 1:
+        raise cx.invalid(f"inputs of different types {sorted(dtypes)}")
+    return dtypes.pop()
+
+
+# -- binary arithmetic ------------------------------------------------------------------------
+
+
+def _int_div(a: int, b: int) -> int:
+    if b == 0:
+        return 0
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+_PY = {
+    "Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "Mul": lambda a, b: a * b,
+    "Div": _int_div,
+}
+
+
+def _binary(op: str, fn: Callable[[Tensor, Tensor], Tensor]) -> Op:
+    def lower(cx: NodeCtx) -> list[Value]:
+        if cx.opset < 7 and (cx.has_attr("broadcast") or cx.has_attr("axis")):
+            raise cx.fail("legacy broadcast attributes are not supported")
+        dtype = same_dtypes(cx, 2)
+        a, b = cx.v(0), cx.v(1)
+        if dtype != "float32" and foldable(a, b) and dtype != "bool":
+            return [elementwise([a, b], _PY[op], a.dtype if a.dtype == b.dtype else "int32")]
+        if dtype == "bool":
+            raise cx.fail("bool arithmetic is not supported")
+        ta, tb = cx.t(0), cx.t(1)
+        if dtype == "float32":
+            return [fn(ta, tb)]
+        return [fn(f32(ta), f32(tb)).cast("int32")]
+
+    return Op(lower)
+
+
+def _variadic(op: str) -> Op:
+    """Sum, Mean, Max, Min over 1..n broadcast inputs."""
+
+    def lower(cx: NodeCtx) -> list[Value]:
+        dtype = same_dtypes(cx, cx.n_inputs)
+        ts = [cx.t(i) for i in range(cx.n_inputs) if cx.has(i)]
+        if op in ("Max", "Min"):
+            name = "maximum" if op == "Max" else "minimum"
+            out = ts[0]
+            for t in ts[1:]:
+                out = cx.g.op(name, a=out, b=t)
+            return [out]
+        fs = [f32(t) for t in ts]
+        out = fs[0]
+        for t in fs[1:]:
+            out = out + t
+        if op == "Mean":
+            out = out / float(len(fs))
+        if len(fs) == 1 and op == "Sum":
+            out = out * 1.0
+        return [out if dtype == "float32" else out.cast(dtype)]
+
+    return Op(lower)
+
+
+# -- unary ------------------------------------------------------------------------------------
+
+
+def _unary(fn: Callable[[Tensor, NodeCtx], Tensor], attrs: tuple[str, ...] = (),
+           ints: bool = False) -> Op:
+    def lower(cx: NodeCtx) -> list[Value]:
+        t = cx.t(0)
+        if t.dtype != "float32" and not ints:
+            raise cx.fail(f"input of type {t.dtype} is not supported (float only)")
+        return [fn(t, cx)]
+
+    return Op(lower, frozenset(attrs))
+
+
+def _abs(t: Tensor, cx: NodeCtx) -> Tensor:
+    return abs(t)
+
+
+def _neg(t: Tensor, cx: NodeCtx) -> Tensor:
+    return -t if t.dtype == "float32" else (-f32(t)).cast(t.dtype)
+
+
+def _sign(t: Tensor, cx: NodeCtx) -> Tensor:
+    g = t.graph
+    x = f32(t)
+    out = g.where(x > 0.0, 1.0, g.where(x < 0.0, -1.0, x * 0.0))
+    return out if t.dtype == "float32" else out.cast(t.dtype)
+
+
+def _leaky(t: Tensor, cx: NodeCtx) -> Tensor:
+    alpha = cx.attr("alpha", 0.01)
+    return t.graph.where(t < 0.0, t * alpha, t)
+
+
+def _elu(t: Tensor, cx: NodeCtx) -> Tensor:
+    alpha = cx.attr("alpha", 1.0)
+    return t.graph.where(t < 0.0, (t.exp() - 1.0) * alpha, t)
+
+
+def _celu(t: Tensor, cx: NodeCtx) -> Tensor:
+    alpha = cx.attr("alpha", 1.0)
+    neg = ((t / alpha).exp() - 1.0) * alpha
+    return t.graph.where(t < 0.0, neg, t)
+
+
+def _selu(t: Tensor, cx: NodeCtx) -> Tensor:
+    alpha = cx.attr("alpha", 1.67326319217681884765625)
+    gamma = cx.attr("gamma", 1.05070102214813232421875)
+    return t.graph.where(t <= 0.0, (t.exp() * alpha - alpha) * gamma, t * gamma)
+
+
+def _thresholded(t: Tensor, cx: NodeCtx) -> Tensor:
+    alpha = cx.attr("alpha", 1.0)
+    return t.graph.where(t > alpha, t, t * 0.0)
+
+
+def _hard_sigmoid(t: Tensor, cx: NodeCtx) -> Tensor:
+    alpha, beta = cx.attr("alpha", 0.2), cx.attr("beta", 0.5)
+    return (t * alpha + beta).clamp(0.0, 1.0)
+
+
+def _hard_swish(t: Tensor, cx: NodeCtx) -> Tensor:
+    return t * (t * (1.0 / 6.0) + 0.5).clamp(0.0, 1.0)
+
+
+def _softplus(t: Tensor, cx: NodeCtx) -> Tensor:
+    # log(1 + exp(x)) as max(x, 0) + log(1 + exp(-|x|)): no overflow for large x
+    return t.relu() + ((-abs(t)).exp() + 1.0).log()
+
+
+def _softsign(t: Tensor, cx: NodeCtx) -> Tensor:
+    return t / (abs(t) + 1.0)
+
+
+def _mish(t: Tensor, cx: NodeCtx) -> Tensor:
+    return t * _softplus(t, cx).tanh()
+
+
+def _gelu(t: Tensor, cx: NodeCtx) -> Tensor:
+    approx = cx.attr("approximate", "none")
+    if approx == "none":
+        return t.gelu()
+    if approx != "tanh":
+        raise cx.fail(f"attribute 'approximate' = {approx!r} is not supported")
+    inner = (t + t * t * t * 0.044715) * math.sqrt(2.0 / math.pi)
+    return t * 0.5 * (inner.tanh() + 1.0)
+
+
+def _reciprocal(t: Tensor, cx: NodeCtx) -> Tensor:
+    return 1.0 / t
+
+
+def _not(cx: NodeCtx) -> list[Value]:
+    t = cx.t(0)
+    if t.dtype != "bool":
+        raise cx.fail(f"input of type {t.dtype} (Not takes bool)")
+    return [t.cast("int32").eq(cx.g.tensor(0, dtype="int32"))]
+
+
+def _logic(op: str) -> Op:
+    def lower(cx: NodeCtx) -> list[Value]:
+        a, b = cx.t(0).cast("int32"), cx.t(1).cast("int32")
+        if op == "And":
+            return [cx.g.op("minimum", a=a, b=b).cast("bool")]
+        if op == "Or":
+            return [cx.g.op("maximum", a=a, b=b).cast("bool")]
+        return [a.ne(b)]
+
+    return Op(lower)
+
+
+def _compare(name: str, fold_fn: Callable[[object, object], bool]) -> Op:
+    def lower(cx: NodeCtx) -> list[Value]:
+        dtype = same_dtypes(cx, 2)
+        a, b = cx.v(0), cx.v(1)
+        if dtype != "float32" and foldable(a, b):
+            return [elementwise([a, b], fold_fn, "bool")]
+        ta, tb = cx.t(0), cx.t(1)
+        if dtype == "bool":
+            ta, tb = ta.cast("int32"), tb.cast("int32")
+        return [cx.g.op(name, a=ta, b=tb)]
+
+    return Op(lower)
+
+
+def _where(cx: NodeCtx) -> list[Value]:
+    cond = cx.t(0)
+    dtype = cx.dtype(1)
+    if cx.dtype(2) != dtype:
+        raise cx.invalid(f"X and Y of different types {dtype} and {cx.dtype(2)}")
+    a, b = cx.t(1), cx.t(2)
+    if dtype == "bool":
+        return [cx.g.where(cond, a.cast("int32"), b.cast("int32")).cast("bool")]
+    return [cx.g.where(cond, a, b)]
+
+
+def _cast_to(cx: NodeCtx, to: int) -> list[Value]:
+    dtype = ONNX_TO_DTYPE.get(to)
+    if dtype is None:
+        from .proto import DATA_TYPES
+
+        raise cx.fail(f"attribute 'to' = {DATA_TYPES.get(to, to)} is not supported "
+                      f"(FLOAT, INT32, INT64, BOOL)")
+    v = cx.v(0)
+    if isinstance(v, Const) and foldable(v) and dtype != "float32" and v.dtype != "float32":
+        conv = bool if dtype == "bool" else int
+        out_dtype = "int64" if to == 7 else dtype
+        return [elementwise([v], conv, out_dtype)]
+    t = cx.t(0)
+    return [t if t.dtype == dtype else t.cast(dtype)]
+
+
+def _cast(cx: NodeCtx) -> list[Value]:
+    if cx.attr("saturate", 1) != 1:
+        raise cx.fail("attribute 'saturate' = 0 is not supported")
+    return _cast_to(cx, cx.attr("to"))
+
+
+def _cast_like(cx: NodeCtx) -> list[Value]:
+    if cx.attr("saturate", 1) != 1:
+        raise cx.fail("attribute 'saturate' = 0 is not supported")
+    target = dtype_of(cx.v(1))
+    t = cx.t(0)
+    return [t if t.dtype == target else t.cast(target)]
+
+
+def _clip(cx: NodeCtx) -> list[Value]:
+    t = cx.t(0)
+    if cx.opset < 11:
+        lo, hi = cx.attr("min", -3.4028234663852886e38), cx.attr("max", 3.4028234663852886e38)
+        return [t.clamp(lo, hi)]
+    bounds: list[float | None] = [None, None]
+    out = t
+    for k, i in enumerate((1, 2)):
+        if not cx.has(i):
+            continue
+        v = cx.v(i)
+        if isinstance(v, Const):
+            if v.size != 1:
+                raise cx.invalid(f"input {i} must hold one value")
+            bounds[k] = float(v.data[0])
+        else:
+            out = cx.g.op("maximum" if k == 0 else "minimum", a=out, b=cx.t(i).reshape([]))
+    if bounds != [None, None]:
+        out = out.clamp(bounds[0], bounds[1])
+    if out is t:
+        out = t.clamp(None, None)
+    return [out]
+
+
+def _prelu(cx: NodeCtx) -> list[Value]:
+    x, slope = cx.t(0), cx.t(1)
+    if cx.opset < 7:
+        raise cx.fail("opset < 7 PRelu")
+    return [cx.g.where(x < 0.0, x * slope, x)]
+
+
+def _isnan(cx: NodeCtx) -> list[Value]:
+    t = cx.t(0)
+    return [t.ne(t)]
+
+
+def _isinf(cx: NodeCtx) -> list[Value]:
+    t = cx.t(0)
+    pos, neg = cx.attr("detect_positive", 1), cx.attr("detect_negative", 1)
+    if pos and neg:
+        return [abs(t).eq(math.inf)]
+    if pos:
+        return [t.eq(math.inf)]
+    if neg:
+        return [t.eq(-math.inf)]
+    return [t.eq(cx.g.full([], math.nan))]  # nothing is detected: NaN equals nothing
+
+
+def _binary_float(fn: Callable[[Tensor, Tensor], Tensor]) -> Op:
+    def lower(cx: NodeCtx) -> list[Value]:
+        a, b = cx.t(0), cx.t(1)
+        if a.dtype != "float32" or b.dtype != "float32":
+            raise cx.fail("float inputs only")
+        return [fn(a, b)]
+
+    return Op(lower)
+
+
+MATH_OPS: dict[str, Op] = {
+    "Add": _binary("Add", lambda a, b: a + b),
+    "Sub": _binary("Sub", lambda a, b: a - b),
+    "Mul": _binary("Mul", lambda a, b: a * b),
+    "Div": _binary("Div", lambda a, b: a / b),
+    "Sum": _variadic("Sum"),
+    "Mean": _variadic("Mean"),
+    "Max": _variadic("Max"),
+    "Min": _variadic("Min"),
+    "Abs": _unary(_abs, ints=True),
+    "Neg": _unary(_neg, ints=True),
+    "Sign": _unary(_sign, ints=True),
+    "Exp": _unary(lambda t, cx: t.exp()),
+    "Log": _unary(lambda t, cx: t.log()),
+    "Sqrt": _unary(lambda t, cx: t.sqrt()),
+    "Tanh": _unary(lambda t, cx: t.tanh()),
+    "Sigmoid": _unary(lambda t, cx: t.sigmoid()),
+    "Relu": _unary(lambda t, cx: t.relu()),
+    "Reciprocal": _unary(_reciprocal),
+    "LeakyRelu": _unary(_leaky, ("alpha",)),
+    "Elu": _unary(_elu, ("alpha",)),
+    "Celu": _unary(_celu, ("alpha",)),
+    "Selu": _unary(_selu, ("alpha", "gamma")),
+    "ThresholdedRelu": _unary(_thresholded, ("alpha",)),
+    "HardSigmoid": _unary(_hard_sigmoid, ("alpha", "beta")),
+    "HardSwish": _unary(_hard_swish),
+    "Softplus": _unary(_softplus),
+    "Softsign": _unary(_softsign),
+    "Mish": _unary(_mish),
+    "Gelu": _unary(_gelu, ("approximate",)),
+    "PRelu": Op(_prelu),
+    "Not": Op(_not),
+    "And": _logic("And"),
+    "Or": _logic("Or"),
+    "Xor": _logic("Xor"),
+    "Equal": _compare("eq", lambda a, b: a == b),
+    "Less": _compare("lt", lambda a, b: a < b),
+    "Greater": _compare("gt", lambda a, b: a > b),
+    "LessOrEqual": _compare("le", lambda a, b: a <= b),
+    "GreaterOrEqual": _compare("ge", lambda a, b: a >= b),
+    "Where": Op(_where),
+    "Cast": Op(_cast, frozenset({"to", "saturate"})),
+    "CastLike": Op(_cast_like, frozenset({"saturate"})),
+    "Clip": Op(_clip, frozenset({"min", "max"})),
+    "IsNaN": Op(_isnan),
+    "IsInf": Op(_isinf, frozenset({"detect_positive", "detect_negative"})),
+}

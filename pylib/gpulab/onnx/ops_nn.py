@@ -1,0 +1,270 @@
+"""Network ONNX operators: MatMul, Gemm, reductions, ArgMax, Softmax, normalizations, pools."""
+
+from __future__ import annotations
+
+import math
+
+from .. import functional as F
+from ..graph import Tensor
+from .ctx import NodeCtx, Op
+from .ops_math import f32
+from .ops_shape import _axis
+from .values import Value
+
+# -- matrix products --------------------------------------------------------------------------
+
+
+def _matmul(cx: NodeCtx) -> list[Value]:
+    a, b = cx.t(0), cx.t(1)
+    if a.dtype != "float32" or b.dtype != "float32":
+        raise cx.fail(f"inputs of type {a.dtype}, {b.dtype} (float only)")
+    squeeze = []
+    if a.ndim == 1:
+        a = a.reshape([1, a.shape[0]])
+        squeeze.append(-2)
+    if b.ndim == 1:
+        b = b.reshape([b.shape[0], 1])
+        squeeze.append(-1)
+    y = a @ b
+    cx.macs += y.size * a.shape[-1]
+    if squeeze:
+        shape = list(y.shape)
+        for ax in sorted(squeeze):
+            shape.pop(len(shape) + ax)
+        y = y.reshape(shape)
+    return [y]
+
+
+def _gemm(cx: NodeCtx) -> list[Value]:
+    a, b = cx.t(0), cx.t(1)
+    if a.ndim != 2 or b.ndim != 2:
+        raise cx.invalid("A and B must be 2-D")
+    if cx.attr("transA", 0):
+        a = a.transpose()
+    if cx.attr("transB", 0):
+        b = b.transpose()
+    alpha, beta = cx.attr("alpha", 1.0), cx.attr("beta", 1.0)
+    y = a @ b
+    cx.macs += y.size * a.shape[1]
+    if alpha != 1.0:
+        y = y * alpha
+    if cx.has(2):
+        c = cx.t(2)
+        y = y + (c * beta if beta != 1.0 else c)
+    return [y]
+
+
+# -- reductions -------------------------------------------------------------------------------
+
+_REDUCE_AXES_INPUT_SINCE = {"ReduceSum": 13}
+
+
+def _reduce_axes(cx: NodeCtx, rank: int) -> list[int] | None:
+    """The reduced axes (sorted), or None for all; [] for none (noop_with_empty_axes)."""
+    since = _REDUCE_AXES_INPUT_SINCE.get(cx.node.op_type, 18)
+    if cx.opset >= since:
+        axes = cx.ints(1, "axes") if cx.has(1) else []
+    else:
+        axes = list(cx.attr("axes", []))
+    if not axes:
+        return [] if cx.attr("noop_with_empty_axes", 0) else None
+    norm = sorted({_axis(cx, a, rank) for a in axes})
+    return norm
+
+
+def reduce_axes(t: Tensor, op: str, axes: list[int] | None, keep: bool) -> Tensor:
+    """op (sum, mean, reduce_max, reduce_min) over several axes, one axis at a time."""
+    rank = t.ndim
+    if axes is None:
+        axes = list(range(rank))
+    out = t
+    for a in sorted(axes, reverse=True):
+        out = out.graph.op(op, a=out, axis=a, keepdim=True)
+    if not keep:
+        out = out.reshape([d for i, d in enumerate(t.shape) if i not in axes])
+    return out
+
+
+def _reduce(kind: str) -> Op:
+    def lower(cx: NodeCtx) -> list[Value]:
+        t = cx.t(0)
+        keep = bool(cx.attr("keepdims", 1))
+        axes = _reduce_axes(cx, t.ndim)
+        if axes == []:
+            return [t]
+        if t.ndim == 0:
+            return [t]
+        is_int = t.dtype == "int32"
+        if kind in ("max", "min"):
+            if t.dtype == "bool":
+                raise cx.fail("bool input")
+            return [reduce_axes(t, "reduce_" + kind, axes, keep)]
+        x = f32(t)
+        if kind == "sum":
+            y = reduce_axes(x, "sum", axes, keep)
+        elif kind == "mean":
+            y = reduce_axes(x, "mean", axes, keep)
+        elif kind == "sum_square":
+            y = reduce_axes(x * x, "sum", axes, keep)
+        elif kind == "l1":
+            y = reduce_axes(abs(x), "sum", axes, keep)
+        elif kind == "l2":
+            y = reduce_axes(x * x, "sum", axes, keep).sqrt()
+        elif kind == "log_sum":
+            y = reduce_axes(x, "sum", axes, keep).log()
+        else:  # log_sum_exp, shifted by the max for range
+            m = reduce_axes(x, "reduce_max", axes, True)
+            m = cx.g.where(abs(m).eq(math.inf), m * 0.0, m)
+            s = reduce_axes((x - m).exp(), "sum", axes, True).log() + m
+            y = s if keep else s.reshape([d for i, d in enumerate(t.shape)
+                                          if i not in (axes if axes is not None
+                                                       else range(t.ndim))])
+        return [y.cast("int32") if is_int else y]
+
+    return Op(lower, frozenset({"axes", "keepdims", "noop_with_empty_axes"}), (1,))
+
+
+def _arg(kind: str) -> Op:
+    def lower(cx: NodeCtx) -> list[Value]:
+        t = cx.t(0)
+        if cx.attr("select_last_index", 0):
+            raise cx.fail("attribute 'select_last_index' = 1 is not supported")
+        axis = _axis(cx, cx.attr("axis", 0), t.ndim)
+        keep = bool(cx.attr("keepdims", 1))
+        return [cx.g.op(kind, a=t, axis=axis, keepdim=keep)]
+
+    return Op(lower, frozenset({"axis", "keepdims", "select_last_index"}))
+
+
+# -- softmax family ---------------------------------------------------------------------------
+
+
+def _rows(kind: str) -> Op:
+    """Softmax / LogSoftmax: opset 13 over one axis (default -1); before 13 the input is
+    flattened to 2-D at `axis` (default 1) and normalized over the second dimension."""
+
+    def lower(cx: NodeCtx) -> list[Value]:
+        t = cx.t(0)
+        if cx.opset >= 13:
+            axis = _axis(cx, cx.attr("axis", -1), t.ndim)
+            return [cx.g.op(kind, a=t, axis=axis)]
+        axis = _axis(cx, cx.attr("axis", 1), t.ndim)
+        flat = t.reshape([math.prod(t.shape[:axis]), math.prod(t.shape[axis:])])
+        return [cx.g.op(kind, a=flat, axis=1).reshape(list(t.shape))]
+
+    return Op(lower, frozenset({"axis"}))
+
+
+def _hardmax(cx: NodeCtx) -> list[Value]:
+    t = cx.t(0)
+    if cx.opset >= 13:
+        axis = _axis(cx, cx.attr("axis", -1), t.ndim)
+        x = t
+    else:
+        axis = 1
+        a = _axis(cx, cx.attr("axis", 1), t.ndim)
+        x = t.reshape([math.prod(t.shape[:a]), math.prod(t.shape[a:])])
+    n = x.shape[axis]
+    best = x.argmax(axis=axis, keepdim=True)
+    shape = [1] * x.ndim
+    shape[axis] = n
+    iota = cx.g.tensor(list(range(n)), shape=shape, dtype="int32")
+    return [iota.eq(best).cast("float32").reshape(list(t.shape))]
+
+
+# -- normalizations ---------------------------------------------------------------------------
+
+
+def _layer_norm(cx: NodeCtx) -> list[Value]:
+    if cx.outputs_wanted() > 1:
+        raise cx.fail("the Mean and InvStdDev outputs are not supported")
+    x = cx.t(0)
+    axis = _axis(cx, cx.attr("axis", -1), x.ndim)
+    eps = cx.attr("epsilon", 1e-5)
+    if cx.attr("stash_type", 1) != 1:
+        raise cx.fail("attribute 'stash_type' other than 1 (float) is not supported")
+    lead, inner = list(x.shape[:axis]), math.prod(x.shape[axis:])
+    flat = x.reshape(lead + [inner]) if axis != x.ndim - 1 else x
+    y = F.layer_norm(flat, None, None, eps)
+    y = y.reshape(list(x.shape)) if axis != x.ndim - 1 else y
+    y = y * cx.t(1)
+    if cx.has(2):
+        y = y + cx.t(2)
+    return [y]
+
+
+def _channel(t: Tensor, rank: int) -> Tensor:
+    """A [C] vector shaped [C, 1, ..., 1] to broadcast over an NC... tensor."""
+    return t.reshape([t.shape[0]] + [1] * (rank - 2))
+
+
+def _batch_norm(cx: NodeCtx) -> list[Value]:
+    if cx.attr("training_mode", 0):
+        raise cx.fail("training mode (training_mode = 1) is not supported")
+    if cx.outputs_wanted() > 1:
+        raise cx.fail("the running mean/var outputs (training) are not supported")
+    if cx.opset < 7 and cx.attr("is_test", 0) == 0:
+        raise cx.fail("training mode is not supported")
+    x = cx.t(0)
+    scale, bias, mean, var = (_channel(cx.t(i), x.ndim) for i in (1, 2, 3, 4))
+    eps = cx.attr("epsilon", 1e-5)
+    return [(x - mean) / (var + eps).sqrt() * scale + bias]
+
+
+def _instance_norm(cx: NodeCtx) -> list[Value]:
+    x = cx.t(0)
+    eps = cx.attr("epsilon", 1e-5)
+    n, c = x.shape[0], x.shape[1]
+    flat = x.reshape([n, c, math.prod(x.shape[2:])])
+    y = F.layer_norm(flat, None, None, eps).reshape(list(x.shape))
+    return [y * _channel(cx.t(1), x.ndim) + _channel(cx.t(2), x.ndim)]
+
+
+def _global_pool(op: str) -> Op:
+    def lower(cx: NodeCtx) -> list[Value]:
+        t = cx.t(0)
+        return [reduce_axes(t, op, list(range(2, t.ndim)), True)]
+
+    return Op(lower)
+
+
+def _lp_norm(cx: NodeCtx) -> list[Value]:
+    t = cx.t(0)
+    axis = _axis(cx, cx.attr("axis", -1), t.ndim)
+    p = cx.attr("p", 2)
+    if p == 2:
+        norm = (t * t).sum(axis=axis, keepdim=True).sqrt()
+    elif p == 1:
+        norm = abs(t).sum(axis=axis, keepdim=True)
+    else:
+        raise cx.fail(f"attribute 'p' = {p} is not supported (1 or 2)")
+    return [cx.g.where(norm.eq(0.0), t * 0.0, t / norm)]
+
+
+NN_OPS: dict[str, Op] = {
+    "MatMul": Op(_matmul),
+    "Gemm": Op(_gemm, frozenset({"alpha", "beta", "transA", "transB", "broadcast"})),
+    "ReduceSum": _reduce("sum"),
+    "ReduceMean": _reduce("mean"),
+    "ReduceMax": _reduce("max"),
+    "ReduceMin": _reduce("min"),
+    "ReduceSumSquare": _reduce("sum_square"),
+    "ReduceL1": _reduce("l1"),
+    "ReduceL2": _reduce("l2"),
+    "ReduceLogSum": _reduce("log_sum"),
+    "ReduceLogSumExp": _reduce("log_sum_exp"),
+    "ArgMax": _arg("argmax"),
+    "ArgMin": _arg("argmin"),
+    "Softmax": _rows("softmax"),
+    "LogSoftmax": _rows("log_softmax"),
+    "Hardmax": Op(_hardmax, frozenset({"axis"})),
+    "LayerNormalization": Op(_layer_norm, frozenset({"axis", "epsilon", "stash_type"})),
+    "BatchNormalization": Op(_batch_norm, frozenset({"epsilon", "momentum", "training_mode",
+                                                     "is_test", "spatial"})),
+    "InstanceNormalization": Op(_instance_norm, frozenset({"epsilon"})),
+    "GlobalAveragePool": _global_pool("mean"),
+    "GlobalMaxPool": _global_pool("reduce_max"),
+    "LpNormalization": Op(_lp_norm, frozenset({"axis", "p"})),
+}
+
+

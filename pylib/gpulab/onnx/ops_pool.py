@@ -1,0 +1,158 @@
+"""Conv, MaxPool, AveragePool (1-D and 2-D) as composites: the window's taps are strided slices
+of the padded input (functional.window_taps); Conv joins them and multiplies (im2col + matmul),
+the pools combine them with maximum / a sum divided by the window's count. Every lane runs
+them (no new kernel); 3-D windows would need rank 5 and are refused.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import functional as F
+from ..graph import Tensor
+from .ctx import NodeCtx, Op
+from .values import Value
+
+WINDOW_ATTRS = frozenset({"auto_pad", "kernel_shape", "pads", "strides", "dilations"})
+
+
+def _window(cx: NodeCtx, x: Tensor, kernel: list[int], ceil_mode: bool = False):
+    """(pads_begin, pads_end, extra_end, out) per spatial axis, from the attributes."""
+    spatial = list(x.shape[2:])
+    k = len(spatial)
+    strides = list(cx.attr("strides", [1] * k))
+    dil = list(cx.attr("dilations", [1] * k))
+    auto = cx.attr("auto_pad", "NOTSET")
+    pads = list(cx.attr("pads", [0] * 2 * k))
+    if len(kernel) != k or len(strides) != k or len(dil) != k or len(pads) != 2 * k:
+        raise cx.invalid(f"kernel {kernel}, strides {strides}, dilations {dil}, pads {pads} "
+                         f"for {k} spatial axes")
+    begin, end, extra, out = [], [], [], []
+    for d in range(k):
+        n, s, dk = spatial[d], strides[d], (kernel[d] - 1) * dil[d] + 1
+        if auto in ("SAME_UPPER", "SAME_LOWER"):
+            o = -(-n // s)
+            total = max(0, (o - 1) * s + dk - n)
+            small = total // 2
+            b, e = (small, total - small) if auto == "SAME_UPPER" else (total - small, small)
+        elif auto == "VALID":
+            b, e = 0, 0
+            o = (n - dk) // s + 1
+        elif auto == "NOTSET":
+            b, e = pads[d], pads[d + k]
+            span = n + b + e - dk
+            o = (-(-span // s) if ceil_mode else span // s) + 1
+            if ceil_mode and (o - 1) * s >= n + b:
+                o -= 1
+        else:
+            raise cx.fail(f"attribute 'auto_pad' = {auto!r} is not supported")
+        if o <= 0:
+            raise cx.fail(f"the window is larger than the padded input on spatial axis {d}")
+        begin.append(b)
+        end.append(e)
+        extra.append(max(0, (o - 1) * s + dk - (n + b + e)))
+        out.append(o)
+    return begin, end, extra, out, strides, dil
+
+
+def _as_2d(cx: NodeCtx, x: Tensor) -> Tensor:
+    if x.ndim == 3:
+        return x.reshape([x.shape[0], x.shape[1], 1, x.shape[2]])
+    if x.ndim != 4:
+        raise cx.fail(f"a {x.ndim - 2}-D window (input rank {x.ndim}) is not supported "
+                      f"(1-D and 2-D)")
+    return x
+
+
+def _two(values: list[int], fill: int) -> list[int]:
+    return [fill] + values if len(values) == 1 else values
+
+
+def _padded(x: Tensor, begin, end, extra, value: float) -> Tensor:
+    widths = [[0, 0], [0, 0]] + [[b, e + x_] for b, e, x_ in zip(begin, end, extra)]
+    if any(w for pair in widths for w in pair):
+        return x.pad(widths, value)
+    return x
+
+
+def _conv(cx: NodeCtx) -> list[Value]:
+    x, w = cx.t(0), cx.t(1)
+    if x.ndim != w.ndim:
+        raise cx.invalid(f"X rank {x.ndim} and W rank {w.ndim} differ")
+    one_d = x.ndim == 3
+    x4, w4 = _as_2d(cx, x), _as_2d(cx, w)
+    kernel = list(cx.attr("kernel_shape", list(w.shape[2:])))
+    if kernel != list(w.shape[2:]):
+        raise cx.invalid(f"kernel_shape {kernel} differs from W's {list(w.shape[2:])}")
+    groups = cx.attr("group", 1)
+    if x.shape[1] != w.shape[1] * groups or w.shape[0] % groups:
+        raise cx.invalid(f"X has {x.shape[1]} channels, W {list(w.shape)} with group {groups}")
+    begin, end, extra, out, strides, dil = _window(cx, x, kernel)
+    if one_d:
+        begin, end, extra, out = (_two(v, 0) for v in (begin, end, extra, out))
+        strides, dil = _two(strides, 1), _two(dil, 1)
+    xp = _padded(x4, begin, end, extra, 0.0)
+    y = F.conv2d_im2col(xp, w4, strides, dil, out, groups)
+    cx.macs += y.size * w.shape[1] * math.prod(kernel)
+    if cx.has(2):
+        y = y + cx.t(2).reshape([w.shape[0], 1, 1])
+    return [y.reshape(list(y.shape[:2]) + [y.shape[3]]) if one_d else y]
+
+
+def _counts(n: int, b: int, e: int, k: int, s: int, dil: int, o: int, include: bool) -> list:
+    """Per output position of one axis: how many window taps fall inside the counted
+    region (the input, or the input and its explicit pads)."""
+    lo, hi = (-b, n + e) if include else (0, n)
+    out = []
+    for p in range(o):
+        start = p * s - b
+        out.append(sum(1 for t in range(k) if lo <= start + t * dil < hi))
+    return out
+
+
+def _pool(kind: str) -> Op:
+    attrs = WINDOW_ATTRS | {"ceil_mode", "storage_order"} | (
+        {"count_include_pad"} if kind == "avg" else set())
+
+    def lower(cx: NodeCtx) -> list[Value]:
+        if cx.outputs_wanted() > 1:
+            raise cx.fail("the Indices output is not supported")
+        if cx.attr("storage_order", 0):
+            raise cx.fail("attribute 'storage_order' = 1 is not supported")
+        x = cx.t(0)
+        if x.dtype != "float32":
+            raise cx.fail(f"input of type {x.dtype} (float only)")
+        one_d = x.ndim == 3
+        x4 = _as_2d(cx, x)
+        kernel = list(cx.attr("kernel_shape"))
+        ceil_mode = bool(cx.attr("ceil_mode", 0))
+        begin, end, extra, out, strides, dil = _window(cx, x, kernel, ceil_mode)
+        spatial = list(x.shape[2:])
+        if one_d:
+            kernel, spatial = _two(kernel, 1), _two(spatial, 1)
+            begin, end, extra, out = (_two(v, 0) for v in (begin, end, extra, out))
+            strides, dil = _two(strides, 1), _two(dil, 1)
+        pad_value = -math.inf if kind == "max" else 0.0
+        xp = _padded(x4, begin, end, extra, pad_value)
+        taps = F.window_taps(xp, kernel, strides, dil, out)
+        acc = taps[0]
+        for t in taps[1:]:
+            acc = cx.g.op("maximum", a=acc, b=t) if kind == "max" else acc + t
+        if kind == "avg":
+            include = bool(cx.attr("count_include_pad", 0))
+            ch, cw = (_counts(spatial[d], begin[d], end[d], kernel[d], strides[d], dil[d],
+                              out[d], include) for d in (0, 1))
+            counts = [float(a * b) for a in ch for b in cw]
+            acc = acc / cx.g.tensor(counts, shape=[out[0], out[1]])
+        if one_d:
+            acc = acc.reshape([acc.shape[0], acc.shape[1], acc.shape[3]])
+        return [acc]
+
+    return Op(lower, frozenset(attrs))
+
+
+POOL_OPS: dict[str, Op] = {
+    "Conv": Op(_conv, WINDOW_ATTRS | {"group"}),
+    "MaxPool": _pool("max"),
+    "AveragePool": _pool("avg"),
+}
