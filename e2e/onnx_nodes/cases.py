@@ -14,7 +14,6 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-
 from gpulab.errors import GpuLabError
 from gpulab.onnx import constant_inputs, load
 

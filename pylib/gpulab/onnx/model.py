@@ -17,8 +17,8 @@ from typing import Any
 
 from ..errors import GpuLabError
 from ..graph import Graph, Tensor
-from .limits import LIMITS
 from .ctx import NodeCtx
+from .limits import LIMITS
 from .ops import OPS, supported_ops
 from .proto import ModelProto, read_model
 from .values import Const, Value, check_dims, materialize, onnx_dtype, tensor_const
@@ -129,6 +129,7 @@ class Model:
         g = Graph()
         placeholders = {s.name: g.input(list(s.shape), name=s.name, dtype=s.dtype)
                         for s in self.inputs}
+        self._placeholders = placeholders
         self._traced = self._lower(g, placeholders)
         self.graph = g
         self.shapes = {name: tuple(t.shape) for name, t in self._traced.items()}
@@ -149,7 +150,13 @@ class Model:
         budget = _Budget()
         for index, node in enumerate(self.proto.graph.nodes):
             cx = NodeCtx(g, node, index, self.opset, env)
-            results = OPS[node.op_type](cx)
+            try:
+                results = OPS[node.op_type](cx)
+            except GpuLabError as err:
+                if err.message.startswith("onnx:"):
+                    raise
+                # the graph builder refused a node the lowering made: say which ONNX node
+                raise GpuLabError(err.code, f"onnx: {cx.label}: {err.message}") from None
             if len(results) < len([o for o in node.outputs if o]):
                 raise cx.fail(f"has {len(node.outputs)} outputs; only the first "
                               f"{len(results)} are supported")
@@ -206,7 +213,7 @@ class Model:
     def prepare(self, backend: str | None = None) -> Any:
         """A prepared session: `session.run({input name: data})` returns the outputs; the
         weights stay on the device between runs."""
-        feeds = [self.graph._tensors[self.graph._input_names[s.name]] for s in self.inputs]
+        feeds = list(self._placeholders.values())
         return self.graph.prepare(feeds=feeds, backend=backend, **self._traced)
 
 

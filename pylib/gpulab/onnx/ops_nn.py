@@ -176,8 +176,6 @@ def _hardmax(cx: NodeCtx) -> list[Value]:
 
 
 def _layer_norm(cx: NodeCtx) -> list[Value]:
-    if cx.outputs_wanted() > 1:
-        raise cx.fail("the Mean and InvStdDev outputs are not supported")
     x = cx.t(0)
     axis = _axis(cx, cx.attr("axis", -1), x.ndim)
     eps = cx.attr("epsilon", 1e-5)
@@ -190,7 +188,48 @@ def _layer_norm(cx: NodeCtx) -> list[Value]:
     y = y * cx.t(1)
     if cx.has(2):
         y = y + cx.t(2)
-    return [y]
+    if cx.outputs_wanted() == 1:
+        return [y]
+    # Mean and InvStdDev: the statistics, shaped X.shape[:axis] + [1] * (rank - axis)
+    stat_shape = lead + [1] * (x.ndim - axis)
+    mu = flat.mean(axis=-1, keepdim=True)
+    d = flat - mu
+    inv = 1.0 / ((d * d).mean(axis=-1, keepdim=True) + eps).sqrt()
+    return [y, mu.reshape(stat_shape), inv.reshape(stat_shape)]
+
+
+def _rms_norm(cx: NodeCtx) -> list[Value]:
+    cx.only_first_output()
+    x = cx.t(0)
+    axis = _axis(cx, cx.attr("axis", -1), x.ndim)
+    eps = cx.attr("epsilon", 1e-5)
+    if cx.attr("stash_type", 1) != 1:
+        raise cx.fail("attribute 'stash_type' other than 1 (float) is not supported")
+    lead, inner = list(x.shape[:axis]), math.prod(x.shape[axis:])
+    flat = x.reshape(lead + [inner]) if axis != x.ndim - 1 else x
+    y = flat / ((flat * flat).mean(axis=-1, keepdim=True) + eps).sqrt()
+    y = y.reshape(list(x.shape)) if axis != x.ndim - 1 else y
+    return [y * cx.t(1)]
+
+
+def _trilu(cx: NodeCtx) -> list[Value]:
+    x = cx.t(0)
+    if x.ndim < 2:
+        raise cx.invalid("Trilu takes rank >= 2")
+    k = cx.ints(1, "k")[0] if cx.has(1) else 0
+    upper = cx.attr("upper", 1)
+    n, m = x.shape[-2], x.shape[-1]
+    keep = [(j - i >= k) if upper else (j - i <= k) for i in range(n) for j in range(m)]
+    mask = cx.g.tensor([int(b) for b in keep], shape=[n, m], dtype="bool")
+    if x.dtype == "bool":
+        return [cx.g.where(mask, x.cast("int32"), 0).cast("bool")]
+    return [cx.g.where(mask, x, 0.0 if x.dtype == "float32" else 0)]
+
+
+def _swish(cx: NodeCtx) -> list[Value]:
+    x = cx.t(0)
+    alpha = cx.attr("alpha", 1.0)
+    return [x * (x * alpha if alpha != 1.0 else x).sigmoid()]
 
 
 def _channel(t: Tensor, rank: int) -> Tensor:
@@ -265,6 +304,9 @@ NN_OPS: dict[str, Op] = {
     "GlobalAveragePool": _global_pool("mean"),
     "GlobalMaxPool": _global_pool("reduce_max"),
     "LpNormalization": Op(_lp_norm, frozenset({"axis", "p"})),
+    "RMSNormalization": Op(_rms_norm, frozenset({"axis", "epsilon", "stash_type"})),
+    "Trilu": Op(_trilu, frozenset({"upper"}), (1,)),
+    "Swish": Op(_swish, frozenset({"alpha"})),
 }
 
 

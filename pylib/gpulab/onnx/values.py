@@ -103,6 +103,9 @@ def check_dims(dims, what: str) -> tuple[int, ...]:
         if not isinstance(d, int) or d < 0:
             raise GpuLabError("UNSUPPORTED", f"onnx: {what} has a dimension {d!r} that is not "
                                              f"a static size")
+        if d == 0:
+            raise GpuLabError("UNSUPPORTED", f"onnx: {what} has shape {list(dims)}: zero-size "
+                                             f"tensors are not supported")
     n = math.prod(dims)
     if n > LIMITS["max_elements"]:
         raise GpuLabError("LIMIT", f"onnx: {what} has {n} elements > {LIMITS['max_elements']}")
