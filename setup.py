@@ -29,6 +29,7 @@ def data_packages(parent: str, folder: str, top: str) -> list[str]:
 JS_SRC = data_packages("gpulab.jsruntime", "backends-js", "src")
 PACKAGE_DATA = {
     "gpulab": ["ops.json", "kernels/ops.json", "kernels/wgsl/*.wgsl"],
+    "gpulab.onnx": ["data/*.onnx", "data/*.json"],
     "gpulab.conformance": ["*.json", "*.html", "*.mjs", "README.md"],
     "gpulab.jsruntime": ["package.json"],
     **{name: ["*.mjs", "*.json"] for name in JS_SRC},

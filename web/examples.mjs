@@ -273,6 +273,23 @@ for frame in range(20):
                  xlabel="cell", ylabel="temperature")
 print(f"total heat {sum(out['data']):.3f} after {sim.steps_run} steps on {sim.backend}")`;
 
+const ONNX_DIGITS = `import display
+import gpulab.onnx
+from gpulab.onnx.examples import digits_model, digits_samples
+
+# A small CNN trained on scikit-learn's 8x8 digits (scripts/train_digits.py), loaded from its
+# .onnx bytes by gpulab's own protobuf reader and run on this page's backend.
+model = gpulab.onnx.load(digits_model())
+print(model)
+for s in digits_samples():
+    display.draw(s["pixels"], shape=[8, 8], name=f"digit-{s['label']}", scale=8,
+                 title=f"test image, label {s['label']}")
+    out = await model.run_async({"image": s["pixels"]})
+    probs = out["probabilities"]["data"]
+    best = max(range(10), key=lambda k: probs[k])
+    print(f"label {s['label']}: class {best} (p = {probs[best]:.3f}); probabilities "
+          + " ".join(f"{p:.2f}" for p in probs))`;
+
 /** @type {Array<{id: string, title: string, cells: string[]}>} */
 export const EXAMPLES = [
   { id: 'first', title: 'First graph: (a * b).relu()', cells: [FIRST, FIRST_SYNC, FIRST_AWAIT] },
@@ -280,4 +297,5 @@ export const EXAMPLES = [
   { id: 'mlp', title: 'Train a small MLP with Adam', cells: [MLP_DATA, MLP_GRAPH, MLP_TRAIN, MLP_EVAL] },
   { id: 'live', title: 'Live views: draw on Life, paint heat', cells: [LIVE_LIFE, LIVE_HEAT] },
   { id: 'wgsl', title: 'Your own WGSL kernels (WebGPU): saxpy, a tiled matmul, heat', cells: [WGSL_SAXPY, WGSL_MATMUL, WGSL_HEAT] },
+  { id: 'onnx', title: 'An ONNX model: a digits CNN', cells: [ONNX_DIGITS] },
 ];

@@ -22,19 +22,28 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     started = time.perf_counter()
     cases = translate_all(args.case)
-    print(f"{len(cases)} cases, {sum(c.graph is not None for c in cases)} load "
-          f"({time.perf_counter() - started:.1f} s)", flush=True)
+    print(
+        f"{len(cases)} cases, {sum(c.graph is not None for c in cases)} load "
+        f"({time.perf_counter() - started:.1f} s)",
+        flush=True,
+    )
     lanes = {}
     for lane in args.lane or ALL_LANES:
         verdicts, info = run_lane(lane, cases, allow_software=True)
         lanes[lane] = {"verdicts": verdicts, "info": info}
         passed = sum(v == "" for v in verdicts.values())
-        print(f"{lane}: {passed} passed of {len(verdicts)} loaded ({info['seconds']} s) "
-              f"{info.get('reason') or ''}", flush=True)
+        print(
+            f"{lane}: {passed} passed of {len(verdicts)} loaded ({info['seconds']} s) "
+            f"{info.get('reason') or ''}",
+            flush=True,
+        )
     command = "python -m e2e.onnx_nodes " + " ".join(argv if argv is not None else sys.argv[1:])
     summary = write_reports(Path(args.report), cases, lanes, command.strip())
-    print(f"reports in {args.report}/onnx_nodes.{{json,md}}; {time.perf_counter() - started:.0f}"
-          f" s in all", flush=True)
+    print(
+        f"reports in {args.report}/onnx_nodes.{{json,md}}; {time.perf_counter() - started:.0f}"
+        f" s in all",
+        flush=True,
+    )
     return 1 if summary["crashed"] else 0
 
 

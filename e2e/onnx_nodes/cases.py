@@ -63,8 +63,9 @@ def translate(tc) -> NodeCase:
         shapes = {n: list(np.shape(v)) for n, v in feeds.items() if isinstance(v, np.ndarray)}
         known = constant_inputs(raw)
         consts = {n: feeds[n] for n in known if n in feeds}
-        loaded = load(raw, input_shapes={k: v for k, v in shapes.items() if k not in consts},
-                      constants=consts)
+        loaded = load(
+            raw, input_shapes={k: v for k, v in shapes.items() if k not in consts}, constants=consts
+        )
         case.graph = loaded.to_dict({s.name: feeds[s.name] for s in loaded.inputs})
     except GpuLabError as err:
         case.refusal = {"code": err.code, "message": err.message}

@@ -47,8 +47,10 @@ def judge(case: NodeCase, outputs: dict[str, np.ndarray]) -> str:
             ok = (g64 == r64) | (np.abs(g64 - r64) <= case.atol + case.rtol * np.abs(r64)) | nan
         if not ok.all():
             bad = int(np.argmax(~ok.ravel()))
-            return (f"{name}: element {bad} is {g64.ravel()[bad]!r}, expected "
-                    f"{r64.ravel()[bad]!r} (rtol {case.rtol}, atol {case.atol})")
+            return (
+                f"{name}: element {bad} is {g64.ravel()[bad]!r}, expected "
+                f"{r64.ravel()[bad]!r} (rtol {case.rtol}, atol {case.atol})"
+            )
     return ""
 
 
@@ -58,9 +60,14 @@ def run_lane(lane: str, cases: Sequence[NodeCase], **opts: object) -> tuple[dict
     payload = [{"name": c.name, "graph": c.graph} for c in loaded]
     started = time.perf_counter()
     run: LaneRun = EXECUTORS[lane](payload, **opts)
-    info = {"available": run.info.available, "reason": run.info.reason,
-            "backend": run.info.backend, "adapter": run.info.adapter,
-            "software": run.info.software, "seconds": round(time.perf_counter() - started, 1)}
+    info = {
+        "available": run.info.available,
+        "reason": run.info.reason,
+        "backend": run.info.backend,
+        "adapter": run.info.adapter,
+        "software": run.info.software,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
     verdicts = {}
     for c in loaded:
         if not run.info.available:
@@ -79,14 +86,21 @@ def run_lane(lane: str, cases: Sequence[NodeCase], **opts: object) -> tuple[dict
 def summarize(cases: Sequence[NodeCase], lanes: dict[str, dict]) -> dict:
     """Per lane and per op: passed / loaded / total (a case counts for each op it uses)."""
     total = len(cases)
-    summary: dict = {"total": total, "loaded": sum(c.graph is not None for c in cases),
-                     "crashed": sum(c.crash is not None for c in cases), "lanes": {},
-                     "ops": {}}
+    summary: dict = {
+        "total": total,
+        "loaded": sum(c.graph is not None for c in cases),
+        "crashed": sum(c.crash is not None for c in cases),
+        "lanes": {},
+        "ops": {},
+    }
     for lane, data in lanes.items():
         verdicts = data["verdicts"]
-        summary["lanes"][lane] = {"passed": sum(v == "" for v in verdicts.values()),
-                                  "loaded": len(verdicts), "total": total,
-                                  "info": data["info"]}
+        summary["lanes"][lane] = {
+            "passed": sum(v == "" for v in verdicts.values()),
+            "loaded": len(verdicts),
+            "total": total,
+            "info": data["info"],
+        }
     for c in cases:
         for op in c.ops:
             row = summary["ops"].setdefault(op, {"total": 0, "loaded": 0, "passed": {}})
@@ -103,11 +117,13 @@ def to_markdown(summary: dict, command: str) -> str:
     lines = [
         "# ONNX node tests on gpulab lanes",
         "",
-        f"`{command}` on {platform.node()} ({platform.machine()}), "
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Cases: onnx "
-        f"{_onnx_version()}'s node tests (collect_testcases), {summary['total']} in all; "
-        f"{summary['loaded']} load in gpulab.onnx, the others are refused at load with a "
-        f"message ({summary['crashed']} crashed).",
+        (
+            f"`{command}` on {platform.node()} ({platform.machine()}), "
+            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Cases: onnx "
+            f"{_onnx_version()}'s node tests (collect_testcases), {summary['total']} in all; "
+            f"{summary['loaded']} load in gpulab.onnx, the others are refused at load with a "
+            f"message ({summary['crashed']} crashed)."
+        ),
         "",
         "| lane | passed | loaded | total | seconds | adapter |",
         "| --- | --- | --- | --- | --- | --- |",
@@ -116,14 +132,23 @@ def to_markdown(summary: dict, command: str) -> str:
         info = row["info"]
         adapter = info.get("adapter") or info.get("reason") or ""
         soft = " (software)" if info.get("software") else ""
-        lines.append(f"| {lane} | {row['passed']} | {row['loaded']} | {row['total']} | "
-                     f"{info.get('seconds')} | {adapter}{soft} |")
-    lines += ["", "Per operator (a case counts for every op its model uses):", "",
-              "| op | total | loaded | " + " | ".join(lanes) + " |",
-              "| --- | --- | --- | " + " | ".join("---" for _ in lanes) + " |"]
+        lines.append(
+            f"| {lane} | {row['passed']} | {row['loaded']} | {row['total']} | "
+            f"{info.get('seconds')} | {adapter}{soft} |"
+        )
+    lines += [
+        "",
+        "Per operator (a case counts for every op its model uses):",
+        "",
+        "| op | total | loaded | " + " | ".join(lanes) + " |",
+        "| --- | --- | --- | " + " | ".join("---" for _ in lanes) + " |",
+    ]
     for op, row in sorted(summary["ops"].items()):
-        lines.append(f"| {op} | {row['total']} | {row['loaded']} | " +
-                     " | ".join(str(row["passed"].get(lane, 0)) for lane in lanes) + " |")
+        lines.append(
+            f"| {op} | {row['total']} | {row['loaded']} | "
+            + " | ".join(str(row["passed"].get(lane, 0)) for lane in lanes)
+            + " |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -133,14 +158,22 @@ def _onnx_version() -> str:
     return onnx.__version__
 
 
-def write_reports(out_dir: Path, cases: Sequence[NodeCase], lanes: dict[str, dict],
-                  command: str) -> dict:
+def write_reports(
+    out_dir: Path, cases: Sequence[NodeCase], lanes: dict[str, dict], command: str
+) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = summarize(cases, lanes)
-    detail = {c.name: {"ops": c.ops, "refusal": c.refusal, "crash": c.crash,
-                       "lanes": {lane: d["verdicts"].get(c.name) for lane, d in lanes.items()}}
-              for c in cases}
-    (out_dir / "onnx_nodes.json").write_text(json.dumps(
-        {"summary": summary, "cases": detail}, indent=1, sort_keys=True) + "\n")
+    detail = {
+        c.name: {
+            "ops": c.ops,
+            "refusal": c.refusal,
+            "crash": c.crash,
+            "lanes": {lane: d["verdicts"].get(c.name) for lane, d in lanes.items()},
+        }
+        for c in cases
+    }
+    (out_dir / "onnx_nodes.json").write_text(
+        json.dumps({"summary": summary, "cases": detail}, indent=1, sort_keys=True) + "\n"
+    )
     (out_dir / "onnx_nodes.md").write_text(to_markdown(summary, command))
     return summary

@@ -31,8 +31,9 @@ class Op:
 
 
 class NodeCtx:
-    def __init__(self, g: Graph, node: Node, index: int, opset: int,
-                 env: Mapping[str, Value]) -> None:
+    def __init__(
+        self, g: Graph, node: Node, index: int, opset: int, env: Mapping[str, Value]
+    ) -> None:
         self.g, self.node, self.opset, self.env = g, node, opset, env
         named = f" {node.name!r}" if node.name else ""
         self.label = f"node {index}{named} ({node.op_type})"
@@ -60,8 +61,10 @@ class NodeCtx:
             raise self.invalid(f"input {i} is missing")
         name = self.node.inputs[i]
         if name not in self.env:
-            raise self.invalid(f"input {name!r} is computed by no earlier node (the graph "
-                               f"must be in topological order)")
+            raise self.invalid(
+                f"input {name!r} is computed by no earlier node (the graph "
+                f"must be in topological order)"
+            )
         return self.env[name]
 
     def t(self, i: int) -> Tensor:
@@ -74,9 +77,11 @@ class NodeCtx:
         v = self.v(i)
         if not isinstance(v, Const):
             name = self.node.inputs[i]
-            raise self.fail(f"input {i} ({what or name!r}) must be known at load: an "
-                            f"initializer, a Constant or an input given in "
-                            f"load(constants={{{name!r}: ...}})")
+            raise self.fail(
+                f"input {i} ({what or name!r}) must be known at load: an "
+                f"initializer, a Constant or an input given in "
+                f"load(constants={{{name!r}: ...}})"
+            )
         return v
 
     def ints(self, i: int, what: str = "") -> list[int]:
@@ -133,5 +138,4 @@ class NodeCtx:
 
     def only_first_output(self) -> None:
         if self.outputs_wanted() > 1:
-            raise self.fail(f"output {self.node.outputs[1]!r} (the second output) is not "
-                            f"supported")
+            raise self.fail(f"output {self.node.outputs[1]!r} (the second output) is not supported")

@@ -44,10 +44,13 @@ def elementwise(consts: Sequence[Const], fn: Callable[..., object], dtype: str) 
     for c in consts:
         shape = broadcast_shapes(shape, c.shape) if shape is not None else None
     if shape is None:
-        raise GpuLabError("VALIDATION", f"onnx: shapes {[list(c.shape) for c in consts]} do "
-                                        f"not broadcast")
-    values = [fn(*(_at(c, idx, shape) for c in consts))
-              for idx in itertools.product(*(range(n) for n in shape))]
+        raise GpuLabError(
+            "VALIDATION", f"onnx: shapes {[list(c.shape) for c in consts]} do not broadcast"
+        )
+    values = [
+        fn(*(_at(c, idx, shape) for c in consts))
+        for idx in itertools.product(*(range(n) for n in shape))
+    ]
     return const_of(dtype, shape, values)
 
 
@@ -59,6 +62,5 @@ def take(c: Const, shape: Sequence[int], source: Callable[[tuple[int, ...]], int
 
 def reshape(c: Const, shape: Sequence[int]) -> Const:
     if math.prod(shape) != c.size:
-        raise GpuLabError("VALIDATION", f"onnx: cannot reshape {list(c.shape)} to "
-                                        f"{list(shape)}")
+        raise GpuLabError("VALIDATION", f"onnx: cannot reshape {list(c.shape)} to {list(shape)}")
     return Const(c.dtype, tuple(shape), c.data, c.name)

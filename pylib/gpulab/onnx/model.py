@@ -42,8 +42,10 @@ def _refuse_operators(m: ModelProto) -> None:
             counts[key] = counts.get(key, 0) + 1
     if counts:
         listed = ", ".join(f"{k} ({n} node{'s' if n != 1 else ''})" for k, n in counts.items())
-        raise GpuLabError("UNSUPPORTED", f"onnx: unsupported operators: {listed}; supported: "
-                                         f"{', '.join(supported_ops())}")
+        raise GpuLabError(
+            "UNSUPPORTED",
+            f"onnx: unsupported operators: {listed}; supported: {', '.join(supported_ops())}",
+        )
 
 
 def _opset(m: ModelProto) -> int:
@@ -51,17 +53,21 @@ def _opset(m: ModelProto) -> int:
     if version is None:
         raise GpuLabError("UNSUPPORTED", "onnx: the model imports no default-domain opset")
     if version < MIN_OPSET:
-        raise GpuLabError("UNSUPPORTED", f"onnx: opset {version} of the default domain; "
-                                         f"supported: {MIN_OPSET} and later")
-    others = sorted(d for d in m.opsets if d != "ai.onnx" and any(
-        n.domain == d for n in m.graph.nodes))
+        raise GpuLabError(
+            "UNSUPPORTED",
+            f"onnx: opset {version} of the default domain; supported: {MIN_OPSET} and later",
+        )
+    others = sorted(
+        d for d in m.opsets if d != "ai.onnx" and any(n.domain == d for n in m.graph.nodes)
+    )
     if others:
         raise GpuLabError("UNSUPPORTED", f"onnx: operator domains {others} are not supported")
     return version
 
 
-def _input_specs(m: ModelProto, input_shapes: Mapping[str, Any] | None,
-                 initialized: set[str]) -> list[InputSpec]:
+def _input_specs(
+    m: ModelProto, input_shapes: Mapping[str, Any] | None, initialized: set[str]
+) -> list[InputSpec]:
     given = dict(input_shapes or {})
     specs = []
     for vi in m.graph.inputs:
@@ -74,27 +80,38 @@ def _input_specs(m: ModelProto, input_shapes: Mapping[str, Any] | None,
         if vi.name in given:
             shape = [int(d) for d in given.pop(vi.name)]
             if vi.shape is not None and len(vi.shape) != len(shape):
-                raise GpuLabError("VALIDATION", f"onnx: {what}: input_shapes gives rank "
-                                                f"{len(shape)}, the model declares {vi.shape}")
+                raise GpuLabError(
+                    "VALIDATION",
+                    f"onnx: {what}: input_shapes gives rank "
+                    f"{len(shape)}, the model declares {vi.shape}",
+                )
             for d, declared in zip(shape, vi.shape or shape):
                 if isinstance(declared, int) and declared >= 0 and declared != d:
-                    raise GpuLabError("VALIDATION", f"onnx: {what}: input_shapes gives "
-                                                    f"{shape}, the model declares {vi.shape}")
+                    raise GpuLabError(
+                        "VALIDATION",
+                        f"onnx: {what}: input_shapes gives {shape}, the model declares {vi.shape}",
+                    )
         elif vi.shape is None:
-            raise GpuLabError("UNSUPPORTED", f"onnx: {what} has no declared shape; give it in "
-                                             f"input_shapes")
+            raise GpuLabError(
+                "UNSUPPORTED", f"onnx: {what} has no declared shape; give it in input_shapes"
+            )
         else:
             dynamic = [d for d in vi.shape if not isinstance(d, int) or d < 0]
             if dynamic:
-                raise GpuLabError("UNSUPPORTED", f"onnx: {what} has a dynamic shape "
-                                                 f"{vi.shape} (dimension {dynamic[0]!r}); give "
-                                                 f"its size in input_shapes={{{vi.name!r}: "
-                                                 f"[...]}}")
+                raise GpuLabError(
+                    "UNSUPPORTED",
+                    f"onnx: {what} has a dynamic shape "
+                    f"{vi.shape} (dimension {dynamic[0]!r}); give "
+                    f"its size in input_shapes={{{vi.name!r}: "
+                    f"[...]}}",
+                )
             shape = list(vi.shape)  # type: ignore[arg-type]
         specs.append(InputSpec(vi.name, check_dims(shape, what), dtype, vi.elem_type))
     if given:
-        raise GpuLabError("VALIDATION", f"onnx: input_shapes names {sorted(given)}, which are "
-                                        f"not inputs of the model")
+        raise GpuLabError(
+            "VALIDATION",
+            f"onnx: input_shapes names {sorted(given)}, which are not inputs of the model",
+        )
     return specs
 
 
@@ -102,8 +119,12 @@ class Model:
     """A loaded ONNX model: `inputs` (name, shape, dtype), `outputs` (names), `run`,
     `prepare`, `to_dict`."""
 
-    def __init__(self, proto: ModelProto, input_shapes: Mapping[str, Any] | None,
-                 constants: Mapping[str, Any] | None) -> None:
+    def __init__(
+        self,
+        proto: ModelProto,
+        input_shapes: Mapping[str, Any] | None,
+        constants: Mapping[str, Any] | None,
+    ) -> None:
         self.proto = proto
         self.opset = _opset(proto)
         _refuse_operators(proto)
@@ -118,8 +139,10 @@ class Model:
         for name, value in (constants or {}).items():
             spec = next((s for s in specs if s.name == name), None)
             if spec is None:
-                raise GpuLabError("VALIDATION", f"onnx: constants names {name!r}, which is not "
-                                                f"an input of the model")
+                raise GpuLabError(
+                    "VALIDATION",
+                    f"onnx: constants names {name!r}, which is not an input of the model",
+                )
             self.constants[name] = _const_input(spec, value)
         self.inputs = [s for s in specs if s.name not in self.constants]
         self.outputs = [o.name for o in proto.graph.outputs]
@@ -127,8 +150,9 @@ class Model:
         if not self.outputs:
             raise GpuLabError("VALIDATION", "onnx: the graph has no outputs")
         g = Graph()
-        placeholders = {s.name: g.input(list(s.shape), name=s.name, dtype=s.dtype)
-                        for s in self.inputs}
+        placeholders = {
+            s.name: g.input(list(s.shape), name=s.name, dtype=s.dtype) for s in self.inputs
+        }
         self._placeholders = placeholders
         self._traced = self._lower(g, placeholders)
         self.graph = g
@@ -136,8 +160,10 @@ class Model:
 
     def __repr__(self) -> str:
         ins = ", ".join(f"{s.name}: {s.dtype}{list(s.shape)}" for s in self.inputs)
-        return f"gpulab.onnx.Model({len(self.proto.graph.nodes)} nodes; inputs {ins}; " \
-               f"outputs {self.outputs})"
+        return (
+            f"gpulab.onnx.Model({len(self.proto.graph.nodes)} nodes; inputs {ins}; "
+            f"outputs {self.outputs})"
+        )
 
     # -- lowering -------------------------------------------------------------------------
 
@@ -158,22 +184,27 @@ class Model:
                 # the graph builder refused a node the lowering made: say which ONNX node
                 raise GpuLabError(err.code, f"onnx: {cx.label}: {err.message}") from None
             if len(results) < len([o for o in node.outputs if o]):
-                raise cx.fail(f"has {len(node.outputs)} outputs; only the first "
-                              f"{len(results)} are supported")
+                raise cx.fail(
+                    f"has {len(node.outputs)} outputs; only the first {len(results)} are supported"
+                )
             for name, value in zip(node.outputs, results):
                 if name:
                     budget.add(value, name)
                     env[name] = value
             budget.macs += cx.macs
             if budget.macs > LIMITS["max_macs"]:
-                raise GpuLabError("LIMIT", f"onnx: the model needs more than "
-                                           f"{LIMITS['max_macs']} multiply-accumulates per "
-                                           f"inference (at node {cx.label})")
+                raise GpuLabError(
+                    "LIMIT",
+                    f"onnx: the model needs more than "
+                    f"{LIMITS['max_macs']} multiply-accumulates per "
+                    f"inference (at node {cx.label})",
+                )
         out = {}
         for name in self.outputs:
             if name not in env:
-                raise GpuLabError("VALIDATION", f"onnx: graph output {name!r} is computed by "
-                                                f"no node")
+                raise GpuLabError(
+                    "VALIDATION", f"onnx: graph output {name!r} is computed by no node"
+                )
             out[name] = materialize(g, env[name])
         return out
 
@@ -183,12 +214,17 @@ class Model:
         sources = {}
         for s in self.inputs:
             if s.name not in given:
-                raise GpuLabError("VALIDATION", f"onnx: missing input {s.name!r} (inputs: "
-                                                f"{[i.name for i in self.inputs]})")
+                raise GpuLabError(
+                    "VALIDATION",
+                    f"onnx: missing input {s.name!r} (inputs: {[i.name for i in self.inputs]})",
+                )
             sources[s.name] = _input_tensor(g, s, given.pop(s.name))
         if given:
-            raise GpuLabError("VALIDATION", f"onnx: {sorted(given)} are not inputs of the "
-                                            f"model (inputs: {[i.name for i in self.inputs]})")
+            raise GpuLabError(
+                "VALIDATION",
+                f"onnx: {sorted(given)} are not inputs of the "
+                f"model (inputs: {[i.name for i in self.inputs]})",
+            )
         return g, self._lower(g, sources)
 
     # -- running --------------------------------------------------------------------------
@@ -204,8 +240,9 @@ class Model:
         g, outs = self._trace_with(inputs)
         return g.run(backend=backend, **outs)["outputs"]
 
-    async def run_async(self, inputs: Mapping[str, Any],
-                        backend: str | None = None) -> dict[str, Any]:
+    async def run_async(
+        self, inputs: Mapping[str, Any], backend: str | None = None
+    ) -> dict[str, Any]:
         """Awaitable `run` (in the page it awaits the GPU without blocking Python)."""
         g, outs = self._trace_with(inputs)
         return (await g.run_async(backend=backend, **outs))["outputs"]
@@ -226,8 +263,11 @@ class _Budget:
         check_dims(list(value.shape), f"value {name!r}")
         self.total += math.prod(value.shape)
         if self.total > LIMITS["max_total_elements"]:
-            raise GpuLabError("LIMIT", f"onnx: the model's tensors hold more than "
-                                       f"{LIMITS['max_total_elements']} elements (at {name!r})")
+            raise GpuLabError(
+                "LIMIT",
+                f"onnx: the model's tensors hold more than "
+                f"{LIMITS['max_total_elements']} elements (at {name!r})",
+            )
 
 
 def _as_flat(value: Any, dtype: str) -> tuple[tuple[int, ...] | None, Any]:
@@ -249,8 +289,11 @@ def _as_flat(value: Any, dtype: str) -> tuple[tuple[int, ...] | None, Any]:
 def _input_tensor(g: Graph, spec: InputSpec, value: Any) -> Tensor:
     shape, data = _as_flat(value, spec.dtype)
     if shape is not None and shape != spec.shape:
-        raise GpuLabError("VALIDATION", f"onnx: input {spec.name!r} has shape {list(shape)}, "
-                                        f"the model was loaded for {list(spec.shape)}")
+        raise GpuLabError(
+            "VALIDATION",
+            f"onnx: input {spec.name!r} has shape {list(shape)}, "
+            f"the model was loaded for {list(spec.shape)}",
+        )
     return g.tensor(data, shape=list(spec.shape), dtype=spec.dtype)
 
 
@@ -259,8 +302,11 @@ def _const_input(spec: InputSpec, value: Any) -> Const:
 
     shape, data = _as_flat(value, spec.dtype)
     if shape is not None and shape != spec.shape:
-        raise GpuLabError("VALIDATION", f"onnx: constant {spec.name!r} has shape "
-                                        f"{list(shape)}, the model declares {list(spec.shape)}")
+        raise GpuLabError(
+            "VALIDATION",
+            f"onnx: constant {spec.name!r} has shape "
+            f"{list(shape)}, the model declares {list(spec.shape)}",
+        )
     code = {"float32": "f", "int32": "i", "bool": "B"}[spec.dtype]
     if hasattr(data, "tobytes"):
         arr = array.array(code)
@@ -268,14 +314,19 @@ def _const_input(spec: InputSpec, value: Any) -> Const:
     else:
         arr = array.array(code, data)
     if len(arr) != math.prod(spec.shape):
-        raise GpuLabError("VALIDATION", f"onnx: constant {spec.name!r} holds {len(arr)} "
-                                        f"values, its shape needs {math.prod(spec.shape)}")
+        raise GpuLabError(
+            "VALIDATION",
+            f"onnx: constant {spec.name!r} holds {len(arr)} "
+            f"values, its shape needs {math.prod(spec.shape)}",
+        )
     return Const(spec.dtype, spec.shape, arr)
 
 
-def load(model_bytes: bytes | bytearray | memoryview,
-         input_shapes: Mapping[str, Any] | None = None,
-         constants: Mapping[str, Any] | None = None) -> Model:
+def load(
+    model_bytes: bytes | bytearray | memoryview,
+    input_shapes: Mapping[str, Any] | None = None,
+    constants: Mapping[str, Any] | None = None,
+) -> Model:
     """Read and check an ONNX model (opset 7+ of the default domain). `input_shapes` gives
     sizes for inputs whose declared shape is dynamic; `constants` fixes some inputs' values at
     load (an input that is a shape, axes or pads must be known at load). Refusals

@@ -44,7 +44,9 @@ def _int_div(a: int, b: int) -> int:
 
 
 _PY = {
-    "Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "Mul": lambda a, b: a * b,
+    "Add": lambda a, b: a + b,
+    "Sub": lambda a, b: a - b,
+    "Mul": lambda a, b: a * b,
     "Div": _int_div,
 }
 
@@ -95,8 +97,9 @@ def _variadic(op: str) -> Op:
 # -- unary ------------------------------------------------------------------------------------
 
 
-def _unary(fn: Callable[[Tensor, NodeCtx], Tensor], attrs: tuple[str, ...] = (),
-           ints: bool = False) -> Op:
+def _unary(
+    fn: Callable[[Tensor, NodeCtx], Tensor], attrs: tuple[str, ...] = (), ints: bool = False
+) -> Op:
     def lower(cx: NodeCtx) -> list[Value]:
         t = cx.t(0)
         if t.dtype != "float32" and not ints:
@@ -233,8 +236,10 @@ def _cast_to(cx: NodeCtx, to: int) -> list[Value]:
     if dtype is None:
         from .proto import DATA_TYPES
 
-        raise cx.fail(f"attribute 'to' = {DATA_TYPES.get(to, to)} is not supported "
-                      f"(FLOAT, INT32, INT64, BOOL)")
+        raise cx.fail(
+            f"attribute 'to' = {DATA_TYPES.get(to, to)} is not supported "
+            f"(FLOAT, INT32, INT64, BOOL)"
+        )
     v = cx.v(0)
     if isinstance(v, Const) and foldable(v) and dtype != "float32" and v.dtype != "float32":
         conv = bool if dtype == "bool" else int

@@ -116,9 +116,17 @@ def _reduce(kind: str) -> Op:
             m = reduce_axes(x, "reduce_max", axes, True)
             m = cx.g.where(abs(m).eq(math.inf), m * 0.0, m)
             s = reduce_axes((x - m).exp(), "sum", axes, True).log() + m
-            y = s if keep else s.reshape([d for i, d in enumerate(t.shape)
-                                          if i not in (axes if axes is not None
-                                                       else range(t.ndim))])
+            y = (
+                s
+                if keep
+                else s.reshape(
+                    [
+                        d
+                        for i, d in enumerate(t.shape)
+                        if i not in (axes if axes is not None else range(t.ndim))
+                    ]
+                )
+            )
         return [y.cast("int32") if is_int else y]
 
     return Op(lower, frozenset({"axes", "keepdims", "noop_with_empty_axes"}), (1,))
@@ -298,8 +306,9 @@ NN_OPS: dict[str, Op] = {
     "LogSoftmax": _rows("log_softmax"),
     "Hardmax": Op(_hardmax, frozenset({"axis"})),
     "LayerNormalization": Op(_layer_norm, frozenset({"axis", "epsilon", "stash_type"})),
-    "BatchNormalization": Op(_batch_norm, frozenset({"epsilon", "momentum", "training_mode",
-                                                     "is_test", "spatial"})),
+    "BatchNormalization": Op(
+        _batch_norm, frozenset({"epsilon", "momentum", "training_mode", "is_test", "spatial"})
+    ),
     "InstanceNormalization": Op(_instance_norm, frozenset({"epsilon"})),
     "GlobalAveragePool": _global_pool("mean"),
     "GlobalMaxPool": _global_pool("reduce_max"),
@@ -308,5 +317,3 @@ NN_OPS: dict[str, Op] = {
     "Trilu": Op(_trilu, frozenset({"upper"}), (1,)),
     "Swish": Op(_swish, frozenset({"alpha"})),
 }
-
-

@@ -25,8 +25,9 @@ def _window(cx: NodeCtx, x: Tensor, kernel: list[int], ceil_mode: bool = False):
     auto = cx.attr("auto_pad", "NOTSET")
     pads = list(cx.attr("pads", [0] * 2 * k))
     if len(kernel) != k or len(strides) != k or len(dil) != k or len(pads) != 2 * k:
-        raise cx.invalid(f"kernel {kernel}, strides {strides}, dilations {dil}, pads {pads} "
-                         f"for {k} spatial axes")
+        raise cx.invalid(
+            f"kernel {kernel}, strides {strides}, dilations {dil}, pads {pads} for {k} spatial axes"
+        )
     begin, end, extra, out = [], [], [], []
     for d in range(k):
         n, s, dk = spatial[d], strides[d], (kernel[d] - 1) * dil[d] + 1
@@ -59,8 +60,9 @@ def _as_2d(cx: NodeCtx, x: Tensor) -> Tensor:
     if x.ndim == 3:
         return x.reshape([x.shape[0], x.shape[1], 1, x.shape[2]])
     if x.ndim != 4:
-        raise cx.fail(f"a {x.ndim - 2}-D window (input rank {x.ndim}) is not supported "
-                      f"(1-D and 2-D)")
+        raise cx.fail(
+            f"a {x.ndim - 2}-D window (input rank {x.ndim}) is not supported (1-D and 2-D)"
+        )
     return x
 
 
@@ -111,8 +113,11 @@ def _counts(n: int, b: int, e: int, k: int, s: int, dil: int, o: int, include: b
 
 
 def _pool(kind: str) -> Op:
-    attrs = WINDOW_ATTRS | {"ceil_mode", "storage_order"} | (
-        {"count_include_pad"} if kind == "avg" else set())
+    attrs = (
+        WINDOW_ATTRS
+        | {"ceil_mode", "storage_order"}
+        | ({"count_include_pad"} if kind == "avg" else set())
+    )
 
     def lower(cx: NodeCtx) -> list[Value]:
         if cx.outputs_wanted() > 1:
@@ -140,8 +145,12 @@ def _pool(kind: str) -> Op:
             acc = cx.g.op("maximum", a=acc, b=t) if kind == "max" else acc + t
         if kind == "avg":
             include = bool(cx.attr("count_include_pad", 0))
-            ch, cw = (_counts(spatial[d], begin[d], end[d], kernel[d], strides[d], dil[d],
-                              out[d], include) for d in (0, 1))
+            ch, cw = (
+                _counts(
+                    spatial[d], begin[d], end[d], kernel[d], strides[d], dil[d], out[d], include
+                )
+                for d in (0, 1)
+            )
             counts = [float(a * b) for a in ch for b in cw]
             acc = acc / cx.g.tensor(counts, shape=[out[0], out[1]])
         if one_d:

@@ -174,8 +174,10 @@ def concat(ts: list[Tensor], axis: int) -> Tensor:
         return ts[0]
     g = ts[0].graph
     while len(ts) > 1:
-        ts = [g.concat(ts[i:i + 8], axis) if len(ts[i:i + 8]) > 1 else ts[i]
-              for i in range(0, len(ts), 8)]
+        ts = [
+            g.concat(ts[i : i + 8], axis) if len(ts[i : i + 8]) > 1 else ts[i]
+            for i in range(0, len(ts), 8)
+        ]
     return ts[0]
 
 
@@ -196,7 +198,7 @@ def _concat(cx: NodeCtx) -> list[Value]:
         for o in range(outer):
             for v in vals:
                 inner = math.prod(v.shape[axis:])
-                data.extend(v.data[o * inner:(o + 1) * inner])
+                data.extend(v.data[o * inner : (o + 1) * inner])
         dtype = "int64" if any(v.dtype == "int64" for v in vals) else vals[0].dtype
         return [const_of(dtype, shape, data)]
     ts = [cx.t(i) for i in range(cx.n_inputs) if cx.has(i) and cx.v(i).shape[axis] != 0]
@@ -227,8 +229,10 @@ def _split(cx: NodeCtx) -> list[Value]:
         chunk = -(-n // parts)
         sizes = [min(chunk, n - i * chunk) for i in range(parts)]
     if sum(sizes) != n or len(sizes) != len(cx.node.outputs):
-        raise cx.invalid(f"split sizes {sizes} do not cover axis {axis} of size {n} in "
-                         f"{len(cx.node.outputs)} outputs")
+        raise cx.invalid(
+            f"split sizes {sizes} do not cover axis {axis} of size {n} in "
+            f"{len(cx.node.outputs)} outputs"
+        )
     out: list[Value] = []
     start = 0
     for size in sizes:
@@ -274,17 +278,18 @@ def _slice(cx: NodeCtx) -> list[Value]:
             raise cx.invalid("a step of 0")
         lo, hi = _onnx_slice_bounds(s, e, st, shape[a])
         slices[a] = [lo, hi, st]
-    out_shape = [len(range(*slice(lo, hi, st).indices(d))) for (lo, hi, st), d in
-                 zip(slices, shape)]
+    out_shape = [
+        len(range(*slice(lo, hi, st).indices(d))) for (lo, hi, st), d in zip(slices, shape)
+    ]
     _no_empty(cx, out_shape)
     if out_shape == shape and all(st == 1 for _, _, st in slices):
         return [v]
     if isinstance(v, Const) and foldable(v):
-        ranges = [range(*slice(lo, hi, st).indices(d)) for (lo, hi, st), d in
-                  zip(slices, shape)]
+        ranges = [range(*slice(lo, hi, st).indices(d)) for (lo, hi, st), d in zip(slices, shape)]
         st_ = strides(shape)
-        return [take(v, out_shape, lambda idx: sum(ranges[d][i] * st_[d]
-                                                   for d, i in enumerate(idx)))]
+        return [
+            take(v, out_shape, lambda idx: sum(ranges[d][i] * st_[d] for d, i in enumerate(idx)))
+        ]
     t = cx.t(0)
     return [via_int(t, lambda x: x.graph.op("slice", a=x, slices=slices))]
 
@@ -309,7 +314,7 @@ def _gather(cx: NodeCtx) -> list[Value]:
     axis = _axis(cx, cx.attr("axis", 0), len(data.shape))
     dim = data.shape[axis]
     idx_v = cx.v(1)
-    out_shape = list(data.shape[:axis]) + list(idx_v.shape) + list(data.shape[axis + 1:])
+    out_shape = list(data.shape[:axis]) + list(idx_v.shape) + list(data.shape[axis + 1 :])
     _no_empty(cx, out_shape)
     if foldable(data, idx_v):
         vals = idx_v.ints()
@@ -318,8 +323,11 @@ def _gather(cx: NodeCtx) -> list[Value]:
         ia = len(idx_v.shape)
 
         def src(o: tuple[int, ...]) -> int:
-            pos = list(o[:axis]) + [norm[_flat(o[axis:axis + ia], idx_v.shape)]] + \
-                list(o[axis + ia:])
+            pos = (
+                list(o[:axis])
+                + [norm[_flat(o[axis : axis + ia], idx_v.shape)]]
+                + list(o[axis + ia :])
+            )
             return sum(p * s for p, s in zip(pos, st))
 
         return [take(data, out_shape, src)]
@@ -358,8 +366,7 @@ def _pad(cx: NodeCtx) -> list[Value]:
         if cx.has(2):
             c = cx.c(2, "constant_value")
             value = c.data[0] if c.size else 0.0
-        axes = [_axis(cx, a, rank) for a in cx.ints(3, "axes")] if cx.has(3) else \
-            list(range(rank))
+        axes = [_axis(cx, a, rank) for a in cx.ints(3, "axes")] if cx.has(3) else list(range(rank))
     if len(pads) != 2 * len(axes):
         raise cx.invalid(f"pads {pads} for {len(axes)} axes")
     widths = [[0, 0] for _ in range(rank)]
@@ -508,9 +515,21 @@ SHAPE_OPS: dict[str, Op] = {
     "Tile": Op(_tile, frozenset(), (1,)),
     "Shape": Op(_shape, frozenset({"start", "end"})),
     "Size": Op(_size),
-    "Constant": Op(_constant, frozenset({"value", "value_float", "value_int", "value_floats",
-                                         "value_ints", "sparse_value", "value_string",
-                                         "value_strings"})),
+    "Constant": Op(
+        _constant,
+        frozenset(
+            {
+                "value",
+                "value_float",
+                "value_int",
+                "value_floats",
+                "value_ints",
+                "sparse_value",
+                "value_string",
+                "value_strings",
+            }
+        ),
+    ),
     "ConstantOfShape": Op(_constant_of_shape, frozenset({"value"}), (0,)),
     "Range": Op(_range, frozenset(), (0, 1, 2)),
     "EyeLike": Op(_eye_like, frozenset({"k", "dtype"})),

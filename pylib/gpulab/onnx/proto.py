@@ -19,17 +19,51 @@ from .limits import LIMITS
 
 # TensorProto.DataType numbers the loader names in messages.
 DATA_TYPES = {
-    0: "UNDEFINED", 1: "FLOAT", 2: "UINT8", 3: "INT8", 4: "UINT16", 5: "INT16", 6: "INT32",
-    7: "INT64", 8: "STRING", 9: "BOOL", 10: "FLOAT16", 11: "DOUBLE", 12: "UINT32",
-    13: "UINT64", 14: "COMPLEX64", 15: "COMPLEX128", 16: "BFLOAT16", 17: "FLOAT8E4M3FN",
-    18: "FLOAT8E4M3FNUZ", 19: "FLOAT8E5M2", 20: "FLOAT8E5M2FNUZ", 21: "UINT4", 22: "INT4",
-    23: "FLOAT4E2M1", 24: "FLOAT8E8M0", 25: "UINT2", 26: "INT2",
+    0: "UNDEFINED",
+    1: "FLOAT",
+    2: "UINT8",
+    3: "INT8",
+    4: "UINT16",
+    5: "INT16",
+    6: "INT32",
+    7: "INT64",
+    8: "STRING",
+    9: "BOOL",
+    10: "FLOAT16",
+    11: "DOUBLE",
+    12: "UINT32",
+    13: "UINT64",
+    14: "COMPLEX64",
+    15: "COMPLEX128",
+    16: "BFLOAT16",
+    17: "FLOAT8E4M3FN",
+    18: "FLOAT8E4M3FNUZ",
+    19: "FLOAT8E5M2",
+    20: "FLOAT8E5M2FNUZ",
+    21: "UINT4",
+    22: "INT4",
+    23: "FLOAT4E2M1",
+    24: "FLOAT8E8M0",
+    25: "UINT2",
+    26: "INT2",
 }
 # AttributeProto.AttributeType
 ATTR_TYPES = {
-    0: "UNDEFINED", 1: "FLOAT", 2: "INT", 3: "STRING", 4: "TENSOR", 5: "GRAPH", 6: "FLOATS",
-    7: "INTS", 8: "STRINGS", 9: "TENSORS", 10: "GRAPHS", 11: "SPARSE_TENSOR",
-    12: "SPARSE_TENSORS", 13: "TYPE_PROTO", 14: "TYPE_PROTOS",
+    0: "UNDEFINED",
+    1: "FLOAT",
+    2: "INT",
+    3: "STRING",
+    4: "TENSOR",
+    5: "GRAPH",
+    6: "FLOATS",
+    7: "INTS",
+    8: "STRINGS",
+    9: "TENSORS",
+    10: "GRAPHS",
+    11: "SPARSE_TENSOR",
+    12: "SPARSE_TENSORS",
+    13: "TYPE_PROTO",
+    14: "TYPE_PROTOS",
 }
 
 
@@ -131,8 +165,9 @@ class Reader:
             elif wire == 2:
                 n = self.varint()
                 if n > self.end - self.pos:
-                    raise _bad(f"{self.what}: field {number} says {n} bytes, "
-                               f"{self.end - self.pos} remain")
+                    raise _bad(
+                        f"{self.what}: field {number} says {n} bytes, {self.end - self.pos} remain"
+                    )
                 start = self.pos
                 self.pos += n
                 yield number, wire, (start, self.pos)
@@ -140,27 +175,30 @@ class Reader:
                 n = 8 if wire == 1 else 4
                 if n > self.end - self.pos:
                     raise _bad(f"{self.what}: a fixed field runs past the end of its message")
-                value = int.from_bytes(self.buf[self.pos:self.pos + n], "little")
+                value = int.from_bytes(self.buf[self.pos : self.pos + n], "little")
                 self.pos += n
                 yield number, wire, value
             else:
-                raise _bad(f"{self.what}: field {number} has wire type {wire} (groups and "
-                           f"unknown wire types are not read)")
+                raise _bad(
+                    f"{self.what}: field {number} has wire type {wire} (groups and "
+                    f"unknown wire types are not read)"
+                )
 
     def sub(self, span: tuple[int, int], what: str) -> Reader:
         return Reader(self.buf, span[0], span[1], what)
 
     def text(self, span: tuple[int, int], what: str) -> str:
         if span[1] - span[0] > LIMITS["max_string_bytes"]:
-            raise GpuLabError("LIMIT", f"onnx: {what} is {span[1] - span[0]} bytes > "
-                                       f"{LIMITS['max_string_bytes']}")
+            raise GpuLabError(
+                "LIMIT", f"onnx: {what} is {span[1] - span[0]} bytes > {LIMITS['max_string_bytes']}"
+            )
         try:
-            return bytes(self.buf[span[0]:span[1]]).decode("utf-8")
+            return bytes(self.buf[span[0] : span[1]]).decode("utf-8")
         except UnicodeDecodeError:
             raise _bad(f"{what} is not UTF-8") from None
 
     def raw(self, span: tuple[int, int]) -> bytes:
-        return bytes(self.buf[span[0]:span[1]])
+        return bytes(self.buf[span[0] : span[1]])
 
 
 def _signed64(v: int) -> int:
@@ -182,12 +220,16 @@ class _Counter:
     def list_items(self, n: int, what: str) -> None:
         self.values += n
         if self.values > LIMITS["max_list_values"]:
-            raise GpuLabError("LIMIT", f"onnx: {what}: more than {LIMITS['max_list_values']} "
-                                       f"listed values in the model (dims, ints, floats)")
+            raise GpuLabError(
+                "LIMIT",
+                f"onnx: {what}: more than {LIMITS['max_list_values']} "
+                f"listed values in the model (dims, ints, floats)",
+            )
 
 
-def _ints(r: Reader, wire: int, value, out: list[int], count: _Counter, what: str,
-          signed32: bool = False) -> None:
+def _ints(
+    r: Reader, wire: int, value, out: list[int], count: _Counter, what: str, signed32: bool = False
+) -> None:
     """A repeated int field, packed (wire 2) or one element (wire 0)."""
     conv = _signed32 if signed32 else _signed64
     if wire == 0:
@@ -208,8 +250,11 @@ def _floats(r: Reader, wire: int, value, out: list[float], count: _Counter, what
         out.append(struct.unpack("<f", value.to_bytes(4, "little"))[0])
         return
     if wire != 2 or (value[1] - value[0]) % 4:
-        raise _bad(f"{what}: a packed float field of {value[1] - value[0]} bytes"
-                   if wire == 2 else f"{what}: wire type {wire} for a repeated float")
+        raise _bad(
+            f"{what}: a packed float field of {value[1] - value[0]} bytes"
+            if wire == 2
+            else f"{what}: wire type {wire} for a repeated float"
+        )
     n = (value[1] - value[0]) // 4
     count.list_items(n, what)
     out.extend(struct.unpack(f"<{n}f", r.raw(value)))
@@ -226,8 +271,9 @@ _TYPED_FIELDS = {4: "f", 5: "i", 7: "q", 10: "d", 11: "Q"}
 _INT32_CARRIED = {"INT32", "INT16", "INT8", "UINT16", "UINT8", "BOOL", "FLOAT16", "BFLOAT16"}
 
 
-def _packed_varints(r: Reader, wire: int, value, code: str, out: array.array,
-                    count: _Counter, what: str) -> None:
+def _packed_varints(
+    r: Reader, wire: int, value, code: str, out: array.array, count: _Counter, what: str
+) -> None:
     if wire == 0:
         items = [value]
     elif wire == 2:
@@ -236,8 +282,9 @@ def _packed_varints(r: Reader, wire: int, value, code: str, out: array.array,
         while sub.pos < sub.end:
             items.append(sub.varint())
             if len(items) > LIMITS["max_elements"]:
-                raise GpuLabError("LIMIT", f"onnx: {what} holds more than "
-                                           f"{LIMITS['max_elements']} elements")
+                raise GpuLabError(
+                    "LIMIT", f"onnx: {what} holds more than {LIMITS['max_elements']} elements"
+                )
     else:
         raise _bad(f"{what}: wire type {wire} for a repeated int")
     count.list_items(len(items), what)
@@ -276,8 +323,15 @@ def read_tensor(r: Reader, span, count: _Counter, what: str) -> TensorProto:
                 raise _bad(f"{what}: wire type {wire} for field {number}")
         elif number in (5, 7, 11):  # int32_data, int64_data, uint64_data: varints
             code = _TYPED_FIELDS[number]
-            _packed_varints(sub, wire, value, code, typed.setdefault(number, array.array(code)),
-                            count, f"{what} field {number}")
+            _packed_varints(
+                sub,
+                wire,
+                value,
+                code,
+                typed.setdefault(number, array.array(code)),
+                count,
+                f"{what} field {number}",
+            )
         elif number == 14:
             _expect(wire, 0, f"{what} data_location")
             t.external = value == 1
@@ -286,12 +340,17 @@ def read_tensor(r: Reader, span, count: _Counter, what: str) -> TensorProto:
     if t.raw is None and typed:
         if len(typed) > 1:
             raise _bad(f"{what} holds two typed data fields")
-        (number, buf), = typed.items()
+        ((number, buf),) = typed.items()
         if sys.byteorder == "big":  # pragma: no cover - every supported host is little-endian
             buf.byteswap()
         t.raw = buf.tobytes()
-        t_field = {4: "float_data", 5: "int32_data", 7: "int64_data", 10: "double_data",
-                   11: "uint64_data"}[number]
+        t_field = {
+            4: "float_data",
+            5: "int32_data",
+            7: "int64_data",
+            10: "double_data",
+            11: "uint64_data",
+        }[number]
         _typed_ok(t, t_field, what)
     return t
 
@@ -300,8 +359,13 @@ def _typed_ok(t: TensorProto, field_name: str, what: str) -> None:
     """The loader reads typed fields as the element type they say; int32_data holding a
     narrower type is re-read by the loader (it knows the element count)."""
     kind = DATA_TYPES.get(t.data_type, str(t.data_type))
-    fits = {"float_data": {"FLOAT"}, "int64_data": {"INT64"}, "double_data": {"DOUBLE"},
-            "uint64_data": {"UINT64", "UINT32"}, "int32_data": _INT32_CARRIED}[field_name]
+    fits = {
+        "float_data": {"FLOAT"},
+        "int64_data": {"INT64"},
+        "double_data": {"DOUBLE"},
+        "uint64_data": {"UINT64", "UINT32"},
+        "int32_data": _INT32_CARRIED,
+    }[field_name]
     if kind not in fits:
         raise _bad(f"{what}: {field_name} holds data of type {kind}")
     if field_name == "int32_data" and kind != "INT32":
@@ -375,8 +439,9 @@ def read_attribute(r: Reader, span, count: _Counter, what: str) -> Attribute:
         elif number == 4:
             _expect(wire, 2, f"{what} s")
             if value[1] - value[0] > LIMITS["max_string_bytes"]:
-                raise GpuLabError("LIMIT", f"onnx: {what} is longer than "
-                                           f"{LIMITS['max_string_bytes']} bytes")
+                raise GpuLabError(
+                    "LIMIT", f"onnx: {what} is longer than {LIMITS['max_string_bytes']} bytes"
+                )
             a.s = sub.raw(value)
         elif number == 5:
             _expect(wire, 2, f"{what} t")
@@ -430,24 +495,24 @@ def read_graph(r: Reader, span, count: _Counter) -> GraphProto:
         if number == 1:
             count.nodes += 1
             if count.nodes > LIMITS["max_nodes"]:
-                raise GpuLabError("LIMIT", f"onnx: the graph has more than "
-                                           f"{LIMITS['max_nodes']} nodes")
+                raise GpuLabError(
+                    "LIMIT", f"onnx: the graph has more than {LIMITS['max_nodes']} nodes"
+                )
             g.nodes.append(read_node(sub, value, count, len(g.nodes)))
         elif number == 2:
             g.name = sub.text(value, "graph name")
         elif number == 5:
             if len(g.initializers) >= LIMITS["max_nodes"]:
-                raise GpuLabError("LIMIT", f"onnx: more than {LIMITS['max_nodes']} "
-                                           f"initializers")
-            g.initializers.append(read_tensor(sub, value, count,
-                                              f"initializer {len(g.initializers)}"))
+                raise GpuLabError("LIMIT", f"onnx: more than {LIMITS['max_nodes']} initializers")
+            g.initializers.append(
+                read_tensor(sub, value, count, f"initializer {len(g.initializers)}")
+            )
         elif number == 15:
             g.sparse_initializers += 1
         elif number in (11, 12, 13):
             target = {11: g.inputs, 12: g.outputs, 13: g.value_info}[number]
             if len(target) >= LIMITS["max_nodes"]:
-                raise GpuLabError("LIMIT", f"onnx: more than {LIMITS['max_nodes']} graph "
-                                           f"values")
+                raise GpuLabError("LIMIT", f"onnx: more than {LIMITS['max_nodes']} graph values")
             target.append(read_value_info(sub, value, count, "graph value"))
     return g
 
@@ -459,8 +524,9 @@ def read_model(data: bytes | bytearray | memoryview) -> ModelProto:
         raise GpuLabError("VALIDATION", f"onnx: model bytes expected, got {type(data).__name__}")
     buf = memoryview(data).cast("B")
     if len(buf) > LIMITS["max_model_bytes"]:
-        raise GpuLabError("LIMIT", f"onnx: the model is {len(buf)} bytes > "
-                                   f"{LIMITS['max_model_bytes']}")
+        raise GpuLabError(
+            "LIMIT", f"onnx: the model is {len(buf)} bytes > {LIMITS['max_model_bytes']}"
+        )
     r = Reader(buf, 0, len(buf), "model")
     m = ModelProto()
     count = _Counter()

@@ -67,8 +67,11 @@ def materialize(g: Graph, v: Value) -> Tensor:
         if dtype == "int64":
             if len(data) and (min(data) < INT32_MIN or max(data) > INT32_MAX):
                 bad = next(x for x in data if not INT32_MIN <= x <= INT32_MAX)
-                raise GpuLabError("UNSUPPORTED", f"onnx: {v.name} holds the int64 value {bad}, "
-                                                 f"outside int32 (int64 data is held as int32)")
+                raise GpuLabError(
+                    "UNSUPPORTED",
+                    f"onnx: {v.name} holds the int64 value {bad}, "
+                    f"outside int32 (int64 data is held as int32)",
+                )
             data, dtype = array.array("i", data), "int32"
         v.tensor = g.tensor(data, shape=v.shape, dtype=dtype)
     return v.tensor
@@ -101,11 +104,14 @@ def check_dims(dims, what: str) -> tuple[int, ...]:
         raise GpuLabError("LIMIT", f"onnx: {what} has rank {len(dims)} > {LIMITS['max_rank']}")
     for d in dims:
         if not isinstance(d, int) or d < 0:
-            raise GpuLabError("UNSUPPORTED", f"onnx: {what} has a dimension {d!r} that is not "
-                                             f"a static size")
+            raise GpuLabError(
+                "UNSUPPORTED", f"onnx: {what} has a dimension {d!r} that is not a static size"
+            )
         if d == 0:
-            raise GpuLabError("UNSUPPORTED", f"onnx: {what} has shape {list(dims)}: zero-size "
-                                             f"tensors are not supported")
+            raise GpuLabError(
+                "UNSUPPORTED",
+                f"onnx: {what} has shape {list(dims)}: zero-size tensors are not supported",
+            )
     n = math.prod(dims)
     if n > LIMITS["max_elements"]:
         raise GpuLabError("LIMIT", f"onnx: {what} has {n} elements > {LIMITS['max_elements']}")
@@ -116,8 +122,10 @@ def tensor_const(t: TensorProto, what: str) -> Const:
     """An initializer or Constant tensor as a Const (int64 kept as int64 until it becomes a
     graph tensor)."""
     if t.external:
-        raise GpuLabError("UNSUPPORTED", f"onnx: {what} keeps its data in an external file; "
-                                         f"give a model with the data inside")
+        raise GpuLabError(
+            "UNSUPPORTED",
+            f"onnx: {what} keeps its data in an external file; give a model with the data inside",
+        )
     dtype = onnx_dtype(t.data_type, what)
     shape = check_dims(list(t.dims), what)
     n = math.prod(shape)
@@ -147,5 +155,6 @@ def tensor_const(t: TensorProto, what: str) -> Const:
 
 
 def _length(what: str, got: int, want: int) -> GpuLabError:
-    return GpuLabError("VALIDATION", f"onnx: {what} holds {got} bytes of data, its dims need "
-                                     f"{want}")
+    return GpuLabError(
+        "VALIDATION", f"onnx: {what} holds {got} bytes of data, its dims need {want}"
+    )

@@ -1,0 +1,249 @@
+"""gpulab.onnx (issue 18): the digits CNN against onnxruntime, refusals at load, limits, and a
+fuzz of the protobuf reader. The node-test suite is e2e/test_onnx_nodes.py."""
+
+from __future__ import annotations
+
+import gpulab.onnx as gonnx
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from gpulab.errors import GpuLabError
+from gpulab.onnx import limits as limits_mod
+from gpulab.onnx.examples import digits_model, digits_samples
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto, helper, numpy_helper
+
+
+def _model(nodes, inputs, outputs, inits=(), opset=13) -> bytes:
+    graph = helper.make_graph(nodes, "t", inputs, outputs, list(inits))
+    return helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", opset)]
+    ).SerializeToString()
+
+
+def _vi(name, shape, elem=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+# -- the digits CNN ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["cpu-python", "wgpu"])
+def test_digits_match_onnxruntime(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPULAB_ALLOW_SOFTWARE", "1")  # lavapipe here
+    raw = digits_model()
+    assert len(raw) < 200 * 1024
+    model = gonnx.load(raw)
+    sess = ort.InferenceSession(raw)
+    for s in digits_samples():
+        x = np.asarray(s["pixels"], np.float32).reshape(1, 1, 8, 8)
+        logits, probs = sess.run(["logits", "probabilities"], {"image": x})
+        out = model.run({"image": x}, backend=backend)
+        got = np.asarray(out["probabilities"]["array"]).reshape(1, 10)
+        assert int(got.argmax()) == s["label"]
+        assert np.abs(got - probs).max() <= 1e-5
+        assert np.abs(np.asarray(out["logits"]["array"]).reshape(1, 10) - logits).max() <= 1e-5
+
+
+def test_prepared_session_runs_every_image() -> None:
+    model = gonnx.load(digits_model())
+    session = model.prepare(backend="cpu-python")
+    try:
+        for s in digits_samples():
+            out = session.run({"image": s["pixels"]})["outputs"]
+            assert int(np.argmax(out["probabilities"]["data"])) == s["label"]
+    finally:
+        session.dispose()
+
+
+def test_model_shapes_are_static_at_load() -> None:
+    model = gonnx.load(digits_model())
+    assert model.shapes == {"logits": (1, 10), "probabilities": (1, 10)}
+    assert [(i.name, i.shape, i.dtype) for i in model.inputs] == [
+        ("image", (1, 1, 8, 8), "float32")
+    ]
+
+
+# -- refusals at load -------------------------------------------------------------------------
+
+
+def test_unsupported_operators_are_listed_with_counts() -> None:
+    nodes = [
+        helper.make_node("LSTM", ["x", "w", "r"], ["y1"]),
+        helper.make_node("LSTM", ["x", "w", "r"], ["y2"]),
+        helper.make_node("Foo", ["x"], ["y3"], domain="com.example"),
+        helper.make_node("Relu", ["x"], ["y"]),
+    ]
+    raw = _model(nodes, [_vi("x", [2]), _vi("w", [2]), _vi("r", [2])], [_vi("y", [2])])
+    with pytest.raises(GpuLabError) as info:
+        gonnx.load(raw)
+    assert info.value.code == "UNSUPPORTED"
+    assert info.value.message.startswith(
+        "onnx: unsupported operators: LSTM (2 nodes), com.example:Foo (1 node); supported: "
+        "Abs, Add, "
+    )
+    assert "Conv, " in info.value.message and "Transpose" in info.value.message
+
+
+@pytest.mark.parametrize(
+    "node, inputs, outputs, words",
+    [
+        (
+            helper.make_node("MaxPool", ["x"], ["y", "idx"], kernel_shape=[2, 2]),
+            [_vi("x", [1, 1, 4, 4])],
+            [_vi("y", [1, 1, 2, 2]), _vi("idx", [1, 1, 2, 2], 7)],
+            "node 0 (MaxPool): the Indices output is not supported",
+        ),
+        (
+            helper.make_node("Dropout", ["x", "r", "t"], ["y"]),
+            [_vi("x", [4])],
+            [_vi("y", [4])],
+            "node 0 (Dropout): training mode",
+        ),
+        (
+            helper.make_node("Relu", ["x"], ["y"]),
+            [_vi("x", [4], TensorProto.DOUBLE)],
+            [_vi("y", [4], TensorProto.DOUBLE)],
+            "input 'x' has element type DOUBLE",
+        ),
+        (
+            helper.make_node("Conv", ["x", "w"], ["y"], auto_pad="FOO"),
+            [_vi("x", [1, 1, 4, 4]), _vi("w", [1, 1, 2, 2])],
+            [_vi("y", [1, 1, 3, 3])],
+            "node 0 (Conv): attribute 'auto_pad' = 'FOO' is not supported",
+        ),
+        (
+            helper.make_node("Relu", ["x"], ["y"], foo=1),
+            [_vi("x", [4])],
+            [_vi("y", [4])],
+            "node 0 (Relu): attribute 'foo' is not supported",
+        ),
+        (
+            helper.make_node("Relu", ["x"], ["y"]),
+            [_vi("x", ["batch", 4])],
+            [_vi("y", [4])],
+            "input 'x' has a dynamic shape ['batch', 4] (dimension 'batch')",
+        ),
+    ],
+)
+def test_variants_are_refused_at_load_naming_node_or_tensor(node, inputs, outputs, words) -> None:
+    inits = []
+    if node.op_type == "Dropout":
+        inits = [
+            numpy_helper.from_array(np.array(0.5, np.float32), "r"),
+            numpy_helper.from_array(np.array(True), "t"),
+        ]
+    with pytest.raises(GpuLabError) as info:
+        gonnx.load(_model([node], inputs, outputs, inits))
+    assert words in info.value.message, info.value.message
+    assert info.value.code in ("UNSUPPORTED", "VALIDATION")
+
+
+def test_dynamic_shapes_resolve_from_input_shapes() -> None:
+    raw = _model(
+        [helper.make_node("Relu", ["x"], ["y"])], [_vi("x", ["batch", 4])], [_vi("y", ["batch", 4])]
+    )
+    model = gonnx.load(raw, input_shapes={"x": [3, 4]})
+    out = model.run({"x": np.full((3, 4), -1.0, np.float32)}, backend="cpu-python")
+    assert out["y"]["shape"] == [3, 4] and set(out["y"]["data"]) == {0.0}
+
+
+def test_int64_outside_int32_is_refused_naming_the_tensor() -> None:
+    big = numpy_helper.from_array(np.array([2**40], np.int64), "huge")
+    raw = _model(
+        [helper.make_node("Add", ["x", "huge"], ["y"])],
+        [_vi("x", [1], TensorProto.INT64)],
+        [_vi("y", [1], TensorProto.INT64)],
+        [big],
+    )
+    with pytest.raises(GpuLabError) as info:
+        gonnx.load(raw)
+    assert (
+        "initializer 'huge' holds the int64 value 1099511627776, outside int32"
+        in info.value.message
+    )
+
+
+# -- limits -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "limit, value, words",
+    [
+        ("max_model_bytes", 1000, "the model is 8384 bytes > 1000"),
+        ("max_nodes", 5, "the graph has more than 5 nodes"),
+        ("max_macs", 10_000, "more than 10000 multiply-accumulates per inference"),
+        ("max_elements", 100, "initializer 'conv2.weight' has 1152 elements > 100"),
+        ("max_total_elements", 1000, "the model's tensors hold more than 1000 elements"),
+    ],
+)
+def test_limits_refuse_at_load(
+    limit: str, value: int, words: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(limits_mod.LIMITS, limit, value)
+    with pytest.raises(GpuLabError) as info:
+        gonnx.load(digits_model())
+    assert info.value.code == "LIMIT"
+    assert words in info.value.message, info.value.message
+
+
+def test_rank_limit_names_the_tensor() -> None:
+    raw = _model(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        [_vi("x", [1, 1, 1, 1, 2])],
+        [_vi("y", [1, 1, 1, 1, 2])],
+    )
+    with pytest.raises(GpuLabError) as info:
+        gonnx.load(raw)
+    assert info.value.code == "LIMIT" and "input 'x' has rank 5 > 4" in info.value.message
+
+
+def test_limits_are_documented() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "onnx.md").read_text()
+    for name in limits_mod.LIMITS:
+        assert f"`{name}`" in text, name
+
+
+# -- the protobuf reader against hostile bytes ------------------------------------------------
+
+
+def _load_clean(data: bytes) -> None:
+    try:
+        gonnx.load(data)
+    except GpuLabError:
+        pass
+
+
+FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+@FUZZ
+@given(st.binary(max_size=600))
+def test_fuzz_random_bytes_only_refuse_cleanly(data: bytes) -> None:
+    _load_clean(data)
+
+
+@FUZZ
+@given(
+    st.lists(st.tuples(st.integers(0, 8383), st.integers(0, 255)), min_size=1, max_size=8),
+    st.integers(0, 8384),
+)
+def test_fuzz_mutated_model_only_refuses_cleanly(edits, cut) -> None:
+    raw = bytearray(digits_model())
+    for pos, byte in edits:
+        raw[pos] = byte
+    _load_clean(bytes(raw[:cut]) if cut % 3 == 0 else bytes(raw))
+
+
+def test_reader_decodes_what_onnx_writes() -> None:
+    from gpulab.onnx.proto import read_model
+
+    m = read_model(digits_model())
+    ref = onnx.load_from_string(digits_model())
+    assert [n.op_type for n in m.graph.nodes] == [n.op_type for n in ref.graph.node]
+    assert [t.name for t in m.graph.initializers] == [t.name for t in ref.graph.initializer]
+    assert m.opsets == {"ai.onnx": 13}
