@@ -1,0 +1,57 @@
+"""torch.nn of the subset (modules in .modules, functions in .functional)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._refuse import refuse
+from . import functional, init
+from .modules import (
+    GELU,
+    CrossEntropyLoss,
+    Dropout,
+    Embedding,
+    Flatten,
+    Identity,
+    LayerNorm,
+    Linear,
+    LogSoftmax,
+    Module,
+    ModuleList,
+    MSELoss,
+    NLLLoss,
+    Parameter,
+    ReLU,
+    Sequential,
+    Sigmoid,
+    Softmax,
+    Tanh,
+)
+
+__all__ = [
+    "GELU",
+    "CrossEntropyLoss",
+    "Dropout",
+    "Embedding",
+    "Flatten",
+    "Identity",
+    "LayerNorm",
+    "Linear",
+    "LogSoftmax",
+    "MSELoss",
+    "Module",
+    "ModuleList",
+    "NLLLoss",
+    "Parameter",
+    "ReLU",
+    "Sequential",
+    "Sigmoid",
+    "Softmax",
+    "Tanh",
+    "functional",
+    "init",
+]
+
+
+def __getattr__(name: str) -> Any:
+    raise refuse(f"torch.nn.{name}", "nn")

@@ -1,0 +1,256 @@
+"""torch.nn.functional of the subset, built on gpulab.functional's shared composites."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ... import functional as GF
+from .._dtype import float32, int32, int64
+from .._random import Generator, pick
+from .._refuse import refuse
+from .._tape import current
+from ..tensor import Tensor, _axis, _gelu, as_tensor_like
+
+__all__ = [
+    "cross_entropy",
+    "dropout",
+    "embedding",
+    "gelu",
+    "layer_norm",
+    "linear",
+    "log_softmax",
+    "mse_loss",
+    "nll_loss",
+    "one_hot",
+    "relu",
+    "scaled_dot_product_attention",
+    "sigmoid",
+    "softmax",
+    "tanh",
+]
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """input @ weight.T + bias (gpulab.functional.linear)."""
+    node = GF.linear(input._f(), weight._f(), bias._f() if bias is not None else None)
+    return Tensor._result(node, float32, input, weight, bias, op="linear")
+
+
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    return input.relu()
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    return _gelu(input, approximate)
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    return input.sigmoid()
+
+
+def tanh(input: Tensor) -> Tensor:
+    return input.tanh()
+
+
+def softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
+    return input.softmax(-1 if dim is None else dim)
+
+
+def log_softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
+    return input.log_softmax(-1 if dim is None else dim)
+
+
+def dropout(
+    input: Tensor,
+    p: float = 0.5,
+    training: bool = True,
+    inplace: bool = False,
+    generator: Generator | None = None,
+) -> Tensor:
+    """Our counter-hash dropout (the protocol's `dropout` op): each call draws the next
+    counter of the generator (default: torch.manual_seed's), so masks are the same on every
+    backend but differ from torch's RNG (docs/torch.md)."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0.0
+    gen = pick(generator)
+    counter = current().draw(gen.next_counter())
+    node = input._f().dropout(p, seed=gen.seed, counter=counter)
+    return Tensor._result(node, float32, input, op="dropout")
+
+
+def embedding(
+    input: Tensor,
+    weight: Tensor,
+    padding_idx: int | None = None,
+    max_norm: float | None = None,
+    **kwargs: Any,
+) -> Tensor:
+    """Rows of weight picked by integer indices (gpulab.functional.embedding)."""
+    if padding_idx is not None or max_norm is not None:
+        raise refuse("F.embedding(padding_idx=..., max_norm=...)", "nn.functional")
+    idx = as_tensor_like(input)
+    if idx.dtype not in (int64, int32):
+        raise RuntimeError(
+            f"Expected tensor for argument #1 'indices' to have one of the "
+            f"following scalar types: Long, Int; but got {idx.dtype.name}"
+        )
+    node = GF.embedding(idx._n(), weight._f())
+    return Tensor._result(node, float32, weight, idx, op="embedding")
+
+
+def layer_norm(
+    input: Tensor,
+    normalized_shape: Any,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Over the last axis (gpulab.functional.layer_norm); a normalized_shape of several axes
+    is refused by name."""
+    shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
+    if len(shape) != 1:
+        raise refuse("layer_norm over more than the last axis", "nn.functional")
+    if input.shape[-1] != shape[0]:
+        raise RuntimeError(
+            f"Given normalized_shape={shape}, expected input with shape "
+            f"[*, {shape[0]}], but got input of size{list(input.shape)}"
+        )
+    node = GF.layer_norm(
+        input._f(),
+        weight._f() if weight is not None else None,
+        bias._f() if bias is not None else None,
+        eps,
+    )
+    return Tensor._result(node, float32, input, weight, bias, op="layer_norm")
+
+
+def _reduce(loss: Tensor, reduction: str, what: str) -> Tensor:
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{reduction} is not a valid value for reduction ({what})")
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 one-hot of class indices (num_classes must be given: shapes are static)."""
+    if num_classes < 0:
+        raise refuse(
+            "F.one_hot without num_classes (the class count from the data)", "nn.functional"
+        )
+    idx = as_tensor_like(tensor)
+    classes = current().graph.tensor(list(range(num_classes)), dtype="int32")
+    node = idx._n().reshape(list(idx.shape) + [1]).eq(classes).cast("int32")
+    return Tensor._result(node, int64, op="one_hot")
+
+
+def cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: Any = None,
+    ignore_index: int = -100,
+    reduce: Any = None,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+) -> Tensor:
+    """torch's cross_entropy for logits [N, C] (or [C]) with class indices (int) or class
+    probabilities (float) as target; weight and label_smoothing are refused by name
+    (ignore_index is accepted at its default only: targets must be in [0, C))."""
+    if weight is not None or label_smoothing:
+        raise refuse("F.cross_entropy(weight=..., label_smoothing=...)", "nn.functional")
+    if input.ndim not in (1, 2):
+        raise refuse(
+            f"F.cross_entropy of a rank-{input.ndim} input (give logits [N, C]: reshape first)",
+            "nn.functional",
+        )
+    x = input if input.ndim == 2 else input.unsqueeze(0)
+    t = as_tensor_like(target)
+    if t.dtype.is_floating_point:
+        probs = t if t.ndim == 2 else t.unsqueeze(0)
+    else:
+        tt = t if t.ndim == 1 else t.reshape(1)
+        probs = one_hot(tt, x.shape[1]).float()
+    if reduction == "mean":
+        node = x._f().cross_entropy(probs._n())  # one fused op: mean over rows
+        return Tensor._result(node, float32, x, probs, op="cross_entropy")
+    per_row = -(x.log_softmax(1) * probs).sum(1)
+    out = _reduce(per_row, reduction, "cross_entropy")
+    return out if input.ndim == 2 or reduction != "none" else out.reshape([])
+
+
+def nll_loss(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    reduction: str = "mean",
+    **kwargs: Any,
+) -> Tensor:
+    """-input[n, target[n]] reduced (input: log-probabilities [N, C])."""
+    if weight is not None:
+        raise refuse("F.nll_loss(weight=...)", "nn.functional")
+    t = as_tensor_like(target)
+    picked = input.gather(1, t.reshape(-1, 1)).reshape(-1)
+    return _reduce(-picked, reduction, "nll_loss")
+
+
+def mse_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: str = "mean",
+) -> Tensor:
+    tgt = as_tensor_like(target)
+    if tuple(input.shape) != tuple(tgt.shape):
+        tgt = tgt.expand_as(input) if tgt.numel() <= input.numel() else tgt
+    node = GF.mse_loss(input._f(), tgt._f(), reduction=reduction)
+    return Tensor._result(node, float32, input, tgt, op="mse_loss")
+
+
+def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    return _reduce((input - target).abs(), reduction, "l1_loss")
+
+
+def scaled_dot_product_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    **kwargs: Any,
+) -> Tensor:
+    """softmax(q k^T * scale + mask) v (gpulab.functional.attention); is_causal builds the
+    lower-triangular bool mask; dropout_p > 0 is refused by name."""
+    if dropout_p:
+        raise refuse("scaled_dot_product_attention(dropout_p > 0)", "nn.functional")
+    mask = attn_mask
+    if is_causal:
+        n, m = query.shape[-2], key.shape[-2]
+        tri = [[j <= i for j in range(m)] for i in range(n)]
+        from ..creation import tensor
+
+        mask = tensor(tri)
+    node = GF.attention(
+        query._f(), key._f(), value._f(), mask._n() if mask is not None else None, scale
+    )
+    return Tensor._result(node, float32, query, key, value, mask, op="attention")
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    if p != 2.0:
+        raise refuse(f"F.normalize(p={p})", "nn.functional")
+    node = GF.l2_normalize(input._f(), axis=_axis(dim, input.ndim), eps=eps)
+    return Tensor._result(node, float32, input, op="normalize")
+
+
+def __getattr__(name: str) -> Any:
+    raise refuse(f"torch.nn.functional.{name}", "nn.functional")

@@ -1,0 +1,489 @@
+"""torch.nn modules of the subset: Module, Parameter, Linear, Sequential, ModuleList, the
+activations, Dropout, Embedding, LayerNorm and the two losses."""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from typing import Any, Self
+
+from .. import creation
+from .._dtype import float32
+from .._random import pick
+from .._refuse import refuse
+from ..tensor import Tensor
+from . import functional as F
+
+
+class Parameter(Tensor):
+    """A leaf tensor that requires grad (by default) and a Module registers."""
+
+    __slots__ = ()
+
+    def __new__(cls, data: Any = None, requires_grad: bool = True) -> Self:
+        src = (
+            data
+            if isinstance(data, Tensor)
+            else creation.tensor([] if data is None else data, dtype=float32)
+        )
+        values = src._values()
+        p = cls._leaf_of(values, src.shape, src.dtype, requires_grad)
+        return p  # type: ignore[return-value]
+
+    def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+
+def _uniform(shape: list[int], bound: float) -> Tensor:
+    """U(-bound, bound) from our stream (the distribution of torch's default init, not its
+    numbers: fixtures load their weights)."""
+    u = pick(None).uniforms(math.prod(shape))
+    return creation.tensor([(2.0 * v - 1.0) * bound for v in u]).reshape(shape)
+
+
+class Module:
+    """torch.nn.Module: parameters, submodules and buffers by attribute, train/eval,
+    state_dict/load_state_dict (plain nested lists, or anything with tolist())."""
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "training", True)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign before Module.__init__() call")
+        for table in (self._parameters, self._modules, self._buffers):
+            table.pop(name, None)
+        if isinstance(value, Parameter):
+            self._parameters[name] = value
+        elif isinstance(value, Module):
+            self._modules[name] = value
+        else:
+            object.__setattr__(self, name, value)
+            return
+        self.__dict__.pop(name, None)
+
+    def __getattr__(self, name: str) -> Any:
+        d = self.__dict__
+        for table in ("_parameters", "_modules", "_buffers"):
+            if table in d and name in d[table]:
+                return d[table][name]
+        if name.startswith("__") or name in ("_parameters", "_modules", "_buffers"):
+            raise AttributeError(name)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        for table in (self._parameters, self._modules, self._buffers):
+            if name in table:
+                del table[name]
+                return
+        object.__delattr__(self, name)
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        if param is None:
+            object.__setattr__(self, name, None)
+        else:
+            self._parameters[name] = param
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        self._buffers[name] = tensor
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(
+            f'Module [{type(self).__name__}] is missing the required "forward" function'
+        )
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    # -- traversal ---------------------------------------------------------------------------
+
+    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
+        seen: set[int] = set()
+        yield from self._named_modules(prefix, seen)
+
+    def _named_modules(self, prefix: str, seen: set[int]) -> Iterator[tuple[str, Module]]:
+        if id(self) in seen:
+            return
+        seen.add(id(self))
+        yield prefix, self
+        for name, m in self._modules.items():
+            if m is not None:
+                yield from m._named_modules(f"{prefix}.{name}" if prefix else name, seen)
+
+    def modules(self) -> Iterator[Module]:
+        return (m for _, m in self.named_modules())
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        return ((n, m) for n, m in self._modules.items() if m is not None)
+
+    def children(self) -> Iterator[Module]:
+        return (m for _, m in self.named_children())
+
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True
+    ) -> Iterator[tuple[str, Parameter]]:
+        seen: set[int] = set()
+        mods = self.named_modules(prefix) if recurse else iter([(prefix, self)])
+        for mname, m in mods:
+            for pname, p in m._parameters.items():
+                if p is None or id(p) in seen:
+                    continue
+                seen.add(id(p))
+                yield (f"{mname}.{pname}" if mname else pname), p
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        return (p for _, p in self.named_parameters(recurse=recurse))
+
+    def named_buffers(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
+        for mname, m in self.named_modules(prefix):
+            for bname, b in m._buffers.items():
+                if b is not None:
+                    yield (f"{mname}.{bname}" if mname else bname), b
+
+    def buffers(self) -> Iterator[Tensor]:
+        return (b for _, b in self.named_buffers())
+
+    def apply(self, fn: Any) -> Module:
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    # -- modes ---------------------------------------------------------------------------------
+
+    def train(self, mode: bool = True) -> Module:
+        for m in self.modules():
+            object.__setattr__(m, "training", bool(mode))
+        return self
+
+    def eval(self) -> Module:
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.parameters():
+            if p.grad is not None:
+                p.grad = None if set_to_none else creation.zeros_like(p.grad)
+
+    def to(self, *args: Any, **kwargs: Any) -> Module:
+        """A device or float32 changes nothing (there is one device); other dtypes refuse."""
+        for a in list(args) + list(kwargs.values()):
+            if hasattr(a, "is_floating_point") and a is not float32:
+                raise refuse(f"Module.to({a!r})", "nn")
+        return self
+
+    def cpu(self) -> Module:
+        return self
+
+    def float(self) -> Module:
+        return self
+
+    def cuda(self, *args: Any) -> Module:
+        raise refuse("Module.cuda (the device is gpulab's: no .cuda() needed)", "nn")
+
+    # -- state ---------------------------------------------------------------------------------
+
+    def state_dict(self) -> OrderedDict[str, Tensor]:
+        """name -> tensor (parameters then buffers); `{k: v.tolist()}` gives plain lists."""
+        out: OrderedDict[str, Tensor] = OrderedDict()
+        for name, p in self.named_parameters():
+            out[name] = p.detach()
+        for name, b in self.named_buffers():
+            out[name] = b
+        return out
+
+    def load_state_dict(self, state_dict: Any, strict: bool = True) -> Any:
+        """Set each parameter's values from a tensor, a nested list, or anything with
+        tolist() (numpy, real torch tensors); shapes must match."""
+        own = dict(self.named_parameters())
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        if strict and (missing or unexpected):
+            raise RuntimeError(
+                f"Error(s) in loading state_dict for {type(self).__name__}: "
+                f"missing keys {missing}, unexpected keys {unexpected}"
+            )
+        for name, value in state_dict.items():
+            if name not in own:
+                continue
+            src = value if isinstance(value, Tensor) else creation.tensor(value, dtype=float32)
+            p = own[name]
+            if tuple(src.shape) != tuple(p.shape):
+                raise RuntimeError(
+                    f"size mismatch for {name}: copying a param with shape "
+                    f"{list(src.shape)}, the shape in current model is "
+                    f"{list(p.shape)}."
+                )
+            p._value, p._node, p._rec = src.float()._values(), None, None
+            p._version += 1
+        return _Keys(missing, unexpected)
+
+    def extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        lines = [f"({n}): {m!r}".replace("\n", "\n  ") for n, m in self._modules.items()]
+        head = f"{type(self).__name__}({self.extra_repr()}"
+        return head + ")" if not lines else head + "\n  " + "\n  ".join(lines) + "\n)"
+
+
+class _Keys(tuple):
+    def __new__(cls, missing: list[str], unexpected: list[str]) -> Self:
+        t = super().__new__(cls, (missing, unexpected))
+        t.missing_keys, t.unexpected_keys = missing, unexpected  # type: ignore[attr-defined]
+        return t
+
+
+class Identity(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return x
+
+
+class Linear(Module):
+    """y = x @ W.T + b; W [out, in], b [out]; initialised U(-1/sqrt(in), 1/sqrt(in)) from our
+    stream (torch's distribution, not its numbers)."""
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        bias: bool = True,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        bound = 1.0 / math.sqrt(in_features) if in_features else 0.0
+        self.weight = Parameter(_uniform([out_features, in_features], bound))
+        if bias:
+            self.bias = Parameter(_uniform([out_features], bound))
+        else:
+            self.register_parameter("bias", None)
+            object.__setattr__(self, "bias", None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"bias={self.bias is not None}"
+        )
+
+
+class Sequential(Module):
+    def __init__(self, *mods: Any) -> None:
+        super().__init__()
+        if len(mods) == 1 and isinstance(mods[0], OrderedDict):
+            for name, m in mods[0].items():
+                self.add_module(name, m)
+        else:
+            for i, m in enumerate(mods):
+                self.add_module(str(i), m)
+
+    def forward(self, x: Any) -> Any:
+        for m in self._modules.values():
+            x = m(x)
+        return x
+
+    def __getitem__(self, i: Any) -> Any:
+        items = list(self._modules.values())
+        if isinstance(i, slice):
+            return Sequential(*items[i])
+        return items[i]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def append(self, m: Module) -> Sequential:
+        self.add_module(str(len(self._modules)), m)
+        return self
+
+
+class ModuleList(Module):
+    def __init__(self, mods: Iterable[Module] | None = None) -> None:
+        super().__init__()
+        for m in mods or ():
+            self.append(m)
+
+    def append(self, m: Module) -> ModuleList:
+        self.add_module(str(len(self._modules)), m)
+        return self
+
+    def __getitem__(self, i: int) -> Module:
+        return list(self._modules.values())[i]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+
+class ReLU(Module):
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x.relu()
+
+
+class GELU(Module):
+    def __init__(self, approximate: str = "none") -> None:
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.gelu(x, self.approximate)
+
+
+class Sigmoid(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return x.sigmoid()
+
+
+class Tanh(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return x.tanh()
+
+
+class Softmax(Module):
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.softmax(x, self.dim)
+
+
+class LogSoftmax(Softmax):
+    def forward(self, x: Tensor) -> Tensor:
+        return F.log_softmax(x, self.dim)
+
+
+class Flatten(Module):
+    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x.flatten(self.start_dim, self.end_dim)
+
+
+class Dropout(Module):
+    """Counter-hash dropout (F.dropout): active in train(), the identity in eval()."""
+
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p = p
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.dropout(x, self.p, self.training)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace=False"
+
+
+class Embedding(Module):
+    """weight [num_embeddings, embedding_dim], initialised N(0, 1) from our stream."""
+
+    def __init__(
+        self,
+        num_embeddings: int,
+        embedding_dim: int,
+        padding_idx: int | None = None,
+        _weight: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__()
+        if padding_idx is not None:
+            raise refuse("nn.Embedding(padding_idx=...)", "nn")
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        w = _weight if _weight is not None else creation.randn(num_embeddings, embedding_dim)
+        self.weight = Parameter(w)
+
+    def forward(self, idx: Tensor) -> Tensor:
+        return F.embedding(idx, self.weight)
+
+
+class LayerNorm(Module):
+    def __init__(
+        self,
+        normalized_shape: Any,
+        eps: float = 1e-5,
+        elementwise_affine: bool = True,
+        bias: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__()
+        shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
+        self.normalized_shape, self.eps = tuple(shape), eps
+        if elementwise_affine:
+            self.weight = Parameter(creation.ones(shape))
+            if bias:
+                self.bias = Parameter(creation.zeros(shape))
+            else:
+                object.__setattr__(self, "bias", None)
+        else:
+            object.__setattr__(self, "weight", None)
+            object.__setattr__(self, "bias", None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+
+class CrossEntropyLoss(Module):
+    def __init__(
+        self,
+        weight: Any = None,
+        ignore_index: int = -100,
+        reduction: str = "mean",
+        label_smoothing: float = 0.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__()
+        self.weight, self.reduction, self.label_smoothing = weight, reduction, label_smoothing
+        if weight is not None or label_smoothing:
+            raise refuse("nn.CrossEntropyLoss(weight=..., label_smoothing=...)", "nn")
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.cross_entropy(input, target, reduction=self.reduction)
+
+
+class MSELoss(Module):
+    def __init__(self, reduction: str = "mean", **kwargs: Any) -> None:
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class NLLLoss(Module):
+    def __init__(self, reduction: str = "mean", **kwargs: Any) -> None:
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.nll_loss(input, target, reduction=self.reduction)
