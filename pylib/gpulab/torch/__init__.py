@@ -203,4 +203,4 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
-__all__ += _METHODS
+__all__ += list(_METHODS)

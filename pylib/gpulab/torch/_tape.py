@@ -75,8 +75,10 @@ class Record:
     def __init__(self) -> None:
         self.graph = Graph()
         self.alive = Alive()  # pending tensors still referenced
-        self.leaves: dict[int, tuple[Tensor, Node]] = {}  # id(leaf) -> (leaf, its node)
-        self.plain: dict[int, Node] = {}  # id(leaf) -> its no-grad node
+        # (id(leaf), leaf._version) -> (leaf, its node): the differentiable node, and the copy
+        # read under no_grad
+        self.leaves: dict[tuple[int, int], tuple[Tensor, Node]] = {}
+        self.plain: dict[tuple[int, int], tuple[Tensor, Node]] = {}
         self.freed: set[int] = set()  # node ids a backward() without retain_graph went through
         self.draws: list[tuple[Node, int]] = []  # random counters drawn: (uint32 node, value)
         self.scalars: list[tuple[Node, str, float]] = []  # optimizer scalars: (node, key, value)
@@ -87,17 +89,14 @@ class Record:
         return self.graph.tensor(t._value, shape=list(t.shape), dtype=t.dtype.device)
 
     def leaf_node(self, t: Tensor, grad: bool) -> Node:
-        """The node of a leaf in this record: the differentiable one, or the no-grad copy."""
-        table = self.leaves if grad else None
-        if table is not None and id(t) in table:
-            return table[id(t)][1]
-        if not grad and id(t) in self.plain:
-            return self.plain[id(t)]
+        """The node of a leaf (at its current version) in this record: the differentiable
+        one, or the no-grad copy."""
+        key = (id(t), t._version)
+        table = self.leaves if grad else self.plain
+        if key in table:
+            return table[key][1]
         node = self.constant(t)
-        if grad:
-            self.leaves[id(t)] = (t, node)
-        else:
-            self.plain[id(t)] = node
+        table[key] = (t, node)
         return node
 
     def scalar(self, value: float, key: str) -> Node:

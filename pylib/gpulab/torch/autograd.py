@@ -54,8 +54,9 @@ def _gradients(
     keys = output._leaf_keys()
     nodes, where = [], []
     for i, t in enumerate(leaves):
-        entry = rec.leaves.get(id(t))
-        if entry is not None and (id(t), t._version) in keys:
+        key = next((k for k in keys if k[0] == id(t)), None)
+        entry = rec.leaves.get(key) if key is not None else None
+        if entry is not None and entry[0] is t:
             nodes.append(entry[1])
             where.append(i)
     grad_out = None
@@ -128,7 +129,7 @@ def _leaves_of(tensor: Tensor) -> list[Tensor]:
     if rec is None:
         return [tensor] if tensor.requires_grad else []
     keys = tensor._leaf_keys()
-    return [t for (t, _node) in rec.leaves.values() if (id(t), t._version) in keys]
+    return [t for key, (t, _node) in rec.leaves.items() if key in keys]
 
 
 def grad(

@@ -17,7 +17,7 @@ import array
 import math
 from collections import namedtuple
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Self
 
 from .. import functional as GF
 from .. import optable
@@ -401,16 +401,16 @@ class Tensor:
     def masked_fill_(self, mask: Any, value: Any) -> Tensor:
         return self._assign(self.masked_fill(mask, value), "masked_fill_")
 
-    def __iadd__(self, other: Any) -> Tensor:
+    def __iadd__(self, other: Any) -> Self:
         return self.add_(other)
 
-    def __isub__(self, other: Any) -> Tensor:
+    def __isub__(self, other: Any) -> Self:
         return self.sub_(other)
 
-    def __imul__(self, other: Any) -> Tensor:
+    def __imul__(self, other: Any) -> Self:
         return self.mul_(other)
 
-    def __itruediv__(self, other: Any) -> Tensor:
+    def __itruediv__(self, other: Any) -> Self:
         return self.div_(other)
 
     def __setitem__(self, key: Any, value: Any) -> None:

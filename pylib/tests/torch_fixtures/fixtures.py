@@ -34,47 +34,101 @@ STEPS = 5
 # |ours - torch| <= ATOL + RTOL * |torch| per loss and per parameter element, every step:
 # float32 rounding differences (reduction order, fused multiply-add in PyTorch's CPU kernels)
 # compounded over 5 steps; measured worst cases are in docs/torch.md.
-RTOL = 2e-5
-ATOL = 2e-6
+RTOL = 1e-6
+ATOL = 1e-6
 
 MLP = {"kind": "mlp", "sizes": [6, 16, 4], "act": "relu", "batch": 8}
 FIXTURES: dict[str, dict[str, Any]] = {
-    "mlp_sgd": {"model": MLP, "loss": "ce", "seed": 1,
-                "optim": {"name": "SGD", "lr": 0.1}},
-    "mlp_sgd_momentum": {"model": MLP, "loss": "ce", "seed": 2,
-                         "optim": {"name": "SGD", "lr": 0.1, "momentum": 0.9}},
-    "mlp_sgd_dampening": {"model": MLP, "loss": "ce", "seed": 3,
-                          "optim": {"name": "SGD", "lr": 0.05, "momentum": 0.8,
-                                    "dampening": 0.3}},
-    "mlp_sgd_nesterov_wd": {"model": MLP, "loss": "ce", "seed": 4,
-                            "optim": {"name": "SGD", "lr": 0.05, "momentum": 0.9,
-                                      "nesterov": True, "weight_decay": 0.01}},
-    "mlp_sgd_maximize": {"model": {**MLP, "act": "tanh"}, "loss": "ce_sum", "seed": 5,
-                         "optim": {"name": "SGD", "lr": 0.02, "maximize": True,
-                                   "weight_decay": 0.1}},
-    "mlp_sgd_groups": {"model": MLP, "loss": "ce", "seed": 6,
-                       "optim": {"name": "SGD", "lr": 0.1, "momentum": 0.5,
-                                 "groups": [{"params": "0."},
-                                            {"params": "2.", "lr": 0.3, "momentum": 0.0,
-                                             "weight_decay": 0.05}]}},
-    "mlp_adam_mse": {"model": {**MLP, "act": "gelu", "sizes": [6, 12, 3]}, "loss": "mse",
-                     "seed": 7, "optim": {"name": "Adam", "lr": 0.01}},
-    "mlp_adam_wd_groups": {"model": {**MLP, "act": "sigmoid"}, "loss": "ce", "seed": 8,
-                           "optim": {"name": "Adam", "lr": 0.02, "betas": [0.8, 0.99],
-                                     "weight_decay": 0.01,
-                                     "groups": [{"params": "0."},
-                                                {"params": "2.", "lr": 0.005,
-                                                 "maximize": False, "eps": 1e-6}]}},
-    "mlp_adamw_probs": {"model": MLP, "loss": "ce_probs", "seed": 9,
-                        "optim": {"name": "AdamW", "lr": 0.01, "weight_decay": 0.05}},
-    "mlp_dropout": {"model": {**MLP, "dropout": 0.25, "sizes": [6, 32, 4]}, "loss": "ce",
-                    "seed": 10, "optim": {"name": "SGD", "lr": 0.1, "momentum": 0.9}},
-    "embed_layernorm": {"model": {"kind": "embed", "vocab": 11, "dim": 8, "classes": 5,
-                                  "batch": 12}, "loss": "ce", "seed": 11,
-                        "optim": {"name": "AdamW", "lr": 0.02}},
-    "tiny_attention": {"model": {"kind": "attention", "seq": 4, "dim": 8, "classes": 3,
-                                 "batch": 3}, "loss": "ce", "seed": 12,
-                       "optim": {"name": "Adam", "lr": 0.01}},
+    "mlp_sgd": {"model": MLP, "loss": "ce", "seed": 1, "optim": {"name": "SGD", "lr": 0.1}},
+    "mlp_sgd_momentum": {
+        "model": MLP,
+        "loss": "ce",
+        "seed": 2,
+        "optim": {"name": "SGD", "lr": 0.1, "momentum": 0.9},
+    },
+    "mlp_sgd_dampening": {
+        "model": MLP,
+        "loss": "ce",
+        "seed": 3,
+        "optim": {"name": "SGD", "lr": 0.05, "momentum": 0.8, "dampening": 0.3},
+    },
+    "mlp_sgd_nesterov_wd": {
+        "model": MLP,
+        "loss": "ce",
+        "seed": 4,
+        "optim": {
+            "name": "SGD",
+            "lr": 0.05,
+            "momentum": 0.9,
+            "nesterov": True,
+            "weight_decay": 0.01,
+        },
+    },
+    "mlp_sgd_maximize": {
+        "model": {**MLP, "act": "tanh"},
+        "loss": "ce_sum",
+        "seed": 5,
+        "optim": {"name": "SGD", "lr": 0.02, "maximize": True, "weight_decay": 0.1},
+    },
+    "mlp_sgd_groups": {
+        "model": MLP,
+        "loss": "ce",
+        "seed": 6,
+        "optim": {
+            "name": "SGD",
+            "lr": 0.1,
+            "momentum": 0.5,
+            "groups": [
+                {"params": "0."},
+                {"params": "2.", "lr": 0.3, "momentum": 0.0, "weight_decay": 0.05},
+            ],
+        },
+    },
+    "mlp_adam_mse": {
+        "model": {**MLP, "act": "gelu", "sizes": [6, 12, 3]},
+        "loss": "mse",
+        "seed": 7,
+        "optim": {"name": "Adam", "lr": 0.01},
+    },
+    "mlp_adam_wd_groups": {
+        "model": {**MLP, "act": "sigmoid"},
+        "loss": "ce",
+        "seed": 8,
+        "optim": {
+            "name": "Adam",
+            "lr": 0.02,
+            "betas": [0.8, 0.99],
+            "weight_decay": 0.01,
+            "groups": [
+                {"params": "0."},
+                {"params": "2.", "lr": 0.005, "maximize": False, "eps": 1e-6},
+            ],
+        },
+    },
+    "mlp_adamw_probs": {
+        "model": MLP,
+        "loss": "ce_probs",
+        "seed": 9,
+        "optim": {"name": "AdamW", "lr": 0.01, "weight_decay": 0.05},
+    },
+    "mlp_dropout": {
+        "model": {**MLP, "dropout": 0.25, "sizes": [6, 32, 4]},
+        "loss": "ce",
+        "seed": 10,
+        "optim": {"name": "SGD", "lr": 0.1, "momentum": 0.9},
+    },
+    "embed_layernorm": {
+        "model": {"kind": "embed", "vocab": 11, "dim": 8, "classes": 5, "batch": 12},
+        "loss": "ce",
+        "seed": 11,
+        "optim": {"name": "AdamW", "lr": 0.02},
+    },
+    "tiny_attention": {
+        "model": {"kind": "attention", "seq": 4, "dim": 8, "classes": 3, "batch": 3},
+        "loss": "ce",
+        "seed": 12,
+        "optim": {"name": "Adam", "lr": 0.01},
+    },
 }
 
 
@@ -96,7 +150,7 @@ def _nest(flat: list[Any], shape: list[int]) -> Any:
     if len(shape) <= 1:
         return list(flat)
     step = math.prod(shape[1:])
-    return [_nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
+    return [_nest(flat[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])]
 
 
 def initial_state(spec: dict[str, Any], shapes: dict[str, list[int]]) -> dict[str, Any]:
@@ -156,8 +210,12 @@ def _dropout_layer(torch: Any, p: float, masks: _HashMask | None) -> Any:
 
 
 def _act(torch: Any, name: str) -> Any:
-    return {"relu": torch.nn.ReLU, "gelu": torch.nn.GELU, "tanh": torch.nn.Tanh,
-            "sigmoid": torch.nn.Sigmoid}[name]()
+    return {
+        "relu": torch.nn.ReLU,
+        "gelu": torch.nn.GELU,
+        "tanh": torch.nn.Tanh,
+        "sigmoid": torch.nn.Sigmoid,
+    }[name]()
 
 
 def _mlp(torch: Any, m: dict[str, Any], masks: _HashMask | None) -> Any:
@@ -242,7 +300,7 @@ def batches(spec: dict[str, Any], steps: int = STEPS) -> list[tuple[Any, Any]]:
                 y: Any = _nest(uniforms(seed, 10 * s + 2, b * n_out), [b, n_out])
             elif spec["loss"] == "ce_probs":
                 raw = [abs(v) + 0.1 for v in uniforms(seed, 10 * s + 2, b * n_out)]
-                rows = [raw[i * n_out:(i + 1) * n_out] for i in range(b)]
+                rows = [raw[i * n_out : (i + 1) * n_out] for i in range(b)]
                 y = [[v / sum(r) for v in r] for r in rows]
             else:
                 y = integers(seed, 10 * s + 2, b, n_out)
@@ -327,8 +385,14 @@ def build(spec: dict[str, Any], torch: Any, steps: int = STEPS) -> Built:
     model.train()
     if not _is_real_torch(torch):
         torch.manual_seed(spec["seed"])  # our dropout stream: counters 0, 1, ... per call
-    return Built(torch, model, make_optimizer(torch, spec, model), loss_fn(torch, spec),
-                 batches(spec, steps), list(shapes))
+    return Built(
+        torch,
+        model,
+        make_optimizer(torch, spec, model),
+        loss_fn(torch, spec),
+        batches(spec, steps),
+        list(shapes),
+    )
 
 
 def run(spec: dict[str, Any], torch: Any, steps: int = STEPS) -> list[dict[str, Any]]:
@@ -349,8 +413,9 @@ def reference(spec: dict[str, Any], steps: int = STEPS) -> list[dict[str, Any]]:
     return run(spec, torch, steps)
 
 
-def compare(ours: list[dict[str, Any]], ref: list[dict[str, Any]], rtol: float = RTOL,
-            atol: float = ATOL) -> list[str]:
+def compare(
+    ours: list[dict[str, Any]], ref: list[dict[str, Any]], rtol: float = RTOL, atol: float = ATOL
+) -> list[str]:
     """Every mismatch: step, what, index, ours, torch's (empty when all match)."""
     problems = []
     if len(ours) != len(ref):
@@ -363,12 +428,17 @@ def compare(ours: list[dict[str, Any]], ref: list[dict[str, Any]], rtol: float =
             if got is None or len(got) != len(want):
                 problems.append(f"step {s}: parameter {name} missing or of another size")
                 continue
-            bad = [i for i, (u, v) in enumerate(zip(got, want, strict=True))
-                   if not _close(u, v, rtol, atol)]
+            bad = [
+                i
+                for i, (u, v) in enumerate(zip(got, want, strict=True))
+                if not _close(u, v, rtol, atol)
+            ]
             if bad:
                 i = bad[0]
-                problems.append(f"step {s}: {name}[{i}] {got[i]!r} vs torch {want[i]!r} "
-                                f"({len(bad)} of {len(want)} elements off)")
+                problems.append(
+                    f"step {s}: {name}[{i}] {got[i]!r} vs torch {want[i]!r} "
+                    f"({len(bad)} of {len(want)} elements off)"
+                )
     return problems
 
 

@@ -42,7 +42,9 @@ def _uniform(shape: list[int], bound: float) -> Tensor:
     """U(-bound, bound) from our stream (the distribution of torch's default init, not its
     numbers: fixtures load their weights)."""
     u = pick(None).uniforms(math.prod(shape))
-    return creation.tensor([(2.0 * v - 1.0) * bound for v in u]).reshape(shape)
+    return Tensor._leaf_of(
+        creation.pack([(2.0 * v - 1.0) * bound for v in u], float32), shape, float32
+    )
 
 
 class Module:

@@ -1,0 +1,76 @@
+"""gpulab.torch against real PyTorch (CPU): the 12 fixtures of torch_fixtures/fixtures.py, 5
+eager steps each, loss and every parameter after every step within fixtures.RTOL/ATOL; on
+cpu-python, and one fixture on wgpu (lavapipe here: a software adapter)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import gpulab.torch as gt
+import pytest
+from gpulab import graph
+from torch_fixtures import fixtures as fx
+
+
+@pytest.fixture
+def backend_cpu() -> Iterator[None]:
+    gt.set_backend("cpu-python")
+    yield
+    gt.set_backend(None)
+
+
+@pytest.mark.parametrize("name", sorted(fx.FIXTURES))
+def test_fixture_matches_torch(name: str, backend_cpu: None) -> None:
+    spec = fx.FIXTURES[name]
+    ours, ref = fx.run(spec, gt), fx.reference(spec)
+    assert fx.compare(ours, ref) == []
+    assert ref[0]["loss"] != ref[-1]["loss"], "the fixture trains (the loss moves)"
+
+
+def test_fixture_on_wgpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The attention block on wgpu (lavapipe is software: admitted for the test)."""
+    monkeypatch.setenv("GPULAB_ALLOW_SOFTWARE", "1")
+    gt.set_backend("wgpu")
+    try:
+        spec = fx.FIXTURES["tiny_attention"]
+        assert fx.compare(fx.run(spec, gt), fx.reference(spec)) == []
+    finally:
+        gt.set_backend(None)
+
+
+def test_comparison_can_fail(backend_cpu: None) -> None:
+    """A learning rate 0.1% off is caught at the first step (the tolerance is not loose)."""
+    spec = fx.FIXTURES["mlp_adam_mse"]
+    other = {**spec, "optim": {**spec["optim"], "lr": spec["optim"]["lr"] * 1.001}}
+    problems = fx.compare(fx.run(other, gt), fx.reference(spec))
+    assert problems and problems[0].startswith("step 0: ")
+
+
+def test_dropout_masks_drop_and_change(backend_cpu: None) -> None:
+    """The dropout fixture's masks drop about p of the units and differ per step."""
+    spec = fx.FIXTURES["mlp_dropout"]
+    masks = fx._HashMask(spec["seed"])
+    m0, m1 = masks.mask(256, 0.25), masks.mask(256, 0.25)
+    assert 0.15 < m0.count(0.0) / 256 < 0.35 and m0 != m1
+    with_p = fx.run(spec, gt, steps=1)[0]["loss"]
+    without = fx.run({**spec, "model": {**spec["model"], "dropout": 0.0}}, gt, steps=1)
+    assert with_p != without[0]["loss"]
+
+
+def test_one_graph_run_per_step(backend_cpu: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An eager step (zero_grad, forward, backward, step) runs one graph; loss.item() after
+    step() reads the value that run brought back."""
+    runs = []
+    real = graph.Graph.run
+    monkeypatch.setattr(
+        graph.Graph, "run", lambda self, *a, **k: runs.append(1) or real(self, *a, **k)
+    )
+    spec = fx.FIXTURES["mlp_sgd_momentum"]
+    b = fx.build(spec, gt)
+    runs.clear()
+    losses = []
+    for x, y in b.batches:
+        loss = b.train_step(*b.tensors(x, y))
+        losses.append(loss.item())
+    assert len(runs) == len(b.batches)
+    assert losses == [s["loss"] for s in fx.run(spec, gt)]

@@ -1,0 +1,352 @@
+"""gpulab.torch's op surface against real PyTorch (CPU) on cpu-python: values, dtypes and
+shapes of every op of the subset, gradients through them, autograd semantics (accumulation,
+retain_graph, no_grad, detach), modules and optimizer state, and the refusals by name."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import gpulab.torch as gt
+import pytest
+import torch
+
+A = [[0.5, -1.25, 2.0, 0.0], [3.5, -0.75, -2.5, 1.5], [1.0, 0.25, -3.0, 2.25]]
+B = [[1.5, 0.5, -1.0, 2.0], [-0.5, 1.0, 0.75, -1.5], [2.5, -2.0, 0.5, 1.0]]
+IDX = [2, 0, 1, 0]
+
+# name -> f(T, a, b, idx): the same torch code for both modules (a, b float [3, 4])
+OPS: dict[str, Callable[..., Any]] = {
+    "add_broadcast": lambda T, a, b, i: a + b[0],
+    "sub_scalar": lambda T, a, b, i: 2.0 - a,
+    "mul": lambda T, a, b, i: a * b,
+    "div": lambda T, a, b, i: a / (b.abs() + 1.0),
+    "matmul": lambda T, a, b, i: a @ b.T,
+    "matvec": lambda T, a, b, i: a @ b[0],
+    "pow": lambda T, a, b, i: a**3,
+    "relu": lambda T, a, b, i: a.relu(),
+    "gelu": lambda T, a, b, i: T.nn.functional.gelu(a),
+    "gelu_tanh": lambda T, a, b, i: T.nn.functional.gelu(a, approximate="tanh"),
+    "sigmoid": lambda T, a, b, i: T.sigmoid(a),
+    "tanh": lambda T, a, b, i: a.tanh(),
+    "exp": lambda T, a, b, i: T.exp(a),
+    "log": lambda T, a, b, i: (a.abs() + 0.5).log(),
+    "neg": lambda T, a, b, i: -a,
+    "sqrt": lambda T, a, b, i: (a.abs() + 0.1).sqrt(),
+    "abs": lambda T, a, b, i: T.abs(a),
+    "clamp": lambda T, a, b, i: a.clamp(-1.0, 1.0),
+    "clamp_min": lambda T, a, b, i: T.clamp(a, min=0.1),
+    "maximum": lambda T, a, b, i: T.maximum(a, b),
+    "minimum": lambda T, a, b, i: a.minimum(b),
+    "softmax": lambda T, a, b, i: a.softmax(dim=1),
+    "softmax0": lambda T, a, b, i: T.softmax(a, dim=0),
+    "log_softmax": lambda T, a, b, i: a.log_softmax(-1),
+    "sum": lambda T, a, b, i: a.sum(),
+    "sum_dim": lambda T, a, b, i: a.sum(dim=0),
+    "sum_keep": lambda T, a, b, i: a.sum(1, keepdim=True),
+    "sum_dims": lambda T, a, b, i: a.reshape(3, 2, 2).sum(dim=(0, 2)),
+    "mean": lambda T, a, b, i: a.mean(),
+    "mean_dim": lambda T, a, b, i: a.mean(dim=-1, keepdim=True),
+    "max": lambda T, a, b, i: a.max(),
+    "max_dim_values": lambda T, a, b, i: a.max(dim=1).values,
+    "max_dim_indices": lambda T, a, b, i: a.max(1)[1],
+    "min_dim": lambda T, a, b, i: a.min(dim=0, keepdim=True)[0],
+    "argmax": lambda T, a, b, i: a.argmax(),
+    "argmax_dim": lambda T, a, b, i: a.argmax(dim=1),
+    "argmin_keep": lambda T, a, b, i: a.argmin(dim=0, keepdim=True),
+    "transpose": lambda T, a, b, i: a.transpose(0, 1),
+    "permute": lambda T, a, b, i: a.reshape(3, 2, 2).permute(2, 0, 1),
+    "reshape": lambda T, a, b, i: a.reshape(2, -1),
+    "view": lambda T, a, b, i: a.view(4, 3),
+    "flatten": lambda T, a, b, i: a.reshape(3, 2, 2).flatten(1),
+    "unsqueeze": lambda T, a, b, i: a.unsqueeze(1),
+    "squeeze": lambda T, a, b, i: a.unsqueeze(0).squeeze(0),
+    "squeeze_all": lambda T, a, b, i: a[:1].unsqueeze(-1).squeeze(),
+    "t": lambda T, a, b, i: a.t(),
+    "expand": lambda T, a, b, i: a[0:1].expand(3, 4),
+    "gt": lambda T, a, b, i: a > b,
+    "le_scalar": lambda T, a, b, i: a <= 0.5,
+    "eq": lambda T, a, b, i: a == b,
+    "ne": lambda T, a, b, i: a != 0.0,
+    "where": lambda T, a, b, i: T.where(a > 0, a, b),
+    "where_scalar": lambda T, a, b, i: T.where(a > 0, a, 0.0),
+    "masked_fill": lambda T, a, b, i: a.masked_fill(b < 0, -9.0),
+    "and": lambda T, a, b, i: (a > 0) & (b > 0),
+    "not": lambda T, a, b, i: ~(a > 0),
+    "index": lambda T, a, b, i: a[1],
+    "index_slice": lambda T, a, b, i: a[1:, ::2],
+    "index_neg": lambda T, a, b, i: a[..., -1],
+    "index_none": lambda T, a, b, i: a[None, 0],
+    "index_tensor": lambda T, a, b, i: a[i[:2]],
+    "narrow": lambda T, a, b, i: a.narrow(1, 1, 2),
+    "select": lambda T, a, b, i: a.select(0, -1),
+    "split": lambda T, a, b, i: a.split(3, dim=1)[1],
+    "split_sizes": lambda T, a, b, i: T.split(a, [1, 2], 0)[1],
+    "chunk": lambda T, a, b, i: a.chunk(2, dim=1)[0],
+    "flip": lambda T, a, b, i: a.flip(0, 1),
+    "cat": lambda T, a, b, i: T.cat([a, b], dim=1),
+    "cat_many": lambda T, a, b, i: T.cat([a] * 9, dim=0),
+    "stack": lambda T, a, b, i: T.stack([a, b], dim=1),
+    "index_select": lambda T, a, b, i: a.index_select(1, i),
+    "gather": lambda T, a, b, i: a.gather(1, i[:3].reshape(3, 1)),
+    "int_arith": lambda T, a, b, i: i * 3 + 1 - i,
+    "int_sum": lambda T, a, b, i: (a > 0).sum(),
+    "int_float": lambda T, a, b, i: i.float() / 2,
+    "int_compare": lambda T, a, b, i: i == 0,
+    "int_max": lambda T, a, b, i: i.max(),
+    "accuracy": lambda T, a, b, i: (a.argmax(1) == i[:3]).float().mean(),
+    "arange": lambda T, a, b, i: T.arange(5) * 2,
+    "arange_float": lambda T, a, b, i: T.arange(0.0, 1.0, 0.25),
+    "zeros_ones": lambda T, a, b, i: T.zeros(2, 3) + T.ones(3),
+    "full": lambda T, a, b, i: T.full((2, 2), 7.0),
+    "linear": lambda T, a, b, i: T.nn.functional.linear(a, b, b[0, :3]),
+    "layer_norm": lambda T, a, b, i: T.nn.functional.layer_norm(a, (4,), b[0], b[1]),
+    "embedding": lambda T, a, b, i: T.nn.functional.embedding(i.reshape(2, 2), a),
+    "ce_index": lambda T, a, b, i: T.nn.functional.cross_entropy(a, i[:3]),
+    "ce_none": lambda T, a, b, i: T.nn.functional.cross_entropy(a, i[:3], reduction="none"),
+    "ce_probs": lambda T, a, b, i: T.nn.functional.cross_entropy(a, b.softmax(1)),
+    "nll": lambda T, a, b, i: T.nn.functional.nll_loss(a.log_softmax(1), i[:3]),
+    "mse": lambda T, a, b, i: T.nn.functional.mse_loss(a, b),
+    "mse_sum": lambda T, a, b, i: T.nn.MSELoss(reduction="sum")(a, b),
+    "sdpa_causal": lambda T, a, b, i: T.nn.functional.scaled_dot_product_attention(
+        a, b, a, is_causal=True
+    ),
+}
+INT_OPS = {
+    "int_arith",
+    "int_sum",
+    "int_compare",
+    "int_max",
+    "arange",
+    "max_dim_indices",
+    "argmax",
+    "argmax_dim",
+    "argmin_keep",
+}
+
+
+@pytest.fixture(autouse=True)
+def cpu() -> Iterator[None]:
+    gt.set_backend("cpu-python")
+    yield
+    gt.set_backend(None)
+
+
+def _inputs(T: Any) -> tuple[Any, Any, Any]:
+    return T.tensor(A), T.tensor(B), T.tensor(IDX)
+
+
+def test_ops_match_torch() -> None:
+    """Every op at once (one graph run fills every pending result): values, shapes, dtypes."""
+    ours = {k: f(gt, *_inputs(gt)) for k, f in OPS.items()}
+    ref = {k: f(torch, *_inputs(torch)) for k, f in OPS.items()}
+    for k, r in ref.items():
+        o = ours[k]
+        assert tuple(o.shape) == tuple(r.shape), k
+        assert o.dtype.name == str(r.dtype).removeprefix("torch."), k
+        got, want = o.tolist(), r.tolist()
+        if k in INT_OPS or r.dtype == torch.bool:
+            assert got == want, k
+        else:
+            assert _close(got, want), (k, got, want)
+
+
+def _close(a: Any, b: Any, tol: float = 2e-6) -> bool:
+    if isinstance(b, list):
+        return len(a) == len(b) and all(_close(x, y, tol) for x, y in zip(a, b, strict=True))
+    return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= tol * (1 + abs(b))
+
+
+GRAD_OPS = [
+    k
+    for k in OPS
+    if k not in INT_OPS
+    and k
+    not in {
+        "gt",
+        "le_scalar",
+        "eq",
+        "ne",
+        "and",
+        "not",
+        "int_float",
+        "accuracy",
+        "arange_float",
+        "zeros_ones",
+        "full",
+        "argmax",
+        "max_dim_indices",
+    }
+]
+
+
+def test_gradients_match_torch() -> None:
+    """d(sum(f(a, b) * w)) / d(a, b) for every differentiable op of the table, vs torch."""
+    for k in GRAD_OPS:
+        grads = []
+        for T in (gt, torch):
+            a, b, i = _inputs(T)
+            a.requires_grad_(True)
+            b.requires_grad_(True)
+            out = OPS[k](T, a, b, i)
+            w = T.arange(out.numel(), dtype=T.float32).reshape(out.shape) * 0.1 - 0.3
+            (out * w).sum().backward()
+            grads.append([None if t.grad is None else t.grad.tolist() for t in (a, b)])
+        ours, ref = grads
+        for o, r in zip(ours, ref, strict=True):
+            assert (o is None) == (r is None) or _close(o or _zeros(r), r or _zeros(o)), k
+            if o is not None and r is not None:
+                assert _close(o, r, 1e-5), (k, o, r)
+
+
+def _zeros(like: Any) -> Any:
+    return [_zeros(x) for x in like] if isinstance(like, list) else 0.0
+
+
+def test_grad_accumulates_and_retain_graph() -> None:
+    """.grad sums over backward calls until zero_grad; retain_graph=True allows a second
+    backward through the same graph."""
+    for T in (gt, torch):
+        w = T.tensor([1.0, -2.0, 3.0], requires_grad=True)
+        loss = (w * w).sum()
+        loss.backward(retain_graph=True)
+        loss.backward()
+        (w * 3.0).sum().backward()
+        assert w.grad.tolist() == [7.0, -5.0, 15.0]
+
+
+def test_no_grad_and_detach_stop_gradients() -> None:
+    w = gt.tensor([1.0, 2.0], requires_grad=True)
+    with gt.no_grad():
+        frozen = w * 10.0
+    assert not frozen.requires_grad
+    loss = (w * frozen).sum() + (w * (w * 5.0).detach()).sum()
+    loss.backward()
+    assert w.grad.tolist() == [15.0, 30.0]  # frozen and the detached term are constants
+    assert w.is_leaf and not loss.is_leaf and loss.grad_fn is not None
+
+
+def test_manual_sgd_in_place() -> None:
+    """The classic hand-written loop: p -= lr * p.grad under no_grad, p.grad.zero_()."""
+    results = []
+    for T in (gt, torch):
+        w = T.tensor([[0.5, -0.25], [1.0, 0.75]], requires_grad=True)
+        x = T.tensor([[1.0, 2.0], [-1.0, 0.5]])
+        for _ in range(3):
+            loss = ((x @ w).tanh() ** 2).mean()
+            loss.backward()
+            with T.no_grad():
+                w -= 0.5 * w.grad
+                w.grad.zero_()
+        results.append((w.tolist(), loss.item()))
+    assert _close(results[0][0], results[1][0]) and _close(results[0][1], results[1][1])
+
+
+def test_module_surface() -> None:
+    model = gt.nn.Sequential(
+        gt.nn.Linear(3, 4), gt.nn.GELU(), gt.nn.Dropout(0.5), gt.nn.Linear(4, 2, bias=False)
+    )
+    names = [n for n, _ in model.named_parameters()]
+    assert names == ["0.weight", "0.bias", "3.weight"]
+    assert [tuple(p.shape) for p in model.parameters()] == [(4, 3), (4,), (2, 4)]
+    state = {k: v.tolist() for k, v in model.state_dict().items()}
+    other = gt.nn.Sequential(
+        gt.nn.Linear(3, 4), gt.nn.GELU(), gt.nn.Dropout(0.5), gt.nn.Linear(4, 2, bias=False)
+    )
+    other.load_state_dict(state)
+    x = gt.tensor([[1.0, 2.0, 3.0]])
+    model.eval()
+    other.eval()
+    assert model(x).tolist() == other(x).tolist()  # eval: dropout is the identity
+    assert not model[2].training and model.train().training
+    with pytest.raises(RuntimeError, match="size mismatch for 0.weight"):
+        other.load_state_dict({**state, "0.weight": [[1.0]]})
+
+
+def test_optimizer_state_like_torch() -> None:
+    p = gt.nn.Parameter(gt.tensor([1.0, -1.0]))
+    q = gt.nn.Parameter(gt.tensor([2.0]))
+    sgd = gt.optim.SGD([{"params": [p]}, {"params": [q], "lr": 0.5}], lr=0.1, momentum=0.9)
+    adam = gt.optim.AdamW([p, q], lr=0.01)
+    for opt in (sgd, adam):
+        opt.zero_grad()
+        ((p * p).sum() + (q * 3.0).sum()).backward()
+        opt.step()
+    assert sgd.param_groups[1]["lr"] == 0.5 and sgd.param_groups[0]["momentum"] == 0.9
+    assert set(sgd.state[p]) == {"momentum_buffer"}
+    assert set(adam.state[q]) == {"step", "exp_avg", "exp_avg_sq"}
+    assert adam.state[q]["step"].item() == 1.0 and adam.state[q]["exp_avg"].shape == (1,)
+
+
+def test_dtypes_and_conventions() -> None:
+    assert gt.tensor([1, 2]).dtype is gt.int64 and gt.tensor([1.0]).dtype is gt.float32
+    assert gt.tensor([True]).dtype is gt.bool and gt.arange(3).dtype is gt.long
+    v, i = gt.tensor([[1.0, 5.0], [7.0, 2.0]]).max(dim=1)
+    assert v.tolist() == [5.0, 7.0] and i.tolist() == [1, 0] and i.dtype is gt.int64
+    t = gt.tensor([[1.0, 2.0]])
+    assert t.size() == (1, 2) and t.size(-1) == 2 and t.dim() == 2 and t.numel() == 2
+    assert t.sum().item() == 3.0 and isinstance(t.sum().item(), float)
+    assert t.numpy().tolist() == [[1.0, 2.0]] and str(t.numpy().dtype) == "float32"
+    with pytest.raises(OverflowError, match="int32"):
+        gt.tensor([2**40])
+
+
+def test_randn_is_our_stream_seeded() -> None:
+    a = gt.randn(1000, generator=gt.Generator().manual_seed(3)).tolist()
+    b = gt.randn(1000, generator=gt.Generator().manual_seed(3)).tolist()
+    gt.manual_seed(3)
+    c = gt.randn(1000).tolist()
+    assert a == b == c and a != gt.randn(1000).tolist()
+    mean = sum(a) / len(a)
+    std = math.sqrt(sum((x - mean) ** 2 for x in a) / len(a))
+    assert abs(mean) < 0.1 and abs(std - 1.0) < 0.1
+
+
+# -- refusals: each names what is refused --------------------------------------------------------
+
+
+def test_rmsprop_refused() -> None:
+    with pytest.raises(NotImplementedError, match=r"torch\.optim\.RMSprop"):
+        gt.optim.RMSprop([gt.nn.Parameter(gt.tensor([1.0]))])
+
+
+def test_amsgrad_refused() -> None:
+    for cls in (gt.optim.Adam, gt.optim.AdamW):
+        with pytest.raises(NotImplementedError, match=r"amsgrad=True"):
+            cls([gt.nn.Parameter(gt.tensor([1.0]))], amsgrad=True)
+
+
+def test_create_graph_refused() -> None:
+    w = gt.tensor([1.0], requires_grad=True)
+    with pytest.raises(NotImplementedError, match=r"create_graph=True \(higher-order"):
+        (w * w).sum().backward(create_graph=True)
+    with pytest.raises(NotImplementedError, match=r"create_graph=True"):
+        gt.autograd.grad((w * w).sum(), [w], create_graph=True)
+
+
+def test_second_backward_refused() -> None:
+    w = gt.tensor([1.0, 2.0], requires_grad=True)
+    h = (w * 2.0).tanh()
+    loss = h.sum()
+    loss.backward()
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second"):
+        loss.backward()
+    with pytest.raises(RuntimeError, match="retain_graph=True"):
+        (h * 3.0).sum().backward()  # shares the freed history
+
+
+def test_ops_outside_the_subset_refused() -> None:
+    t = gt.tensor([1.0, 2.0])
+    for call, name in [
+        (lambda: gt.fft, "torch.fft"),
+        (lambda: t.cumsum(0), "Tensor.cumsum"),
+        (lambda: gt.nn.Conv2d, "torch.nn.Conv2d"),
+        (lambda: gt.nn.functional.conv2d, "torch.nn.functional.conv2d"),
+        (lambda: gt.tensor([1.0], dtype="float64"), "float64"),
+        (lambda: t[t > 1.0], "boolean-mask indexing"),
+    ]:
+        with pytest.raises(NotImplementedError) as err:
+            call()
+        assert name in str(err.value) and "gpulab.torch does not implement" in str(err.value)
+    assert not hasattr(t, "cumsum")
