@@ -1311,9 +1311,8 @@ def quant_cases() -> list[dict]:
         # K of 1, 2 and 5 blocks (the GPU kernel's k-split 2 with an odd count)
         shapes = [([1, 256], 1), ([1, 512], 5), ([3, 256], 8), ([9, 256], 17),
                   ([2, 3, 256], 7), ([2, 1, 5, 256], 3), ([2, 1280], 3)]
-        # the GEMV kernels (x of at most 4 rows): 4 rows, 3 blocks (an odd count), N past a
-        # workgroup's 8 weight rows
-        shapes.append(([4, 768], 9))
+        # the GEMV kernels (x of at most 4 rows): 4 rows, 3 blocks (an odd count)
+        shapes.append(([4, 768], 3))
         for sa, n in shapes:
             name = f"matmul_q/{kind}_{'x'.join(map(str, sa))}_n{n}"
             cases.append(single(name, "matmul_q", lambda b, sa=sa, n=n, kind=kind: [
