@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
+from gpulab import Graph, Tensor
+from gpulab import functional as F
 from gpulab.kernel_table import plain_ops
 
 from e2e.conformance.bad_graphs import build_bad_graphs
@@ -1357,6 +1359,60 @@ def matmul_fixed_cases() -> list[dict]:
     return cases
 
 
+# ---- issue 16: gradient graphs from gpulab.autograd (every lane runs what g.grad records) -----
+
+
+def _autograd_case(name: str, build: Callable[[Graph, Builder], tuple[Tensor, list[Tensor]]]
+                   ) -> dict:
+    """A chain case of a gradient graph: `build(g, b)` records a scalar loss on a gpulab Graph
+    (inputs of short decimals drawn by the Builder's seeded rng) and names the tensors to
+    differentiate; every computed node of the forward and gradient graph is an output."""
+    b = Builder(name)
+    g = Graph()
+    loss, params = build(g, b)
+    grads = g.grad(loss, params)
+    graph = g.to_dict(loss=loss, **{f"d{i}": t for i, t in enumerate(grads)})
+    computed = [n["id"] for n in graph["nodes"] if n["op"] not in ("input", "full")]
+    graph["outputs"] = [{"name": f"n{i}", "id": i} for i in computed]
+    graph["version"] = required_version(graph)
+    return {"name": name, "op": "chain", "tolerance": "per-node", "graph": graph}
+
+
+def _autograd_mlp(g: Graph, b: Builder) -> tuple[Tensor, list[Tensor]]:
+    """Embedding + layer norm + linear + gelu + dropout + linear + cross entropy."""
+
+    def rand(shape: Shape, lo: float = -1.0, hi: float = 1.0) -> Tensor:
+        return g.tensor(b.uniform(shape, lo, hi).reshape(shape).astype(np.float32))
+
+    table, x = rand([10, 8]), rand([6, 8])
+    w1, b1, w2, b2 = rand([16, 8], -0.4, 0.4), rand([16], -0.1, 0.1), rand([5, 16]), rand([5])
+    tokens = g.tensor([3, 1, 3, 7, 0, 9], dtype="int32")
+    h = F.layer_norm(F.embedding(tokens, table) + x)
+    h = F.linear(h, w1, b1).gelu().dropout(0.25, seed=3, counter=1)
+    target = g.tensor(np.eye(5, dtype=np.float32)[[0, 4, 2, 2, 1, 3]])
+    return F.linear(h, w2, b2).cross_entropy(target), [table, x, w1, b1, w2, b2]
+
+
+def _autograd_select(g: Graph, b: Builder) -> tuple[Tensor, list[Tensor]]:
+    """Selection, extremes, the softmax family and a batched broadcast matmul."""
+
+    def rand(shape: Shape, lo: float = -2.0, hi: float = 2.0) -> Tensor:
+        return g.tensor(b.uniform(shape, lo, hi).reshape(shape).astype(np.float32))
+
+    a, w, c = rand([2, 1, 4, 6]), rand([3, 6, 4]), rand([4, 6])
+    y = (a @ w).permute(0, 1, 3, 2).reshape(6, 4, 4)  # [2, 3, 4, 4] -> [6, 4, 4]
+    s = y.softmax(axis=0).sum(axis=0)[1:, ::-1]  # [3, 4]
+    m = g.where(c[:3, :4] > 0.0, c[:3, :4].sigmoid(), c[:3, :4].tanh().abs())
+    z = g.concat([s, m.maximum(s), s.clamp(-0.5, 0.5)], 1).pad([[1, 0], [0, 2]], value=0.5)
+    z = z.log_softmax(axis=-1).gather(1, g.tensor([[0, 3]] * 4, dtype="int32"))
+    return (z.sum() + c.max(axis=1).mean() + c.square().sqrt().exp().log().min()), [a, w, c]
+
+
+def autograd_cases() -> list[dict]:
+    return [_autograd_case("chain/autograd_mlp_embedding_layernorm_dropout", _autograd_mlp),
+            _autograd_case("chain/autograd_select_softmax_batched_matmul", _autograd_select)]
+
+
 FAMILIES: list[Callable[[], list[dict]]] = [
     source_cases, binary_cases, unary_cases, layout_cases, reduction_cases, softmax_cases,
     cross_entropy_cases, matmul_cases, optimizer_cases, life_cases, chain_cases, large_cases,
@@ -1367,6 +1423,7 @@ FAMILIES: list[Callable[[], list[dict]]] = [
     slice_v4_cases, index_v4_cases, accumulate_v4_cases, concat_pad_v4_cases, v4_chain_cases,
     large_v4_cases,
     quant_cases, matmul_fixed_cases,
+    autograd_cases,
 ]
 
 
