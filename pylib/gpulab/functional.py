@@ -303,3 +303,15 @@ def conv2d_im2col(
     weights = w.reshape([groups, m // groups, cg * kh * kw])
     y = weights @ stacked  # [N, G, M/G, OH*OW]
     return y.reshape([n, m, oh, ow])
+
+
+# -- issue 19: MiniLM (sentence embeddings) ----------------------------------------------------
+
+
+def masked_mean(x: Tensor, mask: Tensor, eps: float = 1e-9) -> Tensor:
+    """Mean over the token axis of x [..., L, D] counting only the positions where the float
+    mask [..., L] is 1: sum(x * mask) / max(sum(mask), eps), sentence-transformers' mean
+    pooling (a row of zeros gives zeros, not NaN)."""
+    m = unsqueeze(mask, -1)
+    total = (x * m).sum(axis=-2)
+    return total / m.sum(axis=-2).maximum(eps)

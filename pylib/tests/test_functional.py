@@ -58,3 +58,15 @@ def test_bad_axis_names_the_shape() -> None:
     g = Graph()
     with pytest.raises(Exception, match=r"axis 5 is out of range for shape \[2, 3\]"):
         F.flatten(g.full([2, 3], 1.0), 5)
+
+
+def test_masked_mean_is_sentence_transformers_pooling() -> None:
+    """Issue 19: mean over the kept tokens, a row with none gives zeros (clamp 1e-9)."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    mask = np.array([[1, 1, 0, 0], [1, 1, 1, 1], [0, 0, 0, 0]], np.float32)
+    g = Graph()
+    out = g.run(backend="cpu-python", m=F.masked_mean(g.tensor(x), g.tensor(mask)))["outputs"]
+    tx, tm = torch.tensor(x), torch.tensor(mask).unsqueeze(-1)
+    ref = (tx * tm).sum(1) / torch.clamp(tm.sum(1), min=1e-9)
+    np.testing.assert_allclose(_np(out["m"]), ref.numpy(), rtol=1e-6, atol=1e-7)
