@@ -227,6 +227,23 @@ def test_no_grad_and_detach_stop_gradients() -> None:
     assert w.is_leaf and not loss.is_leaf and loss.grad_fn is not None
 
 
+def test_large_record_keeps_gradient_history(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run in a large record (past RESET_NODES) starts a new record only when no live tensor
+    has gradient history there (it did before: the detach() run cut the first term off)."""
+    from gpulab.torch import _tape
+
+    monkeypatch.setattr(_tape, "RESET_NODES", 0)
+    w = gt.tensor([1.0, 2.0], requires_grad=True)
+    first = (w * w).sum()
+    loss = first + (w * (w * 5.0).detach()).sum()  # detach() runs the record
+    loss.backward()
+    assert w.grad.tolist() == [7.0, 14.0]
+    before = _tape.current()
+    del first, loss
+    gt.tensor([1.0]).relu().item()
+    assert _tape.current() is not before, "nothing with history left: the record resets"
+
+
 def test_manual_sgd_in_place() -> None:
     """The classic hand-written loop: p -= lr * p.grad under no_grad, p.grad.zero_()."""
     results = []
@@ -350,3 +367,49 @@ def test_ops_outside_the_subset_refused() -> None:
             call()
         assert name in str(err.value) and "gpulab.torch does not implement" in str(err.value)
     assert not hasattr(t, "cumsum")
+
+
+def test_async_step_matches_sync() -> None:
+    """step_async / item_async (the page without JSPI) give what step / item give."""
+    import asyncio
+
+    from torch_fixtures import fixtures as fx
+
+    spec = fx.FIXTURES["mlp_adam_mse"]
+    sync = fx.run(spec, gt, steps=2)
+    b = fx.build(spec, gt, steps=2)
+
+    async def train() -> list[float]:
+        losses = []
+        for x, y in b.batches:
+            xt, yt = b.tensors(x, y)
+            b.optimizer.zero_grad()
+            loss = b.loss_fn(b.model(xt), yt)
+            first = await loss.item_async()  # a run before the step, as a page would show it
+            loss.backward()
+            await b.optimizer.step_async()
+            losses.append(first)
+        return losses
+
+    assert asyncio.run(train()) == [s["loss"] for s in sync]
+    assert b.params() == sync[-1]["params"]
+
+
+def test_records_without_numpy() -> None:
+    """Recording a model, its backward and its update imports no numpy (Pyodide has none)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['numpy'] = None\n"
+        "import gpulab.torch as torch\n"
+        "m = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.GELU(), torch.nn.Linear(4, 2))\n"
+        "loss = torch.nn.functional.cross_entropy(m(torch.randn(5, 3)), torch.tensor([0, 1, 0, 1, 1]))\n"
+        "loss.backward()\n"
+        "opt = torch.optim.Adam(m.parameters())\n"
+        "rec, plans = opt._record()\n"
+        "assert len(plans) == 4 and m[0].weight.grad is not None\n"
+        "print(rec.graph.to_dict(loss=loss._node)['version'])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr

@@ -136,6 +136,13 @@ for _name in _METHODS:
     globals()[_name] = _method(_name)
 
 
+async def fetch_async(*tensors: Tensor) -> None:
+    """Run the graph of pending tensors awaiting the GPU, so `item()`/`tolist()` afterwards
+    need no synchronous run (in the page: works without JSPI)."""
+    for t in tensors:
+        await t._materialize_async()
+
+
 def compile(model: Any = None, **kwargs: Any) -> Any:
     """torch.compile: gpulab.torch.compile (the torch.compile backend, issue 16 items 3-4)."""
     try:
@@ -166,6 +173,7 @@ __all__ = [
     "empty",
     "enable_grad",
     "eye",
+    "fetch_async",
     "float",
     "float32",
     "from_numpy",

@@ -63,6 +63,11 @@ class Alive:
         self._refs.pop(id(t), None)
 
     def __iter__(self) -> Iterator[Tensor]:
+        """The pending ones."""
+        return (t for t in self.all() if t._value is None)
+
+    def all(self) -> Iterator[Tensor]:
+        """Every tensor still referenced (pending, or filled by a run)."""
         for r in list(self._refs.values()):
             t = r()
             if t is not None:
@@ -83,6 +88,7 @@ class Record:
         self.draws: list[tuple[Node, int]] = []  # random counters drawn: (uint32 node, value)
         self.scalars: list[tuple[Node, str, float]] = []  # optimizer scalars: (node, key, value)
         self.runs = 0
+        self.last_id = -1  # the highest node id seen (the graph's size, for RESET_NODES)
 
     def constant(self, t: Tensor) -> Node:
         """t's value as an input node of this record."""
@@ -130,35 +136,64 @@ def current() -> Record:
     return TAPE.record
 
 
+Plan = list[tuple[list[tuple[Any, Node]], list["Tensor"], dict[str, Node]]]
+
+
+def _plan(record: Record, wanted: Sequence[tuple[Any, Node]], extra: Iterable[Tensor]) -> Plan:
+    """The runs for `wanted` (owner, node) pairs (several when they exceed the output limit),
+    the first also filling every pending tensor of `extra` that fits."""
+    from ..optable import limits
+
+    budget = limits()["max_outputs"]
+    pending = [t for t in extra if t._value is None and t._node is not None and t._rec is record]
+    plan: Plan = []
+    for start in range(0, max(len(wanted), 1), budget):
+        chunk = list(wanted[start : start + budget])
+        others = pending[: budget - len(chunk)] if start == 0 else []
+        outputs = {f"o{i}": node for i, (_, node) in enumerate(chunk)}
+        outputs.update({f"x{i}": t._node for i, t in enumerate(others)})
+        if outputs:
+            plan.append((chunk, others, outputs))
+    return plan
+
+
+def _apply(record: Record, chunk: list, others: list[Tensor], out: dict[str, Any]) -> list[Any]:
+    record.runs += 1
+    for i, t in enumerate(others):
+        t._value = _flat(out[f"x{i}"])
+    return [_flat(out[f"o{i}"]) for i in range(len(chunk))]
+
+
+def _after(record: Record) -> None:
+    """Start a new record when this one is large, unless a live tensor still has gradient
+    history in it (a later backward() must find that history in one graph)."""
+    if record is TAPE.record and record.last_id > RESET_NODES:
+        if not any(t.requires_grad and not t._leaf for t in record.alive.all()):
+            TAPE.reset()
+
+
 def run(
     record: Record, wanted: Sequence[tuple[Any, Node]], extra: Iterable[Tensor] = ()
 ) -> list[Any]:
     """Run record's Graph once for `wanted` (owner, node) pairs, also filling every pending
     tensor in `extra` that fits the output limit; returns the flat values of `wanted`."""
-    from ..optable import limits
-
-    budget = limits()["max_outputs"]
     results: list[Any] = []
-    for start in range(0, max(len(wanted), 1), budget):
-        chunk = list(wanted[start : start + budget])
-        others = (
-            [t for t in extra if t._value is None and t._node is not None and t._rec is record][
-                : budget - len(chunk)
-            ]
-            if start == 0
-            else []
-        )
-        outputs = {f"o{i}": node for i, (_, node) in enumerate(chunk)}
-        outputs.update({f"x{i}": t._node for i, t in enumerate(others)})
-        if not outputs:
-            return results
+    for chunk, others, outputs in _plan(record, wanted, extra):
         out = record.graph.run(backend=_BACKEND["name"], **outputs)["outputs"]
-        record.runs += 1
-        results += [_flat(out[f"o{i}"]) for i in range(len(chunk))]
-        for i, t in enumerate(others):
-            t._value = _flat(out[f"x{i}"])
-    if record is TAPE.record and len(record.graph._nodes) > RESET_NODES:
-        TAPE.reset()
+        results += _apply(record, chunk, others, out)
+    _after(record)
+    return results
+
+
+async def run_async(
+    record: Record, wanted: Sequence[tuple[Any, Node]], extra: Iterable[Tensor] = ()
+) -> list[Any]:
+    """`run` awaiting the GPU (in the page: works without JSPI)."""
+    results: list[Any] = []
+    for chunk, others, outputs in _plan(record, wanted, extra):
+        out = (await record.graph.run_async(backend=_BACKEND["name"], **outputs))["outputs"]
+        results += _apply(record, chunk, others, out)
+    _after(record)
     return results
 
 

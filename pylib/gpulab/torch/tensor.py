@@ -124,6 +124,7 @@ class Tensor:
         rg = is_grad_enabled() and any(isinstance(p, Tensor) and p.requires_grad for p in parents)
         t = object.__new__(Tensor)
         rec = _tape.current()
+        rec.last_id = max(rec.last_id, node.id)
         t._rec = rec
         t._node = node
         t._value = None
@@ -175,7 +176,23 @@ class Tensor:
         assert rec is not None and self._node is not None
         (value,) = _tape.run(rec, [(self, self._node)], extra=list(rec.alive))
         self._value = value
-        rec.alive.discard(self)
+
+    async def _materialize_async(self) -> None:
+        rec = self._rec
+        if self._value is not None or rec is None or self._node is None:
+            return
+        (value,) = await _tape.run_async(rec, [(self, self._node)], extra=list(rec.alive))
+        self._value = value
+
+    async def item_async(self) -> Any:
+        """`item()` awaiting the run (in the page: works without JSPI)."""
+        await self._materialize_async()
+        return self.item()
+
+    async def tolist_async(self) -> Any:
+        """`tolist()` awaiting the run (in the page: works without JSPI)."""
+        await self._materialize_async()
+        return self.tolist()
 
     def _values(self) -> Any:
         if self._value is None:

@@ -455,3 +455,30 @@ def max_error(ours: list[dict[str, Any]], ref: list[dict[str, Any]]) -> float:
 
 def _close(a: float, b: float, rtol: float, atol: float) -> bool:
     return abs(a - b) <= atol + rtol * abs(b)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Print each fixture's worst deviation from PyTorch as a markdown table (docs/torch.md):
+    `PYTHONPATH=pylib python pylib/tests/torch_fixtures/fixtures.py [--backend wgpu]`."""
+    import argparse
+    import time
+
+    import gpulab.torch as gt
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("--backend", default="cpu-python")
+    args = ap.parse_args(argv)
+    gt.set_backend(args.backend)
+    print(f"| fixture | steps | max abs(ours - torch) / (1 + abs(torch)) | ours ({args.backend}) |")
+    print("| --- | --- | --- | --- |")
+    for name, spec in FIXTURES.items():
+        start = time.perf_counter()
+        ours = run(spec, gt)
+        took = time.perf_counter() - start
+        ref = reference(spec)
+        ok = "" if not compare(ours, ref) else " (OUT OF TOLERANCE)"
+        print(f"| {name} | {STEPS} | {max_error(ours, ref):.1e}{ok} | {took * 1e3:.0f} ms |")
+
+
+if __name__ == "__main__":
+    main()

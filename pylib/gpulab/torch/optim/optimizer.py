@@ -22,10 +22,11 @@ from typing import Any
 from ...graph import Tensor as Node
 from .._grad_mode import enable_grad, no_grad
 from .._refuse import Unsupported
-from .._tape import TAPE, current, run
+from .._tape import TAPE, current, run, run_async
 from ..tensor import Tensor
 
 Required = object()
+Plan = tuple[Tensor, dict[str, Any], dict[str, Node]]  # param, its state, its new nodes
 
 
 class Optimizer:
@@ -98,12 +99,34 @@ class Optimizer:
         return self._scalars(group, self.state[group["params"][param_index]])
 
     def step(self, closure: Any = None) -> Any:
-        loss = None
-        if closure is not None:
-            with enable_grad():
-                loss = closure()
+        """Record the update of every parameter with a .grad, run the graph once (forward,
+        backward and update together), write parameters and state back, start a new record."""
+        loss = self._closure(closure)
+        rec, plans = self._record()
+        if plans:
+            self._commit(plans, run(rec, self._wanted(plans), extra=list(rec.alive)))
+        return loss
+
+    async def step_async(self, closure: Any = None) -> Any:
+        """`step()` awaiting the run (in the page: works without JSPI)."""
+        loss = self._closure(closure)
+        rec, plans = self._record()
+        if plans:
+            values = await run_async(rec, self._wanted(plans), extra=list(rec.alive))
+            self._commit(plans, values)
+        return loss
+
+    @staticmethod
+    def _closure(closure: Any) -> Any:
+        if closure is None:
+            return None
+        with enable_grad():
+            return closure()
+
+    def _record(self) -> tuple[Any, list[Plan]]:
+        """The update nodes of every parameter with a .grad, in the current record."""
         rec = current()
-        plans: list[tuple[Tensor, dict[str, Any], dict[str, Node]]] = []
+        plans: list[Plan] = []
         with no_grad():
             for gi, group in enumerate(self.param_groups):
                 for pi, p in enumerate(group["params"]):
@@ -116,19 +139,18 @@ class Optimizer:
                     grad = p.grad._n()
                     new = self._update(group, state, rec.leaf_node(p, True), grad, nodes)
                     plans.append((p, state, new))
-        if not plans:
-            return loss
-        self._commit(rec, plans)
-        return loss
+        return rec, plans
 
-    def _commit(
-        self, rec: Any, plans: list[tuple[Tensor, dict[str, Any], dict[str, Node]]]
-    ) -> None:
-        wanted = [(key, node) for (_, _, new) in plans for key, node in new.items()]
-        values = iter(run(rec, wanted, extra=list(rec.alive)))
+    @staticmethod
+    def _wanted(plans: list[Plan]) -> list[tuple[str, Node]]:
+        return [(key, node) for (_, _, new) in plans for key, node in new.items()]
+
+    def _commit(self, plans: list[Plan], values: list[Any]) -> None:
+        """Parameters and state take the values read back; a new record starts."""
+        it = iter(values)
         for p, state, new in plans:
             for key in new:
-                value = next(values)
+                value = next(it)
                 if key == "param":
                     p._value, p._node, p._rec = value, None, None
                     p._version += 1
