@@ -167,9 +167,10 @@ def _apply(record: Record, chunk: list, others: list[Tensor], out: dict[str, Any
 def _after(record: Record) -> None:
     """Start a new record when this one is large, unless a live tensor still has gradient
     history in it (a later backward() must find that history in one graph)."""
-    if record is TAPE.record and record.last_id > RESET_NODES:
-        if not any(t.requires_grad and not t._leaf for t in record.alive.all()):
-            TAPE.reset()
+    if record is not TAPE.record or record.last_id <= RESET_NODES:
+        return
+    if not any(t.requires_grad and not t._leaf for t in record.alive.all()):
+        TAPE.reset()
 
 
 def run(
