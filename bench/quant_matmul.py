@@ -75,11 +75,13 @@ def forcing(variant: str | None) -> Iterator[None]:
         kind, *values = variant.split(":")
         if kind == "split":
             planner.quant_split = lambda blocks: int(values[0])
-            planner.quant_vec = lambda rows, blocks: None
+            planner.quant_vec = lambda rows, blocks, kind: None
         else:
             ql, unroll = (int(v) for v in values)
-            planner.quant_vec = lambda rows, blocks: (
-                {"QL": ql, "MR": rows, "UNROLL": unroll} if rows <= 8 else None
+            planner.quant_vec = lambda rows, blocks, kind: (
+                {"QL": ql, "MR": rows, **({"UNROLL": unroll} if kind == "q4_k" else {})}
+                if rows <= 8
+                else None
             )
     try:
         yield

@@ -651,21 +651,26 @@ export function quantSplit(blocks) {
   return blocks >= 2 ? 2 : 1;
 }
 
-/** x of at most this many rows takes matmul_q4k_vec / _q6k_vec (a GEMV); its threads (VG). */
-const QUANT_VEC_ROWS = 4;
+/**
+ * x of at most this many rows takes matmul_q4k_vec / matmul_q6k_vec (a GEMV); measured on the
+ * H200 (docs/benchmarks.md): q4_k's GEMV wins to 5 rows, ties at 6, loses at 8 to the general
+ * kernel; q6_k's wins to 8 (the kernel's limit) by 3-5x. Its workgroup's threads (VG).
+ */
+const QUANT_VEC_ROWS = { q4_k: 5, q6_k: 8 };
 const QUANT_VEC_GROUP = 128;
 
 /**
  * quant.wgsl matmul_q4k_vec's / matmul_q6k_vec's overrides for x of `rows` rows and weight
  * rows of `blocks` blocks, or null for the general kernel (twin of planner.py quant_vec). QL
- * lanes per weight row, UNROLL blocks per lane per loop turn (q4_k; q6_k reads one): measured
- * on the H200 (docs/benchmarks.md); past 4 rows the general kernel is faster.
- * @param {number} rows @param {number} blocks
- * @returns {{QL: number, MR: number, UNROLL: number} | null}
+ * lanes per weight row (8 for a one-block row), UNROLL blocks per lane per loop turn (q4_k;
+ * q6_k reads one).
+ * @param {number} rows @param {number} blocks @param {'q4_k' | 'q6_k'} kind
+ * @returns {Record<string, number> | null}
  */
-export function quantVec(rows, blocks) {
-  if (rows > QUANT_VEC_ROWS) return null;
-  return { QL: blocks >= 2 ? 16 : 8, MR: rows, UNROLL: 2 };
+export function quantVec(rows, blocks, kind) {
+  if (rows > QUANT_VEC_ROWS[kind]) return null;
+  const ql = blocks >= 2 ? 16 : 8;
+  return kind === 'q4_k' ? { QL: ql, MR: rows, UNROLL: 2 } : { QL: ql, MR: rows };
 }
 
 /** @type {Rule} */
@@ -676,9 +681,8 @@ function planMatmulQ(ctx, node) {
   const a = ctx.operand(node, 0);
   const b = ctx.operand(node, 1);
   const out = ctx.output(node);
-  const chosen = quantVec(rows, k / 256);
-  if (chosen) {
-    const vec = q6 ? { QL: chosen.QL, MR: chosen.MR } : chosen; // q6_k: one block per loop turn
+  const vec = quantVec(rows, k / 256, q6 ? 'q6_k' : 'q4_k');
+  if (vec) {
     const groups = Math.ceil(n / (QUANT_VEC_GROUP / vec.QL));
     ctx.dispatch(node, `quant:${q6 ? 'matmul_q6k_vec' : 'matmul_q4k_vec'}`, vec,
       u32s(rows, n, k, k / 256, groups, 0, 0, 0, 0, 0, 0, 0), [a, b, out], groups);

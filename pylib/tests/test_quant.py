@@ -209,3 +209,34 @@ def test_a_session_feeds_quantized_weights_per_step(
     np.testing.assert_allclose(
         out["outputs"]["y"]["array"][0], ref.sum(axis=1, dtype=np.float64), rtol=1e-5, atol=1e-3
     )
+
+
+@pytest.mark.parametrize(
+    ("kind", "rows", "entry"),
+    [
+        ("q4_k", 1, "matmul_q4k_vec"),
+        ("q4_k", 5, "matmul_q4k_vec"),
+        ("q4_k", 6, "matmul_q4k"),
+        ("q6_k", 8, "matmul_q6k_vec"),
+        ("q6_k", 9, "matmul_q6k"),
+    ],
+)
+def test_the_planner_takes_the_gemv_for_few_rows(kind: str, rows: int, entry: str) -> None:
+    """x of few rows (batch 1 decoding) runs the GEMV kernels; more rows the general one
+    (the thresholds measured on the H200: docs/benchmarks.md)."""
+    from gpulab.native.planner import plan_graph
+    from gpulab.protocol import validate
+
+    raw = quant.quantize(np.ones((3, 512), np.float32), kind)
+    g = {
+        "version": 2,
+        "nodes": [
+            {"id": 0, "op": "input", "shape": [rows, 512], "data": [1.0] * (rows * 512)},
+            {"id": 1, "op": "input", "shape": [3, 512], "dtype": kind, "data": raw},
+            {"id": 2, "op": "matmul_q", "a": 0, "b": 1},
+        ],
+        "outputs": [{"name": "y", "id": 2}],
+    }
+    (step,) = plan_graph(validate(g))["steps"]
+    assert step["entry"] == entry
+    assert step["overrides"].get("MR", rows) == rows

@@ -559,18 +559,22 @@ def quant_split(blocks: int) -> int:
     return 2 if blocks >= 2 else 1
 
 
-QUANT_VEC_ROWS = 4  # x of at most this many rows takes matmul_q4k_vec / _q6k_vec (a GEMV)
+# x of at most this many rows takes matmul_q4k_vec / matmul_q6k_vec (a GEMV); measured on the
+# H200 (docs/benchmarks.md): q4_k's GEMV wins to 5 rows, ties at 6, loses at 8 to the general
+# kernel; q6_k's wins to 8 (the kernel's limit) by 3-5x
+QUANT_VEC_ROWS = {"q4_k": 5, "q6_k": 8}
 QUANT_VEC_GROUP = 128  # its workgroup's threads (quant.wgsl VG)
 
 
-def quant_vec(rows: int, blocks: int) -> dict[str, int] | None:
+def quant_vec(rows: int, blocks: int, kind: str) -> dict[str, int] | None:
     """quant.wgsl matmul_q4k_vec's / matmul_q6k_vec's overrides for x of `rows` rows and weight
     rows of `blocks` blocks, or None for the general kernel (twin of planner.mjs quantVec).
-    QL lanes per weight row, UNROLL blocks per lane per loop turn (q4_k; q6_k reads one):
-    measured on the H200 (docs/benchmarks.md); past 4 rows the general kernel is faster."""
-    if rows > QUANT_VEC_ROWS:
+    QL lanes per weight row (8 for a one-block row), UNROLL blocks per lane per loop turn
+    (q4_k; q6_k reads one)."""
+    if rows > QUANT_VEC_ROWS[kind]:
         return None
-    return {"QL": 16 if blocks >= 2 else 8, "MR": rows, "UNROLL": 2}
+    ql = 16 if blocks >= 2 else 8
+    return {"QL": ql, "MR": rows, "UNROLL": 2} if kind == "q4_k" else {"QL": ql, "MR": rows}
 
 
 def _plan_block_input(ctx: _PlanContext, node: CheckedNode) -> int:
@@ -588,12 +592,10 @@ def _plan_matmul_q(ctx: _PlanContext, node: CheckedNode) -> None:
     a = ctx.operand(node, 0)
     b = ctx.operand(node, 1)
     out = ctx.output(node)
-    vec = quant_vec(rows, k // 256)
+    vec = quant_vec(rows, k // 256, kind)
     if vec is not None:
         per_group = QUANT_VEC_GROUP // vec["QL"]
         vec_entry = "matmul_q6k_vec" if kind == "q6_k" else "matmul_q4k_vec"
-        if kind == "q6_k":  # reads one block per loop turn
-            vec = {"QL": vec["QL"], "MR": vec["MR"]}
         ctx.dispatch(node, f"quant:{vec_entry}", vec,
                      _u32s(rows, n, k, k // 256, _ceil_div(n, per_group), *[0] * 7),
                      [a, b, out], _ceil_div(n, per_group))
