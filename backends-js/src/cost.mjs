@@ -6,9 +6,11 @@
 import { GpuLabError } from './errors.mjs';
 import { table } from './optable.mjs';
 import { numel } from './shapes.mjs';
+import { windowTaps } from './shapes-conv.mjs';
 
 const MODEL = table.cost_model;
 const FLOP_OPS = new Set(MODEL.flop_ops);
+const WINDOW_OPS = new Set(MODEL.window_ops);
 const SOURCES = new Set(['input', 'full']);
 
 /**
@@ -36,6 +38,9 @@ export function graphCostS(checked, backend) {
     if (FLOP_OPS.has(node.op)) {
       const a = checked.byId.get(node.operands[0]).shape;
       ns += 2 * count * a[a.length - 1] * model.ns_per_flop;
+    } else if (WINDOW_OPS.has(node.op)) { // conv2d, the pools, resize: K = the taps per result
+      const shapes = node.operands.map((ref) => checked.byId.get(ref).shape);
+      ns += 2 * count * windowTaps(node.op, shapes, node.attrs) * model.ns_per_flop;
     } else {
       ns += count * (model.ns_per_element[node.op] ?? model.ns_per_element.default);
     }

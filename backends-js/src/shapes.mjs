@@ -5,6 +5,7 @@
 import { nodeError } from './errors.mjs';
 import { LIMITS } from './optable.mjs';
 import { SELECT_RULES } from './shapes-select.mjs';
+import { CONV_RULES } from './shapes-conv.mjs';
 
 /** @typedef {number[]} Shape */
 /** @typedef {{node: {id: number, op: string}, shapes: Shape[], attrs: Record<string, any>}} RuleContext */
@@ -270,4 +271,6 @@ export const SHAPE_RULES = {
 
   // the v4 selection ops (slice, gather, concat, pad, ...)
   ...SELECT_RULES,
+  // the v6 window ops (conv2d, max_pool2d, avg_pool2d, resize)
+  ...CONV_RULES,
 };

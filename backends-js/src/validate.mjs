@@ -238,6 +238,32 @@ const ATTR_CHECKS = {
     return value.map((e) => [...e]);
   },
 
+  // the v6 window ops' strides, dilations, kernel, resize's size: [h, w], integers >= 1
+  pair(value, node, name) {
+    if (!Array.isArray(value) || value.length !== 2 || firstBad(value, (d) => isInt(d) && d >= 1) >= 0) {
+      throw nodeError('VALIDATION', node, `${name} must be a list of 2 integers >= 1, got ${show(value)}`);
+    }
+    return [...value];
+  },
+
+  // the v6 window ops' padding: [top, left, bottom, right], integers >= 0 (ONNX's pads order)
+  pads4(value, node, name) {
+    if (!Array.isArray(value) || value.length !== 4 || firstBad(value, (d) => isInt(d) && d >= 0) >= 0) {
+      throw nodeError('VALIDATION', node, `${name} must be a list of 4 integers >= 0 ` +
+        `[top, left, bottom, right], got ${show(value)}`);
+    }
+    return [...value];
+  },
+
+  // one of the row's values (resize's modes): anything else is refused by name
+  choice(value, node, name, _attrs, spec) {
+    if (typeof value !== 'string' || !spec.values.includes(value)) {
+      throw nodeError('VALIDATION', node, `${name} must be one of ${spec.values.join(', ')}, ` +
+        `got ${show(value)}`);
+    }
+    return value;
+  },
+
   reshape(value, node, name) {
     if (!Array.isArray(value) || firstBad(value, (d) => isInt(d) && (d >= 1 || d === -1)) >= 0) {
       throw nodeError('VALIDATION', node, `${name} must be a list of integers >= 1 or -1, got ` +
@@ -286,7 +312,9 @@ function checkNode(raw, index, seen) {
   seen.set(id, index);
   const spec = typeof raw.op === 'string' ? opSpec(raw.op) : undefined;
   if (!spec) throw nodeError('VALIDATION', label, `unknown op ${show(raw.op)}`);
-  const operands = spec.variadic ? variadicOperands(raw, spec, label) : spec.operands.map((name) => {
+  // a variadic list field first (docs/protocol.md), then the fixed operands (conv2d: bias, a, w)
+  const listed = spec.variadic ? variadicOperands(raw, spec, label) : [];
+  const fixed = spec.operands.map((name) => {
     if (!Object.hasOwn(raw, name)) throw nodeError('VALIDATION', label, `missing operand ${name}`);
     if (!isId(raw[name])) {
       throw nodeError('VALIDATION', label, `operand ${name} must be an integer node id, got ` +
@@ -294,6 +322,7 @@ function checkNode(raw, index, seen) {
     }
     return raw[name];
   });
+  const operands = [...listed, ...fixed];
   const known = new Set(['id', 'op', ...spec.operands, ...(spec.variadic ? [spec.variadic] : []),
     ...Object.keys(spec.attrs)]);
   const extra = Object.keys(raw).find((k) => !known.has(k));

@@ -649,13 +649,98 @@ def quant_rows() -> list[dict]:
     ]
 
 
+def v6_rows() -> list[dict]:
+    """Protocol v6, the window ops (issue 18): channel counts, groups, kernels bigger than the
+    padded input, bias shape, attributes (pairs, padding, modes refused by name), rank, pools
+    whose window holds no element, the MAC and resize limits, versions. Each names the node and
+    the operand or attribute."""
+    x = inp(0, [1, 4, 6, 6])
+    w = inp(1, [8, 2, 3, 3])
+    b8 = inp(2, [8])
+
+    def v6(*nodes: Node, version: int = 6) -> dict:
+        return graph([x, w, b8, *nodes], version=version)
+
+    cv = {"id": 5, "op": "conv2d", "a": 0, "w": 1, "bias": [2], "groups": 2}
+    mp = {"id": 5, "op": "max_pool2d", "a": 0, "kernel": [2, 2]}
+    ap = {"id": 5, "op": "avg_pool2d", "a": 0, "kernel": [2, 2]}
+    rs = {"id": 5, "op": "resize", "a": 0, "size": [12, 12]}
+    # 2^24 results x 1024 * 9 taps = 1.5e11 multiply-adds, every tensor within max_elements
+    big = {"id": 3, "op": "full", "shape": [1, 1024, 128, 128], "value": 1}
+    big_w = {"id": 4, "op": "full", "shape": [1024, 1024, 3, 3], "value": 1}
+    return [
+        row("v6/conv2d_in_version_5", v6(cv, version=5), "UNSUPPORTED_VERSION", 5,
+            "needs version 6"),
+        row("v6/resize_in_version_4", v6(rs, version=4), "UNSUPPORTED_VERSION", 5,
+            "needs version 6"),
+        row("v6/conv2d_wrong_channel_count", v6({**cv, "groups": 1}), "VALIDATION", 5,
+            "operand w [8, 2, 3, 3] takes 2 input channels per group"),
+        row("v6/conv2d_groups_not_dividing_channels", v6({**cv, "groups": 3}), "VALIDATION", 5,
+            "groups 3 does not divide a [1, 4, 6, 6]'s 4 channels"),
+        row("v6/conv2d_groups_not_dividing_outputs",
+            v6(inp(3, [6, 1, 3, 3]), {**cv, "w": 3, "bias": [], "groups": 4}), "VALIDATION", 5,
+            "groups 4 does not divide w [6, 1, 3, 3]'s 6 output channels"),
+        row("v6/conv2d_kernel_bigger_than_padded_input",
+            v6(inp(3, [8, 2, 9, 3]), {**cv, "w": 3, "padding": [1, 0, 1, 0]}), "VALIDATION", 5,
+            "more than the padded input's 8"),
+        row("v6/conv2d_dilated_kernel_too_big", v6({**cv, "dilations": [3, 1]}), "VALIDATION",
+            5, "the kernel spans 7"),
+        row("v6/conv2d_bias_wrong_length", v6(inp(3, [4]), {**cv, "bias": [3]}), "VALIDATION",
+            5, "operand bias[0] must be [8]"),
+        row("v6/conv2d_two_biases", v6({**cv, "bias": [2, 2]}), "VALIDATION", 5,
+            "must be a list of 0 to 1 node ids"),
+        row("v6/conv2d_bias_not_a_list", v6({**cv, "bias": 2}), "VALIDATION", 5),
+        row("v6/conv2d_weight_rank_3", v6(inp(3, [8, 2, 3]), {**cv, "w": 3}), "VALIDATION", 5,
+            "operand w must be [m, c / groups, kh, kw]"),
+        row("v6/conv2d_input_rank_3", v6(inp(3, [4, 6, 6]), {**cv, "a": 3}), "VALIDATION", 5,
+            "operand a must be [n, c, h, w]"),
+        row("v6/conv2d_stride_0", v6({**cv, "strides": [0, 1]}), "VALIDATION", 5,
+            "must be a list of 2 integers >= 1"),
+        row("v6/conv2d_padding_3_values", v6({**cv, "padding": [1, 1, 1]}), "VALIDATION", 5,
+            "must be a list of 4 integers >= 0"),
+        row("v6/conv2d_negative_padding", v6({**cv, "padding": [0, 0, -1, 0]}), "VALIDATION",
+            5, "must be a list of 4 integers >= 0"),
+        row("v6/conv2d_groups_0", v6({**cv, "groups": 0}), "VALIDATION", 5),
+        row("v6/conv2d_int32_input",
+            v6(ints(3, [1, 4, 6, 6], [0] * 144), {**cv, "a": 3}), "VALIDATION", 5,
+            "operand a must be float32"),
+        row("v6/conv2d_past_max_macs", v6(big, big_w, {**cv, "a": 3, "w": 4, "bias": [],
+                                                        "groups": 1, "padding": [1, 1, 1, 1]}),
+            "LIMIT", 5, "max_macs_per_node"),
+        row("v6/max_pool2d_kernel_bigger_than_input", v6({**mp, "kernel": [7, 2]}),
+            "VALIDATION", 5, "more than the padded input's 6"),
+        row("v6/max_pool2d_window_all_padding",
+            v6({**mp, "kernel": [1, 1], "padding": [1, 0, 0, 0]}), "VALIDATION", 5,
+            "window 0 (padding 1) holds no element of a"),
+        row("v6/max_pool2d_missing_kernel", v6({"id": 5, "op": "max_pool2d", "a": 0}),
+            "VALIDATION", 5, "missing attribute"),
+        row("v6/avg_pool2d_kernel_3_values", v6({**ap, "kernel": [2, 2, 2]}), "VALIDATION", 5,
+            "must be a list of 2 integers >= 1"),
+        row("v6/avg_pool2d_count_include_pad_int", v6({**ap, "count_include_pad": 1}),
+            "VALIDATION", 5, "a boolean"),
+        row("v6/avg_pool2d_rank_2", v6(inp(3, [6, 6]), {**ap, "a": 3}), "VALIDATION", 5,
+            "operand a must be [n, c, h, w]"),
+        row("v6/resize_mode_cubic", v6({**rs, "mode": "cubic"}), "VALIDATION", 5,
+            "must be one of nearest, linear"),
+        row("v6/resize_tf_crop_and_resize",
+            v6({**rs, "coordinate_transformation_mode": "tf_crop_and_resize"}), "VALIDATION", 5,
+            "must be one of half_pixel, asymmetric, align_corners, pytorch_half_pixel"),
+        row("v6/resize_nearest_mode_round", v6({**rs, "nearest_mode": "round"}), "VALIDATION",
+            5, "must be one of round_prefer_floor"),
+        row("v6/resize_size_0", v6({**rs, "size": [0, 4]}), "VALIDATION", 5,
+            "must be a list of 2 integers >= 1"),
+        row("v6/resize_past_max_resize_product", v6({**rs, "size": [100000000, 1]}), "LIMIT",
+            5, "max_resize_product"),
+    ]
+
+
 N = None
 
 
 def build_bad_graphs() -> list[dict]:
     rows = (top_level_rows() + node_rows() + attr_rows() + structure_rows() + shape_rows()
             + version_rows() + dtype_rows() + hostile_rows() + select_rows() + v4_rows()
-            + quant_rows())
+            + quant_rows() + v6_rows())
     names = [r["name"] for r in rows]
     assert len(names) == len(set(names)), "duplicate bad-graph names"
     return rows

@@ -1257,6 +1257,176 @@ def large_v4_cases() -> list[dict]:
     return cases
 
 
+# ---- protocol v6: the window ops (conv2d, max_pool2d, avg_pool2d, resize; issue 18) -------
+
+
+def conv(b: Builder, x: int, w: int, bias: int | None = None, **attrs: object) -> int:
+    """conv2d's node: its bias is the variadic list field (0 or 1 ids)."""
+    return b._add({"op": "conv2d", "a": x, "w": w, "bias": [] if bias is None else [bias],
+                   **attrs})
+
+
+def _plane(b: Builder, a: Shape, lo: float = -2.0) -> int:
+    """An input [N, C, H, W]: random data, or for a large plane (over 2048 elements) the sum
+    of a random [N, C, H, 1] and a random [W] made in the graph (short JSON)."""
+    if math.prod(a) <= 2048:
+        return b.rand(a, lo, 2)
+    return b.op("add", b.rand([*a[:3], 1], lo / 2, 1), b.rand([a[3]], lo / 2, 1))
+
+
+def _conv_case(name: str, a: Shape, w: Shape, bias: bool = True, lo: float = -2.0,
+               **attrs: object) -> dict:
+    b = Builder(f"conv2d/{name}")
+    x, k = _plane(b, a, lo), b.rand(w, -1, 1)
+    b.out(conv(b, x, k, b.rand([w[0]], -1, 1) if bias else None, **attrs), "y")
+    return b.case("conv2d")
+
+
+def conv2d_cases() -> list[dict]:
+    """conv2d: bias or none, strides, asymmetric padding (ONNX pads), dilations, 1x1, groups
+    (2, depthwise, depthwise with a multiplier), a window that is all padding (bias only), a
+    kernel as big as the padded input, K = 576, a 64x64 plane, non-finite inputs."""
+    cases = [
+        _conv_case("basic_3x3_bias", [1, 3, 7, 6], [4, 3, 3, 3]),
+        _conv_case("no_bias", [1, 3, 7, 6], [4, 3, 3, 3], bias=False),
+        _conv_case("stride2_pad1", [2, 3, 9, 8], [5, 3, 3, 3], strides=[2, 2],
+                   padding=[1, 1, 1, 1]),
+        _conv_case("asymmetric_padding", [1, 2, 6, 7], [3, 2, 3, 2], padding=[0, 1, 2, 3]),
+        _conv_case("dilation2", [1, 2, 9, 9], [3, 2, 3, 3], dilations=[2, 2]),
+        _conv_case("stride_dilation_mixed", [1, 3, 11, 10], [2, 3, 2, 3], strides=[2, 1],
+                   dilations=[1, 3], padding=[1, 2, 0, 1]),
+        _conv_case("pointwise_1x1", [2, 8, 5, 5], [4, 8, 1, 1]),
+        _conv_case("pointwise_1x1_stride2", [1, 6, 7, 7], [3, 6, 1, 1], bias=False,
+                   strides=[2, 2]),
+        _conv_case("depthwise", [1, 6, 8, 8], [6, 1, 3, 3], groups=6, padding=[1, 1, 1, 1]),
+        _conv_case("depthwise_multiplier2", [2, 4, 6, 5], [8, 1, 3, 3], groups=4,
+                   strides=[1, 2]),
+        _conv_case("groups2", [2, 4, 6, 6], [6, 2, 3, 3], groups=2),
+        _conv_case("groups3_no_bias", [1, 6, 5, 5], [3, 2, 2, 2], bias=False, groups=3,
+                   padding=[1, 0, 0, 1]),
+        _conv_case("kernel_fills_padded_input", [1, 2, 3, 4], [2, 2, 5, 5],
+                   padding=[1, 0, 1, 1]),
+        _conv_case("rect_kernel_1x5", [1, 2, 4, 9], [3, 2, 1, 5], padding=[0, 2, 0, 2]),
+        _conv_case("windows_in_padding", [1, 1, 2, 2], [2, 1, 1, 1], strides=[2, 2],
+                   padding=[2, 2, 2, 2]),
+        _conv_case("k576", [1, 64, 3, 3], [2, 64, 3, 3], lo=0.0, padding=[1, 1, 1, 1]),
+        _conv_case("plane_64x64", [1, 2, 64, 64], [4, 2, 3, 3], strides=[1, 1],
+                   padding=[1, 1, 1, 1]),
+    ]
+    b = Builder("conv2d/nonfinite_input")
+    x = b.input([1, 1, 4, 4], [1, 2, math.inf, 0.5, -1, math.nan, 2, 0, 1, -0.0, 3, -math.inf,
+                               0.25, 1, 1, 2])
+    b.out(conv(b, x, b.rand([2, 1, 2, 2], 0.5, 1), b.rand([2], -1, 1)), "y")
+    cases.append(b.case("conv2d"))
+    return cases
+
+
+def _pool(b: Builder, op: str, x: int, **attrs: object) -> int:
+    return b._add({"op": op, "a": x, **attrs})
+
+
+def _pool_case(op: str, name: str, a: Shape, data: np.ndarray | None = None,
+               **attrs: object) -> dict:
+    b = Builder(f"{op}/{name}")
+    x = b.rand(a) if data is None else b.input(a, data)
+    b.out(_pool(b, op, x, **attrs), "y")
+    return b.case(op)
+
+
+def pool2d_cases() -> list[dict]:
+    """max_pool2d and avg_pool2d: kernels and strides, padding (asymmetric too) that never
+    wins the max, dilation, ceil_mode (with the torch rule dropping a last window), global
+    pooling, avg with count_include_pad both ways, and special values (NaN, -0) for max."""
+    cases = []
+    for op in ("max_pool2d", "avg_pool2d"):
+        shapes = {
+            "2x2_stride2": ([2, 3, 6, 8], {"kernel": [2, 2], "strides": [2, 2]}),
+            "3x3_stride1": ([1, 2, 5, 6], {"kernel": [3, 3]}),
+            "3x3_stride2_pad1": ([1, 3, 7, 7], {"kernel": [3, 3], "strides": [2, 2],
+                                                "padding": [1, 1, 1, 1]}),
+            "asymmetric_padding": ([1, 2, 5, 6], {"kernel": [2, 3], "strides": [2, 1],
+                                                  "padding": [1, 0, 0, 2]}),
+            "dilation2": ([1, 2, 8, 7], {"kernel": [2, 2], "dilations": [2, 2],
+                                         "padding": [1, 1, 1, 1]}),
+            "ceil_mode": ([1, 2, 7, 6], {"kernel": [3, 2], "strides": [2, 2],
+                                         "padding": [1, 0, 1, 0], "ceil_mode": True}),
+            "ceil_mode_drops_last": ([1, 1, 5, 5], {"kernel": [2, 2], "strides": [2, 2],
+                                                    "padding": [1, 1, 1, 1],
+                                                    "ceil_mode": True}),
+            "global": ([2, 4, 5, 3], {"kernel": [5, 3]}),
+        }
+        for name, (shape, attrs) in shapes.items():
+            if op == "avg_pool2d" and any(attrs.get("padding", [0])):
+                for include in (False, True):
+                    cases.append(_pool_case(op, f"{name}_{'include' if include else 'exclude'}"
+                                            "_pad", shape, count_include_pad=include, **attrs))
+            else:
+                cases.append(_pool_case(op, name, shape, **attrs))
+    special = np.array([-0.0, 0.0, -1, -2, math.nan, 3, -math.inf, -5, 0.0, -0.0, -0.0, -0.0,
+                        -3, -4, -6, -7], dtype=np.float64)
+    cases.append(_pool_case("max_pool2d", "nan_and_signed_zeros", [1, 1, 4, 4], special,
+                            kernel=[2, 2], strides=[2, 2]))
+    cases.append(_pool_case("max_pool2d", "negative_with_padding", [1, 1, 3, 3],
+                            -np.arange(1, 10, dtype=np.float64), kernel=[3, 3],
+                            padding=[1, 1, 1, 1]))
+    return cases
+
+
+def _resize_case(name: str, a: Shape, size: Shape, **attrs: object) -> dict:
+    b = Builder(f"resize/{name}")
+    b.out(b._add({"op": "resize", "a": _plane(b, a), "size": list(size), **attrs}), "y")
+    return b.case("resize")
+
+
+def resize_cases() -> list[dict]:
+    """resize: nearest in each nearest_mode and coordinate_transformation_mode (torch's
+    nearest = asymmetric + floor, nearest-exact = half_pixel + round_prefer_ceil, ONNX's
+    default half_pixel + round_prefer_floor), up, down and to 1; linear (bilinear) in the four
+    coordinate modes, up and down; a 100x100 plane."""
+    nearest = [
+        ("nearest_asymmetric_floor_up2", [1, 2, 3, 4], [6, 8], "asymmetric", "floor"),
+        ("nearest_asymmetric_ceil_down", [1, 1, 7, 9], [3, 4], "asymmetric", "ceil"),
+        ("nearest_half_pixel_prefer_floor", [2, 2, 4, 3], [6, 7], "half_pixel",
+         "round_prefer_floor"),
+        ("nearest_half_pixel_prefer_ceil_down", [1, 2, 9, 7], [4, 5], "half_pixel",
+         "round_prefer_ceil"),
+        ("nearest_align_corners", [1, 1, 4, 5], [7, 3], "align_corners", "round_prefer_floor"),
+        ("nearest_pytorch_half_pixel_to_1", [1, 2, 5, 4], [1, 6], "pytorch_half_pixel",
+         "round_prefer_ceil"),
+    ]
+    cases = [_resize_case(n, a, s, coordinate_transformation_mode=c, nearest_mode=r)
+             for n, a, s, c, r in nearest]
+    linear = [
+        ("linear_half_pixel_up", [1, 2, 3, 4], [7, 9], "half_pixel"),
+        ("linear_half_pixel_down", [2, 1, 9, 8], [4, 3], "half_pixel"),
+        ("linear_align_corners", [1, 2, 4, 5], [7, 3], "align_corners"),
+        ("linear_asymmetric", [1, 1, 5, 3], [8, 6], "asymmetric"),
+        ("linear_pytorch_half_pixel_to_1", [1, 2, 4, 6], [1, 5], "pytorch_half_pixel"),
+        ("linear_same_size", [1, 1, 3, 3], [3, 3], "half_pixel"),
+    ]
+    cases += [_resize_case(n, a, s, mode="linear", coordinate_transformation_mode=c)
+              for n, a, s, c in linear]
+    cases.append(_resize_case("linear_plane_100x100", [1, 1, 100, 100], [150, 130],
+                              mode="linear"))
+    return cases
+
+
+def window_chain_cases() -> list[dict]:
+    """A small CNN's forward pass: conv2d -> relu -> max_pool2d -> depthwise conv2d ->
+    avg_pool2d -> resize (every node checked from the backend's own operands)."""
+    b = Builder("chain/v6_cnn")
+    x = b.rand([1, 2, 10, 10])
+    c1 = conv(b, x, b.rand([4, 2, 3, 3], -1, 1), b.rand([4], -1, 1), padding=[1, 1, 1, 1])
+    r = b.op("relu", c1)
+    p = _pool(b, "max_pool2d", r, kernel=[2, 2], strides=[2, 2])
+    d = conv(b, p, b.rand([4, 1, 3, 3], -1, 1), groups=4, padding=[1, 1, 1, 1])
+    a = _pool(b, "avg_pool2d", d, kernel=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1])
+    z = b._add({"op": "resize", "a": a, "size": [5, 5], "mode": "linear"})
+    for node in (c1, r, p, d, a, z):
+        b.out(node)
+    return [b.case("chain")]
+
+
 # ---- issue 14: q4_k / q6_k weights decoded in matmul_q and dequantize; matmul_fixed --------
 
 QUANT_KINDS = ("q4_k", "q6_k")
@@ -1427,6 +1597,7 @@ FAMILIES: list[Callable[[], list[dict]]] = [
     large_v4_cases,
     quant_cases, matmul_fixed_cases,
     autograd_cases,
+    conv2d_cases, pool2d_cases, resize_cases, window_chain_cases,
 ]
 
 

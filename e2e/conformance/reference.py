@@ -60,6 +60,7 @@ import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -917,6 +918,154 @@ def _pad(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     widths = [(int(b), int(e)) for b, e in node["widths"]]  # type: ignore[union-attr]
     out = np.pad(a, widths, mode="constant", constant_values=fill) if a.ndim else a.copy()
     return out, np.zeros(out.shape)
+
+
+# ---- protocol v6: the window ops (conv2d, max_pool2d, avg_pool2d, resize) ---------------
+# An independent float64 statement of docs/protocol.md "The v6 window ops": each window tap
+# by its input position, taps outside the input taken out by a mask; resize's coordinates as
+# exact Fractions of the ONNX formulas.
+
+
+def _window_taps(n: int, k: int, s: int, d: int, before: int, out: int) -> np.ndarray:
+    """[out, k] input positions of every window's taps along one axis."""
+    return np.array([[o * s - before + j * d for j in range(k)] for o in range(out)], dtype=int)
+
+
+def _windows(a: np.ndarray, node: Mapping, kernel: Sequence[int],
+             out_hw: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """a's taps as [N, C, oH, oW, kH, kW] (0 outside a), the inside mask, and the positions."""
+    strides, dilations = _attr(node, "strides"), _attr(node, "dilations")
+    pads = _attr(node, "padding")
+    ty = _window_taps(a.shape[2], kernel[0], strides[0], dilations[0], pads[0], out_hw[0])
+    tx = _window_taps(a.shape[3], kernel[1], strides[1], dilations[1], pads[1], out_hw[1])
+    iny = (ty >= 0) & (ty < a.shape[2])
+    inx = (tx >= 0) & (tx < a.shape[3])
+    yc, xc = np.clip(ty, 0, a.shape[2] - 1), np.clip(tx, 0, a.shape[3] - 1)
+    taps = a[:, :, yc[:, None, :, None], xc[None, :, None, :]]  # [N, C, oH, oW, kH, kW]
+    mask = iny[:, None, :, None] & inx[None, :, None, :]
+    return np.where(mask, taps, 0.0), mask, ty, tx
+
+
+def _window_out(n: int, k: int, s: int, d: int, before: int, after: int, ceil: bool) -> int:
+    span = n + before + after - d * (k - 1) - 1
+    out = (math.ceil(span / s) if ceil else span // s) + 1
+    return out - 1 if ceil and (out - 1) * s >= n + before else out
+
+
+@kernel("conv2d")
+def _conv2d(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    bias, a, w = (ops[0], ops[1], ops[2]) if len(ops) == 3 else (None, ops[0], ops[1])
+    groups = int(_attr(node, "groups"))  # type: ignore[arg-type]
+    m, cg, kh, kw = w.shape
+    s, d, p = _attr(node, "strides"), _attr(node, "dilations"), _attr(node, "padding")
+    out_hw = [_window_out(a.shape[2 + i], w.shape[2 + i], s[i], d[i], p[i], p[2 + i], False)
+              for i in range(2)]
+    value = np.zeros((a.shape[0], m, *out_hw))
+    scale = np.zeros_like(value)
+    for g in range(groups):
+        taps, _, _, _ = _windows(a[:, g * cg:(g + 1) * cg], node, (kh, kw), out_hw)
+        wg = w[g * (m // groups):(g + 1) * (m // groups)]  # [Mg, Cg, kH, kW]
+        value[:, g * (m // groups):(g + 1) * (m // groups)] = np.einsum("ncyxij,mcij->nmyx", taps, wg)
+        scale[:, g * (m // groups):(g + 1) * (m // groups)] = np.einsum(
+            "ncyxij,mcij->nmyx", np.abs(taps), np.abs(wg))
+    scale = scale * _chain_factor(cg * kh * kw)
+    if bias is not None:
+        value = value + bias[None, :, None, None]
+        scale = scale + np.abs(bias)[None, :, None, None]
+    return value, scale
+
+
+def _pool_out(node: Mapping, a: np.ndarray) -> list[int]:
+    k, s, d = _attr(node, "kernel"), _attr(node, "strides"), _attr(node, "dilations")
+    p = _attr(node, "padding")
+    return [_window_out(a.shape[2 + i], k[i], s[i], d[i], p[i], p[2 + i],
+                        bool(_attr(node, "ceil_mode"))) for i in range(2)]
+
+
+@kernel("max_pool2d")
+def _max_pool2d(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a = ops[0]
+    taps, mask, _, _ = _windows(a, node, _attr(node, "kernel"), _pool_out(node, a))
+    best = np.where(mask, taps, -np.inf).max(axis=(-2, -1))
+    # IEEE maximum: NaN propagates, and max(-0, +0) = +0 (a +0 tap wins a tie with -0)
+    has_pos_zero = (mask & (taps == 0) & ~np.signbit(taps)).any(axis=(-2, -1))
+    best = np.where((best == 0) & has_pos_zero, 0.0, best)
+    return best, np.zeros(best.shape)
+
+
+@kernel("avg_pool2d")
+def _avg_pool2d(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a = ops[0]
+    kernel_hw = _attr(node, "kernel")
+    taps, mask, ty, tx = _windows(a, node, kernel_hw, _pool_out(node, a))
+    p = _attr(node, "padding")
+    if _attr(node, "count_include_pad"):
+        cy = ((ty >= -p[0]) & (ty < a.shape[2] + p[2])).sum(axis=1)
+        cx = ((tx >= -p[1]) & (tx < a.shape[3] + p[3])).sum(axis=1)
+    else:
+        cy = ((ty >= 0) & (ty < a.shape[2])).sum(axis=1)
+        cx = ((tx >= 0) & (tx < a.shape[3])).sum(axis=1)
+    count = (cy[:, None] * cx[None, :]).astype(float)
+    total = taps.sum(axis=(-2, -1))
+    scale = np.abs(taps).sum(axis=(-2, -1)) / count * _chain_factor(mask.sum(axis=(-2, -1)).max())
+    return total / count, scale
+
+
+def _source(mode: str, x: int, n_in: int, n_out: int) -> Fraction:
+    """ONNX Resize's coordinate_transformation_mode, exactly (scale = n_out / n_in)."""
+    if mode == "asymmetric":
+        return Fraction(x * n_in, n_out)
+    if mode == "align_corners":
+        return Fraction(0) if n_out == 1 else Fraction(x * (n_in - 1), n_out - 1)
+    if mode == "pytorch_half_pixel" and n_out == 1:
+        return Fraction(0)
+    return (x + Fraction(1, 2)) * n_in / n_out - Fraction(1, 2)
+
+
+def _nearest(v: Fraction, rounding: str, n_in: int) -> int:
+    frac = v - math.floor(v)
+    if rounding == "floor":
+        i = math.floor(v)
+    elif rounding == "ceil":
+        i = math.ceil(v)
+    elif frac == Fraction(1, 2):
+        i = math.floor(v) if rounding == "round_prefer_floor" else math.ceil(v)
+    else:
+        i = round(v)
+    return min(max(i, 0), n_in - 1)
+
+
+def _resize_axis(node: Mapping, n_in: int, n_out: int) -> list[list[tuple[int, float]]]:
+    """Per output index: its (source index, weight) terms."""
+    mode = str(_attr(node, "coordinate_transformation_mode"))
+    terms = []
+    for x in range(n_out):
+        v = _source(mode, x, n_in, n_out)
+        if _attr(node, "mode") == "nearest":
+            terms.append([(_nearest(v, str(_attr(node, "nearest_mode")), n_in), 1.0)])
+            continue
+        i0 = math.floor(v)
+        w1 = float(v - i0)
+        terms.append([(min(max(i0, 0), n_in - 1), 1.0 - w1), (min(max(i0 + 1, 0), n_in - 1), w1)])
+    return terms
+
+
+@kernel("resize")
+def _resize(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    a = ops[0]
+    oh, ow = _attr(node, "size")  # type: ignore[misc]
+    value = np.zeros((*a.shape[:2], oh, ow))
+    scale = np.zeros_like(value)
+    for y, ys in enumerate(_resize_axis(node, a.shape[2], oh)):
+        for x, xs in enumerate(_resize_axis(node, a.shape[3], ow)):
+            for iy, wy in ys:
+                for ix, wx in xs:
+                    value[:, :, y, x] += wy * wx * a[:, :, iy, ix]
+                    # float32 weights from one division (GPUs: 2.5 ulp): twice the terms
+                    scale[:, :, y, x] += 2 * abs(wy * wx) * np.abs(a[:, :, iy, ix])
+    if _attr(node, "mode") == "nearest":  # one element's bits: exact
+        scale = np.zeros_like(value)
+    return value, scale
 
 
 # ---- graphs ---------------------------------------------------------------------------------

@@ -283,6 +283,48 @@ class Tensor:
         return self.graph.op("pad", a=self, widths=[list(w) for w in widths]
                              if isinstance(widths, (list, tuple)) else widths, value=value)
 
+    # -- the v6 window ops (NCHW; torch's argument names, the protocol's attributes) --------
+
+    def conv2d(self, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0,
+               dilation: Any = 1, groups: int = 1) -> Tensor:
+        """2-D convolution as torch.nn.functional.conv2d: self [N, C, H, W], weight
+        [M, C / groups, kH, kW], bias [M] or None; stride / dilation an int or (h, w); padding
+        an int, (h, w) or ONNX's (top, left, bottom, right)."""
+        g = self.graph
+        biases = [] if bias is None else [g._operand(bias, "conv2d operand 'bias'")]
+        return g.op("conv2d", a=self, w=weight, bias=biases, strides=_pair(stride),
+                    padding=_pads4(padding), dilations=_pair(dilation), groups=groups)
+
+    def max_pool2d(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                   dilation: Any = 1, ceil_mode: bool = False) -> Tensor:
+        """2-D max pooling as torch's max_pool2d (stride defaults to the kernel); padding never
+        wins the max."""
+        kernel = _pair(kernel_size)
+        return self.graph.op("max_pool2d", a=self, kernel=kernel,
+                             strides=kernel if stride is None else _pair(stride),
+                             padding=_pads4(padding), dilations=_pair(dilation),
+                             ceil_mode=ceil_mode)
+
+    def avg_pool2d(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                   ceil_mode: bool = False, count_include_pad: bool = True,
+                   dilation: Any = 1) -> Tensor:
+        """2-D average pooling as torch's avg_pool2d (count_include_pad defaults to True as
+        there; the protocol's default is False, as ONNX's)."""
+        kernel = _pair(kernel_size)
+        return self.graph.op("avg_pool2d", a=self, kernel=kernel,
+                             strides=kernel if stride is None else _pair(stride),
+                             padding=_pads4(padding), dilations=_pair(dilation),
+                             ceil_mode=ceil_mode, count_include_pad=count_include_pad)
+
+    def resize(self, size: Any, mode: str = "nearest",
+               coordinate_transformation_mode: str = "half_pixel",
+               nearest_mode: str = "round_prefer_floor") -> Tensor:
+        """Resize the spatial axes of [N, C, H, W] to size (h, w), as ONNX Resize with sizes
+        (mode nearest or linear; torch's interpolate modes: functional.interpolate)."""
+        return self.graph.op("resize", a=self, size=_pair(size), mode=mode,
+                             coordinate_transformation_mode=coordinate_transformation_mode,
+                             nearest_mode=nearest_mode)
+
     # -- losses ---------------------------------------------------------------------------
 
     def cross_entropy(self, target: Any) -> Tensor:
@@ -725,6 +767,22 @@ class Graph:
             todo.extend(node.get(row["variadic"], []) if "variadic" in row else [])
             todo.extend(node[k] for k in row["operands"])
         return needed
+
+
+def _pair(v: Any) -> Any:
+    """An int or an (h, w) pair as the protocol's [h, w] (anything else: the validator says)."""
+    if isinstance(v, (list, tuple)):
+        return list(v)
+    return [v, v] if isinstance(v, int) and not isinstance(v, bool) else v
+
+
+def _pads4(v: Any) -> Any:
+    """An int, (h, w) or (top, left, bottom, right) as the protocol's padding."""
+    if isinstance(v, (list, tuple)) and len(v) == 2:
+        return [v[0], v[1], v[0], v[1]]
+    if isinstance(v, (list, tuple)):
+        return list(v)
+    return [v] * 4 if isinstance(v, int) and not isinstance(v, bool) else v
 
 
 def _emitted_attrs(op: str, attrs: dict[str, Any]) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from . import optable
 from .dtypes import DTYPES, as_number, block_shape_problem, result_dtype, to_typed
 from .errors import GpuLabError
 from .shapes import SHAPE_RULES, Shape, ShapeError, element_count
+from .shapes_conv import ConvLimitError
 from .values import check_values
 from .wgsl_check import ATTR_CHECKERS as WGSL_ATTR_CHECKERS
 from .wgsl_check import NODE_DTYPE_RULES, NODE_SHAPE_RULES
@@ -326,7 +327,42 @@ def _check_pad_widths(value: Any, where: str, node: int | None, _: dict) -> list
     return entries  # type: ignore[return-value]
 
 
+def _int_list(value: Any, count: int, low: int) -> list[int] | None:
+    if not isinstance(value, (list, tuple)) or len(value) != count:
+        return None
+    ints = [_as_int(x) for x in value]
+    return None if any(x is None or x < low for x in ints) else ints  # type: ignore[return-value]
+
+
+def _check_pair(value: Any, where: str, node: int | None, _: dict) -> list[int]:
+    # the v6 window ops' strides, dilations, kernel, resize's size: [h, w], integers >= 1
+    pair = _int_list(value, 2, 1)
+    if pair is None:
+        raise _fail("VALIDATION", f"{where}: must be a list of 2 integers >= 1, got "
+                    f"{_show(value)}", node)
+    return pair
+
+
+def _check_pads4(value: Any, where: str, node: int | None, _: dict) -> list[int]:
+    # the v6 window ops' padding: [top, left, bottom, right] (ONNX's pads order)
+    pads = _int_list(value, 4, 0)
+    if pads is None:
+        raise _fail("VALIDATION", f"{where}: must be a list of 4 integers >= 0 [top, left, "
+                    f"bottom, right], got {_show(value)}", node)
+    return pads
+
+
+def _check_choice(value: Any, where: str, node: int | None, _: dict, spec: dict) -> str:
+    """One of the row's values (resize's modes): anything else is refused by name."""
+    if not isinstance(value, str) or value not in spec["values"]:
+        raise _fail("VALIDATION", f"{where}: must be one of {', '.join(spec['values'])}, got "
+                    f"{_show(value)}", node)
+    return value
+
+
 ATTR_CHECKERS = {
+    "pair": _check_pair,
+    "pads4": _check_pads4,
     "slices": _check_slices,
     "pad_widths": _check_pad_widths,
     "scalar": _check_value,
@@ -364,8 +400,9 @@ def check_attrs(node_id: int, op: str, given: dict[str, Any]) -> tuple[dict[str,
         # data messages are the JS twin's word for word ("node 0 (input): data ...")
         context = where if kind == "data" or kind in WGSL_ATTR_CHECKERS else (
             f"{where} attribute '{name}'")
-        if kind == "int":
-            checked[name] = _check_int(given[name], context, node_id, checked, spec)
+        if kind in ("int", "choice"):  # checkers that read the row's spec (min/max, values)
+            check = _check_int if kind == "int" else _check_choice
+            checked[name] = check(given[name], context, node_id, checked, spec)
             continue
         checker = _check_value if kind == "value" else ATTR_CHECKERS[kind]
         checked[name] = checker(given[name], context, node_id, checked)
@@ -386,6 +423,8 @@ def infer_node(
         return rule(operand_shapes, attrs)
     except ShapeError as err:
         raise _fail("VALIDATION", f"{label(node_id, op)}: {err}", node_id) from None
+    except ConvLimitError as err:  # a v6 window op past max_macs_per_node / max_resize_product
+        raise _fail("LIMIT", f"{label(node_id, op)}: {err}", node_id) from None
 
 
 def _is_scalar_like(shape: Shape) -> bool:

@@ -16,6 +16,7 @@ from . import optable
 from .errors import GpuLabError
 from .protocol import CheckedGraph
 from .shapes import element_count
+from .shapes_conv import window_taps
 
 MIB = 1024 * 1024
 # name -> (default, most an option may ask for): docs/protocol.md "Limits"
@@ -31,6 +32,7 @@ SOURCES = ("input", "full")
 # request that would hold the server for minutes.
 COST_MODEL: dict[str, Any] = optable.load()["cost_model"]
 FLOP_OPS = frozenset(COST_MODEL["flop_ops"])
+WINDOW_OPS = frozenset(COST_MODEL["window_ops"])
 COST_NS: dict[str, float] = COST_MODEL["backends"]["cpu-python"]["ns_per_element"]
 MAX_COST_S = float(COST_MODEL["backends"]["cpu-python"]["limit_s"])  # Quotas.max_cost_s
 # The server's per-request deadline (Quotas.deadline_s): the estimate may be off (a matmul
@@ -76,6 +78,9 @@ def graph_cost_s(checked: CheckedGraph, backend: str = "cpu-python") -> float | 
         if node.op in FLOP_OPS:
             k = checked.by_id[node.operands[0]].shape[-1]
             total += 2 * count * k * model["ns_per_flop"]
+        elif node.op in WINDOW_OPS:  # conv2d, the pools, resize: K = the taps per result
+            shapes = [checked.by_id[ref].shape for ref in node.operands]
+            total += 2 * count * window_taps(node.op, shapes, node.attrs) * model["ns_per_flop"]
         else:
             total += count * per_element.get(node.op, per_element["default"])
     return total * 1e-9

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .shapes_conv import CONV_RULES, ConvShapeError
 from .shapes_select import SELECT_RULES, SelectShapeError
 
 Shape = tuple[int, ...]
@@ -245,3 +246,17 @@ def _select_rule(rule: Callable[[list[Shape], Attrs], tuple[Shape, Attrs]]) -> R
 
 
 SHAPE_RULES.update({name: _select_rule(rule) for name, rule in SELECT_RULES.items()})
+
+
+def _conv_rule(rule: Callable[[list[Shape], Attrs], tuple[Shape, Attrs]]) -> Rule:
+    # the v6 window rules (shapes_conv.py); their ConvLimitError passes through (LIMIT)
+    def run(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
+        try:
+            return rule(shapes, attrs)
+        except ConvShapeError as err:
+            raise ShapeError(str(err)) from None
+
+    return run
+
+
+SHAPE_RULES.update({name: _conv_rule(rule) for name, rule in CONV_RULES.items()})

@@ -279,3 +279,90 @@ def test_python_and_js_validators_agree_on_v4_ops():
     # at seed 20261201: 112 valid, 2888 refused, 8 index-data and 77 variadic messages
     assert kinds["ok"] >= 100 and kinds["error"] >= 1000, kinds
     assert kinds["index"] >= 5 and kinds["variadic"] >= 50, kinds
+
+
+# ---- protocol v6: the window ops (issue 18: conv2d's variadic bias, pairs, padding, modes)
+
+V6_PAIRS = [[1, 1], [2, 1], [1, 3], [2, 2], [3, 3], [0, 1], [1], [1, 2, 3], [1.5, 1], [-1, 2]]
+V6_PADS = [[0, 0, 0, 0], [1, 1, 1, 1], [0, 2, 1, 0], [3, 3, 3, 3], [1, 1], [0, 0, -1, 0],
+           [5, 0, 0, 0]]
+
+
+def random_v6_graph(rng: random.Random) -> dict:
+    """A small graph of one or two window ops over x [N, C, H, W] (sometimes the wrong rank),
+    a weight w (often of the right channel count), a bias b: every shape rule's refusals
+    (channels, groups, kernels past the padded input, empty pooling windows) and successes."""
+    pick = rng.choice
+    n, c = pick([1, 2]), pick([1, 2, 4, 6])
+    x_shape = pick([[n, c, 5, 6], [n, c, 3, 3], [n, c, 8, 4], [c, 5, 5], [n, c, 1, 7]])
+    m = pick([2, 4, 6, 3])
+    cg = pick([c, 1, 2, c])
+    w_shape = pick([[m, cg, 3, 3], [m, cg, 1, 1], [m, cg, 2, 4], [m, cg, 6, 6], [m, cg, 3]])
+
+    def inp(node_id: int, shape: list, dtype: str = "float32") -> dict:
+        count = 1
+        for d in shape:
+            count *= d
+        return {"id": node_id, "op": "input", "shape": shape, "dtype": dtype,
+                "data": [0.5] * count}
+
+    nodes = [inp(0, x_shape, pick(["float32"] * 9 + ["int32"])), inp(1, w_shape),
+             inp(2, [pick([m, m, 3])])]
+    window = {"strides": pick(V6_PAIRS[:5] + V6_PAIRS), "padding": pick(V6_PADS),
+              "dilations": pick(V6_PAIRS[:3] + [[2, 2]])}
+    for node_id in (3, 4) if rng.random() < 0.3 else (3,):
+        x = pick([0, 0, node_id - 1]) if node_id == 4 else 0
+        options = [
+            {"id": node_id, "op": "conv2d", "a": x, "w": 1, "bias": pick([[], [2], [2, 2], 2]),
+             "groups": pick([1, 1, 2, c, 3, 0]), **window},
+            {"id": node_id, "op": "max_pool2d", "a": x, "kernel": pick(V6_PAIRS),
+             "ceil_mode": pick([False, True]), **window},
+            {"id": node_id, "op": "avg_pool2d", "a": x, "kernel": pick(V6_PAIRS),
+             "count_include_pad": pick([False, True, 1]), "ceil_mode": pick([False, True]),
+             **window},
+            {"id": node_id, "op": "resize", "a": x, "size": pick(V6_PAIRS[:6] + [[10**5, 10**5]]),
+             "mode": pick(["nearest", "linear", "cubic"]),
+             "coordinate_transformation_mode": pick(["half_pixel", "asymmetric", "align_corners",
+                                                     "pytorch_half_pixel",
+                                                     "tf_crop_and_resize"]),
+             "nearest_mode": pick(["floor", "ceil", "round_prefer_floor", "round_prefer_ceil",
+                                   "round"])},
+        ]
+        nodes.append(pick(options))
+    return {"version": pick([5, 6, 6, 6]), "nodes": nodes,
+            "outputs": [{"name": "y", "id": nodes[-1]["id"]}]}
+
+
+def test_python_and_js_validators_agree_on_v6_ops():
+    """Both validators give the same first error (code, node) or the same checked graph on 3000
+    random v6 graphs (mutated too), and word the shape rules' refusals alike."""
+    rng = random.Random(20261218)
+    graphs = [mutate(random_v6_graph(rng), rng) for _ in range(3000)]
+    # the shape rules' words (attribute messages differ in form between the twins, by design)
+    words = (SAME_TEXT + r"|input channels per group|does not divide|the kernel spans"
+             r"|holds no element|must be \[|max_macs_per_node|max_resize_product")
+    text = json.dumps(graphs, allow_nan=False)
+    graphs = json.loads(text)
+    js = subprocess.run(["node", "--input-type=module", "-e", JS, words], input=text, cwd=ROOT,
+                        capture_output=True, text=True, check=True, timeout=120)
+    kinds = {"ok": 0, "error": 0, "message": 0, "LIMIT": 0}
+    for graph, js_view in zip(graphs, json.loads(js.stdout), strict=True):
+        page = js_view.pop("page")
+        assert "crash" not in js_view, js_view["crash"]
+        assert "crash" not in page, page["crash"]
+        try:
+            c = validate(graph)
+            py_view: dict = {"ok": True, "required": c.required_version, "order": c.order,
+                             "shapes": [[n.id, list(n.shape), n.dtype] for n in c.nodes]}
+        except GpuLabError as err:
+            py_view = {"code": err.code, "node": err.node}
+            if re.search(words, err.message):
+                py_view["message"] = err.message
+        assert py_view == js_view, json.dumps(graph)
+        assert {k: v for k, v in py_view.items() if k != "message"} == page, json.dumps(graph)
+        kinds["ok" if "ok" in py_view else "error"] += 1
+        kinds["message"] += "message" in py_view
+        kinds["LIMIT"] += py_view.get("code") == "LIMIT"
+    # at seed 20261218: 41 valid, 2959 refused, 403 shape-rule messages, 12 LIMIT
+    assert kinds["ok"] >= 30 and kinds["error"] >= 1000 and kinds["message"] >= 300, kinds
+    assert kinds["LIMIT"] >= 5, kinds

@@ -15,6 +15,7 @@ import './cpu/extremes.mjs';
 import './cpu/quant.mjs';
 import './cpu/select.mjs';
 import './cpu/index_ops.mjs';
+import './cpu/conv_ops.mjs';
 
 export const name = 'cpu';
 

@@ -276,4 +276,4 @@ def _matmul_fixed(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
 
 
 # the kernels of other modules (they import this one): the generated map ops, the v3 ops
-from . import extremes, index_ops, map_bits, maps, select  # noqa: F401
+from . import conv_ops, extremes, index_ops, map_bits, maps, select  # noqa: F401
