@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .dtypes import block_of
 from .errors import GpuLabError
 from .grad_rules import NodeView, Tensor, operand_ids, rule_for
 from .protocol import label
@@ -44,6 +45,10 @@ CREATE_GRAPH_REFUSED = (
     "the gradient graph is built once from protocol ops and is not itself differentiated"
 )
 SOURCES = ("input", "full")  # leaves: nothing flows past them
+QUANTIZED_NOTE = (
+    " (matmul_q and dequantize are not differentiable w.r.t. a block-quantized weight; "
+    "matmul_q is w.r.t. its float32 x)"
+)
 
 
 def grad(
@@ -63,10 +68,11 @@ def grad(
     for i, t in enumerate([out_t, *targets]):
         if t.dtype != "float32":
             what = "the output" if i == 0 else f"inputs[{i - 1}]"
+            why = QUANTIZED_NOTE if block_of(t.dtype) else ""
             raise GpuLabError(
                 "VALIDATION",
                 f"grad: {what} ({label(t.id, t.op)}) is {t.dtype}: "
-                "only float32 tensors have gradients",
+                f"only float32 tensors have gradients{why}",
                 t.id,
             )
     seed = _seed(out_t, grad_output)

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 import torch  # a test dependency (pyproject [test]): the oracle
 from gpulab import Graph, Tensor, host, optable
+from gpulab import functional as F
 from gpulab.autograd import CREATE_GRAPH_REFUSED
 from gpulab.errors import GpuLabError
 from gpulab.grad_rules import RULES
@@ -562,7 +563,7 @@ def test_refusals_name_what_is_refused() -> None:
     with pytest.raises(GpuLabError, match=r"grad_output has shape \[2\]"):
         g.grad(x * 2.0, [x], grad_output=g.tensor([1.0, 1.0]))
     w = g.quantized(W_Q_RAW, "q4_k", [2, 256])
-    with pytest.raises(GpuLabError, match="q4_k: only float32"):
+    with pytest.raises(GpuLabError, match="q4_k: only float32.*matmul_q and dequantize are not"):
         g.grad((g.full([1, 256], 1.0) @ w.T).sum(), [w])
     other = Graph()
     with pytest.raises(GpuLabError, match="belongs to another graph"):
@@ -599,4 +600,55 @@ def test_gradient_graph_runs_on_wgpu_software_and_matches_cpu_python() -> None:
             rtol=1e-5,
             atol=1e-6 * max(1.0, float(np.abs(want).max())),
             err_msg=name,
+        )
+
+
+# -- the shared composites differentiate through their protocol ops ----------------------------
+
+
+def test_functional_composites_gradients_match_torch() -> None:
+    """gpulab.functional's layers need no rule of their own: their gradients (through the ops
+    they are made of) match torch's layers'."""
+    rng = np.random.default_rng(5)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((2, 3, 8), (5, 8), (5,)))
+    lw, lb, table = (rng.standard_normal(s).astype(np.float32) for s in ((8,), (8,), (6, 8)))
+    q = rng.standard_normal((2, 2, 3, 8)).astype(np.float32)
+    keep = np.array([[True, True, False]] * 3)
+    idx = np.array([[0, 5, 5], [2, 1, 0]])
+    values = [x, w, b, lw, lb, table, q]
+
+    def ours(
+        x: Tensor, w: Tensor, b: Tensor, lw: Tensor, lb: Tensor, table: Tensor, q: Tensor
+    ) -> Tensor:
+        g = x.graph
+        return (
+            F.linear(x, w, b).tanh().sum()
+            + F.layer_norm(x, lw, lb).square().mean()
+            + (F.embedding(g.tensor(idx.tolist(), dtype="int32"), table) * x).sum()
+            + F.attention(q, q, q, g.tensor(keep.tolist(), dtype="bool")).sum()
+            + F.l2_normalize(x).sum()
+            + F.mse_loss(x, x * 0.5 + 1.0)
+        )
+
+    def theirs(*t: torch.Tensor) -> torch.Tensor:
+        x, w, b, lw, lb, table, q = t
+        return (
+            TF.linear(x, w, b).tanh().sum()
+            + TF.layer_norm(x, (8,), lw, lb).square().mean()
+            + (TF.embedding(torch.tensor(idx), table) * x).sum()
+            + TF.scaled_dot_product_attention(q, q, q, torch.tensor(keep)).sum()
+            + TF.normalize(x, dim=-1).sum()
+            + TF.mse_loss(x, x * 0.5 + 1.0)
+        )
+
+    g = Graph()
+    xs = [g.tensor(v) for v in values]
+    grads = g.grad(ours(*xs), xs)
+    run = g.run(backend="cpu-python", **{f"g{i}": t for i, t in enumerate(grads)})["outputs"]
+    tx = [torch.tensor(v, requires_grad=True) for v in values]
+    for i, want in enumerate(torch.autograd.grad(theirs(*tx), tx)):
+        got = run[f"g{i}"]["array"].reshape(want.shape)
+        scale = max(1.0, float(want.abs().max()))
+        np.testing.assert_allclose(
+            got, want.numpy(), rtol=1e-5, atol=2e-6 * scale, err_msg=f"input {i}"
         )
