@@ -74,3 +74,31 @@ def test_one_graph_run_per_step(backend_cpu: None, monkeypatch: pytest.MonkeyPat
         losses.append(loss.item())
     assert len(runs) == len(b.batches)
     assert losses == [s["loss"] for s in fx.run(spec, gt)]
+
+
+def test_reading_the_loss_before_step_changes_nothing(backend_cpu: None) -> None:
+    """loss.item() before backward/step (an extra run of the same graph) gives the same
+    training; each step starts a new record, so a long loop keeps small graphs."""
+    from gpulab.torch import _tape
+
+    spec = fx.FIXTURES["embed_layernorm"]
+    b = fx.build(spec, gt)
+    losses, sizes = [], []
+    for x, y in b.batches:
+        xt, yt = b.tensors(x, y)
+        b.optimizer.zero_grad()
+        loss = b.loss_fn(b.model(xt), yt)
+        losses.append(loss.item())
+        loss.backward()
+        b.optimizer.step()
+        sizes.append(_tape.current().last_id)
+    ref = fx.reference(spec)
+    assert (
+        fx.compare(
+            [{"loss": v, "params": {}} for v in losses],
+            [{"loss": s["loss"], "params": {}} for s in ref],
+        )
+        == []
+    )
+    assert fx.compare([{"loss": ref[-1]["loss"], "params": b.params()}], [ref[-1]]) == []
+    assert sizes == [-1] * len(sizes), "a fresh record after every step"

@@ -413,3 +413,20 @@ def test_records_without_numpy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
+
+
+def test_clip_grad_like_torch() -> None:
+    """nn.utils.clip_grad_norm_ (2 and inf) and clip_grad_value_ against torch."""
+    out = []
+    for T in (gt, torch):
+        w = T.tensor([[3.0, -4.0], [1.0, 2.0]], requires_grad=True)
+        b = T.tensor([0.5, -6.0], requires_grad=True)
+        norms = []
+        for kind in (2.0, math.inf):
+            w.grad = b.grad = None
+            ((w @ b) ** 2).sum().backward()
+            norms.append(T.nn.utils.clip_grad_norm_([w, b], 1.5, norm_type=kind).item())
+            norms += w.grad.reshape(-1).tolist() + b.grad.tolist()
+        T.nn.utils.clip_grad_value_([w, b], 0.1)
+        out.append(norms + w.grad.reshape(-1).tolist())
+    assert _close(out[0], out[1], 1e-6)

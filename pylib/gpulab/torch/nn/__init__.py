@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._refuse import refuse
-from . import functional, init
+from . import functional, init, utils
 from .modules import (
     GELU,
     CrossEntropyLoss,
@@ -50,6 +50,7 @@ __all__ = [
     "Tanh",
     "functional",
     "init",
+    "utils",
 ]
 
 
