@@ -12,6 +12,7 @@ import { clampWords, DTYPE_CODE } from './clamp-bounds.mjs';
 import { dropoutWords } from './hash-uniform.mjs';
 import { STUDENT_DTYPES, STUDENT_RULES } from './planner-student.mjs';
 import { INDEX_DTYPES, INDEX_RULES } from './planner-index.mjs';
+import { WINDOW_RULES } from './planner-window.mjs';
 
 export const PLAN_FORMAT = 1;
 
@@ -757,6 +758,7 @@ export const RULES = {
   dequantize: planDequantize,
   matmul_fixed: planMatmulFixed,
   ...INDEX_RULES,  // the v4 selection ops (planner-index.mjs)
+  ...WINDOW_RULES,  // the v6 window ops (planner-window.mjs)
 };
 
 /**

@@ -20,6 +20,7 @@ from ..errors import GpuLabError
 from ..kernel_table import family_codes, family_kernel, lang_dtypes, scalar_attrs
 from ..protocol import CheckedGraph, CheckedNode, label
 from .planner_index import INDEX_DTYPES, INDEX_RULES
+from .planner_window import WINDOW_RULES
 from .planner_student import STUDENT_DTYPES, STUDENT_RULES
 
 PLAN_FORMAT = 1
@@ -661,6 +662,7 @@ RULES: dict[str, Rule] = {
     "dequantize": _plan_dequantize,
     "matmul_fixed": _plan_matmul_fixed,
     **INDEX_RULES,  # the v4 selection ops (planner_index.py)
+    **WINDOW_RULES,  # the v6 window ops (planner_window.py)
 }
 
 # The dtypes a rule plans where it handles more than float32 (twin of planner.mjs RULE_DTYPES):

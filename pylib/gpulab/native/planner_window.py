@@ -1,0 +1,65 @@
+"""The planner's rules for the protocol-v6 window ops (issue 18: conv2d, max_pool2d,
+avg_pool2d, resize), twin of backends-js/src/planner-window.mjs (e2e/test_plans_equal.py
+compares the plans). Each op is one dispatch of kernels/wgsl/window.wgsl, one invocation per
+output element (OP: 0 conv2d, 1 max_pool2d, 2 avg_pool2d, 3 resize nearest, 4 resize linear)
+with the bindings [a, w, bias, out]; an op without a weight or a bias binds a there."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+WINDOW_WG = 64
+QNAN = 0x7FC00000
+COORD_MODES = ("half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel")
+NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+OP_CODE = {"conv2d": 0, "max_pool2d": 1, "avg_pool2d": 2}
+
+
+def window_params(node: Any, shapes: list[list[int]]) -> dict[str, int]:
+    """A window op's integers (twin of conv-geometry.mjs windowParams)."""
+    if node.op == "resize":
+        n, c, h, w = shapes[0]
+        return {"n": n, "c": c, "h": h, "w": w, "m": c, "oh": node.shape[2], "ow": node.shape[3],
+                "kh": 1, "kw": 1, "sh": 1, "sw": 1, "dh": 1, "dw": 1, "pt": 0, "pl": 0, "pb": 0,
+                "pr": 0, "cg": 1, "mg": 1, "bias": 0}
+    conv = node.op == "conv2d"
+    a = shapes[-2] if conv else shapes[0]
+    wshape = shapes[-1] if conv else None
+    attrs = node.attrs
+    kernel = [wshape[2], wshape[3]] if wshape else attrs["kernel"]
+    groups = attrs["groups"] if conv else 1
+    s, d, pad = attrs["strides"], attrs["dilations"], attrs["padding"]
+    return {"n": a[0], "c": a[1], "h": a[2], "w": a[3], "m": wshape[0] if wshape else a[1],
+            "oh": node.shape[2], "ow": node.shape[3], "kh": kernel[0], "kw": kernel[1],
+            "sh": s[0], "sw": s[1], "dh": d[0], "dw": d[1], "pt": pad[0], "pl": pad[1],
+            "pb": pad[2], "pr": pad[3], "cg": wshape[1] if wshape else 1,
+            "mg": wshape[0] // groups if wshape else 1, "bias": int(conv and len(shapes) == 3)}
+
+
+def plan_window(ctx: Any, node: Any) -> None:
+    shapes = [ctx.operand_shape(node, k) for k in range(len(node.operands))]
+    p = window_params(node, shapes)
+    attrs = node.attrs
+    n = math.prod(node.shape)
+    resize = node.op == "resize"
+    op = OP_CODE.get(node.op, 4 if attrs.get("mode") == "linear" else 3)
+    words = [n, *(p[k] for k in ("n", "c", "h", "w", "m", "oh", "ow", "kh", "kw", "sh", "sw",
+                                 "dh", "dw", "pt", "pl", "pb", "pr", "cg", "mg")),
+             1 if attrs.get("count_include_pad") else 0,
+             COORD_MODES.index(attrs["coordinate_transformation_mode"]) if resize else 0,
+             NEAREST_MODES.index(attrs["nearest_mode"]) if resize else 0, QNAN]
+    ops = [ctx.operand(node, k) for k in range(len(node.operands))]
+    if node.op != "conv2d":
+        a = w = bias = ops[0]
+    elif len(ops) == 3:
+        bias, a, w = ops
+    else:
+        a, w = ops
+        bias = a
+    overrides = {"WG": WINDOW_WG, "OP": op, "HAS_BIAS": p["bias"]}
+    ctx.dispatch(node, "window", overrides, [["u32", v] for v in words],
+                 [a, w, bias, ctx.output(node)], -(-n // WINDOW_WG))
+
+
+WINDOW_RULES = {op: plan_window for op in ("conv2d", "max_pool2d", "avg_pool2d", "resize")}
