@@ -20,8 +20,8 @@ from ..errors import GpuLabError
 from ..kernel_table import family_codes, family_kernel, lang_dtypes, scalar_attrs
 from ..protocol import CheckedGraph, CheckedNode, label
 from .planner_index import INDEX_DTYPES, INDEX_RULES
-from .planner_window import WINDOW_RULES
 from .planner_student import STUDENT_DTYPES, STUDENT_RULES
+from .planner_window import WINDOW_RULES
 
 PLAN_FORMAT = 1
 
