@@ -55,14 +55,15 @@ class EncoderBlock(nn.Module):
 
 
 class Unmapped(nn.Module):
-    """cumsum has no protocol op: its graphs run in eager PyTorch."""
+    """cumsum has no protocol op: the graphs break around it (cumsum eager, the linears on
+    gpulab)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.l = nn.Linear(8, 8)
+        self.l1, self.l2 = nn.Linear(8, 8), nn.Linear(8, 8)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.cumsum(self.l(x), dim=-1).relu()
+        return self.l2(torch.cumsum(self.l1(x), dim=-1).relu())
 
 
 class Misc(nn.Module):
@@ -212,7 +213,7 @@ def _eager_steps(model: nn.Module, opt: torch.optim.Optimizer, loss_fn, batches)
         loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
-    return float(loss)
+    return float(loss.detach())
 
 
 @pytest.mark.parametrize("kind", ["sgd", "adam"])
@@ -276,16 +277,49 @@ def test_explain_lists_mapped_ops_of_the_models() -> None:
     assert "mapped   aten.addmm.default x4" in str(enc)
 
 
-def test_unmapped_op_shows_in_explain_and_runs_eager(capsys: pytest.CaptureFixture) -> None:
+def test_unmapped_op_shows_in_explain(capsys: pytest.CaptureFixture) -> None:
     found = tb.explain(Unmapped(), torch.randn(2, 8))
     printed = capsys.readouterr().out
     assert "UNMAPPED aten.cumsum.default x1" in printed
     assert found.unmapped["aten.cumsum.default"] == 2  # forward and backward
-    assert [g.runs_on for g in found.graphs] == ["eager PyTorch", "eager PyTorch"]
+    assert found.unmapped["aten.flip.default"] == 2  # cumsum's backward: flip, cumsum, flip
+    assert [g.partitions for g in found.graphs] == [2, 2]
+    assert "2 gpulab partition(s), the unmapped ops in eager PyTorch" in printed
+
+
+def test_unmapped_op_breaks_the_graph_around_it(capsys: pytest.CaptureFixture) -> None:
+    """Inference and gradients through the split graph equal eager; the partitions ran on
+    gpulab, the cumsum between them in PyTorch."""
+    torch.manual_seed(6)
+    model, x = Unmapped(), torch.randn(2, 8)
+    ref = copy.deepcopy(model)
+    since = len(tb.RECORDS)
+    compiled = torch.compile(model, backend="gpulab", options=CPU)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), ref(x), **TOL)
+        compiled(x)
+    out, want = compiled(x), ref(x)
+    cot = torch.randn_like(want)
+    (out * cot).sum().backward()
+    (want * cot).sum().backward()
+    for name, grad in _grads(ref).items():
+        torch.testing.assert_close(_grads(model)[name], grad, **TOL, msg=name)
+    outer = [r for r in _records(since) if "." not in r.label]
+    assert [r.label.split("#")[0] for r in outer] == ["inference", "forward", "backward"]
+    assert all(r.backend is None and "aten.cumsum.default" in r.reason for r in outer)
+    assert all(len(r.extra["partitions"]) == 2 for r in outer)
+    parts = [r for r in _records(since) if "." in r.label]
+    assert len(parts) == 6 and all(r.backend == "cpu-python" for r in parts), parts
+    inference_parts = [r for r in parts if r.label.startswith("inference")]
+    assert all(r.calls == 2 and r.prepares == 1 for r in inference_parts)
+    assert "breaks into 2 gpulab partition(s)" in capsys.readouterr().err
+
+
+def test_partition_off_runs_the_whole_graph_eager(capsys: pytest.CaptureFixture) -> None:
     model, x = Unmapped(), torch.randn(2, 8)
     since = len(tb.RECORDS)
     with torch.no_grad():
-        out = torch.compile(model, backend="gpulab", options=CPU)(x)
+        out = torch.compile(model, backend="gpulab", options={**CPU, "partition": False})(x)
         torch.testing.assert_close(out, model(x))
     (record,) = _records(since)
     assert record.backend is None and "aten.cumsum.default" in record.reason

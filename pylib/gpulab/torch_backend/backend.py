@@ -3,10 +3,12 @@
 Dynamo hands over an FX graph of torch calls; `aot_autograd` (with `table.DECOMPOSITIONS`, the
 core-aten set) turns it into aten graphs: one inference graph under no_grad, or a forward and a
 backward graph when something needs gradients. Each goes to `compile_graph`, which scans it:
-every op in the table -> a `CompiledGraph` running it as a prepared gpulab session; an unmapped
-op (or a lowering that refuses, e.g. a dtype the protocol lacks) -> that whole aten graph runs in
-eager PyTorch, with a printed summary naming the ops (strict: UNSUPPORTED naming them instead).
-Forward and backward are decided separately, so a backward-only gap keeps the forward on gpulab.
+every op in the table -> a `CompiledGraph` running it as a prepared gpulab session. Unmapped
+ops -> the graph is split around them (partition.py): the lowerable partitions run on gpulab,
+the unmapped ops in eager PyTorch between them, with a printed summary naming the ops
+(`partition=False`: the whole aten graph eager; `strict=True`: UNSUPPORTED naming them). A
+lowering that refuses (e.g. a dtype the protocol lacks) leaves its graph or partition eager.
+Forward and backward are decided separately.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from torch._dynamo.backends.common import aot_autograd
 
 from ..errors import GpuLabError
 from .lower import scan
+from .partition import compile_parts
 from .runner import RECORDS, CompiledGraph, Options, Record
 from .table import DECOMPOSITIONS
 
@@ -31,37 +34,71 @@ _COUNT = {"graphs": 0}
 def compile_graph(
     gm: torch.fx.GraphModule, example_inputs: list[Any], kind: str, options: Options
 ) -> Any:
-    """aot_autograd's fw/bw/inference compiler: a CompiledGraph, or the graph itself (eager)."""
+    """aot_autograd's fw/bw/inference compiler: a CompiledGraph; with unmapped ops, the graph
+    split around them (partition.py) or, options.partition False, the graph itself (eager)."""
     _COUNT["graphs"] += 1
     label = f"{kind}#{_COUNT['graphs']}"
     found = scan(gm)
-    reason = ""
+    ops = sum(found.ops.values())
+    static = _static_inputs() if kind == "inference" else []
     if found.symbolic:
-        reason = "symbolic (dynamic) shapes: compile with dynamic=False"
-    elif found.unmapped:
-        ops = ", ".join(f"{op} x{n}" for op, n in sorted(found.unmapped.items()))
-        reason = f"unmapped aten ops: {ops}"
-    if not reason:
-        try:
-            static = _static_inputs() if kind == "inference" else []
-            compiled = CompiledGraph(gm, label, options, static)
-            compiled.record.ops = sum(found.ops.values())
-            return compiled
-        except GpuLabError as err:
-            reason = f"lowering refused: {err.message}"
+        return _eager(
+            gm, label, ops, "symbolic (dynamic) shapes: compile with dynamic=False", kind, options
+        )
+    if found.unmapped:
+        unmapped = ", ".join(f"{op} x{n}" for op, n in sorted(found.unmapped.items()))
+        reason = f"unmapped aten ops: {unmapped}"
+        if options.strict or not options.partition:
+            return _eager(gm, label, ops, reason, kind, options)
+        return _partitioned(gm, label, ops, reason, static, options)
+    try:
+        compiled = CompiledGraph(gm, label, options, static)
+    except GpuLabError as err:
+        return _eager(gm, label, ops, f"lowering refused: {err.message}", kind, options)
+    compiled.record.ops = ops
+    return compiled
+
+
+def _eager(
+    gm: torch.fx.GraphModule, label: str, ops: int, reason: str, kind: str, options: Options
+) -> Any:
+    """The whole aten graph in eager PyTorch (strict: UNSUPPORTED naming why)."""
     if options.strict:
         raise GpuLabError(
             "UNSUPPORTED",
             f"gpulab backend (strict): the {kind} graph cannot run on gpulab: {reason}",
         )
-    RECORDS.append(Record(label, ops=sum(found.ops.values()), reason=reason))
-    if options.verbose:
-        print(
-            f"gpulab torch backend: {label} ({sum(found.ops.values())} aten ops) runs in "
-            f"eager PyTorch: {reason}",
-            file=sys.stderr,
-        )
+    RECORDS.append(Record(label, ops=ops, reason=reason))
+    _say(options, f"{label} ({ops} aten ops) runs in eager PyTorch: {reason}")
     return make_boxed_func(gm.forward)
+
+
+def _partitioned(
+    gm: torch.fx.GraphModule, label: str, ops: int, reason: str, static: list[int], options: Options
+) -> Any:
+    """Only the unmapped ops (and partitions that refuse) in eager PyTorch."""
+
+    def make(sub: torch.fx.GraphModule, name: str, sub_static: list[int]) -> CompiledGraph:
+        compiled = CompiledGraph(sub, f"{label}.{name}", options, sub_static)
+        compiled.record.ops = sum(scan(sub).ops.values())
+        return compiled
+
+    outer, done, refused = compile_parts(gm, static, make)
+    record = Record(label, ops=ops, reason=reason)
+    record.extra = {"partitions": done, "eager_partitions": refused}
+    RECORDS.append(record)
+    parts = f"{len(done)} gpulab partition(s) ({', '.join(done) or 'none'})"
+    left = f"; left eager: {'; '.join(refused)}" if refused else ""
+    _say(
+        options,
+        f"{label} ({ops} aten ops) breaks into {parts}, eager PyTorch between: {reason}{left}",
+    )
+    return make_boxed_func(outer.forward)
+
+
+def _say(options: Options, message: str) -> None:
+    if options.verbose:
+        print(f"gpulab torch backend: {message}", file=sys.stderr)
 
 
 def _static_inputs() -> list[int]:

@@ -1,6 +1,7 @@
 """`explain(model, *inputs)`: every aten op the backend would meet, mapped or not, per graph.
 
-It compiles the model with a recording backend (the same aot_autograd and decompositions as
+An aten graph with unmapped ops is shown with the gpulab partitions the backend would split it
+into (partition.py). It compiles the model with a recording backend (the same aot_autograd and decompositions as
 the real one, the graphs then run eagerly), runs it once, and runs a backward when an output
 needs gradients (the parameters' `.grad` are put back as they were). Nothing runs on gpulab.
 """
@@ -16,6 +17,7 @@ from torch._dynamo.backends.common import aot_autograd
 
 from ..errors import GpuLabError
 from .lower import lower, scan
+from .partition import split
 from .table import DECOMPOSITIONS
 
 
@@ -25,10 +27,15 @@ class GraphOps:
     ops: Counter
     unmapped: Counter
     refused: str = ""  # every op mapped but a lowering refused (e.g. a dtype): why
+    partitions: int = 0  # with unmapped ops: the gpulab partitions between them
 
     @property
     def runs_on(self) -> str:
-        return "eager PyTorch" if self.unmapped or self.refused else "gpulab"
+        if self.refused:
+            return "eager PyTorch"
+        if self.unmapped:
+            return f"{self.partitions} gpulab partition(s), the unmapped ops in eager PyTorch"
+        return "gpulab"
 
 
 @dataclass
@@ -80,13 +87,15 @@ def explain(
     def record(kind: str) -> Any:
         def compiler(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
             s = scan(gm)
-            refused = ""
-            if not s.unmapped:
+            refused, parts = "", 0
+            if s.unmapped:
+                parts = sum(n.op == "call_module" for n in split(gm).graph.nodes)
+            else:
                 try:
                     lower(gm)
                 except GpuLabError as err:
                     refused = err.message
-            found.graphs.append(GraphOps(kind, s.ops, s.unmapped, refused))
+            found.graphs.append(GraphOps(kind, s.ops, s.unmapped, refused, parts))
             from functorch.compile import make_boxed_func
 
             return make_boxed_func(gm.forward)

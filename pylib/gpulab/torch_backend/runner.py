@@ -32,6 +32,7 @@ class Options:
 
     backend: str | None = None  # "wgpu", "cpu-python" or None: gpulab.host's choice
     strict: bool = False  # an unmapped op raises UNSUPPORTED instead of running eager
+    partition: bool = True  # split around unmapped ops (False: the whole aten graph eager)
     verbose: bool = True  # print the summary of a graph that falls back to eager
 
     @classmethod
