@@ -9,12 +9,14 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Iterator
+from pathlib import Path
 
 import gpulab.torch_backend as tb
 import pytest
 import torch  # a test dependency (pyproject [test]): the oracle
 import torch.nn.functional as TF
 from gpulab import GpuLabError
+from gpulab.torch_backend.table import name as op_name
 from torch import nn
 
 CPU = {"backend": "cpu-python"}
@@ -67,10 +69,15 @@ class Unmapped(nn.Module):
 
 
 class Misc(nn.Module):
-    """Table entries the two models do not reach: erf, tanh-gelu, rsqrt, pow, clamp, amax,
-    log_softmax, slicing, cat, where on a comparison."""
+    """Table entries the two models do not reach: an embedding (int64 ids, padding row), erf,
+    tanh-gelu, rsqrt, pow, clamp, amax, log_softmax, slicing, cat, where on a comparison."""
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(10, 6, padding_idx=0)
+
+    def forward(self, x: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        x = x + self.emb(ids)
         a = torch.erf(x) + TF.gelu(x, approximate="tanh") + torch.rsqrt(x * x + 1.0)
         b = (x.clamp(-0.5, 0.7) ** 3) - x.amax(dim=-1, keepdim=True) + x.exp().sigmoid()
         c = torch.cat([a[:, :3], b[:, 3:]], dim=1).log_softmax(dim=-1)
@@ -196,14 +203,18 @@ def test_misc_table_entries_equal_eager() -> None:
     torch.manual_seed(4)
     x = torch.randn(4, 6, requires_grad=True)
     ref = x.detach().clone().requires_grad_(True)
+    ids = torch.tensor([0, 3, 3, 9])  # a repeated row (index_add) and the padding row
+    model = Misc()
+    ref_model = copy.deepcopy(model)
     since = len(tb.RECORDS)
-    out = torch.compile(Misc(), backend="gpulab", options=CPU)(x)
-    want = Misc()(ref)
+    out = torch.compile(model, backend="gpulab", options=CPU)(x, ids)
+    want = ref_model(ref, ids)
     torch.testing.assert_close(out, want, **TOL)
     cot = torch.randn_like(want)
     (out * cot).sum().backward()
     (want * cot).sum().backward()
     torch.testing.assert_close(x.grad, ref.grad, **TOL)
+    torch.testing.assert_close(model.emb.weight.grad, ref_model.emb.weight.grad, **TOL)
     assert all(r.backend == "cpu-python" for r in _records(since)), _records(since)
 
 
@@ -343,3 +354,11 @@ def test_one_table_and_its_decompositions() -> None:
     assert all(isinstance(op, torch._ops.OpOverload) for op in tb.ATEN_TABLE)
     assert not set(tb.ATEN_TABLE) & set(tb.DECOMPOSITIONS), "a lowered op is never decomposed"
     assert torch.ops.aten.gelu_backward.default in tb.ATEN_TABLE
+
+
+def test_docs_list_every_table_entry() -> None:
+    """docs/torch-backend.md's op table names every lowered aten op (one table, one list)."""
+    docs = Path(__file__).resolve().parents[2] / "docs" / "torch-backend.md"
+    text = docs.read_text(encoding="utf-8")
+    missing = [op_name(op) for op in tb.ATEN_TABLE if f"`{op_name(op)}`" not in text]
+    assert not missing, f"add to docs/torch-backend.md's op table: {missing}"

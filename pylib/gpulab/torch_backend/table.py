@@ -561,6 +561,22 @@ def _embedding(cx: Ctx, weight: Tensor, idx: Tensor, *_: Any) -> Tensor:
     return F.embedding(idx, weight)
 
 
+@lowers(aten.embedding_dense_backward.default)
+def _embedding_backward(
+    cx: Ctx, grad: Tensor, idx: Tensor, rows: int, padding_idx: int, by_freq: bool
+) -> Tensor:
+    """The table's gradient: grad's rows added at idx (index_add, the protocol's fixed order);
+    rows looked up at padding_idx get none."""
+    if by_freq:
+        raise GpuLabError("UNSUPPORTED", "embedding backward with scale_grad_by_freq=True")
+    width = grad.shape[-1]
+    flat_idx = idx.reshape([idx.size]) if idx.ndim != 1 else idx
+    flat = grad.reshape([idx.size, width])
+    if padding_idx >= 0:
+        flat = cx.g.where(F.unsqueeze(flat_idx, -1).ne(padding_idx), flat, 0.0)
+    return cx.g.full([rows, width], 0.0).index_add(0, flat_idx, flat)
+
+
 @lowers(aten.constant_pad_nd.default)
 def _pad(cx: Ctx, a: Tensor, pad: Sequence[int], value: float = 0.0) -> Tensor:
     widths = [[0, 0] for _ in range(a.ndim)]
