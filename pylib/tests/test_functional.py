@@ -70,3 +70,46 @@ def test_masked_mean_is_sentence_transformers_pooling() -> None:
     tx, tm = torch.tensor(x), torch.tensor(mask).unsqueeze(-1)
     ref = (tx * tm).sum(1) / torch.clamp(tm.sum(1), min=1e-9)
     np.testing.assert_allclose(_np(out["m"]), ref.numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_issue17_composites_match_torch() -> None:
+    """The torch.compile backend's composites: erf, tanh-gelu and its gradient, layer norm with
+    its saved mean/rstd, nll_loss and its gradient (ignore_index rows left out)."""
+    rng = np.random.default_rng(2)
+    x = np.concatenate([rng.standard_normal(60) * 3, [0.0, 1e-4, -5e-4, 9.0, -30.0]])
+    x = x.astype(np.float32)
+    logits = rng.standard_normal((5, 4)).astype(np.float32)
+    target = np.array([1, 3, -100, 0, 3], dtype=np.int32)
+    t = torch.tensor(x, requires_grad=True)
+    g = Graph()
+    X = g.tensor(x)
+    logp = g.tensor(logits).log_softmax(axis=-1)
+    loss, total = F.nll_loss(logp, g.tensor(target, dtype="int32"))
+    y, mu, rstd = F.layer_norm_stats(g.tensor(logits), None, None, 1e-5)
+    out = g.run(
+        backend="cpu-python",
+        erf=F.erf(X),
+        gt=F.gelu_tanh(X),
+        gtg=F.gelu_tanh_grad(X, X * 0.0 + 1),
+        loss=loss,
+        total=total,
+        y=y,
+        mu=mu,
+        rstd=rstd,
+        dlogp=F.nll_loss_grad(g.full([], 1.0), logp, g.tensor(target, dtype="int32"), total),
+    )["outputs"]
+    np.testing.assert_allclose(_np(out["erf"]), torch.erf(t).detach().numpy(), atol=2e-7)
+    gt = TF.gelu(t, approximate="tanh")
+    np.testing.assert_allclose(_np(out["gt"]), gt.detach().numpy(), rtol=1e-5, atol=1e-6)
+    (grad,) = torch.autograd.grad(gt.sum(), t)
+    np.testing.assert_allclose(_np(out["gtg"]), grad.numpy(), rtol=1e-5, atol=1e-6)
+    ref_y, ref_mu, ref_rstd = torch.native_layer_norm(torch.tensor(logits), [4], None, None, 1e-5)
+    for key, ref in (("y", ref_y), ("mu", ref_mu), ("rstd", ref_rstd)):
+        np.testing.assert_allclose(_np(out[key]), ref.numpy(), rtol=1e-5, atol=1e-6)
+    tl = torch.tensor(logits, requires_grad=True)
+    lp = torch.log_softmax(tl, -1)
+    ref_loss = TF.nll_loss(lp, torch.tensor(target, dtype=torch.int64))
+    (dlogp,) = torch.autograd.grad(ref_loss, lp)
+    np.testing.assert_allclose(_np(out["loss"]), ref_loss.detach().numpy(), rtol=1e-6)
+    assert float(_np(out["total"])) == 4.0
+    np.testing.assert_allclose(_np(out["dlogp"]), dlogp.numpy(), rtol=1e-6)
