@@ -21,6 +21,7 @@ mod reduce;
 mod select;
 mod softmax;
 mod vec;
+mod window;
 
 /// A kernel never panics on inputs the JS side validated; if one does, trap instead of
 /// unwinding (there is nothing to unwind into).

@@ -20,6 +20,7 @@ import './kernels-elementwise.mjs';
 import './kernels-tensor.mjs';
 import './kernels-select.mjs';
 import './kernels-index.mjs';
+import './kernels-window.mjs';
 
 /** @typedef {import('../../validate.mjs').CheckedNode} CheckedNode */
 
