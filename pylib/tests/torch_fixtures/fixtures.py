@@ -405,6 +405,21 @@ def run(spec: dict[str, Any], torch: Any, steps: int = STEPS) -> list[dict[str, 
     return trace
 
 
+async def run_async(spec: dict[str, Any], torch: Any, steps: int = STEPS) -> list[dict[str, Any]]:
+    """run() through `await optimizer.step_async()` (gpulab.torch in a page without JSPI):
+    the step's one run also brings back the loss and the parameters."""
+    b = build(spec, torch, steps)
+    trace = []
+    for x, y in b.batches:
+        xt, yt = b.tensors(x, y)
+        b.optimizer.zero_grad()
+        loss = b.loss_fn(b.model(xt), yt)
+        loss.backward()
+        await b.optimizer.step_async()
+        trace.append({"loss": float(loss.item()), "params": b.params()})
+    return trace
+
+
 def reference(spec: dict[str, Any], steps: int = STEPS) -> list[dict[str, Any]]:
     """run() with real PyTorch on the CPU (natively: a test dependency)."""
     import torch
