@@ -39,6 +39,7 @@ import './webgl2/extremes.mjs';
 import './webgl2/reductions.mjs';
 import './webgl2/select.mjs';
 import './webgl2/index.mjs';
+import './webgl2/window.mjs';
 import './webgl2/quant.mjs';
 
 export const name = 'webgl2';
