@@ -447,3 +447,185 @@ def _pad(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
 
 def _along(rank: int, axis: int, start: int, stop: int) -> list[list[Any]]:
     return [[start, stop, 1] if k == axis else [None, None, 1] for k in range(rank)]
+
+
+# -- protocol v6 window ops: conv2d, max_pool2d, avg_pool2d, resize -------------------------------
+# A window's taps are strided slices of the padded input (tap (i, j) of output (y, x) reads
+# padded[y * s + i * d, x * s + j * d]); the gradient of a tap goes back by slice_scatter into
+# zeros, taps added in ascending (i, j) order, then the padding is sliced off. avg_pool2d and
+# resize are separable linear maps, so their transposes are probed from the op itself (the op
+# on an identity gives its own weights: one source for the window and coordinate rules).
+
+FULL: list[Any] = [None, None, 1]
+
+
+def _extent(n: int, k: int, s: int, d: int, before: int, after: int, out: int) -> int:
+    """The padding after an axis that covers every tap (ceil_mode windows may overhang)."""
+    return max(after, (out - 1) * s + (k - 1) * d + 1 - n - before)
+
+
+def _window_pads(
+    node: NodeView, a: Tensor, kernel: list[int], out_hw: tuple[int, int]
+) -> list[list[int]]:
+    s, d, p = node.attrs["strides"], node.attrs["dilations"], node.attrs["padding"]
+    ends = [
+        _extent(a.shape[2 + k], kernel[k], s[k], d[k], p[k], p[2 + k], out_hw[k]) for k in range(2)
+    ]
+    return [[0, 0], [0, 0], [p[0], ends[0]], [p[1], ends[1]]]
+
+
+def _tap_slices(node: NodeView, i: int, j: int, out_hw: tuple[int, int]) -> list[list[Any]]:
+    s, d = node.attrs["strides"], node.attrs["dilations"]
+    return [FULL, FULL] + [
+        [t * d[k], t * d[k] + (out_hw[k] - 1) * s[k] + 1, s[k]] for k, t in ((0, i), (1, j))
+    ]
+
+
+class _TapSum:
+    """The gradient of the padded input, one tap's contribution at a time (ascending taps)."""
+
+    def __init__(self, a: Tensor, widths: list[list[int]]) -> None:
+        self.a, self.widths = a, widths
+        self.shape = [n + lo + hi for n, (lo, hi) in zip(a.shape, widths)]
+        self.total: Tensor | None = None
+
+    def add(self, part: Tensor, slices: list[list[Any]]) -> None:
+        g = part.graph
+        placed = g.op("slice_scatter", a=g.full(self.shape, 0.0), src=part, slices=slices)
+        self.total = placed if self.total is None else self.total + placed
+
+    def result(self) -> Tensor:
+        keep = [[lo, lo + n, 1] for n, (lo, _) in zip(self.a.shape, self.widths)]
+        if self.total is None:
+            return zeros(self.a)
+        return self.total.graph.op("slice", a=self.total, slices=keep)
+
+
+def _padded(a: Tensor, widths: list[list[int]], value: float = 0.0) -> Tensor:
+    return a.pad(widths, value=value) if any(lo or hi for lo, hi in widths) else a
+
+
+@rule("conv2d")
+def _conv2d(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    """da: each tap's sum over output channels of dy * w[:, :, i, j] (groups as a batch axis of
+    matmul), placed back; dw[:, :, i, j]: dy against that tap over (n, y, x); dbias: dy summed
+    over (n, y, x)."""
+    a, w = node["a"], node["w"]
+    n, c = a.shape[:2]
+    m, cg, kh, kw = w.shape
+    groups = int(node.attrs["groups"])
+    out_hw = (dy.shape[2], dy.shape[3])
+    p = out_hw[0] * out_hw[1]
+    widths = _window_pads(node, a, [kh, kw], out_hw)
+    padded = _padded(a, widths)
+    # dy as [G, M/G, N * oH * oW]
+    dyr = dy.reshape(n, groups, m // groups, p).permute(1, 2, 0, 3)
+    dyr = dyr.reshape(groups, m // groups, n * p)
+    back, dw = _TapSum(a, widths), None
+    for i in range(kh):
+        for j in range(kw):
+            at = _tap_slices(node, i, j, out_hw)
+            if "w" in wanted:
+                tap = padded.graph.op("slice", a=padded, slices=at)
+                tr = tap.reshape(n, groups, cg, p).permute(1, 2, 0, 3).reshape(groups, cg, n * p)
+                part = (dyr @ swap_last(tr)).reshape(m, cg, 1, 1)
+                base = zeros(w) if dw is None else dw
+                dw = w.graph.op(
+                    "slice_scatter",
+                    a=base,
+                    src=part,
+                    slices=[FULL, FULL, [i, i + 1, 1], [j, j + 1, 1]],
+                )
+            if "a" in wanted:
+                wij = w.graph.op("slice", a=w, slices=[FULL, FULL, [i, i + 1, 1], [j, j + 1, 1]])
+                dt = swap_last(wij.reshape(groups, m // groups, cg)) @ dyr  # [G, Cg, N*P]
+                dt = dt.reshape(c, n, p).permute(1, 0, 2).reshape(n, c, *out_hw)
+                back.add(dt, at)
+    out: Grads = {}
+    if "a" in wanted:
+        out["a"] = back.result()
+    if "w" in wanted and dw is not None:
+        out["w"] = dw
+    if "bias[0]" in wanted:
+        out["bias[0]"] = dy.sum(axis=3).sum(axis=2).sum(axis=0)
+    return out
+
+
+@rule("max_pool2d")
+def _max_pool2d(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    """dy goes to the first tap (ascending (i, j)) equal to the window's max, as torch's
+    max_pool2d (its index is the first maximum); padding (-inf here) never wins."""
+    a, y = node["a"], node.out
+    kernel = list(node.attrs["kernel"])
+    out_hw = (y.shape[2], y.shape[3])
+    widths = _window_pads(node, a, kernel, out_hw)
+    padded = _padded(a, widths, -math.inf)
+    g = dy.graph
+    free = g.full(list(y.shape), 1.0)  # 1 while the window's max is not yet claimed
+    back = _TapSum(a, widths)
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            at = _tap_slices(node, i, j, out_hw)
+            take = g.where(g.op("slice", a=padded, slices=at).eq(y), free, 0.0)
+            free = free - take
+            back.add(dy * take, at)
+    return {"a": back.result()}
+
+
+def _identity_probe(g: Graph, n: int, axis: int) -> Tensor:
+    """The identity [n, n] as [1, n, n, 1] (axis 2) or [1, n, 1, n] (axis 3): channel k holds
+    the unit vector e_k along that spatial axis."""
+    eye = [1.0 if r == k else 0.0 for r in range(n) for k in range(n)]
+    return g.tensor(eye, shape=[1, n, n, 1] if axis == 2 else [1, n, 1, n])
+
+
+def _separable_transpose(
+    node: NodeView, dy: Tensor, probe: Callable[[Tensor, int], Tensor]
+) -> Tensor:
+    """da = Ry^T @ dy @ Rx for a map out = Ry a Rx^T along (H, W), each Ry^T read from the op
+    applied to an identity along its axis (probe(identity, axis) -> [1, n, o, 1] / [1, n, 1, o])."""
+    a, g = node["a"], dy.graph
+    h, w = a.shape[2], a.shape[3]
+    ry_t = probe(_identity_probe(g, h, 2), 2).reshape(h, dy.shape[2])
+    rx_t = probe(_identity_probe(g, w, 3), 3).reshape(w, dy.shape[3])
+    return (ry_t @ dy) @ swap_last(rx_t)
+
+
+def _axis_attrs(node: NodeView, axis: int) -> dict[str, Any]:
+    """The window attrs restricted to one spatial axis (the other: one tap, no padding)."""
+    k = axis - 2
+    p = node.attrs["padding"]
+
+    def pick(v: list[int], one: int) -> list[int]:
+        return [v[0], one] if k == 0 else [one, v[1]]
+
+    return {
+        "kernel": pick(list(node.attrs["kernel"]), 1),
+        "strides": pick(list(node.attrs["strides"]), 1),
+        "dilations": pick(list(node.attrs["dilations"]), 1),
+        "padding": [p[0], 0, p[2], 0] if k == 0 else [0, p[1], 0, p[3]],
+    }
+
+
+@rule("avg_pool2d")
+def _avg_pool2d(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    """Separable (the count is cy * cx): the transpose of each axis's averaging matrix."""
+    rest = {k: node.attrs[k] for k in ("ceil_mode", "count_include_pad")}
+
+    def probe(eye: Tensor, axis: int) -> Tensor:
+        return eye.graph.op("avg_pool2d", a=eye, **_axis_attrs(node, axis), **rest)
+
+    return {"a": _separable_transpose(node, dy, probe)}
+
+
+@rule("resize")
+def _resize(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
+    """Separable (nearest picks, bilinear weights wy * wx): each axis's matrix transposed."""
+    size = list(node.attrs["size"])
+    rest = {k: node.attrs[k] for k in ("mode", "coordinate_transformation_mode", "nearest_mode")}
+
+    def probe(eye: Tensor, axis: int) -> Tensor:
+        target = [size[0], 1] if axis == 2 else [1, size[1]]
+        return eye.graph.op("resize", a=eye, size=target, **rest)
+
+    return {"a": _separable_transpose(node, dy, probe)}
