@@ -358,8 +358,8 @@ def test_ops_outside_the_subset_refused() -> None:
     for call, name in [
         (lambda: gt.fft, "torch.fft"),
         (lambda: t.cumsum(0), "Tensor.cumsum"),
-        (lambda: gt.nn.Conv2d, "torch.nn.Conv2d"),
-        (lambda: gt.nn.functional.conv2d, "torch.nn.functional.conv2d"),
+        (lambda: gt.nn.Conv3d, "torch.nn.Conv3d"),
+        (lambda: gt.nn.functional.conv1d, "torch.nn.functional.conv1d"),
         (lambda: gt.tensor([1.0], dtype="float64"), "float64"),
         (lambda: t[t > 1.0], "boolean-mask indexing"),
     ]:
@@ -430,3 +430,39 @@ def test_clip_grad_like_torch() -> None:
         T.nn.utils.clip_grad_value_([w, b], 0.1)
         out.append(norms + w.grad.reshape(-1).tolist())
     assert _close(out[0], out[1], 1e-6)
+
+
+@pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel")
+def test_conv_and_pooling_forward_like_torch() -> None:
+    """nn.Conv2d / MaxPool2d / AvgPool2d and F.conv2d (padding "same", groups) against torch;
+    a backward through conv2d is refused by autograd naming the op."""
+    outs = []
+    for T in (gt, torch):
+        x = T.tensor(
+            [
+                [
+                    [[((i * 7 + j * 3) % 11) / 5.0 - 1.0 for j in range(6)] for i in range(5)]
+                    for _ in range(2)
+                ]
+            ]
+        )  # [1, 2, 5, 6]
+        conv = T.nn.Conv2d(2, 4, 3, padding=1, stride=(1, 2))
+        weight = [
+            [[[0.1 * (o + c + a - b) for b in range(3)] for a in range(3)] for c in range(2)]
+            for o in range(4)
+        ]
+        conv.load_state_dict({"weight": T.tensor(weight), "bias": T.tensor([0.5, -0.5, 0.25, 0.0])})
+        net = T.nn.Sequential(
+            conv,
+            T.nn.ReLU(),
+            T.nn.MaxPool2d(2, ceil_mode=True),
+            T.nn.AvgPool2d(2, stride=1, padding=1),
+        )
+        w = T.tensor([[[[0.5, -1.0], [0.25, 2.0]]], [[[1.0, 0.0], [0.0, -1.0]]]])
+        same = T.nn.functional.conv2d(x, w, padding="same", groups=2)
+        outs.append((net(x).tolist(), same.tolist()))
+    assert _close(outs[0][0], outs[1][0]) and _close(outs[0][1], outs[1][1])
+    x = gt.ones(1, 1, 3, 3)
+    w = gt.ones(1, 1, 2, 2, requires_grad=True)
+    with pytest.raises(Exception, match="conv2d"):
+        gt.nn.functional.conv2d(x, w).sum().backward()

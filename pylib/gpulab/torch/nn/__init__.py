@@ -8,6 +8,8 @@ from .._refuse import refuse
 from . import functional, init, utils
 from .modules import (
     GELU,
+    AvgPool2d,
+    Conv2d,
     CrossEntropyLoss,
     Dropout,
     Embedding,
@@ -16,6 +18,7 @@ from .modules import (
     LayerNorm,
     Linear,
     LogSoftmax,
+    MaxPool2d,
     Module,
     ModuleList,
     MSELoss,
@@ -30,6 +33,8 @@ from .modules import (
 
 __all__ = [
     "GELU",
+    "AvgPool2d",
+    "Conv2d",
     "CrossEntropyLoss",
     "Dropout",
     "Embedding",
@@ -39,6 +44,7 @@ __all__ = [
     "Linear",
     "LogSoftmax",
     "MSELoss",
+    "MaxPool2d",
     "Module",
     "ModuleList",
     "NLLLoss",

@@ -254,3 +254,74 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -
 
 def __getattr__(name: str) -> Any:
     raise refuse(f"torch.nn.functional.{name}", "nn.functional")
+
+
+# -- convolution and pooling (protocol v6 ops: forward only, autograd has no rule for them) ---
+
+
+def _conv_padding(padding: Any, weight: Tensor, dilation: Any, stride: Any) -> Any:
+    """torch's padding argument: an int, a pair, "valid" or "same" (stride 1)."""
+    if padding == "valid":
+        return 0
+    if padding == "same":
+        if stride not in (1, (1, 1), [1, 1]):
+            raise ValueError("padding='same' is not supported for strided convolutions")
+        dh, dw = (dilation, dilation) if isinstance(dilation, int) else dilation
+        th, tw = dh * (weight.shape[2] - 1), dw * (weight.shape[3] - 1)
+        return (th // 2, tw // 2, th - th // 2, tw - tw // 2)  # top, left, bottom, right
+    return padding
+
+
+def conv2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+) -> Tensor:
+    """The protocol's conv2d ([N, C, H, W] only); its gradient is refused by autograd (no rule
+    for conv2d yet), so use it for inference."""
+    if input.ndim != 4:
+        raise refuse(f"F.conv2d of a rank-{input.ndim} input (give [N, C, H, W])", "nn.functional")
+    pads = _conv_padding(padding, weight, dilation, stride)
+    node = input._f().conv2d(
+        weight._f(),
+        bias._f() if bias is not None else None,
+        stride=stride,
+        padding=pads,
+        dilation=dilation,
+        groups=groups,
+    )
+    return Tensor._result(node, float32, input, weight, bias, op="conv2d")
+
+
+def max_pool2d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Tensor:
+    if return_indices:
+        raise refuse("F.max_pool2d(return_indices=True)", "nn.functional")
+    node = input._f().max_pool2d(kernel_size, stride or None, padding, dilation, ceil_mode)
+    return Tensor._result(node, float32, input, op="max_pool2d")
+
+
+def avg_pool2d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: int | None = None,
+) -> Tensor:
+    if divisor_override is not None:
+        raise refuse("F.avg_pool2d(divisor_override=...)", "nn.functional")
+    node = input._f().avg_pool2d(kernel_size, stride or None, padding, ceil_mode, count_include_pad)
+    return Tensor._result(node, float32, input, op="avg_pool2d")

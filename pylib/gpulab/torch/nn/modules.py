@@ -455,6 +455,77 @@ class LayerNorm(Module):
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
 
+class Conv2d(Module):
+    """F.conv2d with weight [out, in / groups, kH, kW] and bias [out], initialised
+    U(+-1/sqrt(fan_in)) from our stream; forward only (autograd has no conv2d rule yet)."""
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any = 1,
+        padding: Any = 0,
+        dilation: Any = 1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__()
+        if padding_mode != "zeros":
+            raise refuse(f"nn.Conv2d(padding_mode={padding_mode!r})", "nn")
+        kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
+        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+        fan_in = in_channels // groups * kh * kw
+        bound = 1.0 / math.sqrt(fan_in)
+        self.weight = Parameter(_uniform([out_channels, in_channels // groups, kh, kw], bound))
+        if bias:
+            self.bias = Parameter(_uniform([out_channels], bound))
+        else:
+            object.__setattr__(self, "bias", None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.conv2d(
+            x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
+        )
+
+
+class MaxPool2d(Module):
+    def __init__(
+        self,
+        kernel_size: Any,
+        stride: Any = None,
+        padding: Any = 0,
+        dilation: Any = 1,
+        return_indices: bool = False,
+        ceil_mode: bool = False,
+    ) -> None:
+        super().__init__()
+        self.args = (kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+    def forward(self, x: Tensor) -> Tensor:
+        k, s, p, d, c, r = self.args
+        return F.max_pool2d(x, k, s, p, d, c, r)
+
+
+class AvgPool2d(Module):
+    def __init__(
+        self,
+        kernel_size: Any,
+        stride: Any = None,
+        padding: Any = 0,
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+        divisor_override: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.args = (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.avg_pool2d(x, *self.args)
+
+
 class CrossEntropyLoss(Module):
     def __init__(
         self,
