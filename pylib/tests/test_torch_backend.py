@@ -56,6 +56,20 @@ class EncoderBlock(nn.Module):
         return self.ln2(x + self.ff2(TF.gelu(self.ff1(x))))
 
 
+class CNN(nn.Module):
+    """Conv2d (padded; strided), ReLU, max and average pooling, Linear (protocol v6 windows)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c1, self.c2 = nn.Conv2d(1, 4, 3, padding=1), nn.Conv2d(4, 8, 3, stride=2)
+        self.fc = nn.Linear(8 * 3 * 3, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.max_pool2d(torch.relu(self.c1(x)), 2)
+        x = TF.avg_pool2d(torch.relu(self.c2(x)), 1)
+        return self.fc(torch.flatten(x, 1))
+
+
 class Unmapped(nn.Module):
     """cumsum has no protocol op: the graphs break around it (cumsum eager, the linears on
     gpulab)."""
@@ -199,6 +213,30 @@ def test_encoder_block_on_wgpu(monkeypatch: pytest.MonkeyPatch) -> None:
     assert record.backend == "wgpu" and record.prepares == 1 and record.calls == 2
 
 
+def test_cnn_inference_on_gpulab_and_training_around_the_pool_indices() -> None:
+    """Inference: the whole graph on gpulab (conv2d, max_pool2d, avg_pool2d). Training: the
+    forward breaks at max_pool2d_with_indices (its indices are saved for the backward) and the
+    backward at the window backwards, which have no protocol op: values and gradients still
+    equal eager."""
+    torch.manual_seed(7)
+    model, x = CNN(), torch.randn(2, 1, 16, 16)
+    since = len(tb.RECORDS)
+    with torch.no_grad():
+        out = torch.compile(copy.deepcopy(model), backend="gpulab", options=CPU)(x)
+        torch.testing.assert_close(out, model(x), **TOL)
+    (inference,) = _records(since)
+    assert inference.backend == "cpu-python" and inference.calls == 1
+    since = len(tb.RECORDS)
+    records, got, want = _train_compare(model, x)
+    for key in want:
+        torch.testing.assert_close(got[key], want[key], **TOL, msg=key)
+    outer = {r.label.split("#")[0]: r for r in records if "." not in r.label}
+    assert "aten.max_pool2d_with_indices.default" in outer["forward"].reason
+    assert "aten.convolution_backward.default" in outer["backward"].reason
+    parts = [r for r in records if "." in r.label]
+    assert parts and all(r.backend == "cpu-python" and r.calls == 1 for r in parts)
+
+
 def test_misc_table_entries_equal_eager() -> None:
     torch.manual_seed(4)
     x = torch.randn(4, 6, requires_grad=True)
@@ -286,6 +324,12 @@ def test_explain_lists_mapped_ops_of_the_models() -> None:
         assert enc.mapped[op] >= 1, op
     assert all(g.runs_on == "gpulab" for g in enc.graphs)
     assert "mapped   aten.addmm.default x4" in str(enc)
+    cnn = tb.explain(CNN(), torch.randn(2, 1, 16, 16), show=False)
+    forward, backward = cnn.graphs
+    assert forward.ops["aten.convolution.default"] == 2
+    assert "aten.convolution.default" not in forward.unmapped
+    assert forward.unmapped == {"aten.max_pool2d_with_indices.default": 1}  # indices saved
+    assert backward.unmapped["aten.convolution_backward.default"] == 2
 
 
 def test_unmapped_op_shows_in_explain(capsys: pytest.CaptureFixture) -> None:

@@ -21,7 +21,7 @@ import torch.fx
 
 from ..errors import GpuLabError
 from ..graph import Graph, Tensor
-from .table import ATEN_TABLE, Ctx, name, protocol_dtype
+from .table import ATEN_TABLE, Ctx, name, protocol_dtype, refusal
 
 
 @dataclass
@@ -44,7 +44,7 @@ def scan(gm: torch.fx.GraphModule) -> Scan:
             continue
         op = name(node.target)
         found.ops[op] += 1
-        if node.target not in ATEN_TABLE:
+        if refusal(node):
             found.unmapped[op] += 1
     return found
 
@@ -120,9 +120,9 @@ def _call(g: Graph, node: torch.fx.Node, env: dict[torch.fx.Node, Any]) -> Any:
     if node.target is operator.getitem:
         return args[0][args[1]]
     fn = ATEN_TABLE.get(node.target)
-    if fn is None:
+    if fn is None or refusal(node):
         raise GpuLabError(
-            "UNSUPPORTED", f"aten op {name(node.target)} (node {node.name}) has no gpulab lowering"
+            "UNSUPPORTED", f"aten op {name(node.target)} (node {node.name}): {refusal(node)}"
         )
     for key in ("device", "layout", "pin_memory", "memory_format", "non_blocking"):
         kwargs.pop(key, None)

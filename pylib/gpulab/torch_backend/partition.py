@@ -9,7 +9,6 @@ an eager aten call between them. Tensors cross a boundary through the caller's d
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -19,14 +18,12 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from ..errors import GpuLabError
-from .table import ATEN_TABLE
+from .table import refusal
 
 
 class _Lowerable(OperatorSupportBase):
     def is_node_supported(self, submodules: Any, node: torch.fx.Node) -> bool:
-        return node.op == "call_function" and (
-            node.target in ATEN_TABLE or node.target is operator.getitem
-        )
+        return node.op == "call_function" and not refusal(node)
 
 
 def split(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:

@@ -12,12 +12,14 @@ the ops lowered here whole (gelu_backward -> gelu_grad keeps erf out of the back
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
+import torch.fx
 from torch._decomp import core_aten_decompositions
 
 from .. import functional as F
@@ -40,6 +42,20 @@ class Ctx:
 
 Lowering = Callable[..., Any]
 ATEN_TABLE: dict[Any, Lowering] = {}
+# an entry that lowers only some uses of its op: node -> "" (lowerable) or why not
+CONDITIONS: dict[Any, Callable[[torch.fx.Node], str]] = {}
+
+
+def refusal(node: torch.fx.Node) -> str:
+    """Why an FX call cannot be lowered ("" when it can): no table entry, or its condition."""
+    if node.target is operator.getitem:  # as lowerable as the call it picks from
+        source = node.args[0]
+        is_call = isinstance(source, torch.fx.Node) and source.op == "call_function"
+        return refusal(source) if is_call else ""
+    if node.target not in ATEN_TABLE:
+        return "no lowering"
+    check = CONDITIONS.get(node.target)
+    return check(node) if check else ""
 
 
 def lowers(*overloads: Any) -> Callable[[Lowering], Lowering]:
@@ -575,6 +591,77 @@ def _embedding_backward(
     if padding_idx >= 0:
         flat = cx.g.where(F.unsqueeze(flat_idx, -1).ne(padding_idx), flat, 0.0)
     return cx.g.full([rows, width], 0.0).index_add(0, flat_idx, flat)
+
+
+# -- windows (protocol v6: conv2d, max_pool2d, avg_pool2d) ----------------------------------
+
+
+@lowers(aten.convolution.default)
+def _convolution(
+    cx: Ctx,
+    x: Tensor,
+    w: Tensor,
+    bias: Any,
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    transposed: bool,
+    output_padding: Sequence[int],
+    groups: int,
+) -> Tensor:
+    if transposed or x.ndim != 4:
+        raise GpuLabError("UNSUPPORTED", "convolution: only 2-D, not transposed (conv2d)")
+    return x.conv2d(
+        w, bias, stride=list(stride), padding=list(padding), dilation=list(dilation), groups=groups
+    )
+
+
+def _values_only(node: torch.fx.Node) -> str:
+    """max_pool2d_with_indices lowers when only its values are read (inference); a backward
+    needs the indices, which the protocol's max_pool2d does not make."""
+    used = all(u.target is operator.getitem and u.args[1] == 0 for u in node.users)
+    return "" if used else "its indices are used (training): the protocol pools values only"
+
+
+@lowers(aten.max_pool2d_with_indices.default)
+def _max_pool(
+    cx: Ctx,
+    x: Tensor,
+    kernel: Sequence[int],
+    stride: Sequence[int] = (),
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+) -> tuple[Tensor]:
+    out = x.max_pool2d(
+        list(kernel), list(stride) or None, _pair(padding), _pair(dilation), ceil_mode
+    )
+    return (out,)
+
+
+CONDITIONS[aten.max_pool2d_with_indices.default] = _values_only
+
+
+@lowers(aten.avg_pool2d.default)
+def _avg_pool(
+    cx: Ctx,
+    x: Tensor,
+    kernel: Sequence[int],
+    stride: Sequence[int] = (),
+    padding: Any = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: Any = None,
+) -> Tensor:
+    if divisor_override is not None:
+        raise GpuLabError("UNSUPPORTED", "avg_pool2d with divisor_override")
+    return x.avg_pool2d(
+        list(kernel), list(stride) or None, _pair(padding), ceil_mode, count_include_pad
+    )
+
+
+def _pair(v: Any) -> Any:
+    return list(v) if isinstance(v, (list, tuple)) else v
 
 
 @lowers(aten.constant_pad_nd.default)
