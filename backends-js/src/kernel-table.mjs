@@ -21,6 +21,16 @@ export function familyOps(family) {
     .map(([op]) => op);
 }
 
+/**
+ * map1 ops the planners may fold into a map2 dispatch (kernel table `fuse`: selection or sign
+ * only, so fusing changes no bit), op -> its OP code (twin of kernel_table.py).
+ * @returns {Record<string, number>}
+ */
+export function fusableMap1() {
+  return Object.fromEntries(familyOps('map1').filter((op) => table.ops[op].fuse)
+    .map((op) => [op, table.ops[op].code]));
+}
+
 /** op -> its OP code, for one family. @param {string} family @returns {Record<string, number>} */
 export function familyCodes(family) {
   return Object.fromEntries(familyOps(family).map((op) => [op, table.ops[op].code]));

@@ -7,7 +7,9 @@
 
 import { GpuLabError, nodeError } from './errors.mjs';
 import { DTYPE_NAMES, blockOf, storedLength } from './dtypes.mjs';
-import { familyCodes, familyKernel, familyOps, langDtypes, scalarAttrs } from './kernel-table.mjs';
+import {
+  familyCodes, familyKernel, familyOps, fusableMap1, langDtypes, scalarAttrs,
+} from './kernel-table.mjs';
 import { clampWords, DTYPE_CODE } from './clamp-bounds.mjs';
 import { dropoutWords } from './hash-uniform.mjs';
 import { STUDENT_DTYPES, STUDENT_RULES } from './planner-student.mjs';
@@ -42,6 +44,8 @@ const MATMUL_KERNELS = [[128, 'matmul_rb_v4', 'matmul_rb'], [64, 'matmul_v4', 'm
 // a binary op reads as its scalar: from the kernel table, as the native planner reads them.
 const UNARY_OP = familyCodes('map1');
 const BINARY_OP = familyCodes('map2');
+/** map1 ops folded into a map2 dispatch (binary.wgsl PRE_A, PRE_B, POST) */
+const FUSABLE_MAP1 = fusableMap1();
 const BINARY_SCALAR = scalarAttrs('map2');
 const REDUCE_OP = familyCodes('reduce');
 
@@ -112,6 +116,11 @@ class PlanContext {
     this.adamFused = new Map();
     for (const id of checked.order) this.findAdamStep(this.node(id));
     this.adamParts = new Set([...this.adamFused.values()].flat().map((n) => n.id));
+    /** @type {Map<number, Record<string, CheckedNode>>} map2 id -> PRE_A / PRE_B / POST nodes */
+    this.mapFused = new Map();
+    /** @type {Set<number>} map1 nodes planned inside a map2 dispatch */
+    this.mapParts = new Set();
+    for (const id of checked.order) this.findMapFusion(this.node(id));
     /** @type {number|undefined} the v4 ops' check buffer (planner-index.mjs) */
     this.checkBuffer = undefined;
     /** @type {{node: number, word: number}[]} */
@@ -137,6 +146,39 @@ class PlanContext {
     const same = (/** @type {number[]} */ s) => s.length === u.shape.length &&
       s.every((d, i) => d === u.shape[i]);
     if (ids.every((i) => same(this.node(i).shape))) this.adamFused.set(u.id, [m, v]);
+  }
+
+  /** @param {CheckedNode} u @param {string} dtype */
+  fusable(u, dtype) {
+    return u.op in FUSABLE_MAP1 && (u.dtype || 'float32') === dtype && !this.mapParts.has(u.id);
+  }
+
+  /**
+   * A map2 node folds in a fusable map1 operand that nothing else reads and is no output
+   * (PRE_A / PRE_B), and its own map1 consumer when that is its only reader and it is no
+   * output (POST): the map1 ops only select or change signs, so the bits are those of the
+   * separate dispatches (docs/plan.md, Fusion). Twin of planner.py _find_map_fusion.
+   * @param {CheckedNode} x
+   */
+  findMapFusion(x) {
+    if (!(x.op in BINARY_OP) || this.adamParts.has(x.id)) return;
+    const dtype = x.dtype || 'float32';
+    /** @type {Record<string, CheckedNode>} */
+    const found = {};
+    ['PRE_A', 'PRE_B'].forEach((key, i) => {
+      const u = this.node(x.operands[i]);
+      const users = (this.consumers.get(u.id) ?? []).map((c) => c.id);
+      if (this.fusable(u, dtype) && users.length === 1 && users[0] === x.id &&
+        !this.outputIds.has(u.id)) found[key] = u;
+    });
+    const users = this.consumers.get(x.id) ?? [];
+    if (users.length === 1 && !this.outputIds.has(x.id) && this.fusable(users[0], dtype)) {
+      found.POST = users[0];
+    }
+    if (Object.keys(found).length) {
+      this.mapFused.set(x.id, found);
+      for (const u of Object.values(found)) this.mapParts.add(u.id);
+    }
   }
 
   /** @param {number} id */
@@ -312,6 +354,7 @@ function planFull(ctx, node) {
 
 /** @type {Rule} */
 function planUnary(ctx, node) {
+  if (ctx.mapParts.has(node.id)) return; // a map2 dispatch computes it (PRE_*, POST)
   const n = count(node.shape);
   const a = ctx.operand(node, 0);
   const out = ctx.output(node);
@@ -339,11 +382,20 @@ function planBinary(ctx, node) {
     ...u32s(n, same), ['f32', scalar], ...u32s(0),
     ...u32s(...out4), ...u32s(...broadcastStrides(sa, rank)), ...u32s(...broadcastStrides(sb, rank)),
   ];
-  const a = ctx.operand(node, 0);
-  const b = ctx.operand(node, 1);
-  const out = ctx.output(node);
-  ctx.dispatch(node, familyKernel('map2', node.dtype), { WG: ELEMENTWISE_WG, OP: BINARY_OP[node.op] },
-    params, [a, b, out], Math.ceil(n / ELEMENTWISE_WG));
+  const fused = ctx.mapFused.get(node.id) ?? {};
+  /** @type {Record<string, number>} */
+  const overrides = { WG: ELEMENTWISE_WG, OP: BINARY_OP[node.op] };
+  const reads = ['PRE_A', 'PRE_B'].map((key, i) => {
+    const u = fused[key];
+    if (!u) return ctx.operand(node, i);
+    overrides[key] = 1 + UNARY_OP[u.op];
+    return /** @type {number} */ (ctx.bufferOf.get(u.operands[0]));
+  });
+  const post = fused.POST;
+  if (post) overrides.POST = 1 + UNARY_OP[post.op];
+  const out = ctx.output(post ?? node);
+  ctx.dispatch(node, familyKernel('map2', node.dtype), overrides, params, [...reads, out],
+    Math.ceil(n / ELEMENTWISE_WG));
 }
 
 /** @param {number[]} a @param {number[]} b */

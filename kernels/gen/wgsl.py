@@ -5,6 +5,7 @@ A template is plain WGSL with a few `{{...}}` slots:
 - `{{T}}`: the element type of the instance (f32, i32);
 - `{{op_list}}`: a comment listing the instance's ops by OP code;
 - `{{cases}}`: the `switch OP` arms of map1/map2 (`return <expression>;`);
+- `{{fuse_cases}}` (map2): the arms of the map1 ops with `fuse`, which the planners fold in;
 - `{{identity_cases}}`, `{{combine_cases}}`, `{{finish_cases}}`: the same for reductions.
 A family template (unary, binary, reduce) gives one kernel per dtype that has ops of that family
 (unary.wgsl at float32, unary_i32.wgsl at int32, ...); other templates only include the math.
@@ -62,6 +63,10 @@ def slots(family: str, dtype: str) -> dict[str, str]:
                                             for _, r in rows])
     else:
         out["cases"] = switch([(r["code"], tables.expr(r, "wgsl", dtype)) for _, r in rows])
+    if family == "map2":  # the map1 ops the planners fold into a map2 dispatch
+        fuse = [(r["code"], tables.expr(r, "wgsl", dtype))
+                for _, r in tables.family_ops("map1", dtype) if r.get("fuse")]
+        out["fuse_cases"] = switch(fuse or [(0, "x")])
     return out
 
 

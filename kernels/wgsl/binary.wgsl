@@ -9,6 +9,11 @@
 
 override WG: u32 = 64u;
 override OP: u32;
+// The planners' fusion (docs/plan.md): 1 + the OP code of a map1 op with `fuse` (kernels/ops.json)
+// applied to operand a, operand b, or the result in this dispatch; 0 none.
+override PRE_A: u32 = 0u;
+override PRE_B: u32 = 0u;
+override POST: u32 = 0u;
 
 struct Params {
   n: u32, same: u32, s: f32, pad0: u32,
@@ -190,13 +195,33 @@ fn apply(x: f32, y: f32) -> f32 {
   }
 }
 
+// the fusable map1 ops (selection or sign only: no bit changes by fusing them)
+fn map1(code: u32, x: f32) -> f32 {
+  switch code {
+    case 0u: { return bitcast<f32>(bitcast<u32>(x) ^ SIGN); }
+    case 7u: { return select(0.0f, x, x > 0.0f); }
+    case 8u: { return select(0.0f, 1.0f, x > 0.0f); }
+    case 9u, default: { return bitcast<f32>(bitcast<u32>(x) & ~SIGN); }
+  }
+}
+
+fn fused(x: f32, y: f32) -> f32 {
+  var u = x;
+  var v = y;
+  if (PRE_A != 0u) { u = map1(PRE_A - 1u, x); }
+  if (PRE_B != 0u) { v = map1(PRE_B - 1u, y); }
+  let r = apply(u, v);
+  if (POST != 0u) { return map1(POST - 1u, r); }
+  return r;
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
   let i = (wid.x + nwg.x * (wid.y + nwg.y * wid.z)) * WG + lid;
   if (i >= p.n) { return; }
   if (p.same == 1u) {
-    out[i] = apply(a[i], b[i]);
+    out[i] = fused(a[i], b[i]);
     return;
   }
   let c3 = i % p.d3;
@@ -207,5 +232,5 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let c0 = r1 / p.d1;
   let ia = c0 * p.a0 + c1 * p.a1 + c2 * p.a2 + c3 * p.a3;
   let ib = c0 * p.b0 + c1 * p.b1 + c2 * p.b2 + c3 * p.b3;
-  out[i] = apply(a[ia], b[ib]);
+  out[i] = fused(a[ia], b[ib]);
 }

@@ -30,6 +30,12 @@ def family_codes(family: str) -> dict[str, int]:
     return {op: int(load()["ops"][op]["code"]) for op in family_ops(family)}
 
 
+def fusable_map1() -> dict[str, int]:
+    """map1 ops the planners may fold into a map2 dispatch (kernel table `fuse`: selection or
+    sign only, so fusing changes no bit), op -> its OP code (twin of kernel-table.mjs)."""
+    return {op: code for op, code in family_codes("map1").items() if load()["ops"][op].get("fuse")}
+
+
 def scalar_attrs(family: str) -> dict[str, str]:
     """op -> the float attribute it reads as its scalar, for the ops of a family with one."""
     ops = load()["ops"]

@@ -93,7 +93,9 @@ def step_graph(values: dict[str, Any], lr: float = 1e-3, feed_batch: bool = Fals
         "w2": a.transpose() @ dlogits,
         "b2": dlogits.sum(axis=0),
     }
-    dh = (dlogits @ p["w2"].transpose()) * h.positive()
+    # positive(relu(h)) is positive(h) bit for bit (NaN and -0 included); reading `a` leaves
+    # `h` to the relu alone, so the planners fold the bias add and the relu into one dispatch
+    dh = (dlogits @ p["w2"].transpose()) * a.positive()
     grads["w1"] = x.transpose() @ dh
     grads["b1"] = dh.sum(axis=0)
 

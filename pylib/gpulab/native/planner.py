@@ -17,7 +17,13 @@ from typing import Any
 from .. import clamp_bounds, hash_uniform, optable
 from ..dtypes import block_of, stored_length
 from ..errors import GpuLabError
-from ..kernel_table import family_codes, family_kernel, lang_dtypes, scalar_attrs
+from ..kernel_table import (
+    family_codes,
+    family_kernel,
+    fusable_map1,
+    lang_dtypes,
+    scalar_attrs,
+)
 from ..protocol import CheckedGraph, CheckedNode, label
 from .planner_index import INDEX_DTYPES, INDEX_RULES
 from .planner_student import STUDENT_DTYPES, STUDENT_RULES
@@ -52,6 +58,7 @@ MATMUL_TILES = {"matmul_rb_v4": (128, "matmul_rb"), "matmul_rb": (128, "matmul_r
 # binary op reads as its scalar: from the kernel table, as the JS planner reads them.
 UNARY_OP = family_codes("map1")
 BINARY_OP = family_codes("map2")
+FUSABLE_MAP1 = fusable_map1()  # map1 ops folded into a map2 dispatch (binary.wgsl PRE_*, POST)
 BINARY_SCALAR = scalar_attrs("map2")
 REDUCE_OP = family_codes("reduce")
 
@@ -99,6 +106,34 @@ class _PlanContext:
         for node_id in checked.order:
             self._find_adam_step(self.node(node_id))
         self.adam_parts = {n.id for pair in self.adam_fused.values() for n in pair}
+        # map2 id -> its overrides PRE_A / PRE_B / POST and the nodes they stand for
+        self.map_fused: dict[int, dict[str, CheckedNode]] = {}
+        self.map_parts: set[int] = set()  # map1 nodes planned inside a map2 dispatch
+        for node_id in checked.order:
+            self._find_map_fusion(self.node(node_id))
+
+    def _fusable(self, u: CheckedNode, dtype: str) -> bool:
+        return u.op in FUSABLE_MAP1 and _dtype(u) == dtype and u.id not in self.map_parts
+
+    def _find_map_fusion(self, x: CheckedNode) -> None:
+        """A map2 node folds in a fusable map1 operand that nothing else reads and is no output
+        (PRE_A / PRE_B), and its own map1 consumer when that is its only reader and it is no
+        output (POST): the map1 ops only select or change signs, so the bits are those of the
+        separate dispatches (docs/plan.md, Fusion). Twin of planner.mjs findMapFusion."""
+        if x.op not in BINARY_OP or x.id in self.adam_parts:
+            return
+        found: dict[str, CheckedNode] = {}
+        for key, operand in zip(("PRE_A", "PRE_B"), x.operands, strict=True):
+            u = self.node(operand)
+            users = [c.id for c in self.consumers.get(u.id, [])]
+            if self._fusable(u, _dtype(x)) and users == [x.id] and u.id not in self.output_ids:
+                found[key] = u
+        users = self.consumers.get(x.id, [])
+        if len(users) == 1 and x.id not in self.output_ids and self._fusable(users[0], _dtype(x)):
+            found["POST"] = users[0]
+        if found:
+            self.map_fused[x.id] = found
+            self.map_parts.update(u.id for u in found.values())
 
     def _find_adam_step(self, u: CheckedNode) -> None:
         """An adam_update whose moments are an adam_m and an adam_v of the same gradient that
@@ -274,6 +309,8 @@ def _dtype(node: CheckedNode) -> str:
 
 
 def _plan_unary(ctx: _PlanContext, node: CheckedNode) -> None:
+    if node.id in ctx.map_parts:  # a map2 dispatch computes it (PRE_*, POST)
+        return
     n = _count(node.shape)
     a = ctx.operand(node, 0)
     out = ctx.output(node)
@@ -297,12 +334,20 @@ def _plan_binary(ctx: _PlanContext, node: CheckedNode) -> None:
     scalar = _f32_param(node.attrs[attr]) if attr else ["f32", 0]
     params = [*_u32s(n, same), scalar, *_u32s(0), *_u32s(*out4),
               *_u32s(*_broadcast_strides(sa, rank)), *_u32s(*_broadcast_strides(sb, rank))]
-    a = ctx.operand(node, 0)
-    b = ctx.operand(node, 1)
-    out = ctx.output(node)
-    ctx.dispatch(node, family_kernel("map2", _dtype(node)),
-                 {"WG": ELEMENTWISE_WG, "OP": BINARY_OP[node.op]}, params,
-                 [a, b, out], _ceil_div(n, ELEMENTWISE_WG))
+    fused = ctx.map_fused.get(node.id, {})
+    overrides = {"WG": ELEMENTWISE_WG, "OP": BINARY_OP[node.op]}
+    reads = []
+    for i, key in enumerate(("PRE_A", "PRE_B")):
+        u = fused.get(key)
+        reads.append(ctx.buffer_of[u.operands[0]] if u else ctx.operand(node, i))
+        if u:
+            overrides[key] = 1 + UNARY_OP[u.op]
+    post = fused.get("POST")
+    if post:
+        overrides["POST"] = 1 + UNARY_OP[post.op]
+    out = ctx.output(post or node)
+    ctx.dispatch(node, family_kernel("map2", _dtype(node)), overrides, params,
+                 [*reads, out], _ceil_div(n, ELEMENTWISE_WG))
 
 
 def _plan_copy(ctx: _PlanContext, node: CheckedNode, shape: list[int],
