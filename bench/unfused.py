@@ -1,0 +1,28 @@
+"""Run a script or module with the planners' map fusion off (docs/plan.md "Fusion"): the A/B
+arm of bench/fusion_h200.sh (issue 15).
+
+    python3 bench/unfused.py -m gpulab bench --backends wgpu --runs 30
+    python3 bench/unfused.py bench/execute_mlp.py --backend wgpu --runs 50
+"""
+
+from __future__ import annotations
+
+import runpy
+import sys
+
+from gpulab.native import planner
+
+
+def main() -> None:
+    planner.FUSABLE_MAP1.clear()  # no map1 op is fusable: every op its own dispatch
+    args = sys.argv[1:]
+    if args[:1] == ["-m"]:
+        sys.argv = [args[1], *args[2:]]
+        runpy.run_module(args[1], run_name="__main__", alter_sys=True)
+    else:
+        sys.argv = args
+        runpy.run_path(args[0], run_name="__main__")
+
+
+if __name__ == "__main__":
+    main()
