@@ -433,9 +433,9 @@ def test_clip_grad_like_torch() -> None:
 
 
 @pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel")
-def test_conv_and_pooling_forward_like_torch() -> None:
-    """nn.Conv2d / MaxPool2d / AvgPool2d and F.conv2d (padding "same", groups) against torch;
-    a backward through conv2d is refused by autograd naming the op."""
+def test_conv_and_pooling_like_torch() -> None:
+    """nn.Conv2d / MaxPool2d / AvgPool2d and F.conv2d (padding "same", groups) against torch:
+    the forward values and the gradients of the input and of every parameter."""
     outs = []
     for T in (gt, torch):
         x = T.tensor(
@@ -444,8 +444,9 @@ def test_conv_and_pooling_forward_like_torch() -> None:
                     [[((i * 7 + j * 3) % 11) / 5.0 - 1.0 for j in range(6)] for i in range(5)]
                     for _ in range(2)
                 ]
-            ]
-        )  # [1, 2, 5, 6]
+            ],
+            requires_grad=True,
+        )
         conv = T.nn.Conv2d(2, 4, 3, padding=1, stride=(1, 2))
         weight = [
             [[[0.1 * (o + c + a - b) for b in range(3)] for a in range(3)] for c in range(2)]
@@ -458,11 +459,12 @@ def test_conv_and_pooling_forward_like_torch() -> None:
             T.nn.MaxPool2d(2, ceil_mode=True),
             T.nn.AvgPool2d(2, stride=1, padding=1),
         )
-        w = T.tensor([[[[0.5, -1.0], [0.25, 2.0]]], [[[1.0, 0.0], [0.0, -1.0]]]])
-        same = T.nn.functional.conv2d(x, w, padding="same", groups=2)
-        outs.append((net(x).tolist(), same.tolist()))
-    assert _close(outs[0][0], outs[1][0]) and _close(outs[0][1], outs[1][1])
-    x = gt.ones(1, 1, 3, 3)
-    w = gt.ones(1, 1, 2, 2, requires_grad=True)
-    with pytest.raises(Exception, match="conv2d"):
-        gt.nn.functional.conv2d(x, w).sum().backward()
+        w = T.tensor(
+            [[[[0.5, -1.0], [0.25, 2.0]]], [[[1.0, 0.0], [0.0, -1.0]]]], requires_grad=True
+        )
+        y, same = net(x), T.nn.functional.conv2d(x, w, padding="same", groups=2)
+        ((y * y).sum() + (same * same).sum()).backward()
+        grads = [t.grad.tolist() for t in (x, w, conv.weight, conv.bias)]
+        outs.append([y.tolist(), same.tolist(), *grads])
+    for got, want in zip(outs[0], outs[1], strict=True):
+        assert _close(got, want, 1e-5)

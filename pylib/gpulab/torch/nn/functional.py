@@ -256,7 +256,7 @@ def __getattr__(name: str) -> Any:
     raise refuse(f"torch.nn.functional.{name}", "nn.functional")
 
 
-# -- convolution and pooling (protocol v6 ops: forward only, autograd has no rule for them) ---
+# -- convolution and pooling (the protocol v6 ops) ----------------------------------------
 
 
 def _conv_padding(padding: Any, weight: Tensor, dilation: Any, stride: Any) -> Any:
@@ -281,8 +281,7 @@ def conv2d(
     dilation: Any = 1,
     groups: int = 1,
 ) -> Tensor:
-    """The protocol's conv2d ([N, C, H, W] only); its gradient is refused by autograd (no rule
-    for conv2d yet), so use it for inference."""
+    """The protocol's conv2d ([N, C, H, W] only)."""
     if input.ndim != 4:
         raise refuse(f"F.conv2d of a rank-{input.ndim} input (give [N, C, H, W])", "nn.functional")
     pads = _conv_padding(padding, weight, dilation, stride)

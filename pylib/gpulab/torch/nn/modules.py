@@ -457,7 +457,7 @@ class LayerNorm(Module):
 
 class Conv2d(Module):
     """F.conv2d with weight [out, in / groups, kH, kW] and bias [out], initialised
-    U(+-1/sqrt(fan_in)) from our stream; forward only (autograd has no conv2d rule yet)."""
+    U(+-1/sqrt(fan_in)) from our stream (torch's distribution, not its numbers)."""
 
     def __init__(
         self,
