@@ -468,3 +468,47 @@ def test_conv_and_pooling_like_torch() -> None:
         outs.append([y.tolist(), same.tolist(), *grads])
     for got, want in zip(outs[0], outs[1], strict=True):
         assert _close(got, want, 1e-5)
+
+
+SCHEDULERS = {
+    "lambda": lambda S, o: S.LambdaLR(o, [lambda e: 0.9**e, lambda e: 1.0 / (1 + e)]),
+    "step": lambda S, o: S.StepLR(o, step_size=3, gamma=0.5),
+    "multistep": lambda S, o: S.MultiStepLR(o, milestones=[2, 5, 5, 9], gamma=0.3),
+    "exponential": lambda S, o: S.ExponentialLR(o, gamma=0.93),
+    "cosine": lambda S, o: S.CosineAnnealingLR(o, T_max=4, eta_min=0.001),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCHEDULERS))
+def test_lr_schedulers_give_torch_floats(name: str) -> None:
+    """Each scheduler's learning rates over 14 steps are torch's, float for float."""
+    seqs = []
+    for T in (gt, torch):
+        p, q = T.nn.Parameter(T.tensor([1.0])), T.nn.Parameter(T.tensor([2.0]))
+        opt = T.optim.SGD([{"params": [p]}, {"params": [q], "lr": 0.5}], lr=0.1)
+        sched = SCHEDULERS[name](T.optim.lr_scheduler, opt)
+        seq = [sched.get_last_lr()]
+        for _ in range(14):
+            opt.step()
+            sched.step()
+            seq.append(sched.get_last_lr())
+        seqs.append(seq)
+    assert seqs[0] == seqs[1]
+
+
+def test_training_with_a_scheduler_matches_torch() -> None:
+    """A fixture trained with StepLR halving lr every 2 steps: parameters as torch's."""
+    from torch_fixtures import fixtures as fx
+
+    spec = fx.FIXTURES["mlp_sgd_nesterov_wd"]
+    traces = []
+    for T in (gt, torch):
+        b = fx.build(spec, T)
+        sched = T.optim.lr_scheduler.StepLR(b.optimizer, step_size=2, gamma=0.5)
+        trace = []
+        for x, y in b.batches:
+            loss = b.train_step(*b.tensors(x, y))
+            sched.step()
+            trace.append({"loss": float(loss.item()), "params": b.params()})
+        traces.append(trace)
+    assert fx.compare(*traces) == []

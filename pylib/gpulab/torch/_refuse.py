@@ -30,7 +30,8 @@ SUPPORTED = {
     "layer_norm cross_entropy mse_loss nll_loss scaled_dot_product_attention conv2d "
     "max_pool2d avg_pool2d",
     "optim": "SGD (lr, momentum, dampening, nesterov, weight_decay, maximize, parameter "
-    "groups), Adam, AdamW",
+    "groups), Adam, AdamW; lr_scheduler: LambdaLR StepLR MultiStepLR ExponentialLR "
+    "CosineAnnealingLR",
 }
 
 
