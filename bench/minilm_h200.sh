@@ -10,7 +10,7 @@
 set -u
 MODE=${1:-unknown}
 if [ "$MODE" = "--cpu" ]; then
-  export PYTHONPATH=$PWD/pylib:$PWD GPULAB_ALLOW_SOFTWARE=1
+  export PYTHONPATH=$PWD/pylib:$PWD GPULAB_ALLOW_SOFTWARE=1 XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
   PY=${PY:-.venv/bin/python}; BACKENDS=cpu-python,wgpu; PEER=cpu; RUNS=${RUNS:-2}; OUT=${OUT:-/tmp/out}
   mkdir -p "$OUT"
 else

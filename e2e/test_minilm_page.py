@@ -1,7 +1,8 @@
 """MiniLM in the page (issue 19): `from gpulab.models import minilm; model = minilm.load()` in a
 notebook cell fetches the checkpoint that `gpulab serve` serves from the installed package (a
 progress bar while it loads), and `model.encode` on wasm and on webgpu (SwiftShader: software,
-labelled) matches sentence-transformers run here natively: cosine >= 0.99999 per sentence.
+labelled) matches sentence-transformers run here natively: cosine >= 0.99999 per sentence. Then
+the notebook example (semantic search) runs in the same page.
 
 Skipped, with the reason, only when the optional model package (`gpulab[models]`) is absent;
 CI installs it.
@@ -65,7 +66,7 @@ def _vectors(out) -> np.ndarray:
     return np.asarray(json.loads(line[len("VECTORS ") :]), np.float32)
 
 
-def test_minilm_in_the_page_matches_sentence_transformers(
+def test_minilm_in_the_page_matches_sentence_transformers_and_the_example_runs(
     page: Page,
     playground_url: str,  # noqa: F811
     reference: np.ndarray,
@@ -73,6 +74,7 @@ def test_minilm_in_the_page_matches_sentence_transformers(
     open_notebook(page, playground_url, backend="wasm", software=True)
     out = run_program(page, LOAD, timeout=170_000)
     expect(out.locator(".stream.stdout")).to_contain_text("loaded 90856960 bytes")
+    print("\n" + out.locator(".stream.stdout").inner_text().strip())
     bar = out.locator(".progress-output progress")
     expect(bar).to_have_count(1)  # the download's bar, finished
     assert bar.get_attribute("value") == bar.get_attribute("max") == "90868376"
@@ -84,6 +86,7 @@ def test_minilm_in_the_page_matches_sentence_transformers(
         page.get_by_role("button", name="+ Add cell").click()
         out = run_program(page, ENCODE.format(sentences=SENTENCES), n=n, timeout=170_000)
         got = _vectors(out)
+        print(out.locator(".stream.stdout").inner_text().splitlines()[0])
         cos = (got * reference).sum(1) / np.linalg.norm(got, axis=1)
         cos /= np.linalg.norm(reference, axis=1)
         print(
@@ -92,3 +95,16 @@ def test_minilm_in_the_page_matches_sentence_transformers(
         )
         assert got.shape == (len(SENTENCES), 384)
         assert cos.min() >= 0.99999, (backend, cos)
+    # The notebook example (web/examples.mjs "minilm"), in the same page, back on wasm.
+    page.get_by_label("Backend", exact=True).select_option("wasm")
+    expect(status).to_contain_text("Backend in use: wasm")
+    page.get_by_label("Examples").select_option("minilm")
+    cells = page.locator("section.cell")
+    expect(cells).to_have_count(1)
+    page.get_by_role("button", name="Run all").click()
+    expect(cells.first).to_have_attribute("data-status", "done", timeout=170_000)
+    text = "".join(cells.first.locator(".stream.stdout").all_inner_texts())
+    assert "nearest to 'Someone is playing an instrument.' (on wasm):" in text, text
+    nearest = text.split("(on wasm):")[1].splitlines()[1]
+    assert "violin" in nearest or "drums" in nearest, text
+    expect(cells.first.locator("canvas")).to_have_count(1)

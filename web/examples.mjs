@@ -290,6 +290,45 @@ for s in digits_samples():
     print(f"label {s['label']}: class {best} (p = {probs[best]:.3f}); probabilities "
           + " ".join(f"{p:.2f}" for p in probs))`;
 
+const MINILM_SEARCH = `import display
+from gpulab import Graph
+from gpulab.models import minilm
+
+# all-MiniLM-L6-v2 (sentence-transformers' checkpoint, from the gpulab[models] package that
+# \`gpulab serve\` serves): 6 BERT layers as gpulab graphs on this page's backend. The weights
+# load once (a progress bar); minilm.load_async(quantize="q6_k") loads 36 MB instead of 91 MB.
+model = await minilm.load_async()
+docs = [
+    "A man is eating food.",
+    "A man is eating a piece of bread.",
+    "The girl is carrying a baby.",
+    "A man is riding a horse.",
+    "A woman is playing the violin.",
+    "Two men pushed carts through the woods.",
+    "A man is riding a white horse on an enclosed ground.",
+    "A monkey is playing drums.",
+    "Someone in a gorilla costume is playing a set of drums.",
+    "GPUs multiply matrices very quickly.",
+    "Training a neural network needs gradients.",
+    "The weather is sunny and warm today.",
+]
+vectors = await model.encode_async(docs)  # one submission: the batch padded to one length
+# The embeddings have unit length, so cosine similarity is a matrix product (on the GPU too).
+g = Graph()
+e = g.tensor(vectors)
+out = await g.run_async(sim=e @ e.T)
+sim = out["outputs"]["sim"]
+display.draw(sim, name="similarity", scale=24,
+             title="cosine similarity, sentence i (row) vs j (column): light = similar")
+for i, d in enumerate(docs):
+    print(f"{i:2d}  {d}")
+query = "Someone is playing an instrument."
+[q] = await model.encode_async([query])
+scores = [sum(a * b for a, b in zip(q, v)) for v in vectors]
+print(f"\\nnearest to {query!r} (on {out['backend']}):")
+for k in sorted(range(len(docs)), key=lambda k: -scores[k])[:3]:
+    print(f"  {scores[k]:.3f}  {docs[k]}")`;
+
 /** @type {Array<{id: string, title: string, cells: string[]}>} */
 export const EXAMPLES = [
   { id: 'first', title: 'First graph: (a * b).relu()', cells: [FIRST, FIRST_SYNC, FIRST_AWAIT] },
@@ -298,4 +337,5 @@ export const EXAMPLES = [
   { id: 'live', title: 'Live views: draw on Life, paint heat', cells: [LIVE_LIFE, LIVE_HEAT] },
   { id: 'wgsl', title: 'Your own WGSL kernels (WebGPU): saxpy, a tiled matmul, heat', cells: [WGSL_SAXPY, WGSL_MATMUL, WGSL_HEAT] },
   { id: 'onnx', title: 'An ONNX model: a digits CNN', cells: [ONNX_DIGITS] },
+  { id: 'minilm', title: 'Semantic search with MiniLM', cells: [MINILM_SEARCH] },
 ];

@@ -13,7 +13,7 @@ sentence-transformers' Transformer -> Pooling(mean) -> Normalize.
 A batch of sentences is one submission of a prepared session: the weights are inputs with data
 (uploaded once, resident), token ids and mask are the session's feeds. Sessions are cached per
 (backend, rows, padded length) (lengths rounded up to a multiple of LENGTH_STEP; at most
-MAX_SESSIONS live, the least recently used is disposed), and `encode` sorts sentences by length
+MAX_SESSIONS live (one in the page), the least recently used is disposed), and `encode` sorts sentences by length
 before batching, as sentence-transformers does, and a batch holds one length bucket, so a long
 sentence does not pad the short ones; a batch holds at most TOKEN_BUDGET padded tokens (the protocol's element limits).
 
@@ -34,11 +34,14 @@ from typing import Any
 from gpulab import functional as F
 from gpulab.errors import GpuLabError
 from gpulab.graph import Graph, Tensor
-from gpulab.models.minilm_weights import Checkpoint, read_checkpoint
+from gpulab.models.minilm_weights import Checkpoint, in_page, read_checkpoint
 from gpulab.models.wordpiece import WordPiece
 
 LENGTH_STEP = 16
 MAX_SESSIONS = 3
+# In the page one session at a time: each holds its own copy of the weights (~140 MB with the
+# activations) and the runtime's device quota (256 MiB, quotas.memoryBytes) counts open sessions.
+MAX_SESSIONS_PAGE = 1
 # Rows x padded length of one batch at most: the graph of 1024 tokens holds ~150 M elements, the
 # protocol allows 268 M in all (limits.max_total_elements).
 TOKEN_BUDGET = 1024
@@ -124,6 +127,7 @@ class MiniLM:
         self.tokenizer = WordPiece(ckpt.tokenizer, min(max_length, self.config.max_positions))
         self.dim = self.config.hidden
         self._sessions: OrderedDict[tuple, Any] = OrderedDict()
+        self.max_sessions = MAX_SESSIONS_PAGE if in_page() else MAX_SESSIONS
 
     def weight_bytes(self) -> int:
         """Bytes of the weights as they are held (and sent to the device)."""
@@ -192,7 +196,9 @@ class MiniLM:
         ids, mask, batch, length = self._tokens(chunk)
         key = (_backend_key(backend or self.backend), batch, length)
         session = self._sessions.get(key)
-        if session is None:
+        if session is None or session.disposed or getattr(session, "poisoned", None):
+            self._sessions.pop(key, None)
+            self._make_room()
             g, feeds, out = self._graph(batch, length)
             session = await g.prepare_async(feeds=feeds, backend=backend or self.backend, emb=out)
             self._remember(key, session)
@@ -212,16 +218,22 @@ class MiniLM:
         if session is not None and not (session.disposed or getattr(session, "poisoned", None)):
             self._sessions.move_to_end(key)
             return session
+        self._sessions.pop(key, None)
+        self._make_room()
         g, feeds, out = self._graph(batch, length)
         session = g.prepare(feeds=feeds, backend=chosen, emb=out)
         self._remember(key, session)
         return session
 
-    def _remember(self, key: tuple, session: Any) -> None:
-        self._sessions[key] = session
-        while len(self._sessions) > MAX_SESSIONS:
+    def _make_room(self) -> None:
+        """Dispose the least recently used sessions before a new one is prepared (so their
+        device memory is free for it)."""
+        while len(self._sessions) >= self.max_sessions:
             _, old = self._sessions.popitem(last=False)
             old.dispose()
+
+    def _remember(self, key: tuple, session: Any) -> None:
+        self._sessions[key] = session
 
     def close(self) -> None:
         """Dispose every cached session (their device buffers)."""

@@ -125,10 +125,12 @@ def package_zip() -> Path:
     return path
 
 
-def _read_files(path: Any) -> dict[str, bytes]:
-    """config.json, tokenizer.json and model.safetensors of a directory or a zip."""
+def _read_files(
+    path: Any, names: tuple[str, ...] = (*FILES, "model.safetensors")
+) -> dict[str, bytes]:
+    """The named files (default: config.json, tokenizer.json, model.safetensors) of a directory
+    or a zip; only those are decompressed."""
     source = Path(path) if path is not None else package_zip()
-    names = (*FILES, "model.safetensors")
     if source.is_dir():
         missing = [n for n in names if not (source / n).is_file()]
         if missing:
@@ -143,7 +145,7 @@ def _read_files(path: Any) -> dict[str, bytes]:
 
 def weights_file(path: Any = None, quantize: str | None = None) -> bytes:
     """The safetensors bytes to load: the checkpoint's, or its quantized variant."""
-    raw = _read_files(path)["model.safetensors"]
+    raw = _read_files(path, ("model.safetensors",))["model.safetensors"]
     return raw if quantize is None else quantized_checkpoint(SafeTensors(raw), quantize)
 
 

@@ -73,7 +73,7 @@ class ModelFiles:
 
         source = mw.package_zip()
         if name in PLAIN:
-            return mw._read_files(source)[name]
+            return mw._read_files(source, (name,))[name]
         kind = QUANTIZED[name]
         stat = source.stat()
         cached = cache_dir() / f"minilm-{kind}-{stat.st_size}-{int(stat.st_mtime)}.safetensors"
