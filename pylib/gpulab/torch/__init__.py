@@ -129,6 +129,9 @@ _METHODS = (
     "unbind",
     "t",
     "numel",
+    "var",
+    "std",
+    "norm",
     "swapaxes",
     "equal",
 )

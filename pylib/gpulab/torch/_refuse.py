@@ -18,7 +18,7 @@ SUPPORTED = {
     "int32 bool nn optim compile",
     "tensor": "arithmetic with broadcasting, @, ** (integer powers), relu gelu sigmoid tanh "
     "exp log neg sqrt rsqrt abs clamp maximum minimum softmax log_softmax sum mean "
-    "max min amax amin argmax argmin any all transpose permute reshape view flatten "
+    "max min amax amin argmax argmin any all var std norm transpose permute reshape view flatten "
     "unsqueeze squeeze expand t T comparisons masked_fill basic indexing narrow "
     "select split chunk flip index_select gather item tolist numpy shape size dim "
     "dtype requires_grad grad detach zero_ backward to float long int bool clone",

@@ -739,6 +739,41 @@ class Tensor:
             )
         return _reduce(self.float(), "mean", dim, keepdim, float32)
 
+    def var(
+        self,
+        dim: Any = None,
+        unbiased: bool | None = None,
+        keepdim: bool = False,
+        *,
+        correction: float | None = None,
+    ) -> Tensor:
+        """sum((x - mean)^2) / (n - correction), correction 1 by default (unbiased)."""
+        c = correction if correction is not None else (0 if unbiased is False else 1)
+        dims = _reduce_dims(self, dim)
+        n = self.numel() if dims is None else math.prod(self.shape[d] for d in dims)
+        d = self.float() - self.float().mean(dim, keepdim=True)
+        return (d * d).sum(dim, keepdim=keepdim) / max(n - c, 0)
+
+    def std(
+        self,
+        dim: Any = None,
+        unbiased: bool | None = None,
+        keepdim: bool = False,
+        *,
+        correction: float | None = None,
+    ) -> Tensor:
+        return self.var(dim, unbiased, keepdim, correction=correction).sqrt()
+
+    def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
+        """The 2-norm (p 2 or "fro"), 1-norm or inf-norm over dim (all elements by default)."""
+        if p in ("fro", 2, 2.0):
+            return (self.float() * self.float()).sum(dim, keepdim=keepdim).sqrt()
+        if p in (1, 1.0):
+            return self.float().abs().sum(dim, keepdim=keepdim)
+        if p == math.inf:
+            return self.float().abs().amax(dim, keepdim=keepdim)
+        raise refuse(f"Tensor.norm(p={p!r}) (2, 'fro', 1 and inf)", "tensor")
+
     def max(self, dim: Any = None, keepdim: bool = False) -> Any:
         """max() of all elements; max(dim) -> (values, indices); max(other) elementwise."""
         return _extreme(self, dim, keepdim, "max")
