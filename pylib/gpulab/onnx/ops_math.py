@@ -321,6 +321,41 @@ def _binary_float(fn: Callable[[Tensor, Tensor], Tensor]) -> Op:
     return Op(lower)
 
 
+def _trunc(x: Tensor) -> Tensor:
+    """Round toward zero (float32, |x| < 2^31: through an int32 cast)."""
+    return x.cast("int32").cast("float32")
+
+
+def _floor(x: Tensor) -> Tensor:
+    t = _trunc(x)
+    return t - (x < t).cast("float32")
+
+
+def _py_mod(fmod: int):
+    def fn(a, b):
+        if b == 0:
+            return 0
+        return int(math.fmod(a, b)) if fmod else a % b
+
+    return fn
+
+
+def _mod(cx: NodeCtx) -> list[Value]:
+    fmod = cx.attr("fmod", 0)
+    dtype = same_dtypes(cx, 2)
+    a, b = cx.v(0), cx.v(1)
+    if dtype == "float32" and not fmod:
+        raise cx.invalid("fmod = 0 with float inputs (ONNX requires fmod = 1)")
+    if dtype == "int32" and foldable(a, b):
+        return [elementwise([a, b], _py_mod(fmod), a.dtype if a.dtype == b.dtype else "int32")]
+    if dtype == "bool":
+        raise cx.fail("bool inputs")
+    x, y = f32(cx.t(0)), f32(cx.t(1))
+    q = x / y
+    r = x - (_trunc(q) if fmod else _floor(q)) * y
+    return [r if dtype == "float32" else r.cast("int32")]
+
+
 MATH_OPS: dict[str, Op] = {
     "Add": _binary("Add", lambda a, b: a + b),
     "Sub": _binary("Sub", lambda a, b: a - b),
@@ -362,6 +397,7 @@ MATH_OPS: dict[str, Op] = {
     "LessOrEqual": _compare("le", lambda a, b: a <= b),
     "GreaterOrEqual": _compare("ge", lambda a, b: a >= b),
     "Where": Op(_where),
+    "Mod": Op(_mod, frozenset({"fmod"})),
     "Cast": Op(_cast, frozenset({"to", "saturate"})),
     "CastLike": Op(_cast_like, frozenset({"saturate"})),
     "Clip": Op(_clip, frozenset({"min", "max"})),
