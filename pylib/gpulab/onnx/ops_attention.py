@@ -60,7 +60,7 @@ def _attention(cx: NodeCtx) -> list[Value]:
         k = g.concat([cx.t(4), k], axis=2)
         v = g.concat([cx.t(5), v], axis=2)
     present_k, present_v = k, v
-    b, hq, sq, d = q.shape
+    _b, hq, sq, d = q.shape
     skv = k.shape[2]
     scale = cx.attr("scale", 1.0 / math.sqrt(d))
     root = math.sqrt(scale)
