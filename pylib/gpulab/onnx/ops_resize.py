@@ -1,0 +1,148 @@
+"""ONNX Resize (opset 11+; nearest, linear, cubic) as separable per-axis maps computed at load.
+
+For each resized axis the sampling (coordinate_transformation_mode, nearest_mode, cubic_coeff_a,
+exclude_outside, edge clamping) is worked out in Python exactly as onnx.reference's op_resize
+does, giving each output position its input taps and weights. Nearest picks one tap: an
+`index_select` (exact). Linear and cubic multiply by the [out, in] weight matrix along the axis
+(`matmul`). tf_crop_and_resize and antialias are refused.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..graph import Tensor
+from .ctx import NodeCtx, Op
+from .values import Value
+
+MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+         "asymmetric")
+
+
+def _source(x: int, scale: float, n_in: int, n_out: int, ctm: str) -> float:
+    width = scale * n_in
+    if ctm == "align_corners":
+        return 0.0 if width == 1 else x * (n_in - 1) / (width - 1)
+    if ctm == "asymmetric":
+        return x / scale
+    if ctm == "pytorch_half_pixel":
+        return -0.5 if width == 1 else (x + 0.5) / scale - 0.5
+    if ctm == "half_pixel":
+        return (x + 0.5) / scale - 0.5
+    adjustment = n_out / width  # half_pixel_symmetric
+    return n_in / 2 * (1 - adjustment) + (x + 0.5) / scale - 0.5
+
+
+def _coeffs(ratio: float, mode: str, nearest: str, a: float) -> list[float]:
+    if mode == "nearest":
+        if ratio == 1:
+            return [0.0, 1.0]
+        pick_right = {"round_prefer_floor": ratio > 0.5, "round_prefer_ceil": ratio >= 0.5,
+                      "floor": False, "ceil": True}[nearest]
+        return [0.0, 1.0] if pick_right else [1.0, 0.0]
+    if mode == "linear":
+        return [1 - ratio, ratio]
+    r = ratio
+    return [((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
+            ((a + 2) * r - (a + 3)) * r * r + 1,
+            ((a + 2) * (1 - r) - (a + 3)) * (1 - r) * (1 - r) + 1,
+            ((a * ((1 - r) + 1) - 5 * a) * ((1 - r) + 1) + 8 * a) * ((1 - r) + 1) - 4 * a]
+
+
+def axis_taps(n_in: int, n_out: int, scale: float, mode: str, ctm: str, nearest: str,
+              a: float, exclude_outside: bool) -> list[dict[int, float]]:
+    """Per output position: {input index: weight}."""
+    rows = []
+    for x in range(n_out):
+        src = _source(x, scale, n_in, n_out, ctm)
+        ratio = 1.0 if float(src).is_integer() else src - math.floor(src)
+        coeffs = _coeffs(ratio, mode, nearest, a)
+        n = len(coeffs)
+        start = (int(src) if float(src).is_integer() else math.ceil(src)) - n // 2
+        idxs = list(range(start, start + n))
+        if exclude_outside:
+            coeffs = [0.0 if not 0 <= i < n_in else c for c, i in zip(coeffs, idxs)]
+            total = sum(coeffs) or 1.0
+            coeffs = [c / total for c in coeffs]
+        row: dict[int, float] = {}
+        for c, i in zip(coeffs, idxs):
+            j = min(max(i, 0), n_in - 1)
+            row[j] = row.get(j, 0.0) + c
+        rows.append(row)
+    return rows
+
+
+def _along(t: Tensor, axis: int, fn) -> Tensor:
+    """fn applied to t with `axis` moved last, moved back after."""
+    if axis == t.ndim - 1:
+        return fn(t)
+    perm = [d for d in range(t.ndim) if d != axis] + [axis]
+    back = [perm.index(d) for d in range(t.ndim)]
+    return fn(t.permute(perm)).permute(back)
+
+
+def _resize(cx: NodeCtx) -> list[Value]:
+    if cx.opset < 11:
+        raise cx.fail("Resize before opset 11 is not supported")
+    x = cx.t(0)
+    if x.dtype != "float32":
+        raise cx.fail(f"input of type {x.dtype} (float only)")
+    mode = cx.attr("mode", "nearest")
+    ctm = cx.attr("coordinate_transformation_mode", "half_pixel")
+    if mode not in ("nearest", "linear", "cubic"):
+        raise cx.fail(f"attribute 'mode' = {mode!r}")
+    if ctm not in MODES:
+        raise cx.fail(f"attribute 'coordinate_transformation_mode' = {ctm!r} is not supported")
+    if cx.attr("antialias", 0):
+        raise cx.fail("attribute 'antialias' = 1 is not supported")
+    nearest = cx.attr("nearest_mode", "round_prefer_floor")
+    if nearest not in ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil"):
+        raise cx.fail(f"attribute 'nearest_mode' = {nearest!r}")
+    rank = x.ndim
+    axes = [a % rank for a in cx.attr("axes", list(range(rank)))]
+    shape = list(x.shape)
+    scales = [1.0] * rank
+    sizes = list(shape)
+    if cx.has(3):
+        given = cx.ints(3, "sizes")
+        for a, s in zip(axes, given):
+            sizes[a] = s
+            scales[a] = s / shape[a]
+        policy = cx.attr("keep_aspect_ratio_policy", "stretch")
+        if policy != "stretch":
+            pick = min if policy == "not_larger" else max
+            s = pick(scales[a] for a in axes)
+            scales = [s if d in axes else 1.0 for d in range(rank)]
+            sizes = [int(s * shape[d] + 0.5) if d in axes else shape[d] for d in range(rank)]
+    elif cx.has(2):
+        for a, s in zip(axes, cx.floats(2, "scales")):
+            scales[a] = s
+            sizes[a] = int(s * shape[a])
+    else:
+        raise cx.invalid("neither scales nor sizes is given")
+    if any(s <= 0 for s in sizes):
+        raise cx.fail(f"output size {sizes}: zero-size tensors are not supported")
+    a = cx.attr("cubic_coeff_a", -0.75)
+    excl = bool(cx.attr("exclude_outside", 0))
+    out = x
+    for d in axes:
+        if math.isclose(scales[d], 1.0) and sizes[d] == shape[d]:
+            continue
+        rows = axis_taps(shape[d], sizes[d], scales[d], mode, ctm, nearest, a, excl)
+        if mode == "nearest":
+            idx = cx.g.tensor([max(r, key=r.get) for r in rows], dtype="int32")
+            out = out.index_select(d, idx)
+            continue
+        weights = [r.get(i, 0.0) for i in range(shape[d]) for r in rows]  # [in, out]
+        w = cx.g.tensor(weights, shape=[shape[d], sizes[d]])
+        out = _along(out, d, lambda t, w=w: t @ w)
+        cx.macs += out.size * shape[d]
+    return [out]
+
+
+RESIZE_OPS: dict[str, Op] = {
+    "Resize": Op(_resize, frozenset({
+        "mode", "coordinate_transformation_mode", "antialias", "nearest_mode", "axes",
+        "keep_aspect_ratio_policy", "cubic_coeff_a", "exclude_outside",
+        "extrapolation_value"}), (1, 2, 3)),
+}
