@@ -9,13 +9,21 @@ from __future__ import annotations
 from .ctx import NodeCtx, Op
 from .ops_attention import ATTENTION_OPS
 from .ops_loss import LOSS_OPS
-from .ops_resize import RESIZE_OPS
 from .ops_math import MATH_OPS
 from .ops_nn import NN_OPS
 from .ops_pool import POOL_OPS
+from .ops_resize import RESIZE_OPS
 from .ops_shape import SHAPE_OPS
 
-OPS: dict[str, Op] = {**MATH_OPS, **SHAPE_OPS, **NN_OPS, **POOL_OPS, **ATTENTION_OPS, **LOSS_OPS, **RESIZE_OPS}
+OPS: dict[str, Op] = {
+    **MATH_OPS,
+    **SHAPE_OPS,
+    **NN_OPS,
+    **POOL_OPS,
+    **ATTENTION_OPS,
+    **LOSS_OPS,
+    **RESIZE_OPS,
+}
 
 
 def supported_ops() -> list[str]:

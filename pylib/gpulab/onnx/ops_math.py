@@ -404,3 +404,143 @@ MATH_OPS: dict[str, Op] = {
     "IsNaN": Op(_isnan),
     "IsInf": Op(_isinf, frozenset({"detect_positive", "detect_negative"})),
 }
+
+
+# -- rounding, powers and trigonometry as composites ------------------------------------------
+
+_EXACT = 2.0**23  # from here on every float32 is an integer
+
+
+def _rounded(t: Tensor, kind: str) -> Tensor:
+    """floor / ceil / round-half-even of float32 t: exact for every value (integers from 2^23
+    on, NaN and infinities are kept as they are; below, through an int32 cast)."""
+    g = t.graph
+    tr = _trunc(t)
+    if kind == "floor":
+        r = tr - (t < tr).cast("float32")
+    elif kind == "ceil":
+        r = tr + (t > tr).cast("float32")
+    else:
+        fl = tr - (t < tr).cast("float32")
+        frac = t - fl
+        up = fl + 1.0
+        odd = (fl - _floor_exact(fl * 0.5) * 2.0).eq(1.0)
+        r = g.where(frac > 0.5, up, g.where(frac < 0.5, fl, g.where(odd, up, fl)))
+    small = abs(t) < _EXACT
+    out = g.where(small, r, t)
+    # floor/ceil/round keep the sign of zero (-0.3 rounds to -0)
+    return g.where(out.eq(0.0), t * 0.0, out)
+
+
+def _floor_exact(t: Tensor) -> Tensor:
+    tr = _trunc(t)
+    return tr - (t < tr).cast("float32")
+
+
+def _pow(cx: NodeCtx) -> list[Value]:
+    g = cx.g
+    base, expo = cx.t(0), cx.t(1)
+    out_dtype = base.dtype
+    if out_dtype == "bool" or expo.dtype == "bool":
+        raise cx.fail("bool inputs")
+    x, y = f32(base), f32(expo)
+    v = cx.v(1)
+    if isinstance(v, Const) and v.size == 1 and float(v.data[0]) in (1.0, 2.0, 3.0, 0.5):
+        k = float(v.data[0])
+        r = {1.0: x * 1.0, 2.0: x * x, 3.0: x * x * x}.get(k) if k != 0.5 else x.sqrt()
+    else:
+        mag = (y * abs(x).log()).exp()
+        integral = _floor_exact(y).eq(y)
+        odd = (y - _floor_exact(y * 0.5) * 2.0).eq(1.0)
+        signed = g.where(odd, -mag, mag)
+        neg = g.where(integral, signed, g.full([], math.nan))
+        r = g.where(x < 0.0, neg, mag)
+        r = g.where(y.eq(0.0), 1.0, r)
+    return [r if out_dtype == "float32" else r.cast(out_dtype)]
+
+
+def _sin_reduced(x: Tensor) -> Tensor:
+    """sin(x): x reduced by multiples of 2 pi to [-pi, pi], folded to [-pi/2, pi/2], then the
+    Taylor series to x^15 (error below 1e-11 there)."""
+    g = x.graph
+    two_pi = 2.0 * math.pi
+    k = _floor_exact(x * (1.0 / two_pi) + 0.5)
+    r = x - k * two_pi
+    r = g.where(r > math.pi / 2, math.pi - r, g.where(r < -math.pi / 2, -math.pi - r, r))
+    r2 = r * r
+    term, total = r, r
+    for n in range(1, 8):
+        term = term * r2 * (-1.0 / ((2 * n) * (2 * n + 1)))
+        total = total + term
+    return total
+
+
+def _trig(kind: str) -> Op:
+    def lower(cx: NodeCtx) -> list[Value]:
+        x = cx.t(0)
+        if x.dtype != "float32":
+            raise cx.fail(f"input of type {x.dtype} (float only)")
+        if kind == "sin":
+            return [_sin_reduced(x)]
+        cos = _sin_reduced(x + math.pi / 2)
+        if kind == "cos":
+            return [cos]
+        return [_sin_reduced(x) / cos]
+
+    return Op(lower)
+
+
+def _hyperbolic(kind: str) -> Op:
+    def lower(cx: NodeCtx) -> list[Value]:
+        x = cx.t(0)
+        if x.dtype != "float32":
+            raise cx.fail(f"input of type {x.dtype} (float only)")
+        if kind == "sinh":
+            return [(x.exp() - (-x).exp()) * 0.5]
+        if kind == "cosh":
+            return [(x.exp() + (-x).exp()) * 0.5]
+        if kind == "asinh":
+            return [(x + (x * x + 1.0).sqrt()).log()]
+        if kind == "acosh":
+            return [(x + (x * x - 1.0).sqrt()).log()]
+        return [((1.0 + x) / (1.0 - x)).log() * 0.5]  # atanh
+
+    return Op(lower)
+
+
+def _round_op(kind: str) -> Op:
+    def lower(cx: NodeCtx) -> list[Value]:
+        x = cx.t(0)
+        if x.dtype != "float32":
+            raise cx.fail(f"input of type {x.dtype} (float only)")
+        return [_rounded(x, kind)]
+
+    return Op(lower)
+
+
+def _erf(cx: NodeCtx) -> list[Value]:
+    from .. import functional as F
+
+    x = cx.t(0)
+    if x.dtype != "float32":
+        raise cx.fail(f"input of type {x.dtype} (float only)")
+    return [F.erf(x)]
+
+
+MATH_OPS.update(
+    {
+        "Floor": _round_op("floor"),
+        "Ceil": _round_op("ceil"),
+        "Round": _round_op("round"),
+        "Pow": Op(_pow),
+        "Sin": _trig("sin"),
+        "Cos": _trig("cos"),
+        "Tan": _trig("tan"),
+        "Sinh": _hyperbolic("sinh"),
+        "Cosh": _hyperbolic("cosh"),
+        "Asinh": _hyperbolic("asinh"),
+        "Acosh": _hyperbolic("acosh"),
+        "Atanh": _hyperbolic("atanh"),
+        "Erf": Op(_erf),
+    }
+)

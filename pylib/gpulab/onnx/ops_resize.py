@@ -15,8 +15,7 @@ from ..graph import Tensor
 from .ctx import NodeCtx, Op
 from .values import Value
 
-MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
-         "asymmetric")
+MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric")
 
 
 def _source(x: int, scale: float, n_in: int, n_out: int, ctm: str) -> float:
@@ -37,20 +36,34 @@ def _coeffs(ratio: float, mode: str, nearest: str, a: float) -> list[float]:
     if mode == "nearest":
         if ratio == 1:
             return [0.0, 1.0]
-        pick_right = {"round_prefer_floor": ratio > 0.5, "round_prefer_ceil": ratio >= 0.5,
-                      "floor": False, "ceil": True}[nearest]
+        pick_right = {
+            "round_prefer_floor": ratio > 0.5,
+            "round_prefer_ceil": ratio >= 0.5,
+            "floor": False,
+            "ceil": True,
+        }[nearest]
         return [0.0, 1.0] if pick_right else [1.0, 0.0]
     if mode == "linear":
         return [1 - ratio, ratio]
     r = ratio
-    return [((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
-            ((a + 2) * r - (a + 3)) * r * r + 1,
-            ((a + 2) * (1 - r) - (a + 3)) * (1 - r) * (1 - r) + 1,
-            ((a * ((1 - r) + 1) - 5 * a) * ((1 - r) + 1) + 8 * a) * ((1 - r) + 1) - 4 * a]
+    return [
+        ((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
+        ((a + 2) * r - (a + 3)) * r * r + 1,
+        ((a + 2) * (1 - r) - (a + 3)) * (1 - r) * (1 - r) + 1,
+        ((a * ((1 - r) + 1) - 5 * a) * ((1 - r) + 1) + 8 * a) * ((1 - r) + 1) - 4 * a,
+    ]
 
 
-def axis_taps(n_in: int, n_out: int, scale: float, mode: str, ctm: str, nearest: str,
-              a: float, exclude_outside: bool) -> list[dict[int, float]]:
+def axis_taps(
+    n_in: int,
+    n_out: int,
+    scale: float,
+    mode: str,
+    ctm: str,
+    nearest: str,
+    a: float,
+    exclude_outside: bool,
+) -> list[dict[int, float]]:
     """Per output position: {input index: weight}."""
     rows = []
     for x in range(n_out):
@@ -141,8 +154,21 @@ def _resize(cx: NodeCtx) -> list[Value]:
 
 
 RESIZE_OPS: dict[str, Op] = {
-    "Resize": Op(_resize, frozenset({
-        "mode", "coordinate_transformation_mode", "antialias", "nearest_mode", "axes",
-        "keep_aspect_ratio_policy", "cubic_coeff_a", "exclude_outside",
-        "extrapolation_value"}), (1, 2, 3)),
+    "Resize": Op(
+        _resize,
+        frozenset(
+            {
+                "mode",
+                "coordinate_transformation_mode",
+                "antialias",
+                "nearest_mode",
+                "axes",
+                "keep_aspect_ratio_policy",
+                "cubic_coeff_a",
+                "exclude_outside",
+                "extrapolation_value",
+            }
+        ),
+        (1, 2, 3),
+    ),
 }
