@@ -335,14 +335,18 @@ def load(
 
 
 def constant_inputs(model_bytes: bytes | bytearray | memoryview) -> list[str]:
-    """The graph inputs that some node needs known at load (a shape, axes, pads, ...): give
-    them in `load(constants=...)`."""
+    """The graph inputs whose values some node needs at load (a shape, axes, pads, ...),
+    directly or through the nodes that compute such an operand: give them in
+    `load(constants=...)`."""
     m = read_model(model_bytes)
     names = {vi.name for vi in m.graph.inputs} - {t.name for t in m.graph.initializers}
-    needed = []
+    needed: set[str] = set()
     for node in m.graph.nodes:
         entry = OPS.get(node.op_type)
         for i in getattr(entry, "const_inputs", ()):
-            if i < len(node.inputs) and node.inputs[i] in names and node.inputs[i] not in needed:
-                needed.append(node.inputs[i])
-    return needed
+            if i < len(node.inputs) and node.inputs[i]:
+                needed.add(node.inputs[i])
+    for node in reversed(m.graph.nodes):  # a node computing a needed value needs its inputs
+        if any(o in needed for o in node.outputs):
+            needed.update(i for i in node.inputs if i)
+    return [vi.name for vi in m.graph.inputs if vi.name in names and vi.name in needed]

@@ -135,11 +135,15 @@ def _reduce(kind: str) -> Op:
 def _arg(kind: str) -> Op:
     def lower(cx: NodeCtx) -> list[Value]:
         t = cx.t(0)
-        if cx.attr("select_last_index", 0):
-            raise cx.fail("attribute 'select_last_index' = 1 is not supported")
         axis = _axis(cx, cx.attr("axis", 0), t.ndim)
         keep = bool(cx.attr("keepdims", 1))
-        return [cx.g.op(kind, a=t, axis=axis, keepdim=keep)]
+        if not cx.attr("select_last_index", 0):
+            return [cx.g.op(kind, a=t, axis=axis, keepdim=keep)]
+        # the last index on ties: the first of the reversed axis, counted from the end
+        n = t.shape[axis]
+        rev = t.index_select(axis, cx.g.tensor(list(range(n - 1, -1, -1)), dtype="int32"))
+        first = cx.g.op(kind, a=rev, axis=axis, keepdim=keep)
+        return [((first.cast("float32") * -1.0) + float(n - 1)).cast("int32")]
 
     return Op(lower, frozenset({"axis", "keepdims", "select_last_index"}))
 
@@ -161,6 +165,53 @@ def _rows(kind: str) -> Op:
         return [cx.g.op(kind, a=flat, axis=1).reshape(list(t.shape))]
 
     return Op(lower, frozenset({"axis"}))
+
+
+def _cumsum(cx: NodeCtx) -> list[Value]:
+    x = cx.t(0)
+    axis = _axis(cx, cx.ints(1, "axis")[0], x.ndim)
+    exclusive, reverse = cx.attr("exclusive", 0), cx.attr("reverse", 0)
+    n = x.shape[axis]
+
+    def takes(j: int, i: int) -> bool:  # does output i add input j?
+        if reverse:
+            return j > i if exclusive else j >= i
+        return j < i if exclusive else j <= i
+
+    tri = cx.g.tensor(
+        [1.0 if takes(j, i) else 0.0 for j in range(n) for i in range(n)], shape=[n, n]
+    )
+    xf = f32(x)
+    if x.ndim == 1:
+        y = (xf.reshape([1, n]) @ tri).reshape([n])
+    elif axis == x.ndim - 1:
+        y = xf @ tri
+    else:
+        perm = [d for d in range(x.ndim) if d != axis] + [axis]
+        back = [perm.index(d) for d in range(x.ndim)]
+        y = (xf.permute(perm) @ tri).permute(back)
+    cx.macs += y.size * n
+    return [y if x.dtype == "float32" else y.cast(x.dtype)]
+
+
+def _onehot(cx: NodeCtx) -> list[Value]:
+    idx = cx.t(0)
+    depth = int(cx.c(1, "depth").data[0])
+    values = cx.t(2)
+    axis = cx.attr("axis", -1)
+    rank = idx.ndim + 1
+    axis = _axis(cx, axis, rank)
+    i = f32(idx)
+    i = cx.g.where(i < 0.0, i + float(depth), i).cast("int32")
+    shape = list(idx.shape)
+    shape.insert(axis, 1)
+    iota_shape = [1] * rank
+    iota_shape[axis] = depth
+    iota = cx.g.tensor(list(range(depth)), shape=iota_shape, dtype="int32")
+    hot = i.reshape(shape).eq(iota)
+    off = values.index_select(0, cx.g.tensor([0], dtype="int32")).reshape([])
+    on = values.index_select(0, cx.g.tensor([1], dtype="int32")).reshape([])
+    return [cx.g.where(hot, on, off)]
 
 
 def _hardmax(cx: NodeCtx) -> list[Value]:
@@ -305,6 +356,8 @@ NN_OPS: dict[str, Op] = {
     "Softmax": _rows("softmax"),
     "LogSoftmax": _rows("log_softmax"),
     "Hardmax": Op(_hardmax, frozenset({"axis"})),
+    "CumSum": Op(_cumsum, frozenset({"exclusive", "reverse"}), (1,)),
+    "OneHot": Op(_onehot, frozenset({"axis"}), (1,)),
     "LayerNormalization": Op(_layer_norm, frozenset({"axis", "epsilon", "stash_type"})),
     "BatchNormalization": Op(
         _batch_norm, frozenset({"epsilon", "momentum", "training_mode", "is_test", "spatial"})
