@@ -13,7 +13,8 @@ import pytest
 from e2e.onnx_nodes.cases import NodeCase, translate_all
 from e2e.onnx_nodes.runner import FAST_LANES, judge, run_lane
 
-LOADED_AT_LEAST = 570  # measured on onnx 1.23.2: a drop means a lowering regressed
+LOADED_AT_LEAST = 819  # measured on onnx 1.23.2 (without hold_32bit): a drop is a regression
+HELD_PASS_AT_LEAST = 78  # of the cases loaded with hold_32bit=True (DOUBLE, FLOAT16, int8..)
 
 
 @pytest.fixture(scope="module")
@@ -45,9 +46,12 @@ def test_every_case_loads_or_is_refused_precisely(cases: list[NodeCase]) -> None
 def test_loaded_cases_pass_on_the_fast_lanes(cases: list[NodeCase], lane: str) -> None:
     verdicts, info = run_lane(lane, cases, allow_software=True)
     assert info["available"], info
-    failed = {name: why for name, why in verdicts.items() if why}
+    held = {c.name for c in cases if c.held}
+    failed = {name: why for name, why in verdicts.items() if why and name not in held}
     assert not failed, list(failed.items())[:10]
-    assert len(verdicts) >= LOADED_AT_LEAST
+    assert len(verdicts) - len(held) >= LOADED_AT_LEAST
+    # held cases compute at another precision than ONNX's reference: most, not all, pass
+    assert sum(not why for name, why in verdicts.items() if name in held) >= HELD_PASS_AT_LEAST
 
 
 def test_the_judge_fails_a_wrong_output(cases: list[NodeCase]) -> None:

@@ -8,8 +8,33 @@ from dataclasses import dataclass, field
 
 from ..errors import GpuLabError
 from ..graph import Graph, Tensor
-from .proto import ATTR_TYPES, Attribute, Node
-from .values import Const, Value, dtype_of, materialize, tensor_const
+from .proto import ATTR_TYPES, DATA_TYPES, Attribute, Node
+from .values import NARROW_INTS, Const, Value, dtype_of, materialize, tensor_const
+
+# Ops whose integer results can leave an 8/16-bit range (held as int32 they would not wrap).
+WRAPPING_OPS = frozenset(
+    {
+        "Add",
+        "Sub",
+        "Mul",
+        "Neg",
+        "Abs",
+        "Sum",
+        "Mean",
+        "Pow",
+        "CumSum",
+        "ReduceSum",
+        "ReduceSumSquare",
+        "ReduceProd",
+        "ReduceL1",
+        "ReduceL2",
+        "Div",
+        "Mod",
+        "Sign",
+        "Gemm",
+        "MatMul",
+    }
+)
 
 _MISSING = object()
 
@@ -27,14 +52,31 @@ class Op:
         for name in cx.node.attrs:
             if name not in self.attrs:
                 raise cx.fail(f"attribute {name!r} is not supported")
+        if cx.node.op_type in WRAPPING_OPS:
+            narrow = [n for n in cx.node.inputs if cx.types.get(n) in NARROW_INTS]
+            if narrow:
+                kind = DATA_TYPES[cx.types[narrow[0]]]
+                raise cx.fail(
+                    f"input {narrow[0]!r} is {kind}: held as int32 (hold_32bit), "
+                    f"its arithmetic would not wrap as {kind} does"
+                )
         return self.fn(cx)
 
 
 class NodeCtx:
     def __init__(
-        self, g: Graph, node: Node, index: int, opset: int, env: Mapping[str, Value]
+        self,
+        g: Graph,
+        node: Node,
+        index: int,
+        opset: int,
+        env: Mapping[str, Value],
+        hold: bool = False,
+        types: Mapping[str, int] | None = None,
     ) -> None:
         self.g, self.node, self.opset, self.env = g, node, opset, env
+        self.hold = hold  # load(hold_32bit=True)
+        self.types = types or {}  # ONNX element types of the values, where known
         named = f" {node.name!r}" if node.name else ""
         self.label = f"node {index}{named} ({node.op_type})"
         self.macs = 0
@@ -120,7 +162,7 @@ class NodeCtx:
             except UnicodeDecodeError:
                 raise self.invalid(f"attribute {a.name!r} is not UTF-8") from None
         if kind == "TENSOR" and a.t is not None:
-            return tensor_const(a.t, f"{self.label} attribute {a.name!r}")
+            return tensor_const(a.t, f"{self.label} attribute {a.name!r}", self.hold)
         if kind == "FLOATS":
             return list(a.floats)
         if kind == "INTS":
@@ -128,6 +170,15 @@ class NodeCtx:
         if kind == "STRINGS":
             return [s.decode("utf-8", "replace") for s in a.strings]
         raise self.fail(f"attribute {a.name!r} of type {kind} is not supported")
+
+    def output_type(self) -> int:
+        """The ONNX element type of this node's outputs as far as refusals need it: Cast's
+        `to`, else the first input's."""
+        if self.node.op_type == "Cast" and "to" in self.node.attrs:
+            return int(self.node.attrs["to"].i)
+        if self.node.op_type in ("Shape", "Size", "ArgMax", "ArgMin"):
+            return 7
+        return self.types.get(self.node.inputs[0], 0) if self.node.inputs else 0
 
     def outputs_wanted(self) -> int:
         """How many outputs the node names (trailing empty names not counted)."""

@@ -66,7 +66,7 @@ def _opset(m: ModelProto) -> int:
 
 
 def _input_specs(
-    m: ModelProto, input_shapes: Mapping[str, Any] | None, initialized: set[str]
+    m: ModelProto, input_shapes: Mapping[str, Any] | None, initialized: set[str], hold: bool
 ) -> list[InputSpec]:
     given = dict(input_shapes or {})
     specs = []
@@ -76,7 +76,7 @@ def _input_specs(
         what = f"input {vi.name!r}"
         if vi.elem_type is None:
             raise GpuLabError("UNSUPPORTED", f"onnx: {what} is not a tensor")
-        dtype = onnx_dtype(vi.elem_type, what)
+        dtype = onnx_dtype(vi.elem_type, what, hold)
         if vi.name in given:
             shape = [int(d) for d in given.pop(vi.name)]
             if vi.shape is not None and len(vi.shape) != len(shape):
@@ -124,18 +124,20 @@ class Model:
         proto: ModelProto,
         input_shapes: Mapping[str, Any] | None,
         constants: Mapping[str, Any] | None,
+        hold_32bit: bool = False,
     ) -> None:
         self.proto = proto
+        self.hold = hold_32bit
         self.opset = _opset(proto)
         _refuse_operators(proto)
         self.initializers: dict[str, Const] = {}
         for i, t in enumerate(proto.graph.initializers):
             what = f"initializer {t.name!r}" if t.name else f"initializer {i}"
-            self.initializers[t.name] = tensor_const(t, what)
+            self.initializers[t.name] = tensor_const(t, what, self.hold)
         if proto.graph.sparse_initializers:
             raise GpuLabError("UNSUPPORTED", "onnx: sparse initializers are not supported")
         self.constants: dict[str, Const] = {}
-        specs = _input_specs(proto, input_shapes, set(self.initializers))
+        specs = _input_specs(proto, input_shapes, set(self.initializers), self.hold)
         for name, value in (constants or {}).items():
             spec = next((s for s in specs if s.name == name), None)
             if spec is None:
@@ -173,9 +175,13 @@ class Model:
         env.update(self.initializers)
         env.update(self.constants)
         env.update(sources)
+        types = {
+            vi.name: vi.elem_type for vi in self.proto.graph.inputs if vi.elem_type is not None
+        }
+        types.update({t.name: t.data_type for t in self.proto.graph.initializers})
         budget = _Budget()
         for index, node in enumerate(self.proto.graph.nodes):
-            cx = NodeCtx(g, node, index, self.opset, env)
+            cx = NodeCtx(g, node, index, self.opset, env, self.hold, types)
             try:
                 results = OPS[node.op_type](cx)
             except GpuLabError as err:
@@ -191,6 +197,7 @@ class Model:
                 if name:
                     budget.add(value, name)
                     env[name] = value
+                    types[name] = cx.output_type()
             budget.macs += cx.macs
             if budget.macs > LIMITS["max_macs"]:
                 raise GpuLabError(
@@ -274,6 +281,8 @@ def _as_flat(value: Any, dtype: str) -> tuple[tuple[int, ...] | None, Any]:
     """(shape or None, data) of a numpy array, list, array.array or bytes."""
     if hasattr(value, "__array_interface__") and hasattr(value, "shape"):
         shape = tuple(int(d) for d in value.shape)
+        if value.dtype.kind not in "iubf" and dtype == "float32":  # bfloat16 (ml_dtypes)
+            value = value.astype("float32")
         if value.dtype.kind in "iu" and dtype == "int32":
             if value.size and (value.min() < -(2**31) or value.max() > 2**31 - 1):
                 raise GpuLabError("VALIDATION", "onnx: an int64 value outside int32")
@@ -326,12 +335,15 @@ def load(
     model_bytes: bytes | bytearray | memoryview,
     input_shapes: Mapping[str, Any] | None = None,
     constants: Mapping[str, Any] | None = None,
+    hold_32bit: bool = False,
 ) -> Model:
     """Read and check an ONNX model (opset 7+ of the default domain). `input_shapes` gives
     sizes for inputs whose declared shape is dynamic; `constants` fixes some inputs' values at
-    load (an input that is a shape, axes or pads must be known at load). Refusals
-    (GpuLabError: UNSUPPORTED, VALIDATION, LIMIT) all happen here, before any device work."""
-    return Model(read_model(model_bytes), input_shapes, constants)
+    load (an input that is a shape, axes or pads must be known at load). `hold_32bit` accepts
+    DOUBLE and FLOAT16 tensors computed in float32 and INT8/UINT8/INT16/UINT16 held
+    as int32 (their arithmetic refused); without it they are refused. Refusals (GpuLabError:
+    UNSUPPORTED, VALIDATION, LIMIT) all happen here, before any device work."""
+    return Model(read_model(model_bytes), input_shapes, constants, hold_32bit)
 
 
 def constant_inputs(model_bytes: bytes | bytearray | memoryview) -> list[str]:

@@ -10,6 +10,7 @@ from .ctx import NodeCtx, Op
 from .ops_attention import ATTENTION_OPS
 from .ops_loss import LOSS_OPS
 from .ops_math import MATH_OPS
+from .ops_more import MORE_OPS
 from .ops_nn import NN_OPS
 from .ops_pool import POOL_OPS
 from .ops_resize import RESIZE_OPS
@@ -23,6 +24,7 @@ OPS: dict[str, Op] = {
     **ATTENTION_OPS,
     **LOSS_OPS,
     **RESIZE_OPS,
+    **MORE_OPS,
 }
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from ..graph import Tensor
 from .ctx import NodeCtx, Op
 from .fold import elementwise, foldable
-from .values import Const, Value, dtype_of
+from .values import HELD_DTYPES, Const, Value, dtype_of
 
 ONNX_TO_DTYPE = {1: "float32", 6: "int32", 7: "int32", 9: "bool"}
 
@@ -51,12 +51,27 @@ _PY = {
 }
 
 
+def _float_div(a: float, b: float) -> float:
+    if b == 0:
+        if a == 0 or math.isnan(a):
+            return math.nan
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+    return a / b
+
+
+# float32 constants fold in float64 and round once: for + - * / of float32 operands that is
+# the correctly rounded float32 result (53 >= 2 * 24 + 2 bits), the device's bits
+_PY_FLOAT = {**_PY, "Div": _float_div}
+
+
 def _binary(op: str, fn: Callable[[Tensor, Tensor], Tensor]) -> Op:
     def lower(cx: NodeCtx) -> list[Value]:
         if cx.opset < 7 and (cx.has_attr("broadcast") or cx.has_attr("axis")):
             raise cx.fail("legacy broadcast attributes are not supported")
         dtype = same_dtypes(cx, 2)
         a, b = cx.v(0), cx.v(1)
+        if dtype == "float32" and foldable(a, b):
+            return [elementwise([a, b], _PY_FLOAT[op], "float32")]
         if dtype != "float32" and foldable(a, b) and dtype != "bool":
             return [elementwise([a, b], _PY[op], a.dtype if a.dtype == b.dtype else "int32")]
         if dtype == "bool":
@@ -74,6 +89,11 @@ def _variadic(op: str) -> Op:
 
     def lower(cx: NodeCtx) -> list[Value]:
         dtype = same_dtypes(cx, cx.n_inputs)
+        vals = [cx.v(i) for i in range(cx.n_inputs) if cx.has(i)]
+        if op in ("Max", "Min") and dtype != "float32" and foldable(*vals):
+            pick = max if op == "Max" else min
+            kind = "int64" if any(v.dtype == "int64" for v in vals) else vals[0].dtype
+            return [elementwise(vals, lambda *xs: pick(xs), kind)]
         ts = [cx.t(i) for i in range(cx.n_inputs) if cx.has(i)]
         if op in ("Max", "Min"):
             name = "maximum" if op == "Max" else "minimum"
@@ -101,6 +121,9 @@ def _unary(
     fn: Callable[[Tensor, NodeCtx], Tensor], attrs: tuple[str, ...] = (), ints: bool = False
 ) -> Op:
     def lower(cx: NodeCtx) -> list[Value]:
+        v = cx.v(0)
+        if ints and v.dtype in ("int32", "int64") and foldable(v) and fn in _INT_FOLDS:
+            return [elementwise([v], _INT_FOLDS[fn], v.dtype)]
         t = cx.t(0)
         if t.dtype != "float32" and not ints:
             raise cx.fail(f"input of type {t.dtype} is not supported (float only)")
@@ -115,6 +138,9 @@ def _abs(t: Tensor, cx: NodeCtx) -> Tensor:
 
 def _neg(t: Tensor, cx: NodeCtx) -> Tensor:
     return -t if t.dtype == "float32" else (-f32(t)).cast(t.dtype)
+
+
+_INT_FOLDS: dict = {_abs: abs, _neg: lambda x: -x}
 
 
 def _sign(t: Tensor, cx: NodeCtx) -> Tensor:
@@ -232,7 +258,7 @@ def _where(cx: NodeCtx) -> list[Value]:
 
 
 def _cast_to(cx: NodeCtx, to: int) -> list[Value]:
-    dtype = ONNX_TO_DTYPE.get(to)
+    dtype = ONNX_TO_DTYPE.get(to) or (HELD_DTYPES.get(to) if cx.hold else None)
     if dtype is None:
         from .proto import DATA_TYPES
 
@@ -241,12 +267,30 @@ def _cast_to(cx: NodeCtx, to: int) -> list[Value]:
             f"(FLOAT, INT32, INT64, BOOL)"
         )
     v = cx.v(0)
-    if isinstance(v, Const) and foldable(v) and dtype != "float32" and v.dtype != "float32":
-        conv = bool if dtype == "bool" else int
-        out_dtype = "int64" if to == 7 else dtype
-        return [elementwise([v], conv, out_dtype)]
+    if isinstance(v, Const) and foldable(v):
+        return [elementwise([v], _caster(dtype, v.dtype), "int64" if to == 7 else dtype)]
     t = cx.t(0)
     return [t if t.dtype == dtype else t.cast(dtype)]
+
+
+def _caster(dtype: str, source: str) -> Callable[[object], object]:
+    """A folded Cast's conversion, as the cast op does it: float -> int truncates, saturating,
+    NaN -> 0; to bool: nonzero."""
+    if dtype == "bool":
+        return lambda x: x != 0
+    if dtype == "float32":
+        return float
+    if source != "float32":
+        return int
+
+    def to_int(x: float) -> int:
+        if math.isnan(x):
+            return 0
+        if math.isinf(x):
+            return 2**31 - 1 if x > 0 else -(2**31)
+        return max(-(2**31), min(2**31 - 1, int(x)))
+
+    return to_int
 
 
 def _cast(cx: NodeCtx) -> list[Value]:

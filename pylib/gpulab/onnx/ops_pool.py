@@ -91,7 +91,8 @@ def _conv(cx: NodeCtx) -> list[Value]:
         raise cx.invalid(f"X has {x.shape[1]} channels, W {list(w.shape)} with group {groups}")
     begin, end, extra, out, strides, dil = _window(cx, x, kernel)
     if one_d:
-        begin, end, extra, out = (_two(v, 0) for v in (begin, end, extra, out))
+        begin, end, extra = (_two(v, 0) for v in (begin, end, extra))
+        out = _two(out, 1)
         strides, dil = _two(strides, 1), _two(dil, 1)
     xp = _padded(x4, begin, end, extra, 0.0)
     y = F.conv2d_im2col(xp, w4, strides, dil, out, groups)
@@ -117,6 +118,7 @@ def _pool(kind: str) -> Op:
         WINDOW_ATTRS
         | {"ceil_mode", "storage_order"}
         | ({"count_include_pad"} if kind == "avg" else set())
+        | ({"p"} if kind == "lp" else set())
     )
 
     def lower(cx: NodeCtx) -> list[Value]:
@@ -135,14 +137,28 @@ def _pool(kind: str) -> Op:
         spatial = list(x.shape[2:])
         if one_d:
             kernel, spatial = _two(kernel, 1), _two(spatial, 1)
-            begin, end, extra, out = (_two(v, 0) for v in (begin, end, extra, out))
+            begin, end, extra = (_two(v, 0) for v in (begin, end, extra))
+            out = _two(out, 1)
             strides, dil = _two(strides, 1), _two(dil, 1)
         pad_value = -math.inf if kind == "max" else 0.0
         xp = _padded(x4, begin, end, extra, pad_value)
         taps = F.window_taps(xp, kernel, strides, dil, out)
+        if kind == "lp":
+            p = cx.attr("p", 2)
+            if p < 1:
+                raise cx.fail(f"attribute 'p' = {p} is not supported (p >= 1)")
+            # |t|^p (p > 2: exp(p log|t|), 0 at t = 0)
+            taps = [
+                abs(t) if p == 1 else t * t if p == 2 else (abs(t).log() * float(p)).exp()
+                for t in taps
+            ]
         acc = taps[0]
         for t in taps[1:]:
             acc = cx.g.op("maximum", a=acc, b=t) if kind == "max" else acc + t
+        if kind == "lp" and cx.attr("p", 2) == 2:
+            acc = acc.sqrt()
+        elif kind == "lp" and cx.attr("p", 2) > 2:
+            acc = (acc.log() * (1.0 / cx.attr("p"))).exp()
         if kind == "avg":
             include = bool(cx.attr("count_include_pad", 0))
             ch, cw = (
@@ -164,4 +180,5 @@ POOL_OPS: dict[str, Op] = {
     "Conv": Op(_conv, WINDOW_ATTRS | {"group"}),
     "MaxPool": _pool("max"),
     "AveragePool": _pool("avg"),
+    "LpPool": _pool("lp"),
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import array
 import math
+import struct
 from dataclasses import dataclass
 
 from ..errors import GpuLabError
@@ -22,6 +23,12 @@ INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 # ONNX element type -> the gpulab dtype it is held in (int64 narrowed to int32, range checked).
 ONNX_DTYPES = {1: "float32", 6: "int32", 7: "int32", 9: "bool"}
+# With load(hold_32bit=True) also: DOUBLE and FLOAT16 as float32 (DOUBLE rounded to float32,
+# FLOAT16 exact in it; BFLOAT16 stays refused: ONNX's bfloat16 results round every step to 8
+# bits, further than ONNX's own rtol 1e-3 from a float32 computation) and the 8/16-bit integers as int32 (exact; their arithmetic is
+# refused, as it would not wrap at 8 or 16 bits).
+HELD_DTYPES = {10: "float32", 11: "float32", 2: "int32", 3: "int32", 4: "int32", 5: "int32"}
+NARROW_INTS = {2, 3, 4, 5}
 
 
 @dataclass
@@ -86,15 +93,21 @@ def shape_of(v: Value) -> tuple[int, ...]:
     return tuple(v.shape)
 
 
-def onnx_dtype(elem_type: int, what: str) -> str:
+def onnx_dtype(elem_type: int, what: str, hold: bool = False) -> str:
     """The gpulab dtype an ONNX element type is held in, or UNSUPPORTED naming the tensor."""
-    dtype = ONNX_DTYPES.get(elem_type)
+    dtype = ONNX_DTYPES.get(elem_type) or (HELD_DTYPES.get(elem_type) if hold else None)
     if dtype is None:
         name = DATA_TYPES.get(elem_type, str(elem_type))
+        held = (
+            " (load(hold_32bit=True) holds DOUBLE and FLOAT16 as float32 and "
+            "INT8, UINT8, INT16, UINT16 as int32)"
+            if elem_type in HELD_DTYPES and not hold
+            else ""
+        )
         raise GpuLabError(
             "UNSUPPORTED",
             f"onnx: {what} has element type {name}; supported: FLOAT, INT32, INT64 (held as "
-            f"int32), BOOL",
+            f"int32), BOOL{held}",
         )
     return dtype
 
@@ -118,7 +131,27 @@ def check_dims(dims, what: str) -> tuple[int, ...]:
     return tuple(dims)
 
 
-def tensor_const(t: TensorProto, what: str) -> Const:
+_HELD_CODES = {10: "e", 11: "d", 2: "B", 3: "b", 4: "H", 5: "h"}
+
+
+def _held_values(t: TensorProto, raw: bytes, n: int, what: str) -> array.array:
+    """The elements of a held type (hold_32bit) as float32 or int32."""
+    kind = t.data_type
+    if t.int32_words:  # int32_data: narrow ints as values, FLOAT16 as bit patterns
+        words = array.array("i")
+        words.frombytes(raw)
+        if kind in NARROW_INTS:
+            return array.array("i", words)
+        raw = array.array("H", [w & 0xFFFF for w in words]).tobytes()
+    code = _HELD_CODES[kind]
+    width = struct.calcsize(code)
+    if len(raw) != width * n:
+        raise _length(what, len(raw), width * n)
+    values = struct.unpack(f"<{n}{code}", raw)
+    return array.array("f" if kind in (10, 11) else "i", values)
+
+
+def tensor_const(t: TensorProto, what: str, hold: bool = False) -> Const:
     """An initializer or Constant tensor as a Const (int64 kept as int64 until it becomes a
     graph tensor)."""
     if t.external:
@@ -126,12 +159,14 @@ def tensor_const(t: TensorProto, what: str) -> Const:
             "UNSUPPORTED",
             f"onnx: {what} keeps its data in an external file; give a model with the data inside",
         )
-    dtype = onnx_dtype(t.data_type, what)
+    dtype = onnx_dtype(t.data_type, what, hold)
     shape = check_dims(list(t.dims), what)
     n = math.prod(shape)
     raw = t.raw or b""
     kind = DATA_TYPES.get(t.data_type)
-    if t.int32_words:  # int32_data carrying bools
+    if t.data_type in HELD_DTYPES:
+        data = _held_values(t, raw, n, what)
+    elif t.int32_words:  # int32_data carrying bools
         words = array.array("i")
         words.frombytes(raw)
         data = array.array(TYPECODE[dtype], words if dtype != "bool" else [w != 0 for w in words])
