@@ -6,8 +6,9 @@
   (validator included) must refuse each with the table's code, naming the table's node, its
   message containing the table's phrase. A case's "op" is the row's group (`attr`, `shape`...).
 
-The ONNX node-test suite comes with the ONNX issue: its name is reserved in PLANNED, and asking
-for it says so instead of running anything.
+- onnx-node: ONNX's node tests (onnx_nodes.py: the installed onnx wheel's cases loaded by
+  gpulab.onnx, those of exact element types), against ONNX's expected outputs with its
+  tolerances (rtol 1e-3, atol 1e-7); `python -m e2e.onnx_nodes` reports every case.
 """
 
 from __future__ import annotations
@@ -77,13 +78,26 @@ def judge_refusal(case: Mapping, raw: RawResult | None) -> CaseResult:
     return CaseResult(name, group, True, 0.0)
 
 
+def load_onnx_nodes() -> list[dict]:
+    from .onnx_nodes import load_suite  # needs the onnx package: imported when asked for
+
+    return load_suite()
+
+
+def judge_onnx(case: Mapping, raw: RawResult | None) -> CaseResult:
+    from .onnx_nodes import judge_suite
+
+    return judge_suite(case, raw)
+
+
 SUITES: dict[str, Suite] = {
     "corpus": Suite("corpus", load_cases, None, True, "pass"),
     "bad-graphs": Suite("bad-graphs", load_bad_graphs, judge_refusal, False, "refused as expected"),
+    "onnx-node": Suite(
+        "onnx-node", load_onnx_nodes, judge_onnx, False, "matches ONNX's expected outputs"
+    ),
 }
-PLANNED: dict[str, str] = {
-    "onnx-node": "the ONNX node-test suite comes with the ONNX issue and is not in this build",
-}
+PLANNED: dict[str, str] = {}
 
 
 def select(cases: Sequence[dict], patterns: str | None) -> list[dict]:

@@ -15,43 +15,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
 from e2e.conformance.executors import EXECUTORS, LaneRun
-
-from .cases import NodeCase
+from e2e.conformance.onnx_nodes import NodeCase, judge
 
 FAST_LANES = ("cpu-python", "wgpu", "node-cpu")
 ALL_LANES = FAST_LANES + ("node-wasm", "chromium-webgl2", "chromium-webgpu")
-
-
-def judge(case: NodeCase, outputs: dict[str, np.ndarray]) -> str:
-    """'' when the outputs match the reference, else why not."""
-    for name, ref in case.expected.items():
-        if name not in outputs:
-            return f"output {name!r} missing"
-        got = np.asarray(outputs[name])
-        ref = np.asarray(ref)
-        if tuple(got.shape) != tuple(ref.shape):
-            return f"{name}: shape {list(got.shape)}, expected {list(ref.shape)}"
-        if ref.dtype.kind in "iub":
-            if not np.array_equal(got.astype(np.int64), ref.astype(np.int64)):
-                bad = int(np.argmax(got.astype(np.int64).ravel() != ref.astype(np.int64).ravel()))
-                return f"{name}: element {bad} is {got.ravel()[bad]}, expected {ref.ravel()[bad]}"
-            continue
-        g64, r64 = got.astype(np.float64), ref.astype(np.float64)
-        nan = np.isnan(r64)
-        if not np.array_equal(nan, np.isnan(g64)):
-            return f"{name}: NaN where the reference has none (or the other way)"
-        with np.errstate(invalid="ignore"):
-            ok = (g64 == r64) | (np.abs(g64 - r64) <= case.atol + case.rtol * np.abs(r64)) | nan
-        if not ok.all():
-            bad = int(np.argmax(~ok.ravel()))
-            return (
-                f"{name}: element {bad} is {g64.ravel()[bad]!r}, expected "
-                f"{r64.ravel()[bad]!r} (rtol {case.rtol}, atol {case.atol})"
-            )
-    return ""
 
 
 def run_lane(lane: str, cases: Sequence[NodeCase], **opts: object) -> tuple[dict, dict]:

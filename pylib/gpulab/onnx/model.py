@@ -303,7 +303,10 @@ def _input_tensor(g: Graph, spec: InputSpec, value: Any) -> Tensor:
             f"onnx: input {spec.name!r} has shape {list(shape)}, "
             f"the model was loaded for {list(spec.shape)}",
         )
-    return g.tensor(data, shape=list(spec.shape), dtype=spec.dtype)
+    try:
+        return g.tensor(data, shape=list(spec.shape), dtype=spec.dtype)
+    except GpuLabError as err:
+        raise GpuLabError(err.code, f"onnx: input {spec.name!r}: {err.message}") from None
 
 
 def _const_input(spec: InputSpec, value: Any) -> Const:
