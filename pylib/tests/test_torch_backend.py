@@ -216,8 +216,8 @@ def test_encoder_block_on_wgpu(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_cnn_inference_on_gpulab_and_training_around_the_pool_indices() -> None:
     """Inference: the whole graph on gpulab (conv2d, max_pool2d, avg_pool2d). Training: the
     forward breaks at max_pool2d_with_indices (its indices are saved for the backward) and the
-    backward at the window backwards, which have no protocol op: values and gradients still
-    equal eager."""
+    backward at the pooling backwards, which have no protocol op; convolution_backward is
+    conv2d's (strided too): values and gradients equal eager."""
     torch.manual_seed(7)
     model, x = CNN(), torch.randn(2, 1, 16, 16)
     since = len(tb.RECORDS)
@@ -232,9 +232,29 @@ def test_cnn_inference_on_gpulab_and_training_around_the_pool_indices() -> None:
         torch.testing.assert_close(got[key], want[key], **TOL, msg=key)
     outer = {r.label.split("#")[0]: r for r in records if "." not in r.label}
     assert "aten.max_pool2d_with_indices.default" in outer["forward"].reason
-    assert "aten.convolution_backward.default" in outer["backward"].reason
+    assert "aten.max_pool2d_with_indices_backward.default" in outer["backward"].reason
+    assert "aten.convolution_backward.default" not in outer["backward"].reason
     parts = [r for r in records if "." in r.label]
     assert parts and all(r.backend == "cpu-python" and r.calls == 1 for r in parts)
+
+
+def test_strided_padded_conv_gradients_equal_eager() -> None:
+    """convolution_backward on gpulab for a non-square kernel, unequal strides and padding
+    (rows the strides never reach get zero input gradient)."""
+    torch.manual_seed(8)
+    conv = nn.Sequential(nn.Conv2d(3, 5, (3, 4), stride=(3, 2), padding=(2, 1)), nn.Tanh())
+    x = torch.randn(2, 3, 11, 12, requires_grad=True)
+    ref_x = x.detach().clone().requires_grad_(True)
+    ref = copy.deepcopy(conv)
+    since = len(tb.RECORDS)
+    out, want = torch.compile(conv, backend="gpulab", options=CPU)(x), ref(ref_x)
+    cot = torch.randn_like(want)
+    (out * cot).sum().backward()
+    (want * cot).sum().backward()
+    torch.testing.assert_close(x.grad, ref_x.grad, **TOL)
+    for key, grad in _grads(ref).items():
+        torch.testing.assert_close(_grads(conv)[key], grad, **TOL, msg=key)
+    assert [r.backend for r in _records(since)] == ["cpu-python", "cpu-python"]
 
 
 def test_misc_table_entries_equal_eager() -> None:
@@ -329,7 +349,11 @@ def test_explain_lists_mapped_ops_of_the_models() -> None:
     assert forward.ops["aten.convolution.default"] == 2
     assert "aten.convolution.default" not in forward.unmapped
     assert forward.unmapped == {"aten.max_pool2d_with_indices.default": 1}  # indices saved
-    assert backward.unmapped["aten.convolution_backward.default"] == 2
+    assert backward.ops["aten.convolution_backward.default"] == 2
+    assert set(backward.unmapped) == {
+        "aten.max_pool2d_with_indices_backward.default",
+        "aten.avg_pool2d_backward.default",
+    }
 
 
 def test_unmapped_op_shows_in_explain(capsys: pytest.CaptureFixture) -> None:

@@ -616,6 +616,70 @@ def _convolution(
     )
 
 
+def _plain_conv(node: torch.fx.Node) -> str:
+    """convolution_backward lowers for 2-D, groups 1, dilation 1, padding <= kernel - 1."""
+    _, _, w, _, _, padding, dilation, transposed, _, groups, _ = node.args
+    kernel = w.meta["val"].shape[2:] if isinstance(w, torch.fx.Node) else ()
+    if transposed or groups != 1 or list(dilation) != [1, 1] or len(kernel) != 2:
+        return "only 2-D, groups 1, dilation 1, not transposed"
+    if any(p > k - 1 for p, k in zip(padding, kernel, strict=True)):
+        return "padding past kernel - 1"
+    return ""
+
+
+@lowers(aten.convolution_backward.default)
+def _convolution_backward(
+    cx: Ctx,
+    gy: Tensor,
+    x: Tensor,
+    w: Tensor,
+    bias_sizes: Any,
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Any,
+    transposed: bool,
+    output_padding: Any,
+    groups: int,
+    mask: Sequence[bool],
+) -> tuple[Any, Any, Any]:
+    """(grad_input, grad_weight, grad_bias) of conv2d, each a conv2d or a sum:
+    grad_weight = conv2d(x as [C, N, H, W], gy as [M, N, oH, oW], dilation = stride);
+    grad_input = conv2d(gy with stride - 1 zeros between its taps (index_add), the kernel
+    flipped (index_select) and transposed, padding kernel - 1 - padding)."""
+    sh, sw = stride
+    kh, kw = w.shape[2], w.shape[3]
+    gx = gw = gb = None
+    if mask[2]:
+        gb = gy.sum(axis=3).sum(axis=2).sum(axis=0)
+    if mask[1]:
+        full = x.permute([1, 0, 2, 3]).conv2d(
+            gy.permute([1, 0, 2, 3]), padding=list(padding), dilation=[sh, sw]
+        )
+        gw = full[:, :, :kh, :kw].permute([1, 0, 2, 3])
+    if mask[0]:
+        up = _spread(cx.g, _spread(cx.g, gy, 2, sh), 3, sw)
+        flipped = w.index_select(2, list(range(kh - 1, -1, -1)))
+        flipped = flipped.index_select(3, list(range(kw - 1, -1, -1))).permute([1, 0, 2, 3])
+        ph, pw = kh - 1 - padding[0], kw - 1 - padding[1]
+        rh = x.shape[2] - (up.shape[2] + 2 * ph - kh + 1)  # rows the strides never reached
+        rw = x.shape[3] - (up.shape[3] + 2 * pw - kw + 1)
+        gx = up.conv2d(flipped, padding=[ph, pw, ph + rh, pw + rw])
+    return gx, gw, gb
+
+
+def _spread(g: Graph, t: Tensor, axis: int, step: int) -> Tensor:
+    """t with step - 1 zeros between its entries along axis (a stride's transpose)."""
+    if step == 1:
+        return t
+    n = t.shape[axis]
+    shape = list(t.shape)
+    shape[axis] = (n - 1) * step + 1
+    return g.full(shape, 0.0).index_add(axis, list(range(0, shape[axis], step)), t)
+
+
+CONDITIONS[aten.convolution_backward.default] = _plain_conv
+
+
 def _values_only(node: torch.fx.Node) -> str:
     """max_pool2d_with_indices lowers when only its values are read (inference); a backward
     needs the indices, which the protocol's max_pool2d does not make."""
