@@ -25,9 +25,14 @@ LANES = {"wasm": sorted(fx.FIXTURES), "cpu": ["tiny_attention"]}
 def test_fixtures_in_pyodide_match_torch(backend: str) -> None:
     node = shutil.which("node")
     assert node, "node is needed (it runs the JS runtime and Pyodide)"
-    out = subprocess.run([node, str(ROOT / "e2e" / "torch_pyodide.mjs"), backend,
-                          *LANES[backend]], capture_output=True, text=True, timeout=300,
-                         cwd=ROOT, check=False)
+    out = subprocess.run(
+        [node, str(ROOT / "e2e" / "torch_pyodide.mjs"), backend, *LANES[backend]],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["backend"] == backend and result["numpy"] is False
