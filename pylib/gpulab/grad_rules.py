@@ -312,14 +312,19 @@ def _mean(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
 
 @rule("reduce_extreme")
 def _reduce_extreme(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
-    """reduce_max / reduce_min: dy / (number of ties) to each element equal to the result."""
-    a, axis, keep = node["a"], node.attrs["axis"], node.attrs["keepdim"]
-    hit = a.eq(restore(node.out, a.shape, axis, keep))
-    count = hit.cast("float32").sum(axis=axis, keepdim=True)
+    """reduce_max / reduce_min: dy / (number of ties) to each element equal to the result, as
+    torch's (grad / mask.sum()) * mask. NaN as torch too: over all elements (torch's max()) the
+    NaNs share dy when the result is NaN; over an axis (torch's amax) a row whose result is NaN
+    gets NaN everywhere (no element equals it: dy / 0 * 0)."""
+    a, axis, keep, g = node["a"], node.attrs["axis"], node.attrs["keepdim"], dy.graph
+    out = restore(node.out, a.shape, axis, keep)
+    hit = a.eq(out).cast("float32")
+    if axis is None:
+        hit = g.where(out.ne(out), a.ne(a).cast("float32"), hit)
+    count = hit.sum(axis=axis, keepdim=True)
     if axis is None:
         count = count.reshape([1] * a.ndim)
-    share = restore(dy, a.shape, axis, keep) / count
-    return {"a": dy.graph.where(hit, share, 0.0)}
+    return {"a": restore(dy, a.shape, axis, keep) / count * hit}
 
 
 # -- rows: softmax family, cross entropy ------------------------------------------------------

@@ -547,6 +547,18 @@ TIES = [
         lambda a: torch.amin(a, 0, keepdim=True),
         [[[1.0, 1.0, 3.0], [1.0, 0.0, 2.0]]],
     ),
+    (
+        "full max with NaN: the NaNs share it (torch's max())",
+        lambda a: a.max(),
+        torch.max,
+        [[[1.0, math.nan, 3.0], [math.nan, 5.0, 5.0]]],
+    ),
+    (
+        "max over an axis with NaN: the row is NaN (torch's amax)",
+        lambda a: a.max(axis=1),
+        lambda a: torch.amax(a, 1),
+        [[[1.0, math.nan, 3.0], [2.0, 5.0, 5.0]]],
+    ),
     ("relu at 0: gradient 0", lambda a: a.relu(), torch.relu, [[-1.0, 0.0, 2.0]]),
     ("abs at 0: gradient 0", lambda a: abs(a), torch.abs, [[-1.0, 0.0, 2.0]]),
     (
