@@ -102,3 +102,24 @@ def test_reading_the_loss_before_step_changes_nothing(backend_cpu: None) -> None
     )
     assert fx.compare([{"loss": ref[-1]["loss"], "params": b.params()}], [ref[-1]]) == []
     assert sizes == [-1] * len(sizes), "a fresh record after every step"
+
+
+def test_gradient_accumulation_over_micro_batches(backend_cpu: None) -> None:
+    """Two forwards and two backward() calls into the same .grad, then one step (a micro-batch
+    loop), as PyTorch does it."""
+    import torch
+
+    spec = fx.FIXTURES["mlp_adamw_probs"]
+    traces = []
+    for T in (gt, torch):
+        b = fx.build(spec, T)
+        trace = []
+        for x, y in b.batches:
+            xt, yt = b.tensors(x, y)
+            b.optimizer.zero_grad()
+            for half in (slice(0, 4), slice(4, 8)):
+                (b.loss_fn(b.model(xt[half]), yt[half]) * 0.5).backward()
+            b.optimizer.step()
+            trace.append({"loss": 0.0, "params": b.params()})
+        traces.append(trace)
+    assert fx.compare(*traces) == []
