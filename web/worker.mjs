@@ -237,9 +237,10 @@ async function init({ backend, allowSoftware, controlBuffer, jspi = true }) {
     await pyodide.loadPackage(['gpulab'], { messageCallback: () => {}, errorCallback: (m) => errors.push(m) });
     if (errors.length) throw new Error(`loading the gpulab wheel failed: ${errors.join('; ')}`);
     pyodide.registerJsModule('_notebook', notebookModule);
-    // The page's Python helpers (web/py/), under the names the cells and the runner import.
+    // The page's Python helpers (web/py/), under the names the cells and the runner import
+    // (torch.py: `import torch` is gpulab.torch in the page only, web/py/torch_shim.py).
     for (const [file, name] of [['animate.py', '_display_animate.py'], ['display.py', 'display.py'],
-      ['page_env.py', '_page_env.py'],
+      ['page_env.py', '_page_env.py'], ['torch_shim.py', 'torch.py'],
       ['cell_runner.py', '_cell_runner.py']]) {
       const source = await fetch(new URL(`./py/${file}`, import.meta.url));
       pyodide.FS.writeFile(`/home/pyodide/${name}`, await source.text());

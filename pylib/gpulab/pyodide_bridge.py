@@ -8,7 +8,8 @@ Three ways to run, as in the native host:
 - `execute(graph)`: synchronous, where Pyodide can suspend on a JS promise (JSPI, current
   Chromium): `pyodide.ffi.run_sync`; elsewhere it says to use one of the others.
 - `await execute_async(graph)`: always works (top-level await in the notebook).
-- `submit(graph, callback, on_error)`: calls back when the GPU is done.
+- `submit(graph, callback, on_error)`: calls back when the GPU is done (sessions too:
+  `submit_prepare`, `BrowserSession.submit_steps` / `submit_download`, on `when_done`).
 Results are the native shape: {"backend", "outputs": {name: {"shape", "dtype", "data": list of
 numbers}}, "stats"}. Nothing here needs numpy (the page has none).
 
@@ -208,6 +209,36 @@ def submit(graph: dict, callback: Callback, on_error: ErrorCallback | None = Non
     _unwrap(_adapter().submit(_to_js(graph), create_proxy(delivered), create_proxy(failed)))
 
 
+def when_done(pending: Any, convert: Callable[[Any], Any], callback: Callable[[Any], Any],
+              on_error: ErrorCallback | None = None) -> None:
+    """Call back when an adapter request settles: `callback(convert(value))`, or
+    `on_error(GpuLabError)` (stderr without one). The callback runs in the JS promise's own
+    reaction, never through asyncio's scheduler, so a callback that posts the next request does
+    so before the notebook checks that nothing is pending (web/worker.mjs `runToIdle`). The
+    callback forms of sessions (`submit_prepare`, `BrowserSession.submit_steps`,
+    `submit_download`; gpulab.torch.compile chains them) are built on it."""
+    from pyodide.ffi import create_once_callable
+
+    def settled(envelope: Any) -> None:
+        try:
+            if not envelope.ok:
+                err = _error_from(envelope.error)
+                if on_error is None:
+                    raise err
+                on_error(err)
+                return
+            value = convert(envelope.value)
+        except BaseException as exc:  # noqa: BLE001 - see _report
+            _report(exc)
+            return
+        try:
+            callback(value)
+        except BaseException as exc:  # noqa: BLE001 - see _report
+            _report(exc)
+
+    pending.then(create_once_callable(settled))
+
+
 def feed_buffer(value: Any, dtype: str = "float32") -> Any:
     """A feed value as a buffer that `to_js` turns into one typed array: buffers and numpy
     arrays as they are (C-contiguous), (nested) lists packed into an array.array of the
@@ -331,6 +362,23 @@ class BrowserSession:
         return self._finish(_unwrap(await _wait_async(pending, adapter)),
                             self._count(steps) or len(steps))
 
+    def submit_steps(self, steps: int | list[dict | None], callback: Callback,
+                     on_error: ErrorCallback | None = None) -> None:
+        """`run_steps` that calls back with the result instead of waiting (every browser);
+        bad steps raise at once, before anything is sent."""
+        steps = step_arg(steps)
+        adapter = self._live()
+        count = self._count(steps) or len(steps)
+        pending = adapter.session_run(self.id, self._steps_js(steps))
+        when_done(pending, lambda value: self._finish(value, count), callback, on_error)
+
+    def submit_download(self, what: Any, callback: Callable[[OutputEntry], Any],
+                        on_error: ErrorCallback | None = None) -> None:
+        """`download` that calls back with the entry instead of waiting (every browser)."""
+        adapter = self._live()
+        pending = adapter.session_download(self.id, self._download_key(what))
+        when_done(pending, output_to_py, callback, on_error)
+
     def _download_key(self, what: Any) -> Any:
         """An output name as it is (the runtime knows the names), anything else as an id."""
         if isinstance(what, str) and what not in self._input_names:
@@ -442,6 +490,22 @@ async def prepare_async(graph: dict, feeds: Any = (), carry: Any = None, residen
                               _to_js(_session_options(feeds, carry, resident, outputs)))
     session_id = int(_unwrap(await _wait_async(pending, adapter)))
     return BrowserSession(session_id, _feed_dtypes(graph, feeds), input_names, _backend_name())
+
+
+def submit_prepare(graph: dict, callback: Callable[[BrowserSession], Any],
+                   on_error: ErrorCallback | None = None, feeds: Any = (), carry: Any = None,
+                   resident: Any = (), outputs: Any = None,
+                   input_names: dict[str, int] | None = None) -> None:
+    """`prepare` that calls back with the session instead of waiting (every browser)."""
+    adapter = _adapter()
+    pending = adapter.prepare(_to_js(graph),
+                              _to_js(_session_options(feeds, carry, resident, outputs)))
+
+    def session(value: Any) -> BrowserSession:
+        return BrowserSession(int(value), _feed_dtypes(graph, feeds), input_names,
+                              _backend_name())
+
+    when_done(pending, session, callback, on_error)
 
 
 def _feed_dtypes(graph: Any, feeds: Any) -> dict[int, str]:

@@ -4,7 +4,8 @@ the cell runner as `_page_env`):
 - `time.sleep` waits on the Stop flag, so Stop ends it at once (Pyodide's own sleep could not be
   interrupted, and a Stop during it left a run that resumed later and printed elsewhere);
 - `input()` says clearly that there is no terminal (Pyodide raised `OSError: [Errno 29]`);
-- `import numpy` (and the other packages students try) explain what the page has instead;
+- `import numpy` (and the other packages students try) explain what the page has instead
+  (`torch` is gpulab.torch here: web/py/torch_shim.py; a torch module outside it says so);
 - tracebacks start at the cell and leave out gpulab's, the runner's and Pyodide's frames;
 - an exception in a `submit` callback is shown as an error of the cell and makes it fail (it
   used to be printed while the cell said "done").
@@ -70,8 +71,6 @@ INSTEAD = {
     "pandas": "results' outputs are dicts of lists (shape, dtype, data); print or "
               "display.show(result) shows them as tables",
     "matplotlib": "use display.plot(values) for a line plot and display.draw(grid) for an image",
-    "torch": "gpulab's Graph has the tensor ops (matmul, softmax, tanh, ...) and runs them on "
-             "the page's GPU backend",
 }
 INSTEAD["scipy"] = INSTEAD["numpy"]
 
@@ -81,6 +80,10 @@ class _MissingPackageHints(importlib.abc.MetaPathFinder):
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
         top = name.partition(".")[0]
+        if top == "torch":  # web/py/torch_shim.py: torch is gpulab.torch, a subset
+            raise ModuleNotFoundError(
+                f"No module named {name!r}: `torch` in this page is gpulab.torch, a PyTorch "
+                "subset (Tensor, nn, optim, compile) without that module", name=name)
         if top in INSTEAD:
             raise ModuleNotFoundError(
                 f"No module named {name!r}: {top} is not available in this page (Pyodide here "
