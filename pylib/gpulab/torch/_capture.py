@@ -10,9 +10,11 @@
   the optimizer's own hooks (`_init_state`, `_scalars`, `_update`: gpulab.torch.optim) without
   running it: the plans come back in `capture.plans`;
 - with training=False (torch.compile(model)), backward and step are refused;
-- with prepared=True (recording a prepared step once): the `.grad` of the parameters that
-  zero_grad() clears is remembered and `restore()` puts it back (a prepared step's gradients
-  live in its session until sync()), and `optimizer.step()` records the steady-state update:
+- the `.grad` and value of the parameters that zero_grad() or backward() touch are
+  remembered, and `restore()` puts them back (after a prepared recording: its gradients live in its session
+  until sync(); after a refused one: nothing computed before is lost);
+- with prepared=True (recording a prepared step once) `optimizer.step()` records the
+  steady-state update:
   an SGD-with-momentum parameter without a momentum buffer gets a zero one for the recording
   (removed again by `restore()`; gpulab.torch.compile.FIRST_STEP says how its first step is
   fed).
@@ -37,13 +39,15 @@ from .tensor import Tensor
 
 @dataclass
 class Plan:
-    """One parameter's recorded update: new["param"] and the new state tensors' nodes."""
+    """One parameter's recorded update: its gradient's node, new["param"] and the new state
+    tensors' nodes."""
 
     param: Tensor
     state: dict[str, Any]
     new: dict[str, Any]
     group: int
     index: int
+    grad: Any
 
 
 @dataclass
@@ -59,7 +63,7 @@ class Capture:
     optimizers: list[Optimizer] = field(default_factory=list)
     plans: list[Plan] = field(default_factory=list)
     _saved: dict[str, Any] = field(default_factory=dict)
-    _grads: dict[int, tuple[Tensor, Any]] = field(default_factory=dict)
+    _grads: dict[int, tuple[Tensor, tuple]] = field(default_factory=dict)
     _inserted: list[tuple[dict[str, Any], str]] = field(default_factory=list)
     removed: dict[tuple[int, str], Tensor] = field(default_factory=dict)  # by restore()
 
@@ -105,23 +109,26 @@ class Capture:
         Tensor.backward = saved["backward"]  # type: ignore[method-assign]
 
     def restore(self) -> None:
-        """After a prepared recording: the remembered .grad values and no inserted buffer."""
-        for p, grad in self._grads.values():
-            p.grad = grad
+        """The remembered .grad values, and no inserted buffer."""
+        for p, (grad, value, node, rec, version) in self._grads.values():
+            p.grad, p._value, p._node, p._rec, p._version = grad, value, node, rec, version
         for state, key in self._inserted:
             self.removed[(id(state), key)] = state.pop(key)
 
     # -- the hooks ---------------------------------------------------------------------------
 
     def _remember_grads(self, owner: Any) -> None:
-        if not self.prepared:
-            return
         if isinstance(owner, Module):
             params = list(owner.parameters())
         else:
             params = [p for group in owner.param_groups for p in group["params"]]
+        self._remember(params)
+
+    def _remember(self, params: Any) -> None:
+        """The .grad and value each parameter had before this recording touched it (restore()
+        puts them back: after a prepared recording, or when the recording is refused)."""
         for p in params:
-            self._grads.setdefault(id(p), (p, p.grad))
+            self._grads.setdefault(id(p), (p, (p.grad, p._value, p._node, p._rec, p._version)))
 
     def _refuse_run(self, record: Any, *args: Any, **kwargs: Any) -> Any:
         raise Unsupported(
@@ -141,6 +148,7 @@ class Capture:
 
     def _on_backward(self, t: Tensor) -> None:
         self._event("backward")
+        self._remember(t for t, _node in list(self.rec.leaves.values()))
         self.losses.append(t)
 
     def _on_step(self, opt: Optimizer, closure: Any) -> Any:
@@ -170,8 +178,9 @@ def record_update(opt: Optimizer, rec: _tape.Record) -> list[Plan]:
                 opt._init_state(p, state)
                 values = opt._scalars(group, state)
                 nodes = {k: rec.scalar(v, f"g{gi}.p{pi}.{k}") for k, v in values.items()}
-                new = opt._update(group, state, rec.leaf_node(p, True), p.grad._n(), nodes)
-                plans.append(Plan(p, state, new, gi, pi))
+                grad = p.grad._n()
+                new = opt._update(group, state, rec.leaf_node(p, True), grad, nodes)
+                plans.append(Plan(p, state, new, gi, pi, grad))
     return plans
 
 

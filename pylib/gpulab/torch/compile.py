@@ -204,10 +204,12 @@ class CompiledStep:
         try:
             with cap:
                 ret = self._step(*args, **kwargs)
-        finally:
-            if prepared:
-                cap.restore()
-        self._check(cap)
+            self._check(cap)
+        except BaseException:
+            cap.restore()  # a refused step leaves the parameters' .grad as they were
+            raise
+        if prepared:
+            cap.restore()
         return cap, ret
 
     def _check(self, cap: Capture) -> None:
@@ -266,8 +268,7 @@ class CompiledStep:
             for key, node in plan.new.items():
                 outputs[f"u{i}.{key}"] = node
                 wanted.append((plan, key, f"u{i}.{key}"))
-            if plan.param.grad is not None and plan.param.grad._node is not None:
-                outputs[f"grad{i}"] = plan.param.grad._node
+            outputs[f"grad{i}"] = plan.grad
         graph = cap.rec.graph._graph_dict(outputs)
         optimizer = cap.optimizers[0]
 
@@ -276,9 +277,8 @@ class CompiledStep:
             out = result["outputs"]
             _write_back(optimizer, cap.plans, {(id(pl), k): out[n] for pl, k, n in wanted})
             for i, plan in enumerate(cap.plans):
-                if f"grad{i}" in out:
-                    p = plan.param
-                    p.grad = Tensor._leaf_of(_tape._flat(out[f"grad{i}"]), p.shape, p.dtype)
+                p = plan.param
+                p.grad = Tensor._leaf_of(_tape._flat(out[f"grad{i}"]), p.shape, p.dtype)
             return returned.rebuild(out)
 
         self._inflight = Pending(flow(), self._label)
@@ -393,11 +393,7 @@ class PreparedStep:
                     )
                 carry[t._node] = new
                 self._state_inputs.append((plan, key, t._node))
-        resident = [
-            plan.param.grad._node
-            for plan in cap.plans
-            if plan.param.grad is not None and plan.param.grad._node is not None
-        ]
+        resident = [plan.grad for plan in cap.plans]
         fed = [
             n for n in (*feeds.values(), *(n for n, _k in self._scalar_nodes), *self._draw_nodes)
         ]
@@ -408,17 +404,7 @@ class PreparedStep:
             if node["id"] in fed_ids:
                 node.pop("data", None)  # given every step: an input without data
         self._graph, self._options = graph, options
-        self._grad_names = list(
-            zip(
-                [
-                    plan
-                    for plan in cap.plans
-                    if plan.param.grad is not None and plan.param.grad._node is not None
-                ],
-                options["resident"],
-                strict=True,
-            )
-        )
+        self._grad_names = list(zip(cap.plans, options["resident"], strict=True))
         self._shadow = {id(plan): dict(plan.state) for plan in cap.plans}
 
     def _open(self) -> None:
