@@ -14,7 +14,6 @@ import pytest
 from gpulab.errors import GpuLabError
 from gpulab.torch import _random
 from gpulab.torch.compile import LIVE, MAX_STEPS
-from gpulab.torch.compile import compile as tcompile
 from torch_fixtures import fixtures as fx
 
 # The prepared-session fixtures: SGD's first momentum step (fed, not recorded), dampening,
@@ -42,7 +41,7 @@ def backend_cpu() -> Iterator[None]:
 def prepared_trace(spec: dict[str, Any], sync_every_step: bool = True) -> list[dict[str, Any]]:
     """The fixture's 5 steps through one prepared session, state read after sync()."""
     b = fx.build(spec, gt)
-    prep = tcompile(b.train_step, training=True).prepare(*b.tensors(*b.batches[0]))
+    prep = gt.compile(b.train_step, training=True).prepare(*b.tensors(*b.batches[0]))
     trace = []
     try:
         for x, y in b.batches:
@@ -67,7 +66,7 @@ def test_all_steps_in_one_submission_match_torch(name: str) -> None:
     spec = fx.FIXTURES[name]
     ref = fx.reference(spec)
     b = fx.build(spec, gt)
-    prep = tcompile(b.train_step, training=True).prepare(*b.tensors(*b.batches[0]))
+    prep = gt.compile(b.train_step, training=True).prepare(*b.tensors(*b.batches[0]))
     got: list[Any] = []
     prep.steps(got.append, [b.tensors(x, y) for x, y in b.batches])
     prep.sync()
@@ -94,7 +93,7 @@ def test_without_sync_the_model_keeps_its_values() -> None:
     spec = fx.FIXTURES["mlp_sgd"]
     b = fx.build(spec, gt)
     before = b.params()
-    prep = tcompile(b.train_step, training=True).prepare(*b.tensors(*b.batches[0]))
+    prep = gt.compile(b.train_step, training=True).prepare(*b.tensors(*b.batches[0]))
     prep.steps(None, [b.tensors(x, y) for x, y in b.batches])
     assert b.params() == before
     prep.sync()
@@ -114,7 +113,7 @@ def test_compiled_call_equals_eager_step(name: str) -> None:
         want.append((eager.train_step(*eager.tensors(x, y)).item(), eager.params()))
     eager_stream = _random.default_generator.get_state()
     comp = fx.build(spec, gt)
-    step = tcompile(comp.train_step, training=True)
+    step = gt.compile(comp.train_step, training=True)
     for (x, y), (loss, params) in zip(comp.batches, want, strict=True):
         pending = step(*comp.tensors(x, y))
         assert pending.done  # natively it ran before returning
@@ -135,7 +134,7 @@ def test_compiled_model_equals_eager_forward() -> None:
     b = fx.build(spec, gt)
     x = gt.tensor(b.batches[0][0])
     want = b.model(x).tolist()
-    compiled = tcompile(b.model)
+    compiled = gt.compile(b.model)
     pending = compiled(x)
     assert pending.result().tolist() == want
     got: list[Any] = []
@@ -154,7 +153,7 @@ def test_dropout_session_consumes_the_stream_as_eager_steps() -> None:
     eager_losses = [eager.train_step(*eager.tensors(x, y)).item() for x, y in eager.batches]
     after_eager = gen.get_state()
     gen.manual_seed(spec["seed"])
-    prep = tcompile(comp.train_step, training=True).prepare(*comp.tensors(*comp.batches[0]))
+    prep = gt.compile(comp.train_step, training=True).prepare(*comp.tensors(*comp.batches[0]))
     assert gen.get_state() == (spec["seed"], 0)  # recording drew nothing
     losses: list[float] = []
     for x, y in comp.batches:
@@ -171,7 +170,7 @@ def test_pending_result_callbacks_and_errors() -> None:
     past the vocabulary, fed per step) goes to on_error, or raises without one."""
     spec = fx.FIXTURES["embed_layernorm"]
     b = fx.build(spec, gt)
-    prep = tcompile(b.train_step, training=True).prepare(*b.tensors(*b.batches[0]))
+    prep = gt.compile(b.train_step, training=True).prepare(*b.tensors(*b.batches[0]))
     seen: list[Any] = []
     pending = prep.step(seen.append, *b.tensors(*b.batches[1]))
     assert pending.done and len(seen) == 1
@@ -193,7 +192,7 @@ def test_pending_result_callbacks_and_errors() -> None:
 def test_steps_limit_and_shapes_are_checked() -> None:
     spec = fx.FIXTURES["mlp_sgd"]
     b = fx.build(spec, gt)
-    prep = tcompile(b.train_step, training=True).prepare(*b.tensors(*b.batches[0]))
+    prep = gt.compile(b.train_step, training=True).prepare(*b.tensors(*b.batches[0]))
     x, y = b.tensors(*b.batches[0])
     with pytest.raises(GpuLabError) as err:
         prep.steps(None, [(x, y)] * (MAX_STEPS + 1))
@@ -206,7 +205,7 @@ def test_steps_limit_and_shapes_are_checked() -> None:
 def test_live_session_refusals() -> None:
     spec = fx.FIXTURES["mlp_adam_mse"]
     b = fx.build(spec, gt)
-    step = tcompile(b.train_step, training=True)
+    step = gt.compile(b.train_step, training=True)
     x, y = b.tensors(*b.batches[0])
     prep = step.prepare(x, y)
     with pytest.raises(gt.Unsupported, match=r"resident in a live prepared session .*prepare"):
@@ -216,7 +215,7 @@ def test_live_session_refusals() -> None:
     with pytest.raises(gt.Unsupported, match="live prepared session"):
         step.prepare(x, y)
     with pytest.raises(gt.Unsupported, match="live prepared session"):
-        tcompile(b.model)(x)
+        gt.compile(b.model)(x)
     prep.sync()
     prep.dispose()
     step(x, y).result()  # after dispose, compiled calls and eager steps work again
@@ -296,12 +295,12 @@ def test_refusals_of_malformed_steps() -> None:
     ]
     for fn, message in cases:
         with pytest.raises(gt.Unsupported, match=message):
-            tcompile(fn, training=True)(x, y)
+            gt.compile(fn, training=True)(x, y)
     assert model.weight.grad is None and model.weight._value is not None  # as before
     with pytest.raises(gt.Unsupported, match=r"records inference only, and backward\(\)"):
-        tcompile(lambda t: F.cross_entropy(model(t), y).backward())(x)
+        gt.compile(lambda t: F.cross_entropy(model(t), y).backward())(x)
     with pytest.raises(gt.Unsupported, match="backend='tvm'"):
-        tcompile(model, backend="tvm")
+        gt.compile(model, backend="tvm")
 
 
 def test_random_draw_inside_a_prepared_step_is_refused() -> None:
@@ -314,7 +313,7 @@ def test_random_draw_inside_a_prepared_step_is_refused() -> None:
         opt.step()
         return loss
 
-    step = tcompile(noisy, training=True)
+    step = gt.compile(noisy, training=True)
     with pytest.raises(gt.Unsupported, match=r"a random draw inside the step .*torch\.rand"):
         step.prepare(x, y)
     assert not LIVE
@@ -328,7 +327,7 @@ def test_prepared_session_on_wgpu(monkeypatch: pytest.MonkeyPatch) -> None:
     gt.set_backend("wgpu")
     spec = fx.FIXTURES["tiny_attention"]
     b = fx.build(spec, gt)
-    prep = tcompile(b.train_step, training=True).prepare(*b.tensors(*b.batches[0]))
+    prep = gt.compile(b.train_step, training=True).prepare(*b.tensors(*b.batches[0]))
     got: list[Any] = []
     prep.steps(got.append, [b.tensors(x, y) for x, y in b.batches])
     prep.sync()

@@ -146,15 +146,6 @@ async def fetch_async(*tensors: Tensor) -> None:
         await t._materialize_async()
 
 
-def compile(model: Any = None, **kwargs: Any) -> Any:
-    """torch.compile: gpulab.torch.compile (the torch.compile backend, issue 16 items 3-4)."""
-    try:
-        from .compile import compile as _compile
-    except ImportError as err:
-        raise refuse("torch.compile (not landed yet)") from err
-    return _compile(model, **kwargs)
-
-
 def __getattr__(name: str) -> Any:
     raise refuse(f"torch.{name}")
 
@@ -215,3 +206,7 @@ __all__ = [
     "zeros_like",
 ]
 __all__ += list(_METHODS)
+
+# torch.compile (gpulab/torch/compile.py). Imported last and by name: importing the submodule
+# binds the package attribute `compile` to the module, which this name then replaces.
+from .compile import compile

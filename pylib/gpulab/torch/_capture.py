@@ -7,8 +7,8 @@
   graph, its values exist only after it ran;
 - with training=True, `zero_grad()` (of an optimizer or a module), `loss.backward()` and
   `optimizer.step()` are counted in order, and `optimizer.step()` records its update through
-  the optimizer's own hooks (`_init_state`, `_scalars`, `_update`: gpulab.torch.optim) without
-  running it: the plans come back in `capture.plans`;
+  the optimizer's own `_record()` (gpulab.torch.optim) without running it: the plans come
+  back in `capture.plans`;
 - with training=False (torch.compile(model)), backward and step are refused;
 - the `.grad` and value of the parameters that zero_grad() or backward() touch are
   remembered, and `restore()` puts them back (after a prepared recording: its gradients live in its session
@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from typing import Any, Self
 
 from . import _tape
-from ._grad_mode import no_grad
 from ._refuse import Unsupported
 from .nn.modules import Module
 from .optim.optimizer import Optimizer
@@ -71,6 +70,7 @@ class Capture:
         self._saved = {
             "record": _tape.TAPE.record,
             "run": _tape.run,
+            "run_async": _tape.run_async,
             "step": Optimizer.step,
             "zero_grad": Optimizer.zero_grad,
             "module_zero_grad": Module.zero_grad,
@@ -78,6 +78,7 @@ class Capture:
         }
         _tape.TAPE.record = self.rec
         _tape.run = self._refuse_run
+        _tape.run_async = self._refuse_run
         capture, saved = self, self._saved
 
         def step(opt: Optimizer, closure: Any = None) -> Any:
@@ -103,6 +104,7 @@ class Capture:
         saved = self._saved
         _tape.TAPE.record = saved["record"]
         _tape.run = saved["run"]
+        _tape.run_async = saved["run_async"]
         Optimizer.step = saved["step"]  # type: ignore[method-assign]
         Optimizer.zero_grad = saved["zero_grad"]  # type: ignore[method-assign]
         Module.zero_grad = saved["module_zero_grad"]  # type: ignore[method-assign]
@@ -166,22 +168,13 @@ class Capture:
 
 
 def record_update(opt: Optimizer, rec: _tape.Record) -> list[Plan]:
-    """optimizer.step()'s update recorded in `rec`, run nothing: the loop of
-    gpulab.torch.optim.Optimizer.step through the same hooks, keeping its scalar keys."""
-    plans = []
-    with no_grad():
-        for gi, group in enumerate(opt.param_groups):
-            for pi, p in enumerate(group["params"]):
-                if p.grad is None:
-                    continue
-                state = opt.state[p]
-                opt._init_state(p, state)
-                values = opt._scalars(group, state)
-                nodes = {k: rec.scalar(v, f"g{gi}.p{pi}.{k}") for k, v in values.items()}
-                grad = p.grad._n()
-                new = opt._update(group, state, rec.leaf_node(p, True), grad, nodes)
-                plans.append(Plan(p, state, new, gi, pi, grad))
-    return plans
+    """optimizer.step()'s update recorded in `rec` (the current record), running nothing:
+    gpulab.torch's own `Optimizer._record`, each plan located in the parameter groups."""
+    assert _tape.current() is rec
+    where = {id(p): (gi, pi) for gi, g in enumerate(opt.param_groups)
+             for pi, p in enumerate(g["params"])}
+    _rec, plans = opt._record()
+    return [Plan(p, state, new, *where[id(p)], p.grad._node) for p, state, new in plans]
 
 
 def steady_state(opt: Optimizer) -> list[tuple[dict[str, Any], str]]:

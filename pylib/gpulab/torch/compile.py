@@ -275,7 +275,8 @@ class CompiledStep:
         def flow() -> Iterator[Any]:
             result = yield Execute(graph, _tape.get_backend())
             out = result["outputs"]
-            _write_back(optimizer, cap.plans, {(id(pl), k): out[n] for pl, k, n in wanted})
+            values = [_tape._flat(out[name]) for _plan, _key, name in wanted]
+            optimizer._commit([(pl.param, pl.state, pl.new) for pl in cap.plans], values)
             for i, plan in enumerate(cap.plans):
                 p = plan.param
                 p.grad = Tensor._leaf_of(_tape._flat(out[f"grad{i}"]), p.shape, p.dtype)
@@ -291,21 +292,6 @@ class CompiledStep:
 
 def _leaf_versions(rec: _tape.Record, p: Tensor) -> list[tuple[Any, int]]:
     return [(key, key[1]) for table in (rec.leaves, rec.plain) for key in table if key[0] == id(p)]
-
-
-def _write_back(optimizer: Any, plans: list[Plan], values: dict[tuple[int, str], Any]) -> None:
-    """New parameter values and state tensors into the model and optimizer.state (what
-    gpulab.torch's Optimizer._commit does after its run), then the optimizer's _advance."""
-    for plan in plans:
-        p = plan.param
-        for key in plan.new:
-            value = _tape._flat(values[(id(plan), key)])
-            if key == "param":
-                p._value, p._node, p._rec = value, None, None
-                p._version += 1
-            else:
-                plan.state[key] = Tensor._leaf_of(value, p.shape, p.dtype)
-        optimizer._advance(plan.state)
 
 
 # -- prepared sessions --------------------------------------------------------------------------
