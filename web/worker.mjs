@@ -18,6 +18,8 @@ const STOP_CANCEL_MS = 1500;
 const STOP_IDLE_CANCEL_MS = 250;
 const STOP_GRACE_MS = 8000;
 const STOP_POLL_MS = 50;
+/** How long a run waits for Python callbacks whose request already settled (bridge holds). */
+const HOLD_WAIT_MS = 2000;
 
 /** @type {any} */ let pyodide = null;
 /** @type {any} */ let runtime = null;
@@ -134,6 +136,7 @@ async function openRuntime(backend, allowSoftware) {
 
 /** The Python adapter on the current runtime (registers `_gpulab_adapter`). */
 function openAdapter() {
+  resetPythonHolds(); // the old adapter's pending results are dropped: they never call back
   adapter = createPythonGPUAdapter(pyodide, recording(runtime), {
     allowExecute: true,
     maxPending: 16,
@@ -268,6 +271,7 @@ async function run({ runId, cellId, cellLabel, code }) {
   // The page clears the Stop flags before it posts a run (so a Stop pressed before this
   // message arrives still counts); they are not cleared here.
   const t0 = now();
+  resetPythonHolds(); // holds of an earlier run that timed out no longer count
   const watchdog = stopWatchdog();
   const outcome = await Promise.race([runToIdle(code, cellLabel), watchdog.expired]);
   watchdog.cancel();
@@ -293,6 +297,21 @@ function withCallbackFailures(outcome) {
   return { ok: false, error: { type: 'CallbackError', message, traceback: '', line: null, shown: true } };
 }
 
+/** Python callbacks of settled requests that have not run yet (gpulab.pyodide_bridge.holds). */
+function pythonHolds() {
+  try {
+    return Number(pyodide.runPython('import gpulab.pyodide_bridge as _b\n_b.holds()'));
+  } catch {
+    return 0;
+  }
+}
+
+function resetPythonHolds() {
+  try {
+    pyodide?.runPython('import gpulab.pyodide_bridge as _b\n_b.reset_holds()');
+  } catch { /* gpulab not loaded yet */ }
+}
+
 /** Python's own stdout/stderr buffers, into this run's output. */
 function flushPythonStreams() {
   try {
@@ -312,11 +331,16 @@ async function runToIdle(code, cellLabel) {
     envelope.destroy();
     runCell.destroy();
     // submit() callbacks run after the cell's code returned, and may submit again: wait until
-    // nothing is pending and their Python side has run.
+    // nothing is pending and their Python side has run. A settled request's Python callback can
+    // come only after a later task (Pyodide's call into Python), so the bridge counts the
+    // callbacks still to run (holds) and the run waits for them too (HOLD_WAIT_MS at most: a
+    // result the adapter dropped never calls back).
+    let holdSince = null;
     do {
       await adapter.whenIdle();
       await new Promise((resolve) => setTimeout(resolve, 0));
-    } while (adapter.pending > 0);
+      holdSince = adapter.pending > 0 ? null : (holdSince ?? now());
+    } while (adapter.pending > 0 || (pythonHolds() > 0 && now() - holdSince < HOLD_WAIT_MS));
     return withCallbackFailures(outcome);
   } catch (err) {
     return { ok: false, error: { type: err?.type ?? 'Error', message: String(err?.message ?? err), traceback: String(err?.message ?? err), line: null } };

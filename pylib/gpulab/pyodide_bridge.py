@@ -191,13 +191,17 @@ def submit(graph: dict, callback: Callback, on_error: ErrorCallback | None = Non
     fails (without on_error the error is printed to stderr). Refusals raise at once."""
     from pyodide.ffi import create_proxy
 
+    hold = _hold()
+
     def delivered(envelope: Any) -> None:
+        hold.release()
         try:
             callback(result_to_py(envelope.value))
         except BaseException as exc:  # noqa: BLE001 - see _report
             _report(exc)
 
     def failed(envelope: Any) -> None:
+        hold.release()
         err = _error_from(envelope.error)
         try:
             if on_error is None:
@@ -206,7 +210,11 @@ def submit(graph: dict, callback: Callback, on_error: ErrorCallback | None = Non
         except BaseException as exc:  # noqa: BLE001 - see _report
             _report(exc)
 
-    _unwrap(_adapter().submit(_to_js(graph), create_proxy(delivered), create_proxy(failed)))
+    try:
+        _unwrap(_adapter().submit(_to_js(graph), create_proxy(delivered), create_proxy(failed)))
+    except BaseException:
+        hold.release()  # refused at once: no callback will come
+        raise
 
 
 def when_done(pending: Any, convert: Callable[[Any], Any], callback: Callable[[Any], Any],
@@ -219,7 +227,10 @@ def when_done(pending: Any, convert: Callable[[Any], Any], callback: Callable[[A
     `submit_download`; gpulab.torch.compile chains them) are built on it."""
     from pyodide.ffi import create_once_callable
 
+    hold = _hold()
+
     def settled(envelope: Any) -> None:
+        hold.release()
         try:
             if not envelope.ok:
                 err = _error_from(envelope.error)
@@ -237,6 +248,40 @@ def when_done(pending: Any, convert: Callable[[Any], Any], callback: Callable[[A
             _report(exc)
 
     pending.then(create_once_callable(settled))
+
+
+class _Hold:
+    """One callback that an adapter request will call: counted until it ran (`holds()`)."""
+
+    def __init__(self) -> None:
+        _HOLDS[0] += 1
+        self._generation: int | None = _HOLDS[1]
+
+    def release(self) -> None:
+        if self._generation == _HOLDS[1]:
+            _HOLDS[0] -= 1
+        self._generation = None
+
+
+_HOLDS = [0, 0]  # [count, generation]
+
+
+def reset_holds() -> None:
+    """Forget every hold (the worker, at each run and at a new adapter: a dropped result never
+    calls back); holds of before no longer count when they are released."""
+    _HOLDS[0], _HOLDS[1] = 0, _HOLDS[1] + 1
+
+
+def _hold() -> _Hold:
+    return _Hold()
+
+
+def holds() -> int:
+    """How many Python callbacks of settled or pending requests have not run yet. The notebook
+    ends a run when no request is pending AND this is 0: a request's result can reach its
+    Python callback only after a later task (Pyodide's call into Python), and a callback chain
+    (submit in a callback, torch.compile's prepared steps) posts its next request from there."""
+    return _HOLDS[0]
 
 
 def feed_buffer(value: Any, dtype: str = "float32") -> Any:
