@@ -559,7 +559,8 @@ def _conv2d(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
 @rule("max_pool2d")
 def _max_pool2d(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
     """dy goes to the first tap (ascending (i, j)) equal to the window's max, as torch's
-    max_pool2d (its index is the first maximum); padding (-inf here) never wins."""
+    max_pool2d (its index is the first maximum); padding (-inf here) never wins. A window whose
+    max is NaN passes nothing (torch: its last NaN tap gets dy; not worth a second pass)."""
     a, y = node["a"], node.out
     kernel = list(node.attrs["kernel"])
     out_hw = (y.shape[2], y.shape[3])
