@@ -25,6 +25,7 @@ OPS: dict[str, Callable[..., Any]] = {
     "matmul": lambda T, a, b, i: a @ b.T,
     "matvec": lambda T, a, b, i: a @ b[0],
     "pow": lambda T, a, b, i: a**3,
+    "rpow": lambda T, a, b, i: 2.0**a,
     "relu": lambda T, a, b, i: a.relu(),
     "gelu": lambda T, a, b, i: T.nn.functional.gelu(a),
     "gelu_tanh": lambda T, a, b, i: T.nn.functional.gelu(a, approximate="tanh"),
@@ -247,6 +248,24 @@ def test_large_record_keeps_gradient_history(monkeypatch: pytest.MonkeyPatch) ->
     del first, loss
     gt.tensor([1.0]).relu().item()
     assert _tape.current() is not before, "nothing with history left: the record resets"
+
+
+def test_setitem_like_torch() -> None:
+    """t[key] = value for basic keys (a number, a tensor broadcast to the selection), float and
+    int64, and gradients through the assigned values."""
+    out = []
+    for T in (gt, torch):
+        t = T.zeros(3, 4)
+        t[1] = 5.0
+        t[:, 0] = T.tensor([1.0, 2.0, 3.0])
+        v = T.tensor([0.5, -2.0], requires_grad=True)
+        t[2, 1:3] = v * 7.0
+        i = T.zeros(2, 2, dtype=T.long)
+        i[0, 1] = 3
+        (t * t).sum().backward()
+        out.append((t.tolist(), i.tolist(), str(i.dtype), v.grad.tolist()))
+    assert out[0][:2] == out[1][:2] and out[0][2].endswith("int64") and out[1][2] == "torch.int64"
+    assert _close(out[0][3], out[1][3])
 
 
 def test_manual_sgd_in_place() -> None:

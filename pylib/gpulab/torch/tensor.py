@@ -376,7 +376,8 @@ class Tensor:
         new_dtype = new if new.dtype is self.dtype else new.to(self.dtype)
         self._rec, self._node, self._value = new_dtype._rec, new_dtype._node, new_dtype._value
         self._version += 1
-        if not self._leaf:
+        if not self._leaf or new_dtype.requires_grad:  # a plain leaf written with history
+            self._leaf = not new_dtype.requires_grad  # becomes a result (CopySlices in torch)
             self.requires_grad = new_dtype.requires_grad
             self._leaves, self._hist = new_dtype._leaves, new_dtype._hist
         if self._value is None:
@@ -534,6 +535,12 @@ class Tensor:
 
     def __pow__(self, exponent: Any) -> Tensor:
         return pow(self, exponent)
+
+    def __rpow__(self, base: Any) -> Tensor:
+        """number ** tensor for a number base > 0: exp(tensor * ln(base))."""
+        if not isinstance(base, (int, float)) or isinstance(base, bool) or base <= 0:
+            raise refuse(f"{base!r} ** Tensor (a positive number base only)", "tensor")
+        return (self.float() * math.log(base)).exp()
 
     def __neg__(self) -> Tensor:
         return self.neg()
