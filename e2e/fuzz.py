@@ -33,7 +33,8 @@ RUNNER = ROOT / "e2e" / "fuzz_runner.mjs"
 COUNT = 20_000
 BATCH = 2_000
 CODES = set(optable.load()["error_codes"])
-SHAPES = [[], [1], [3], [2, 3], [3, 2], [1, 3], [2, 1], [2, 2, 3], [3, 3], [2, 3, 1, 2]]
+SHAPES = [[], [1], [3], [2, 3], [3, 2], [1, 3], [2, 1], [2, 2, 3], [3, 3], [2, 3, 1, 2],
+          [1, 2, 3, 3]]
 JUNK: list[Any] = [None, True, False, 0, -1, 1, 2, 3, 1.5, 2.0, 1e9, -7, "", "x", "nan", "inf",
                    "add", "input", "float32", "int32", [], [0], [1], [2, 3], [-1], [1, -1],
                    [0, 1], [1.5], ["1"], [[1]], {}, {"a": 1}, [1, 1, 1, 1, 1], [2, 2, 2, 2],
@@ -87,6 +88,13 @@ def _attr(rng: random.Random, kind: str, default: Any) -> Any:
         return rng.choice([0, 1, -1, 2, 40])
     if kind == "scalar":
         return rng.choice([0, -1, 2.5, "nan", 2**31])
+    # the v6 window ops (issue 18)
+    if kind == "pair":
+        return rng.choice([[1, 1], [2, 1], [1, 2], [2, 2], [3, 1], [0, 1], [1]])
+    if kind == "pads4":
+        return rng.choice([[0, 0, 0, 0], [1, 0, 0, 1], [1, 1, 1, 1], [0, 2, 0, 0], [1, 1]])
+    if kind == "choice":
+        return rng.choice([default, default, "cubic", "linear", "floor", "align_corners"])
     return default
 
 
@@ -114,7 +122,7 @@ def random_graph(rng: random.Random) -> dict:
     if rng.random() < 0.3:
         rng.shuffle(nodes)
     outs = rng.sample([n["id"] for n in nodes], min(len(nodes), rng.randint(1, 3)))
-    return {"version": rng.choice([1, 2, 3, 3, 3, 4, 4]), "nodes": nodes,
+    return {"version": rng.choice([1, 2, 3, 3, 3, 4, 4, 6]), "nodes": nodes,
             "outputs": [{"name": f"o{k}", "id": i} for k, i in enumerate(outs)]}
 
 

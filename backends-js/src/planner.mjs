@@ -14,7 +14,7 @@ import { clampWords, DTYPE_CODE } from './clamp-bounds.mjs';
 import { dropoutWords } from './hash-uniform.mjs';
 import { STUDENT_DTYPES, STUDENT_RULES } from './planner-student.mjs';
 import { INDEX_DTYPES, INDEX_RULES } from './planner-index.mjs';
-import { WINDOW_RULES } from './planner-window.mjs';
+import { WINDOW_RULES, convGemm, planConvPass } from './planner-window.mjs';
 
 export const PLAN_FORMAT = 1;
 
@@ -481,6 +481,37 @@ function planMatmul(ctx, node) {
 }
 
 /**
+ * conv2d: im2col (window.wgsl OP 5) + the tiled matmul kernel, w [M, cg, kh, kw] read as
+ * [G, M/G, K] against the columns [N, G, K, P] (+ the bias, OP 6), where the product takes a
+ * tiled kernel with at least 8 output channels per group; else the direct kernel (depthwise,
+ * tiny convs). bench/conv2d.py measured both (docs/protocol.md "The v6 window ops"). Twin:
+ * native/planner.py _plan_conv2d.
+ * @type {Rule}
+ */
+function planConv2d(ctx, node) {
+  const shapes = node.operands.map((_, k) => ctx.operandShape(node, k));
+  const g = convGemm(node, shapes);
+  const batch = g.n * g.groups;
+  const [tile, kernel] = matmulKernel(g.mg, g.pix, g.k, batch, ctx.limits.minMatmulWorkgroups);
+  const fits = g.pointwise || g.cols * 4 <= ctx.limits.maxStorageBufferBindingSize;
+  if (kernel === 'matmul_small' || g.mg < 8 || !fits) {
+    WINDOW_RULES.conv2d(ctx, node);
+    return;
+  }
+  const a = ctx.operand(node, shapes.length - 2);
+  const cols = g.pointwise ? a : ctx.allocate(node, g.cols, 'temp');
+  if (!g.pointwise) planConvPass(ctx, node, 5, cols, g.cols);
+  const out = ctx.output(node);
+  const tilesM = Math.ceil(g.mg / tile);
+  const tilesN = Math.ceil(g.pix / tile);
+  const params = u32s(g.mg, g.pix, g.k, tilesM, tilesN, batch, g.groups, 0, g.mg * g.k,
+    g.groups * g.k * g.pix, g.k * g.pix, 0);
+  ctx.dispatch(node, kernel, {}, params, [ctx.operand(node, shapes.length - 1), cols, out],
+    tilesM * tilesN * batch);
+  if (g.hasBias) planConvPass(ctx, node, 6, out, count(node.shape));
+}
+
+/**
  * A transpose that is no output and feeds only matmuls that take matmul_small.
  * @param {PlanContext} ctx @param {CheckedNode} node
  */
@@ -811,6 +842,7 @@ export const RULES = {
   matmul_fixed: planMatmulFixed,
   ...INDEX_RULES,  // the v4 selection ops (planner-index.mjs)
   ...WINDOW_RULES,  // the v6 window ops (planner-window.mjs)
+  conv2d: planConv2d,  // direct, or im2col + the tiled matmul
 };
 
 /**

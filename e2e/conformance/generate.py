@@ -1313,6 +1313,20 @@ def conv2d_cases() -> list[dict]:
         _conv_case("plane_64x64", [1, 2, 64, 64], [4, 2, 3, 3], strides=[1, 1],
                    padding=[1, 1, 1, 1]),
     ]
+    # over 32 output channels per group and pixels: on a software adapter (any workgroup
+    # count) the GPU lanes plan im2col + the 64x64 tiled matmul (v4 and scalar loads)
+    cases += [
+        _conv_case("gemm_im2col_bias", [1, 4, 8, 8], [40, 4, 3, 3], padding=[1, 1, 1, 1]),
+        _conv_case("gemm_groups2_strided", [1, 4, 13, 11], [80, 2, 3, 2], groups=2,
+                   strides=[1, 1], dilations=[1, 2], padding=[0, 1, 2, 1]),
+        _conv_case("gemm_pointwise", [1, 8, 8, 8], [40, 8, 1, 1]),
+        _conv_case("gemm_pointwise_no_bias", [2, 6, 7, 7], [36, 6, 1, 1], bias=False),
+    ]
+    # padding taps read zeros: an infinite weight meets them as inf * 0 = NaN (as torch)
+    b = Builder("conv2d/inf_weight_meets_padding")
+    w = b.input([1, 1, 2, 2], [math.inf, 1, 1, 1])
+    b.out(conv(b, b.rand([1, 1, 3, 3], 0.5, 1), w, padding=[1, 1, 0, 0]), "y")
+    cases.append(b.case("conv2d"))
     b = Builder("conv2d/nonfinite_input")
     x = b.input([1, 1, 4, 4], [1, 2, math.inf, 0.5, -1, math.nan, 2, 0, 1, -0.0, 3, -math.inf,
                                0.25, 1, 1, 2])

@@ -1,6 +1,6 @@
 // The protocol-v6 window ops on WebGL2 (docs/protocol.md "The v6 window ops"), float32 NCHW,
 // one fragment per output element walking its own window in the protocol's order (window.wgsl's
-// arithmetic): WIN_OP 0 conv2d ((c, kh, kw) ascending, taps outside a skipped, then + bias
+// arithmetic): WIN_OP 0 conv2d ((c, kh, kw) ascending, padding taps reading zeros, then + bias
 // with HAS_BIAS), 1 max_pool2d (ordered integer keys of the words: NaN propagates, -0 < +0),
 // 2 avg_pool2d (the sequential sum / the count), 3 resize nearest, 4 resize linear. GLSL leaves
 // / and % of negative ints undefined: the coordinates use magnitudes only.
@@ -34,11 +34,11 @@ float conv(int plane, int oy, int ox) {
     int wb = (m * u_out.w + c) * u_k.x * u_k.y;
     for (int i = 0; i < u_k.x; i++) {
       int y = tapY(oy, i);
-      if (!insideY(y)) continue;
       for (int j = 0; j < u_k.y; j++) {
         int x = tapX(ox, j);
-        if (!insideX(x)) continue;
-        acc = acc + load(u_wt, wb + i * u_k.y + j) * load(u_a, (src + y) * u_dims.w + x);
+        // a tap in the padding reads a zero (w * 0: NaN for an infinite w, as torch)
+        float v = insideY(y) && insideX(x) ? load(u_a, (src + y) * u_dims.w + x) : 0.0;
+        acc = acc + load(u_wt, wb + i * u_k.y + j) * v;
       }
     }
   }

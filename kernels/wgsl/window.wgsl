@@ -2,12 +2,15 @@
 // invocation per output element (a direct kernel: each output walks its own window in the
 // protocol's order, so no cross-invocation reduction and no atomics). The op by OP:
 //   OP 0 conv2d:     acc = 0, acc += w[m, c, i, j] * a[n, g*cg + c, y, x] over (c, i, j)
-//                    ascending, taps outside a skipped; then + bias[m] (HAS_BIAS)
+//                    ascending, taps in the padding reading zeros; then + bias[m] (HAS_BIAS)
 //   OP 1 max_pool2d: IEEE maximum on ordered integer keys of the words (NaN propagates,
 //                    -0 < +0), over the taps inside a
 //   OP 2 avg_pool2d: the float32 sum of the taps inside a, ascending (i, j), / count
 //   OP 3 resize, nearest: the source element by nearest_mode's integer rounding
 //   OP 4 resize, linear: two taps per axis with float32 weights, along W then H
+//   OP 5 conv2d's im2col: out = the columns [N, G, cg*kh*kw, oh*ow] (zeros in the padding),
+//                    which the planner hands to the tiled matmul kernel with w as [G, M/G, K]
+//   OP 6 conv2d's bias: out[i] += bias[m] after that matmul
 // resize's source coordinate is the exact fraction num / den of docs/protocol.md (i32; the
 // validator keeps (in + 1) * out <= 2^29).
 
@@ -43,12 +46,13 @@ fn conv(plane: u32, m: u32, oy: u32, ox: u32) -> f32 {
     let wb = ((m * p.cg + c) * p.kh) * p.kw;
     for (var i = 0u; i < p.kh; i++) {
       let y = tap_y(oy, i);
-      if (y < 0 || y >= i32(p.h)) { continue; }
-      let row = (src + u32(y)) * p.w;
+      let y_in = y >= 0 && y < i32(p.h);
       for (var j = 0u; j < p.kw; j++) {
         let x = tap_x(ox, j);
-        if (x < 0 || x >= i32(p.w)) { continue; }
-        acc = acc + wt[wb + i * p.kw + j] * a[row + u32(x)];
+        // a tap in the padding reads a zero (w * 0: NaN for an infinite w, as torch)
+        var v = 0.0;
+        if (y_in && x >= 0 && x < i32(p.w)) { v = a[(src + u32(y)) * p.w + u32(x)]; }
+        acc = acc + wt[wb + i * p.kw + j] * v;
       }
     }
   }
@@ -170,11 +174,34 @@ fn resize(plane: u32, oy: u32, ox: u32) -> f32 {
   return wy0 * top + wy1 * bottom;
 }
 
+// OP 5: column element i of [N, G, K, P] (k = (c * kh + ki) * kw + kj, P = oh * ow)
+fn im2col(i: u32) -> f32 {
+  let pp = p.oh * p.ow;
+  let kk = p.cg * p.kh * p.kw;
+  let pix = i % pp;
+  let k = (i / pp) % kk;
+  let ng = i / (pp * kk);  // n * G + g
+  let groups = p.c / p.cg;
+  let ch = (ng / groups) * p.c + (ng % groups) * p.cg + k / (p.kh * p.kw);
+  let y = tap_y(pix / p.ow, (k / p.kw) % p.kh);
+  let x = tap_x(pix % p.ow, k % p.kw);
+  if (y < 0 || y >= i32(p.h) || x < 0 || x >= i32(p.w)) { return 0.0; }
+  return a[(ch * p.h + u32(y)) * p.w + u32(x)];
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
   let i = (wid.x + nwg.x * (wid.y + nwg.y * wid.z)) * WG + lid;
   if (i >= p.n) { return; }
+  if (OP == 5u) {
+    out[i] = im2col(i);
+    return;
+  }
+  if (OP == 6u) {
+    out[i] = out[i] + bias[(i / (p.oh * p.ow)) % p.m];
+    return;
+  }
   let ox = i % p.ow;
   let t = i / p.ow;
   let oy = t % p.oh;

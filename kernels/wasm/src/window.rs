@@ -57,16 +57,16 @@ pub unsafe extern "C" fn conv2d(a: *const f32, wt: *const f32, bias: *const f32,
                         let wb = m as usize * taps + (c * p.kh * p.kw) as usize;
                         for i in 0..p.kh {
                             let y = tap(oy, p.sh, i, p.dh, p.pt);
-                            if y < 0 || y >= p.h as i32 {
-                                continue;
-                            }
-                            let row = (plane + y as usize) * p.w as usize;
+                            let y_in = y >= 0 && y < p.h as i32;
                             for j in 0..p.kw {
                                 let x = tap(ox, p.sw, j, p.dw, p.pl);
-                                if x < 0 || x >= p.w as i32 {
-                                    continue;
-                                }
-                                let prod = *wt.add(wb + (i * p.kw + j) as usize) * *a.add(row + x as usize);
+                                // a tap in the padding reads a zero (w * 0: NaN for an infinite w)
+                                let v = if y_in && x >= 0 && x < p.w as i32 {
+                                    *a.add((plane + y as usize) * p.w as usize + x as usize)
+                                } else {
+                                    0.0
+                                };
+                                let prod = *wt.add(wb + (i * p.kw + j) as usize) * v;
                                 acc += prod;
                             }
                         }
@@ -219,6 +219,40 @@ pub unsafe extern "C" fn resize(a: *const f32, out: *mut f32, p: *const Window) 
                     wy0 * row(y0) + wy1 * row(y1)
                 };
                 o += 1;
+            }
+        }
+    }
+}
+
+/// conv2d's columns [N, G, K, P] (k = (c * kh + i) * kw + j, P = oh * ow; zeros in the
+/// padding) for the matmul form (kernels-window.mjs multiplies w [G, M/G, K] by them with the
+/// matmul export, which accumulates in ascending k: the protocol's order).
+#[no_mangle]
+pub unsafe extern "C" fn im2col(a: *const f32, cols: *mut f32, p: *const Window) {
+    let p = &*p;
+    let groups = p.c / p.cg;
+    let mut o = 0usize;
+    for n in 0..p.nb {
+        for g in 0..groups {
+            for c in 0..p.cg {
+                let plane = ((n * p.c + g * p.cg + c) * p.h) as usize;
+                for i in 0..p.kh {
+                    for j in 0..p.kw {
+                        for oy in 0..p.oh {
+                            let y = tap(oy, p.sh, i, p.dh, p.pt);
+                            let y_in = y >= 0 && y < p.h as i32;
+                            for ox in 0..p.ow {
+                                let x = tap(ox, p.sw, j, p.dw, p.pl);
+                                *cols.add(o) = if y_in && x >= 0 && x < p.w as i32 {
+                                    *a.add((plane + y as usize) * p.w as usize + x as usize)
+                                } else {
+                                    0.0
+                                };
+                                o += 1;
+                            }
+                        }
+                    }
+                }
             }
         }
     }

@@ -4,7 +4,7 @@ as docs/protocol.md "The v6 window ops" states them.
 - conv2d: im2col + numpy's float32 matmul (BLAS) when no order can overflow or meet a
   non-finite value (class `matmul`: within tolerance, as matmul's kernel); otherwise the
   protocol's order itself, a float32 sum over (c, kh, kw) ascending, one numpy pass per tap
-  (taps in the padding skipped: an inf weight meets no padding). Then + bias, one rounding.
+  (taps in the padding read zeros: w * 0, NaN for an infinite w, as torch). Then + bias.
 - max_pool2d: IEEE maximum on the ordered integer keys of the words (NaN propagates, -0 < +0),
   taps outside the input never taken: exact.
 - avg_pool2d: a float32 sum from 0.0 over the window's taps inside the input, ascending
@@ -124,7 +124,7 @@ def _conv_ordered(
     xin: np.ndarray,
 ) -> np.ndarray:
     """The protocol's order: acc = 0.0, then acc += w * x for (c, kh, kw) ascending, each step
-    rounded to float32, taps outside the input skipped."""
+    rounded to float32, taps in the padding reading zeros."""
     n, groups = a.shape[0], node.attrs["groups"]
     m, cg, kh, kw = w.shape
     oh, ow = ys.shape[1], xs.shape[1]
@@ -135,9 +135,9 @@ def _conv_ordered(
         for i in range(kh):
             for j in range(kw):
                 mask = yin[i][:, None] & xin[j][None, :]
-                x = _gather(xg[:, :, c], ys[i], xs[j])  # [N, G, oH, oW]
+                x = np.where(mask, _gather(xg[:, :, c], ys[i], xs[j]), F32(0))  # [N, G, oH, oW]
                 prod = (wg[None, :, :, c, i, j, None, None] * x[:, :, None]).astype(F32)
-                acc = (acc + np.where(mask, prod, F32(0))).astype(F32)
+                acc = (acc + prod).astype(F32)
     return acc.reshape(n, m, oh, ow)
 
 

@@ -27,7 +27,7 @@ from ..kernel_table import (
 from ..protocol import CheckedGraph, CheckedNode, label
 from .planner_index import INDEX_DTYPES, INDEX_RULES
 from .planner_student import STUDENT_DTYPES, STUDENT_RULES
-from .planner_window import WINDOW_RULES
+from .planner_window import WINDOW_RULES, conv_gemm, plan_conv_pass
 
 PLAN_FORMAT = 1
 
@@ -683,6 +683,34 @@ def _plan_matmul_fixed(ctx: _PlanContext, node: CheckedNode) -> None:
 
 
 # The kernel registry: op name -> planning rule.
+def _plan_conv2d(ctx: _PlanContext, node: CheckedNode) -> None:
+    """conv2d: im2col (window.wgsl OP 5) + the tiled matmul kernel, w read as [G, M/G, K]
+    against the columns [N, G, K, P] (+ the bias, OP 6), where the product takes a tiled
+    kernel with at least 8 output channels per group; else the direct kernel (twin of
+    planner.mjs planConv2d; bench/conv2d.py measured both)."""
+    shapes = [ctx.operand_shape(node, k) for k in range(len(node.operands))]
+    g = conv_gemm(node, shapes)
+    batch = g["n"] * g["groups"]
+    tile, kernel = matmul_kernel(g["mg"], g["pix"], g["k"], batch,
+                                 ctx.limits["minMatmulWorkgroups"])
+    fits = g["pointwise"] or g["cols"] * 4 <= ctx.limits["maxStorageBufferBindingSize"]
+    if kernel == "matmul_small" or g["mg"] < 8 or not fits:
+        WINDOW_RULES["conv2d"](ctx, node)
+        return
+    a = ctx.operand(node, len(shapes) - 2)
+    cols = a if g["pointwise"] else ctx.allocate(node, g["cols"], "temp")
+    if not g["pointwise"]:
+        plan_conv_pass(ctx, node, 5, cols, g["cols"])
+    out = ctx.output(node)
+    tiles_m, tiles_n = _ceil_div(g["mg"], tile), _ceil_div(g["pix"], tile)
+    params = _u32s(g["mg"], g["pix"], g["k"], tiles_m, tiles_n, batch, g["groups"], 0,
+                   g["mg"] * g["k"], g["groups"] * g["k"] * g["pix"], g["k"] * g["pix"], 0)
+    ctx.dispatch(node, kernel, {}, params, [ctx.operand(node, len(shapes) - 1), cols, out],
+                 tiles_m * tiles_n * batch)
+    if g["bias"]:
+        plan_conv_pass(ctx, node, 6, out, math.prod(node.shape))
+
+
 RULES: dict[str, Rule] = {
     "input": _plan_input,
     "full": _plan_full,
@@ -708,6 +736,7 @@ RULES: dict[str, Rule] = {
     "matmul_fixed": _plan_matmul_fixed,
     **INDEX_RULES,  # the v4 selection ops (planner_index.py)
     **WINDOW_RULES,  # the v6 window ops (planner_window.py)
+    "conv2d": _plan_conv2d,  # direct, or im2col + the tiled matmul
 }
 
 # The dtypes a rule plans where it handles more than float32 (twin of planner.mjs RULE_DTYPES):

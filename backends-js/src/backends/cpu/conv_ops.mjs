@@ -1,7 +1,7 @@
 // The protocol-v6 window ops on the CPU (conv2d, max_pool2d, avg_pool2d, resize), float32,
 // in the protocol's order (docs/protocol.md "The v6 window ops"). conv2d is a direct
 // convolution: each output's dot product over (c, kh, kw) ascending, every product and sum
-// rounded to float32 (Math.fround), taps outside the input skipped, then + bias. (im2col
+// rounded to float32 (Math.fround), taps in the padding reading zeros, then + bias. (im2col
 // would only copy the input kH x kW times here: JS has no BLAS to hand the matmul to;
 // bench/conv2d.mjs measures both.)
 import { registerKernel } from './registry.mjs';
@@ -29,12 +29,12 @@ export function conv2dDirect(out, ins, node, inShapes) {
             const wBase = m * taps + c * p.kh * p.kw;
             for (let i = 0; i < p.kh; i++) {
               const y = oy * p.sh - p.pt + i * p.dh;
-              if (y < 0 || y >= p.h) continue;
               const row = (plane + y) * p.w;
               for (let j = 0; j < p.kw; j++) {
                 const x = ox * p.sw - p.pl + j * p.dw;
-                if (x < 0 || x >= p.w) continue;
-                acc = f(acc + f(w[wBase + i * p.kw + j] * a[row + x]));
+                // a tap in the padding reads a zero (w * 0: NaN for an infinite w, as torch)
+                const v = y >= 0 && y < p.h && x >= 0 && x < p.w ? a[row + x] : 0;
+                acc = f(acc + f(w[wBase + i * p.kw + j] * v));
               }
             }
           }
