@@ -63,3 +63,30 @@ def test_the_judge_fails_a_wrong_output(cases: list[NodeCase]) -> None:
     nan = ref.copy()
     nan.ravel()[3] = np.nan
     assert "NaN" in judge(case, {"y": nan})
+
+
+def test_the_window_composites_pass_where_the_v6_ops_serve(
+    cases: list[NodeCase], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Conv/MaxPool/AveragePool/Resize lower to the v6 window ops where those take the
+    attributes; the composites behind them (taps, im2col, per-axis maps) must pass the same
+    cases when the v6 ops are not used."""
+    from gpulab.onnx import ops_pool, ops_resize
+
+    names = [
+        c.name
+        for c in cases
+        if c.graph is not None
+        and not c.held
+        and {"Conv", "MaxPool", "AveragePool", "Resize"} & set(c.ops)
+    ]
+    assert len(names) >= 60
+    monkeypatch.setattr(ops_pool, "_window_op", lambda *a, **k: None)
+    monkeypatch.setattr(ops_resize, "_resize_op", lambda *a, **k: None)
+    composite = translate_all(names)
+    for c in composite:
+        assert c.graph is not None, (c.name, c.refusal)
+        ops = {n["op"] for n in c.graph["nodes"]}
+        assert not ops & {"conv2d", "max_pool2d", "avg_pool2d", "resize"}, c.name
+    verdicts, _ = run_lane("cpu-python", composite)
+    assert not {n: why for n, why in verdicts.items() if why}

@@ -1,7 +1,8 @@
-"""Conv, MaxPool, AveragePool (1-D and 2-D) as composites: the window's taps are strided slices
-of the padded input (functional.window_taps); Conv joins them and multiplies (im2col + matmul),
-the pools combine them with maximum / a sum divided by the window's count. Every lane runs
-them (no new kernel); 3-D windows would need rank 5 and are refused.
+"""Conv, MaxPool, AveragePool, LpPool (1-D and 2-D): the protocol's v6 window ops (conv2d,
+max_pool2d, avg_pool2d) where they take the attributes, else composites: the window's taps
+are strided slices of the padded input (functional.window_taps); Conv joins them and
+multiplies (im2col + matmul), the pools combine them with maximum / a sum divided by the
+window's count / a p-norm. 3-D windows would need rank 5 and are refused.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import math
 
 from .. import functional as F
+from ..errors import GpuLabError
 from ..graph import Tensor
 from .ctx import NodeCtx, Op
 from .values import Value
@@ -77,6 +79,16 @@ def _padded(x: Tensor, begin, end, extra, value: float) -> Tensor:
     return x
 
 
+def _window_op(cx: NodeCtx, op: str, want: list[int], **fields) -> Tensor | None:
+    """The protocol's own window op (v6: conv2d, max_pool2d, avg_pool2d), or None where it
+    refuses these attributes or would give another shape (then the tap composite serves)."""
+    try:
+        y = cx.g.op(op, **fields)
+    except GpuLabError:
+        return None
+    return y if list(y.shape) == want else None
+
+
 def _conv(cx: NodeCtx) -> list[Value]:
     x, w = cx.t(0), cx.t(1)
     if x.ndim != w.ndim:
@@ -94,11 +106,26 @@ def _conv(cx: NodeCtx) -> list[Value]:
         begin, end, extra = (_two(v, 0) for v in (begin, end, extra))
         out = _two(out, 1)
         strides, dil = _two(strides, 1), _two(dil, 1)
-    xp = _padded(x4, begin, end, extra, 0.0)
-    y = F.conv2d_im2col(xp, w4, strides, dil, out, groups)
+    bias = [cx.t(2)] if cx.has(2) else []
+    want = [x.shape[0], w.shape[0], out[0], out[1]]
+    y = _window_op(
+        cx,
+        "conv2d",
+        want,
+        a=x4,
+        w=w4,
+        bias=bias,
+        strides=strides,
+        padding=[begin[0], begin[1], end[0], end[1]],
+        dilations=dil,
+        groups=groups,
+    )
+    if y is None:
+        xp = _padded(x4, begin, end, extra, 0.0)
+        y = F.conv2d_im2col(xp, w4, strides, dil, out, groups)
+        if bias:
+            y = y + bias[0].reshape([w.shape[0], 1, 1])
     cx.macs += y.size * w.shape[1] * math.prod(kernel)
-    if cx.has(2):
-        y = y + cx.t(2).reshape([w.shape[0], 1, 1])
     return [y.reshape(list(y.shape[:2]) + [y.shape[3]]) if one_d else y]
 
 
@@ -140,6 +167,21 @@ def _pool(kind: str) -> Op:
             begin, end, extra = (_two(v, 0) for v in (begin, end, extra))
             out = _two(out, 1)
             strides, dil = _two(strides, 1), _two(dil, 1)
+        if kind in ("max", "avg"):
+            fields = {
+                "a": x4,
+                "kernel": kernel,
+                "strides": strides,
+                "dilations": dil,
+                "padding": [begin[0], begin[1], end[0], end[1]],
+                "ceil_mode": ceil_mode,
+            }
+            if kind == "avg":
+                fields["count_include_pad"] = bool(cx.attr("count_include_pad", 0))
+            want = [x.shape[0], x.shape[1], out[0], out[1]]
+            y = _window_op(cx, f"{kind}_pool2d", want, **fields)
+            if y is not None:
+                return [y.reshape([y.shape[0], y.shape[1], y.shape[3]]) if one_d else y]
         pad_value = -math.inf if kind == "max" else 0.0
         xp = _padded(x4, begin, end, extra, pad_value)
         taps = F.window_taps(xp, kernel, strides, dil, out)

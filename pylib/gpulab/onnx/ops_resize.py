@@ -1,4 +1,6 @@
-"""ONNX Resize (opset 11+; nearest, linear, cubic) as separable per-axis maps computed at load.
+"""ONNX Resize (opset 11+; nearest, linear, cubic): the protocol's v6 `resize` op where it
+says exactly this Resize (4-D, the last two axes, nearest/linear, scale = out / in), else
+separable per-axis maps computed at load.
 
 For each resized axis the sampling (coordinate_transformation_mode, nearest_mode, cubic_coeff_a,
 exclude_outside, edge clamping) is worked out in Python exactly as onnx.reference's op_resize
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+from ..errors import GpuLabError
 from ..graph import Tensor
 from .ctx import NodeCtx, Op
 from .values import Value
@@ -137,6 +140,9 @@ def _resize(cx: NodeCtx) -> list[Value]:
         raise cx.fail(f"output size {sizes}: zero-size tensors are not supported")
     a = cx.attr("cubic_coeff_a", -0.75)
     excl = bool(cx.attr("exclude_outside", 0))
+    v6 = _resize_op(cx, x, mode, ctm, nearest, excl, scales, sizes)
+    if v6 is not None:
+        return [v6]
     out = x
     for d in axes:
         if math.isclose(scales[d], 1.0) and sizes[d] == shape[d]:
@@ -151,6 +157,41 @@ def _resize(cx: NodeCtx) -> list[Value]:
         out = _along(out, d, lambda t, w=w: t @ w)
         cx.macs += out.size * shape[d]
     return [out]
+
+
+V6_MODES = ("half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel")
+
+
+def _resize_op(
+    cx: NodeCtx,
+    x: Tensor,
+    mode: str,
+    ctm: str,
+    nearest: str,
+    excl: bool,
+    scales: list[float],
+    sizes: list[int],
+) -> Tensor | None:
+    """The protocol's resize op (v6: 4-D, the last two axes, as ONNX with sizes) where it says
+    exactly this Resize: nearest/linear, its coordinate modes, and each scale exactly
+    out / in (the op maps coordinates by out / in; ONNX by the given scale)."""
+    shape = list(x.shape)
+    if x.ndim != 4 or mode == "cubic" or excl or ctm not in V6_MODES:
+        return None
+    if sizes[:2] != shape[:2] or any(scales[d] != sizes[d] / shape[d] for d in (2, 3)):
+        return None
+    try:
+        y = cx.g.op(
+            "resize",
+            a=x,
+            size=[sizes[2], sizes[3]],
+            mode=mode,
+            coordinate_transformation_mode=ctm,
+            nearest_mode=nearest,
+        )
+    except GpuLabError:
+        return None
+    return y if list(y.shape) == sizes else None
 
 
 RESIZE_OPS: dict[str, Op] = {
