@@ -367,7 +367,7 @@ g.run(y=x)
     expect(alert).to_contain_text("line 7")
 
 
-@pytest.mark.parametrize("example", ["first", "life", "mlp", "live"])
+@pytest.mark.parametrize("example", ["first", "life", "mlp", "mlp-manual", "live", "torch-compile"])
 def test_every_example_runs_without_jspi(page: Page, playground_url: str, example: str) -> None:
     """Defect 4: without JSPI (?jspi=off) every example runs to the end (two of three failed at
     g.prepare), and a synchronous session call names the awaitable forms."""
@@ -643,9 +643,13 @@ def test_life_example_draws_on_canvas(notebook: Page, shot_dir: Path) -> None:
     save_shot(cell(page, 2), shot_dir / "life-cell.png")
 
 
-def test_mlp_example_trains_and_plots(notebook: Page, shot_dir: Path) -> None:
+@pytest.mark.parametrize("example", ["mlp", "mlp-manual"])
+def test_mlp_example_trains_and_plots(notebook: Page, shot_dir: Path, example: str) -> None:
+    """The MLP the PyTorch way (gpulab.torch: loss.backward(), "mlp") and with the backward
+    written by hand ("mlp-manual"): the loss falls, the plot is drawn, the map is learnt."""
     page = notebook
-    page.get_by_label("Examples").select_option("mlp")
+    page.get_by_label("Examples").select_option(example)
+    shot = "mlp" if example == "mlp" else example
     run_cell(page, 1)
     run_cell(page, 2)
     out = run_cell(page, 3, timeout=170_000)
@@ -654,14 +658,34 @@ def test_mlp_example_trains_and_plots(notebook: Page, shot_dir: Path) -> None:
     assert last < first / 4, f"training did not reduce the loss: {first} -> {last}"
     plot = out.get_by_role("img")
     expect(plot).to_have_attribute("data-points", "40")
-    pixels = save_shot(plot, shot_dir / "mlp-loss-plot.png")
+    pixels = save_shot(plot, shot_dir / f"{shot}-loss-plot.png")
     line = (pixels[..., 2] > 200) & (pixels[..., 0] < 90)  # the curve is drawn in blue
     assert line.sum() > 200, "the loss curve is not drawn"
     out4 = run_cell(page, 4)
     expect(out4.locator(".stream.stdout")).to_contain_text("training accuracy")
     accuracy = float(re.search(r"accuracy ([\d.]+)%", out4.inner_text()).group(1))
     assert accuracy > 90
-    save_shot(cell(page, 4), shot_dir / "mlp-decision-map.png")
+    save_shot(cell(page, 4), shot_dir / f"{shot}-decision-map.png")
+
+
+def test_torch_compile_example_trains_with_a_live_plot(notebook: Page, shot_dir: Path) -> None:
+    """torch.compile(step, training=True): a direct call, a prepared session of 30 submissions
+    of 8 steps whose callbacks draw the loss as they arrive, the compiled model's map."""
+    page = notebook
+    page.get_by_label("Examples").select_option("torch-compile")
+    out1 = run_cell(page, 1)
+    expect(out1.locator(".stream.stdout")).to_contain_text("one compiled step: loss")
+    out = run_cell(page, 2, timeout=170_000)
+    text = out.locator(".stream.stdout").inner_text()
+    steps, first, last = re.search(r"(\d+) steps: loss ([\d.]+) -> ([\d.]+)", text).groups()
+    assert int(steps) == 240 and float(last) < float(first) * 0.6, text
+    plot = out.get_by_role("img")
+    expect(plot).to_have_attribute("data-points", "30")
+    save_shot(plot, shot_dir / "torch-compile-loss-plot.png")
+    out3 = run_cell(page, 3)
+    accuracy = float(re.search(r"accuracy ([\d.]+)%", out3.inner_text()).group(1))
+    assert accuracy > 85, out3.inner_text()
+    save_shot(cell(page, 3), shot_dir / "torch-compile-map.png")
 
 
 # ---------------------------------------------------------------------------------------------

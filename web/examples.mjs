@@ -1,5 +1,7 @@
 // Example notebooks offered in the Examples menu: one list of cell sources each.
 
+import { COMPILE_EXAMPLES, TORCH_EXAMPLES } from './examples-torch.mjs';
+
 const FIRST = `from gpulab import Graph
 
 def show(result):
@@ -333,9 +335,11 @@ for k in sorted(range(len(docs)), key=lambda k: -scores[k])[:3]:
 export const EXAMPLES = [
   { id: 'first', title: 'First graph: (a * b).relu()', cells: [FIRST, FIRST_SYNC, FIRST_AWAIT] },
   { id: 'life', title: 'Game of Life on the GPU', cells: [LIFE_SETUP, LIFE_RUN, LIFE_BATCH] },
-  { id: 'mlp', title: 'Train a small MLP with Adam', cells: [MLP_DATA, MLP_GRAPH, MLP_TRAIN, MLP_EVAL] },
+  ...TORCH_EXAMPLES, // 'mlp': the PyTorch way (loss.backward()), web/examples-torch.mjs
+  { id: 'mlp-manual', title: 'Train a small MLP with Adam, backward by hand', cells: [MLP_DATA, MLP_GRAPH, MLP_TRAIN, MLP_EVAL] },
   { id: 'live', title: 'Live views: draw on Life, paint heat', cells: [LIVE_LIFE, LIVE_HEAT] },
   { id: 'wgsl', title: 'Your own WGSL kernels (WebGPU): saxpy, a tiled matmul, heat', cells: [WGSL_SAXPY, WGSL_MATMUL, WGSL_HEAT] },
   { id: 'onnx', title: 'An ONNX model: a digits CNN', cells: [ONNX_DIGITS] },
   { id: 'minilm', title: 'Semantic search with MiniLM', cells: [MINILM_SEARCH] },
+  ...COMPILE_EXAMPLES,
 ];
