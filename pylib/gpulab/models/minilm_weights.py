@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import array
 import json
 import sys
 import zipfile
@@ -52,7 +53,8 @@ class Weights:
 
     def __init__(self, st: SafeTensors) -> None:
         self.st = st
-        self._widened: dict[str, memoryview] = {}  # F16 tensors widened once, not per graph
+        # F16 tensors widened once, linear weights transposed once (not per graph)
+        self._widened: dict[str, memoryview] = {}
         try:
             quant = json.loads(st.metadata.get(QUANT_KEY, "{}"))
         except ValueError:
@@ -95,6 +97,19 @@ class Weights:
 
     def raw(self, name: str) -> memoryview:
         return self.st.raw(name)
+
+    def transposed(self, name: str) -> memoryview:
+        """A float32 [N, K] tensor as [K, N], made once: column k is the strided slice
+        values[k::K] (C speed, no per-element Python), so no graph transposes it every run."""
+        key = name + ".T"
+        if key not in self._widened:
+            _, k = self.shape(name)
+            values = array.array("f", self.float32(name))
+            out = array.array("f")
+            for j in range(k):
+                out.extend(values[j::k])
+            self._widened[key] = memoryview(out)
+        return self._widened[key]
 
     def nbytes(self, name: str) -> int:
         info = self.st.info(name)
