@@ -1054,15 +1054,18 @@ def _resize_axis(node: Mapping, n_in: int, n_out: int) -> list[list[tuple[int, f
 def _resize(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     a = ops[0]
     oh, ow = _attr(node, "size")  # type: ignore[misc]
-    value = np.zeros((*a.shape[:2], oh, ow))
-    scale = np.zeros_like(value)
-    for y, ys in enumerate(_resize_axis(node, a.shape[2], oh)):
-        for x, xs in enumerate(_resize_axis(node, a.shape[3], ow)):
-            for iy, wy in ys:
-                for ix, wx in xs:
-                    value[:, :, y, x] += wy * wx * a[:, :, iy, ix]
-                    # float32 weights from one division (GPUs: 2.5 ulp): twice the terms
-                    scale[:, :, y, x] += 2 * abs(wy * wx) * np.abs(a[:, :, iy, ix])
+
+    def matrix(n_in: int, n_out: int) -> np.ndarray:  # [out, in]: each output's weights
+        m = np.zeros((n_out, n_in))
+        for x, terms in enumerate(_resize_axis(node, n_in, n_out)):
+            for i, wgt in terms:
+                m[x, i] += wgt
+        return m
+
+    my, mx = matrix(a.shape[2], oh), matrix(a.shape[3], ow)
+    value = my @ a @ mx.T  # [oH, H] @ [N, C, H, W] @ [W, oW], float64
+    # float32 weights from one division (GPUs: 2.5 ulp): twice the terms' magnitudes
+    scale = 2 * (np.abs(my) @ np.abs(a) @ np.abs(mx).T)
     if _attr(node, "mode") == "nearest":  # one element's bits: exact
         scale = np.zeros_like(value)
     return value, scale

@@ -322,3 +322,43 @@ def masked_mean(x: Tensor, mask: Tensor, eps: float = 1e-9) -> Tensor:
     m = unsqueeze(mask, -1)
     total = (x * m).sum(axis=-2)
     return total / m.sum(axis=-2).maximum(eps)
+
+
+# -- issue 18 (convops): torch's interpolate and adaptive pooling over the v6 window ops ---------
+
+_INTERPOLATE_MODES = {
+    # torch mode -> (resize mode, coordinate_transformation_mode, nearest_mode)
+    "nearest": ("nearest", "asymmetric", "floor"),
+    "nearest-exact": ("nearest", "half_pixel", "round_prefer_ceil"),
+    "bilinear": ("linear", "half_pixel", "round_prefer_floor"),
+}
+
+
+def interpolate(
+    x: Tensor, size: Sequence[int], mode: str = "nearest", align_corners: bool | None = None
+) -> Tensor:
+    """torch.nn.functional.interpolate of an NCHW x to `size` (h, w) with mode nearest,
+    nearest-exact or bilinear (align_corners as torch), as the protocol's resize; other modes
+    are refused by name."""
+    if mode not in _INTERPOLATE_MODES:
+        raise GpuLabError("VALIDATION", f"interpolate: mode must be one of "
+                                        f"{', '.join(_INTERPOLATE_MODES)}, got {mode!r}")
+    if align_corners is not None and mode != "bilinear":
+        raise GpuLabError("VALIDATION", f"interpolate: align_corners is for bilinear, not {mode}")
+    resize_mode, coords, rounding = _INTERPOLATE_MODES[mode]
+    if align_corners:
+        coords = "align_corners"
+    return x.resize(size, mode=resize_mode, coordinate_transformation_mode=coords,
+                    nearest_mode=rounding)
+
+
+def adaptive_avg_pool2d(x: Tensor, output_size: Sequence[int]) -> Tensor:
+    """torch's adaptive_avg_pool2d where each output size divides the input's (kernel = stride
+    = in / out, as every ResNet-style global pool); other sizes are refused."""
+    h, w = x.shape[2], x.shape[3]
+    oh, ow = output_size
+    if h % oh or w % ow:
+        raise GpuLabError("VALIDATION", f"adaptive_avg_pool2d: output {list(output_size)} must "
+                                        f"divide the input's {[h, w]}")
+    kernel = (h // oh, w // ow)
+    return x.avg_pool2d(kernel, stride=kernel)

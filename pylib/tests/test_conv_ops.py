@@ -246,3 +246,35 @@ def test_bad_modes_are_refused_by_name() -> None:
         with pytest.raises(GpuLabError) as info:
             x.resize((4, 4), **kw)
         assert info.value.code == "VALIDATION" and word in info.value.message
+
+
+def test_functional_interpolate_and_adaptive_pool_match_torch() -> None:
+    from gpulab import functional as gf
+
+    x = np.random.default_rng(2).standard_normal((2, 3, 6, 4)).astype(np.float32)
+    tx = torch.from_numpy(x)
+    g = Graph()
+    t = g.tensor(x)
+    outs = {
+        "nearest": gf.interpolate(t, (9, 7)),
+        "exact": gf.interpolate(t, (4, 3), mode="nearest-exact"),
+        "bilinear": gf.interpolate(t, (11, 5), mode="bilinear"),
+        "corners": gf.interpolate(t, (11, 5), mode="bilinear", align_corners=True),
+        "pool": gf.adaptive_avg_pool2d(t, (3, 2)),
+    }
+    got = g.run(backend="cpu-python", **outs)["outputs"]
+    want = {
+        "nearest": F.interpolate(tx, size=(9, 7)),
+        "exact": F.interpolate(tx, size=(4, 3), mode="nearest-exact"),
+        "bilinear": F.interpolate(tx, size=(11, 5), mode="bilinear", align_corners=False),
+        "corners": F.interpolate(tx, size=(11, 5), mode="bilinear", align_corners=True),
+        "pool": F.adaptive_avg_pool2d(tx, (3, 2)),
+    }
+    for name, value in want.items():
+        np.testing.assert_allclose(
+            got[name]["array"], value.numpy(), rtol=1e-6, atol=1e-6, err_msg=name
+        )
+    with pytest.raises(GpuLabError, match="bicubic"):
+        gf.interpolate(t, (4, 4), mode="bicubic")
+    with pytest.raises(GpuLabError, match="must divide"):
+        gf.adaptive_avg_pool2d(t, (4, 3))
