@@ -222,6 +222,21 @@ def test_grad_accumulates_and_retain_graph() -> None:
         assert w.grad.tolist() == [7.0, -5.0, 15.0]
 
 
+def test_intermediate_gradients_like_torch() -> None:
+    """retain_grad() on an intermediate result, and autograd.grad with respect to one (two
+    forwards: torch's retain_grad hook also fires inside autograd.grad)."""
+    out = []
+    for T in (gt, torch):
+        w = T.tensor([[1.0, -2.0], [0.5, 3.0]], requires_grad=True)
+        h = (w @ w).tanh()
+        h.retain_grad()
+        ((h * h).sum() + w.sum()).backward()
+        h2 = (w @ w).tanh()
+        (dh,) = T.autograd.grad((h2 * h2).sum(), [h2])
+        out.append([h.grad.tolist(), dh.tolist(), w.grad.tolist(), h.retains_grad])
+    assert _close(out[0][:3], out[1][:3]) and out[0][3] is out[1][3] is True
+
+
 def test_no_grad_and_detach_stop_gradients() -> None:
     w = gt.tensor([1.0, 2.0], requires_grad=True)
     with gt.no_grad():

@@ -171,8 +171,9 @@ def record_update(opt: Optimizer, rec: _tape.Record) -> list[Plan]:
     """optimizer.step()'s update recorded in `rec` (the current record), running nothing:
     gpulab.torch's own `Optimizer._record`, each plan located in the parameter groups."""
     assert _tape.current() is rec
-    where = {id(p): (gi, pi) for gi, g in enumerate(opt.param_groups)
-             for pi, p in enumerate(g["params"])}
+    where = {
+        id(p): (gi, pi) for gi, g in enumerate(opt.param_groups) for pi, p in enumerate(g["params"])
+    }
     _rec, plans = opt._record()
     return [Plan(p, state, new, *where[id(p)], p.grad._node) for p, state, new in plans]
 

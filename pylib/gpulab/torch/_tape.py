@@ -59,6 +59,9 @@ class Alive:
         key = id(t)
         self._refs[key] = weakref.ref(t, lambda _r, k=key, refs=self._refs: refs.pop(k, None))
 
+    def has(self, t: Tensor) -> bool:
+        return id(t) in self._refs
+
     def discard(self, t: Tensor) -> None:
         self._refs.pop(id(t), None)
 
@@ -88,6 +91,7 @@ class Record:
         self.draws: list[tuple[Node, int]] = []  # random counters drawn: (uint32 node, value)
         self.scalars: list[tuple[Node, str, float]] = []  # optimizer scalars: (node, key, value)
         self.runs = 0
+        self.retained = Alive()  # results that asked for retain_grad() (weakly)
         self.last_id = -1  # the highest node id seen (the graph's size, for RESET_NODES)
 
     def constant(self, t: Tensor) -> Node:

@@ -59,6 +59,9 @@ def _gradients(
         if entry is not None and entry[0] is t:
             nodes.append(entry[1])
             where.append(i)
+        elif not t._leaf and t._rec is rec and t._node is not None and t._node.id in output._hist:
+            nodes.append(t._node)  # an intermediate result (autograd.grad, retain_grad)
+            where.append(i)
     grad_out = None
     if gradient is not None:
         g = as_tensor_like(gradient)
@@ -125,11 +128,19 @@ def backward(
 
 
 def _leaves_of(tensor: Tensor) -> list[Tensor]:
+    """The leaves tensor depends on, and the intermediate results in its history that asked
+    for retain_grad()."""
     rec = tensor._rec
     if rec is None:
         return [tensor] if tensor.requires_grad else []
     keys = tensor._leaf_keys()
-    return [t for key, (t, _node) in rec.leaves.items() if key in keys]
+    leaves = [t for key, (t, _node) in rec.leaves.items() if key in keys]
+    retained = [
+        t
+        for t in rec.retained.all()
+        if t._node is not None and t._rec is rec and t._node.id in tensor._hist
+    ]
+    return leaves + retained
 
 
 def grad(

@@ -358,7 +358,17 @@ class Tensor:
         return self
 
     def retain_grad(self) -> None:
-        raise refuse("Tensor.retain_grad", "tensor")
+        """backward() also fills this intermediate result's .grad (a leaf: nothing to do)."""
+        if self._leaf:
+            return
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        assert self._rec is not None
+        self._rec.retained.add(self)
+
+    @property
+    def retains_grad(self) -> bool:
+        return not self._leaf and self._rec is not None and self._rec.retained.has(self)
 
     # -- in place: the tensor is rebound to the new node (values are never mutated) -----------
 
