@@ -551,3 +551,25 @@ def test_training_with_a_scheduler_matches_torch() -> None:
             trace.append({"loss": float(loss.item()), "params": b.params()})
         traces.append(trace)
     assert fx.compare(*traces) == []
+
+
+def test_resampling_like_torch() -> None:
+    """F.interpolate (nearest, bilinear with and without align_corners, scale_factor),
+    nn.Upsample and nn.AdaptiveAvgPool2d against torch, values and input gradients."""
+    outs = []
+    for T in (gt, torch):
+        x = T.tensor(
+            [[[[((i * 5 + j * 3) % 7) / 3.0 - 1.0 for j in range(4)] for i in range(4)]]],
+            requires_grad=True,
+        )
+        F = T.nn.functional
+        ys = [
+            F.interpolate(x, size=(6, 5)),
+            F.interpolate(x, scale_factor=2, mode="bilinear"),
+            F.interpolate(x, size=(3, 7), mode="bilinear", align_corners=True),
+            T.nn.Upsample(scale_factor=2)(x),
+            T.nn.AdaptiveAvgPool2d((2, 1))(x),
+        ]
+        sum((y * y).sum() for y in ys).backward()
+        outs.append([y.tolist() for y in ys] + [x.grad.tolist()])
+    assert _close(outs[0], outs[1], 1e-5)

@@ -24,11 +24,11 @@ SUPPORTED = {
     "dtype requires_grad grad detach zero_ backward to float long int bool clone",
     "nn": "Module Linear Sequential ModuleList ReLU GELU Sigmoid Tanh Dropout Embedding "
     "LayerNorm Identity Softmax LogSoftmax Flatten CrossEntropyLoss MSELoss Parameter "
-    "NLLLoss Conv2d MaxPool2d AvgPool2d functional init "
+    "NLLLoss Conv2d MaxPool2d AvgPool2d AdaptiveAvgPool2d Upsample functional init "
     "utils.clip_grad_norm_ utils.clip_grad_value_",
     "nn.functional": "linear relu gelu sigmoid tanh softmax log_softmax dropout embedding "
     "layer_norm cross_entropy mse_loss nll_loss scaled_dot_product_attention conv2d "
-    "max_pool2d avg_pool2d",
+    "max_pool2d avg_pool2d adaptive_avg_pool2d interpolate",
     "optim": "SGD (lr, momentum, dampening, nesterov, weight_decay, maximize, parameter "
     "groups), Adam, AdamW; lr_scheduler: LambdaLR StepLR MultiStepLR ExponentialLR "
     "CosineAnnealingLR",

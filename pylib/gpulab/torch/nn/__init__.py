@@ -8,6 +8,7 @@ from .._refuse import refuse
 from . import functional, init, utils
 from .modules import (
     GELU,
+    AdaptiveAvgPool2d,
     AvgPool2d,
     Conv2d,
     CrossEntropyLoss,
@@ -29,10 +30,12 @@ from .modules import (
     Sigmoid,
     Softmax,
     Tanh,
+    Upsample,
 )
 
 __all__ = [
     "GELU",
+    "AdaptiveAvgPool2d",
     "AvgPool2d",
     "Conv2d",
     "CrossEntropyLoss",
@@ -54,6 +57,7 @@ __all__ = [
     "Sigmoid",
     "Softmax",
     "Tanh",
+    "Upsample",
     "functional",
     "init",
     "utils",

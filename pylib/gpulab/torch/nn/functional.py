@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ... import functional as GF
@@ -324,3 +325,34 @@ def avg_pool2d(
         raise refuse("F.avg_pool2d(divisor_override=...)", "nn.functional")
     node = input._f().avg_pool2d(kernel_size, stride or None, padding, ceil_mode, count_include_pad)
     return Tensor._result(node, float32, input, op="avg_pool2d")
+
+
+def _pair_of(v: Any) -> list[int]:
+    return [int(v), int(v)] if isinstance(v, int) else [int(n) for n in v]
+
+
+def interpolate(
+    input: Tensor,
+    size: Any = None,
+    scale_factor: Any = None,
+    mode: str = "nearest",
+    align_corners: bool | None = None,
+    **kwargs: Any,
+) -> Tensor:
+    """gpulab.functional.interpolate (nearest, nearest-exact, bilinear) of [N, C, H, W]; a
+    scale_factor becomes the size floor(H * s), floor(W * s)."""
+    if size is None:
+        if scale_factor is None:
+            raise ValueError("either size or scale_factor should be defined")
+        sh, sw = (
+            (scale_factor, scale_factor) if isinstance(scale_factor, (int, float)) else scale_factor
+        )
+        size = [math.floor(input.shape[2] * sh), math.floor(input.shape[3] * sw)]
+    node = GF.interpolate(input._f(), _pair_of(size), mode, align_corners)
+    return Tensor._result(node, float32, input, op="interpolate")
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
+    """Where each output size divides the input's (gpulab.functional.adaptive_avg_pool2d)."""
+    node = GF.adaptive_avg_pool2d(input._f(), _pair_of(output_size))
+    return Tensor._result(node, float32, input, op="adaptive_avg_pool2d")

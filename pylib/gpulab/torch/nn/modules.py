@@ -526,6 +526,30 @@ class AvgPool2d(Module):
         return F.avg_pool2d(x, *self.args)
 
 
+class AdaptiveAvgPool2d(Module):
+    def __init__(self, output_size: Any) -> None:
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.adaptive_avg_pool2d(x, self.output_size)
+
+
+class Upsample(Module):
+    def __init__(
+        self,
+        size: Any = None,
+        scale_factor: Any = None,
+        mode: str = "nearest",
+        align_corners: bool | None = None,
+    ) -> None:
+        super().__init__()
+        self.args = (size, scale_factor, mode, align_corners)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.interpolate(x, *self.args)
+
+
 class CrossEntropyLoss(Module):
     def __init__(
         self,
