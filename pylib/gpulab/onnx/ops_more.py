@@ -4,6 +4,8 @@ intermediate as the reshape-transpose definition would need)."""
 
 from __future__ import annotations
 
+import math
+
 from ..graph import Tensor
 from .ctx import NodeCtx, Op
 from .ops_math import _floor_exact, _rounded, f32
@@ -126,3 +128,70 @@ MORE_OPS: dict[str, Op] = {
     "DepthToSpace": Op(_depth_to_space, frozenset({"blocksize", "mode"})),
     "SpaceToDepth": Op(_space_to_depth, frozenset({"blocksize"})),
 }
+
+
+def _topk(cx: NodeCtx) -> list[Value]:
+    """TopK by k rounds of argmax (argmin for the smallest): each round takes the first best
+    index (ties: the lower index first, as ONNX) and masks it out."""
+    from .ops_shape import concat
+
+    x = cx.t(0)
+    k = cx.ints(1, "K")[0]
+    axis = _axis(cx, cx.attr("axis", -1), x.ndim)
+    largest = bool(cx.attr("largest", 1))
+    if not cx.attr("sorted", 1):
+        raise cx.fail("attribute 'sorted' = 0 is not supported")
+    n = x.shape[axis]
+    if not 1 <= k <= n:
+        raise cx.fail(f"K = {k} for an axis of {n} (zero-size results are not supported)")
+    if x.dtype == "bool":
+        raise cx.fail("bool input")
+    g = cx.g
+    worst = (
+        (-math.inf if largest else math.inf)
+        if x.dtype == "float32"
+        else (-(2**31) if largest else 2**31 - 1)
+    )
+    shape = [1] * x.ndim
+    shape[axis] = n
+    iota = g.tensor(list(range(n)), shape=shape, dtype="int32")
+    cur, values, indices = x, [], []
+    for _ in range(k):
+        idx = g.op("argmax" if largest else "argmin", a=cur, axis=axis, keepdim=True)
+        values.append(x.gather(axis, idx))
+        indices.append(idx)
+        cur = g.where(iota.eq(idx), worst, cur)
+    return [concat(values, axis), concat(indices, axis)]
+
+
+def _scatter_elements(cx: NodeCtx) -> list[Value]:
+    from .ops_shape import _gather_indices
+
+    data, updates = cx.t(0), cx.t(2)
+    axis = _axis(cx, cx.attr("axis", 0), data.ndim)
+    reduction = cx.attr("reduction", "none")
+    idx = _gather_indices(cx, 1, data.shape[axis])
+    if data.dtype == "bool":
+        raise cx.fail("bool data")
+    if reduction == "add":
+        return [data.scatter_add(axis, idx, updates)]
+    if reduction != "none":
+        raise cx.fail(f"attribute 'reduction' = {reduction!r} is not supported (none, add)")
+    # each position written once (ONNX leaves repeated indices undefined for "none"): the
+    # updates summed into zeros, taken where some index hit
+    g = cx.g
+    zero = 0.0 if data.dtype == "float32" else 0
+    zeros = g.tensor([zero] * data.size, shape=list(data.shape), dtype=data.dtype)
+    ones = g.tensor([1] * updates.size, shape=list(updates.shape), dtype="int32")
+    hits = g.tensor([0] * data.size, shape=list(data.shape), dtype="int32")
+    hit = hits.scatter_add(axis, idx, ones) > g.tensor(0, dtype="int32")
+    placed = zeros.scatter_add(axis, idx, updates)
+    return [g.where(hit, placed, data)]
+
+
+MORE_OPS.update(
+    {
+        "TopK": Op(_topk, frozenset({"axis", "largest", "sorted"}), (1,)),
+        "ScatterElements": Op(_scatter_elements, frozenset({"axis", "reduction"})),
+    }
+)
