@@ -236,6 +236,39 @@ def nll_loss_grad(
     return -(hot * scale)
 
 
+def _per_channel(t: Tensor, ndim: int) -> Tensor:
+    """A [C] tensor shaped [1, C, 1, ...] to broadcast over [N, C, ...] of rank ndim."""
+    return t.reshape([1, t.shape[0]] + [1] * (ndim - 2))
+
+
+def batch_norm(
+    x: Tensor, mean: Tensor, rstd: Tensor, weight: Tensor | None, bias: Tensor | None
+) -> Tensor:
+    """(x - mean) * rstd * weight + bias over the channel axis 1 (mean, rstd, weight, bias
+    [C])."""
+    y = (x - _per_channel(mean, x.ndim)) * _per_channel(rstd, x.ndim)
+    if weight is not None:
+        y = y * _per_channel(weight, x.ndim)
+    return y + _per_channel(bias, x.ndim) if bias is not None else y
+
+
+def batch_stats(x: Tensor, eps: float) -> tuple[Tensor, Tensor, Tensor]:
+    """Per channel (axis 1) of [N, C, ...]: (mean, rstd = 1 / sqrt(biased var + eps), the
+    unbiased variance torch keeps in running_var)."""
+    axes = [0] + list(range(2, x.ndim))
+    count = math.prod(x.shape[a] for a in axes)
+    mean = x
+    for a in reversed(axes):
+        mean = mean.mean(axis=a, keepdim=True)
+    d = x - mean
+    var = d * d
+    for a in reversed(axes):
+        var = var.mean(axis=a, keepdim=True)
+    mean, var = mean.reshape([x.shape[1]]), var.reshape([x.shape[1]])
+    rstd = 1.0 / (var + eps).sqrt()
+    return mean, rstd, var * (count / max(count - 1, 1))
+
+
 # -- issue 18: ONNX ----------------------------------------------------------------------------
 
 

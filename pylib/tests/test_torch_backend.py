@@ -70,6 +70,17 @@ class CNN(nn.Module):
         return self.fc(torch.flatten(x, 1))
 
 
+class Normed(nn.Module):
+    """Conv2d, BatchNorm2d, ReLU, Linear."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv, self.bn, self.fc = nn.Conv2d(2, 4, 3), nn.BatchNorm2d(4), nn.Linear(64, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.flatten(torch.relu(self.bn(self.conv(x))), 1))
+
+
 class Unmapped(nn.Module):
     """cumsum has no protocol op: the graphs break around it (cumsum eager, the linears on
     gpulab)."""
@@ -255,6 +266,57 @@ def test_strided_padded_conv_gradients_equal_eager() -> None:
     for key, grad in _grads(ref).items():
         torch.testing.assert_close(_grads(conv)[key], grad, **TOL, msg=key)
     assert [r.backend for r in _records(since)] == ["cpu-python", "cpu-python"]
+
+
+def test_batch_norm_train_and_eval_equal_eager() -> None:
+    """Training batch norm (batch statistics, running stats and the int64 step counter written
+    back through aot_autograd's input mutations) and eval batch norm (running stats)."""
+    torch.manual_seed(9)
+    model = Normed()
+    ref, x = copy.deepcopy(model), torch.randn(3, 2, 6, 6)
+    since = len(tb.RECORDS)
+    compiled = torch.compile(model, backend="gpulab", options=CPU)
+    for _ in range(2):
+        out, want = compiled(x), ref(x)
+        cot = torch.randn_like(want)
+        (out * cot).sum().backward()
+        (want * cot).sum().backward()
+    torch.testing.assert_close(out, want, **TOL)
+    for key, grad in _grads(ref).items():
+        torch.testing.assert_close(_grads(model)[key], grad, **TOL, msg=key)
+    for key, buf in ref.bn.named_buffers():
+        torch.testing.assert_close(getattr(model.bn, key), buf, **TOL, msg=key)
+    model.eval(), ref.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), ref(x), **TOL)
+    kinds = [r.label.split("#")[0] for r in _records(since)]
+    assert kinds == ["forward", "backward", "inference"], kinds
+    assert all(r.backend == "cpu-python" for r in _records(since)), _records(since)
+
+
+def test_dynamic_shapes_specialize_per_call_shape() -> None:
+    """dynamic=True (as dynamo's automatic dynamic after a shape change): the symbolic aten
+    graphs get one gpulab specialization per input shape, each prepared once."""
+    torch.manual_seed(10)
+    model = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.LayerNorm(16), nn.Linear(16, 3))
+    ref = copy.deepcopy(model)
+    since = len(tb.RECORDS)
+    compiled = torch.compile(model, backend="gpulab", options=CPU, dynamic=True)
+    with torch.no_grad():
+        for n in (4, 7, 4):
+            x = torch.randn(n, 8)
+            torch.testing.assert_close(compiled(x), ref(x), **TOL)
+    x = torch.randn(5, 8)
+    out, want = compiled(x), ref(x)
+    (out * out).sum().backward()
+    (want * want).sum().backward()
+    for key, grad in _grads(ref).items():
+        torch.testing.assert_close(_grads(model)[key], grad, **TOL, msg=key)
+    outer = {r.label.split("#")[0]: r for r in _records(since) if "." not in r.label}
+    assert outer["inference"].calls == 3 and len(outer["inference"].extra) == 2
+    shapes = [r for r in _records(since) if ".shape" in r.label]
+    assert all(r.backend == "cpu-python" and r.prepares == 1 for r in shapes), shapes
+    assert [r.calls for r in shapes if r.label.startswith("inference")] == [2, 1]
 
 
 def test_misc_table_entries_equal_eager() -> None:

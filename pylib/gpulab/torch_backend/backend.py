@@ -25,7 +25,7 @@ from torch._dynamo.backends.common import aot_autograd
 from ..errors import GpuLabError
 from .lower import scan
 from .partition import compile_parts
-from .runner import RECORDS, CompiledGraph, Options, Record
+from .runner import RECORDS, CompiledGraph, Options, Record, SymbolicGraph
 from .table import DECOMPOSITIONS
 
 _COUNT = {"graphs": 0}
@@ -41,13 +41,12 @@ def compile_graph(
     found = scan(gm)
     ops = sum(found.ops.values())
     static = _static_inputs() if kind == "inference" else []
+    if found.symbolic and not found.unmapped:
+        return SymbolicGraph(gm, label, options, static)  # specialized per call's shapes
     if found.symbolic:
-        return _eager(
-            gm, label, ops, "symbolic (dynamic) shapes: compile with dynamic=False", kind, options
-        )
+        return _eager(gm, label, ops, f"symbolic shapes and {_unmapped(found)}", kind, options)
     if found.unmapped:
-        unmapped = ", ".join(f"{op} x{n}" for op, n in sorted(found.unmapped.items()))
-        reason = f"unmapped aten ops: {unmapped}"
+        reason = _unmapped(found)
         if options.strict or not options.partition:
             return _eager(gm, label, ops, reason, kind, options)
         return _partitioned(gm, label, ops, reason, static, options)
@@ -57,6 +56,11 @@ def compile_graph(
         return _eager(gm, label, ops, f"lowering refused: {err.message}", kind, options)
     compiled.record.ops = ops
     return compiled
+
+
+def _unmapped(found: Any) -> str:
+    ops = ", ".join(f"{op} x{n}" for op, n in sorted(found.unmapped.items()))
+    return f"unmapped aten ops: {ops}"
 
 
 def _eager(

@@ -42,6 +42,8 @@ def scan(gm: torch.fx.GraphModule) -> Scan:
             found.symbolic |= any(not isinstance(n, int) for n in shape)
         if node.op != "call_function" or node.target is operator.getitem:
             continue
+        if not isinstance(node.meta.get("val"), (torch.Tensor, tuple, list)):
+            continue  # size arithmetic of a symbolic graph (sym_size, mul): baked when specialized
         op = name(node.target)
         found.ops[op] += 1
         if refusal(node):
@@ -87,7 +89,10 @@ def lower(gm: torch.fx.GraphModule, make_input: MakeInput = fed_input) -> Lowere
     inputs: list[Tensor | None] = []
     input_ids: dict[int, int] = {}
     for node in gm.graph.nodes:
-        if node.op == "placeholder":
+        if node.op == "placeholder" and not isinstance(node.meta.get("val"), torch.Tensor):
+            inputs.append(None)  # a size (symbolic graphs): baked into the specialization
+            env[node] = node.meta.get("val")
+        elif node.op == "placeholder":
             t = make_input(g, len(inputs), node)
             input_ids[t.id] = len(inputs)
             inputs.append(t)

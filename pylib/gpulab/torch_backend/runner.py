@@ -202,3 +202,45 @@ def _device(args: list[Any]) -> torch.device:
         if isinstance(a, torch.Tensor):
             return a.device
     return torch.device("cpu")
+
+
+class SymbolicGraph:
+    """An aten graph with symbolic shapes (dynamo's automatic dynamic after a shape change, or
+    dynamic=True): specialized per concrete input shapes at call time (make_fx over the graph
+    with the call's values bakes every size in), each specialization its own CompiledGraph;
+    one whose lowering refuses runs the graph eagerly for those shapes."""
+
+    def __init__(
+        self, gm: torch.fx.GraphModule, label: str, options: Options, static: Sequence[int] = ()
+    ) -> None:
+        self._boxed_call = True
+        self.gm, self.label, self.options, self.static = gm, label, options, list(static)
+        self.record = Record(label, reason="symbolic shapes: specialized per call's shapes")
+        RECORDS.append(self.record)
+        self._by_shape: dict[tuple, Any] = {}
+
+    def __call__(self, *given: Any) -> list[Any]:
+        args = list(given[0]) if len(given) == 1 and isinstance(given[0], list) else list(given)
+        key = tuple(tuple(a.shape) + (a.dtype,) if isinstance(a, torch.Tensor) else a for a in args)
+        if key not in self._by_shape:
+            self._by_shape[key] = self._specialize(args, len(self._by_shape))
+        self.record.calls += 1
+        run = self._by_shape[key]
+        return run(args) if isinstance(run, CompiledGraph) else list(run(*args))
+
+    def _specialize(self, args: list[Any], index: int) -> Any:
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        def replay(*values: Any) -> Any:
+            return self.gm(*values)
+
+        static_gm = make_fx(replay, tracing_mode="fake")(*args)
+        try:
+            compiled = CompiledGraph(
+                static_gm, f"{self.label}.shape{index}", self.options, self.static
+            )
+        except GpuLabError as err:
+            self.record.extra[f"shape{index}"] = f"eager: {err.message}"
+            return self.gm.forward
+        self.record.extra[f"shape{index}"] = compiled.record.label
+        return compiled

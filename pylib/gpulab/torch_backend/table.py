@@ -127,6 +127,17 @@ def _promote(cx: Ctx, *xs: Any) -> list[Any]:
     ]
 
 
+def _int_exact(cx: Ctx, op: Callable[[Any, Any], Tensor], a: Any, b: Any) -> Tensor:
+    """op on float32 operands; an int result (a step counter + 1) is computed in float32 and
+    cast back: exact below 2^24, the protocol's arithmetic being float32."""
+    a, b = _promote(cx, a, b)
+    kinds = {x.dtype for x in (a, b) if isinstance(x, Tensor)}
+    if kinds == {"int32"}:
+        a, b = (x.cast("float32") if isinstance(x, Tensor) else x for x in (a, b))
+        return op(a, b).cast("int32")
+    return op(a, b)
+
+
 def _common(a: Any, b: Any) -> list[Any]:
     """Comparison operands in one dtype: float32 if either is."""
     kinds = {x.dtype for x in (a, b) if isinstance(x, Tensor)}
@@ -141,14 +152,12 @@ def _common(a: Any, b: Any) -> list[Any]:
 
 @lowers(aten.add.Tensor, aten.add.Scalar)
 def _add(cx: Ctx, a: Any, b: Any, alpha: Any = 1) -> Tensor:
-    a, b = _promote(cx, a, b)
-    return a + (b if alpha == 1 else b * alpha)
+    return _int_exact(cx, lambda p, q: p + (q if alpha == 1 else q * alpha), a, b)
 
 
 @lowers(aten.sub.Tensor, aten.sub.Scalar)
 def _sub(cx: Ctx, a: Any, b: Any, alpha: Any = 1) -> Tensor:
-    a, b = _promote(cx, a, b)
-    return a - (b if alpha == 1 else b * alpha)
+    return _int_exact(cx, lambda p, q: p - (q if alpha == 1 else q * alpha), a, b)
 
 
 @lowers(aten.rsub.Scalar, aten.rsub.Tensor)
@@ -161,8 +170,7 @@ def _rsub(cx: Ctx, a: Any, b: Any, alpha: Any = 1) -> Tensor:
 def _mul(cx: Ctx, a: Any, b: Any) -> Tensor:
     if isinstance(a, Tensor) and a.dtype == "bool" and isinstance(b, Tensor) and b.dtype == "bool":
         return _logical_and(cx, a, b)
-    a, b = _promote(cx, a, b)
-    return a * b
+    return _int_exact(cx, lambda p, q: p * q, a, b)
 
 
 @lowers(aten.div.Tensor, aten.div.Scalar)
@@ -413,6 +421,51 @@ def _layer_norm(
 
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
+
+
+@lowers(aten._native_batch_norm_legit_no_training.default)
+def _batch_norm_eval(
+    cx: Ctx,
+    x: Tensor,
+    weight: Any,
+    bias: Any,
+    running_mean: Tensor,
+    running_var: Tensor,
+    momentum: float,
+    eps: float,
+) -> tuple[Tensor]:
+    return (F.batch_norm(x, running_mean, 1.0 / (running_var + eps).sqrt(), weight, bias),)
+
+
+@lowers(aten._native_batch_norm_legit_functional.default)
+def _batch_norm_train(
+    cx: Ctx,
+    x: Tensor,
+    weight: Any,
+    bias: Any,
+    running_mean: Tensor,
+    running_var: Tensor,
+    training: bool,
+    momentum: float,
+    eps: float,
+) -> tuple[Tensor, ...]:
+    """(y, mean, rstd, new running mean, new running var) as torch's training batch norm."""
+    if not training:
+        raise GpuLabError("UNSUPPORTED", "batch norm (functional) with training=False")
+    mean, rstd, unbiased = F.batch_stats(x, eps)
+    y = F.batch_norm(x, mean, rstd, weight, bias)
+    new_mean = running_mean * (1.0 - momentum) + mean * momentum
+    new_var = running_var * (1.0 - momentum) + unbiased * momentum
+    return y, mean, rstd, new_mean, new_var
+
+
+def _first_only(node: torch.fx.Node) -> str:
+    """Only the first result is read (eval batch norm's other two are empty tensors)."""
+    used = all(u.target is operator.getitem and u.args[1] == 0 for u in node.users)
+    return "" if used else "its saved statistics are used"
+
+
+CONDITIONS[aten._native_batch_norm_legit_no_training.default] = _first_only
 
 
 @lowers(aten.nll_loss_forward.default)
