@@ -116,11 +116,12 @@ fn pool_avg(plane: u32, oy: u32, ox: u32) -> f32 {
   return acc / f32(cy * cx);
 }
 
-// floor(num / den) for den > 0
+// floor(num / den) for den > 0, dividing non-negative values only: on an H200 through naga
+// (Vulkan) the truncating form `q = num / den; if (num % den != 0 && num < 0) { q - 1 }` gave
+// wrong source indices for negative numerators (4 resize cases; Dawn and lavapipe were right)
 fn floor_div(num: i32, den: i32) -> i32 {
-  let q = num / den;
-  if (num % den != 0 && num < 0) { return q - 1; }
-  return q;
+  if (num >= 0) { return num / den; }
+  return -((den - 1 - num) / den);
 }
 
 // the source coordinate of output index x (of out) along an axis of size sz: num / den
