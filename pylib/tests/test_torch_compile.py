@@ -303,18 +303,54 @@ def test_refusals_of_malformed_steps() -> None:
         gt.compile(model, backend="tvm")
 
 
-def test_random_draw_inside_a_prepared_step_is_refused() -> None:
-    model, opt, x, y = _model_and_data()
+def test_host_random_draws_become_per_step_feeds() -> None:
+    """torch.randn inside a prepared step (with dropout between draws) is drawn again each
+    step from the generator, in its place among the dropout counters: the prepared steps give
+    the eager steps' losses and parameters and leave the generator where they do."""
+    noise = gt.randn  # bound before prepare(): its draws cannot be replayed
 
-    def noisy(x: Any, y: Any) -> Any:
+    def build() -> tuple[Any, Any, Any, Any]:
+        gt.manual_seed(3)
+        model = gt.nn.Sequential(
+            gt.nn.Linear(3, 8), gt.nn.ReLU(), gt.nn.Dropout(0.3), gt.nn.Linear(8, 2)
+        )
+        opt = gt.optim.SGD(model.parameters(), lr=0.1, momentum=0.5)
+
+        def noisy(x: Any, y: Any) -> Any:
+            opt.zero_grad()
+            h = model(x + 0.1 * gt.randn(4, 3))
+            loss = gt.nn.functional.cross_entropy(h + 0.01 * gt.rand(4, 2), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        return model, opt, noisy, gt.tensor([0, 1, 1, 0])
+
+    x = gt.tensor([[0.5, -1.0, 2.0], [1.0, 0.0, -0.5], [0.25, 0.75, -1.5], [2.0, 1.0, 0.0]])
+    model, opt, noisy, y = build()
+    eager = [noisy(x, y).item() for _ in range(4)]
+    eager_params = [p.tolist() for p in model.parameters()]
+    eager_stream = _random.default_generator.get_state()
+    model, opt, noisy, y = build()
+    prep = gt.compile(noisy, training=True).prepare(x, y)
+    got: list[float] = []
+    for _ in range(4):
+        prep.step(lambda loss: got.append(loss.item()), x, y)
+    prep.sync()
+    assert got == eager
+    assert [p.tolist() for p in model.parameters()] == eager_params
+    assert _random.default_generator.get_state() == eager_stream
+    prep.dispose()
+
+    def by_name(x: Any, y: Any) -> Any:
         opt.zero_grad()
-        loss = gt.nn.functional.cross_entropy(model(x + gt.randn(1, 3)), y)
+        loss = gt.nn.functional.cross_entropy(model(x + noise(4, 3)), y)
         loss.backward()
         opt.step()
         return loss
 
-    step = gt.compile(noisy, training=True)
-    with pytest.raises(gt.Unsupported, match=r"a random draw inside the step .*torch\.rand"):
+    step = gt.compile(by_name, training=True)
+    with pytest.raises(gt.Unsupported, match=r"a random draw inside the step .*imported by name"):
         step.prepare(x, y)
     assert not LIVE
     step(x, y).result()  # called directly it is one eager step: the draw is fresh each call

@@ -65,6 +65,9 @@ class Capture:
     _grads: dict[int, tuple[Tensor, tuple]] = field(default_factory=dict)
     _inserted: list[tuple[dict[str, Any], str]] = field(default_factory=list)
     removed: dict[tuple[int, str], Tensor] = field(default_factory=dict)  # by restore()
+    # prepared=True: the host random draws (torch.randn/rand/randint) in call order, each
+    # (dropout draws before it, the function, its arguments, the tensor, default counters used)
+    host_draws: list[tuple[int, Any, tuple, dict, Tensor, int]] = field(default_factory=list)
 
     def __enter__(self) -> Self:
         self._saved = {
@@ -94,6 +97,8 @@ class Capture:
             capture._on_backward(t)
             saved["backward"](t, *args, **kwargs)
 
+        if self.prepared:
+            self._saved["random"] = _patch_random(self)
         Optimizer.step = step  # type: ignore[method-assign]
         Optimizer.zero_grad = zero_grad  # type: ignore[method-assign]
         Module.zero_grad = zero_grad  # type: ignore[method-assign]
@@ -109,6 +114,8 @@ class Capture:
         Optimizer.zero_grad = saved["zero_grad"]  # type: ignore[method-assign]
         Module.zero_grad = saved["module_zero_grad"]  # type: ignore[method-assign]
         Tensor.backward = saved["backward"]  # type: ignore[method-assign]
+        for module, name, fn in saved.get("random", []):
+            setattr(module, name, fn)
 
     def restore(self) -> None:
         """The remembered .grad values, and no inserted buffer."""
@@ -196,3 +203,33 @@ def steady_state(opt: Optimizer) -> list[tuple[dict[str, Any], str]]:
                 state["momentum_buffer"] = Tensor._leaf_of(zeros, p.shape, p.dtype)
                 inserted.append((state, "momentum_buffer"))
     return inserted
+
+
+RANDOM = ("randn", "rand", "randint")  # gpulab.torch.creation's host draws (the *_like call them)
+
+
+def _patch_random(capture: Capture) -> list[tuple[Any, str, Any]]:
+    """Record each host random draw of a prepared recording (see Capture.host_draws): the
+    function in gpulab.torch.creation and its name in the gpulab.torch package."""
+    import sys
+
+    from . import _random, creation
+
+    package = sys.modules[__package__]
+    saved = []
+    for name in RANDOM:
+        fn = getattr(creation, name)
+
+        def wrapped(*args: Any, _fn: Any = fn, **kwargs: Any) -> Any:
+            gen = _random.default_generator
+            before = gen.counter
+            t = _fn(*args, **kwargs)
+            used = (gen.counter - before) & 0xFFFFFFFF
+            capture.host_draws.append((len(capture.rec.draws), _fn, args, kwargs, t, used))
+            return t
+
+        for module in (creation, package):
+            if getattr(module, name, None) is fn:
+                saved.append((module, name, fn))
+                setattr(module, name, wrapped)
+    return saved

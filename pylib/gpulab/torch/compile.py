@@ -14,9 +14,10 @@
   state, resident gradients): `step(callback, x, target)`, `steps(callback, batches)` (at most
   64 in one submission), `sync(callback)` (writes parameters, gradients and `optimizer.state`
   back), `dispose()`. What the host computes per step is fed per step: the batch, the
-  optimizer's scalars (learning rate, bias corrections: `Record.scalars`) and each dropout
-  call's counter (`Record.draws`), drawn from the generator at call time, so a prepared session
-  consumes the random stream exactly as the same eager steps do. While a session is live,
+  optimizer's scalars (learning rate, bias corrections: `Record.scalars`), each dropout
+  call's counter (`Record.draws`) and each host random draw (torch.randn/rand/randint inside
+  the step, drawn again), from the generator at call time, so a prepared session consumes the
+  random stream exactly as the same eager steps do. While a session is live,
   compiled calls and eager `optimizer.step()` on its parameters are refused by name.
 """
 
@@ -325,7 +326,7 @@ class PreparedStep:
             drawn = gen.get_state()
             gen.set_state(before)  # recording consumes no random numbers; each step does
         _refuse_live(self._label, [p.param for p in cap.plans])
-        self._check_draws(cap.rec, before, drawn)
+        self._check_draws(cap, before, drawn)
         self.seed = before[0]
         self.optimizer = cap.optimizers[0]
         self.plans = cap.plans
@@ -334,15 +335,27 @@ class PreparedStep:
         self._examples = list(args)
         self._build(cap)
 
-    def _check_draws(self, rec: _tape.Record, before: tuple, after: tuple) -> None:
-        counters = [value for _node, value in rec.draws]
-        expected = [(before[1] + i) & 0xFFFFFFFF for i in range(len(counters))]
-        if counters != expected or after[1] != (before[1] + len(counters)) & 0xFFFFFFFF:
+    def _check_draws(self, cap: Capture, before: tuple, after: tuple) -> None:
+        """The default generator's counters the recording used are exactly its dropout calls'
+        and its recorded host draws' (torch.randn/rand/randint), in that interleaving: each
+        step replays them in the same order (`_feeds`)."""
+        counter, ok = before[1], True
+        host = iter(cap.host_draws)
+        pending = next(host, None)
+        for i, (_node, value) in enumerate([*cap.rec.draws, (None, None)]):
+            while pending is not None and pending[0] == i:
+                counter = (counter + pending[5]) & 0xFFFFFFFF
+                pending = next(host, None)
+            if value is not None:
+                ok = ok and value == counter
+                counter = (counter + 1) & 0xFFFFFFFF
+        if not ok or counter != after[1]:
             raise Unsupported(
-                f"{self._label}: a random draw inside the step that is not a dropout of "
-                "torch's default generator (torch.rand/randn/randint, or generator=...): "
-                "its values would be frozen into the prepared graph; draw them outside the "
-                "step and pass them in, or call the compiled step directly"
+                f"{self._label}: a random draw inside the step that is neither a dropout of "
+                "torch's default generator nor torch.rand/randn/randint called through the "
+                "torch module (a function imported by name before prepare(), or a module's "
+                "init): its values would be frozen into the prepared graph; draw them outside "
+                "the step and pass them in, or call the compiled step directly"
             )
 
     def _build(self, cap: Capture) -> None:
@@ -360,6 +373,14 @@ class PreparedStep:
                 feeds[a._node.id] = a._node
         self._scalar_nodes = [(node, _scalar_key(key)) for node, key, _v in rec.scalars]
         self._draw_nodes = [node for node, _value in rec.draws]
+        # host draws: replayed each step in their place among the dropout counters; the drawn
+        # tensor's input node (if the graph uses it) is fed the new values
+        self._host_draws = []
+        for position, fn, args, kwargs, t, _used in cap.host_draws:
+            node = t._node if t._rec is rec and t._node is not None else None
+            if node is not None and node.op == "input":
+                feeds[node.id] = node
+            self._host_draws.append((position, fn, args, kwargs, node))
         carry: dict[Any, Any] = {}
         self._param_inputs: list[tuple[Plan, Any]] = []
         self._state_inputs: list[tuple[Plan, str, Any]] = []
@@ -431,8 +452,17 @@ class PreparedStep:
                 "step was prepared (its dropout seed is part of the graph); "
                 "prepare it again"
             )
-        for node in self._draw_nodes:
-            feeds[node.id] = [gen.next_counter()]
+        host = iter(self._host_draws)
+        pending = next(host, None)
+        for i in range(len(self._draw_nodes) + 1):
+            while pending is not None and pending[0] == i:  # a host draw, drawn again now
+                _position, fn, fargs, fkwargs, node = pending
+                drawn = fn(*fargs, **fkwargs)
+                if node is not None:
+                    feeds[node.id] = drawn._values()
+                pending = next(host, None)
+            if i < len(self._draw_nodes):
+                feeds[self._draw_nodes[i].id] = [gen.next_counter()]
         self._advance_shadow()
         return feeds
 
