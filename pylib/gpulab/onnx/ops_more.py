@@ -195,3 +195,55 @@ MORE_OPS.update(
         "ScatterElements": Op(_scatter_elements, frozenset({"axis", "reduction"})),
     }
 )
+
+
+def _rotary(cx: NodeCtx) -> list[Value]:
+    """RotaryEmbedding as onnx.reference does it; the interleaved layout is split and joined
+    with index_select (no rank-5 intermediate)."""
+    x = cx.t(0)
+    if x.dtype != "float32":
+        raise cx.fail(f"input of type {x.dtype} (float only)")
+    g = cx.g
+    four_d = x.ndim == 4
+    if four_d:
+        t = x.permute([0, 2, 1, 3])  # [B, S, H, D]
+    elif x.ndim == 3:
+        heads = cx.attr("num_heads", 0)
+        if not heads:
+            raise cx.invalid("a 3-D input needs num_heads")
+        b, s, hidden = x.shape
+        t = x.reshape([b, s, heads, hidden // heads])
+    else:
+        raise cx.invalid(f"input of rank {x.ndim} (3 or 4)")
+    b, s, _h, d = t.shape
+    rot = cx.attr("rotary_embedding_dim", 0) or d
+    half = rot // 2
+    cos, sin = cx.t(1), cx.t(2)
+    if cx.has(3):
+        pos = cx.t(3).reshape([b * s])
+        cos = cos.index_select(0, pos).reshape([b, s, half])
+        sin = sin.index_select(0, pos).reshape([b, s, half])
+    cos = cos.reshape([cos.shape[0], cos.shape[1], 1, half])
+    sin = sin.reshape([sin.shape[0], sin.shape[1], 1, half])
+    inter = bool(cx.attr("interleaved", 0))
+
+    def pick(idx: list[int]) -> Tensor:
+        return t.index_select(3, g.tensor(idx, dtype="int32"))
+
+    if inter:
+        x1, x2 = pick(list(range(0, rot, 2))), pick(list(range(1, rot, 2)))
+    else:
+        x1, x2 = pick(list(range(half))), pick(list(range(half, rot)))
+    real = cos * x1 - sin * x2
+    imag = sin * x1 + cos * x2
+    joined = g.concat([real, imag], axis=3)
+    if inter:  # real0, imag0, real1, imag1, ...
+        order = [k // 2 + (half if k % 2 else 0) for k in range(rot)]
+        joined = joined.index_select(3, g.tensor(order, dtype="int32"))
+    out = joined if rot == d else g.concat([joined, pick(list(range(rot, d)))], axis=3)
+    return [out.permute([0, 2, 1, 3]) if four_d else out.reshape(list(x.shape))]
+
+
+MORE_OPS["RotaryEmbedding"] = Op(
+    _rotary, frozenset({"interleaved", "rotary_embedding_dim", "num_heads"})
+)
