@@ -95,7 +95,8 @@ class Unmapped(nn.Module):
 
 class Misc(nn.Module):
     """Table entries the two models do not reach: an embedding (int64 ids, padding row), erf,
-    tanh-gelu, rsqrt, pow, clamp, amax, log_softmax, slicing, cat, where on a comparison."""
+    tanh-gelu, rsqrt, pow, clamp, amax, log_softmax, slicing, cat, arange, x[idx], an int64
+    expand, any, where on a comparison."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -106,6 +107,9 @@ class Misc(nn.Module):
         a = torch.erf(x) + TF.gelu(x, approximate="tanh") + torch.rsqrt(x * x + 1.0)
         b = (x.clamp(-0.5, 0.7) ** 3) - x.amax(dim=-1, keepdim=True) + x.exp().sigmoid()
         c = torch.cat([a[:, :3], b[:, 3:]], dim=1).log_softmax(dim=-1)
+        c = c + torch.arange(x.shape[1]) * 0.1 + x[ids.clamp(max=3)]  # arange, index.Tensor
+        ids_wide = ids[:, None].expand(ids.shape[0], x.shape[1])  # an int64 expand
+        c = torch.where((x > 1.0).any(dim=-1, keepdim=True), c, c * ids_wide)
         return torch.where(x > 0, c, c.tanh() * 2.0) + torch.sqrt(x.abs()) / (1.0 + x * x)
 
 

@@ -26,7 +26,7 @@ from ..errors import GpuLabError
 from .lower import scan
 from .partition import compile_parts
 from .runner import RECORDS, CompiledGraph, Options, Record, SymbolicGraph
-from .table import DECOMPOSITIONS
+from .table import DECOMPOSITIONS, LOWERING_ERRORS
 
 _COUNT = {"graphs": 0}
 
@@ -52,10 +52,14 @@ def compile_graph(
         return _partitioned(gm, label, ops, reason, static, options)
     try:
         compiled = CompiledGraph(gm, label, options, static)
-    except GpuLabError as err:
-        return _eager(gm, label, ops, f"lowering refused: {err.message}", kind, options)
+    except LOWERING_ERRORS as err:  # a lowering's refusal: this graph runs eagerly
+        return _eager(gm, label, ops, f"lowering refused: {_why(err)}", kind, options)
     compiled.record.ops = ops
     return compiled
+
+
+def _why(err: Exception) -> str:
+    return err.message if isinstance(err, GpuLabError) else repr(err)
 
 
 def _unmapped(found: Any) -> str:

@@ -18,7 +18,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from ..errors import GpuLabError
-from .table import refusal
+from .table import LOWERING_ERRORS, refusal
 
 
 class _Lowerable(OperatorSupportBase):
@@ -63,8 +63,9 @@ def compile_parts(
         sub_static = [i for i, a in enumerate(node.args) if a in static_nodes]
         try:
             compiled = make(sub, str(node.target), sub_static)
-        except GpuLabError as err:
-            refused.append(f"{node.target}: {err.message}")
+        except LOWERING_ERRORS as err:  # a lowering's refusal: this partition eager
+            message = err.message if isinstance(err, GpuLabError) else repr(err)
+            refused.append(f"{node.target}: {message}")
             continue
         out = next(n for n in sub.graph.nodes if n.op == "output")
         single = not isinstance(out.args[0], (tuple, list))

@@ -41,6 +41,17 @@ class Ctx:
 
 
 Lowering = Callable[..., Any]
+# what a lowering raises when it cannot build its nodes: the graph (or partition) then runs in
+# eager PyTorch, the error its reason (GpuLabError: the builder's refusal, named)
+LOWERING_ERRORS = (
+    GpuLabError,
+    TypeError,
+    ValueError,
+    IndexError,
+    KeyError,
+    AttributeError,
+    RuntimeError,
+)
 ATEN_TABLE: dict[Any, Lowering] = {}
 # an entry that lowers only some uses of its op: node -> "" (lowerable) or why not
 CONDITIONS: dict[Any, Callable[[torch.fx.Node], str]] = {}
@@ -344,6 +355,14 @@ def _full_like(cx: Ctx, a: Tensor, value: Any, dtype: Any = None, **_: Any) -> T
     return constant(cx.g, value, dtype or cx.meta.dtype, a.shape)
 
 
+@lowers(aten.arange.start_step, aten.arange.start, aten.arange.default)
+def _arange(cx: Ctx, *bounds: Any, dtype: Any = None, **_: Any) -> Tensor:
+    """A constant: the values are known when the graph is lowered (static shapes)."""
+    kind = protocol_dtype(dtype or cx.meta.dtype)
+    values = np.arange(*bounds, dtype=np.int64 if kind == "int32" else np.float64)
+    return cx.g.tensor(values.astype(np.int32 if kind == "int32" else np.float32), dtype=kind)
+
+
 @lowers(aten._to_copy.default)
 def _to_copy(cx: Ctx, a: Tensor, dtype: Any = None, **_: Any) -> Tensor:
     kind = protocol_dtype(dtype) if dtype is not None else a.dtype
@@ -396,6 +415,19 @@ def _amax(cx: Ctx, a: Tensor, dims: Any = (), keepdim: bool = False) -> Tensor:
 @lowers(aten.amin.default)
 def _amin(cx: Ctx, a: Tensor, dims: Any = (), keepdim: bool = False) -> Tensor:
     return _reduce(a, dims, keepdim, "reduce_min")
+
+
+@lowers(aten.any.dim, aten.any.dims, aten.any.default)
+def _any(cx: Ctx, a: Tensor, dims: Any = None, keepdim: bool = False) -> Tensor:
+    """Any nonzero: the max of the 0/1 words over the axes."""
+    ints = (a.ne(0) if a.dtype != "bool" else a).cast("int32")
+    return _reduce(ints, dims, keepdim, "reduce_max").ne(0)
+
+
+@lowers(aten.all.dim, aten.all.dims, aten.all.default)
+def _all(cx: Ctx, a: Tensor, dims: Any = None, keepdim: bool = False) -> Tensor:
+    ints = (a.ne(0) if a.dtype != "bool" else a).cast("int32")
+    return _reduce(ints, dims, keepdim, "reduce_min").ne(0)
 
 
 @lowers(aten.argmax.default)
@@ -528,7 +560,13 @@ def _transpose(cx: Ctx, a: Tensor, d0: int, d1: int) -> Tensor:
 def _expand(cx: Ctx, a: Tensor, shape: Sequence[int]) -> Tensor:
     lead = len(shape) - a.ndim
     target = [a.shape[i - lead] if n == -1 else int(n) for i, n in enumerate(shape)]
-    return F.broadcast_to(a, target)
+    if a.dtype == "float32" or list(a.shape) == target:
+        return F.broadcast_to(a, target)
+    # int32/bool: where's broadcast keeps the bits (the protocol's add is float32 only)
+    everywhere = cx.g.tensor(np.ones(target, dtype=np.bool_), dtype="bool")
+    ints = a.cast("int32") if a.dtype == "bool" else a
+    out = cx.g.where(everywhere, ints, ints)
+    return out.ne(0) if a.dtype == "bool" else out
 
 
 @lowers(
@@ -623,6 +661,50 @@ def _index_select(cx: Ctx, a: Tensor, dim: int, idx: Tensor) -> Tensor:
 @lowers(aten.gather.default)
 def _gather(cx: Ctx, a: Tensor, dim: int, idx: Tensor, sparse_grad: bool = False) -> Tensor:
     return a.gather(dim, idx)
+
+
+def _one_index(node: torch.fx.Node) -> str:
+    """aten.index.Tensor lowers with one index tensor (x[idx], x[:, idx]); more is gather-like
+    advanced indexing the table does not do."""
+    given = [i for i in node.args[1] if i is not None]
+    return "" if len(given) == 1 else f"{len(given)} index tensors (one is lowered)"
+
+
+@lowers(aten.index.Tensor)
+def _index(cx: Ctx, a: Tensor, indices: Sequence[Any]) -> Tensor:
+    axis = next(k for k, i in enumerate(indices) if i is not None)
+    idx = indices[axis]
+    if idx.dtype == "bool":
+        raise GpuLabError("UNSUPPORTED", "indexing with a bool mask (a data-dependent shape)")
+    flat = idx.reshape([idx.size]) if idx.ndim != 1 else idx
+    picked = a.index_select(axis, flat)
+    shape = list(a.shape[:axis]) + list(idx.shape) + list(a.shape[axis + 1 :])
+    return _view(cx, picked, shape)
+
+
+CONDITIONS[aten.index.Tensor] = _one_index
+
+
+def _accumulating_one_index(node: torch.fx.Node) -> str:
+    """index_put lowers as index_add: one index tensor, accumulate=True (x[idx]'s backward);
+    a plain put's "last write wins" is not a protocol op."""
+    accumulate = node.args[3] if len(node.args) > 3 else node.kwargs.get("accumulate", False)
+    return _one_index(node) or ("" if accumulate else "accumulate=False")
+
+
+@lowers(aten.index_put.default)
+def _index_put(
+    cx: Ctx, a: Tensor, indices: Sequence[Any], values: Tensor, accumulate: bool = False
+) -> Tensor:
+    axis = next(k for k, i in enumerate(indices) if i is not None)
+    idx = indices[axis]
+    flat = idx.reshape([idx.size]) if idx.ndim != 1 else idx
+    shape = list(a.shape[:axis]) + [flat.size] + list(a.shape[axis + 1 :])
+    src = F.broadcast_to(values, list(a.shape[:axis]) + list(idx.shape) + list(a.shape[axis + 1 :]))
+    return a.index_add(axis, flat, _view(cx, src, shape))
+
+
+CONDITIONS[aten.index_put.default] = _accumulating_one_index
 
 
 @lowers(aten.embedding.default)
