@@ -2,8 +2,9 @@
 fixture files (pylib/tests/torch_fixtures/fixtures.py, the same file the native tests use) run
 on every page backend (webgpu on SwiftShader and webgl2 on ANGLE/SwiftShader are software
 adapters, admitted and labelled so) against real PyTorch's results, computed here natively at
-test time (fixtures.reference): every eager fixture for 5 steps, and one through a prepared
-torch.compile session (await forms) and again by callbacks (step/steps/sync chained in their
+test time (fixtures.reference): every eager fixture for 5 steps, compiled calls (a training
+step's blocking `.result()`, a model's `.submit`), and one fixture through a prepared
+torch.compile session (await forms) and again by callbacks (step/sync chained in their
 callbacks: what a browser without JSPI does). Values go into the page as float32 shortest
 reprs, exact; the page compares with fixtures.compare and prints the problems (none)."""
 
@@ -74,6 +75,19 @@ for x, y in b.batches:
 print("PREPARED", prep.backend, json.dumps(fx.compare(trace, REFS[{name!r}])[:3]))
 prep.dispose()"""
 
+# Compiled calls (one graph each, parameters up and back every call): blocking `.result()`
+# (JSPI, Chromium) for the training step, `.submit(callback)` for the model.
+COMPILED_CALLS = """b = fx.build(fx.FIXTURES["mlp_sgd"], torch)
+step = torch.compile(b.train_step, training=True)
+trace = []
+for x, y in b.batches:
+    loss = step(*b.tensors(x, y)).result()
+    trace.append({"loss": float(loss.item()), "params": b.params()})
+print("CALLS", json.dumps(fx.compare(trace, REFS["mlp_sgd"])[:3]))
+x = b.tensors(*b.batches[0])[0]
+want = b.model(x).tolist()
+torch.compile(b.model)(x).submit(lambda out: print("SUBMIT", out.tolist() == want))"""
+
 # The same session by callbacks only: each step's callback calls sync, whose callback reads
 # the parameters and starts the next step (nothing blocks, nothing awaits).
 PREPARED_CALLBACKS = """b = fx.build(fx.FIXTURES[{name!r}], torch)
@@ -135,6 +149,9 @@ def test_torch_fixtures_in_the_page(torch_page: Page, backend: str) -> None:
     assert stdout_lines(out, "EAGER") == [f"EAGER {name} []" for name in names]
     out = run_program(page, PREPARED_AWAIT.format(name=PREPARED))
     assert stdout_lines(out, "PREPARED") == [f"PREPARED {backend} []"]
+    out = run_program(page, COMPILED_CALLS)
+    assert stdout_lines(out, "CALLS") == ["CALLS []"]
+    assert stdout_lines(out, "SUBMIT") == ["SUBMIT True"]
     out = run_program(page, PREPARED_CALLBACKS.format(name=PREPARED))
     assert stdout_lines(out, "CALLBACKS") == ["CALLBACKS [] 5"]
 
