@@ -252,6 +252,8 @@ def test_the_server_route_serves_the_package_files(
 
     try:
         assert get("config.json") == (200, (model_dir / "config.json").read_bytes())
+        status, body = get("model.safetensors")  # read from the package's zip, as load() does
+        assert status == 200 and body == (model_dir / "model.safetensors").read_bytes()
         status, body = get("../secret")
         assert status == 404
         monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
