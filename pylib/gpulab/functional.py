@@ -269,6 +269,52 @@ def batch_stats(x: Tensor, eps: float) -> tuple[Tensor, Tensor, Tensor]:
     return mean, rstd, var * (count / max(count - 1, 1))
 
 
+def max_pool2d_indices(
+    x: Tensor,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    padding: Sequence[int],
+    dilations: Sequence[int],
+    out_hw: Sequence[int],
+) -> Tensor:
+    """torch's max_pool2d indices: for each output of an NCHW x, the flat h * W + w of its
+    window's first maximum (argmax over the window's taps, padding -inf so it never wins),
+    int32 [N, C, OH, OW]; the integer arithmetic in float32 (exact: H * W < 2^24)."""
+    n, c, h, w = x.shape
+    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = kernel, strides, dilations, out_hw
+    top, left = padding[0], padding[1]
+    bottom = max(0, (oh - 1) * sh + (kh - 1) * dh + 1 - h - top)
+    right = max(0, (ow - 1) * sw + (kw - 1) * dw + 1 - w - left)
+    padded = x.pad([[0, 0], [0, 0], [top, bottom], [left, right]], -math.inf)
+    cols = [
+        t.reshape([n, c, 1, oh * ow])
+        for t in window_taps(padded, kernel, strides, dilations, out_hw)
+    ]
+    while len(cols) > 1:  # concat takes 2..8 operands: groups of 8 keep the taps' order
+        cols = [
+            x.graph.concat(cols[i : i + 8], axis=2) if len(cols[i : i + 8]) > 1 else cols[i]
+            for i in range(0, len(cols), 8)
+        ]
+    k = cols[0].argmax(axis=2).cast("float32")  # [N, C, OH*OW]: which tap won
+    row = (k * (1.0 / kw)).cast("int32").cast("float32")  # floor: k >= 0
+    col = k - row * kw
+    g = x.graph
+    base_h = g.tensor([(p // ow) * sh - top for p in range(oh * ow)])
+    base_w = g.tensor([(p % ow) * sw - left for p in range(oh * ow)])
+    flat = (base_h + row * dh) * w + base_w + col * dw
+    return flat.cast("int32").reshape([n, c, oh, ow])
+
+
+def max_pool2d_grad(dy: Tensor, indices: Tensor, in_shape: Sequence[int]) -> Tensor:
+    """max_pool2d's input gradient: dy added at each output's index (scatter_add, the
+    protocol's fixed order), [N, C, H, W]."""
+    n, c, h, w = in_shape
+    count = indices.shape[2] * indices.shape[3]
+    zeros = dy.graph.full([n, c, h * w], 0.0)
+    picked = indices.reshape([n, c, count])
+    return zeros.scatter_add(2, picked, dy.reshape([n, c, count])).reshape([n, c, h, w])
+
+
 # -- issue 18: ONNX ----------------------------------------------------------------------------
 
 

@@ -81,6 +81,13 @@ class Normed(nn.Module):
         return self.fc(torch.flatten(torch.relu(self.bn(self.conv(x))), 1))
 
 
+class Pooled(nn.Module):
+    """Overlapping max pooling with padding and ceil_mode."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return TF.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True).tanh()
+
+
 class Unmapped(nn.Module):
     """cumsum has no protocol op: the graphs break around it (cumsum eager, the linears on
     gpulab)."""
@@ -228,11 +235,11 @@ def test_encoder_block_on_wgpu(monkeypatch: pytest.MonkeyPatch) -> None:
     assert record.backend == "wgpu" and record.prepares == 1 and record.calls == 2
 
 
-def test_cnn_inference_on_gpulab_and_training_around_the_pool_indices() -> None:
+def test_cnn_inference_and_training_equal_eager() -> None:
     """Inference: the whole graph on gpulab (conv2d, max_pool2d, avg_pool2d). Training: the
-    forward breaks at max_pool2d_with_indices (its indices are saved for the backward) and the
-    backward at the pooling backwards, which have no protocol op; convolution_backward is
-    conv2d's (strided too): values and gradients equal eager."""
+    forward too (max_pool2d's indices from a window argmax), the backward breaks only at
+    avg_pool2d_backward, which has no lowering (convolution_backward is conv2d's, strided too;
+    max_pool2d's a scatter_add): values and gradients equal eager."""
     torch.manual_seed(7)
     model, x = CNN(), torch.randn(2, 1, 16, 16)
     since = len(tb.RECORDS)
@@ -246,11 +253,28 @@ def test_cnn_inference_on_gpulab_and_training_around_the_pool_indices() -> None:
     for key in want:
         torch.testing.assert_close(got[key], want[key], **TOL, msg=key)
     outer = {r.label.split("#")[0]: r for r in records if "." not in r.label}
-    assert "aten.max_pool2d_with_indices.default" in outer["forward"].reason
-    assert "aten.max_pool2d_with_indices_backward.default" in outer["backward"].reason
-    assert "aten.convolution_backward.default" not in outer["backward"].reason
+    assert outer["forward"].backend == "cpu-python" and outer["forward"].reason == ""
+    assert outer["backward"].reason == "unmapped aten ops: aten.avg_pool2d_backward.default x1"
     parts = [r for r in records if "." in r.label]
     assert parts and all(r.backend == "cpu-python" and r.calls == 1 for r in parts)
+
+
+def test_overlapping_max_pool_gradients_equal_eager() -> None:
+    """Overlapping, padded, ceil-mode windows: the indices (first maximum, padding never wins)
+    and the backward's scatter_add of overlapping windows equal torch's."""
+    torch.manual_seed(11)
+    pool = Pooled()
+    x = torch.randn(2, 3, 8, 9, requires_grad=True)
+    x.data[0, 0, :2, :2] = 5.0  # a tie inside one window: the first index wins, as in torch
+    ref_x = x.detach().clone().requires_grad_(True)
+    since = len(tb.RECORDS)
+    out, want = torch.compile(pool, backend="gpulab", options=CPU)(x), pool(ref_x)
+    torch.testing.assert_close(out, want, **TOL)
+    cot = torch.randn_like(want)
+    (out * cot).sum().backward()
+    (want * cot).sum().backward()
+    torch.testing.assert_close(x.grad, ref_x.grad, **TOL)
+    assert [r.backend for r in _records(since)] == ["cpu-python", "cpu-python"]
 
 
 def test_strided_padded_conv_gradients_equal_eager() -> None:
@@ -414,12 +438,10 @@ def test_explain_lists_mapped_ops_of_the_models() -> None:
     forward, backward = cnn.graphs
     assert forward.ops["aten.convolution.default"] == 2
     assert "aten.convolution.default" not in forward.unmapped
-    assert forward.unmapped == {"aten.max_pool2d_with_indices.default": 1}  # indices saved
+    assert forward.unmapped == {} and forward.ops["aten.max_pool2d_with_indices.default"] == 1
     assert backward.ops["aten.convolution_backward.default"] == 2
-    assert set(backward.unmapped) == {
-        "aten.max_pool2d_with_indices_backward.default",
-        "aten.avg_pool2d_backward.default",
-    }
+    assert backward.ops["aten.max_pool2d_with_indices_backward.default"] == 1
+    assert backward.unmapped == {"aten.avg_pool2d_backward.default": 1}
 
 
 def test_unmapped_op_shows_in_explain(capsys: pytest.CaptureFixture) -> None:

@@ -132,7 +132,7 @@ def _call(g: Graph, node: torch.fx.Node, env: dict[torch.fx.Node, Any]) -> Any:
     for key in ("device", "layout", "pin_memory", "memory_format", "non_blocking"):
         kwargs.pop(key, None)
     try:
-        return fn(Ctx(g, node.meta.get("val")), *args, **kwargs)
+        return fn(Ctx(g, node.meta.get("val"), node), *args, **kwargs)
     except GpuLabError as err:
         raise GpuLabError(
             err.code, f"{name(node.target)} (node {node.name}): {err.message}", err.node

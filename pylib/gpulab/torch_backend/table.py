@@ -38,6 +38,14 @@ class Ctx:
 
     g: Graph
     meta: Any = None  # the node's torch value (a FakeTensor, or a tuple of them)
+    node: Any = None  # the FX node being lowered
+
+    def wants(self, index: int) -> bool:
+        """Whether result `index` of a multi-result op is read (getitem users)."""
+        users = getattr(self.node, "users", None)
+        if users is None:
+            return True
+        return any(u.target is operator.getitem and u.args[1] == index for u in users)
 
 
 Lowering = Callable[..., Any]
@@ -815,13 +823,6 @@ def _spread(g: Graph, t: Tensor, axis: int, step: int) -> Tensor:
 CONDITIONS[aten.convolution_backward.default] = _plain_conv
 
 
-def _values_only(node: torch.fx.Node) -> str:
-    """max_pool2d_with_indices lowers when only its values are read (inference); a backward
-    needs the indices, which the protocol's max_pool2d does not make."""
-    used = all(u.target is operator.getitem and u.args[1] == 0 for u in node.users)
-    return "" if used else "its indices are used (training): the protocol pools values only"
-
-
 @lowers(aten.max_pool2d_with_indices.default)
 def _max_pool(
     cx: Ctx,
@@ -831,14 +832,35 @@ def _max_pool(
     padding: Any = 0,
     dilation: Any = 1,
     ceil_mode: bool = False,
-) -> tuple[Tensor]:
-    out = x.max_pool2d(
-        list(kernel), list(stride) or None, _pair(padding), _pair(dilation), ceil_mode
-    )
-    return (out,)
+) -> tuple[Tensor, Tensor]:
+    """(values, indices): the protocol's max_pool2d, and its window argmax as torch's flat
+    indices (what the backward scatters into), made only when something reads them."""
+    stride = list(stride) or list(kernel)
+    pads, dil = _two(padding), _two(dilation)
+    out = x.max_pool2d(list(kernel), stride, pads, dil, ceil_mode)
+    if not cx.wants(1):
+        return (out, None)  # type: ignore[return-value]
+    idx = F.max_pool2d_indices(x, list(kernel), stride, pads, dil, out.shape[2:])
+    return out, idx
 
 
-CONDITIONS[aten.max_pool2d_with_indices.default] = _values_only
+@lowers(aten.max_pool2d_with_indices_backward.default)
+def _max_pool_backward(
+    cx: Ctx,
+    dy: Tensor,
+    x: Tensor,
+    kernel: Any,
+    stride: Any,
+    padding: Any,
+    dilation: Any,
+    ceil_mode: bool,
+    indices: Tensor,
+) -> Tensor:
+    return F.max_pool2d_grad(dy, indices, x.shape)
+
+
+def _two(v: Any) -> list[int]:
+    return [v, v] if isinstance(v, int) else list(v) * (2 if len(v) == 1 else 1)
 
 
 @lowers(aten.avg_pool2d.default)
@@ -855,12 +877,8 @@ def _avg_pool(
     if divisor_override is not None:
         raise GpuLabError("UNSUPPORTED", "avg_pool2d with divisor_override")
     return x.avg_pool2d(
-        list(kernel), list(stride) or None, _pair(padding), ceil_mode, count_include_pad
+        list(kernel), list(stride) or None, _two(padding), ceil_mode, count_include_pad
     )
-
-
-def _pair(v: Any) -> Any:
-    return list(v) if isinstance(v, (list, tuple)) else v
 
 
 @lowers(aten.constant_pad_nd.default)
