@@ -167,11 +167,9 @@ def _rows(kind: str) -> Op:
     return Op(lower, frozenset({"axis"}))
 
 
-def _cumsum(cx: NodeCtx) -> list[Value]:
-    x = cx.t(0)
-    axis = _axis(cx, cx.ints(1, "axis")[0], x.ndim)
-    exclusive, reverse = cx.attr("exclusive", 0), cx.attr("reverse", 0)
-    n = x.shape[axis]
+def cumulative(cx: NodeCtx, xf: Tensor, axis: int, exclusive: bool, reverse: bool) -> Tensor:
+    """Running sums of float32 xf along axis: a matmul by the [n, n] triangle of ones."""
+    n = xf.shape[axis]
 
     def takes(j: int, i: int) -> bool:  # does output i add input j?
         if reverse:
@@ -181,17 +179,43 @@ def _cumsum(cx: NodeCtx) -> list[Value]:
     tri = cx.g.tensor(
         [1.0 if takes(j, i) else 0.0 for j in range(n) for i in range(n)], shape=[n, n]
     )
-    xf = f32(x)
-    if x.ndim == 1:
+    if xf.ndim == 1:
         y = (xf.reshape([1, n]) @ tri).reshape([n])
-    elif axis == x.ndim - 1:
+    elif axis == xf.ndim - 1:
         y = xf @ tri
     else:
-        perm = [d for d in range(x.ndim) if d != axis] + [axis]
-        back = [perm.index(d) for d in range(x.ndim)]
+        perm = [d for d in range(xf.ndim) if d != axis] + [axis]
+        back = [perm.index(d) for d in range(xf.ndim)]
         y = (xf.permute(perm) @ tri).permute(back)
     cx.macs += y.size * n
+    return y
+
+
+def _cumsum(cx: NodeCtx) -> list[Value]:
+    x = cx.t(0)
+    axis = _axis(cx, cx.ints(1, "axis")[0], x.ndim)
+    y = cumulative(cx, f32(x), axis, bool(cx.attr("exclusive", 0)), bool(cx.attr("reverse", 0)))
     return [y if x.dtype == "float32" else y.cast(x.dtype)]
+
+
+def _cumprod(cx: NodeCtx) -> list[Value]:
+    """Running products: exp of the running sum of log|x|, the sign from the running count of
+    negatives, 0 from the first zero on (its log left out of the sums)."""
+    from .ops_math import _floor_exact, _rounded
+
+    x = cx.t(0)
+    axis = _axis(cx, cx.ints(1, "axis")[0], x.ndim)
+    excl, rev = bool(cx.attr("exclusive", 0)), bool(cx.attr("reverse", 0))
+    g = cx.g
+    xf = f32(x)
+    zero = xf.eq(0.0)
+    logs = g.where(zero, 0.0, abs(xf).log())
+    mag = cumulative(cx, logs, axis, excl, rev).exp()
+    negatives = cumulative(cx, (xf < 0.0).cast("float32"), axis, excl, rev)
+    zeros = cumulative(cx, zero.cast("float32"), axis, excl, rev)
+    odd = negatives - _floor_exact(negatives * 0.5) * 2.0
+    y = g.where(zeros > 0.0, 0.0, mag * (1.0 - odd * 2.0))
+    return [y if x.dtype == "float32" else _rounded(y, "round").cast(x.dtype)]
 
 
 def _onehot(cx: NodeCtx) -> list[Value]:
@@ -357,6 +381,7 @@ NN_OPS: dict[str, Op] = {
     "LogSoftmax": _rows("log_softmax"),
     "Hardmax": Op(_hardmax, frozenset({"axis"})),
     "CumSum": Op(_cumsum, frozenset({"exclusive", "reverse"}), (1,)),
+    "CumProd": Op(_cumprod, frozenset({"exclusive", "reverse"}), (1,)),
     "OneHot": Op(_onehot, frozenset({"axis"}), (1,)),
     "LayerNormalization": Op(_layer_norm, frozenset({"axis", "epsilon", "stash_type"})),
     "BatchNormalization": Op(
