@@ -13,8 +13,8 @@ import pytest
 from e2e.onnx_nodes.cases import NodeCase, translate_all
 from e2e.onnx_nodes.runner import FAST_LANES, judge, run_lane
 
-LOADED_AT_LEAST = 913  # measured on onnx 1.23.2 (without hold_32bit): a drop is a regression
-HELD_PASS_AT_LEAST = 80  # of the cases loaded with hold_32bit=True (DOUBLE, FLOAT16, int8..)
+LOADED_AT_LEAST = 906  # measured on onnx 1.23.2 (without hold_32bit): a drop is a regression
+HELD_PASS_AT_LEAST = 88  # of the cases loaded with hold_32bit=True (DOUBLE, FLOAT16, int8..)
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def test_every_case_loads_or_is_refused_precisely(cases: list[NodeCase]) -> None
 def test_loaded_cases_pass_on_the_fast_lanes(cases: list[NodeCase], lane: str) -> None:
     verdicts, info = run_lane(lane, cases, allow_software=True)
     assert info["available"], info
-    held = {c.name for c in cases if c.held}
+    held = {c.name for c in cases if c.held and c.graph is not None}
     failed = {name: why for name, why in verdicts.items() if why and name not in held}
     assert not failed, list(failed.items())[:10]
     assert len(verdicts) - len(held) >= LOADED_AT_LEAST

@@ -61,8 +61,8 @@ def summarize(cases: Sequence[NodeCase], lanes: dict[str, dict]) -> dict:
         "lanes": {},
         "ops": {},
     }
-    held = {c.name for c in cases if c.held}
-    summary["held"] = sum(c.held for c in cases)
+    held = {c.name for c in cases if c.held and c.graph is not None}
+    summary["held"] = len(held)
     for lane, data in lanes.items():
         verdicts = data["verdicts"]
         summary["lanes"][lane] = {
