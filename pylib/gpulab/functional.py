@@ -315,6 +315,41 @@ def max_pool2d_grad(dy: Tensor, indices: Tensor, in_shape: Sequence[int]) -> Ten
     return zeros.scatter_add(2, picked, dy.reshape([n, c, count])).reshape([n, c, h, w])
 
 
+def avg_pool2d_grad(
+    dy: Tensor,
+    in_shape: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    padding: Sequence[int],
+    count_include_pad: bool,
+) -> Tensor:
+    """avg_pool2d's input gradient: each output's dy / its divisor added to every tap of its
+    window (one index_add pair per tap into the padded input), the padding cropped. The
+    divisors are torch's (taps inside the input, or inside the padded input)."""
+    import numpy as np
+
+    n, c, h, w = in_shape
+    (kh, kw), (sh, sw), (top, left) = kernel, strides, padding[:2]
+    oh, ow = dy.shape[2], dy.shape[3]
+    hp = max(h + 2 * top, (oh - 1) * sh + kh)
+    wp = max(w + 2 * left, (ow - 1) * sw + kw)
+    lo_h, hi_h = (-top, h + top) if count_include_pad else (0, h)
+    lo_w, hi_w = (-left, w + left) if count_include_pad else (0, w)
+    rows = np.arange(oh)[:, None] * sh - top + np.arange(kh)[None, :]
+    cols = np.arange(ow)[:, None] * sw - left + np.arange(kw)[None, :]
+    count_h = ((rows >= lo_h) & (rows < hi_h)).sum(1)
+    count_w = ((cols >= lo_w) & (cols < hi_w)).sum(1)
+    divisor = (count_h[:, None] * count_w[None, :]).astype(np.float32)
+    share = dy / dy.graph.tensor(divisor)
+    g = dy.graph
+    grad = g.full([n, c, hp, wp], 0.0)
+    for i in range(kh):
+        for j in range(kw):
+            wide = g.full([n, c, oh, wp], 0.0).index_add(3, [q * sw + j for q in range(ow)], share)
+            grad = grad.index_add(2, [p * sh + i for p in range(oh)], wide)
+    return grad[:, :, top : top + h, left : left + w]
+
+
 # -- issue 18: ONNX ----------------------------------------------------------------------------
 
 

@@ -859,6 +859,26 @@ def _max_pool_backward(
     return F.max_pool2d_grad(dy, indices, x.shape)
 
 
+@lowers(aten.avg_pool2d_backward.default)
+def _avg_pool_backward(
+    cx: Ctx,
+    dy: Tensor,
+    x: Tensor,
+    kernel: Any,
+    stride: Any,
+    padding: Any,
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Any,
+) -> Tensor:
+    if divisor_override is not None:
+        raise GpuLabError("UNSUPPORTED", "avg_pool2d backward with divisor_override")
+    kernel = _two(kernel)
+    return F.avg_pool2d_grad(
+        dy, x.shape, kernel, _two(stride) if stride else kernel, _two(padding), count_include_pad
+    )
+
+
 def _two(v: Any) -> list[int]:
     return [v, v] if isinstance(v, int) else list(v) * (2 if len(v) == 1 else 1)
 
