@@ -224,3 +224,134 @@ POOL_OPS: dict[str, Op] = {
     "AveragePool": _pool("avg"),
     "LpPool": _pool("lp"),
 }
+
+
+def _spread(x: Tensor, axis: int, stride: int) -> Tensor:
+    """stride - 1 zeros between the elements along axis: one zero row appended, then an
+    index_select that takes it between the originals (exact)."""
+    n = x.shape[axis]
+    if stride == 1 or n == 1:
+        return x
+    widths = [[0, 0] for _ in x.shape]
+    widths[axis] = [0, 1]
+    padded = x.pad(widths, 0.0)
+    idx = [j // stride if j % stride == 0 else n for j in range((n - 1) * stride + 1)]
+    return padded.index_select(axis, x.graph.tensor(idx, dtype="int32"))
+
+
+def _conv_transpose(cx: NodeCtx) -> list[Value]:
+    """ConvTranspose as a stride-1 conv2d of the input spread by the strides, padded by
+    (k - 1) * d - pads (+ output_padding), with the kernel flipped and its channel axes
+    exchanged (per group)."""
+    x, w = cx.t(0), cx.t(1)
+    if x.dtype != "float32" or x.ndim not in (3, 4) or w.ndim != x.ndim:
+        raise cx.fail(f"input of rank {x.ndim} / type {x.dtype} (float, 1-D or 2-D)")
+    one_d = x.ndim == 3
+    x4, w4 = _as_2d(cx, x), _as_2d(cx, w)
+    groups = cx.attr("group", 1)
+    c, mg, kh, kw = w4.shape
+    kernel = [kh, kw]
+    strides = _two(list(cx.attr("strides", [1] * (x.ndim - 2))), 1)
+    dil = _two(list(cx.attr("dilations", [1] * (x.ndim - 2))), 1)
+    outpad = _two(list(cx.attr("output_padding", [0] * (x.ndim - 2))), 0)
+    spatial = list(x4.shape[2:])
+    auto = cx.attr("auto_pad", "NOTSET")
+    k = x.ndim - 2
+    begin, end = [0, 0], [0, 0]
+    full = [
+        strides[d] * (spatial[d] - 1) + outpad[d] + (kernel[d] - 1) * dil[d] + 1 for d in range(2)
+    ]
+    if cx.has_attr("output_shape") or auto in ("SAME_UPPER", "SAME_LOWER"):
+        want = (
+            _two(list(cx.attr("output_shape", [])), 1)
+            if cx.has_attr("output_shape")
+            else [spatial[d] * strides[d] for d in range(2)]
+        )
+        for d in range(2):
+            total = full[d] - want[d]
+            small = total // 2
+            begin[d], end[d] = (
+                (small, total - small) if auto == "SAME_UPPER" else (total - small, small)
+            )
+    elif auto == "NOTSET":
+        pads = (
+            _two(list(cx.attr("pads", [0] * 2 * k))[:k], 0),
+            _two(list(cx.attr("pads", [0] * 2 * k))[k:], 0),
+        )
+        begin, end = list(pads[0]), list(pads[1])
+    elif auto != "VALID":
+        raise cx.fail(f"attribute 'auto_pad' = {auto!r} is not supported")
+    out = [full[d] - begin[d] - end[d] for d in range(2)]
+    if min(out) <= 0:
+        raise cx.fail(f"output size {out}: zero-size tensors are not supported")
+    spread = _spread(_spread(x4, 2, strides[0]), 3, strides[1])
+    lo = [(kernel[d] - 1) * dil[d] - begin[d] for d in range(2)]
+    hi = [(kernel[d] - 1) * dil[d] - end[d] + outpad[d] for d in range(2)]
+    if min(lo + hi) < 0:
+        crop = [[None, None, 1], [None, None, 1]] + [
+            [max(0, -lo[d]), spread.shape[2 + d] - max(0, -hi[d]), 1] for d in range(2)
+        ]
+        spread = cx.g.op("slice", a=spread, slices=crop)
+        lo, hi = [max(0, v) for v in lo], [max(0, v) for v in hi]
+    flipped = w4.index_select(2, cx.g.tensor(list(range(kh - 1, -1, -1)), dtype="int32"))
+    flipped = flipped.index_select(3, cx.g.tensor(list(range(kw - 1, -1, -1)), dtype="int32"))
+    cg = c // groups
+    parts = []
+    for gi in range(groups):
+        xs = (
+            spread
+            if groups == 1
+            else cx.g.op(
+                "slice",
+                a=spread,
+                slices=[
+                    [None, None, 1],
+                    [gi * cg, (gi + 1) * cg, 1],
+                    [None, None, 1],
+                    [None, None, 1],
+                ],
+            )
+        )
+        ws = (
+            flipped
+            if groups == 1
+            else cx.g.op(
+                "slice",
+                a=flipped,
+                slices=[
+                    [gi * cg, (gi + 1) * cg, 1],
+                    [None, None, 1],
+                    [None, None, 1],
+                    [None, None, 1],
+                ],
+            )
+        )
+        ws = ws.permute([1, 0, 2, 3])  # [M/g, C/g, kH, kW]
+        want = [x.shape[0], mg, out[0], out[1]]
+        y = _window_op(
+            cx,
+            "conv2d",
+            want,
+            a=xs,
+            w=ws,
+            bias=[],
+            strides=[1, 1],
+            padding=[lo[0], lo[1], hi[0], hi[1]],
+            dilations=dil,
+            groups=1,
+        )
+        if y is None:
+            xp = _padded(xs, lo, hi, [0, 0], 0.0)
+            y = F.conv2d_im2col(xp, ws, [1, 1], dil, out, 1)
+        parts.append(y)
+    y = parts[0] if groups == 1 else cx.g.concat(parts, axis=1)
+    cx.macs += y.size * cg * kh * kw
+    if cx.has(2):
+        y = y + cx.t(2).reshape([mg * groups, 1, 1])
+    return [y.reshape(list(y.shape[:2]) + [y.shape[3]]) if one_d else y]
+
+
+POOL_OPS["ConvTranspose"] = Op(
+    _conv_transpose,
+    WINDOW_ATTRS | {"group", "output_padding", "output_shape"},
+)
