@@ -247,3 +247,76 @@ def _rotary(cx: NodeCtx) -> list[Value]:
 MORE_OPS["RotaryEmbedding"] = Op(
     _rotary, frozenset({"interleaved", "rotary_embedding_dim", "num_heads"})
 )
+
+
+def _grid_sample(cx: NodeCtx) -> list[Value]:
+    """GridSample (2-D; nearest and bilinear; zeros and border padding) as onnx.reference
+    does it: the grid denormalized, each tap's flat index and in-range mask computed on the
+    device, the taps gathered from X flattened to [N, C, H*W]."""
+    from .. import functional as F
+
+    x, grid = cx.t(0), cx.t(1)
+    if x.ndim != 4 or x.dtype != "float32":
+        raise cx.fail(f"input of rank {x.ndim} / type {x.dtype} (2-D float only)")
+    mode = {"bilinear": "linear", "linear": "linear", "nearest": "nearest"}.get(
+        cx.attr("mode", "linear")
+    )
+    padding = cx.attr("padding_mode", "zeros")
+    if mode is None or padding not in ("zeros", "border"):
+        raise cx.fail(
+            f"mode {cx.attr('mode', 'linear')!r} / padding_mode {padding!r} is not "
+            f"supported (nearest, linear; zeros, border)"
+        )
+    align = bool(cx.attr("align_corners", 0))
+    g = cx.g
+    n, c, h, w = x.shape
+    _, ho, wo, _two = grid.shape
+
+    def coord(k: int, size: int) -> Tensor:
+        v = grid.index_select(3, g.tensor([k], dtype="int32")).reshape([n, ho, wo])
+        u = (v + 1.0) * (0.5 * (size - 1)) if align else ((v + 1.0) * size - 1.0) * 0.5
+        if mode == "nearest":
+            u = _rounded(u, "round")
+        if padding == "border":
+            lo, hi = (0.0, size - 1.0) if align else (-0.5, size - 0.5)
+            outside = g.where(u < lo, 1.0, g.where(u > hi, 1.0, 0.0)).eq(1.0)
+            u = g.where(outside, u.clamp(0.0, size - 1.0), u)
+        return u
+
+    gx, gy = coord(0, w), coord(1, h)
+    flat = x.reshape([n, c, h * w])
+
+    def tap(iy: Tensor, ix: Tensor) -> Tensor:
+        inside = (
+            (ix >= 0.0).cast("float32")
+            * (ix <= w - 1.0).cast("float32")
+            * (iy >= 0.0).cast("float32")
+            * (iy <= h - 1.0).cast("float32")
+        )
+        cy, cxx = iy.clamp(0.0, h - 1.0), ix.clamp(0.0, w - 1.0)
+        idx = (cy * float(w) + cxx).cast("int32").reshape([n, 1, ho * wo])
+        vals = flat.gather(2, F.onnx_expand(idx, [n, c, ho * wo])).reshape([n, c, ho, wo])
+        if padding == "zeros":
+            vals = g.where(inside.reshape([n, 1, ho, wo]).eq(1.0), vals, 0.0)
+        return vals
+
+    if mode == "nearest":
+        return [tap(gy, gx)]
+    x0, y0 = _floor_exact(gx), _floor_exact(gy)
+    x1, y1 = x0 + 1.0, y0 + 1.0
+    wx1, wy1 = gx - x0, gy - y0
+    wx0, wy0 = 1.0 - wx1, 1.0 - wy1
+
+    def weight(a: Tensor, b: Tensor) -> Tensor:
+        return (a * b).reshape([n, 1, ho, wo])
+
+    out = (
+        tap(y0, x0) * weight(wy0, wx0)
+        + tap(y0, x1) * weight(wy0, wx1)
+        + tap(y1, x0) * weight(wy1, wx0)
+        + tap(y1, x1) * weight(wy1, wx1)
+    )
+    return [out]
+
+
+MORE_OPS["GridSample"] = Op(_grid_sample, frozenset({"mode", "padding_mode", "align_corners"}))
