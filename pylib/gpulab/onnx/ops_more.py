@@ -320,3 +320,69 @@ def _grid_sample(cx: NodeCtx) -> list[Value]:
 
 
 MORE_OPS["GridSample"] = Op(_grid_sample, frozenset({"mode", "padding_mode", "align_corners"}))
+
+
+def _diagonal(cx: NodeCtx, t: Tensor, letters: str) -> tuple[Tensor, str]:
+    """Repeated letters of one operand (a diagonal, 'ii'): one flat index_select."""
+    uniq = "".join(dict.fromkeys(letters))
+    if uniq == letters:
+        return t, letters
+    sizes = {ch: t.shape[i] for i, ch in enumerate(letters)}
+    st = [math.prod(t.shape[i + 1 :]) for i in range(t.ndim)]
+    out_shape = [sizes[ch] for ch in uniq]
+    idx = []
+    for pos in range(math.prod(out_shape)):
+        rem, coords = pos, {}
+        for ch, n in zip(reversed(uniq), reversed(out_shape)):
+            coords[ch] = rem % n
+            rem //= n
+        idx.append(sum(coords[ch] * s for ch, s in zip(letters, st)))
+    flat = t.reshape([t.size]).index_select(0, cx.g.tensor(idx, dtype="int32"))
+    return flat.reshape(out_shape), uniq
+
+
+def _einsum(cx: NodeCtx) -> list[Value]:
+    """Einsum of one or two operands without ellipsis: each operand permuted and reshaped onto
+    the union of the letters (output letters first), multiplied with broadcasting, the
+    contracted letters summed (rank at most 4)."""
+    eq = cx.attr("equation").replace(" ", "")
+    if "..." in eq:
+        raise cx.fail("an ellipsis in the equation is not supported")
+    lhs, _, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != cx.n_inputs or len(terms) > 2:
+        raise cx.fail(f"equation {eq!r}: one or two operands are supported")
+    if "->" not in eq:
+        counts = {ch: lhs.count(ch) for ch in lhs if ch.isalpha()}
+        rhs = "".join(sorted(ch for ch, k in counts.items() if k == 1))
+    ops = []
+    for i, term in enumerate(terms):
+        t = f32(cx.t(i))
+        if len(term) != t.ndim:
+            raise cx.invalid(f"term {term!r} for an operand of rank {t.ndim}")
+        ops.append(_diagonal(cx, t, term))
+    union = rhs + "".join(dict.fromkeys(ch for _, ls in ops for ch in ls if ch not in rhs))
+    if len(union) > 4:
+        raise cx.fail(f"equation {eq!r} needs rank {len(union)} (at most 4)")
+    placed = []
+    for t, ls in ops:
+        order = sorted(range(len(ls)), key=lambda i: union.index(ls[i]))
+        if order != list(range(len(ls))):
+            t = t.permute(order)
+        ls = "".join(ls[i] for i in order)
+        shape = [t.shape[ls.index(ch)] if ch in ls else 1 for ch in union]
+        placed.append(t.reshape(shape))
+    prod = placed[0] if len(placed) == 1 else placed[0] * placed[1]
+    contracted = list(range(len(rhs), len(union)))
+    if contracted:
+        prod = reduce_axes(prod, "sum", contracted, False)
+    if not rhs and prod.ndim:
+        prod = prod.reshape([])
+    cx.macs += prod.size * max(
+        1, math.prod(placed[0].shape[d] for d in contracted) if contracted else 1
+    )
+    out_dtype = cx.dtype(0)
+    return [prod if out_dtype == "float32" else prod.cast(out_dtype)]
+
+
+MORE_OPS["Einsum"] = Op(_einsum, frozenset({"equation"}))
