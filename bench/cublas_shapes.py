@@ -11,8 +11,13 @@ from __future__ import annotations
 import argparse
 import statistics
 
-SHAPES = ((4096, 4096, 4096), (4000, 4000, 4000), (4097, 4096, 4095), (8192, 1024, 8192),
-          (4096, 4095, 4096))
+SHAPES = (
+    (4096, 4096, 4096),
+    (4000, 4000, 4000),
+    (4097, 4096, 4095),
+    (8192, 1024, 8192),
+    (4096, 4095, 4096),
+)
 
 
 def main() -> None:
@@ -38,8 +43,10 @@ def main() -> None:
             torch.cuda.synchronize()
             samples.append(start.elapsed_time(end))
         ms = statistics.median(samples)
-        print(f"cuBLAS fp32 (TF32 off) {m}x{k}x{n}: {ms:.3f} ms, "
-              f"{2 * m * k * n / ms / 1e9:.1f} TFLOP/s (median of {reps})")
+        print(
+            f"cuBLAS fp32 (TF32 off) {m}x{k}x{n}: {ms:.3f} ms, "
+            f"{2 * m * k * n / ms / 1e9:.1f} TFLOP/s (median of {reps})"
+        )
 
 
 if __name__ == "__main__":

@@ -27,8 +27,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--backend", default="cpu-python")
-    parser.add_argument("--profile", type=int, default=0, metavar="N",
-                        help="profile N more runs with cProfile and print the top functions")
+    parser.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="profile N more runs with cProfile and print the top functions",
+    )
     ns = parser.parse_args()
     step = step_graph(init(0))
     outputs = step.outputs()
@@ -44,11 +49,15 @@ def main() -> None:
         samples.append((time.perf_counter() - t0) * 1e3)
         validate.append(result["stats"].get("validate_ms", float("nan")))
         run.append(result["stats"].get("run_ms", float("nan")))
-    print(f"{platform.node()} {platform.processor() or platform.machine()} python "
-          f"{platform.python_version()} backend={result['backend']}")
-    print(f"Graph.run MLP step: median {statistics.median(samples):.2f} ms, min "
-          f"{min(samples):.2f} ms over {ns.runs} runs (validate_ms median "
-          f"{statistics.median(validate):.2f}, run_ms median {statistics.median(run):.2f})")
+    print(
+        f"{platform.node()} {platform.processor() or platform.machine()} python "
+        f"{platform.python_version()} backend={result['backend']}"
+    )
+    print(
+        f"Graph.run MLP step: median {statistics.median(samples):.2f} ms, min "
+        f"{min(samples):.2f} ms over {ns.runs} runs (validate_ms median "
+        f"{statistics.median(validate):.2f}, run_ms median {statistics.median(run):.2f})"
+    )
     if ns.profile:
         profiler = cProfile.Profile()
         profiler.enable()

@@ -65,9 +65,16 @@ def phases(ex: Any, runs: int, label: str) -> None:
         ("supports", timed(lambda: ex.supports(checked), runs)),
         ("prepare (+ dispose)", timed(prepare, runs)),
         ("run, all 18 outputs read back", timed(lambda: prepared.run([{}], ids), runs)),
-        ("output entries", timed(lambda: [output_entry(values[o.id], checked.by_id[o.id].shape,
-                                                       checked.by_id[o.id].dtype)
-                                          for o in checked.outputs], runs)),
+        (
+            "output entries",
+            timed(
+                lambda: [
+                    output_entry(values[o.id], checked.by_id[o.id].shape, checked.by_id[o.id].dtype)
+                    for o in checked.outputs
+                ],
+                runs,
+            ),
+        ),
     ]
     prepared.dispose()
     print(f"## {label}: ms, median / min of {runs}")
@@ -79,8 +86,7 @@ def session_profile(runs: int) -> None:
     values = init(0)
     fed = step_graph(values, feed_batch=True)
     batch = {fed.x: values["x"], fed.y: values["y"]}
-    s = fed.graph.prepare(feeds=[fed.x, fed.y], carry=fed.carry(), backend="wgpu",
-                          loss=fed.loss)
+    s = fed.graph.prepare(feeds=[fed.x, fed.y], carry=fed.carry(), backend="wgpu", loss=fed.loss)
     print(f"session run (1 step), ms median / min: {timed(lambda: s.run(batch), runs)}")
     profiler = cProfile.Profile()
     profiler.enable()
@@ -100,10 +106,11 @@ def interleaved(ex: Any, runs: int) -> None:
     values = init(0)
     fed = step_graph(values, feed_batch=True)
     batch = {fed.x: values["x"], fed.y: values["y"]}
-    s = fed.graph.prepare(feeds=[fed.x, fed.y], carry=fed.carry(), backend="wgpu",
-                          loss=fed.loss)
-    arms = {("8 steps", "a submission per step"): ("steps_per_submit", 1),
-            ("8 steps", "one submission"): ("steps_per_submit", 0)}
+    s = fed.graph.prepare(feeds=[fed.x, fed.y], carry=fed.carry(), backend="wgpu", loss=fed.loss)
+    arms = {
+        ("8 steps", "a submission per step"): ("steps_per_submit", 1),
+        ("8 steps", "one submission"): ("steps_per_submit", 0),
+    }
     samples: dict[tuple[str, str], list[float]] = {k: [] for k in arms}
     for _ in range(runs + 1):
         for arm, (hook, value) in arms.items():

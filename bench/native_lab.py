@@ -38,8 +38,9 @@ def _buffer(device: Any, data: np.ndarray | None, nbytes: int) -> Any:
     import wgpu
 
     usage = wgpu.BufferUsage
-    buf = device.create_buffer(size=max(16, nbytes),
-                               usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST)
+    buf = device.create_buffer(
+        size=max(16, nbytes), usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST
+    )
     if data is not None:
         device.queue.write_buffer(buf, 0, np.ascontiguousarray(data, np.float32))
     return buf
@@ -60,20 +61,23 @@ def _uniform(device: Any, words: list[int]) -> Any:
 class Matmul:
     """One kernel bound to a, b, out of one shape, dispatchable many times in one pass."""
 
-    def __init__(self, device: Any, code: str, tile_m: int, tile_n: int, bufs: tuple,
-                 m: int, n: int, k: int) -> None:
+    def __init__(
+        self, device: Any, code: str, tile_m: int, tile_n: int, bufs: tuple, m: int, n: int, k: int
+    ) -> None:
         t0 = time.perf_counter()
         module = device.create_shader_module(code=code)
         self.pipeline = device.create_compute_pipeline(
-            layout="auto", compute={"module": module, "entry_point": "main"})
+            layout="auto", compute={"module": module, "entry_point": "main"}
+        )
         self.compile_s = time.perf_counter() - t0
         tm, tn = math.ceil(m / tile_m), math.ceil(n / tile_n)
         self.groups = tm * tn
         uni = _uniform(device, [m, n, k, tm, tn, 1, 1, 0, 0, 0, 0, 0])
         entries = [{"binding": 0, "resource": {"buffer": uni}}]
         entries += [{"binding": i + 1, "resource": {"buffer": b}} for i, b in enumerate(bufs)]
-        self.group = device.create_bind_group(layout=self.pipeline.get_bind_group_layout(0),
-                                              entries=entries)
+        self.group = device.create_bind_group(
+            layout=self.pipeline.get_bind_group_layout(0), entries=entries
+        )
 
     def encode(self, compute: Any) -> None:
         compute.set_pipeline(self.pipeline)
@@ -83,6 +87,7 @@ class Matmul:
 
 def _time_pass(device: Any, encoders: list[Any], reps: int) -> float:
     """Seconds per rep: `reps` rounds of every encoder's dispatch, one pass, one submission."""
+
     def submit(n: int) -> None:
         enc = device.create_command_encoder()
         compute = enc.begin_compute_pass()
@@ -102,9 +107,11 @@ def _time_pass(device: Any, encoders: list[Any], reps: int) -> float:
 
 def variants(quick: bool) -> list[tuple[str, str, int, int]]:
     """(name, WGSL, tile_m, tile_n)."""
-    out = [("matmul 64 (shipped)", kernel_source("matmul"), 64, 64),
-           ("matmul_rb_v4 (shipped)", kernel_source("matmul_rb_v4"), 128, 128),
-           ("matmul_rb (shipped)", kernel_source("matmul_rb"), 128, 128)]
+    out = [
+        ("matmul 64 (shipped)", kernel_source("matmul"), 64, 64),
+        ("matmul_rb_v4 (shipped)", kernel_source("matmul_rb_v4"), 128, 128),
+        ("matmul_rb (shipped)", kernel_source("matmul_rb"), 128, 128),
+    ]
     gens = [(128, 128, 8, 8)]
     for bm, bn, bk, group in gens:
         out.append((f"gen {bm}x{bn} bk{bk} g{group}", generate(bm, bn, bk, group), bm, bn))
@@ -115,8 +122,11 @@ def bench_variants(device: Any, size: int, reps: int, quick: bool) -> None:
     rng = np.random.default_rng(0)
     a = rng.standard_normal((size, size), dtype=np.float32)
     b = rng.standard_normal((size, size), dtype=np.float32)
-    bufs = (_buffer(device, a, a.nbytes), _buffer(device, b, b.nbytes),
-            _buffer(device, None, a.nbytes))
+    bufs = (
+        _buffer(device, a, a.nbytes),
+        _buffer(device, b, b.nbytes),
+        _buffer(device, None, a.nbytes),
+    )
     rows = np.unique(np.linspace(0, size - 1, 8).astype(int))
     ref = a[rows].astype(np.float64) @ b.astype(np.float64)
     scale = np.abs(a[rows]).astype(np.float64) @ np.abs(b).astype(np.float64)
@@ -134,23 +144,36 @@ def bench_variants(device: Any, size: int, reps: int, quick: bool) -> None:
             continue
         if name.startswith("matmul 64"):
             base = got
-        same = "?" if base is None else str(bool(np.array_equal(got.view(np.uint32),
-                                                                 base.view(np.uint32))))
+        same = (
+            "?"
+            if base is None
+            else str(bool(np.array_equal(got.view(np.uint32), base.view(np.uint32))))
+        )
         err = float(np.max(np.abs(got[rows] - ref) / scale))
-        print(f"| {name} | {sec * 1e3:.3f} | {2 * size**3 / sec / 1e12:.2f} | {same} | "
-              f"{err:.2e} | {mm.compile_s:.2f} |", flush=True)
+        print(
+            f"| {name} | {sec * 1e3:.3f} | {2 * size**3 / sec / 1e12:.2f} | {same} | "
+            f"{err:.2e} | {mm.compile_s:.2f} |",
+            flush=True,
+        )
 
 
-MLP_SHAPES = [("x@W1", 64, 256, 784), ("a@W2", 64, 10, 256), ("a^T@dlogits", 256, 10, 64),
-              ("dlogits@W2^T", 64, 256, 10), ("x^T@dh", 784, 256, 64)]
+MLP_SHAPES = [
+    ("x@W1", 64, 256, 784),
+    ("a@W2", 64, 10, 256),
+    ("a^T@dlogits", 256, 10, 64),
+    ("dlogits@W2^T", 64, 256, 10),
+    ("x^T@dh", 784, 256, 64),
+]
 
 
 def bench_small(device: Any, reps: int) -> None:
-    kernels = [("matmul_rb_v4", kernel_source("matmul_rb_v4"), 128, 128, True),
-               ("matmul_rb", kernel_source("matmul_rb"), 128, 128, False),
-               ("matmul", kernel_source("matmul"), 64, 64, False),
-               ("matmul_v4", kernel_source("matmul_v4"), 64, 64, True),
-               ("matmul_small", kernel_source("matmul_small"), 16, 16, False)]
+    kernels = [
+        ("matmul_rb_v4", kernel_source("matmul_rb_v4"), 128, 128, True),
+        ("matmul_rb", kernel_source("matmul_rb"), 128, 128, False),
+        ("matmul", kernel_source("matmul"), 64, 64, False),
+        ("matmul_v4", kernel_source("matmul_v4"), 64, 64, True),
+        ("matmul_small", kernel_source("matmul_small"), 16, 16, False),
+    ]
     print(f"\n== MLP products: us per dispatch ({reps} dispatches in one pass) ==")
     print("| product | M N K | " + " | ".join(k[0] for k in kernels) + " |")
     print("|" + " --- |" * (2 + len(kernels)))
@@ -158,8 +181,11 @@ def bench_small(device: Any, reps: int) -> None:
     for label, m, n, k in MLP_SHAPES:
         a = rng.standard_normal(m * k).astype(np.float32)
         b = rng.standard_normal(k * n).astype(np.float32)
-        bufs = (_buffer(device, a, a.nbytes), _buffer(device, b, b.nbytes),
-                _buffer(device, None, 4 * m * n))
+        bufs = (
+            _buffer(device, a, a.nbytes),
+            _buffer(device, b, b.nbytes),
+            _buffer(device, None, 4 * m * n),
+        )
         cells, first = [], None
         for name, code, tm, tn, vec4 in kernels:
             if vec4 and (k % 4 or n % 4):
@@ -194,7 +220,9 @@ def bench_mlp(executor: Any, reps: int) -> None:
     program = executor.prepare(checked)
     device = executor.device
     steps = [_Recorded(*r) for r in program._recorded[0]]
-    print(f"\n== MLP step plan: {len(steps)} dispatches; us per dispatch alone ({reps} in a pass) ==")
+    print(
+        f"\n== MLP step plan: {len(steps)} dispatches; us per dispatch alone ({reps} in a pass) =="
+    )
     print("| # | node op | kernel | dispatch | us |")
     print("| --- | --- | --- | --- | --- |")
     total = 0.0
@@ -208,13 +236,17 @@ def bench_mlp(executor: Any, reps: int) -> None:
     print(f"the step's dispatches in one pass: {chain:.1f} us per step")
     buf = _buffer(device, np.zeros(4, np.float32), 16)
     module = device.create_shader_module(code=EMPTY)
-    pipe = device.create_compute_pipeline(layout="auto",
-                                          compute={"module": module, "entry_point": "main"})
-    group = device.create_bind_group(layout=pipe.get_bind_group_layout(0),
-                                     entries=[{"binding": 0, "resource": {"buffer": buf}}])
+    pipe = device.create_compute_pipeline(
+        layout="auto", compute={"module": module, "entry_point": "main"}
+    )
+    group = device.create_bind_group(
+        layout=pipe.get_bind_group_layout(0), entries=[{"binding": 0, "resource": {"buffer": buf}}]
+    )
     empty = [_Recorded(pipe, group, [1, 1, 1]) for _ in steps]
-    print(f"empty-kernel chain of {len(steps)} dispatches (each writes one word): "
-          f"{_time_pass(device, empty, reps) * 1e6:.1f} us per chain")
+    print(
+        f"empty-kernel chain of {len(steps)} dispatches (each writes one word): "
+        f"{_time_pass(device, empty, reps) * 1e6:.1f} us per chain"
+    )
     program.dispose()
     _bench_session(executor, fed, values)
 
@@ -228,8 +260,9 @@ def _bench_session(executor: Any, fed: Any, values: dict) -> None:
     checked = validate(graph.to_dict(**outputs))
     ids = {t: t.id for t in outputs.values()}
     carry = {k.id: v.id for k, v in fed.carry().items()}
-    program = executor.prepare(checked, feeds=[fed.x.id, fed.y.id], carry=carry,
-                               keep=list(ids.values()))
+    program = executor.prepare(
+        checked, feeds=[fed.x.id, fed.y.id], carry=carry, keep=list(ids.values())
+    )
     batch = {fed.x.id: values["x"], fed.y.id: values["y"]}
     device = executor.device
     for steps in (1, 8, 32):
@@ -239,8 +272,10 @@ def _bench_session(executor: Any, fed: Any, values: dict) -> None:
             t0 = time.perf_counter()
             program.run([batch] * steps, [fed.loss.id])
             samples.append((time.perf_counter() - t0) / steps * 1e6)
-        print(f"session run of {steps} steps (loss read back): median "
-              f"{sorted(samples)[10]:.1f} us/step, min {min(samples):.1f}")
+        print(
+            f"session run of {steps} steps (loss read back): median "
+            f"{sorted(samples)[10]:.1f} us/step, min {min(samples):.1f}"
+        )
     enc = device.create_command_encoder()
     for _ in range(32):
         for src, dst, size in program._carry_copies:
@@ -254,8 +289,10 @@ def _bench_session(executor: Any, fed: Any, values: dict) -> None:
             enc.copy_buffer_to_buffer(src, 0, dst, 0, size)
     device.queue.submit([enc.finish()])
     wait_for_queue(device)
-    print(f"carry copies alone ({len(program._carry_copies)} per step): "
-          f"{(time.perf_counter() - t0) / 32 * 1e6:.1f} us/step")
+    print(
+        f"carry copies alone ({len(program._carry_copies)} per step): "
+        f"{(time.perf_counter() - t0) / 32 * 1e6:.1f} us/step"
+    )
     t0 = time.perf_counter()
     enc = device.create_command_encoder()
     for _ in range(32):
@@ -268,8 +305,10 @@ def _bench_session(executor: Any, fed: Any, values: dict) -> None:
     encode_s = time.perf_counter() - t0
     device.queue.submit([enc.finish()])
     wait_for_queue(device)
-    print(f"dispatches only, a pass per step: {(time.perf_counter() - t0) / 32 * 1e6:.1f} us/step"
-          f" (Python encoding {encode_s / 32 * 1e6:.1f} us/step)")
+    print(
+        f"dispatches only, a pass per step: {(time.perf_counter() - t0) / 32 * 1e6:.1f} us/step"
+        f" (Python encoding {encode_s / 32 * 1e6:.1f} us/step)"
+    )
     program.dispose()
 
 

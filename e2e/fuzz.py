@@ -33,13 +33,65 @@ RUNNER = ROOT / "e2e" / "fuzz_runner.mjs"
 COUNT = 20_000
 BATCH = 2_000
 CODES = set(optable.load()["error_codes"])
-SHAPES = [[], [1], [3], [2, 3], [3, 2], [1, 3], [2, 1], [2, 2, 3], [3, 3], [2, 3, 1, 2],
-          [1, 2, 3, 3]]
-JUNK: list[Any] = [None, True, False, 0, -1, 1, 2, 3, 1.5, 2.0, 1e9, -7, "", "x", "nan", "inf",
-                   "add", "input", "float32", "int32", [], [0], [1], [2, 3], [-1], [1, -1],
-                   [0, 1], [1.5], ["1"], [[1]], {}, {"a": 1}, [1, 1, 1, 1, 1], [2, 2, 2, 2],
-                   [None], [2, None], 2**53, 2**53 + 1, "__proto__", {"base64": "AAAA"},
-                   {"base64": "!!"}, 1e300, -0.0, [3, 0]]
+SHAPES = [
+    [],
+    [1],
+    [3],
+    [2, 3],
+    [3, 2],
+    [1, 3],
+    [2, 1],
+    [2, 2, 3],
+    [3, 3],
+    [2, 3, 1, 2],
+    [1, 2, 3, 3],
+]
+JUNK: list[Any] = [
+    None,
+    True,
+    False,
+    0,
+    -1,
+    1,
+    2,
+    3,
+    1.5,
+    2.0,
+    1e9,
+    -7,
+    "",
+    "x",
+    "nan",
+    "inf",
+    "add",
+    "input",
+    "float32",
+    "int32",
+    [],
+    [0],
+    [1],
+    [2, 3],
+    [-1],
+    [1, -1],
+    [0, 1],
+    [1.5],
+    ["1"],
+    [[1]],
+    {},
+    {"a": 1},
+    [1, 1, 1, 1, 1],
+    [2, 2, 2, 2],
+    [None],
+    [2, None],
+    2**53,
+    2**53 + 1,
+    "__proto__",
+    {"base64": "AAAA"},
+    {"base64": "!!"},
+    1e300,
+    -0.0,
+    [3, 0],
+]
 VALUES = [0, 1, -1, 0.5, -2.5, 3, 7, "nan", "inf", "-inf", 1e30, -1e-30]
 
 
@@ -59,8 +111,12 @@ def _source(rng: random.Random, node_id: int) -> dict:
     node: dict[str, Any] = {"id": node_id, "op": "input", "shape": shape}
     if dtype != "float32" or rng.random() < 0.2:
         node["dtype"] = dtype
-    pool = {"float32": VALUES, "int32": [0, 1, -3, 7, 2147483647],
-            "uint32": [0, 1, 4294967295], "bool": [0, 1, True, False]}[dtype]
+    pool = {
+        "float32": VALUES,
+        "int32": [0, 1, -3, 7, 2147483647],
+        "uint32": [0, 1, 4294967295],
+        "bool": [0, 1, True, False],
+    }[dtype]
     node["data"] = [rng.choice(pool) for _ in range(_count(shape))]
     return node
 
@@ -80,8 +136,16 @@ def _attr(rng: random.Random, kind: str, default: Any) -> Any:
         return rng.choice([[-1], [3, -1], [6], [1, -1], [2, 3], [3, 2], [1, 6]])
     # the v4 selection ops
     if kind == "slices":
-        return rng.choice([[[None, None, -1]], [[0, 2, 1], [None, None, 2]], [[1, None, 1]] * 2,
-                           [[0, 1, 0]], [[-1, None, None]], [[5, 9, 1]]])
+        return rng.choice(
+            [
+                [[None, None, -1]],
+                [[0, 2, 1], [None, None, 2]],
+                [[1, None, 1]] * 2,
+                [[0, 1, 0]],
+                [[-1, None, None]],
+                [[5, 9, 1]],
+            ]
+        )
     if kind == "pad_widths":
         return rng.choice([[[1, 0]], [[0, 0], [1, 2]], [[0, -1]], [[2, 2]] * 3])
     if kind == "int":
@@ -122,8 +186,11 @@ def random_graph(rng: random.Random) -> dict:
     if rng.random() < 0.3:
         rng.shuffle(nodes)
     outs = rng.sample([n["id"] for n in nodes], min(len(nodes), rng.randint(1, 3)))
-    return {"version": rng.choice([1, 2, 3, 3, 3, 4, 4, 6]), "nodes": nodes,
-            "outputs": [{"name": f"o{k}", "id": i} for k, i in enumerate(outs)]}
+    return {
+        "version": rng.choice([1, 2, 3, 3, 3, 4, 4, 6]),
+        "nodes": nodes,
+        "outputs": [{"name": f"o{k}", "id": i} for k, i in enumerate(outs)],
+    }
 
 
 def mutate(graph: dict, rng: random.Random) -> dict:
@@ -172,15 +239,21 @@ def python_side(graph: dict) -> dict:
         c = validate(graph)
     except Exception as err:  # noqa: BLE001 - a crash is what the lane looks for
         return {"validate": _error_view(err)}
-    view = {"ok": True, "required": c.required_version, "order": c.order,
-            "shapes": [[n.id, list(n.shape), n.dtype] for n in c.nodes]}
+    view = {
+        "ok": True,
+        "required": c.required_version,
+        "order": c.order,
+        "shapes": [[n.id, list(n.shape), n.dtype] for n in c.nodes],
+    }
     runnable = all(n.op != "input" or n.data is not None for n in c.nodes)
     if not runnable:
         return {"validate": view}
     try:
         result = host.execute(graph, backend="cpu-python")
-        ran = {"ok": True, "outputs": {k: [list(v["shape"]), v["dtype"]]
-                                       for k, v in result["outputs"].items()}}
+        ran = {
+            "ok": True,
+            "outputs": {k: [list(v["shape"]), v["dtype"]] for k, v in result["outputs"].items()},
+        }
     except Exception as err:  # noqa: BLE001
         ran = _error_view(err)
     return {"validate": view, "run": {"cpu-python": ran}}
@@ -192,8 +265,15 @@ def python_side(graph: dict) -> dict:
 
 def js_side(batch: list[dict]) -> list[dict]:
     text = json.dumps(batch, allow_nan=False)
-    done = subprocess.run(["node", str(RUNNER)], input=text, cwd=ROOT, capture_output=True,
-                          text=True, check=True, timeout=600)
+    done = subprocess.run(
+        ["node", str(RUNNER)],
+        input=text,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    )
     return json.loads(done.stdout)
 
 

@@ -35,7 +35,9 @@ def test_every_backend_has_a_row_with_numbers(result):
     assert "fatal" not in result, result.get("fatal")
     assert not result.get("pageErrors"), result["pageErrors"]
     lanes = {(r["lib"], r["backend"]): r for r in result["rows"]}
-    expected = [("gpu-lab", b) for b in bb.GPULAB_BACKENDS] + [("tfjs", b) for b in bb.TFJS_BACKENDS]
+    expected = [("gpu-lab", b) for b in bb.GPULAB_BACKENDS] + [
+        ("tfjs", b) for b in bb.TFJS_BACKENDS
+    ]
     assert sorted(lanes) == sorted(expected)
     for key, row in lanes.items():
         assert not row.get("error"), f"{key}: {row['error']}"
@@ -104,8 +106,14 @@ def test_page_without_fixture_fails_naming_it(page, server_url):
 
 def test_timing_helper_node_tests():
     # bench/browser/timing.mjs (warm-up, median/min, the budget's minimum runs) under node
-    proc = subprocess.run(["node", "--test", "bench/browser/test/"], check=False, cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        ["node", "--test", "bench/browser/test/"],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "# pass 3" in proc.stdout and "# fail 0" in proc.stdout
 
@@ -117,8 +125,13 @@ def test_page_whose_module_fails_to_load_reports_it_at_once(page):
     route = bb.payload_route("/bench/browser/broken.html", html.encode(), "text/html")
     srv = start_server(ROOT, port=0, routes=[route])
     try:
-        res = bb.run_page(page, f"http://127.0.0.1:{srv.server_address[1]}", "", timeout_s=30,
-                          path="/bench/browser/broken.html")
+        res = bb.run_page(
+            page,
+            f"http://127.0.0.1:{srv.server_address[1]}",
+            "",
+            timeout_s=30,
+            path="/bench/browser/broken.html",
+        )
     finally:
         srv.shutdown()
     assert "cannot load" in res["fatal"] and "gone.mjs" in res["fatal"]

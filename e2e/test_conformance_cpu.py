@@ -41,7 +41,9 @@ def test_corpus_covers_every_op_of_the_table() -> None:
 def test_cases_declare_the_lowest_version_they_need() -> None:
     cases = load_cases()
     assert {c["graph"]["version"] for c in cases} == {1, 2, 3, 4, 6}
-    more = [c["name"] for c in cases if generate.required_version(c["graph"]) < c["graph"]["version"]]
+    more = [
+        c["name"] for c in cases if generate.required_version(c["graph"]) < c["graph"]["version"]
+    ]
     assert more == ["input/explicit_dtype_declares_more_version"]
     v1_ops = {op for op, spec in reference.OP_TABLE["ops"].items() if spec["since"] == 1}
     assert v1_ops <= {c["op"] for c in cases if c["graph"]["version"] == 1}
@@ -52,16 +54,21 @@ def test_every_op_taking_int32_has_int32_cases() -> None:
     has cases whose input is int32 (they declare version 3, int32's `since`, or the op's own
     later version)."""
     ops = reference.OP_TABLE["ops"]
+
     def first_operand_types(spec: dict) -> list[str]:
         var = spec["operand_types"][spec["operands"][0]]
         return spec["types"].get(var, [var])  # a type variable, or a literal dtype (uint32)
 
-    takes_int = {op for op, spec in ops.items() if spec["operands"] and
-                 "int32" in first_operand_types(spec)} & _corpus_ops()
+    takes_int = {
+        op for op, spec in ops.items() if spec["operands"] and "int32" in first_operand_types(spec)
+    } & _corpus_ops()
     assert {"abs", "square", "clamp", "reduce_max", "reduce_min", "argmax", "argmin"} <= takes_int
-    with_int = {c["op"] for c in load_cases() if any(
-        n.get("dtype") == "int32" for n in c["graph"]["nodes"])
-        and c["graph"]["version"] == max(3, ops.get(c["op"], {}).get("since", 3))}
+    with_int = {
+        c["op"]
+        for c in load_cases()
+        if any(n.get("dtype") == "int32" for n in c["graph"]["nodes"])
+        and c["graph"]["version"] == max(3, ops.get(c["op"], {}).get("since", 3))
+    }
     assert takes_int <= with_int, sorted(takes_int - with_int)
 
 
@@ -104,8 +111,11 @@ def _expected_checks(case: dict) -> tuple[int, list[int], dict[int, list[int]]]:
     graph = case["graph"]
     shapes = generate.node_shapes(graph)
     version = generate.required_version(graph, shapes)
-    return version, [int(i) for i in _protocol_order(graph)], {
-        int(i): list(s) for i, s in shapes.items()}
+    return (
+        version,
+        [int(i) for i in _protocol_order(graph)],
+        {int(i): list(s) for i, s in shapes.items()},
+    )
 
 
 def test_python_validator_agrees_on_shapes_versions_and_order() -> None:
@@ -117,17 +127,24 @@ def test_python_validator_agrees_on_shapes_versions_and_order() -> None:
         checked = validate(case["graph"])
         got = {n.id: list(n.shape) for n in checked.nodes}
         if (checked.required_version, list(checked.order), got) != (version, order, shapes):
-            problems.append(f"{case['name']}: version {checked.required_version}/{version} "
-                            f"order {checked.order}/{order} shapes {got}/{shapes}")
+            problems.append(
+                f"{case['name']}: version {checked.required_version}/{version} "
+                f"order {checked.order}/{order} shapes {got}/{shapes}"
+            )
     assert not problems, "\n".join(problems[:20])
 
 
 def test_js_validator_agrees_on_shapes_versions_and_order() -> None:
     cases = load_cases()
     script = Path(executors.__file__).with_name("node_validate.mjs")
-    proc = subprocess.run(["node", str(script)], input=json.dumps(
-        [{"name": c["name"], "graph": c["graph"]} for c in cases]), capture_output=True,
-        text=True, check=True, timeout=300)
+    proc = subprocess.run(
+        ["node", str(script)],
+        input=json.dumps([{"name": c["name"], "graph": c["graph"]} for c in cases]),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
     problems = []
     for case, answer in zip(cases, json.loads(proc.stdout), strict=True):
         version, order, shapes = _expected_checks(case)
@@ -136,8 +153,10 @@ def test_js_validator_agrees_on_shapes_versions_and_order() -> None:
             continue
         got = {int(i): s for i, s in answer["shapes"].items()}
         if (answer["requiredVersion"], answer["order"], got) != (version, order, shapes):
-            problems.append(f"{case['name']}: version {answer['requiredVersion']}/{version} "
-                            f"order {answer['order']}/{order} shapes {got}/{shapes}")
+            problems.append(
+                f"{case['name']}: version {answer['requiredVersion']}/{version} "
+                f"order {answer['order']}/{order} shapes {got}/{shapes}"
+            )
     assert not problems, "\n".join(problems[:20])
 
 
@@ -228,7 +247,9 @@ def test_judge_fails_int32_off_by_one_and_a_lost_dtype() -> None:
 
 def test_judge_fails_nan_sign_zero_shape_and_missing_outputs() -> None:
     cases = _one_case("add/65_65")
-    nan = _perturbed(cases, lambda a: np.where(np.arange(a.size) == 3, np.nan, a).astype(np.float32))
+    nan = _perturbed(
+        cases, lambda a: np.where(np.arange(a.size) == 3, np.nan, a).astype(np.float32)
+    )
     assert not check_results(cases, nan).passed
     neg = _one_case("neg/special_values")  # exact: neg(0) must be -0, not +0
     flipped = _perturbed(neg, lambda a: np.abs(a))
@@ -237,8 +258,14 @@ def test_judge_fails_nan_sign_zero_shape_and_missing_outputs() -> None:
     assert "shape" in check_results(cases, shape).describe_failures()
     missing = LaneRun(LaneInfo("x"), {cases[0]["name"]: RawResult(outputs={})})
     assert "missing outputs" in check_results(cases, missing).describe_failures()
-    refused = LaneRun(LaneInfo("x"), {cases[0]["name"]: RawResult(
-        error={"code": "VALIDATION", "message": "node 2 (add): nope", "node": 2})})
+    refused = LaneRun(
+        LaneInfo("x"),
+        {
+            cases[0]["name"]: RawResult(
+                error={"code": "VALIDATION", "message": "node 2 (add): nope", "node": 2}
+            )
+        },
+    )
     report = check_results(cases, refused)
     assert not report.passed and "VALIDATION" in report.describe_failures()
     assert not check_results(cases, LaneRun(LaneInfo("x"), {})).passed
@@ -268,9 +295,19 @@ def test_a_crashed_batch_fails_its_cases_and_keeps_the_rest() -> None:
         calls.append(len(batch))
         if len(calls) == 2:
             raise RuntimeError("page crashed")
-        results = [{"name": c["name"], "outputs": {
-            n: {"shape": list(a.shape), "b64": base64.b64encode(a.astype("<f4").tobytes()).decode()}
-            for n, a in good.results[c["name"]].outputs.items()}} for c in batch]
+        results = [
+            {
+                "name": c["name"],
+                "outputs": {
+                    n: {
+                        "shape": list(a.shape),
+                        "b64": base64.b64encode(a.astype("<f4").tobytes()).decode(),
+                    }
+                    for n, a in good.results[c["name"]].outputs.items()
+                },
+            }
+            for c in batch
+        ]
         return {"lane": {"available": True, "backend": "cpu"}, "results": results}
 
     run = executors._run_js_batches("x", cases, run_batch)
@@ -316,9 +353,16 @@ def _ref(graph: dict) -> np.ndarray:
 
 
 def _unary(op: str, data: list, **attrs: object) -> np.ndarray:
-    return _ref({"version": 2, "nodes": [
-        {"id": 0, "op": "input", "shape": [len(data)], "data": data},
-        {"id": 1, "op": op, "a": 0, **attrs}], "outputs": [{"name": "y", "id": 1}]})
+    return _ref(
+        {
+            "version": 2,
+            "nodes": [
+                {"id": 0, "op": "input", "shape": [len(data)], "data": data},
+                {"id": 1, "op": op, "a": 0, **attrs},
+            ],
+            "outputs": [{"name": "y", "id": 1}],
+        }
+    )
 
 
 def test_reference_known_values() -> None:
@@ -334,9 +378,11 @@ def test_reference_known_values() -> None:
 
 def test_reference_life_moves_a_glider_across_the_edge() -> None:
     grid = generate._grid(6, 6, generate.GLIDER, 4, 4)
-    graph = {"version": 1, "nodes": [{"id": 0, "op": "input", "shape": [6, 6],
-                                      "data": grid.reshape(-1).tolist()}],
-             "outputs": []}
+    graph = {
+        "version": 1,
+        "nodes": [{"id": 0, "op": "input", "shape": [6, 6], "data": grid.reshape(-1).tolist()}],
+        "outputs": [],
+    }
     for step in range(1, 5):
         graph["nodes"].append({"id": step, "op": "life", "a": step - 1})
     graph["outputs"] = [{"name": "y", "id": 4}]

@@ -31,10 +31,16 @@ RELU_LISTED = {"cpu": {"relu": "test: the relu kernel is hidden"}}
 def _relu_cases() -> list[dict]:
     """Every relu case, a chain that uses relu, and cases of another op (add)."""
     cases = load_cases()
-    chain = next(c for c in cases if c["op"] == "chain"
-                 and any(n["op"] == "relu" for n in c["graph"]["nodes"]))
-    return [c for c in cases if c["op"] == "relu"] + [chain] + \
-        [c for c in cases if c["op"] == "add"][:4]
+    chain = next(
+        c
+        for c in cases
+        if c["op"] == "chain" and any(n["op"] == "relu" for n in c["graph"]["nodes"])
+    )
+    return (
+        [c for c in cases if c["op"] == "relu"]
+        + [chain]
+        + [c for c in cases if c["op"] == "add"][:4]
+    )
 
 
 def _uses_relu(case: dict) -> bool:
@@ -45,8 +51,12 @@ def test_lanes_json_names_every_backend_lane_and_only_ops_with_reasons(tmp_path:
     lanes = load_lanes()
     assert set(lanes) == {lane_of(name) for name in executors.EXECUTORS}
     bad = tmp_path / "lanes.json"
-    for content, says in [({"cpu": {"nope": "x"}}, "not an op"), ({"cpu": {"relu": ""}}, "reason"),
-                          ({"cpu": {"relu:int8": "x"}}, "unknown dtype"), ({"cpu": []}, "map")]:
+    for content, says in [
+        ({"cpu": {"nope": "x"}}, "not an op"),
+        ({"cpu": {"relu": ""}}, "reason"),
+        ({"cpu": {"relu:int8": "x"}}, "unknown dtype"),
+        ({"cpu": []}, "map"),
+    ]:
         bad.write_text(json.dumps(content))
         with pytest.raises((ValueError, TypeError), match=says):
             load_lanes(bad)
@@ -54,12 +64,16 @@ def test_lanes_json_names_every_backend_lane_and_only_ops_with_reasons(tmp_path:
 
 
 def test_an_entry_covers_an_op_or_one_dtype_of_it() -> None:
-    graph = {"version": 3, "nodes": [
-        {"id": 0, "op": "input", "shape": [2], "dtype": "int32", "data": [1, -2]},
-        {"id": 1, "op": "relu", "a": 0},
-        {"id": 2, "op": "input", "shape": [2], "data": [1, 2]},
-        {"id": 3, "op": "add", "a": 2, "b": 2}],
-        "outputs": [{"name": "y", "id": 1}, {"name": "z", "id": 3}]}
+    graph = {
+        "version": 3,
+        "nodes": [
+            {"id": 0, "op": "input", "shape": [2], "dtype": "int32", "data": [1, -2]},
+            {"id": 1, "op": "relu", "a": 0},
+            {"id": 2, "op": "input", "shape": [2], "data": [1, 2]},
+            {"id": 3, "op": "add", "a": 2, "b": 2},
+        ],
+        "outputs": [{"name": "y", "id": 1}, {"name": "z", "id": 3}],
+    }
     dtypes = node_dtypes(graph)
     assert dtypes == {0: "int32", 1: "int32", 2: "float32", 3: "float32"}
     assert kernel_dtype(graph["nodes"][1], dtypes) == "int32"
@@ -69,7 +83,9 @@ def test_an_entry_covers_an_op_or_one_dtype_of_it() -> None:
     assert listed_entry(graph, {}) is None
 
 
-def _fake_run(cases: list[dict], result: dict[str, RawResult], executor: str = "node-cpu") -> LaneRun:
+def _fake_run(
+    cases: list[dict], result: dict[str, RawResult], executor: str = "node-cpu"
+) -> LaneRun:
     return LaneRun(LaneInfo(executor, backend="cpu", software=False), result)
 
 
@@ -77,13 +93,19 @@ def _correct(case: dict) -> RawResult:
     """The reference's answer (the protocol's fixed-order bits where it has them)."""
     refs = evaluate(case["graph"])
     pick = {o["id"]: refs[o["id"]] for o in case["graph"]["outputs"]}
-    return RawResult(outputs={
-        o["name"]: (pick[o["id"]].value if pick[o["id"]].bits is None else pick[o["id"]].bits
-                    ).astype(np.float32) for o in case["graph"]["outputs"]})
+    return RawResult(
+        outputs={
+            o["name"]: (
+                pick[o["id"]].value if pick[o["id"]].bits is None else pick[o["id"]].bits
+            ).astype(np.float32)
+            for o in case["graph"]["outputs"]
+        }
+    )
 
 
-UNSUPPORTED = RawResult(error={"code": "UNSUPPORTED", "message": "cpu has no kernel for relu "
-                               "(node 1)", "node": 1})
+UNSUPPORTED = RawResult(
+    error={"code": "UNSUPPORTED", "message": "cpu has no kernel for relu (node 1)", "node": 1}
+)
 
 
 def test_the_judge_counts_a_listed_refusal_and_fails_everything_else_on_a_listed_op() -> None:
@@ -109,12 +131,14 @@ def test_the_judge_counts_a_listed_refusal_and_fails_everything_else_on_a_listed
     ran = {c["name"]: _correct(c) for c in cases}
     stale = check_results(cases, _fake_run(cases, ran), RELU_LISTED)
     assert {r.name for r in stale.failures()} == {c["name"] for c in listed}
-    assert all("unexpectedly supported: remove 'relu' from lanes.json" in r.error
-               for r in stale.failures())
+    assert all(
+        "unexpectedly supported: remove 'relu' from lanes.json" in r.error for r in stale.failures()
+    )
 
     # A listed lane that fails relu some other way fails too.
-    other = dict(refused) | {listed[0]["name"]: RawResult(error={"code": "BACKEND",
-                                                              "message": "boom", "node": None})}
+    other = dict(refused) | {
+        listed[0]["name"]: RawResult(error={"code": "BACKEND", "message": "boom", "node": None})
+    }
     broken = check_results(cases, _fake_run(cases, other), RELU_LISTED)
     assert [r.name for r in broken.failures()] == [listed[0]["name"]]
     assert "expected UNSUPPORTED (lanes.json lists 'relu'" in broken.failures()[0].error
@@ -135,8 +159,9 @@ def test_node_cpu_lane_refuses_a_hidden_kernel_with_unsupported_as_lanes_json_ex
     # Not listed: the real refusals fail the lane.
     unlisted = run_conformance("node-cpu", cases, lanes={"cpu": {}}, without_kernels=["relu"])
     assert len(unlisted.failures()) == len(refused)
-    assert all(r.error.startswith("UNSUPPORTED: cpu has no kernel for relu")
-               for r in unlisted.failures())
+    assert all(
+        r.error.startswith("UNSUPPORTED: cpu has no kernel for relu") for r in unlisted.failures()
+    )
 
     # Listed but the kernel is there: unexpectedly supported.
     stale = run_conformance("node-cpu", cases, lanes=RELU_LISTED)
@@ -148,9 +173,16 @@ def test_an_int32_graph_on_a_lane_listing_input_int32_is_refused_as_expected() -
     """The dtype half: node-cpu with its int32 input kernel hidden refuses an int32 graph with
     UNSUPPORTED naming the dtype; lanes.json's "input:int32" makes that the expected result,
     and float32 cases on the same lane still run and pass."""
-    int32 = {"name": "input/int32_hidden", "op": "input", "tolerance": "exact", "graph": {
-        "version": 3, "nodes": [{"id": 0, "op": "input", "shape": [2], "dtype": "int32",
-                                 "data": [1, -2]}], "outputs": [{"name": "y", "id": 0}]}}
+    int32 = {
+        "name": "input/int32_hidden",
+        "op": "input",
+        "tolerance": "exact",
+        "graph": {
+            "version": 3,
+            "nodes": [{"id": 0, "op": "input", "shape": [2], "dtype": "int32", "data": [1, -2]}],
+            "outputs": [{"name": "y", "id": 0}],
+        },
+    }
     cases = [int32] + [c for c in load_cases() if c["op"] == "add"][:3]
     lanes = {"cpu": {"input:int32": "test: int32 input kernel hidden"}}
     report = run_conformance("node-cpu", cases, lanes=lanes, without_kernels=["input:int32"])
@@ -158,14 +190,17 @@ def test_an_int32_graph_on_a_lane_listing_input_int32_is_refused_as_expected() -
     [refused] = [r for r in report.results if r.refused]
     assert refused.name == "input/int32_hidden"
     assert refused.refused == "cpu has no kernel for input at int32 (node 0)"
-    unlisted = run_conformance("node-cpu", cases, lanes={"cpu": {}}, without_kernels=["input:int32"])
+    unlisted = run_conformance(
+        "node-cpu", cases, lanes={"cpu": {}}, without_kernels=["input:int32"]
+    )
     assert [r.name for r in unlisted.failures()] == ["input/int32_hidden"]
 
 
 def test_node_wasm_lane_honours_lanes_json() -> None:
     cases = [c for c in _relu_cases() if c["op"] in {"relu", "add"}]
-    report = run_conformance("node-wasm", cases, lanes={"wasm": {"relu": "test"}},
-                             without_kernels=["relu"])
+    report = run_conformance(
+        "node-wasm", cases, lanes={"wasm": {"relu": "test"}}, without_kernels=["relu"]
+    )
     assert report.passed, report.describe_failures()
     assert sum(1 for r in report.results if r.refused) == 8
 
@@ -197,18 +232,43 @@ def test_python_lanes_honour_lanes_json(monkeypatch: pytest.MonkeyPatch) -> None
 def _int32_graphs() -> list[dict]:
     """Graphs with non-float32 nodes, whatever ops of the table take them today."""
     table = OP_TABLE["ops"]
-    graphs = [{"name": "input/int32", "graph": {"version": 3, "nodes": [
-        {"id": 0, "op": "input", "shape": [2], "dtype": "int32", "data": [1, -2]}],
-        "outputs": [{"name": "y", "id": 0}]}}]
+    graphs = [
+        {
+            "name": "input/int32",
+            "graph": {
+                "version": 3,
+                "nodes": [
+                    {"id": 0, "op": "input", "shape": [2], "dtype": "int32", "data": [1, -2]}
+                ],
+                "outputs": [{"name": "y", "id": 0}],
+            },
+        }
+    ]
     for op, spec in table.items():
         variables = {spec["operand_types"][o] for o in spec["operands"]}
         if len(spec["operands"]) != 1 or len(variables) != 1 or spec["attrs"]:
             continue
         allowed = spec.get("types", {}).get(next(iter(variables)), [])
         if "int32" in allowed:
-            graphs.append({"name": f"{op}/int32", "graph": {"version": 3, "nodes": [
-                {"id": 0, "op": "input", "shape": [2], "dtype": "int32", "data": [1, -2]},
-                {"id": 1, "op": op, "a": 0}], "outputs": [{"name": "y", "id": 1}]}})
+            graphs.append(
+                {
+                    "name": f"{op}/int32",
+                    "graph": {
+                        "version": 3,
+                        "nodes": [
+                            {
+                                "id": 0,
+                                "op": "input",
+                                "shape": [2],
+                                "dtype": "int32",
+                                "data": [1, -2],
+                            },
+                            {"id": 1, "op": op, "a": 0},
+                        ],
+                        "outputs": [{"name": "y", "id": 1}],
+                    },
+                }
+            )
     return graphs
 
 
@@ -219,8 +279,14 @@ def test_kernel_dtype_twins_agree_on_every_case() -> None:
     from gpulab.protocol import validate
 
     graphs = [{"name": c["name"], "graph": c["graph"]} for c in load_cases()] + _int32_graphs()
-    proc = subprocess.run(["node", str(NODE_KERNEL_DTYPES)], input=json.dumps(graphs),
-                          capture_output=True, text=True, check=True, timeout=300)
+    proc = subprocess.run(
+        ["node", str(NODE_KERNEL_DTYPES)],
+        input=json.dumps(graphs),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
     js = {a["name"]: a for a in json.loads(proc.stdout)}
     checked_int32 = 0
     for g in graphs:
@@ -262,21 +328,35 @@ DEVICE_WORK_JS = """async ([backend, graphs, plain]) => {
 
 
 @pytest.mark.parametrize("backend", ["webgl2", "webgpu"])
-def test_browser_gpu_backends_refuse_before_any_device_work(backend: str, browser: object,
-                                                            server_url: str) -> None:
+def test_browser_gpu_backends_refuse_before_any_device_work(
+    backend: str, browser: object, server_url: str
+) -> None:
     """In Chromium (software adapters allowed): an UNSUPPORTED graph (an op whose kernel the
     hook hides, and an int32 graph where the hook hides the int32 input kernel, as a lane
     without int32 would be) leaves the backend's own counters (textures/buffers created,
     pipelines/programs, submits) untouched, for execute and prepare; a supported graph
     afterwards moves them, so the counters do see device work."""
-    graph = {"version": 1, "nodes": [{"id": 0, "op": "input", "shape": [3], "data": [-1, 0, 2]},
-                                     {"id": 1, "op": "relu", "a": 0}],
-             "outputs": [{"name": "y", "id": 1}]}
-    int32 = {"version": 3, "nodes": [{"id": 0, "op": "input", "shape": [2], "dtype": "int32",
-                                      "data": [1, -2]}], "outputs": [{"name": "y", "id": 0}]}
-    plain = {"version": 2, "nodes": [{"id": 0, "op": "input", "shape": [3], "data": [-1, 0, 2]},
-                                     {"id": 1, "op": "neg", "a": 0}],
-             "outputs": [{"name": "y", "id": 1}]}
+    graph = {
+        "version": 1,
+        "nodes": [
+            {"id": 0, "op": "input", "shape": [3], "data": [-1, 0, 2]},
+            {"id": 1, "op": "relu", "a": 0},
+        ],
+        "outputs": [{"name": "y", "id": 1}],
+    }
+    int32 = {
+        "version": 3,
+        "nodes": [{"id": 0, "op": "input", "shape": [2], "dtype": "int32", "data": [1, -2]}],
+        "outputs": [{"name": "y", "id": 0}],
+    }
+    plain = {
+        "version": 2,
+        "nodes": [
+            {"id": 0, "op": "input", "shape": [3], "data": [-1, 0, 2]},
+            {"id": 1, "op": "neg", "a": 0},
+        ],
+        "outputs": [{"name": "y", "id": 1}],
+    }
     ctx = browser.new_context()  # type: ignore[attr-defined]
     try:
         page = ctx.new_page()
@@ -296,9 +376,15 @@ def test_browser_gpu_backends_refuse_before_any_device_work(backend: str, browse
 
 def test_browser_lane_honours_lanes_json(browser: object, server_url: str) -> None:
     cases = [c for c in _relu_cases() if c["op"] in {"relu", "add"}]
-    report = run_conformance("browser-webgl2", cases, lanes={"webgl2": {"relu": "test"}},
-                             without_kernels=["relu"], allow_software=True, browser=browser,
-                             server_url=server_url)
+    report = run_conformance(
+        "browser-webgl2",
+        cases,
+        lanes={"webgl2": {"relu": "test"}},
+        without_kernels=["relu"],
+        allow_software=True,
+        browser=browser,
+        server_url=server_url,
+    )
     assert report.lane.available, report.describe_failures()
     assert report.passed, report.describe_failures()
     assert sum(1 for r in report.results if r.refused) == 8
@@ -318,13 +404,19 @@ AUTO_JS = """async ([graph]) => {
 }"""
 
 
-def test_browser_auto_passes_over_gpu_backends_without_the_kernel(browser: object,
-                                                                 server_url: str) -> None:
+def test_browser_auto_passes_over_gpu_backends_without_the_kernel(
+    browser: object, server_url: str
+) -> None:
     """In Chromium, auto opens webgpu (software allowed); a graph webgpu and webgl2 have no
     kernel for (hidden by the hook) runs on wasm, and the result says why each was passed over."""
-    graph = {"version": 1, "nodes": [{"id": 0, "op": "input", "shape": [3], "data": [-1, 0, 2]},
-                                     {"id": 1, "op": "relu", "a": 0}],
-             "outputs": [{"name": "y", "id": 1}]}
+    graph = {
+        "version": 1,
+        "nodes": [
+            {"id": 0, "op": "input", "shape": [3], "data": [-1, 0, 2]},
+            {"id": 1, "op": "relu", "a": 0},
+        ],
+        "outputs": [{"name": "y", "id": 1}],
+    }
     ctx = browser.new_context()  # type: ignore[attr-defined]
     try:
         page = ctx.new_page()
@@ -339,5 +431,6 @@ def test_browser_auto_passes_over_gpu_backends_without_the_kernel(browser: objec
     assert [(a["backend"], a["ok"], a.get("reason")) for a in got["attempts"]] == [
         ("webgpu", False, "UNSUPPORTED: webgpu has no kernel for relu (node 1)"),
         ("webgl2", False, "UNSUPPORTED: webgl2 has no kernel for relu (node 1)"),
-        ("wasm", True, None)]
+        ("wasm", True, None),
+    ]
     assert got["fallback"] == "webgpu has no kernel for relu (node 1); ran on wasm"

@@ -56,7 +56,8 @@ def _exact_all_the_way(graph: dict) -> set[int]:
             node = nodes[node_id]
             spec = OP_TABLE["ops"][node["op"]]
             exact[node_id] = spec["tolerance"] == "exact" and all(
-                visit(i) for i in operand_ids(node))  # concat's variadic list too
+                visit(i) for i in operand_ids(node)
+            )  # concat's variadic list too
         return exact[node_id]
 
     return {i for i in nodes if visit(i)}
@@ -90,7 +91,9 @@ def test_random_graphs_pass_the_judge_on_wgpu() -> None:
     """Seeded random graphs (broadcast strides, axes, permutations, views, batched matmuls)
     judged node by node against the float64 reference, like the corpus."""
     rng = np.random.default_rng(7)
-    cases = [{"name": f"random/{i}", "op": "chain", "graph": random_graph(rng, allow_fed=False)}
-             for i in range(60)]
+    cases = [
+        {"name": f"random/{i}", "op": "chain", "graph": random_graph(rng, allow_fed=False)}
+        for i in range(60)
+    ]
     report = check_results(cases, EXECUTORS["wgpu"](cases, allow_software=True))
     assert report.passed, report.describe_failures()

@@ -40,9 +40,15 @@ export function create(flags) { return { flags, requestAdapter: async () => null
 
 def _probe(dawn: str) -> tuple[dict, str]:
     script = PROBE.replace("ROOT", ROOT.as_uri() + "/")
-    proc = subprocess.run([NODE, "--import", DAWN_SETUP.as_uri(), "--input-type=module", "-e",
-                           script], capture_output=True, text=True, timeout=60, cwd=ROOT,
-                          env={**os.environ, "GPULAB_DAWN": dawn}, check=False)
+    proc = subprocess.run(
+        [NODE, "--import", DAWN_SETUP.as_uri(), "--input-type=module", "-e", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={**os.environ, "GPULAB_DAWN": dawn},
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout), proc.stderr
 
@@ -67,7 +73,8 @@ def test_the_module_gpulab_dawn_names_becomes_navigator_gpu(tmp_path: Path) -> N
 
 
 def test_the_node_webgpu_lane_without_a_gpu_is_unavailable_not_passing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("GPULAB_DAWN", str(tmp_path / "nowhere.js"))
     report = run_conformance("node-webgpu", load_cases(ops=["abs"])[:2])
     assert not report.passed

@@ -33,17 +33,24 @@ def test_the_judge_catches_a_crash_and_a_disagreement() -> None:
     assert "crashed" in (fuzz.disagreement(graph, ok, crash) or "")
     other = {"validate": {"code": "VALIDATION", "node": 3}}
     assert "differ" in (fuzz.disagreement(graph, ok, other) or "")
-    valid = {"validate": {"ok": True}, "run": {"cpu-python": {"ok": True, "outputs": {"y": [[2],
-                                                                               "float32"]}}}}
+    valid = {
+        "validate": {"ok": True},
+        "run": {"cpu-python": {"ok": True, "outputs": {"y": [[2], "float32"]}}},
+    }
     failed = {"validate": {"ok": True}, "run": {"cpu": {"code": "BACKEND", "node": None}}}
     assert "failed" in (fuzz.disagreement(graph, valid, failed) or "")
-    shaped = {"validate": {"ok": True}, "run": {"wasm": {"ok": True, "outputs": {"y": [[3],
-                                                                             "float32"]}}}}
+    shaped = {
+        "validate": {"ok": True},
+        "run": {"wasm": {"ok": True, "outputs": {"y": [[3], "float32"]}}},
+    }
     assert "differ" in (fuzz.disagreement(graph, valid, shaped) or "")
 
 
-@settings(max_examples=int(os.environ.get("GPULAB_FUZZ_HYPOTHESIS", "300")), deadline=None,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=int(os.environ.get("GPULAB_FUZZ_HYPOTHESIS", "300")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(st.randoms(use_true_random=False))
 def test_hypothesis_graphs_get_protocol_answers_natively(rng: random.Random) -> None:
     graph = fuzz.mutate(fuzz.random_graph(rng), rng)

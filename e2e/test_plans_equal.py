@@ -32,8 +32,11 @@ LIMIT_SETS = [
     {"maxComputeWorkgroupStorageSize": 16384},
     {"maxComputeWorkgroupStorageSize": 32768},
     # a tiny device: every dispatch over 3 workgroups splits over y (and z); big buffers refused
-    {"maxComputeWorkgroupStorageSize": 16384, "maxComputeWorkgroupsPerDimension": 3,
-     "maxStorageBufferBindingSize": 4096},
+    {
+        "maxComputeWorkgroupStorageSize": 16384,
+        "maxComputeWorkgroupsPerDimension": 3,
+        "maxStorageBufferBindingSize": 4096,
+    },
     # a software adapter (SwiftShader, lavapipe): big matmul tiles whatever the workgroup count
     {"maxComputeWorkgroupStorageSize": 32768, "minMatmulWorkgroups": 1},
 ]
@@ -41,43 +44,82 @@ SOFTWARE = 3  # the index of the software limit set
 
 
 # One [batch, M, K] @ [K, N] product per matmul kernel: the planner picks by shape.
-MATMUL_KERNEL_SHAPES = {"matmul_small": (1, 5, 7, 3), "matmul": (128, 33, 4, 33),
-                        "matmul_v4": (128, 36, 4, 36), "matmul_rb": (128, 65, 4, 65),
-                        "matmul_rb_v4": (128, 68, 4, 68)}
+MATMUL_KERNEL_SHAPES = {
+    "matmul_small": (1, 5, 7, 3),
+    "matmul": (128, 33, 4, 33),
+    "matmul_v4": (128, 36, 4, 36),
+    "matmul_rb": (128, 65, 4, 65),
+    "matmul_rb_v4": (128, 68, 4, 68),
+}
 
 
 def matmul_kernel_graph(kernel: str, seed: int = 0) -> dict:
     """A graph whose one matmul the planner gives to `kernel` (b broadcast over the batch)."""
     batch, m, k, n = MATMUL_KERNEL_SHAPES[kernel]
     rng = np.random.default_rng(seed)
-    return {"version": 2, "nodes": [
-        {"id": 0, "op": "input", "shape": [batch, m, k],
-         "data": rng.standard_normal(batch * m * k).astype(np.float32).tolist()},
-        {"id": 1, "op": "input", "shape": [k, n],
-         "data": rng.standard_normal(k * n).astype(np.float32).tolist()},
-        {"id": 2, "op": "matmul", "a": 0, "b": 1}], "outputs": [{"name": "c", "id": 2}]}
+    return {
+        "version": 2,
+        "nodes": [
+            {
+                "id": 0,
+                "op": "input",
+                "shape": [batch, m, k],
+                "data": rng.standard_normal(batch * m * k).astype(np.float32).tolist(),
+            },
+            {
+                "id": 1,
+                "op": "input",
+                "shape": [k, n],
+                "data": rng.standard_normal(k * n).astype(np.float32).tolist(),
+            },
+            {"id": 2, "op": "matmul", "a": 0, "b": 1},
+        ],
+        "outputs": [{"name": "c", "id": 2}],
+    }
 
 
 def transposes_into_matmuls_graph() -> dict:
     """Transposes that small matmuls read in place (as a and as b), one also read by a relu
     and one feeding a 64-tile matmul (both copied)."""
+
     def inp(i: int, shape: list[int]) -> dict:
         return {"id": i, "op": "input", "shape": shape, "data": [0.5] * math.prod(shape)}
-    nodes = [inp(0, [9, 12]), inp(1, [9, 7]), {"id": 2, "op": "transpose", "a": 0},
-             {"id": 3, "op": "matmul", "a": 2, "b": 1},
-             inp(4, [7, 12]), {"id": 5, "op": "transpose", "a": 4}, inp(6, [3, 12]),
-             {"id": 7, "op": "matmul", "a": 6, "b": 5}, {"id": 8, "op": "relu", "a": 5},
-             inp(9, [128, 4, 36]), {"id": 10, "op": "transpose", "a": 9}, inp(11, [4, 36]),
-             {"id": 12, "op": "matmul", "a": 10, "b": 11}]
-    return {"version": 2, "nodes": nodes,
-            "outputs": [{"name": f"o{i}", "id": i} for i in (3, 7, 8, 12)]}
+
+    nodes = [
+        inp(0, [9, 12]),
+        inp(1, [9, 7]),
+        {"id": 2, "op": "transpose", "a": 0},
+        {"id": 3, "op": "matmul", "a": 2, "b": 1},
+        inp(4, [7, 12]),
+        {"id": 5, "op": "transpose", "a": 4},
+        inp(6, [3, 12]),
+        {"id": 7, "op": "matmul", "a": 6, "b": 5},
+        {"id": 8, "op": "relu", "a": 5},
+        inp(9, [128, 4, 36]),
+        {"id": 10, "op": "transpose", "a": 9},
+        inp(11, [4, 36]),
+        {"id": 12, "op": "matmul", "a": 10, "b": 11},
+    ]
+    return {
+        "version": 2,
+        "nodes": nodes,
+        "outputs": [{"name": f"o{i}", "id": i} for i in (3, 7, 8, 12)],
+    }
 
 
 def _matmul_cases() -> list[dict]:
-    cases = [{"name": f"matmul-kernel/{k}", "op": "matmul", "graph": matmul_kernel_graph(k)}
-             for k in MATMUL_KERNEL_SHAPES]
-    return [*cases, {"name": "matmul-kernel/transposes", "op": "matmul",
-                     "graph": transposes_into_matmuls_graph()}]
+    cases = [
+        {"name": f"matmul-kernel/{k}", "op": "matmul", "graph": matmul_kernel_graph(k)}
+        for k in MATMUL_KERNEL_SHAPES
+    ]
+    return [
+        *cases,
+        {
+            "name": "matmul-kernel/transposes",
+            "op": "matmul",
+            "graph": transposes_into_matmuls_graph(),
+        },
+    ]
 
 
 def _python_plans(graph: dict) -> list[Any]:
@@ -97,10 +139,18 @@ def _python_plans(graph: dict) -> list[Any]:
 def _js_plans(cases: list[dict]) -> dict[str, list[Any]]:
     node = shutil.which("node")
     assert node, "node is needed for the JS planner"
-    payload = json.dumps({"cases": [{"name": c["name"], "graph": c["graph"]} for c in cases],
-                          "limits": LIMIT_SETS})
-    done = subprocess.run([node, str(SCRIPT)], input=payload, capture_output=True, text=True,
-                          cwd=ROOT, timeout=300, check=False)
+    payload = json.dumps(
+        {"cases": [{"name": c["name"], "graph": c["graph"]} for c in cases], "limits": LIMIT_SETS}
+    )
+    done = subprocess.run(
+        [node, str(SCRIPT)],
+        input=payload,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
     for plans in answer.values():  # messages may differ in wording; codes must agree
@@ -147,8 +197,14 @@ def test_the_limit_sets_exercise_every_planner_path(cases: list[dict]) -> None:
         plan = plan_graph(validate(matmul_kernel_graph(kernel)))
         assert [s["kernel"] for s in plan["steps"]] == [kernel]
     plan = plan_graph(validate(transposes_into_matmuls_graph()))  # 2 read in place, 2 copied
-    assert [s["kernel"] for s in plan["steps"]] == ["matmul_small", "permute", "matmul_small",
-                                                    "unary", "permute", "matmul_v4"]
+    assert [s["kernel"] for s in plan["steps"]] == [
+        "matmul_small",
+        "permute",
+        "matmul_small",
+        "unary",
+        "permute",
+        "matmul_v4",
+    ]
     assert [s["params"][11][1] for s in plan["steps"] if s["kernel"] == "matmul_small"] == [1, 0]
     assert split > 0 and limited > 0
 
@@ -157,25 +213,35 @@ def test_software_limit_takes_big_tiles_where_hardware_takes_matmul_small() -> N
     """The MLP's x @ W1 ([64, 784] @ [784, 256]: 4 tiles of 64) and a small batch of 128 tiles:
     matmul_small on a GPU (under 128 workgroups), the big tiles on a software adapter; products
     under half a 64 tile stay on matmul_small either way."""
+
     def kernels(limits: dict) -> list[str]:
-        graph = {"version": 2, "nodes": [
-            {"id": 0, "op": "input", "shape": [64, 784]}, {"id": 1, "op": "input",
-                                                            "shape": [784, 256]},
-            {"id": 2, "op": "matmul", "a": 0, "b": 1},
-            {"id": 3, "op": "input", "shape": [2, 200, 9]}, {"id": 4, "op": "input",
-                                                             "shape": [9, 130]},
-            {"id": 5, "op": "matmul", "a": 3, "b": 4},
-            {"id": 6, "op": "input", "shape": [5, 7]}, {"id": 7, "op": "input", "shape": [7, 3]},
-            {"id": 8, "op": "matmul", "a": 6, "b": 7}],
-            "outputs": [{"name": f"o{i}", "id": i} for i in (2, 5, 8)]}
+        graph = {
+            "version": 2,
+            "nodes": [
+                {"id": 0, "op": "input", "shape": [64, 784]},
+                {"id": 1, "op": "input", "shape": [784, 256]},
+                {"id": 2, "op": "matmul", "a": 0, "b": 1},
+                {"id": 3, "op": "input", "shape": [2, 200, 9]},
+                {"id": 4, "op": "input", "shape": [9, 130]},
+                {"id": 5, "op": "matmul", "a": 3, "b": 4},
+                {"id": 6, "op": "input", "shape": [5, 7]},
+                {"id": 7, "op": "input", "shape": [7, 3]},
+                {"id": 8, "op": "matmul", "a": 6, "b": 7},
+            ],
+            "outputs": [{"name": f"o{i}", "id": i} for i in (2, 5, 8)],
+        }
         return [s["kernel"] for s in plan_graph(validate(graph), limits)["steps"]]
 
     hardware = ["matmul_small", "matmul_small", "matmul_small"]
     assert kernels({}) == kernels({"minMatmulWorkgroups": 128}) == hardware
     assert kernels(LIMIT_SETS[SOFTWARE]) == ["matmul_v4", "matmul_rb", "matmul_small"]
     assert kernels({"minMatmulWorkgroups": 0}) == hardware  # invalid: the default
-    assert plan_graph(validate(matmul_kernel_graph("matmul")), LIMIT_SETS[SOFTWARE])[
-        "limits"]["minMatmulWorkgroups"] == 1
+    assert (
+        plan_graph(validate(matmul_kernel_graph("matmul")), LIMIT_SETS[SOFTWARE])["limits"][
+            "minMatmulWorkgroups"
+        ]
+        == 1
+    )
 
 
 def test_a_planner_difference_would_be_caught(cases: list[dict]) -> None:
@@ -220,7 +286,7 @@ class _Builder:
 
     def broadcastable(self, shape: list[int]) -> list[int]:
         keep = int(self.rng.integers(0, len(shape) + 1))
-        return [1 if self.rng.random() < 0.4 else d for d in shape[len(shape) - keep:]]
+        return [1 if self.rng.random() < 0.4 else d for d in shape[len(shape) - keep :]]
 
     def axis(self, rank: int) -> int | None:
         return None if self.rng.random() < 0.3 else int(self.rng.integers(-rank, rank))
@@ -234,8 +300,22 @@ def random_graph(rng: np.random.Generator, allow_fed: bool = True) -> dict:
     x = b.input(shape, fed=allow_fed and bool(rng.random() < 0.3))
     outs = [x]
     for _ in range(int(rng.integers(1, 6))):
-        kind = rng.choice(["unary", "binary", "same", "reduce", "softmax", "permute",
-                           "reshape", "matmul", "ce", "adam", "life", "full"])
+        kind = rng.choice(
+            [
+                "unary",
+                "binary",
+                "same",
+                "reduce",
+                "softmax",
+                "permute",
+                "reshape",
+                "matmul",
+                "ce",
+                "adam",
+                "life",
+                "full",
+            ]
+        )
         if kind == "unary":
             outs.append(b.add({"op": str(rng.choice(UNARY)), "a": x}))
         elif kind == "binary":
@@ -249,12 +329,27 @@ def random_graph(rng: np.random.Generator, allow_fed: bool = True) -> dict:
                 node[SCALAR[op]] = float(rng.choice([0.1, 0.9, 1.0, 0.001]))
             outs.append(b.add(node))
         elif kind == "reduce":
-            outs.append(b.add({"op": str(rng.choice(REDUCE)), "a": x,
-                               "axis": b.axis(len(shape)), "keepdim": bool(rng.random() < 0.5)}))
+            outs.append(
+                b.add(
+                    {
+                        "op": str(rng.choice(REDUCE)),
+                        "a": x,
+                        "axis": b.axis(len(shape)),
+                        "keepdim": bool(rng.random() < 0.5),
+                    }
+                )
+            )
         elif kind == "softmax":
             axis = b.axis(len(shape))
-            outs.append(b.add({"op": str(rng.choice(["softmax", "log_softmax"])), "a": x,
-                               "axis": -1 if axis is None else axis}))
+            outs.append(
+                b.add(
+                    {
+                        "op": str(rng.choice(["softmax", "log_softmax"])),
+                        "a": x,
+                        "axis": -1 if axis is None else axis,
+                    }
+                )
+            )
         elif kind == "permute":
             if len(shape) >= 2 and rng.random() < 0.5:
                 outs.append(b.add({"op": "transpose", "a": x}))
@@ -277,14 +372,27 @@ def random_graph(rng: np.random.Generator, allow_fed: bool = True) -> dict:
             outs.append(b.add({"op": op, "a": b.input(two), "b": b.input(two)}))
         elif kind == "adam":
             step = b.add({"op": "input", "shape": [1], "data": [float(rng.integers(1, 50))]})
-            outs.append(b.add({"op": "adam_update", "a": x, "b": b.input(shape),
-                               "c": b.input(shape), "t": step, "lr": 0.01}))
+            outs.append(
+                b.add(
+                    {
+                        "op": "adam_update",
+                        "a": x,
+                        "b": b.input(shape),
+                        "c": b.input(shape),
+                        "t": step,
+                        "lr": 0.01,
+                    }
+                )
+            )
         elif kind == "life":
             outs.append(b.add({"op": "life", "a": b.input(b.shape(2))}))
         else:
             outs.append(b.add({"op": "full", "shape": b.shape(), "value": 2.5}))
-    return {"version": graph_version(b.nodes), "nodes": b.nodes,
-            "outputs": [{"name": f"o{i}", "id": o} for i, o in enumerate(outs)]}
+    return {
+        "version": graph_version(b.nodes),
+        "nodes": b.nodes,
+        "outputs": [{"name": f"o{i}", "id": o} for i, o in enumerate(outs)],
+    }
 
 
 def test_python_and_js_plans_are_equal_for_random_graphs() -> None:
@@ -298,6 +406,9 @@ def test_python_and_js_plans_are_equal_for_random_graphs() -> None:
         except GpuLabError as err:
             raise AssertionError(f"{case['name']}: the generator made a bad graph: {err}") from err
     js = _js_plans(cases)
-    differ = [c["name"] for c in cases
-              if json.loads(json.dumps(_python_plans(c["graph"]))) != js[c["name"]]]
+    differ = [
+        c["name"]
+        for c in cases
+        if json.loads(json.dumps(_python_plans(c["graph"]))) != js[c["name"]]
+    ]
     assert valid == len(cases) and not differ, differ[:10]

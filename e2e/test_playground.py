@@ -65,8 +65,12 @@ def expected_more_ops() -> dict[str, list[float]]:
     for row in (mm[:2], mm[2:]):
         e = [math.exp(v - max(row)) for v in row]
         sm += [v / sum(e) for v in e]
-    return {"mm": mm, "sm": sm, "mean": [2.0, 3.0],
-            "t": [math.tanh(0.25), math.tanh(0.75), math.tanh(0.5), math.tanh(1.0)]}
+    return {
+        "mm": mm,
+        "sm": sm,
+        "mean": [2.0, 3.0],
+        "t": [math.tanh(0.25), math.tanh(0.75), math.tanh(0.5), math.tanh(1.0)],
+    }
 
 
 @pytest.fixture(scope="session")
@@ -158,7 +162,9 @@ def expect_code(page: Page, n: int, code: str, timeout: float = 5_000) -> None:
     try:
         page.wait_for_function(
             "([n, code]) => globalThis.gpulabNotebook?.cells[n - 1]?.source() === code",
-            arg=[n, code], timeout=timeout)
+            arg=[n, code],
+            timeout=timeout,
+        )
     except PlaywrightError:
         pass  # the assertion below says what the cell holds
     assert code_of(page, n) == code
@@ -185,8 +191,8 @@ def decode_png(data: bytes) -> np.ndarray:
     assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
     pos, idat, header = 8, b"", None
     while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        chunk = data[pos + 8:pos + 8 + length]
+        length, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        chunk = data[pos + 8 : pos + 8 + length]
         if kind == b"IHDR":
             header = struct.unpack(">IIBBBBB", chunk)
         elif kind == b"IDAT":
@@ -271,13 +277,13 @@ def test_backend_chosen_while_loading_is_used(page: Page, playground_url: str) -
     page.goto(playground_url + "/?backend=wasm")
     page.get_by_label("Backend", exact=True).select_option("cpu")  # Pyodide is still loading
     expect(page.locator("body")).to_have_attribute("data-ready", "true", timeout=120_000)
-    expect(page.get_by_role("status", name="Backend in use")).to_contain_text(
-        "Backend in use: cpu")
+    expect(page.get_by_role("status", name="Backend in use")).to_contain_text("Backend in use: cpu")
 
 
 @pytest.mark.parametrize("backend", ["cpu", "wasm", "webgl2", "webgpu"])
-def test_seed_example_on_each_backend(page: Page, playground_url: str, backend: str,
-                                      shot_dir: Path) -> None:
+def test_seed_example_on_each_backend(
+    page: Page, playground_url: str, backend: str, shot_dir: Path
+) -> None:
     """The seed's first program prints the backend and [0.0, 60.0, 120.0] on every backend
     (software adapters allowed: fails if the backend does not open or computes wrong)."""
     open_notebook(page, playground_url, backend=backend, software=True)
@@ -290,8 +296,10 @@ def test_seed_example_on_each_backend(page: Page, playground_url: str, backend: 
     expect(out).to_contain_text(f"1 graph run on {backend}")  # wasm is not a GPU
     expect(out).not_to_contain_text("GPU run")
     if backend == "webgpu":
-        save_shot(page.get_by_role("region", name="Runtime status"),
-                  shot_dir / "status-webgpu-software.png")
+        save_shot(
+            page.get_by_role("region", name="Runtime status"),
+            shot_dir / "status-webgpu-software.png",
+        )
     # A few more ops, checked against values computed here in float64.
     page.get_by_role("button", name="+ Add cell").click()
     out = run_program(page, MORE_OPS, n=2)
@@ -322,7 +330,9 @@ def test_seed_example_from_menu(notebook: Page, shot_dir: Path) -> None:
 
 def test_sync_run_submit_and_await(notebook: Page) -> None:
     page = notebook
-    out = run_program(page, """from gpulab import Graph
+    out = run_program(
+        page,
+        """from gpulab import Graph
 g = Graph()
 x = g.tensor([[1, 2], [3, 4]])
 r = g.run(y=x @ x)                       # synchronous: JSPI suspends Python on the GPU promise
@@ -335,13 +345,16 @@ g.submit(first, s=x.sum())
 print("submitted")
 a = await g.run_async(m=x.mean())
 print("await", a["outputs"]["m"]["data"])
-""")
+""",
+    )
     text = out.locator(".stream.stdout").inner_text()
     assert "sync [2, 2] [7.0, 10.0, 15.0, 22.0]" in text
     assert "await [2.5]" in text
     assert "callback [10.0]" in text
     assert "chained [20.0]" in text, "the cell waits for callbacks that submit again"
-    assert text.index("submitted") < text.index("callback"), "the callback runs when the GPU is done"
+    assert text.index("submitted") < text.index("callback"), (
+        "the callback runs when the GPU is done"
+    )
 
 
 def test_without_jspi_await_and_submit_work(page: Page, playground_url: str) -> None:
@@ -350,15 +363,19 @@ def test_without_jspi_await_and_submit_work(page: Page, playground_url: str) -> 
     page.goto(playground_url + "/?backend=cpu&jspi=off")
     expect(page.locator("body")).to_have_attribute("data-ready", "true", timeout=120_000)
     expect(page.get_by_label("Loading progress")).to_contain_text(
-        "synchronous g.run: no — use await g.run_async")
-    out = run_program(page, """from gpulab import Graph
+        "synchronous g.run: no — use await g.run_async"
+    )
+    out = run_program(
+        page,
+        """from gpulab import Graph
 g = Graph()
 x = g.tensor([1.0, -2.0])
 r = await g.run_async(y=x.relu())
 print("await", r["outputs"]["y"]["data"])
 g.submit(lambda r: print("callback", r["outputs"]["y"]["data"]), y=x * 2)
 g.run(y=x)
-""")
+""",
+    )
     text = out.locator(".stream.stdout").inner_text()
     assert "await [1.0, 0.0]" in text and "callback [2.0, -4.0]" in text
     alert = out.get_by_role("alert")
@@ -383,8 +400,11 @@ def test_every_example_runs_without_jspi(page: Page, playground_url: str, exampl
         expect(cells.nth(n)).to_have_attribute("data-status", "done")
     if example == "first":
         new_notebook(page)
-        out = run_program(page, "from gpulab import Graph\ng = Graph()\nt = g.tensor([1.0])\n"
-                                "s = g.prepare(carry={t: 'n'}, n=t + 1)")
+        out = run_program(
+            page,
+            "from gpulab import Graph\ng = Graph()\nt = g.tensor([1.0])\n"
+            "s = g.prepare(carry={t: 'n'}, n=t + 1)",
+        )
         alert = out.get_by_role("alert")
         expect(alert).to_contain_text("UNAVAILABLE")
         expect(alert).to_contain_text("await g.prepare_async(...)")
@@ -393,7 +413,9 @@ def test_every_example_runs_without_jspi(page: Page, playground_url: str, exampl
 
 def test_session_with_feeds_in_the_page(notebook: Page) -> None:
     """A prepared session fed per step (keys: Tensor, input name or id), carrying a sum."""
-    out = run_program(notebook, """from gpulab import Graph
+    out = run_program(
+        notebook,
+        """from gpulab import Graph
 g = Graph()
 x = g.input([2], name="x")
 acc = g.tensor([0.0, 0.0])
@@ -403,7 +425,8 @@ print(r["outputs"]["acc"]["data"], s.download(acc)["data"], s.steps_run, s.backe
 print(s.run({x: [1, 1]})["outputs"]["acc"]["data"])
 s.dispose()
 s.run({x: [1, 1]})
-""")
+""",
+    )
     text = out.locator(".stream.stdout").inner_text()
     assert "[9.0, 12.0] [9.0, 12.0] 3 wasm" in text
     assert "[10.0, 13.0]" in text
@@ -433,7 +456,9 @@ def test_session_step_count_and_sessions_disposed_by_a_backend_switch(notebook: 
 
 def test_too_many_pending_is_refused_with_permission(notebook: Page) -> None:
     page = notebook
-    out = run_program(page, """from gpulab import Graph, GpuLabError
+    out = run_program(
+        page,
+        """from gpulab import Graph, GpuLabError
 g = Graph()
 a = g.tensor([1.0])
 results = []
@@ -442,13 +467,18 @@ try:
         g.submit(results.append, values=a + i)
 except GpuLabError as err:
     print("refused after", i, err.code, err.message)
-""")
-    expect(out.locator(".stream.stdout")).to_contain_text("refused after 16 PERMISSION too many pending")
+""",
+    )
+    expect(out.locator(".stream.stdout")).to_contain_text(
+        "refused after 16 PERMISSION too many pending"
+    )
 
 
 def test_page_has_no_numpy_and_micropip_works_offline(notebook: Page) -> None:
     page = notebook
-    out = run_program(page, """import sys
+    out = run_program(
+        page,
+        """import sys
 import gpulab
 from gpulab import Graph
 g = Graph()
@@ -459,7 +489,8 @@ except ModuleNotFoundError:
     print("no numpy in the page")
 import micropip
 print("micropip", micropip.__version__)
-""")
+""",
+    )
     text = out.locator(".stream.stdout").inner_text()
     assert "[1.5, 0.0] False" in text
     assert "no numpy in the page" in text
@@ -470,23 +501,27 @@ def test_runaway_output_keeps_head_and_tail(notebook: Page) -> None:
     """A long output keeps its first and last lines with '… N lines dropped' between them."""
     out = run_program(notebook, "for i in range(60000):\n    print('line', i)\nprint('end')")
     expect(out.locator("p.dropped")).to_contain_text(
-        re.compile(r"… [\d,]+ lines dropped \([\d,]+ characters\): the first and the last"))
+        re.compile(r"… [\d,]+ lines dropped \([\d,]+ characters\): the first and the last")
+    )
     head, tail = out.locator(".stream.stdout").all()
     assert head.inner_text().startswith("line 0\nline 1\n")
     assert tail.inner_text().endswith("line 59999\nend\n")
     assert tail.inner_text().startswith("line "), "the tail starts at a line boundary"
     shown = len(head.inner_text()) + len(tail.inner_text())
     dropped = int(re.search(r"([\d,]+) lines dropped", out.inner_text()).group(1).replace(",", ""))
-    assert shown <= 120_000 and dropped + head.inner_text().count("\n") + \
-        tail.inner_text().count("\n") == 60001, "every line is shown or counted as dropped"
+    assert (
+        shown <= 120_000
+        and dropped + head.inner_text().count("\n") + tail.inner_text().count("\n") == 60001
+    ), "every line is shown or counted as dropped"
 
 
 def test_text_without_newline_stays_in_its_cell(notebook: Page) -> None:
     """Defect 5: `print(..., end='')` and sys.stdout.write land in their own cell (flushed at
     the cell's end), not at the start of the next cell's output."""
     page = notebook
-    set_code(page, 1, "import sys\nfor i in range(3):\n    print('.', end='')\n"
-                      "sys.stdout.write('tail')")
+    set_code(
+        page, 1, "import sys\nfor i in range(3):\n    print('.', end='')\nsys.stdout.write('tail')"
+    )
     page.get_by_role("button", name="+ Add cell").click()
     set_code(page, 2, "print('second')")
     run_cell(page, 1)
@@ -526,15 +561,19 @@ def test_syntax_error_points_at_the_cell_line(notebook: Page) -> None:
 
 def test_graph_error_names_the_node(notebook: Page) -> None:
     page = notebook
-    out = run_program(page, """from gpulab import Graph
+    out = run_program(
+        page,
+        """from gpulab import Graph
 g = Graph()
 a, b = g.tensor([[1, 2, 3]]), g.tensor([[1, 2, 3]])
 g.run(p=a @ b)
-""")
+""",
+    )
     expect(out.get_by_role("alert")).to_contain_text("GpuLabError")
     expect(out.get_by_role("alert")).to_contain_text("line 4")
     expect(out.get_by_role("alert").locator(".error-title")).to_contain_text(
-        re.compile(r"node \d+ \(matmul\)"))
+        re.compile(r"node \d+ \(matmul\)")
+    )
 
 
 def expect_no_internal_frames(alert: Locator) -> None:
@@ -546,13 +585,16 @@ def test_failing_callback_and_unavailable_backend_make_the_cell_fail(notebook: P
     """Defect 8: a submit callback that raises, or a submit on a backend that cannot open,
     shows the error in the cell and the cell ends with status "error" (it said "done")."""
     page = notebook
-    out = run_program(page, """from gpulab import Graph
+    out = run_program(
+        page,
+        """from gpulab import Graph
 g = Graph()
 def show(r):
     print("got", r["outputs"]["v"]["data"])
     return 1 / 0
 g.submit(show, v=g.tensor([1.0, 2.0]) * 2)
-""")
+""",
+    )
     expect(out.locator(".stream.stdout")).to_have_text("got [2.0, 4.0]\n")
     alert = out.get_by_role("alert")
     expect(alert).to_contain_text("ZeroDivisionError (line 5) in a submit callback")
@@ -577,12 +619,15 @@ def test_tracebacks_leave_out_internal_frames(notebook: Page) -> None:
     """Defect 8: a graph error raised deep in gpulab shows the cell's frames only (and says how
     many it hid); a SyntaxError shows no runner frame."""
     page = notebook
-    out = run_program(page, """from gpulab import Graph
+    out = run_program(
+        page,
+        """from gpulab import Graph
 g = Graph()
 def product(a, b):
     return g.run(p=a @ b)
 product(g.tensor([[1, 2, 3]]), g.tensor([[1, 2, 3]]))
-""")
+""",
+    )
     alert = out.get_by_role("alert")
     expect(alert.locator(".traceback")).to_contain_text('File "<cell 1>", line 5, in <module>')
     expect(alert.locator(".traceback")).to_contain_text('File "<cell 1>", line 4, in product')
@@ -718,8 +763,6 @@ def test_stop_cancels_a_long_session_run(notebook: Page) -> None:
     expect(output(page, 1)).to_contain_text("Stopped by the user")
 
 
-
-
 def expect_stopped(page: Page) -> None:
     """The run ended by Stop itself: not by the worker's last-resort watchdog, which would say
     'abandoned', and the Stop button is off again."""
@@ -737,11 +780,14 @@ def press_stop_on_next_result(page: Page) -> None:
     worker.evaluate("() => { self.gpulabTestHooks.stopOnDelivery = 1; }")
 
 
-@pytest.mark.parametrize("loop", [
-    "for i in range(10**6):\n    life.run_steps(64)\n",
-    "for i in range(10**6):\n    await life.run_steps_async(64)\n",
-    "for i in range(10**6):\n    life.run_steps(200)\n",  # chunked: 64 + 64 + 64 + 8
-])
+@pytest.mark.parametrize(
+    "loop",
+    [
+        "for i in range(10**6):\n    life.run_steps(64)\n",
+        "for i in range(10**6):\n    await life.run_steps_async(64)\n",
+        "for i in range(10**6):\n    life.run_steps(200)\n",  # chunked: 64 + 64 + 64 + 8
+    ],
+)
 def test_stop_as_a_result_reaches_python_ends_the_run(notebook: Page, loop: str) -> None:
     page = notebook
     expect(run_program(page, LIFE_SESSION)).to_contain_text("ready")
@@ -783,8 +829,12 @@ def test_a_run_stop_cannot_end_is_ended_by_restart_python(notebook: Page) -> Non
     """The shared page's recovery: a cell that swallows every interrupt cannot be stopped, so
     the fixture's helper falls back to "Restart Python" and the page is usable again."""
     page = notebook
-    set_code(page, 1, "swallowed = 0\nwhile True:\n    try:\n        while True:\n            pass\n"
-                      "    except BaseException:\n        swallowed += 1\n")
+    set_code(
+        page,
+        1,
+        "swallowed = 0\nwhile True:\n    try:\n        while True:\n            pass\n"
+        "    except BaseException:\n        swallowed += 1\n",
+    )
     cell(page, 1).get_by_role("button", name="Run", exact=True).click()
     expect(cell(page, 1).locator(".prompt")).to_have_text("[running]")
     end_leftover_run(page, stop_timeout_ms=2_000)
@@ -836,7 +886,9 @@ def test_keyboard_editing_and_cells(notebook: Page) -> None:
     expect(cell(page, 2).get_by_role("button", name="Run", exact=True)).to_be_focused()
     page.get_by_role("button", name="Delete cell 1").click()
     expect(cell(page, 2)).to_have_count(0)
-    expect_code(page, 1, "from gpulab import Graph\ng = Graph()\nx = g.tensor([1.0])\nx.soft\ng.prep")
+    expect_code(
+        page, 1, "from gpulab import Graph\ng = Graph()\nx = g.tensor([1.0])\nx.soft\ng.prep"
+    )
     page.get_by_role("button", name="+ Add cell").click()
     expect(cell(page, 2)).to_be_visible()
 
@@ -844,9 +896,11 @@ def test_keyboard_editing_and_cells(notebook: Page) -> None:
 def test_stop_unavailable_without_isolation_restart_works(page: Page, playground_url: str) -> None:
     def strip_isolation(route):  # serve the page without COOP/COEP: no SharedArrayBuffer
         response = route.fetch()
-        headers = {k: v for k, v in response.headers.items()
-                   if k.lower() not in ("cross-origin-opener-policy",
-                                        "cross-origin-embedder-policy")}
+        headers = {
+            k: v
+            for k, v in response.headers.items()
+            if k.lower() not in ("cross-origin-opener-policy", "cross-origin-embedder-policy")
+        }
         route.fulfill(response=response, headers=headers)
 
     page.route(re.compile(r".*/(\?.*)?$"), strip_isolation)
@@ -878,7 +932,8 @@ QUIET_AFTER_STOP_S = 10
 
 def arm_stop_timer(page: Page, n: int = 1) -> None:
     """Record in the page when Stop is clicked and when cell n's prompt says the run ended."""
-    page.evaluate("""(n) => {
+    page.evaluate(
+        """(n) => {
         const prompt = document.querySelectorAll('section.cell')[n - 1].querySelector('.prompt');
         window.__stopAt = null; window.__endAt = null;
         const obs = new MutationObserver(() => {
@@ -889,7 +944,9 @@ def arm_stop_timer(page: Page, n: int = 1) -> None:
         obs.observe(prompt, {childList: true, characterData: true, subtree: true});
         document.getElementById('stop').addEventListener(
             'click', () => { window.__stopAt = performance.now(); }, {once: true, capture: true});
-    }""", n)
+    }""",
+        n,
+    )
 
 
 def stop_and_time(page: Page, n: int = 1) -> tuple[float, float]:
@@ -912,11 +969,17 @@ def test_stop_during_time_sleep_within_a_second_and_never_resumes(notebook: Page
     """Defect 1: Stop during time.sleep lands within 1 s, and the stopped cell never resumes
     (no changed globals, no output anywhere) while other cells run after it."""
     page = notebook
-    set_code(page, 1, "import time\nmarker = 'before'\ntime.sleep(6)\nmarker = 'resumed'\n"
-                      "print('resumed')\n")
+    set_code(
+        page,
+        1,
+        "import time\nmarker = 'before'\ntime.sleep(6)\nmarker = 'resumed'\nprint('resumed')\n",
+    )
     page.get_by_role("button", name="+ Add cell").click()
-    set_code(page, 2, "import asyncio\nfor k in range(8):\n    await asyncio.sleep(1)\n"
-                      "print('marker', marker)\n")
+    set_code(
+        page,
+        2,
+        "import asyncio\nfor k in range(8):\n    await asyncio.sleep(1)\nprint('marker', marker)\n",
+    )
     cell(page, 1).get_by_role("button", name="Run", exact=True).click()
     expect(cell(page, 1).locator(".prompt")).to_have_text("[running]")
     page.wait_for_timeout(500)
@@ -936,12 +999,15 @@ def test_stop_during_time_sleep_within_a_second_and_never_resumes(notebook: Page
 
 def frame_gaps(page: Page, ms: int) -> float:
     """The longest gap between animation frames over `ms` (a frozen page has long gaps)."""
-    return page.evaluate("""(ms) => new Promise((resolve) => {
+    return page.evaluate(
+        """(ms) => new Promise((resolve) => {
         let last = performance.now(); let worst = 0; const end = last + ms;
         const tick = (t) => { worst = Math.max(worst, t - last); last = t;
                               if (t < end) requestAnimationFrame(tick); else resolve(worst); };
         requestAnimationFrame(tick);
-    })""", ms)
+    })""",
+        ms,
+    )
 
 
 def test_print_loop_keeps_the_page_responsive_and_stops_within_a_second(notebook: Page) -> None:
@@ -964,8 +1030,10 @@ def test_print_loop_keeps_the_page_responsive_and_stops_within_a_second(notebook
     assert output(page, 1).inner_text() == after, "output appeared after Stop"
     tail = output(page, 1).locator(".stream.stdout").last.inner_text().split()
     assert tail and tail[-1].isdigit(), "the last lines printed before Stop are kept"
-    print(f"stop during a print loop: {in_page:.0f} ms in the page, {wall:.0f} ms wall, "
-          f"longest frame gap {worst:.0f} ms")
+    print(
+        f"stop during a print loop: {in_page:.0f} ms in the page, {wall:.0f} ms wall, "
+        f"longest frame gap {worst:.0f} ms"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1031,12 +1099,15 @@ def test_deleting_a_cell_or_a_notebook_can_be_undone(notebook: Page) -> None:
 def test_outputs_and_notebooks_survive_a_reload(page: Page, playground_url: str) -> None:
     open_notebook(page, playground_url, backend="cpu")
     name_notebook(page, "reloaded")
-    out = run_program(page, """import display
+    out = run_program(
+        page,
+        """import display
 from gpulab import Graph
 print('printed before the reload')
 display.draw([[0, 1], [1, 0]], name="tiny")
 g = Graph()
-g.run(v=g.tensor([1.0, 2.0]) * 3)""")
+g.run(v=g.tensor([1.0, 2.0]) * 3)""",
+    )
     expect(out.locator("table")).to_contain_text("6.0")
     page.wait_for_timeout(600)  # saving is debounced (300 ms)
     page.reload()
@@ -1063,7 +1134,8 @@ def test_two_tabs_never_overwrite_each_other(browser, playground_url: str) -> No
         open_notebook(second, playground_url, backend="cpu")
         expect(second.get_by_label("Notebook name")).to_have_value("Untitled 1")
         expect(second.get_by_label("Notebook status")).to_contain_text(
-            '"tab one" is open in another tab: this tab started a new notebook')
+            '"tab one" is open in another tab: this tab started a new notebook'
+        )
         set_code(second, 1, "tab = 2")
         notebook_select(second).select_option(label="tab one")
         expect(second.get_by_label("Notebook status")).to_contain_text("open in another tab")
@@ -1083,9 +1155,13 @@ def test_markdown_cells_render_and_never_run_html(notebook: Page) -> None:
     HTML in it is shown as text and never runs; the cell type survives a notebook switch."""
     page = notebook
     page.on("dialog", lambda d: d.dismiss())
-    set_code(page, 1, "# Heading\n\nSome *emphasis*, `code` and [a link](https://example.org)"
-                      " and [bad](javascript:window.pwned=1).\n\n"
-                      "<img src=x onerror=\"window.pwned=2\"><script>window.pwned=3</script>")
+    set_code(
+        page,
+        1,
+        "# Heading\n\nSome *emphasis*, `code` and [a link](https://example.org)"
+        " and [bad](javascript:window.pwned=1).\n\n"
+        '<img src=x onerror="window.pwned=2"><script>window.pwned=3</script>',
+    )
     page.get_by_role("button", name="Cell 1 type").click()
     expect(page.get_by_role("button", name="Cell 1 type")).to_have_text("Code")
     cell(page, 1).get_by_role("button", name="Render").click()
@@ -1112,7 +1188,8 @@ def test_markdown_cells_render_and_never_run_html(notebook: Page) -> None:
     new_notebook(page)
     notebook_select(page).select_option(label=name)
     expect(page.get_by_role("region", name="Text of cell 1").get_by_role("heading")).to_have_text(
-        "Heading")
+        "Heading"
+    )
 
 
 def test_ipynb_round_trip_is_valid_nbformat(notebook: Page, tmp_path: Path) -> None:
@@ -1122,12 +1199,15 @@ def test_ipynb_round_trip_is_valid_nbformat(notebook: Page, tmp_path: Path) -> N
 
     page = notebook
     name_notebook(page, "round trip")
-    out = run_program(page, """import display
+    out = run_program(
+        page,
+        """import display
 from gpulab import Graph
 print('hello', 6 * 7)
 display.draw([[0, 1], [1, 0]], name="tiny")
 g = Graph()
-g.run(v=g.tensor([1.0, 2.0]) * 3)""")
+g.run(v=g.tensor([1.0, 2.0]) * 3)""",
+    )
     expect(out.locator("table")).to_contain_text("6.0")
     page.get_by_role("button", name="+ Add cell").click()
     run_program(page, "1 / 0", n=2)
@@ -1148,7 +1228,9 @@ g.run(v=g.tensor([1.0, 2.0]) * 3)""")
     assert kinds[0] == "stream" and first.outputs[0].text == "hello 42\n"
     assert any("image/png" in o.get("data", {}) for o in first.outputs), kinds
     assert any("6.0" in o.get("data", {}).get("text/plain", "") for o in first.outputs), kinds
-    assert second.outputs[0].output_type == "error" and second.outputs[0].ename == "ZeroDivisionError"
+    assert (
+        second.outputs[0].output_type == "error" and second.outputs[0].ename == "ZeroDivisionError"
+    )
     with page.expect_download() as info:
         page.get_by_role("button", name="Export .py").click()
     script = Path(info.value.path()).read_text()
@@ -1161,7 +1243,8 @@ g.run(v=g.tensor([1.0, 2.0]) * 3)""")
     expect(output(page, 1).locator(".stream.stdout")).to_have_text("hello 42\n")
     expect(output(page, 2).get_by_role("alert")).to_contain_text("ZeroDivisionError")
     expect(page.get_by_role("region", name="Text of cell 3").get_by_role("heading")).to_have_text(
-        "Notes")
+        "Notes"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1173,8 +1256,9 @@ def luminance(css_colour: str) -> float:
     return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255
 
 
-def test_layout_at_390_px_has_no_horizontal_overflow(browser, playground_url: str,
-                                                      shot_dir: Path) -> None:
+def test_layout_at_390_px_has_no_horizontal_overflow(
+    browser, playground_url: str, shot_dir: Path
+) -> None:
     """At 390 px the page overflowed to 461 px and the cell's Delete button was cut off."""
     ctx = browser.new_context(viewport={"width": 390, "height": 844})
     try:
@@ -1201,14 +1285,19 @@ def test_dark_mode_follows_the_system(browser, playground_url: str, shot_dir: Pa
         page = ctx.new_page()
         page.set_default_timeout(120_000)
         open_notebook(page, playground_url, backend="cpu")
-        out = run_program(page, "import display\ndisplay.plot([3, 1, 2], name='p')\n"
-                                "print('dark')\n1 / 0")
+        out = run_program(
+            page, "import display\ndisplay.plot([3, 1, 2], name='p')\nprint('dark')\n1 / 0"
+        )
         expect(out.get_by_role("alert")).to_be_visible()
         style = "(el) => [getComputedStyle(el).backgroundColor, getComputedStyle(el).color]"
         body_bg, body_ink = page.locator("body").evaluate(style)
         assert luminance(body_bg) < 0.2 and luminance(body_ink) > 0.7, (body_bg, body_ink)
-        for part in (cell(page, 1), cell(page, 1).get_by_role("textbox"), out.get_by_role("alert"),
-                     page.get_by_role("button", name="Run all")):
+        for part in (
+            cell(page, 1),
+            cell(page, 1).get_by_role("textbox"),
+            out.get_by_role("alert"),
+            page.get_by_role("button", name="Run all"),
+        ):
             bg, ink = part.evaluate(style)
             assert luminance(bg) < 0.3 and luminance(ink) > 0.6, (bg, ink)
         pixels = save_shot(out.get_by_role("img"), shot_dir / "plot-dark.png")
@@ -1224,12 +1313,15 @@ def test_dark_mode_follows_the_system(browser, playground_url: str, shot_dir: Pa
 
 def test_compare_with_native_shows_ulps(notebook: Page, shot_dir: Path) -> None:
     page = notebook
-    out = run_program(page, """from gpulab import Graph
+    out = run_program(
+        page,
+        """from gpulab import Graph
 g = Graph()
 x = g.tensor([[0.5, -1.25, 2.0], [3.0, 0.1, -0.7]])
 w = g.tensor([[0.3, 0.2], [-0.4, 1.5], [0.25, -0.6]])
 r = g.run(h=(x @ w).tanh(), p=(x @ w).softmax())
-r""")
+r""",
+    )
     expect(out.locator("table caption").first).to_contain_text("h — shape [2, 2]")
     compare = cell(page, 1).get_by_role("button", name="Compare with native")
     expect(compare).to_be_enabled()
@@ -1243,7 +1335,9 @@ r""")
     for row in table.locator("tbody tr").all():
         assert re.search(r"\d+ ulps?", row.inner_text()), row.inner_text()
     expect(table.locator("tbody tr").first).to_contain_text("tanh: transcendental (≤ 16 ulps)")
-    expect(table.locator("tbody tr").nth(1)).to_contain_text("softmax: reduction (≤ 8 ulps + a scale term)")
+    expect(table.locator("tbody tr").nth(1)).to_contain_text(
+        "softmax: reduction (≤ 8 ulps + a scale term)"
+    )
     # judged as the conformance runner does (issue 12, defect 6): a verdict per output
     expect(table.locator("tbody tr").first.locator(".verdict-pass")).to_have_text("pass")
     expect(table.locator("tbody tr").nth(1).locator(".verdict-pass")).to_contain_text("pass")
@@ -1272,20 +1366,28 @@ def test_compare_judges_with_the_runners_rule(notebook: Page) -> None:
                                      t: f(-1e-9), i: i(8) } };
         return compareResults(browser, native, graph).map((r) => [r.name, r.tolerance, r.passed]);
     }""")
-    assert got == [["a3", "arith", True], ["a4", "arith", False], ["r", "exact", False],
-                   ["t", "transcendental", True], ["i", "exact", False]], got
+    assert got == [
+        ["a3", "arith", True],
+        ["a4", "arith", False],
+        ["r", "exact", False],
+        ["t", "transcendental", True],
+        ["i", "exact", False],
+    ], got
 
 
 def test_compare_explains_why_session_cells_cannot(notebook: Page) -> None:
     """A cell that only ran session steps: Compare is greyed and the cell says why and what
     to do instead (issue 12, defect 6)."""
     page = notebook
-    run_program(page, """from gpulab import Graph
+    run_program(
+        page,
+        """from gpulab import Graph
 g = Graph()
 t = g.tensor([1.0])
 s = await g.prepare_async(carry={t: "n"}, n=t + 1)
 r = await s.run_async(3)
-print(r["outputs"]["n"]["data"])""")
+print(r["outputs"]["n"]["data"])""",
+    )
     compare = cell(page, 1).get_by_role("button", name="Compare with native")
     expect(compare).to_be_disabled()
     expect(compare).to_have_attribute("title", re.compile("prepared session"))
@@ -1306,7 +1408,7 @@ def test_ulp_distance_in_the_page(notebook: Page) -> None:
     }""")
     assert got[:4] == [1, 0, 0, 0]
     assert got[4] is None or got[4] == float("inf")  # Infinity arrives as null through JSON
-    assert got[5] == 2 and got[6] == 2 ** 22
+    assert got[5] == 2 and got[6] == 2**22
 
 
 def test_backend_selector_switches_and_never_downgrades(notebook: Page) -> None:
@@ -1314,8 +1416,10 @@ def test_backend_selector_switches_and_never_downgrades(notebook: Page) -> None:
     status = page.get_by_role("status", name="Backend in use")
     page.get_by_label("Backend", exact=True).select_option("cpu")
     expect(status).to_contain_text("Backend in use: cpu")
-    out = run_program(page, "from gpulab import Graph\ng = Graph()\n"
-                            "print(g.run(v=g.tensor([2.0]) * 3)['backend'])")
+    out = run_program(
+        page,
+        "from gpulab import Graph\ng = Graph()\nprint(g.run(v=g.tensor([2.0]) * 3)['backend'])",
+    )
     expect(out.locator(".stream.stdout")).to_have_text("cpu\n")
     # WebGPU here is a software adapter: asked for explicitly without allowing software, it is
     # refused (with the reason), and graphs fail with UNAVAILABLE instead of running elsewhere.
@@ -1338,11 +1442,16 @@ def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict]:
     return response.status, json.loads(data)
 
 
-GOOD = {"version": 1, "nodes": [{"id": 0, "op": "input", "shape": [3], "data": [-2, 3, 4]},
-                                {"id": 1, "op": "input", "shape": [3], "data": [10, 20, 30]},
-                                {"id": 2, "op": "mul", "a": 0, "b": 1},
-                                {"id": 3, "op": "relu", "a": 2}],
-        "outputs": [{"name": "values", "id": 3}]}
+GOOD = {
+    "version": 1,
+    "nodes": [
+        {"id": 0, "op": "input", "shape": [3], "data": [-2, 3, 4]},
+        {"id": 1, "op": "input", "shape": [3], "data": [10, 20, 30]},
+        {"id": 2, "op": "mul", "a": 0, "b": 1},
+        {"id": 3, "op": "relu", "a": 2},
+    ],
+    "outputs": [{"name": "values", "id": 3}],
+}
 
 
 def test_api_execute_runs_validates_and_refuses(playground_url: str) -> None:
@@ -1353,15 +1462,23 @@ def test_api_execute_runs_validates_and_refuses(playground_url: str) -> None:
     assert array.array("f", values).tolist() == [0.0, 60.0, 120.0]
     assert body["backend"] in ("cpu-python", "wgpu")
 
-    bad = {"version": 1, "nodes": [{"id": 0, "op": "input", "shape": [2], "data": [1, 2]},
-                                   {"id": 1, "op": "frobnicate", "a": 0}],
-           "outputs": [{"name": "y", "id": 1}]}
+    bad = {
+        "version": 1,
+        "nodes": [
+            {"id": 0, "op": "input", "shape": [2], "data": [1, 2]},
+            {"id": 1, "op": "frobnicate", "a": 0},
+        ],
+        "outputs": [{"name": "y", "id": 1}],
+    }
     status, body = _post(playground_url, json.dumps(bad).encode(), own)
     assert status == 400
     assert body["code"] == "VALIDATION" and body["node"] == 1 and "frobnicate" in body["message"]
 
-    status, body = _post(playground_url, json.dumps(GOOD).encode(),
-                         {"Origin": "http://evil.example", "Content-Type": "application/json"})
+    status, body = _post(
+        playground_url,
+        json.dumps(GOOD).encode(),
+        {"Origin": "http://evil.example", "Content-Type": "application/json"},
+    )
     assert status == 403 and body["code"] == "PERMISSION" and "evil.example" in body["message"]
     status, body = _post(playground_url, json.dumps(GOOD).encode(), {})
     assert status == 403 and "Origin" in body["message"]
@@ -1389,13 +1506,16 @@ def test_api_execute_refuses_oversized_body_before_reading_it(playground_url: st
 
 
 def test_result_entries_give_shape_and_nested_tolist_in_the_page(notebook: Page) -> None:
-    out = run_program(notebook, """from gpulab import Graph
+    out = run_program(
+        notebook,
+        """from gpulab import Graph
 g = Graph()
 x = g.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
 r = await g.run_async(m=x * 2, s=x.sum(), c=x.reshape(3, 1, 2))
 for name in ("m", "s", "c"):
     o = r["outputs"][name]
-    print(name, o["shape"], o["data"], o.tolist())""")
+    print(name, o["shape"], o["data"], o.tolist())""",
+    )
     lines = out.locator(".stream.stdout").inner_text().splitlines()
     assert lines == [
         "m [2, 3] [2.0, 4.0, 6.0, 8.0, 10.0, 12.0] [[2.0, 4.0, 6.0], [8.0, 10.0, 12.0]]",
@@ -1434,7 +1554,9 @@ def test_editor_syntax_colours_follow_dark_mode(browser, playground_url: str) ->
             editor = cell(page, 1).get_by_role("textbox")
             colour = "(el) => getComputedStyle(el).color"
             colours[scheme] = {
-                "keyword": editor.locator("span", has_text=re.compile(r"^for$")).first.evaluate(colour),
+                "keyword": editor.locator("span", has_text=re.compile(r"^for$")).first.evaluate(
+                    colour
+                ),
                 "string": editor.locator("span", has_text="'text'").first.evaluate(colour),
                 "comment": editor.locator("span", has_text="# note").first.evaluate(colour),
             }

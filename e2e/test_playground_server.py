@@ -62,8 +62,11 @@ def test_pages_are_cross_origin_isolated_with_module_mime_types(server: int) -> 
     assert status == 200 and b"GPU Lab" in body
     assert headers["cross-origin-opener-policy"] == "same-origin"
     assert headers["cross-origin-embedder-policy"] == "require-corp"
-    for path in ("/worker.mjs", "/backends-js/src/python-adapter.mjs",
-                 "/vendor/pyodide/pyodide.mjs"):
+    for path in (
+        "/worker.mjs",
+        "/backends-js/src/python-adapter.mjs",
+        "/vendor/pyodide/pyodide.mjs",
+    ):
         status, headers, _ = get(server, path)
         assert status == 200 and headers["content-type"] == "text/javascript", path
     status, headers, _ = get(server, "/vendor/pyodide/pyodide.asm.wasm")
@@ -71,8 +74,12 @@ def test_pages_are_cross_origin_isolated_with_module_mime_types(server: int) -> 
 
 
 def test_mounts_do_not_reach_outside_their_folders(server: int) -> None:
-    for path in ("/backends-js/../pyproject.toml", "/backends-js/%2e%2e/pyproject.toml",
-                 "/kernels/../../etc/passwd", "/../pyproject.toml"):
+    for path in (
+        "/backends-js/../pyproject.toml",
+        "/backends-js/%2e%2e/pyproject.toml",
+        "/kernels/../../etc/passwd",
+        "/../pyproject.toml",
+    ):
         status, _, body = get(server, path)
         assert status == 404 or b"[project]" not in body, path
 
@@ -81,9 +88,16 @@ def test_api_refuses_a_foreign_host_header(server: int) -> None:
     """DNS rebinding: a foreign name resolving to 127.0.0.1 sends its own Host header."""
     conn = http.client.HTTPConnection("127.0.0.1", server, timeout=30)
     body = json.dumps({"version": 1, "nodes": [], "outputs": []})
-    conn.request("POST", "/api/execute", body=body, headers={
-        "Host": f"rebind.example:{server}", "Origin": f"http://rebind.example:{server}",
-        "Content-Type": "application/json"})
+    conn.request(
+        "POST",
+        "/api/execute",
+        body=body,
+        headers={
+            "Host": f"rebind.example:{server}",
+            "Origin": f"http://rebind.example:{server}",
+            "Content-Type": "application/json",
+        },
+    )
     response = conn.getresponse()
     answer = json.loads(response.read())
     conn.close()
@@ -107,17 +121,24 @@ def test_serve_reports_a_taken_port(server: int, capsys: pytest.CaptureFixture) 
 
 def test_api_answers_graphs_past_the_protocol_limits_with_limit(server: int) -> None:
     origin = f"http://127.0.0.1:{server}"
-    too_big = {"version": 1, "nodes": [{"id": 0, "op": "full", "shape": [8192, 8193],
-                                        "value": 1.0}],
-               "outputs": [{"name": "x", "id": 0}]}
-    too_many = {"version": 1,
-                "nodes": [{"id": i, "op": "full", "shape": [1], "value": 0.0}
-                          for i in range(10_001)],
-                "outputs": [{"name": "x", "id": 0}]}
+    too_big = {
+        "version": 1,
+        "nodes": [{"id": 0, "op": "full", "shape": [8192, 8193], "value": 1.0}],
+        "outputs": [{"name": "x", "id": 0}],
+    }
+    too_many = {
+        "version": 1,
+        "nodes": [{"id": i, "op": "full", "shape": [1], "value": 0.0} for i in range(10_001)],
+        "outputs": [{"name": "x", "id": 0}],
+    }
     for graph in (too_big, too_many):
         conn = http.client.HTTPConnection("127.0.0.1", server, timeout=60)
-        conn.request("POST", "/api/execute", body=json.dumps(graph),
-                     headers={"Origin": origin, "Content-Type": "application/json"})
+        conn.request(
+            "POST",
+            "/api/execute",
+            body=json.dumps(graph),
+            headers={"Origin": origin, "Content-Type": "application/json"},
+        )
         response = conn.getresponse()
         answer = json.loads(response.read())
         conn.close()
@@ -126,8 +147,12 @@ def test_api_answers_graphs_past_the_protocol_limits_with_limit(server: int) -> 
 
 def _execute(port: int, graph: dict) -> tuple[int, dict]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    conn.request("POST", "/api/execute", body=json.dumps(graph),
-                 headers={"Origin": f"http://127.0.0.1:{port}", "Content-Type": "application/json"})
+    conn.request(
+        "POST",
+        "/api/execute",
+        body=json.dumps(graph),
+        headers={"Origin": f"http://127.0.0.1:{port}", "Content-Type": "application/json"},
+    )
     response = conn.getresponse()
     answer = json.loads(response.read())
     conn.close()
@@ -143,11 +168,16 @@ def test_api_takes_and_answers_base64_data(server: int) -> None:
     def b64(values: list[float]) -> dict:
         return {"base64": base64.b64encode(array.array("f", values).tobytes()).decode()}
 
-    graph = {"version": 1,
-             "nodes": [{"id": 0, "op": "input", "shape": [3], "data": b64([-2, 3, float("nan")])},
-                       {"id": 1, "op": "input", "shape": [3], "data": [10, 20, 30]},
-                       {"id": 2, "op": "mul", "a": 0, "b": 1}, {"id": 3, "op": "sub", "a": 1, "b": 2}],
-             "outputs": [{"name": "y", "id": 3}]}
+    graph = {
+        "version": 1,
+        "nodes": [
+            {"id": 0, "op": "input", "shape": [3], "data": b64([-2, 3, float("nan")])},
+            {"id": 1, "op": "input", "shape": [3], "data": [10, 20, 30]},
+            {"id": 2, "op": "mul", "a": 0, "b": 1},
+            {"id": 3, "op": "sub", "a": 1, "b": 2},
+        ],
+        "outputs": [{"name": "y", "id": 3}],
+    }
     status, answer = _execute(server, graph)
     assert status == 200, answer
     out = answer["outputs"]["y"]

@@ -74,22 +74,44 @@ def _trials() -> list[dict]:
                 ints = value.astype(np.int32)
                 gots = [ints, ints + np.int32(1)]
                 for got in gots:
-                    trials.append({"got": got, "ref": value.astype(np.float64), "scale": scale,
-                                   "tolerance": tolerance, "dtype": ref.dtype})
+                    trials.append(
+                        {
+                            "got": got,
+                            "ref": value.astype(np.float64),
+                            "scale": scale,
+                            "tolerance": tolerance,
+                            "dtype": ref.dtype,
+                        }
+                    )
                 continue
             for got in _candidates(value.astype(np.float64), tolerance):
-                trials.append({"got": got, "ref": value.astype(np.float64), "scale": scale,
-                               "tolerance": tolerance, "dtype": "float32"})
+                trials.append(
+                    {
+                        "got": got,
+                        "ref": value.astype(np.float64),
+                        "scale": scale,
+                        "tolerance": tolerance,
+                        "dtype": "float32",
+                    }
+                )
     return trials
 
 
 def test_js_and_python_judges_agree_on_the_corpus() -> None:
     trials = _trials()
     assert len(trials) > 1000, len(trials)
-    payload = json.dumps([{k: (_b64(v) if isinstance(v, np.ndarray) else v) for k, v in t.items()}
-                          for t in trials])
-    run = subprocess.run(["node", "--input-type=module", "-e", NODE_JUDGE], input=payload,
-                         capture_output=True, text=True, cwd=ROOT, check=True, timeout=60)
+    payload = json.dumps(
+        [{k: (_b64(v) if isinstance(v, np.ndarray) else v) for k, v in t.items()} for t in trials]
+    )
+    run = subprocess.run(
+        ["node", "--input-type=module", "-e", NODE_JUDGE],
+        input=payload,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+        timeout=60,
+    )
     js = json.loads(run.stdout)
     verdicts = {True: 0, False: 0}
     for t, j in zip(trials, js, strict=True):

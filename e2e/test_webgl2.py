@@ -64,8 +64,9 @@ def _assert_corpus_passed(report: Any, cases: list[dict]) -> None:
 
 def test_conformance_corpus_passes_on_the_main_thread(browser: Any, server_url: str) -> None:
     # The conformance runner's own browser-webgl2 lane (e2e/conformance/page.html).
-    report = run_conformance("browser-webgl2", allow_software=True, browser=browser,
-                             server_url=server_url)
+    report = run_conformance(
+        "browser-webgl2", allow_software=True, browser=browser, server_url=server_url
+    )
     _assert_corpus_passed(report, load_cases())
 
 
@@ -216,11 +217,17 @@ def test_carry_by_swap_and_by_copy(gl_page: Any, where: str) -> None:
 
 def test_transposes_feeding_matmuls_are_read_in_place(gl_page: Any) -> None:
     r = scenario(gl_page, "transposeFolding", "main")
-    x = {int(k): f32(v["data"]).astype(np.float64).reshape(v["shape"])
-         for k, v in r["inputs"].items()}
+    x = {
+        int(k): f32(v["data"]).astype(np.float64).reshape(v["shape"])
+        for k, v in r["inputs"].items()
+    }
     t = lambda m: np.swapaxes(m, -1, -2)
-    expected = {"tA_B": (t(x[0]), x[1]), "tB_A": (t(x[1]), x[0]), "E_tF": (x[2], t(x[3])),
-                "tX_X": (t(x[4]), x[4])}
+    expected = {
+        "tA_B": (t(x[0]), x[1]),
+        "tB_A": (t(x[1]), x[0]),
+        "E_tF": (x[2], t(x[3])),
+        "tX_X": (t(x[4]), x[4]),
+    }
     eps = np.finfo(np.float32).eps
     for lane in ("blocks", "blocks4", "flat"):
         got = r[lane]["values"]
@@ -239,8 +246,9 @@ def test_transposes_feeding_matmuls_are_read_in_place(gl_page: Any) -> None:
     assert sum("BLOCK_ROWS=4" in p for p in r["blocks4"]["passes"]) == 4
 
 
-def _adam_case(rng: np.random.Generator, shape: list[int], shared_consumer: bool,
-               matmul_gradient: bool = False) -> dict:
+def _adam_case(
+    rng: np.random.Generator, shape: list[int], shared_consumer: bool, matmul_gradient: bool = False
+) -> dict:
     """adam_m and adam_v feeding adam_update, every result an output (judged node by node from
     the values the backend fed the next node). With shared_consumer, a relu also reads m, so
     the moments cannot be computed inside the update's pass. With matmul_gradient the gradient
@@ -253,8 +261,11 @@ def _adam_case(rng: np.random.Generator, shape: list[int], shared_consumer: bool
         return (np.abs(x) if positive else x).astype(np.float32).tolist()
 
     def ints(dims: list[int]) -> dict:
-        return {"op": "input", "shape": dims,
-                "data": rng.integers(-3, 4, int(np.prod(dims))).astype(float).tolist()}
+        return {
+            "op": "input",
+            "shape": dims,
+            "data": rng.integers(-3, 4, int(np.prod(dims))).astype(float).tolist(),
+        }
 
     gradient = {"id": 3, "op": "input", "shape": shape, "data": data(1.0)}
     extra = []
@@ -263,9 +274,9 @@ def _adam_case(rng: np.random.Generator, shape: list[int], shared_consumer: bool
         extra = [{"id": 9, **ints([*shape[:-1], 5])}, {"id": 10, **ints([5, shape[-1]])}]
     nodes = [
         *extra,
-        {"id": 0, "op": "input", "shape": shape, "data": data(1.0)},          # parameters
-        {"id": 1, "op": "input", "shape": shape, "data": data(0.1)},          # m
-        {"id": 2, "op": "input", "shape": shape, "data": data(0.01, True)},   # v
+        {"id": 0, "op": "input", "shape": shape, "data": data(1.0)},  # parameters
+        {"id": 1, "op": "input", "shape": shape, "data": data(0.1)},  # m
+        {"id": 2, "op": "input", "shape": shape, "data": data(0.01, True)},  # v
         gradient,
         {"id": 4, "op": "input", "shape": [1], "data": [3.0]},
         {"id": 5, "op": "adam_m", "a": 1, "b": 3, "beta1": 0.8},
@@ -276,10 +287,15 @@ def _adam_case(rng: np.random.Generator, shape: list[int], shared_consumer: bool
     if shared_consumer:
         nodes.append({"id": 8, "op": "relu", "a": 5})
         outputs.append({"name": "relu_m", "id": 8})
-    name = (f"adam_fusion/{'x'.join(map(str, shape))}{'_shared' if shared_consumer else ''}"
-            f"{'_matmul' if matmul_gradient else ''}")
-    return {"name": name, "op": "adam_update",
-            "graph": {"version": 2, "nodes": nodes, "outputs": outputs}}
+    name = (
+        f"adam_fusion/{'x'.join(map(str, shape))}{'_shared' if shared_consumer else ''}"
+        f"{'_matmul' if matmul_gradient else ''}"
+    )
+    return {
+        "name": name,
+        "op": "adam_update",
+        "graph": {"version": 2, "nodes": nodes, "outputs": outputs},
+    }
 
 
 def test_adam_nodes_wired_into_each_other_are_not_fused(gl_page: Any) -> None:
@@ -292,16 +308,21 @@ def test_adam_nodes_wired_into_each_other_are_not_fused(gl_page: Any) -> None:
         return rng.uniform(lo, hi, n).astype(np.float32).tolist()
 
     nodes = [
-        {"id": 0, "op": "input", "shape": [n], "data": data(0.5, 1.0)},    # m0
-        {"id": 1, "op": "input", "shape": [n], "data": data(-0.1, 0.1)},   # gradient
+        {"id": 0, "op": "input", "shape": [n], "data": data(0.5, 1.0)},  # m0
+        {"id": 1, "op": "input", "shape": [n], "data": data(-0.1, 0.1)},  # gradient
         {"id": 2, "op": "input", "shape": [1], "data": [2.0]},
         {"id": 3, "op": "adam_m", "a": 0, "b": 1},
         {"id": 4, "op": "adam_v", "a": 3, "b": 1},
         {"id": 5, "op": "adam_update", "a": 3, "b": 3, "c": 4, "t": 2},
     ]
     outputs = [{"name": "m", "id": 3}, {"name": "v", "id": 4}, {"name": "p", "id": 5}]
-    cases = [{"name": "adam_fusion/wired", "op": "adam_update",
-              "graph": {"version": 2, "nodes": nodes, "outputs": outputs}}]
+    cases = [
+        {
+            "name": "adam_fusion/wired",
+            "op": "adam_update",
+            "graph": {"version": 2, "nodes": nodes, "outputs": outputs},
+        }
+    ]
     payload = scenario(gl_page, "conformance", "main", {"cases": cases, "profile": True})
     report = check_results(cases, _js_lane("browser-webgl2-adam", payload))
     assert report.passed and len(report.results) == 1, report.describe_failures()
@@ -313,9 +334,12 @@ def test_adam_nodes_wired_into_each_other_are_not_fused(gl_page: Any) -> None:
 def test_adam_moments_computed_inside_the_update_pass(gl_page: Any, flat: bool) -> None:
     # (flat: the matmul gradient is read from the flat packing; else from the blocks' layers)
     rng = np.random.default_rng(5)
-    cases = [_adam_case(rng, shape, shared) for shape in ([300, 7], [5])
-             for shared in (False, True)]
-    cases += [_adam_case(rng, shape, False, matmul_gradient=True) for shape in ([300, 7], [2, 9, 6])]
+    cases = [
+        _adam_case(rng, shape, shared) for shape in ([300, 7], [5]) for shared in (False, True)
+    ]
+    cases += [
+        _adam_case(rng, shape, False, matmul_gradient=True) for shape in ([300, 7], [2, 9, 6])
+    ]
     args = {"cases": cases, "profile": True, "flatMatmul": flat}
     payload = scenario(gl_page, "conformance", "main", args)
     report = check_results(cases, _js_lane("browser-webgl2-adam", payload))
@@ -353,8 +377,9 @@ def test_conformance_corpus_passes_with_tensors_wrapped_across_texture_rows(gl_p
     assert {c["op"] for c in cases} >= with_cases
     args = {"cases": cases, "maxTextureSize": WRAP_LIMIT, "flatMatmul": True}
     payload = scenario(gl_page, "conformance", "main", args)
-    report = check_results(cases, _js_lane("browser-webgl2-wrapped", payload),
-                           _webgl2_lanes("browser-webgl2-wrapped"))
+    report = check_results(
+        cases, _js_lane("browser-webgl2-wrapped", payload), _webgl2_lanes("browser-webgl2-wrapped")
+    )
     assert report.lane.available, report.describe_failures()
     assert len(report.results) == len(cases)
     assert report.passed, report.describe_failures()
@@ -364,8 +389,18 @@ def test_tensors_larger_than_a_texture_row_match_the_cpu_reference(gl_page: Any)
     r = scenario(gl_page, "largeLayout", "main")
     gl, cpu = r["webgl2"], r["cpu"]
     # Exact ops, and sums in the protocol's fixed order (no contraction): the same bits.
-    for name in ("transpose", "permute", "reshape", "neg", "life", "relu",
-                 "sum_all", "sum_axis1", "sum_axis0", "sum_strided"):
+    for name in (
+        "transpose",
+        "permute",
+        "reshape",
+        "neg",
+        "life",
+        "relu",
+        "sum_all",
+        "sum_axis1",
+        "sum_axis0",
+        "sum_strided",
+    ):
         assert gl[name] == cpu[name], f"{name} differs from the CPU reference"
     np.testing.assert_allclose(f32(gl["mean_axis1"]), f32(cpu["mean_axis1"]), rtol=2.5e-7, atol=0)
     # log_softmax = (a - m) - log(s) cancels near 0: the error is an ulp of log(s), not of the
@@ -430,8 +465,12 @@ def test_quotas_refuse_with_limit_before_any_gl_work(gl_page: Any, where: str) -
     the backend made no texture or program for them."""
     r = scenario(gl_page, "quotas", where)
     assert r["fits"] == [2.0, 2.0]
-    for key, quota in (("memory", "memoryBytes"), ("textures", "buffers"),
-                       ("programs", "pipelines"), ("held", "memoryBytes")):
+    for key, quota in (
+        ("memory", "memoryBytes"),
+        ("textures", "buffers"),
+        ("programs", "pipelines"),
+        ("held", "memoryBytes"),
+    ):
         got = r[key]
         assert got["code"] == "LIMIT" and f"quotas.{quota}" in got["message"], got
         for counter in ("created", "programs", "livePrograms"):
@@ -467,6 +506,8 @@ def test_fed_index_out_of_range_is_backend_then_state(gl_page: Any) -> None:
     for op in ("index_select", "index_add"):
         bad = r[op]["bad"]
         assert bad["code"] == "BACKEND", bad
-        assert f"node 3 ({op}): operand idx holds an index at idx[1] out of range for axis 0 " \
-               "of a [3, 2] (valid 0..2)" in bad["message"]
+        assert (
+            f"node 3 ({op}): operand idx holds an index at idx[1] out of range for axis 0 "
+            "of a [3, 2] (valid 0..2)" in bad["message"]
+        )
         assert r[op]["later"]["code"] == "STATE"

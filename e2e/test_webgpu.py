@@ -123,8 +123,7 @@ def test_policy_on_named_adapters(wg):
 
 def test_allow_software_runs_and_labels_software(wg):
     r = wg(
-        open_runtime()
-        + "const res = await rt.execute(wg.seedGraph());"
+        open_runtime() + "const res = await rt.execute(wg.seedGraph());"
         "const out = {backend: res.backend, data: Array.from(res.outputs.values.data),"
         " stats: res.stats, info: rt.info}; rt.dispose(); return out;"
     )
@@ -625,8 +624,12 @@ def test_quotas_refuse_with_limit_before_device_work(wg):
         return {memory, buffers, pipelines, held, after: Array.from(after.outputs.y.data).slice(0, 2)};
         """
     )
-    for key, quota in (("memory", "memoryBytes"), ("buffers", "buffers"),
-                       ("pipelines", "pipelines"), ("held", "memoryBytes")):
+    for key, quota in (
+        ("memory", "memoryBytes"),
+        ("buffers", "buffers"),
+        ("pipelines", "pipelines"),
+        ("held", "memoryBytes"),
+    ):
         assert r[key]["code"] == "LIMIT" and f"quotas.{quota}" in r[key]["message"], r[key]
     assert "held by open sessions" in r["held"]["message"]
     assert r["after"] == [2, 2]
@@ -698,6 +701,8 @@ def test_fed_index_out_of_range_is_backend_then_state(wg):
     )
     assert r["ok"] == [4, 5, 0, 1, 4, 5]
     assert r["bad"]["code"] == "BACKEND", r["bad"]
-    assert "node 2 (index_select): operand idx holds an index at idx[1] out of range for " \
-           "axis 0 of a [3, 2] (valid 0..2)" in r["bad"]["message"]
+    assert (
+        "node 2 (index_select): operand idx holds an index at idx[1] out of range for "
+        "axis 0 of a [3, 2] (valid 0..2)" in r["bad"]["message"]
+    )
     assert r["later"]["code"] == "STATE"

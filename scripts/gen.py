@@ -55,8 +55,11 @@ def package_copies() -> dict[Path, bytes]:
         PKG / "ops.json": (ROOT / "backends-js/src/ops.json").read_bytes(),
         PKG / "kernels/ops.json": (ROOT / "kernels/ops.json").read_bytes(),
     }
-    kernels = {p.name: p.read_bytes() for p in sorted(WGSL.glob("*.wgsl"))
-               if not p.read_bytes().startswith(GENERATED_MARK.encode())}  # hand-written ones
+    kernels = {
+        p.name: p.read_bytes()
+        for p in sorted(WGSL.glob("*.wgsl"))
+        if not p.read_bytes().startswith(GENERATED_MARK.encode())
+    }  # hand-written ones
     kernels.update({p.name: text for p, text in wgsl_kernels().items()})
     for name, text in sorted(kernels.items()):
         out[PKG / "kernels/wgsl" / name] = text
@@ -66,8 +69,10 @@ def package_copies() -> dict[Path, bytes]:
 def matmul_kernels() -> dict[Path, bytes]:
     from kernels.gen.matmul import SHIPPED, generate
 
-    return {WGSL / f"{name}.wgsl": generate(bm, bn, bk, 0, vec4).encode()
-            for name, (bm, bn, bk, vec4) in SHIPPED.items()}
+    return {
+        WGSL / f"{name}.wgsl": generate(bm, bn, bk, 0, vec4).encode()
+        for name, (bm, bn, bk, vec4) in SHIPPED.items()
+    }
 
 
 def wgsl_kernels() -> dict[Path, bytes]:
@@ -113,9 +118,16 @@ def corpus() -> dict[Path, bytes]:
     return {path: text.encode() for path, text in generate.outputs().items()}
 
 
-PRODUCERS: list[Callable[[], dict[Path, bytes]]] = [wgsl_kernels, package_copies, glsl_arms, rust_exports,
-                                                     cpu_kernels, docs_rows, lanes_entries,
-                                                     corpus]
+PRODUCERS: list[Callable[[], dict[Path, bytes]]] = [
+    wgsl_kernels,
+    package_copies,
+    glsl_arms,
+    rust_exports,
+    cpu_kernels,
+    docs_rows,
+    lanes_entries,
+    corpus,
+]
 
 
 def outputs() -> dict[Path, bytes]:
@@ -137,8 +149,11 @@ def stale(files: dict[Path, bytes], prune: bool = True) -> list[Path]:
     for folder, pattern in OWNED_DIRS.items():
         found += [p for p in sorted(folder.glob(pattern)) if p not in files]
     # a kernel gen once wrote (its first line says so) whose template is gone
-    found += [p for p in sorted(WGSL.glob("*.wgsl")) if p not in files
-              and p.read_text(encoding="utf-8").startswith(GENERATED_MARK)]
+    found += [
+        p
+        for p in sorted(WGSL.glob("*.wgsl"))
+        if p not in files and p.read_text(encoding="utf-8").startswith(GENERATED_MARK)
+    ]
     return found
 
 

@@ -77,8 +77,12 @@ class Builder:
 
     def ints(self, shape: Shape, data: np.ndarray | Iterable[int]) -> int:
         """An int32 input (protocol version 3), its data a plain list of integers."""
-        flat = [int(v) for v in np.asarray(list(data) if not isinstance(data, np.ndarray)
-                                           else data).reshape(-1)]
+        flat = [
+            int(v)
+            for v in np.asarray(list(data) if not isinstance(data, np.ndarray) else data).reshape(
+                -1
+            )
+        ]
         assert len(flat) == math.prod(shape), (self.name, shape, len(flat))
         assert all(INT32_MIN <= v <= INT32_MAX for v in flat), self.name
         return self._add({"op": "input", "shape": list(shape), "dtype": "int32", "data": flat})
@@ -96,8 +100,14 @@ class Builder:
 
     def quantized(self, kind: str, shape: Shape, raw: bytes) -> int:
         """A q4_k / q6_k input [N, K]: its blocks' bytes as {"base64": ...}."""
-        return self._add({"op": "input", "shape": list(shape), "dtype": kind,
-                          "data": {"base64": base64.b64encode(raw).decode("ascii")}})
+        return self._add(
+            {
+                "op": "input",
+                "shape": list(shape),
+                "dtype": kind,
+                "data": {"base64": base64.b64encode(raw).decode("ascii")},
+            }
+        )
 
     def full(self, shape: Shape, value: float | str) -> int:
         return self._add({"op": "full", "shape": list(shape), "value": value})
@@ -156,8 +166,9 @@ def required_version(graph: dict, shapes: dict[int, tuple[int, ...]] | None = No
     for node in graph["nodes"]:
         operand_shapes = [shapes[i] for i in operand_ids(node)]
         dtype_since = OP_TABLE["dtypes"][refs[node["id"]].dtype]["since"]
-        need = max(OPS[node["op"]]["since"], dtype_since,
-                   2 if _needs_v2(node, operand_shapes) else 1)
+        need = max(
+            OPS[node["op"]]["since"], dtype_since, 2 if _needs_v2(node, operand_shapes) else 1
+        )
         version = max(version, need)
     return version
 
@@ -220,18 +231,34 @@ def binary_cases() -> list[dict]:
         grid = np.array(SIGNED + NONFINITE)
         av, bv = (g.reshape(-1) for g in np.meshgrid(grid, grid, indexing="ij"))
         cases.append(
-            single(f"{op}/special_values", op, lambda b, av=av, bv=bv: [
-                b.input([av.size], av), b.input([bv.size], bv)])
+            single(
+                f"{op}/special_values",
+                op,
+                lambda b, av=av, bv=bv: [b.input([av.size], av), b.input([bv.size], bv)],
+            )
         )
         big = [1e30, -3e38, 2.5e-30, 7e37]
         cases.append(
-            single(f"{op}/magnitudes_rank2", op, lambda b, big=big: [
-                b.input([2, 2], big), b.input([2, 2], [3e38, -1e10, 4e-9, 9e-9])])
+            single(
+                f"{op}/magnitudes_rank2",
+                op,
+                lambda b, big=big: [
+                    b.input([2, 2], big),
+                    b.input([2, 2], [3e38, -1e10, 4e-9, 9e-9]),
+                ],
+            )
         )
     # cancellation: nearly equal operands
-    cases.append(single("sub/cancellation", "sub", lambda b: [
-        b.input([4], [1.0000001, 1e30, 3.1415927, -2.0]),
-        b.input([4], [1.0, 0.99999994e30, 3.1415925, -2.0000002])]))
+    cases.append(
+        single(
+            "sub/cancellation",
+            "sub",
+            lambda b: [
+                b.input([4], [1.0000001, 1e30, 3.1415927, -2.0]),
+                b.input([4], [1.0, 0.99999994e30, 3.1415925, -2.0000002]),
+            ],
+        )
+    )
     return cases
 
 
@@ -260,45 +287,89 @@ def unary_cases() -> list[dict]:
         for shape in shapes:
             name = f"{op}/{'x'.join(map(str, shape)) or 'scalar'}"
             cases.append(single(name, op, lambda b, s=shape, lo=lo, hi=hi: [b.rand(s, lo, hi)]))
-        cases.append(single(f"{op}/special_values", op,
-                            lambda b, sp=special: [b.input([len(sp)], sp)]))
+        cases.append(
+            single(f"{op}/special_values", op, lambda b, sp=special: [b.input([len(sp)], sp)])
+        )
     # gelu_grad: forward input a, upstream gradient b
     for shape in ([], [1], [65], [1000], [2, 3, 4, 5]):
         name = f"gelu_grad/{'x'.join(map(str, shape)) or 'scalar'}"
         cases.append(single(name, "gelu_grad", lambda b, s=shape: [b.rand(s, -6, 6), b.rand(s)]))
     gg = [0.0, -0.0, 1.0, -1.0, 5.0, -5.0, 10.0, -10.0, 1e30, -1e30, 1e-30]
-    cases.append(single("gelu_grad/special_values", "gelu_grad", lambda b: [
-        b.input([len(gg)], gg), b.input([len(gg)], [0.5] * len(gg))]))
+    cases.append(
+        single(
+            "gelu_grad/special_values",
+            "gelu_grad",
+            lambda b: [b.input([len(gg)], gg), b.input([len(gg)], [0.5] * len(gg))],
+        )
+    )
     return cases
 
 
 def layout_cases() -> list[dict]:
     cases = []
-    for shape in ([2, 3], [1, 1], [1, 5], [5, 1], [17, 33], [65, 64], [2, 3, 4], [2, 3, 4, 5],
-                  [1, 1, 1, 1]):
+    for shape in (
+        [2, 3],
+        [1, 1],
+        [1, 5],
+        [5, 1],
+        [17, 33],
+        [65, 64],
+        [2, 3, 4],
+        [2, 3, 4, 5],
+        [1, 1, 1, 1],
+    ):
         name = f"transpose/{'x'.join(map(str, shape))}"
         cases.append(single(name, "transpose", lambda b, s=shape: [b.rand(s)]))
-    cases.append(single("transpose/special_values", "transpose", lambda b: [
-        b.input([3, 5], (SIGNED + NONFINITE)[:15])]))
+    cases.append(
+        single(
+            "transpose/special_values",
+            "transpose",
+            lambda b: [b.input([3, 5], (SIGNED + NONFINITE)[:15])],
+        )
+    )
     for dims in itertools.permutations(range(3)):
-        cases.append(single(f"permute/2x3x4_{''.join(map(str, dims))}", "permute",
-                            lambda b: [b.rand([2, 3, 4])], dims=list(dims)))
+        cases.append(
+            single(
+                f"permute/2x3x4_{''.join(map(str, dims))}",
+                "permute",
+                lambda b: [b.rand([2, 3, 4])],
+                dims=list(dims),
+            )
+        )
     for dims in ([0, 1, 2, 3], [3, 2, 1, 0], [1, 3, 0, 2], [2, 0, 3, 1]):
-        cases.append(single(f"permute/2x3x4x5_{''.join(map(str, dims))}", "permute",
-                            lambda b: [b.rand([2, 3, 4, 5])], dims=dims))
+        cases.append(
+            single(
+                f"permute/2x3x4x5_{''.join(map(str, dims))}",
+                "permute",
+                lambda b: [b.rand([2, 3, 4, 5])],
+                dims=dims,
+            )
+        )
     for shape, dims in (([7], [0]), ([], []), ([1, 65], [1, 0]), ([3, 1, 1, 2], [3, 1, 2, 0])):
         tag = "x".join(map(str, shape)) or "scalar"
-        cases.append(single(f"permute/{tag}_{''.join(map(str, dims)) or 'none'}", "permute",
-                            lambda b, s=shape: [b.rand(s)], dims=dims))
+        cases.append(
+            single(
+                f"permute/{tag}_{''.join(map(str, dims)) or 'none'}",
+                "permute",
+                lambda b, s=shape: [b.rand(s)],
+                dims=dims,
+            )
+        )
     reshapes: list[tuple[Shape, list[int]]] = [
-        ([6], [2, 3]), ([2, 3], [-1]), ([2, 3, 4], [4, -1]), ([], [1]), ([1], []),
-        ([4097], [1, 4097]), ([2, 3, 4, 5], [5, 4, 3, 2]), ([2, 3, 4, 5], [-1, 1, 1, 1]),
-        ([1, 1, 1, 1], []), ([12], [2, -1, 3]),
+        ([6], [2, 3]),
+        ([2, 3], [-1]),
+        ([2, 3, 4], [4, -1]),
+        ([], [1]),
+        ([1], []),
+        ([4097], [1, 4097]),
+        ([2, 3, 4, 5], [5, 4, 3, 2]),
+        ([2, 3, 4, 5], [-1, 1, 1, 1]),
+        ([1, 1, 1, 1], []),
+        ([12], [2, -1, 3]),
     ]
     for src, dst in reshapes:
         tag = f"{'x'.join(map(str, src)) or 'scalar'}_to_{'x'.join(map(str, dst)) or 'scalar'}"
-        cases.append(single(f"reshape/{tag}", "reshape", lambda b, s=src: [b.rand(s)],
-                            shape=dst))
+        cases.append(single(f"reshape/{tag}", "reshape", lambda b, s=src: [b.rand(s)], shape=dst))
     return cases
 
 
@@ -319,8 +390,16 @@ def source_cases() -> list[dict]:
     case["graph"]["version"] = 2  # declaring more than it needs (1) is accepted
     cases.append(case)
     fulls: list[tuple[Shape, float | str]] = [
-        ([], 1.5), ([3], -0.0), ([2, 2, 2, 2], 0.1), ([1], 1e30), ([4], 1e-30), ([2], "nan"),
-        ([3, 1], "inf"), ([1, 3], "-inf"), ([65], -3e38), ([7], 2),
+        ([], 1.5),
+        ([3], -0.0),
+        ([2, 2, 2, 2], 0.1),
+        ([1], 1e30),
+        ([4], 1e-30),
+        ([2], "nan"),
+        ([3, 1], "inf"),
+        ([1, 3], "-inf"),
+        ([65], -3e38),
+        ([7], 2),
     ]
     for i, (shape, value) in enumerate(fulls):
         b = Builder(f"full/{i}_{'x'.join(map(str, shape)) or 'scalar'}_{value}")
@@ -336,26 +415,44 @@ def reduction_cases() -> list[dict]:
         for n in lengths:
             cases.append(single(f"{op}/all_{n}", op, lambda b, n=n: [b.rand([n])]))
         cases.append(single(f"{op}/all_scalar", op, lambda b: [b.rand([])]))
-        cases.append(single(f"{op}/all_2x3x4x5_keepdim", op, lambda b: [b.rand([2, 3, 4, 5])],
-                            axis=None, keepdim=True))
+        cases.append(
+            single(
+                f"{op}/all_2x3x4x5_keepdim",
+                op,
+                lambda b: [b.rand([2, 3, 4, 5])],
+                axis=None,
+                keepdim=True,
+            )
+        )
         for axis in range(-4, 4):
             for keepdim in (False, True):
                 name = f"{op}/2x3x4x5_axis{axis}{'_keepdim' if keepdim else ''}"
-                cases.append(single(name, op, lambda b: [b.rand([2, 3, 4, 5])],
-                                    axis=axis, keepdim=keepdim))
+                cases.append(
+                    single(name, op, lambda b: [b.rand([2, 3, 4, 5])], axis=axis, keepdim=keepdim)
+                )
         for axis in (0, 1, -1):
-            cases.append(single(f"{op}/65x4_axis{axis}", op, lambda b: [b.rand([65, 4])],
-                                axis=axis))
-        cases.append(single(f"{op}/1_axis0_keepdim", op, lambda b: [b.rand([1])], axis=0,
-                            keepdim=True))
-        cases.append(single(f"{op}/magnitudes", op, lambda b: [
-            b.input([5], [1e30, 1.0, -1e30, 2.0, 1e-30])]))
+            cases.append(
+                single(f"{op}/65x4_axis{axis}", op, lambda b: [b.rand([65, 4])], axis=axis)
+            )
+        cases.append(
+            single(f"{op}/1_axis0_keepdim", op, lambda b: [b.rand([1])], axis=0, keepdim=True)
+        )
+        cases.append(
+            single(f"{op}/magnitudes", op, lambda b: [b.input([5], [1e30, 1.0, -1e30, 2.0, 1e-30])])
+        )
         cases.append(single(f"{op}/small", op, lambda b: [b.input([100], [1e-30] * 100)]))
         cases.append(single(f"{op}/inf", op, lambda b: [b.input([70], [1.0] * 69 + [math.inf])]))
-        cases.append(single(f"{op}/inf_minus_inf", op, lambda b: [
-            b.input([3], [math.inf, 1.0, -math.inf])]))
-        cases.append(single(f"{op}/nan_axis1", op, lambda b: [
-            b.input([2, 3], [1.0, math.nan, 2.0, 3.0, 4.0, 5.0])], axis=1))
+        cases.append(
+            single(f"{op}/inf_minus_inf", op, lambda b: [b.input([3], [math.inf, 1.0, -math.inf])])
+        )
+        cases.append(
+            single(
+                f"{op}/nan_axis1",
+                op,
+                lambda b: [b.input([2, 3], [1.0, math.nan, 2.0, 3.0, 4.0, 5.0])],
+                axis=1,
+            )
+        )
     return cases
 
 
@@ -366,20 +463,58 @@ def softmax_cases() -> list[dict]:
         cases.append(single(f"{op}/1", op, lambda b: [b.rand([1])]))
         cases.append(single(f"{op}/1x1_axis0", op, lambda b: [b.rand([1, 1])], axis=0))
         for axis in range(-3, 3):
-            cases.append(single(f"{op}/3x4x5_axis{axis}", op, lambda b: [b.rand([3, 4, 5], -4, 4)],
-                                axis=axis))
-        cases.append(single(f"{op}/4x6_axis_null", op, lambda b: [b.rand([4, 6], -3, 3)],
-                            axis=None))
+            cases.append(
+                single(
+                    f"{op}/3x4x5_axis{axis}", op, lambda b: [b.rand([3, 4, 5], -4, 4)], axis=axis
+                )
+            )
+        cases.append(
+            single(f"{op}/4x6_axis_null", op, lambda b: [b.rand([4, 6], -3, 3)], axis=None)
+        )
         cases.append(single(f"{op}/2x3x4x5_axis1", op, lambda b: [b.rand([2, 3, 4, 5])], axis=1))
         cases.append(single(f"{op}/3x1000", op, lambda b: [b.rand([3, 1000], -10, 10)]))
         cases.append(single(f"{op}/4097", op, lambda b: [b.rand([4097], -10, 10)]))
         cases.append(single(f"{op}/65x3_axis0", op, lambda b: [b.rand([65, 3], -10, 10)], axis=0))
-        cases.append(single(f"{op}/large_logits", op, lambda b: [b.input([3, 5], [
-            1e4, -1e4, 50.0, 88.0, 100.0,
-            1e30, 1e30, -1e30, 0.0, 1.0,
-            -3e38, 3e38, 3e38, 87.5, -87.5])]))
-        cases.append(single(f"{op}/neg_inf_logits", op, lambda b: [b.input([2, 4], [
-            -math.inf, 0.0, 1.0, -math.inf, 2.0, -math.inf, -math.inf, -math.inf])]))
+        cases.append(
+            single(
+                f"{op}/large_logits",
+                op,
+                lambda b: [
+                    b.input(
+                        [3, 5],
+                        [
+                            1e4,
+                            -1e4,
+                            50.0,
+                            88.0,
+                            100.0,
+                            1e30,
+                            1e30,
+                            -1e30,
+                            0.0,
+                            1.0,
+                            -3e38,
+                            3e38,
+                            3e38,
+                            87.5,
+                            -87.5,
+                        ],
+                    )
+                ],
+            )
+        )
+        cases.append(
+            single(
+                f"{op}/neg_inf_logits",
+                op,
+                lambda b: [
+                    b.input(
+                        [2, 4],
+                        [-math.inf, 0.0, 1.0, -math.inf, 2.0, -math.inf, -math.inf, -math.inf],
+                    )
+                ],
+            )
+        )
     return cases
 
 
@@ -397,38 +532,84 @@ def cross_entropy_cases() -> list[dict]:
     cases = []
     for op in ("cross_entropy", "cross_entropy_grad"):
         for n, c in ((4, 10), (1, 1), (64, 10), (65, 3), (3, 130), (1, 1000)):
-            cases.append(single(f"{op}/{n}x{c}_onehot", op,
-                                lambda b, n=n, c=c: [b.rand([n, c], -5, 5), _one_hot(b, n, c)]))
-        cases.append(single(f"{op}/8x5_soft", op,
-                            lambda b: [b.rand([8, 5], -3, 3), _soft_targets(b, 8, 5)]))
-        cases.append(single(f"{op}/large_logits", op, lambda b: [
-            b.input([3, 4], [1e4, -1e4, 50.0, 0.0, 88.0, 100.0, -100.0, 3.0,
-                             1e30, -1e30, 1.0, 2.0]),
-            b.input([3, 4], [0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0])]))
+            cases.append(
+                single(
+                    f"{op}/{n}x{c}_onehot",
+                    op,
+                    lambda b, n=n, c=c: [b.rand([n, c], -5, 5), _one_hot(b, n, c)],
+                )
+            )
+        cases.append(
+            single(f"{op}/8x5_soft", op, lambda b: [b.rand([8, 5], -3, 3), _soft_targets(b, 8, 5)])
+        )
+        cases.append(
+            single(
+                f"{op}/large_logits",
+                op,
+                lambda b: [
+                    b.input(
+                        [3, 4],
+                        [1e4, -1e4, 50.0, 0.0, 88.0, 100.0, -100.0, 3.0, 1e30, -1e30, 1.0, 2.0],
+                    ),
+                    b.input([3, 4], [0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0]),
+                ],
+            )
+        )
     return cases
 
 
 def matmul_cases() -> list[dict]:
     cases = []
     shapes: list[tuple[Shape, Shape]] = [
-        ([1, 1], [1, 1]), ([2, 3], [3, 4]), ([17, 33], [33, 9]), ([65, 64], [64, 63]),
-        ([1, 1000], [1000, 1]), ([3, 1], [1, 4]), ([64, 64], [64, 64]), ([1, 130], [130, 65]),
-        ([2, 3, 4], [2, 4, 5]), ([2, 1, 3, 4], [1, 5, 4, 2]), ([3, 4], [2, 4, 5]),
-        ([2, 3, 4], [4, 5]), ([2, 2, 3, 4], [2, 2, 4, 3]), ([1, 1, 1], [1, 1, 1]),
+        ([1, 1], [1, 1]),
+        ([2, 3], [3, 4]),
+        ([17, 33], [33, 9]),
+        ([65, 64], [64, 63]),
+        ([1, 1000], [1000, 1]),
+        ([3, 1], [1, 4]),
+        ([64, 64], [64, 64]),
+        ([1, 130], [130, 65]),
+        ([2, 3, 4], [2, 4, 5]),
+        ([2, 1, 3, 4], [1, 5, 4, 2]),
+        ([3, 4], [2, 4, 5]),
+        ([2, 3, 4], [4, 5]),
+        ([2, 2, 3, 4], [2, 2, 4, 3]),
+        ([1, 1, 1], [1, 1, 1]),
         ([4, 1, 7, 9], [3, 9, 2]),
     ]
     for sa, sb in shapes:
         name = f"matmul/{'x'.join(map(str, sa))}_{'x'.join(map(str, sb))}"
         cases.append(single(name, "matmul", lambda b, sa=sa, sb=sb: [b.rand(sa), b.rand(sb)]))
-    cases.append(single("matmul/large_magnitudes", "matmul", lambda b: [
-        b.input([2, 3], b.uniform([2, 3], -4, 4) * 1e15),
-        b.input([3, 2], b.uniform([3, 2], -4, 4) * 1e14)]))
-    cases.append(single("matmul/small_magnitudes", "matmul", lambda b: [
-        b.input([2, 3], b.uniform([2, 3], 1, 4) * 1e-15),
-        b.input([3, 2], b.uniform([3, 2], 1, 4) * 1e-14)]))
-    cases.append(single("matmul/nonfinite", "matmul", lambda b: [
-        b.input([3, 2], [math.inf, 1.0, math.nan, 1.0, 2.0, 3.0]),
-        b.input([2, 2], [1.0, 2.0, 0.5, 0.25])]))
+    cases.append(
+        single(
+            "matmul/large_magnitudes",
+            "matmul",
+            lambda b: [
+                b.input([2, 3], b.uniform([2, 3], -4, 4) * 1e15),
+                b.input([3, 2], b.uniform([3, 2], -4, 4) * 1e14),
+            ],
+        )
+    )
+    cases.append(
+        single(
+            "matmul/small_magnitudes",
+            "matmul",
+            lambda b: [
+                b.input([2, 3], b.uniform([2, 3], 1, 4) * 1e-15),
+                b.input([3, 2], b.uniform([3, 2], 1, 4) * 1e-14),
+            ],
+        )
+    )
+    cases.append(
+        single(
+            "matmul/nonfinite",
+            "matmul",
+            lambda b: [
+                b.input([3, 2], [math.inf, 1.0, math.nan, 1.0, 2.0, 3.0]),
+                b.input([2, 2], [1.0, 2.0, 0.5, 0.25]),
+            ],
+        )
+    )
     return cases
 
 
@@ -436,9 +617,14 @@ def optimizer_cases() -> list[dict]:
     cases = []
     shapes: list[Shape] = [[], [1], [65], [2, 3, 4, 5]]
     specs: list[tuple[str, dict[str, object]]] = [
-        ("sgd_update", {"lr": 0.1}), ("sgd_update", {"lr": 0.003}),
-        ("momentum_update", {"momentum": 0.9}), ("momentum_update", {"momentum": 0.0}),
-        ("adam_m", {}), ("adam_m", {"beta1": 0.8}), ("adam_v", {}), ("adam_v", {"beta2": 0.99}),
+        ("sgd_update", {"lr": 0.1}),
+        ("sgd_update", {"lr": 0.003}),
+        ("momentum_update", {"momentum": 0.9}),
+        ("momentum_update", {"momentum": 0.0}),
+        ("adam_m", {}),
+        ("adam_m", {"beta1": 0.8}),
+        ("adam_v", {}),
+        ("adam_v", {"beta2": 0.99}),
     ]
     for op, attrs in specs:
         tag = "_".join(f"{k}{v}" for k, v in attrs.items()) or "default"
@@ -446,11 +632,23 @@ def optimizer_cases() -> list[dict]:
             name = f"{op}/{tag}_{'x'.join(map(str, shape)) or 'scalar'}"
             cases.append(single(name, op, lambda b, s=shape: [b.rand(s), b.rand(s)], **attrs))
         # gradients stay below 1e19 so that b * b (adam_v) cannot overflow in any order
-        cases.append(single(f"{op}/{tag}_magnitudes", op, lambda b: [
-            b.input([4], [1e30, -1e-30, 3.0, 1e15]),
-            b.input([4], [1e18, 1e-30, -2e-30, -1e15])], **attrs))
+        cases.append(
+            single(
+                f"{op}/{tag}_magnitudes",
+                op,
+                lambda b: [
+                    b.input([4], [1e30, -1e-30, 3.0, 1e15]),
+                    b.input([4], [1e18, 1e-30, -2e-30, -1e15]),
+                ],
+                **attrs,
+            )
+        )
     adam_specs: list[tuple[Shape, float, dict[str, object]]] = [
-        ([], 1, {}), ([1], 1, {}), ([], 2, {}), ([1], 10, {}), ([], 1000, {}),
+        ([], 1, {}),
+        ([1], 1, {}),
+        ([], 2, {}),
+        ([1], 10, {}),
+        ([], 1000, {}),
         ([1], 3, {"lr": 0.01, "beta1": 0.8, "beta2": 0.99, "eps": 1e-6}),
     ]
     for t_shape, t, attrs in adam_specs:
@@ -458,9 +656,19 @@ def optimizer_cases() -> list[dict]:
             tag = "_".join(f"{k}{v}" for k, v in attrs.items()) or "default"
             t_tag = "t[]" if not t_shape else "t[1]"
             name = f"adam_update/{tag}_{t_tag}={t}_{'x'.join(map(str, shape)) or 'scalar'}"
-            cases.append(single(name, "adam_update", lambda b, s=shape, ts=t_shape, t=t: [
-                b.rand(s), b.rand(s, -0.1, 0.1, 4), b.rand(s, 0, 0.01, 5), b.input(ts, [t])],
-                **attrs))
+            cases.append(
+                single(
+                    name,
+                    "adam_update",
+                    lambda b, s=shape, ts=t_shape, t=t: [
+                        b.rand(s),
+                        b.rand(s, -0.1, 0.1, 4),
+                        b.rand(s, 0, 0.01, 5),
+                        b.input(ts, [t]),
+                    ],
+                    **attrs,
+                )
+            )
     return cases
 
 
@@ -469,7 +677,9 @@ def optimizer_cases() -> list[dict]:
 GLIDER = [(0, 1), (1, 2), (2, 0), (2, 1), (2, 2)]
 
 
-def _grid(h: int, w: int, cells: Iterable[tuple[int, int]], top: int = 0, left: int = 0) -> np.ndarray:
+def _grid(
+    h: int, w: int, cells: Iterable[tuple[int, int]], top: int = 0, left: int = 0
+) -> np.ndarray:
     g = np.zeros((h, w))
     for r, c in cells:
         g[(top + r) % h, (left + c) % w] = 1.0
@@ -595,8 +805,14 @@ def _integers_as_floats() -> dict:
 
 
 def chain_cases() -> list[dict]:
-    return [_mlp_step(), _softmax_by_hand(), _layout_chain(), _gelu_chain(), _shuffled_ids(),
-            _integers_as_floats()]
+    return [
+        _mlp_step(),
+        _softmax_by_hand(),
+        _layout_chain(),
+        _gelu_chain(),
+        _shuffled_ids(),
+        _integers_as_floats(),
+    ]
 
 
 # ---- large: many elements from little data (broadcasting), one small output -------------
@@ -645,8 +861,25 @@ def large_cases() -> list[dict]:
 
 # ---- protocol-v3 ops: abs, square, clamp, reduce_max/min, argmax/argmin, float32 and int32 -
 
-INT_SPECIAL = [INT32_MIN, INT32_MIN + 1, INT32_MAX, INT32_MAX - 1, 0, 1, -1, 2, -2, 46340,
-               46341, -46341, 65535, 65536, -65536, 123456789, -987654321]
+INT_SPECIAL = [
+    INT32_MIN,
+    INT32_MIN + 1,
+    INT32_MAX,
+    INT32_MAX - 1,
+    0,
+    1,
+    -1,
+    2,
+    -2,
+    46340,
+    46341,
+    -46341,
+    65535,
+    65536,
+    -65536,
+    123456789,
+    -987654321,
+]
 V3_SHAPES: list[Shape] = [[], [1], [65], [1000], [2, 3, 4, 5], [1, 1, 1, 1]]
 
 
@@ -666,21 +899,34 @@ def map1_v3_cases() -> list[dict]:
     for op in MAP1_V3:
         for shape in V3_SHAPES:
             cases.append(single(f"{op}/{_tag(shape)}", op, lambda b, s=shape: [b.rand(s, -5, 5)]))
-            cases.append(single(f"{op}/int32_{_tag(shape)}", op,
-                                lambda b, s=shape: [b.rand_ints(s, -50000, 50000)]))
+            cases.append(
+                single(
+                    f"{op}/int32_{_tag(shape)}",
+                    op,
+                    lambda b, s=shape: [b.rand_ints(s, -50000, 50000)],
+                )
+            )
         special = SIGNED + NONFINITE + [1.8e19, -1.9e19, 1.7e38, 3.4028235e38]
-        cases.append(single(f"{op}/special_values", op,
-                            lambda b, sp=special: [b.input([len(sp)], sp)]))
-        cases.append(single(f"{op}/int32_extremes", op,
-                            lambda b: [b.ints([len(INT_SPECIAL)], INT_SPECIAL)]))
+        cases.append(
+            single(f"{op}/special_values", op, lambda b, sp=special: [b.input([len(sp)], sp)])
+        )
+        cases.append(
+            single(f"{op}/int32_extremes", op, lambda b: [b.ints([len(INT_SPECIAL)], INT_SPECIAL)])
+        )
     return cases
 
 
 CLAMP_BOUNDS: list[tuple[str, dict[str, object]]] = [
-    ("both", {"min": -1, "max": 1}), ("min_only", {"min": -0.5}), ("max_only", {"max": 0.25}),
-    ("none", {}), ("null_both", {"min": None, "max": None}), ("zero_zero", {"min": 0, "max": 0}),
-    ("min_above_max", {"min": 2, "max": 1}), ("fractional", {"min": -2.5, "max": 7.5}),
-    ("wide", {"min": -3e9, "max": 3e9}), ("max_null_min", {"min": None, "max": -1}),
+    ("both", {"min": -1, "max": 1}),
+    ("min_only", {"min": -0.5}),
+    ("max_only", {"max": 0.25}),
+    ("none", {}),
+    ("null_both", {"min": None, "max": None}),
+    ("zero_zero", {"min": 0, "max": 0}),
+    ("min_above_max", {"min": 2, "max": 1}),
+    ("fractional", {"min": -2.5, "max": 7.5}),
+    ("wide", {"min": -3e9, "max": 3e9}),
+    ("max_null_min", {"min": None, "max": -1}),
 ]
 
 
@@ -689,19 +935,58 @@ def clamp_cases() -> list[dict]:
     special = SIGNED + NONFINITE
     for tag, bounds in CLAMP_BOUNDS:
         cases.append(single(f"clamp/{tag}_65", "clamp", lambda b: [b.rand([65], -3, 3)], **bounds))
-        cases.append(single(f"clamp/{tag}_special_values", "clamp",
-                            lambda b: [b.input([len(special)], special)], **bounds))
-        cases.append(single(f"clamp/int32_{tag}", "clamp", lambda b: [
-            b.ints([len(INT_SPECIAL) + 40], INT_SPECIAL + list(range(-20, 20)))], **bounds))
+        cases.append(
+            single(
+                f"clamp/{tag}_special_values",
+                "clamp",
+                lambda b: [b.input([len(special)], special)],
+                **bounds,
+            )
+        )
+        cases.append(
+            single(
+                f"clamp/int32_{tag}",
+                "clamp",
+                lambda b: [b.ints([len(INT_SPECIAL) + 40], INT_SPECIAL + list(range(-20, 20)))],
+                **bounds,
+            )
+        )
     for shape in ([], [1], [2, 3, 4, 5], [1000]):
-        cases.append(single(f"clamp/{_tag(shape)}", "clamp", lambda b, s=shape: [b.rand(s, -3, 3)],
-                            min=-1.5, max=2))
-        cases.append(single(f"clamp/int32_{_tag(shape)}", "clamp",
-                            lambda b, s=shape: [b.rand_ints(s, -10, 10)], min=-4, max=6))
-    cases.append(single("clamp/zero_bounds_keep_sign", "clamp", lambda b: [
-        b.input([4], [0.0, -0.0, 1e-30, -1e-30])], min=0.0))
-    cases.append(single("clamp/negative_zero_bound", "clamp", lambda b: [
-        b.input([4], [0.0, -0.0, -1.0, 1.0])], min=-0.0, max=-0.0))
+        cases.append(
+            single(
+                f"clamp/{_tag(shape)}",
+                "clamp",
+                lambda b, s=shape: [b.rand(s, -3, 3)],
+                min=-1.5,
+                max=2,
+            )
+        )
+        cases.append(
+            single(
+                f"clamp/int32_{_tag(shape)}",
+                "clamp",
+                lambda b, s=shape: [b.rand_ints(s, -10, 10)],
+                min=-4,
+                max=6,
+            )
+        )
+    cases.append(
+        single(
+            "clamp/zero_bounds_keep_sign",
+            "clamp",
+            lambda b: [b.input([4], [0.0, -0.0, 1e-30, -1e-30])],
+            min=0.0,
+        )
+    )
+    cases.append(
+        single(
+            "clamp/negative_zero_bound",
+            "clamp",
+            lambda b: [b.input([4], [0.0, -0.0, -1.0, 1.0])],
+            min=-0.0,
+            max=-0.0,
+        )
+    )
     return cases
 
 
@@ -724,67 +1009,212 @@ def reduce_v3_cases() -> list[dict]:
         for n in (1, 63, 64, 65, 300):
             cases.append(single(f"{op}/all_{n}", op, lambda b, n=n: [b.rand([n])]))
             wide = 2**31 if n <= 65 else 10**6  # the corpus stays small
-            cases.append(single(f"{op}/int32_all_{n}", op,
-                                lambda b, n=n, w=wide: [b.rand_ints([n], -w, w - 1)]))
+            cases.append(
+                single(
+                    f"{op}/int32_all_{n}", op, lambda b, n=n, w=wide: [b.rand_ints([n], -w, w - 1)]
+                )
+            )
         cases.append(single(f"{op}/all_scalar", op, lambda b: [b.rand([])]))
         cases.append(single(f"{op}/int32_all_scalar", op, lambda b: [b.rand_ints([])]))
-        cases.append(single(f"{op}/all_2x3x4x5_keepdim", op, lambda b: [b.rand([2, 3, 4, 5])],
-                            axis=None, keepdim=True))
-        cases.append(single(f"{op}/scalar_axis0", op, lambda b: [b.rand([1])], axis=0,
-                            keepdim=True))
+        cases.append(
+            single(
+                f"{op}/all_2x3x4x5_keepdim",
+                op,
+                lambda b: [b.rand([2, 3, 4, 5])],
+                axis=None,
+                keepdim=True,
+            )
+        )
+        cases.append(
+            single(f"{op}/scalar_axis0", op, lambda b: [b.rand([1])], axis=0, keepdim=True)
+        )
         for axis in range(-4, 4):
             for keepdim in (False, True):
                 kd = "_keepdim" if keepdim else ""
                 # one decimal: ties along the axis are common, as they should be here
-                cases.append(single(f"{op}/2x3x4x5_axis{axis}{kd}", op,
-                                    lambda b: [b.rand([2, 3, 4, 5], digits=1)], axis=axis,
-                                    keepdim=keepdim))
-                cases.append(single(f"{op}/int32_2x3x4x5_axis{axis}{kd}", op,
-                                    lambda b: [b.rand_ints([2, 3, 4, 5], -5, 5)], axis=axis,
-                                    keepdim=keepdim))
+                cases.append(
+                    single(
+                        f"{op}/2x3x4x5_axis{axis}{kd}",
+                        op,
+                        lambda b: [b.rand([2, 3, 4, 5], digits=1)],
+                        axis=axis,
+                        keepdim=keepdim,
+                    )
+                )
+                cases.append(
+                    single(
+                        f"{op}/int32_2x3x4x5_axis{axis}{kd}",
+                        op,
+                        lambda b: [b.rand_ints([2, 3, 4, 5], -5, 5)],
+                        axis=axis,
+                        keepdim=keepdim,
+                    )
+                )
         for axis in (0, 1, -1):
-            cases.append(single(f"{op}/65x4_axis{axis}", op, lambda b: [b.rand([65, 4])],
-                                axis=axis))
+            cases.append(
+                single(f"{op}/65x4_axis{axis}", op, lambda b: [b.rand([65, 4])], axis=axis)
+            )
         for rank_shape, axis in (([7], 0), ([3, 130], 1), ([130, 3], 0), ([2, 65, 3], 1)):
-            cases.append(single(f"{op}/{_tag(rank_shape)}_axis{axis}", op,
-                                lambda b, s=rank_shape: [b.rand(s, digits=2)], axis=axis))
+            cases.append(
+                single(
+                    f"{op}/{_tag(rank_shape)}_axis{axis}",
+                    op,
+                    lambda b, s=rank_shape: [b.rand(s, digits=2)],
+                    axis=axis,
+                )
+            )
         # ties: the same extreme at several positions (lanes 5, 3 and 0 of the 64)
         ext = 7.0 if op in ("reduce_max", "argmax") else -7.0
-        cases.append(single(f"{op}/ties_300", op, lambda b, e=ext: [
-            b.input([300], _ties(b, 300, [237, 69, 128, 240], e))]))
-        cases.append(single(f"{op}/ties_rows_axis1", op, lambda b, e=ext: [
-            b.input([3, 200], np.concatenate([_ties(b, 200, w, e) for w in
-                                              ([199, 3], [64, 0, 128], [150, 100, 50])]))],
-            axis=1))
-        cases.append(single(f"{op}/int32_ties_axis0", op, lambda b: [
-            b.ints([4, 3], [5, -7, INT32_MAX, 5, INT32_MIN, INT32_MAX, -1, INT32_MIN, 0,
-                            5, -7, INT32_MIN])], axis=0))
-        cases.append(single(f"{op}/int32_extremes", op, lambda b: [
-            b.ints([len(INT_SPECIAL)], INT_SPECIAL)]))
+        cases.append(
+            single(
+                f"{op}/ties_300",
+                op,
+                lambda b, e=ext: [b.input([300], _ties(b, 300, [237, 69, 128, 240], e))],
+            )
+        )
+        cases.append(
+            single(
+                f"{op}/ties_rows_axis1",
+                op,
+                lambda b, e=ext: [
+                    b.input(
+                        [3, 200],
+                        np.concatenate(
+                            [_ties(b, 200, w, e) for w in ([199, 3], [64, 0, 128], [150, 100, 50])]
+                        ),
+                    )
+                ],
+                axis=1,
+            )
+        )
+        cases.append(
+            single(
+                f"{op}/int32_ties_axis0",
+                op,
+                lambda b: [
+                    b.ints(
+                        [4, 3],
+                        [
+                            5,
+                            -7,
+                            INT32_MAX,
+                            5,
+                            INT32_MIN,
+                            INT32_MAX,
+                            -1,
+                            INT32_MIN,
+                            0,
+                            5,
+                            -7,
+                            INT32_MIN,
+                        ],
+                    )
+                ],
+                axis=0,
+            )
+        )
+        cases.append(
+            single(f"{op}/int32_extremes", op, lambda b: [b.ints([len(INT_SPECIAL)], INT_SPECIAL)])
+        )
         cases.append(single(f"{op}/int32_all_equal_130", op, lambda b: [b.ints([130], [-3] * 130)]))
         # NaN: propagates (max/min), the first NaN wins (arg): NaNs at 70 and 3 of 100
-        cases.append(single(f"{op}/nan_first_wins", op, lambda b: [b.input([100], [
-            math.nan if i in (3, 70) else (i - 50) * 0.5 for i in range(100)])]))
-        cases.append(single(f"{op}/nan_axis1", op, lambda b: [b.input([3, 4], [
-            1.0, math.nan, 2.0, math.nan, math.inf, 1.0, -math.inf, math.nan,
-            -1.0, -2.0, -3.0, -4.0])], axis=1))
-        cases.append(single(f"{op}/nan_after_extreme_axis0", op, lambda b: [b.input([3, 2], [
-            math.inf, -math.inf, math.nan, 0.0, 5.0, math.nan])], axis=0))
+        cases.append(
+            single(
+                f"{op}/nan_first_wins",
+                op,
+                lambda b: [
+                    b.input(
+                        [100], [math.nan if i in (3, 70) else (i - 50) * 0.5 for i in range(100)]
+                    )
+                ],
+            )
+        )
+        cases.append(
+            single(
+                f"{op}/nan_axis1",
+                op,
+                lambda b: [
+                    b.input(
+                        [3, 4],
+                        [
+                            1.0,
+                            math.nan,
+                            2.0,
+                            math.nan,
+                            math.inf,
+                            1.0,
+                            -math.inf,
+                            math.nan,
+                            -1.0,
+                            -2.0,
+                            -3.0,
+                            -4.0,
+                        ],
+                    )
+                ],
+                axis=1,
+            )
+        )
+        cases.append(
+            single(
+                f"{op}/nan_after_extreme_axis0",
+                op,
+                lambda b: [b.input([3, 2], [math.inf, -math.inf, math.nan, 0.0, 5.0, math.nan])],
+                axis=0,
+            )
+        )
         # signed zeros: every order of -0 and +0 in a row; the whole row zero
         zeros = [[-0.0, -0.0], [-0.0, 0.0], [0.0, -0.0], [0.0, 0.0]]
-        cases.append(single(f"{op}/signed_zeros_axis1", op, lambda b, z=zeros: [
-            b.input([4, 2], np.array(z).reshape(-1))], axis=1))
-        cases.append(single(f"{op}/signed_zeros_with_negatives_axis0", op, lambda b: [
-            b.input([3, 4], [-1.0, -0.0, 0.0, -0.0, -0.0, -1.0, -0.0, 0.0, -2.0, 0.0, -0.0, -0.0])],
-            axis=0))
-        cases.append(single(f"{op}/signed_zeros_130", op, lambda b: [
-            b.input([130], [-0.0 if i % 3 else 0.0 for i in range(130)])]))
-        cases.append(single(f"{op}/infinities", op, lambda b: [
-            b.input([6], [-math.inf, 3e38, -3e38, math.inf, math.inf, -math.inf])]))
-        cases.append(single(f"{op}/all_neg_inf_axis1", op, lambda b: [
-            b.input([2, 3], [-math.inf] * 3 + [math.inf] * 3)], axis=1))
-        cases.append(single(f"{op}/magnitudes", op, lambda b: [
-            b.input([6], [1e30, 1e-30, -1e30, -1e-30, 3e38, -3e38])]))
+        cases.append(
+            single(
+                f"{op}/signed_zeros_axis1",
+                op,
+                lambda b, z=zeros: [b.input([4, 2], np.array(z).reshape(-1))],
+                axis=1,
+            )
+        )
+        cases.append(
+            single(
+                f"{op}/signed_zeros_with_negatives_axis0",
+                op,
+                lambda b: [
+                    b.input(
+                        [3, 4],
+                        [-1.0, -0.0, 0.0, -0.0, -0.0, -1.0, -0.0, 0.0, -2.0, 0.0, -0.0, -0.0],
+                    )
+                ],
+                axis=0,
+            )
+        )
+        cases.append(
+            single(
+                f"{op}/signed_zeros_130",
+                op,
+                lambda b: [b.input([130], [-0.0 if i % 3 else 0.0 for i in range(130)])],
+            )
+        )
+        cases.append(
+            single(
+                f"{op}/infinities",
+                op,
+                lambda b: [b.input([6], [-math.inf, 3e38, -3e38, math.inf, math.inf, -math.inf])],
+            )
+        )
+        cases.append(
+            single(
+                f"{op}/all_neg_inf_axis1",
+                op,
+                lambda b: [b.input([2, 3], [-math.inf] * 3 + [math.inf] * 3)],
+                axis=1,
+            )
+        )
+        cases.append(
+            single(
+                f"{op}/magnitudes",
+                op,
+                lambda b: [b.input([6], [1e30, 1e-30, -1e30, -1e-30, 3e38, -3e38])],
+            )
+        )
     return cases
 
 
@@ -792,8 +1222,31 @@ def v3_chain_cases() -> list[dict]:
     """int32 through several new ops; a float MLP head's prediction (argmax of logits)."""
     b = Builder("chain/int32_abs_square_clamp_reduce")
     keep = b.out
-    x = b.ints([4, 5], [INT32_MIN, -3, 46341, 7, -1, 0, 12, -65536, 9, 2, -9, 100, 5, 5, -5,
-                        INT32_MAX, 1, 3, -2, 8])
+    x = b.ints(
+        [4, 5],
+        [
+            INT32_MIN,
+            -3,
+            46341,
+            7,
+            -1,
+            0,
+            12,
+            -65536,
+            9,
+            2,
+            -9,
+            100,
+            5,
+            5,
+            -5,
+            INT32_MAX,
+            1,
+            3,
+            -2,
+            8,
+        ],
+    )
     a = keep(b.op("abs", x))
     sq = keep(b.op("square", a))
     c = keep(b.op("clamp", sq, min=-100, max=1e9))
@@ -819,13 +1272,19 @@ def large_v3_cases() -> list[dict]:
     cases = []
     for op in REDUCE_V3:
         b = Builder(f"{op}/large_all_129x128x255")
-        grid = b.op("add", b.op("add", b.rand([129, 1, 1], -1, 1), b.rand([128, 1], -1, 1)),
-                    b.rand([255], -1, 1))
+        grid = b.op(
+            "add",
+            b.op("add", b.rand([129, 1, 1], -1, 1), b.rand([128, 1], -1, 1)),
+            b.rand([255], -1, 1),
+        )
         b.out(b.op(op, grid), "y")
         cases.append(b.case(op))
         b = Builder(f"{op}/large_65792x3_axis0")  # 257 * 256 rows from 257 + 256 + 3 values
-        grid = b.op("add", b.op("add", b.rand([257, 1, 1], -1, 1), b.rand([256, 1], -1, 1)),
-                    b.rand([3], -1, 1))
+        grid = b.op(
+            "add",
+            b.op("add", b.rand([257, 1, 1], -1, 1), b.rand([256, 1], -1, 1)),
+            b.rand([3], -1, 1),
+        )
         b.out(b.op(op, b.op("reshape", grid, shape=[65792, 3]), axis=0), "y")
         cases.append(b.case(op))
     return cases
@@ -855,22 +1314,40 @@ def _overflow_rows(k: int) -> list[list[float]]:
 def nonfinite_cases() -> list[dict]:
     """gelu and gelu_grad at +-inf and NaN, and matmuls whose ascending-k partial sums overflow
     (K = 4, 8 and 300: past one tile of every blocked kernel), beside ordinary rows."""
-    cases = [single("gelu/nonfinite", "gelu", lambda b: [
-        b.input([5], [math.inf, -math.inf, math.nan, -30.0, 30.0])])]
+    cases = [
+        single(
+            "gelu/nonfinite",
+            "gelu",
+            lambda b: [b.input([5], [math.inf, -math.inf, math.nan, -30.0, 30.0])],
+        )
+    ]
     xs, gs = (g.reshape(-1) for g in np.meshgrid(GELU_GRAD_X, GELU_GRAD_G, indexing="ij"))
-    cases.append(single("gelu_grad/nonfinite", "gelu_grad", lambda b: [
-        b.input([xs.size], xs), b.input([gs.size], gs)]))
+    cases.append(
+        single(
+            "gelu_grad/nonfinite",
+            "gelu_grad",
+            lambda b: [b.input([xs.size], xs), b.input([gs.size], gs)],
+        )
+    )
     for k in (4, 8, 300):
+
         def build(b: Builder, k: int = k) -> list[int]:
             rows = _overflow_rows(k) + [list(b.uniform([k], -2, 2))]
             return [b.input([len(rows), k], np.array(rows)), b.input([k, 3], np.ones(k * 3))]
 
         cases.append(single(f"matmul/overflow_k{k}", "matmul", build))
-    cases.append(single("matmul/overflow_batched", "matmul", lambda b: [
-        b.input([2, 5, 4], np.array(_overflow_rows(4) * 2)),
-        # b's 0.5 keeps every product exact (x 2 made 3e38 * 2 overflow alone, and an H200's
-        # fused multiply-add then kept +inf where the rounded product gave inf - inf = NaN)
-        b.input([4, 2], [1.0, 0.5] * 4)]))
+    cases.append(
+        single(
+            "matmul/overflow_batched",
+            "matmul",
+            lambda b: [
+                b.input([2, 5, 4], np.array(_overflow_rows(4) * 2)),
+                # b's 0.5 keeps every product exact (x 2 made 3e38 * 2 overflow alone, and an H200's
+                # fused multiply-add then kept +inf where the rounded product gave inf - inf = NaN)
+                b.input([4, 2], [1.0, 0.5] * 4),
+            ],
+        )
+    )
     return cases
 
 
@@ -879,11 +1356,31 @@ def nonfinite_cases() -> list[dict]:
 COMPARE_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
 EXTREME_OPS = ("maximum", "minimum")
 # every pair of these meets in the [n, 1] x [1, n] grid: NaN against everything, -0 against +0
-SELECT_SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, 2.5, -2.5, 1e-30, -1e-30, 3e38, -3e38, math.inf,
-                  -math.inf, math.nan]
+SELECT_SPECIAL = [
+    0.0,
+    -0.0,
+    1.0,
+    -1.0,
+    0.5,
+    2.5,
+    -2.5,
+    1e-30,
+    -1e-30,
+    3e38,
+    -3e38,
+    math.inf,
+    -math.inf,
+    math.nan,
+]
 SELECT_INTS = [INT32_MIN, INT32_MIN + 1, -2, -1, 0, 1, 2, INT32_MAX - 1, INT32_MAX]
-SELECT_PAIRS: list[tuple[Shape, Shape]] = [([], []), ([17], [17]), ([7], []), ([], [5]),
-                                           ([3, 1], [4]), ([2, 1, 3, 1], [1, 4, 1, 5])]
+SELECT_PAIRS: list[tuple[Shape, Shape]] = [
+    ([], []),
+    ([17], [17]),
+    ([7], []),
+    ([], [5]),
+    ([3, 1], [4]),
+    ([2, 1, 3, 1], [1, 4, 1, 5]),
+]
 UINT32_MAX = 2**32 - 1
 
 
@@ -911,23 +1408,45 @@ def select_binary_cases() -> list[dict]:
     cases = []
     for op in EXTREME_OPS + COMPARE_OPS:
         n = len(SELECT_SPECIAL)
-        cases.append(single(f"{op}/special_grid", op, lambda b, n=n: [
-            b.input([n, 1], SELECT_SPECIAL), b.input([1, n], SELECT_SPECIAL)]))
+        cases.append(
+            single(
+                f"{op}/special_grid",
+                op,
+                lambda b, n=n: [b.input([n, 1], SELECT_SPECIAL), b.input([1, n], SELECT_SPECIAL)],
+            )
+        )
         k = len(SELECT_INTS)
-        cases.append(single(f"{op}/int32_extremes_grid", op, lambda b, k=k: [
-            b.ints([k, 1], SELECT_INTS), b.ints([1, k], SELECT_INTS)]))
+        cases.append(
+            single(
+                f"{op}/int32_extremes_grid",
+                op,
+                lambda b, k=k: [b.ints([k, 1], SELECT_INTS), b.ints([1, k], SELECT_INTS)],
+            )
+        )
         for dtype in ("float32", "int32"):
             for sa, sb in SELECT_PAIRS:
                 prefix = "" if dtype == "float32" else "int32_"
-                cases.append(single(f"{op}/{prefix}{_tag(sa)}_{_tag(sb)}", op,
-                                    lambda b, sa=sa, sb=sb, d=dtype: [
-                                        _select_operand(b, sa, d), _select_operand(b, sb, d)]))
+                cases.append(
+                    single(
+                        f"{op}/{prefix}{_tag(sa)}_{_tag(sb)}",
+                        op,
+                        lambda b, sa=sa, sb=sb, d=dtype: [
+                            _select_operand(b, sa, d),
+                            _select_operand(b, sb, d),
+                        ],
+                    )
+                )
     return cases
 
 
 WHERE_SHAPES: list[tuple[Shape, Shape, Shape]] = [
-    ([], [], []), ([65], [65], [65]), ([4], [], [4]), ([2, 1, 3], [1, 4, 1], []),
-    ([3, 1], [1], [1, 5]), ([2, 1, 3, 1], [1, 4, 1, 5], [2, 4, 3, 5]), ([1], [3, 2], [2]),
+    ([], [], []),
+    ([65], [65], [65]),
+    ([4], [], [4]),
+    ([2, 1, 3], [1, 4, 1], []),
+    ([3, 1], [1], [1, 5]),
+    ([2, 1, 3, 1], [1, 4, 1, 5], [2, 4, 3, 5]),
+    ([1], [3, 2], [2]),
 ]
 
 
@@ -941,30 +1460,109 @@ def where_cases() -> list[dict]:
     cases = []
     for sc, sa, sb in WHERE_SHAPES:
         tag = f"{_tag(sc)}_{_tag(sa)}_{_tag(sb)}"
-        cases.append(single(f"where/{tag}", "where", lambda b, s=(sc, sa, sb): [
-            _bools(b, s[0]), b.rand(s[1]), b.rand(s[2])]))
-        cases.append(single(f"where/int32_{tag}", "where", lambda b, s=(sc, sa, sb): [
-            _bools(b, s[0]), b.rand_ints(s[1], INT32_MIN, INT32_MAX),
-            b.rand_ints(s[2], INT32_MIN, INT32_MAX)]))
+        cases.append(
+            single(
+                f"where/{tag}",
+                "where",
+                lambda b, s=(sc, sa, sb): [_bools(b, s[0]), b.rand(s[1]), b.rand(s[2])],
+            )
+        )
+        cases.append(
+            single(
+                f"where/int32_{tag}",
+                "where",
+                lambda b, s=(sc, sa, sb): [
+                    _bools(b, s[0]),
+                    b.rand_ints(s[1], INT32_MIN, INT32_MAX),
+                    b.rand_ints(s[2], INT32_MIN, INT32_MAX),
+                ],
+            )
+        )
     n = len(SELECT_SPECIAL)
-    cases.append(single("where/special_values", "where", lambda b: [
-        typed_input(b, [2, 1], "bool", [1, 0]), b.input([n], SELECT_SPECIAL),
-        b.input([n], list(reversed(SELECT_SPECIAL)))]))
+    cases.append(
+        single(
+            "where/special_values",
+            "where",
+            lambda b: [
+                typed_input(b, [2, 1], "bool", [1, 0]),
+                b.input([n], SELECT_SPECIAL),
+                b.input([n], list(reversed(SELECT_SPECIAL))),
+            ],
+        )
+    )
     return cases
 
 
 # float32 values around every cast rule: truncation, NaN, saturation edges, rounding
-CAST_FLOATS = [0.0, -0.0, 0.5, -0.5, 0.99999994, -0.99999994, 1.5, -1.5, 2.5, -2.5, 1e-30,
-               -1e-30, 16777216.0, -16777216.0, 2147483520.0, 2147483648.0, -2147483648.0,
-               -2147483904.0, 4294967040.0, 4294967296.0, 1e30, -1e30, math.inf, -math.inf,
-               math.nan, 123456.789, -98765.4321]
-CAST_INTS = [INT32_MIN, INT32_MIN + 1, -16777219, -16777217, -16777216, -1, 0, 1, 2,
-             16777216, 16777217, 16777218, 16777219, 33554435, 2147483520, 2147483583,
-             2147483584, INT32_MAX]
-CAST_UINTS = [0, 1, 2, 16777217, 16777219, 2**31 - 1, 2**31, 2**31 + 1, 4294967040,
-              4294967167, 4294967168, 4294967295]
-CAST_VALUES: dict[str, list] = {"float32": CAST_FLOATS, "int32": CAST_INTS,
-                                "uint32": CAST_UINTS, "bool": [0, 1, 1, 0]}
+CAST_FLOATS = [
+    0.0,
+    -0.0,
+    0.5,
+    -0.5,
+    0.99999994,
+    -0.99999994,
+    1.5,
+    -1.5,
+    2.5,
+    -2.5,
+    1e-30,
+    -1e-30,
+    16777216.0,
+    -16777216.0,
+    2147483520.0,
+    2147483648.0,
+    -2147483648.0,
+    -2147483904.0,
+    4294967040.0,
+    4294967296.0,
+    1e30,
+    -1e30,
+    math.inf,
+    -math.inf,
+    math.nan,
+    123456.789,
+    -98765.4321,
+]
+CAST_INTS = [
+    INT32_MIN,
+    INT32_MIN + 1,
+    -16777219,
+    -16777217,
+    -16777216,
+    -1,
+    0,
+    1,
+    2,
+    16777216,
+    16777217,
+    16777218,
+    16777219,
+    33554435,
+    2147483520,
+    2147483583,
+    2147483584,
+    INT32_MAX,
+]
+CAST_UINTS = [
+    0,
+    1,
+    2,
+    16777217,
+    16777219,
+    2**31 - 1,
+    2**31,
+    2**31 + 1,
+    4294967040,
+    4294967167,
+    4294967168,
+    4294967295,
+]
+CAST_VALUES: dict[str, list] = {
+    "float32": CAST_FLOATS,
+    "int32": CAST_INTS,
+    "uint32": CAST_UINTS,
+    "bool": [0, 1, 1, 0],
+}
 DTYPES = ("float32", "int32", "uint32", "bool")
 
 
@@ -975,18 +1573,33 @@ def cast_cases() -> list[dict]:
     for src in DTYPES:
         vals = CAST_VALUES[src]
         for dst in DTYPES:
+
             def operand(b: Builder, src: str = src, vals: list = vals, shape: Shape = (0,)) -> int:
                 shape = [len(vals)] if shape == (0,) else shape
                 if src == "float32":
                     return b.input(shape, vals)
                 return typed_input(b, shape, src, vals)
 
-            cases.append(single(f"cast/{src}_to_{dst}", "cast", lambda b, f=operand: [f(b)],
-                                dtype=dst))
-        cases.append(single(f"cast/{src}_to_float32_2x3x4x5", "cast", lambda b, s=src: [
-            b.rand([2, 3, 4, 5], -1e5, 1e5, 2) if s == "float32" else
-            typed_input(b, [2, 3, 4, 5], s, b.rng.integers(
-                0, 2 if s == "bool" else 2**31 - 1, size=120))], dtype="float32"))
+            cases.append(
+                single(f"cast/{src}_to_{dst}", "cast", lambda b, f=operand: [f(b)], dtype=dst)
+            )
+        cases.append(
+            single(
+                f"cast/{src}_to_float32_2x3x4x5",
+                "cast",
+                lambda b, s=src: [
+                    b.rand([2, 3, 4, 5], -1e5, 1e5, 2)
+                    if s == "float32"
+                    else typed_input(
+                        b,
+                        [2, 3, 4, 5],
+                        s,
+                        b.rng.integers(0, 2 if s == "bool" else 2**31 - 1, size=120),
+                    )
+                ],
+                dtype="float32",
+            )
+        )
     return cases
 
 
@@ -998,13 +1611,33 @@ def hash_cases() -> list[dict]:
     cases = []
     for counter in HASH_COUNTERS:
         for seed in (0, 12345, UINT32_MAX):
-            cases.append(single(f"hash_uniform/counter_{counter}_seed_{seed}", "hash_uniform",
-                                lambda b, c=counter: [_counter(b, c)], shape=[1000], seed=seed))
+            cases.append(
+                single(
+                    f"hash_uniform/counter_{counter}_seed_{seed}",
+                    "hash_uniform",
+                    lambda b, c=counter: [_counter(b, c)],
+                    shape=[1000],
+                    seed=seed,
+                )
+            )
     for shape in ([], [1], [7], [3, 5], [2, 3, 4, 5], [65537]):
-        cases.append(single(f"hash_uniform/{_tag(shape)}", "hash_uniform",
-                            lambda b: [_counter(b, 3)], shape=list(shape), seed=42))
-    cases.append(single("hash_uniform/counter_rank1", "hash_uniform",
-                        lambda b: [typed_input(b, [1], "uint32", [UINT32_MAX])], shape=[64]))
+        cases.append(
+            single(
+                f"hash_uniform/{_tag(shape)}",
+                "hash_uniform",
+                lambda b: [_counter(b, 3)],
+                shape=list(shape),
+                seed=42,
+            )
+        )
+    cases.append(
+        single(
+            "hash_uniform/counter_rank1",
+            "hash_uniform",
+            lambda b: [typed_input(b, [1], "uint32", [UINT32_MAX])],
+            shape=[64],
+        )
+    )
     return cases
 
 
@@ -1017,14 +1650,27 @@ def dropout_cases() -> list[dict]:
     cases = []
     for p in DROPOUT_P:
         for counter in (0, UINT32_MAX):
-            cases.append(single(f"dropout/p{p}_counter_{counter}", "dropout",
-                                lambda b, c=counter: [b.rand([2, 100], -3, 3), _counter(b, c)],
-                                p=p, seed=7))
+            cases.append(
+                single(
+                    f"dropout/p{p}_counter_{counter}",
+                    "dropout",
+                    lambda b, c=counter: [b.rand([2, 100], -3, 3), _counter(b, c)],
+                    p=p,
+                    seed=7,
+                )
+            )
     special = SIGNED + NONFINITE
-    cases.append(single("dropout/special_values", "dropout", lambda b: [
-        b.input([4, len(special)], special * 4), _counter(b, 1)], p=0.5))
-    cases.append(single("dropout/scalar", "dropout", lambda b: [b.input([], [2.0]),
-                                                                 _counter(b, 2)], p=0.25))
+    cases.append(
+        single(
+            "dropout/special_values",
+            "dropout",
+            lambda b: [b.input([4, len(special)], special * 4), _counter(b, 1)],
+            p=0.5,
+        )
+    )
+    cases.append(
+        single("dropout/scalar", "dropout", lambda b: [b.input([], [2.0]), _counter(b, 2)], p=0.25)
+    )
     return cases
 
 
@@ -1059,11 +1705,21 @@ def large_select_cases() -> list[dict]:
         operands = [b.op("lt", col, row), col, row] if op == "where" else [col, row]
         b.out(b.op(op, *operands), "y")
         cases.append(b.case(op))
-    cases.append(single("hash_uniform/large_4210688", "hash_uniform",
-                        lambda b: [_counter(b, UINT32_MAX)], shape=[4210688], seed=1))
+    cases.append(
+        single(
+            "hash_uniform/large_4210688",
+            "hash_uniform",
+            lambda b: [_counter(b, UINT32_MAX)],
+            shape=[4210688],
+            seed=1,
+        )
+    )
     b = Builder("dropout/large_2056x2048")
-    grid = b.op("add", b.op("hash_uniform", _counter(b, 3), shape=[2056, 1]),
-                b.op("hash_uniform", _counter(b, 4), shape=[1, 2048]))
+    grid = b.op(
+        "add",
+        b.op("hash_uniform", _counter(b, 3), shape=[2056, 1]),
+        b.op("hash_uniform", _counter(b, 4), shape=[1, 2048]),
+    )
     b.out(b.op("dropout", grid, _counter(b, 5), p=0.5), "y")
     cases.append(b.case("dropout"))
     return cases
@@ -1099,15 +1755,31 @@ def slice_v4_cases() -> list[dict]:
     cases = []
     for dtype in ("float32", "int32"):
         for tag, shape, slices in SLICES:
-            cases.append(single(f"slice/{dtype}_{tag}", "slice",
-                                lambda b, s=shape, d=dtype: [_data(b, s, d)], slices=slices))
+            cases.append(
+                single(
+                    f"slice/{dtype}_{tag}",
+                    "slice",
+                    lambda b, s=shape, d=dtype: [_data(b, s, d)],
+                    slices=slices,
+                )
+            )
             want = [len(range(*slice(*e).indices(n))) for e, n in zip(slices, shape)]
-            cases.append(single(f"slice_scatter/{dtype}_{tag}", "slice_scatter",
-                                lambda b, s=shape, w=want, d=dtype: [_data(b, s, d),
-                                                                     _data(b, w, d)],
-                                slices=slices))
-    cases.append(single("slice/special_values", "slice",
-                        lambda b: [b.input([15], SIGNED[:12] + NONFINITE)], slices=[[N, N, -2]]))
+            cases.append(
+                single(
+                    f"slice_scatter/{dtype}_{tag}",
+                    "slice_scatter",
+                    lambda b, s=shape, w=want, d=dtype: [_data(b, s, d), _data(b, w, d)],
+                    slices=slices,
+                )
+            )
+    cases.append(
+        single(
+            "slice/special_values",
+            "slice",
+            lambda b: [b.input([15], SIGNED[:12] + NONFINITE)],
+            slices=[[N, N, -2]],
+        )
+    )
     return cases
 
 
@@ -1115,23 +1787,62 @@ def index_v4_cases() -> list[dict]:
     """index_select and gather (repeated indices, every axis, rank 4, int32 data)."""
     cases = []
     for dtype in ("float32", "int32"):
-        cases.append(single(f"index_select/{dtype}_axis0_repeated", "index_select",
-                            lambda b, d=dtype: [_data(b, [5, 4], d), b.ints([6], [4, 0, 4, 1, 1, 3])],
-                            axis=0))
-        cases.append(single(f"index_select/{dtype}_last_axis", "index_select",
-                            lambda b, d=dtype: [_data(b, [3, 7], d), _idx(b, [9], 7)], axis=-1))
-        cases.append(single(f"index_select/{dtype}_rank4_axis2", "index_select",
-                            lambda b, d=dtype: [_data(b, [2, 3, 4, 5], d), _idx(b, [5], 4)],
-                            axis=2))
-        cases.append(single(f"gather/{dtype}_axis1", "gather",
-                            lambda b, d=dtype: [_data(b, [4, 5], d), _idx(b, [4, 7], 5)], axis=1))
-        cases.append(single(f"gather/{dtype}_smaller_idx_axis0", "gather",
-                            lambda b, d=dtype: [_data(b, [6, 5], d), _idx(b, [3, 2], 6)], axis=0))
-        cases.append(single(f"gather/{dtype}_rank4_axis3", "gather",
-                            lambda b, d=dtype: [_data(b, [2, 3, 2, 5], d),
-                                                _idx(b, [2, 2, 2, 4], 5)], axis=-1))
-    cases.append(single("gather/rank1", "gather",
-                        lambda b: [b.input([8], SIGNED[:8]), b.ints([5], [7, 0, 7, 3, 1])], axis=0))
+        cases.append(
+            single(
+                f"index_select/{dtype}_axis0_repeated",
+                "index_select",
+                lambda b, d=dtype: [_data(b, [5, 4], d), b.ints([6], [4, 0, 4, 1, 1, 3])],
+                axis=0,
+            )
+        )
+        cases.append(
+            single(
+                f"index_select/{dtype}_last_axis",
+                "index_select",
+                lambda b, d=dtype: [_data(b, [3, 7], d), _idx(b, [9], 7)],
+                axis=-1,
+            )
+        )
+        cases.append(
+            single(
+                f"index_select/{dtype}_rank4_axis2",
+                "index_select",
+                lambda b, d=dtype: [_data(b, [2, 3, 4, 5], d), _idx(b, [5], 4)],
+                axis=2,
+            )
+        )
+        cases.append(
+            single(
+                f"gather/{dtype}_axis1",
+                "gather",
+                lambda b, d=dtype: [_data(b, [4, 5], d), _idx(b, [4, 7], 5)],
+                axis=1,
+            )
+        )
+        cases.append(
+            single(
+                f"gather/{dtype}_smaller_idx_axis0",
+                "gather",
+                lambda b, d=dtype: [_data(b, [6, 5], d), _idx(b, [3, 2], 6)],
+                axis=0,
+            )
+        )
+        cases.append(
+            single(
+                f"gather/{dtype}_rank4_axis3",
+                "gather",
+                lambda b, d=dtype: [_data(b, [2, 3, 2, 5], d), _idx(b, [2, 2, 2, 4], 5)],
+                axis=-1,
+            )
+        )
+    cases.append(
+        single(
+            "gather/rank1",
+            "gather",
+            lambda b: [b.input([8], SIGNED[:8]), b.ints([5], [7, 0, 7, 3, 1])],
+            axis=0,
+        )
+    )
     return cases
 
 
@@ -1144,29 +1855,86 @@ def accumulate_v4_cases() -> list[dict]:
     different order gives other bits), int32 wrap-around, rank 3 and 4."""
     cases = []
     for dtype in ("float32", "int32"):
-        cases.append(single(f"index_add/{dtype}_repeated_axis0", "index_add",
-                            lambda b, d=dtype: [_data(b, [4, 3], d),
-                                                b.ints([6], [2, 0, 2, 2, 3, 0]),
-                                                _data(b, [6, 3], d)], axis=0))
-        cases.append(single(f"index_add/{dtype}_rank3_axis1", "index_add",
-                            lambda b, d=dtype: [_data(b, [2, 5, 3], d), _idx(b, [9], 5),
-                                                _data(b, [2, 9, 3], d)], axis=1))
-        cases.append(single(f"scatter_add/{dtype}_axis0", "scatter_add",
-                            lambda b, d=dtype: [_data(b, [3, 4], d), _idx(b, [5, 4], 3),
-                                                _data(b, [5, 4], d)], axis=0))
-        cases.append(single(f"scatter_add/{dtype}_rank4_smaller_idx", "scatter_add",
-                            lambda b, d=dtype: [_data(b, [2, 3, 4, 3], d),
-                                                _idx(b, [1, 2, 6, 3], 4),
-                                                _data(b, [1, 2, 6, 3], d)], axis=2))
-    cases.append(single("index_add/float32_order_sensitive", "index_add",
-                        lambda b: [b.input([2, 1], [0.0, -0.0]), b.ints([8], [0] * 4 + [1] * 4),
-                                   b.input([8, 1], ORDERED)], axis=0))
-    cases.append(single("scatter_add/float32_order_sensitive", "scatter_add",
-                        lambda b: [b.input([1, 2], [0.0, 1.0]), b.ints([1, 8], [0, 1] * 4),
-                                   b.input([1, 8], ORDERED)], axis=1))
-    cases.append(single("index_add/int32_wraps", "index_add",
-                        lambda b: [b.ints([2], [INT32_MAX, INT32_MIN]), b.ints([3], [0, 1, 0]),
-                                   b.ints([3], [1, -1, INT32_MAX])], axis=0))
+        cases.append(
+            single(
+                f"index_add/{dtype}_repeated_axis0",
+                "index_add",
+                lambda b, d=dtype: [
+                    _data(b, [4, 3], d),
+                    b.ints([6], [2, 0, 2, 2, 3, 0]),
+                    _data(b, [6, 3], d),
+                ],
+                axis=0,
+            )
+        )
+        cases.append(
+            single(
+                f"index_add/{dtype}_rank3_axis1",
+                "index_add",
+                lambda b, d=dtype: [
+                    _data(b, [2, 5, 3], d),
+                    _idx(b, [9], 5),
+                    _data(b, [2, 9, 3], d),
+                ],
+                axis=1,
+            )
+        )
+        cases.append(
+            single(
+                f"scatter_add/{dtype}_axis0",
+                "scatter_add",
+                lambda b, d=dtype: [_data(b, [3, 4], d), _idx(b, [5, 4], 3), _data(b, [5, 4], d)],
+                axis=0,
+            )
+        )
+        cases.append(
+            single(
+                f"scatter_add/{dtype}_rank4_smaller_idx",
+                "scatter_add",
+                lambda b, d=dtype: [
+                    _data(b, [2, 3, 4, 3], d),
+                    _idx(b, [1, 2, 6, 3], 4),
+                    _data(b, [1, 2, 6, 3], d),
+                ],
+                axis=2,
+            )
+        )
+    cases.append(
+        single(
+            "index_add/float32_order_sensitive",
+            "index_add",
+            lambda b: [
+                b.input([2, 1], [0.0, -0.0]),
+                b.ints([8], [0] * 4 + [1] * 4),
+                b.input([8, 1], ORDERED),
+            ],
+            axis=0,
+        )
+    )
+    cases.append(
+        single(
+            "scatter_add/float32_order_sensitive",
+            "scatter_add",
+            lambda b: [
+                b.input([1, 2], [0.0, 1.0]),
+                b.ints([1, 8], [0, 1] * 4),
+                b.input([1, 8], ORDERED),
+            ],
+            axis=1,
+        )
+    )
+    cases.append(
+        single(
+            "index_add/int32_wraps",
+            "index_add",
+            lambda b: [
+                b.ints([2], [INT32_MAX, INT32_MIN]),
+                b.ints([3], [0, 1, 0]),
+                b.ints([3], [1, -1, INT32_MAX]),
+            ],
+            axis=0,
+        )
+    )
     return cases
 
 
@@ -1183,28 +1951,77 @@ def concat_pad_v4_cases() -> list[dict]:
         b.out(b.concat([*parts, parts[0]], -1), "y")
         cases.append(b.case("concat"))
         b = Builder(f"concat/{dtype}_rank4_axis2")
-        b.out(b.concat([_data(b, [2, 1, 3, 2], dtype), _data(b, [2, 1, 1, 2], dtype),
-                        _data(b, [2, 1, 2, 2], dtype)], 2), "y")
+        b.out(
+            b.concat(
+                [
+                    _data(b, [2, 1, 3, 2], dtype),
+                    _data(b, [2, 1, 1, 2], dtype),
+                    _data(b, [2, 1, 2, 2], dtype),
+                ],
+                2,
+            ),
+            "y",
+        )
         cases.append(b.case("concat"))
-        cases.append(single(f"pad/{dtype}_zero_widths", "pad",
-                            lambda b, d=dtype: [_data(b, [3, 4], d)],
-                            widths=[[0, 0], [2, 1]], value=-7))
-        cases.append(single(f"pad/{dtype}_rank4", "pad",
-                            lambda b, d=dtype: [_data(b, [2, 1, 3, 2], d)],
-                            widths=[[1, 0], [0, 0], [2, 2], [0, 1]]))
-    cases.append(single("pad/float32_nan_value", "pad", lambda b: [b.rand([5], -1, 1)],
-                        widths=[[3, 2]], value="nan"))
-    cases.append(single("pad/float32_fraction_value", "pad", lambda b: [b.rand([2, 2], -1, 1)],
-                        widths=[[1, 1], [1, 1]], value=0.1))
-    cases.append(single("pad/int32_extreme_value", "pad", lambda b: [b.rand_ints([4])],
-                        widths=[[1, 1]], value=INT32_MIN))
+        cases.append(
+            single(
+                f"pad/{dtype}_zero_widths",
+                "pad",
+                lambda b, d=dtype: [_data(b, [3, 4], d)],
+                widths=[[0, 0], [2, 1]],
+                value=-7,
+            )
+        )
+        cases.append(
+            single(
+                f"pad/{dtype}_rank4",
+                "pad",
+                lambda b, d=dtype: [_data(b, [2, 1, 3, 2], d)],
+                widths=[[1, 0], [0, 0], [2, 2], [0, 1]],
+            )
+        )
+    cases.append(
+        single(
+            "pad/float32_nan_value",
+            "pad",
+            lambda b: [b.rand([5], -1, 1)],
+            widths=[[3, 2]],
+            value="nan",
+        )
+    )
+    cases.append(
+        single(
+            "pad/float32_fraction_value",
+            "pad",
+            lambda b: [b.rand([2, 2], -1, 1)],
+            widths=[[1, 1], [1, 1]],
+            value=0.1,
+        )
+    )
+    cases.append(
+        single(
+            "pad/int32_extreme_value",
+            "pad",
+            lambda b: [b.rand_ints([4])],
+            widths=[[1, 1]],
+            value=INT32_MIN,
+        )
+    )
     # reshape at int32 (t[..., 0] on int32 data is a slice and a reshape)
-    cases.append(single("reshape/int32_2x3x4_to_4x6", "reshape",
-                        lambda b: [b.ints([2, 3, 4], [*range(-12, 11), INT32_MIN])],
-                        shape=[4, -1]))
+    cases.append(
+        single(
+            "reshape/int32_2x3x4_to_4x6",
+            "reshape",
+            lambda b: [b.ints([2, 3, 4], [*range(-12, 11), INT32_MIN])],
+            shape=[4, -1],
+        )
+    )
     b = Builder("chain/int32_index_drops_an_axis")
-    b.out(b.op("reshape", b.op("slice", b.rand_ints([3, 4]), slices=[[N, N, -1], [1, 2, 1]]),
-               shape=[3]))
+    b.out(
+        b.op(
+            "reshape", b.op("slice", b.rand_ints([3, 4]), slices=[[N, N, -1], [1, 2, 1]]), shape=[3]
+        )
+    )
     cases.append(b.case("chain"))
     return cases
 
@@ -1244,8 +2061,9 @@ def large_v4_cases() -> list[dict]:
     b.out(b.op("index_select", grid, b.concat([_idx(b, [512], 512)] * 8, 0), axis=0), "y")
     cases.append(b.case("index_select"))
     b = Builder("index_add/large_4096_repeated")
-    cube = b.op("add", b.op("add", b.rand([64, 1, 1], -1, 1), b.rand([64, 1], -1, 1)),
-                b.rand([64], -1, 1))
+    cube = b.op(
+        "add", b.op("add", b.rand([64, 1, 1], -1, 1), b.rand([64, 1], -1, 1)), b.rand([64], -1, 1)
+    )
     grid = b.op("reshape", cube, shape=[4096, 64])
     idx = b.concat([_idx(b, [512], 97)] * 8, 0)
     b.out(b.op("index_add", b.full([97, 64], 0.0), idx, grid, axis=0), "y")
@@ -1262,8 +2080,7 @@ def large_v4_cases() -> list[dict]:
 
 def conv(b: Builder, x: int, w: int, bias: int | None = None, **attrs: object) -> int:
     """conv2d's node: its bias is the variadic list field (0 or 1 ids)."""
-    return b._add({"op": "conv2d", "a": x, "w": w, "bias": [] if bias is None else [bias],
-                   **attrs})
+    return b._add({"op": "conv2d", "a": x, "w": w, "bias": [] if bias is None else [bias], **attrs})
 
 
 def _plane(b: Builder, a: Shape, lo: float = -2.0) -> int:
@@ -1274,8 +2091,9 @@ def _plane(b: Builder, a: Shape, lo: float = -2.0) -> int:
     return b.op("add", b.rand([*a[:3], 1], lo / 2, 1), b.rand([a[3]], lo / 2, 1))
 
 
-def _conv_case(name: str, a: Shape, w: Shape, bias: bool = True, lo: float = -2.0,
-               **attrs: object) -> dict:
+def _conv_case(
+    name: str, a: Shape, w: Shape, bias: bool = True, lo: float = -2.0, **attrs: object
+) -> dict:
     b = Builder(f"conv2d/{name}")
     x, k = _plane(b, a, lo), b.rand(w, -1, 1)
     b.out(conv(b, x, k, b.rand([w[0]], -1, 1) if bias else None, **attrs), "y")
@@ -1289,36 +2107,55 @@ def conv2d_cases() -> list[dict]:
     cases = [
         _conv_case("basic_3x3_bias", [1, 3, 7, 6], [4, 3, 3, 3]),
         _conv_case("no_bias", [1, 3, 7, 6], [4, 3, 3, 3], bias=False),
-        _conv_case("stride2_pad1", [2, 3, 9, 8], [5, 3, 3, 3], strides=[2, 2],
-                   padding=[1, 1, 1, 1]),
+        _conv_case(
+            "stride2_pad1", [2, 3, 9, 8], [5, 3, 3, 3], strides=[2, 2], padding=[1, 1, 1, 1]
+        ),
         _conv_case("asymmetric_padding", [1, 2, 6, 7], [3, 2, 3, 2], padding=[0, 1, 2, 3]),
         _conv_case("dilation2", [1, 2, 9, 9], [3, 2, 3, 3], dilations=[2, 2]),
-        _conv_case("stride_dilation_mixed", [1, 3, 11, 10], [2, 3, 2, 3], strides=[2, 1],
-                   dilations=[1, 3], padding=[1, 2, 0, 1]),
+        _conv_case(
+            "stride_dilation_mixed",
+            [1, 3, 11, 10],
+            [2, 3, 2, 3],
+            strides=[2, 1],
+            dilations=[1, 3],
+            padding=[1, 2, 0, 1],
+        ),
         _conv_case("pointwise_1x1", [2, 8, 5, 5], [4, 8, 1, 1]),
-        _conv_case("pointwise_1x1_stride2", [1, 6, 7, 7], [3, 6, 1, 1], bias=False,
-                   strides=[2, 2]),
+        _conv_case("pointwise_1x1_stride2", [1, 6, 7, 7], [3, 6, 1, 1], bias=False, strides=[2, 2]),
         _conv_case("depthwise", [1, 6, 8, 8], [6, 1, 3, 3], groups=6, padding=[1, 1, 1, 1]),
-        _conv_case("depthwise_multiplier2", [2, 4, 6, 5], [8, 1, 3, 3], groups=4,
-                   strides=[1, 2]),
+        _conv_case("depthwise_multiplier2", [2, 4, 6, 5], [8, 1, 3, 3], groups=4, strides=[1, 2]),
         _conv_case("groups2", [2, 4, 6, 6], [6, 2, 3, 3], groups=2),
-        _conv_case("groups3_no_bias", [1, 6, 5, 5], [3, 2, 2, 2], bias=False, groups=3,
-                   padding=[1, 0, 0, 1]),
-        _conv_case("kernel_fills_padded_input", [1, 2, 3, 4], [2, 2, 5, 5],
-                   padding=[1, 0, 1, 1]),
+        _conv_case(
+            "groups3_no_bias",
+            [1, 6, 5, 5],
+            [3, 2, 2, 2],
+            bias=False,
+            groups=3,
+            padding=[1, 0, 0, 1],
+        ),
+        _conv_case("kernel_fills_padded_input", [1, 2, 3, 4], [2, 2, 5, 5], padding=[1, 0, 1, 1]),
         _conv_case("rect_kernel_1x5", [1, 2, 4, 9], [3, 2, 1, 5], padding=[0, 2, 0, 2]),
-        _conv_case("windows_in_padding", [1, 1, 2, 2], [2, 1, 1, 1], strides=[2, 2],
-                   padding=[2, 2, 2, 2]),
+        _conv_case(
+            "windows_in_padding", [1, 1, 2, 2], [2, 1, 1, 1], strides=[2, 2], padding=[2, 2, 2, 2]
+        ),
         _conv_case("k576", [1, 64, 3, 3], [2, 64, 3, 3], lo=0.0, padding=[1, 1, 1, 1]),
-        _conv_case("plane_64x64", [1, 2, 64, 64], [4, 2, 3, 3], strides=[1, 1],
-                   padding=[1, 1, 1, 1]),
+        _conv_case(
+            "plane_64x64", [1, 2, 64, 64], [4, 2, 3, 3], strides=[1, 1], padding=[1, 1, 1, 1]
+        ),
     ]
     # over 32 output channels per group and pixels: on a software adapter (any workgroup
     # count) the GPU lanes plan im2col + the 64x64 tiled matmul (v4 and scalar loads)
     cases += [
         _conv_case("gemm_im2col_bias", [1, 4, 8, 8], [40, 4, 3, 3], padding=[1, 1, 1, 1]),
-        _conv_case("gemm_groups2_strided", [1, 4, 13, 11], [80, 2, 3, 2], groups=2,
-                   strides=[1, 1], dilations=[1, 2], padding=[0, 1, 2, 1]),
+        _conv_case(
+            "gemm_groups2_strided",
+            [1, 4, 13, 11],
+            [80, 2, 3, 2],
+            groups=2,
+            strides=[1, 1],
+            dilations=[1, 2],
+            padding=[0, 1, 2, 1],
+        ),
         _conv_case("gemm_pointwise", [1, 8, 8, 8], [40, 8, 1, 1]),
         _conv_case("gemm_pointwise_no_bias", [2, 6, 7, 7], [36, 6, 1, 1], bias=False),
     ]
@@ -1328,8 +2165,10 @@ def conv2d_cases() -> list[dict]:
     b.out(conv(b, b.rand([1, 1, 3, 3], 0.5, 1), w, padding=[1, 1, 0, 0]), "y")
     cases.append(b.case("conv2d"))
     b = Builder("conv2d/nonfinite_input")
-    x = b.input([1, 1, 4, 4], [1, 2, math.inf, 0.5, -1, math.nan, 2, 0, 1, -0.0, 3, -math.inf,
-                               0.25, 1, 1, 2])
+    x = b.input(
+        [1, 1, 4, 4],
+        [1, 2, math.inf, 0.5, -1, math.nan, 2, 0, 1, -0.0, 3, -math.inf, 0.25, 1, 1, 2],
+    )
     b.out(conv(b, x, b.rand([2, 1, 2, 2], 0.5, 1), b.rand([2], -1, 1)), "y")
     cases.append(b.case("conv2d"))
     return cases
@@ -1339,8 +2178,9 @@ def _pool(b: Builder, op: str, x: int, **attrs: object) -> int:
     return b._add({"op": op, "a": x, **attrs})
 
 
-def _pool_case(op: str, name: str, a: Shape, data: np.ndarray | None = None,
-               **attrs: object) -> dict:
+def _pool_case(
+    op: str, name: str, a: Shape, data: np.ndarray | None = None, **attrs: object
+) -> dict:
     b = Builder(f"{op}/{name}")
     x = b.rand(a) if data is None else b.input(a, data)
     b.out(_pool(b, op, x, **attrs), "y")
@@ -1356,33 +2196,66 @@ def pool2d_cases() -> list[dict]:
         shapes = {
             "2x2_stride2": ([2, 3, 6, 8], {"kernel": [2, 2], "strides": [2, 2]}),
             "3x3_stride1": ([1, 2, 5, 6], {"kernel": [3, 3]}),
-            "3x3_stride2_pad1": ([1, 3, 7, 7], {"kernel": [3, 3], "strides": [2, 2],
-                                                "padding": [1, 1, 1, 1]}),
-            "asymmetric_padding": ([1, 2, 5, 6], {"kernel": [2, 3], "strides": [2, 1],
-                                                  "padding": [1, 0, 0, 2]}),
-            "dilation2": ([1, 2, 8, 7], {"kernel": [2, 2], "dilations": [2, 2],
-                                         "padding": [1, 1, 1, 1]}),
-            "ceil_mode": ([1, 2, 7, 6], {"kernel": [3, 2], "strides": [2, 2],
-                                         "padding": [1, 0, 1, 0], "ceil_mode": True}),
-            "ceil_mode_drops_last": ([1, 1, 5, 5], {"kernel": [2, 2], "strides": [2, 2],
-                                                    "padding": [1, 1, 1, 1],
-                                                    "ceil_mode": True}),
+            "3x3_stride2_pad1": (
+                [1, 3, 7, 7],
+                {"kernel": [3, 3], "strides": [2, 2], "padding": [1, 1, 1, 1]},
+            ),
+            "asymmetric_padding": (
+                [1, 2, 5, 6],
+                {"kernel": [2, 3], "strides": [2, 1], "padding": [1, 0, 0, 2]},
+            ),
+            "dilation2": (
+                [1, 2, 8, 7],
+                {"kernel": [2, 2], "dilations": [2, 2], "padding": [1, 1, 1, 1]},
+            ),
+            "ceil_mode": (
+                [1, 2, 7, 6],
+                {"kernel": [3, 2], "strides": [2, 2], "padding": [1, 0, 1, 0], "ceil_mode": True},
+            ),
+            "ceil_mode_drops_last": (
+                [1, 1, 5, 5],
+                {"kernel": [2, 2], "strides": [2, 2], "padding": [1, 1, 1, 1], "ceil_mode": True},
+            ),
             "global": ([2, 4, 5, 3], {"kernel": [5, 3]}),
         }
         for name, (shape, attrs) in shapes.items():
             if op == "avg_pool2d" and any(attrs.get("padding", [0])):
                 for include in (False, True):
-                    cases.append(_pool_case(op, f"{name}_{'include' if include else 'exclude'}"
-                                            "_pad", shape, count_include_pad=include, **attrs))
+                    cases.append(
+                        _pool_case(
+                            op,
+                            f"{name}_{'include' if include else 'exclude'}_pad",
+                            shape,
+                            count_include_pad=include,
+                            **attrs,
+                        )
+                    )
             else:
                 cases.append(_pool_case(op, name, shape, **attrs))
-    special = np.array([-0.0, 0.0, -1, -2, math.nan, 3, -math.inf, -5, 0.0, -0.0, -0.0, -0.0,
-                        -3, -4, -6, -7], dtype=np.float64)
-    cases.append(_pool_case("max_pool2d", "nan_and_signed_zeros", [1, 1, 4, 4], special,
-                            kernel=[2, 2], strides=[2, 2]))
-    cases.append(_pool_case("max_pool2d", "negative_with_padding", [1, 1, 3, 3],
-                            -np.arange(1, 10, dtype=np.float64), kernel=[3, 3],
-                            padding=[1, 1, 1, 1]))
+    special = np.array(
+        [-0.0, 0.0, -1, -2, math.nan, 3, -math.inf, -5, 0.0, -0.0, -0.0, -0.0, -3, -4, -6, -7],
+        dtype=np.float64,
+    )
+    cases.append(
+        _pool_case(
+            "max_pool2d",
+            "nan_and_signed_zeros",
+            [1, 1, 4, 4],
+            special,
+            kernel=[2, 2],
+            strides=[2, 2],
+        )
+    )
+    cases.append(
+        _pool_case(
+            "max_pool2d",
+            "negative_with_padding",
+            [1, 1, 3, 3],
+            -np.arange(1, 10, dtype=np.float64),
+            kernel=[3, 3],
+            padding=[1, 1, 1, 1],
+        )
+    )
     return cases
 
 
@@ -1400,16 +2273,33 @@ def resize_cases() -> list[dict]:
     nearest = [
         ("nearest_asymmetric_floor_up2", [1, 2, 3, 4], [6, 8], "asymmetric", "floor"),
         ("nearest_asymmetric_ceil_down", [1, 1, 7, 9], [3, 4], "asymmetric", "ceil"),
-        ("nearest_half_pixel_prefer_floor", [2, 2, 4, 3], [6, 7], "half_pixel",
-         "round_prefer_floor"),
-        ("nearest_half_pixel_prefer_ceil_down", [1, 2, 9, 7], [4, 5], "half_pixel",
-         "round_prefer_ceil"),
+        (
+            "nearest_half_pixel_prefer_floor",
+            [2, 2, 4, 3],
+            [6, 7],
+            "half_pixel",
+            "round_prefer_floor",
+        ),
+        (
+            "nearest_half_pixel_prefer_ceil_down",
+            [1, 2, 9, 7],
+            [4, 5],
+            "half_pixel",
+            "round_prefer_ceil",
+        ),
         ("nearest_align_corners", [1, 1, 4, 5], [7, 3], "align_corners", "round_prefer_floor"),
-        ("nearest_pytorch_half_pixel_to_1", [1, 2, 5, 4], [1, 6], "pytorch_half_pixel",
-         "round_prefer_ceil"),
+        (
+            "nearest_pytorch_half_pixel_to_1",
+            [1, 2, 5, 4],
+            [1, 6],
+            "pytorch_half_pixel",
+            "round_prefer_ceil",
+        ),
     ]
-    cases = [_resize_case(n, a, s, coordinate_transformation_mode=c, nearest_mode=r)
-             for n, a, s, c, r in nearest]
+    cases = [
+        _resize_case(n, a, s, coordinate_transformation_mode=c, nearest_mode=r)
+        for n, a, s, c, r in nearest
+    ]
     linear = [
         ("linear_half_pixel_up", [1, 2, 3, 4], [7, 9], "half_pixel"),
         ("linear_half_pixel_down", [2, 1, 9, 8], [4, 3], "half_pixel"),
@@ -1418,10 +2308,11 @@ def resize_cases() -> list[dict]:
         ("linear_pytorch_half_pixel_to_1", [1, 2, 4, 6], [1, 5], "pytorch_half_pixel"),
         ("linear_same_size", [1, 1, 3, 3], [3, 3], "half_pixel"),
     ]
-    cases += [_resize_case(n, a, s, mode="linear", coordinate_transformation_mode=c)
-              for n, a, s, c in linear]
-    cases.append(_resize_case("linear_plane_100x100", [1, 1, 100, 100], [150, 130],
-                              mode="linear"))
+    cases += [
+        _resize_case(n, a, s, mode="linear", coordinate_transformation_mode=c)
+        for n, a, s, c in linear
+    ]
+    cases.append(_resize_case("linear_plane_100x100", [1, 1, 100, 100], [150, 130], mode="linear"))
     return cases
 
 
@@ -1445,8 +2336,20 @@ def window_chain_cases() -> list[dict]:
 
 QUANT_KINDS = ("q4_k", "q6_k")
 # f16 bit patterns for scales: extreme, subnormal, signed zeros, negative, ordinary
-F16_SPECIAL = [0x7BFF, 0xFBFF, 0x0001, 0x03FF, 0x8001, 0x0000, 0x8000, 0x3C00, 0xBC00, 0x0400,
-               0x2E66, 0x5A00]
+F16_SPECIAL = [
+    0x7BFF,
+    0xFBFF,
+    0x0001,
+    0x03FF,
+    0x8001,
+    0x0000,
+    0x8000,
+    0x3C00,
+    0xBC00,
+    0x0400,
+    0x2E66,
+    0x5A00,
+]
 
 
 def random_blocks(b: Builder, kind: str, n: int, k: int, special: bool = False) -> bytes:
@@ -1457,8 +2360,9 @@ def random_blocks(b: Builder, kind: str, n: int, k: int, special: bool = False) 
     fields = [0, 2] if kind == "q4_k" else [208]
     for at in fields:
         if special:
-            bits = np.array(F16_SPECIAL, np.uint16)[b.rng.integers(0, len(F16_SPECIAL),
-                                                                   blocks.shape[0])]
+            bits = np.array(F16_SPECIAL, np.uint16)[
+                b.rng.integers(0, len(F16_SPECIAL), blocks.shape[0])
+            ]
         else:  # exponent 0..30: a finite f16 of either sign, up to 65504
             bits = b.rng.integers(0, 0x7C00, blocks.shape[0]).astype(np.uint16)
             bits |= (b.rng.integers(0, 2, blocks.shape[0]) << 15).astype(np.uint16)
@@ -1484,70 +2388,173 @@ def quant_cases() -> list[dict]:
     cases = []
     for kind in QUANT_KINDS:
         for n, k in ((1, 256), (3, 512), (9, 256)):
-            cases.append(single(f"dequantize/{kind}_random_{n}x{k}", "dequantize", lambda b, n=n,
-                                k=k, kind=kind: [b.quantized(kind, [n, k],
-                                                              random_blocks(b, kind, n, k))]))
-        cases.append(single(f"dequantize/{kind}_special_scales", "dequantize", lambda b,
-                            kind=kind: [b.quantized(kind, [24, 256],
-                                                    random_blocks(b, kind, 24, 256, True))]))
-        cases.append(single(f"dequantize/{kind}_quantized", "dequantize", lambda b, kind=kind: [
-            quantized_weight(b, kind, 4, 512)]))
+            cases.append(
+                single(
+                    f"dequantize/{kind}_random_{n}x{k}",
+                    "dequantize",
+                    lambda b, n=n, k=k, kind=kind: [
+                        b.quantized(kind, [n, k], random_blocks(b, kind, n, k))
+                    ],
+                )
+            )
+        cases.append(
+            single(
+                f"dequantize/{kind}_special_scales",
+                "dequantize",
+                lambda b, kind=kind: [
+                    b.quantized(kind, [24, 256], random_blocks(b, kind, 24, 256, True))
+                ],
+            )
+        )
+        cases.append(
+            single(
+                f"dequantize/{kind}_quantized",
+                "dequantize",
+                lambda b, kind=kind: [quantized_weight(b, kind, 4, 512)],
+            )
+        )
         # x of small integers keeps the corpus short (the weights carry the variety); more
         # than 8 rows (one workgroup's) and N not a multiple of 8 on the GPUs; batched x
         # K of 1, 2 and 5 blocks (the GPU kernel's k-split 2 with an odd count)
-        shapes = [([1, 256], 1), ([1, 512], 5), ([3, 256], 8), ([9, 256], 17),
-                  ([2, 3, 256], 7), ([2, 1, 5, 256], 3), ([2, 1280], 3)]
+        shapes = [
+            ([1, 256], 1),
+            ([1, 512], 5),
+            ([3, 256], 8),
+            ([9, 256], 17),
+            ([2, 3, 256], 7),
+            ([2, 1, 5, 256], 3),
+            ([2, 1280], 3),
+        ]
         # the GEMV kernels (x of at most 4 rows): 4 rows, 3 blocks (an odd count)
         shapes.append(([4, 768], 3))
         for sa, n in shapes:
             name = f"matmul_q/{kind}_{'x'.join(map(str, sa))}_n{n}"
-            cases.append(single(name, "matmul_q", lambda b, sa=sa, n=n, kind=kind: [
-                small_ints(b, sa), quantized_weight(b, kind, n, sa[-1])]))
-        cases.append(single(f"matmul_q/{kind}_random_bytes", "matmul_q", lambda b, kind=kind: [
-            b.rand([2, 512], -2.0, 2.0, 2),
-            b.quantized(kind, [6, 512], random_blocks(b, kind, 6, 512))]))
-        cases.append(single(f"matmul_q/{kind}_special_scales", "matmul_q", lambda b, kind=kind: [
-            small_ints(b, [2, 256]),
-            b.quantized(kind, [8, 256], random_blocks(b, kind, 8, 256, True))]))
+            cases.append(
+                single(
+                    name,
+                    "matmul_q",
+                    lambda b, sa=sa, n=n, kind=kind: [
+                        small_ints(b, sa),
+                        quantized_weight(b, kind, n, sa[-1]),
+                    ],
+                )
+            )
+        cases.append(
+            single(
+                f"matmul_q/{kind}_random_bytes",
+                "matmul_q",
+                lambda b, kind=kind: [
+                    b.rand([2, 512], -2.0, 2.0, 2),
+                    b.quantized(kind, [6, 512], random_blocks(b, kind, 6, 512)),
+                ],
+            )
+        )
+        cases.append(
+            single(
+                f"matmul_q/{kind}_special_scales",
+                "matmul_q",
+                lambda b, kind=kind: [
+                    small_ints(b, [2, 256]),
+                    b.quantized(kind, [8, 256], random_blocks(b, kind, 8, 256, True)),
+                ],
+            )
+        )
     return cases
 
 
 def matmul_fixed_cases() -> list[dict]:
     cases = []
     shapes: list[tuple[Shape, Shape]] = [
-        ([1, 1], [1, 1]), ([2, 3], [3, 4]), ([17, 33], [33, 9]), ([1, 300], [300, 2]),
-        ([2, 3, 4], [2, 4, 5]), ([2, 1, 3, 4], [1, 5, 4, 2]), ([2, 3, 4], [4, 5]),
+        ([1, 1], [1, 1]),
+        ([2, 3], [3, 4]),
+        ([17, 33], [33, 9]),
+        ([1, 300], [300, 2]),
+        ([2, 3, 4], [2, 4, 5]),
+        ([2, 1, 3, 4], [1, 5, 4, 2]),
+        ([2, 3, 4], [4, 5]),
     ]
     for frac in (0, 16, 30):
         for sa, sb in shapes:
             name = f"matmul_fixed/f{frac}_{'x'.join(map(str, sa))}_{'x'.join(map(str, sb))}"
-            cases.append(single(name, "matmul_fixed", lambda b, sa=sa, sb=sb, frac=frac: [
-                b.rand(sa, -2.0, 2.0, 5), b.rand(sb, -2.0, 2.0, 5)], frac_bits=frac))
+            cases.append(
+                single(
+                    name,
+                    "matmul_fixed",
+                    lambda b, sa=sa, sb=sb, frac=frac: [
+                        b.rand(sa, -2.0, 2.0, 5),
+                        b.rand(sb, -2.0, 2.0, 5),
+                    ],
+                    frac_bits=frac,
+                )
+            )
     # halves round to even (f 0: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, -0.5 -> -0, -2.5 -> -2)
-    cases.append(single("matmul_fixed/ties_to_even", "matmul_fixed", lambda b: [
-        b.input([1, 8], [0.5, 1.5, 2.5, -0.5, -2.5, 3.5, -0.0, 1e-40]),
-        b.input([8, 1], [1, 10, 100, 1000, 10000, 100000, 7, 9])], frac_bits=0))
+    cases.append(
+        single(
+            "matmul_fixed/ties_to_even",
+            "matmul_fixed",
+            lambda b: [
+                b.input([1, 8], [0.5, 1.5, 2.5, -0.5, -2.5, 3.5, -0.0, 1e-40]),
+                b.input([8, 1], [1, 10, 100, 1000, 10000, 100000, 7, 9]),
+            ],
+            frac_bits=0,
+        )
+    )
     # saturation, NaN -> 0, infinities saturate; sums past 2^32 and 2^63 (int64 wraps)
-    cases.append(single("matmul_fixed/saturate_nan_inf", "matmul_fixed", lambda b: [
-        b.input([2, 4], [3e9, -3e9, math.nan, math.inf, -math.inf, 1e20, 2.0**31, -(2.0**31)]),
-        b.input([4, 2], [1, 2, 3, 4, 5, 6, 7, 8])], frac_bits=0))
-    cases.append(single("matmul_fixed/sums_past_2^32", "matmul_fixed", lambda b: [
-        b.input([2, 5], [30000.0] * 5 + [-46341.0] * 5),
-        b.input([5, 3], [30000.0, 46341.0, -12345.678] * 5)], frac_bits=0))
-    cases.append(single("matmul_fixed/wraps_past_2^63", "matmul_fixed", lambda b: [
-        b.input([3, 4], [1e10] * 4 + [1e10] * 3 + [-1e10] + [1e10] * 2 + [0.0] * 2),
-        b.input([4, 1], [1e10] * 4)], frac_bits=0))
-    cases.append(single("matmul_fixed/long_k_1024", "matmul_fixed", lambda b: [
-        b.input([1, 1024], b.rng.integers(-99, 100, 1024) / 4),
-        b.input([1024, 2], b.rng.integers(-99, 100, 2048) / 8)], frac_bits=16))
+    cases.append(
+        single(
+            "matmul_fixed/saturate_nan_inf",
+            "matmul_fixed",
+            lambda b: [
+                b.input(
+                    [2, 4], [3e9, -3e9, math.nan, math.inf, -math.inf, 1e20, 2.0**31, -(2.0**31)]
+                ),
+                b.input([4, 2], [1, 2, 3, 4, 5, 6, 7, 8]),
+            ],
+            frac_bits=0,
+        )
+    )
+    cases.append(
+        single(
+            "matmul_fixed/sums_past_2^32",
+            "matmul_fixed",
+            lambda b: [
+                b.input([2, 5], [30000.0] * 5 + [-46341.0] * 5),
+                b.input([5, 3], [30000.0, 46341.0, -12345.678] * 5),
+            ],
+            frac_bits=0,
+        )
+    )
+    cases.append(
+        single(
+            "matmul_fixed/wraps_past_2^63",
+            "matmul_fixed",
+            lambda b: [
+                b.input([3, 4], [1e10] * 4 + [1e10] * 3 + [-1e10] + [1e10] * 2 + [0.0] * 2),
+                b.input([4, 1], [1e10] * 4),
+            ],
+            frac_bits=0,
+        )
+    )
+    cases.append(
+        single(
+            "matmul_fixed/long_k_1024",
+            "matmul_fixed",
+            lambda b: [
+                b.input([1, 1024], b.rng.integers(-99, 100, 1024) / 4),
+                b.input([1024, 2], b.rng.integers(-99, 100, 2048) / 8),
+            ],
+            frac_bits=16,
+        )
+    )
     return cases
 
 
 # ---- issue 16: gradient graphs from gpulab.autograd (every lane runs what g.grad records) -----
 
 
-def _autograd_case(name: str, build: Callable[[Graph, Builder], tuple[Tensor, list[Tensor]]]
-                   ) -> dict:
+def _autograd_case(
+    name: str, build: Callable[[Graph, Builder], tuple[Tensor, list[Tensor]]]
+) -> dict:
     """A chain case of a gradient graph: `build(g, b)` records a scalar loss on a gpulab Graph
     (inputs of short decimals drawn by the Builder's seeded rng) and names the tensors to
     differentiate; every computed node of the forward and gradient graph is an output."""
@@ -1596,22 +2603,51 @@ def _autograd_select(g: Graph, b: Builder) -> tuple[Tensor, list[Tensor]]:
 
 
 def autograd_cases() -> list[dict]:
-    return [_autograd_case("chain/autograd_mlp_embedding_layernorm_dropout", _autograd_mlp),
-            _autograd_case("chain/autograd_select_softmax_batched_matmul", _autograd_select)]
+    return [
+        _autograd_case("chain/autograd_mlp_embedding_layernorm_dropout", _autograd_mlp),
+        _autograd_case("chain/autograd_select_softmax_batched_matmul", _autograd_select),
+    ]
 
 
 FAMILIES: list[Callable[[], list[dict]]] = [
-    source_cases, binary_cases, unary_cases, layout_cases, reduction_cases, softmax_cases,
-    cross_entropy_cases, matmul_cases, optimizer_cases, life_cases, chain_cases, large_cases,
-    map1_v3_cases, clamp_cases, reduce_v3_cases, v3_chain_cases, large_v3_cases,
+    source_cases,
+    binary_cases,
+    unary_cases,
+    layout_cases,
+    reduction_cases,
+    softmax_cases,
+    cross_entropy_cases,
+    matmul_cases,
+    optimizer_cases,
+    life_cases,
+    chain_cases,
+    large_cases,
+    map1_v3_cases,
+    clamp_cases,
+    reduce_v3_cases,
+    v3_chain_cases,
+    large_v3_cases,
     nonfinite_cases,
-    select_binary_cases, where_cases, cast_cases, hash_cases, dropout_cases, select_chain_cases,
+    select_binary_cases,
+    where_cases,
+    cast_cases,
+    hash_cases,
+    dropout_cases,
+    select_chain_cases,
     large_select_cases,
-    slice_v4_cases, index_v4_cases, accumulate_v4_cases, concat_pad_v4_cases, v4_chain_cases,
+    slice_v4_cases,
+    index_v4_cases,
+    accumulate_v4_cases,
+    concat_pad_v4_cases,
+    v4_chain_cases,
     large_v4_cases,
-    quant_cases, matmul_fixed_cases,
+    quant_cases,
+    matmul_fixed_cases,
     autograd_cases,
-    conv2d_cases, pool2d_cases, resize_cases, window_chain_cases,
+    conv2d_cases,
+    pool2d_cases,
+    resize_cases,
+    window_chain_cases,
 ]
 
 

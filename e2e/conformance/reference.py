@@ -85,8 +85,9 @@ INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 _WIRE = {"float32": "<f4", "int32": "<i4", "uint32": "<u4", "bool": "u1"}
 
 
-def decode_values(data: Sequence[float | str] | np.ndarray | Mapping,
-                  dtype: str = "float32") -> np.ndarray:
+def decode_values(
+    data: Sequence[float | str] | np.ndarray | Mapping, dtype: str = "float32"
+) -> np.ndarray:
     """Protocol data (numbers or "nan"/"inf"/"-inf", or {"base64": little-endian bytes}):
     float32 values held in float64, integer dtypes as int64 (both exact)."""
     if isinstance(data, Mapping):
@@ -435,8 +436,9 @@ def _matmul_in_k_order32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The protocol's float32 dot products: ascending k from 0.0, each product and sum
     rounded to float32 (no fma: the corpus's overflow cases have exact products)."""
     a32, b32 = a.astype(np.float32), b.astype(np.float32)
-    acc = np.zeros(np.broadcast_shapes(a.shape[:-1] + (1,), b.shape[:-2] + (1, b.shape[-1])),
-                   dtype=np.float32)
+    acc = np.zeros(
+        np.broadcast_shapes(a.shape[:-1] + (1,), b.shape[:-2] + (1, b.shape[-1])), dtype=np.float32
+    )
     for k in range(a.shape[-1]):
         acc = acc + a32[..., :, k : k + 1] * b32[..., k : k + 1, :]
     return acc.astype(np.float64)
@@ -471,10 +473,11 @@ def _decode_q4k(blocks: np.ndarray) -> np.ndarray:
     mn = np.concatenate([q[..., 4:8] & 63, (q[..., 8:12] >> 4) | ((q[..., 4:8] >> 6) << 4)], -1)
     value = np.empty(blocks.shape[:-1] + (256,))
     for j in range(8):
-        byte = blocks[..., 16 + (j // 2) * 32: 16 + (j // 2) * 32 + 32]
+        byte = blocks[..., 16 + (j // 2) * 32 : 16 + (j // 2) * 32 + 32]
         quant = (byte >> 4) if j % 2 else (byte & 15)
-        value[..., j * 32:(j + 1) * 32] = (d * sc[..., j:j + 1] * quant
-                                           - dmin * mn[..., j:j + 1])
+        value[..., j * 32 : (j + 1) * 32] = (
+            d * sc[..., j : j + 1] * quant - dmin * mn[..., j : j + 1]
+        )
     return f32(value)
 
 
@@ -668,8 +671,9 @@ def _rows(node: Mapping, a: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
         shape = (1,) * a.ndim if keepdim else ()
         return a.reshape(1, -1), shape
     moved = np.moveaxis(a, axis, -1)
-    shape = tuple(1 if i == axis else d for i, d in enumerate(a.shape)) if keepdim else \
-        moved.shape[:-1]
+    shape = (
+        tuple(1 if i == axis else d for i, d in enumerate(a.shape)) if keepdim else moved.shape[:-1]
+    )
     return moved.reshape(-1, a.shape[axis]), shape
 
 
@@ -694,8 +698,11 @@ def _reduce_extreme(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, n
 def _arg_extreme(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     rows, shape = _rows(node, ops[0])
     nan = np.isnan(rows)
-    best = np.where(nan, -np.inf, rows).max(axis=1) if node["op"] == "argmax" else \
-        np.where(nan, np.inf, rows).min(axis=1)
+    best = (
+        np.where(nan, -np.inf, rows).max(axis=1)
+        if node["op"] == "argmax"
+        else np.where(nan, np.inf, rows).min(axis=1)
+    )
     # the first NaN wins; else the first element equal to the extreme (-0 == +0: a tie)
     hit = np.where(nan.any(axis=1, keepdims=True), nan, rows == best[:, None])
     value = np.argmax(hit, axis=1)  # argmax of booleans: the first True
@@ -734,8 +741,14 @@ def _max_min(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarr
     return value, _zeros(value)
 
 
-_ORDER = {"lt": lambda x, y: x < y, "le": lambda x, y: x <= y, "gt": lambda x, y: x > y,
-          "ge": lambda x, y: x >= y, "eq": lambda x, y: x == y, "ne": lambda x, y: x != y}
+_ORDER = {
+    "lt": lambda x, y: x < y,
+    "le": lambda x, y: x <= y,
+    "gt": lambda x, y: x > y,
+    "ge": lambda x, y: x >= y,
+    "eq": lambda x, y: x == y,
+    "ne": lambda x, y: x != y,
+}
 
 
 @kernel(*_ORDER)
@@ -774,8 +787,14 @@ def _cast(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]
         value = (a - lo) % 2**32 + lo
     else:
         lo, hi = _INT_LIMITS[to]
-        flat = [0 if math.isnan(x) else min(max(math.trunc(x), lo), hi) if math.isfinite(x)
-                else (hi if x > 0 else lo) for x in a.reshape(-1).tolist()]
+        flat = [
+            0
+            if math.isnan(x)
+            else min(max(math.trunc(x), lo), hi)
+            if math.isfinite(x)
+            else (hi if x > 0 else lo)
+            for x in a.reshape(-1).tolist()
+        ]
         value = np.asarray(flat, dtype=np.int64).reshape(a.shape)
     return value, _zeros(value)
 
@@ -931,8 +950,9 @@ def _window_taps(n: int, k: int, s: int, d: int, before: int, out: int) -> np.nd
     return np.array([[o * s - before + j * d for j in range(k)] for o in range(out)], dtype=int)
 
 
-def _windows(a: np.ndarray, node: Mapping, kernel: Sequence[int],
-             out_hw: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _windows(
+    a: np.ndarray, node: Mapping, kernel: Sequence[int], out_hw: Sequence[int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """a's taps as [N, C, oH, oW, kH, kW] (0 outside a), the inside mask, and the positions."""
     strides, dilations = _attr(node, "strides"), _attr(node, "dilations")
     pads = _attr(node, "padding")
@@ -958,16 +978,21 @@ def _conv2d(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarra
     groups = int(_attr(node, "groups"))  # type: ignore[arg-type]
     m, cg, kh, kw = w.shape
     s, d, p = _attr(node, "strides"), _attr(node, "dilations"), _attr(node, "padding")
-    out_hw = [_window_out(a.shape[2 + i], w.shape[2 + i], s[i], d[i], p[i], p[2 + i], False)
-              for i in range(2)]
+    out_hw = [
+        _window_out(a.shape[2 + i], w.shape[2 + i], s[i], d[i], p[i], p[2 + i], False)
+        for i in range(2)
+    ]
     value = np.zeros((a.shape[0], m, *out_hw))
     scale = np.zeros_like(value)
     for g in range(groups):
-        taps, _, _, _ = _windows(a[:, g * cg:(g + 1) * cg], node, (kh, kw), out_hw)
-        wg = w[g * (m // groups):(g + 1) * (m // groups)]  # [Mg, Cg, kH, kW]
-        value[:, g * (m // groups):(g + 1) * (m // groups)] = np.einsum("ncyxij,mcij->nmyx", taps, wg)
-        scale[:, g * (m // groups):(g + 1) * (m // groups)] = np.einsum(
-            "ncyxij,mcij->nmyx", np.abs(taps), np.abs(wg))
+        taps, _, _, _ = _windows(a[:, g * cg : (g + 1) * cg], node, (kh, kw), out_hw)
+        wg = w[g * (m // groups) : (g + 1) * (m // groups)]  # [Mg, Cg, kH, kW]
+        value[:, g * (m // groups) : (g + 1) * (m // groups)] = np.einsum(
+            "ncyxij,mcij->nmyx", taps, wg
+        )
+        scale[:, g * (m // groups) : (g + 1) * (m // groups)] = np.einsum(
+            "ncyxij,mcij->nmyx", np.abs(taps), np.abs(wg)
+        )
     scale = scale * _chain_factor(cg * kh * kw)
     if bias is not None:
         value = value + bias[None, :, None, None]
@@ -978,8 +1003,12 @@ def _conv2d(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarra
 def _pool_out(node: Mapping, a: np.ndarray) -> list[int]:
     k, s, d = _attr(node, "kernel"), _attr(node, "strides"), _attr(node, "dilations")
     p = _attr(node, "padding")
-    return [_window_out(a.shape[2 + i], k[i], s[i], d[i], p[i], p[2 + i],
-                        bool(_attr(node, "ceil_mode"))) for i in range(2)]
+    return [
+        _window_out(
+            a.shape[2 + i], k[i], s[i], d[i], p[i], p[2 + i], bool(_attr(node, "ceil_mode"))
+        )
+        for i in range(2)
+    ]
 
 
 @kernel("max_pool2d")
@@ -1117,7 +1146,9 @@ def _stored(ref: NodeRef, override: np.ndarray | None) -> np.ndarray:
     return f32(ref.bits) if ref.bits is not None else f32(ref.value)
 
 
-def evaluate(graph: Mapping, overrides: Mapping[int, np.ndarray] | None = None) -> dict[int, NodeRef]:
+def evaluate(
+    graph: Mapping, overrides: Mapping[int, np.ndarray] | None = None
+) -> dict[int, NodeRef]:
     """Reference value and scale of every node the outputs need.
 
     `overrides` replaces a node's value *as an operand* (a backend's own result for an output),
@@ -1137,6 +1168,7 @@ def evaluate(graph: Mapping, overrides: Mapping[int, np.ndarray] | None = None) 
         # 0 * inf in a scale formula (exp(-inf), tanh(inf)) is a zero sensitivity; a scale
         # must never widen the tolerance to everything for a finite reference
         scale = np.where(np.isfinite(scale), scale, 0.0)
-        refs[node["id"]] = NodeRef(value, np.broadcast_to(scale, value.shape),
-                                   _order_bits(node, operands), dtype)
+        refs[node["id"]] = NodeRef(
+            value, np.broadcast_to(scale, value.shape), _order_bits(node, operands), dtype
+        )
     return refs

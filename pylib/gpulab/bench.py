@@ -43,15 +43,19 @@ def bench_backend(backend: str, runs: int, allow_software: bool) -> dict[str, An
     outputs = full.outputs()
     host.configure(gpu=host.gpu_enabled(), allow_software=allow_software)
     first = full.graph.run(backend=backend, **outputs)
-    row: dict[str, Any] = {"backend": first["backend"], "software": first["stats"].get("software"),
-                           "adapter": first["stats"].get("adapter")}
+    row: dict[str, Any] = {
+        "backend": first["backend"],
+        "software": first["stats"].get("software"),
+        "adapter": first["stats"].get("adapter"),
+    }
     row["execute"] = _timed(lambda: full.graph.run(backend=backend, **outputs), runs)
     fed = step_graph(values, feed_batch=True)
     batch = {fed.x: values["x"], fed.y: values["y"]}
 
     def session() -> Any:
-        return fed.graph.prepare(feeds=[fed.x, fed.y], carry=fed.carry(), backend=backend,
-                                 loss=fed.loss)
+        return fed.graph.prepare(
+            feeds=[fed.x, fed.y], carry=fed.carry(), backend=backend, loss=fed.loss
+        )
 
     s = session()
     losses = [s.run(batch)["outputs"]["loss"]["data"][0] for _ in range(LOSS_STEPS)]
@@ -90,8 +94,10 @@ def _fmt(cell: dict[str, float] | None) -> str:
 
 def table(rows: list[dict[str, Any]], ref_losses: list[float] | None) -> str:
     """Markdown table: one row per backend, ms as median / min."""
-    head = ("| backend | adapter | execute ms | run (1 step) ms | run (8 steps) ms/step | "
-            f"max abs loss diff vs torch ({LOSS_STEPS} steps) |")
+    head = (
+        "| backend | adapter | execute ms | run (1 step) ms | run (8 steps) ms/step | "
+        f"max abs loss diff vs torch ({LOSS_STEPS} steps) |"
+    )
     lines = [head, "|" + " --- |" * 6]
     for r in rows:
         if "error" in r:
@@ -104,10 +110,13 @@ def table(rows: list[dict[str, Any]], ref_losses: list[float] | None) -> str:
         diff = "—"
         if ref_losses and r.get("losses") and r["backend"] != "torch":
             diff = f"{max(abs(a - b) for a, b in zip(r['losses'], ref_losses, strict=False)):.2e}"
-        run1 = r.get("run_1") or ({"median_ms": r["median_ms"], "min_ms": r["min_ms"]}
-                                  if "median_ms" in r else None)
-        lines.append(f"| {r.get('mode', r['backend'])} | {label} | {_fmt(r.get('execute'))} | "
-                     f"{_fmt(run1)} | {_fmt(r.get('run_8'))} | {diff} |")
+        run1 = r.get("run_1") or (
+            {"median_ms": r["median_ms"], "min_ms": r["min_ms"]} if "median_ms" in r else None
+        )
+        lines.append(
+            f"| {r.get('mode', r['backend'])} | {label} | {_fmt(r.get('execute'))} | "
+            f"{_fmt(run1)} | {_fmt(r.get('run_8'))} | {diff} |"
+        )
     return "\n".join(lines)
 
 
@@ -120,13 +129,19 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="gpulab bench", description=__doc__.splitlines()[0])
     ap.add_argument("--backends", help="comma list of cpu-python,wgpu (default: what can run)")
     ap.add_argument("--runs", type=int, default=20)
-    ap.add_argument("--allow-software", action="store_true",
-                    help="let wgpu use a software adapter (lavapipe); labelled in the table")
+    ap.add_argument(
+        "--allow-software",
+        action="store_true",
+        help="let wgpu use a software adapter (lavapipe); labelled in the table",
+    )
     ap.add_argument("--torch-device", default="cpu", help="cpu, cuda, or none")
     ap.add_argument("--json", help="write the results here")
-    ap.add_argument("--browser", action="store_true",
-                    help="the same step in headless Chromium: every gpu-lab and TF.js backend "
-                    "(gpulab bench --browser --help)")
+    ap.add_argument(
+        "--browser",
+        action="store_true",
+        help="the same step in headless Chromium: every gpu-lab and TF.js backend "
+        "(gpulab bench --browser --help)",
+    )
     args = ap.parse_args(argv)
     allow_software = args.allow_software or host.software_allowed()
     rows: list[dict[str, Any]] = []
@@ -136,8 +151,13 @@ def main(argv: list[str] | None = None) -> int:
         except GpuLabError as err:
             # a backend that cannot run here is a row with its reason; only one asked for by
             # name makes the run fail
-            rows.append({"backend": backend, "error": f"{err.code}: {err.message}",
-                         "required": bool(args.backends) or err.code != "UNAVAILABLE"})
+            rows.append(
+                {
+                    "backend": backend,
+                    "error": f"{err.code}: {err.message}",
+                    "required": bool(args.backends) or err.code != "UNAVAILABLE",
+                }
+            )
     peers = [] if args.torch_device == "none" else torch_peer(args.torch_device, args.runs)
     for p in peers:
         p.setdefault("backend", "torch")

@@ -53,10 +53,22 @@ def _typecode(size: int, signed: bool) -> str:
     raise RuntimeError(f"no {size}-byte array typecode on this platform")  # pragma: no cover
 
 
-TYPECODE = {"float32": "f", "int32": _typecode(4, True), "uint32": _typecode(4, False),
-            "bool": "B", "q4_k": "B", "q6_k": "B"}
-DTYPE_NUMPY = {"float32": "<f4", "int32": "<i4", "uint32": "<u4", "bool": "u1",
-               "q4_k": "u1", "q6_k": "u1"}
+TYPECODE = {
+    "float32": "f",
+    "int32": _typecode(4, True),
+    "uint32": _typecode(4, False),
+    "bool": "B",
+    "q4_k": "B",
+    "q6_k": "B",
+}
+DTYPE_NUMPY = {
+    "float32": "<f4",
+    "int32": "<i4",
+    "uint32": "<u4",
+    "bool": "u1",
+    "q4_k": "u1",
+    "q6_k": "u1",
+}
 
 # inclusive ranges of the integer-like dtypes, and what a message calls them
 RANGES = {
@@ -93,8 +105,10 @@ def block_shape_problem(dtype: str, shape: tuple[int, ...]) -> str | None:
     block = block_of(dtype)
     if not block or (len(shape) == 2 and shape[1] % block["elements"] == 0):
         return None
-    return (f"a {dtype} tensor has shape [N, K] with K a multiple of {block['elements']}, "
-            f"got [{', '.join(str(d) for d in shape)}]")
+    return (
+        f"a {dtype} tensor has shape [N, K] with K a multiple of {block['elements']}, "
+        f"got [{', '.join(str(d) for d in shape)}]"
+    )
 
 
 def alloc_typed(dtype: str, count: int) -> array.array:
@@ -133,8 +147,7 @@ def _articled(dtype: str) -> str:
 def _not_of(where: str, name: str, index: int, value: Any, dtype: str, node: int | None):
     return GpuLabError(
         "VALIDATION",
-        f"{where}: {name}[{index}] = {show(value)} is not {_articled(dtype)} "
-        f"({RANGES[dtype][2]})",
+        f"{where}: {name}[{index}] = {show(value)} is not {_articled(dtype)} ({RANGES[dtype][2]})",
         node,
     )
 
@@ -172,8 +185,12 @@ def to_base64_data(data: array.array) -> dict[str, str]:
 
 
 def to_typed(
-    value: Any, dtype: str, where: str, node: int | None = None,
-    shape: tuple[int, ...] | None = None, name: str = "data",
+    value: Any,
+    dtype: str,
+    where: str,
+    node: int | None = None,
+    shape: tuple[int, ...] | None = None,
+    name: str = "data",
 ) -> array.array:
     """Data of `dtype` as an array.array of TYPECODE[dtype], or GpuLabError(VALIDATION).
 
@@ -199,7 +216,7 @@ def to_typed(
         return ctx.from_buffer(memoryview(value))
     raise GpuLabError(
         "VALIDATION",
-        f"{where}: {name} must be a list of numbers, a typed array or {{\"base64\": \"...\"}}, "
+        f'{where}: {name} must be a list of numbers, a typed array or {{"base64": "..."}}, '
         f"got {type(value).__name__}",
         node,
     )
@@ -208,8 +225,15 @@ def to_typed(
 class _Ctx:
     """One conversion: the dtype, where to point messages, the expected size."""
 
-    def __init__(self, dtype: str, where: str, node: int | None,
-                 shape: tuple[int, ...] | None, count: int | None, name: str) -> None:
+    def __init__(
+        self,
+        dtype: str,
+        where: str,
+        node: int | None,
+        shape: tuple[int, ...] | None,
+        count: int | None,
+        name: str,
+    ) -> None:
         self.dtype, self.where, self.node, self.name = dtype, where, node, name
         self.shape, self.count = shape, count
         self.code = TYPECODE[dtype]
@@ -251,8 +275,9 @@ class _Ctx:
             raise self.fail(f' object must be {{"base64": "<string>"}}, got {show(value)}')
         raw = decode_base64(value["base64"])
         if raw is None:
-            raise self.fail(".base64 is not base64 (A-Z a-z 0-9 + /, = padding, length a "
-                            "multiple of 4)")
+            raise self.fail(
+                ".base64 is not base64 (A-Z a-z 0-9 + /, = padding, length a multiple of 4)"
+            )
         return self.from_bytes(raw, ".base64 holds")
 
     def from_array(self, value: array.array) -> array.array:
@@ -266,8 +291,7 @@ class _Ctx:
     def from_buffer(self, view: memoryview) -> array.array:
         fmt = view.format.lstrip("@=<")
         if fmt in _BYTE_FORMATS and view.ndim <= 1:
-            return self.from_bytes(view.cast("B") if view.format != "B" else view,
-                                   " buffer holds")
+            return self.from_bytes(view.cast("B") if view.format != "B" else view, " buffer holds")
         self.check_length(math.prod(view.shape) if view.ndim else 1)
         if fmt == self.code and view.itemsize == unit_bytes(self.dtype):
             return self.from_bytes(view.cast("B"), " buffer holds")
@@ -302,8 +326,7 @@ class _Ctx:
                 ok &= numpy.floor(flat) == flat
         if not ok.all():
             index = int(numpy.argmin(ok))
-            raise _not_of(self.where, self.name, index, flat[index].item(), self.dtype,
-                          self.node)
+            raise _not_of(self.where, self.name, index, flat[index].item(), self.dtype, self.node)
 
     def from_list(self, values: list | tuple) -> array.array:
         # Fast path: plain ints (and floats for float32) convert in C; anything else (bools,
@@ -369,8 +392,9 @@ def _numpy() -> Any:
 # result dtype
 
 
-def result_dtype(where: str, node: int, row: dict[str, Any], operand_dtypes: list[str],
-                 attrs: dict[str, Any]) -> str:
+def result_dtype(
+    where: str, node: int, row: dict[str, Any], operand_dtypes: list[str], attrs: dict[str, Any]
+) -> str:
     """The dtype of a node's result by its op-table row (see the JS twin `resultDtype`)."""
     bound: dict[str, tuple[str, str]] = {}
     names = optable.operand_names(row, len(operand_dtypes))
@@ -379,15 +403,15 @@ def result_dtype(where: str, node: int, row: dict[str, Any], operand_dtypes: lis
         allowed = [variable] if variable in DTYPES else row["types"][variable]
         if got not in allowed:
             raise GpuLabError(
-                "VALIDATION", f"{where}: operand {operand} must be {or_list(allowed)}, got {got}",
+                "VALIDATION",
+                f"{where}: operand {operand} must be {or_list(allowed)}, got {got}",
                 node,
             )
         first = bound.get(variable)
         if first is not None and first[0] != got:
             raise GpuLabError(
                 "VALIDATION",
-                f"{where}: operand {operand} must be {first[0]} like operand {first[1]}, "
-                f"got {got}",
+                f"{where}: operand {operand} must be {first[0]} like operand {first[1]}, got {got}",
                 node,
             )
         bound.setdefault(variable, (got, operand))
@@ -403,8 +427,14 @@ def result_dtype(where: str, node: int, row: dict[str, Any], operand_dtypes: lis
 # numpy values and device words (executors; numpy is there wherever an executor runs)
 
 # the numpy dtype an executor computes with: bool as numpy bool (one byte, 0/1, as the wire)
-NUMPY_VALUE = {"float32": "float32", "int32": "int32", "uint32": "uint32", "bool": "bool",
-               "q4_k": "uint8", "q6_k": "uint8"}
+NUMPY_VALUE = {
+    "float32": "float32",
+    "int32": "int32",
+    "uint32": "uint32",
+    "bool": "bool",
+    "q4_k": "uint8",
+    "q6_k": "uint8",
+}
 
 
 def as_numpy(data: Any, dtype: str, shape: tuple[int, ...]) -> Any:
@@ -444,4 +474,5 @@ def from_device_words(raw: Any, dtype: str, count: int, offset: int = 0) -> Any:
     if dtype == "bool":
         return np.frombuffer(raw, dtype="<u4", count=count, offset=offset) != 0
     return np.frombuffer(raw, dtype=DTYPE_NUMPY[dtype], count=count, offset=offset).astype(
-        NUMPY_VALUE[dtype])
+        NUMPY_VALUE[dtype]
+    )

@@ -131,9 +131,13 @@ def supports(executor: Any, checked: CheckedGraph) -> None:
         answer(checked).refuse(executor.name)
 
 
-def run_with_fallback(backend: str | None, checked: CheckedGraph, allow_software: bool | None,
-                      strict: bool, action: Callable[[Any], Any]
-                      ) -> tuple[Any, Any, Attempts, str | None]:
+def run_with_fallback(
+    backend: str | None,
+    checked: CheckedGraph,
+    allow_software: bool | None,
+    strict: bool,
+    action: Callable[[Any], Any],
+) -> tuple[Any, Any, Attempts, str | None]:
     """action(executor) on the first candidate that opens, supports the graph and does not
     refuse it with LIMIT. Returns (executor, value, attempts, fallback reason or None)."""
     names = candidates(backend)
@@ -168,8 +172,9 @@ def _may_pass_over(err: GpuLabError) -> bool:
     return err.code in FALLBACK_CODES or err.code == "UNAVAILABLE"
 
 
-def _refusal(err: GpuLabError, backend: str | None, strict: bool,
-             attempts: Attempts | None = None) -> GpuLabError:
+def _refusal(
+    err: GpuLabError, backend: str | None, strict: bool, attempts: Attempts | None = None
+) -> GpuLabError:
     """The error the caller sees: a forced backend names itself; strict says so; auto's
     UNSUPPORTED on its last candidate says why the earlier ones were passed over (a student's
     wgsl graph: cpu-python refuses it, and the reason wgpu did not run it is the useful part)."""

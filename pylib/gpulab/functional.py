@@ -455,15 +455,18 @@ def interpolate(
     nearest-exact or bilinear (align_corners as torch), as the protocol's resize; other modes
     are refused by name."""
     if mode not in _INTERPOLATE_MODES:
-        raise GpuLabError("VALIDATION", f"interpolate: mode must be one of "
-                                        f"{', '.join(_INTERPOLATE_MODES)}, got {mode!r}")
+        raise GpuLabError(
+            "VALIDATION",
+            f"interpolate: mode must be one of {', '.join(_INTERPOLATE_MODES)}, got {mode!r}",
+        )
     if align_corners is not None and mode != "bilinear":
         raise GpuLabError("VALIDATION", f"interpolate: align_corners is for bilinear, not {mode}")
     resize_mode, coords, rounding = _INTERPOLATE_MODES[mode]
     if align_corners:
         coords = "align_corners"
-    return x.resize(size, mode=resize_mode, coordinate_transformation_mode=coords,
-                    nearest_mode=rounding)
+    return x.resize(
+        size, mode=resize_mode, coordinate_transformation_mode=coords, nearest_mode=rounding
+    )
 
 
 def adaptive_avg_pool2d(x: Tensor, output_size: Sequence[int]) -> Tensor:
@@ -472,7 +475,9 @@ def adaptive_avg_pool2d(x: Tensor, output_size: Sequence[int]) -> Tensor:
     h, w = x.shape[2], x.shape[3]
     oh, ow = output_size
     if h % oh or w % ow:
-        raise GpuLabError("VALIDATION", f"adaptive_avg_pool2d: output {list(output_size)} must "
-                                        f"divide the input's {[h, w]}")
+        raise GpuLabError(
+            "VALIDATION",
+            f"adaptive_avg_pool2d: output {list(output_size)} must divide the input's {[h, w]}",
+        )
     kernel = (h // oh, w // ow)
     return x.avg_pool2d(kernel, stride=kernel)

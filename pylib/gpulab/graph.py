@@ -41,9 +41,10 @@ def _is_scalar(x: Any) -> bool:
         return False
     if isinstance(x, Number):
         return True
-    return getattr(getattr(x, "dtype", None), "kind", None) in ("i", "u", "f") and getattr(
-        x, "shape", None
-    ) == ()
+    return (
+        getattr(getattr(x, "dtype", None), "kind", None) in ("i", "u", "f")
+        and getattr(x, "shape", None) == ()
+    )
 
 
 # the block-quantized dtypes (the op table's rows with `block`): q4_k, q6_k
@@ -69,8 +70,9 @@ class Tensor:
     __slots__ = ("dtype", "graph", "id", "op", "shape")
     __array_ufunc__ = None  # numpy defers to our reflected operators: ndarray + Tensor works
 
-    def __init__(self, graph: Graph, node_id: int, op: str, shape: Shape,
-                 dtype: str = "float32") -> None:
+    def __init__(
+        self, graph: Graph, node_id: int, op: str, shape: Shape, dtype: str = "float32"
+    ) -> None:
         self.graph = graph
         self.id = node_id
         self.op = op
@@ -200,8 +202,9 @@ class Tensor:
     def dropout(self, p: float, seed: int = 0, counter: Any = 0) -> Tensor:
         """self * mask / (1 - p), the mask kept where hash_uniform(seed, counter) >= p;
         `counter` an int or a one-element uint32 Tensor (feed a new one each session step)."""
-        return self.graph.op("dropout", a=self, counter=self.graph._counter(counter), p=p,
-                             seed=seed)
+        return self.graph.op(
+            "dropout", a=self, counter=self.graph._counter(counter), p=p, seed=seed
+        )
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -232,8 +235,9 @@ class Tensor:
         """self @ other in fixed point (docs/protocol.md "matmul_fixed"): each operand
         round-half-even(x * 2^frac_bits) saturated to int32, 64-bit integer sums, one rounding
         to float32: the same bits on every backend."""
-        return self.graph.op("matmul_fixed", a=self, b=self.graph._operand(other),
-                             frac_bits=frac_bits)
+        return self.graph.op(
+            "matmul_fixed", a=self, b=self.graph._operand(other), frac_bits=frac_bits
+        )
 
     # -- selection (protocol version 4) ------------------------------------------------------
 
@@ -269,61 +273,118 @@ class Tensor:
     def index_add(self, axis: int, idx: Any, src: Any) -> Tensor:
         """torch.index_add: self with src[.., j, ..] added at idx[j] along axis, for j in
         ascending order (the protocol's fixed order: bit-identical on every backend)."""
-        return self.graph.op("index_add", a=self, idx=self.graph._index(idx),
-                             src=self.graph._operand(src), axis=axis)
+        return self.graph.op(
+            "index_add", a=self, idx=self.graph._index(idx), src=self.graph._operand(src), axis=axis
+        )
 
     def scatter_add(self, axis: int, idx: Any, src: Any) -> Tensor:
         """torch.scatter_add: self with src[p] added at p with axis replaced by idx[p], in
         row-major order of idx (the protocol's fixed order)."""
-        return self.graph.op("scatter_add", a=self, idx=self.graph._index(idx),
-                             src=self.graph._operand(src), axis=axis)
+        return self.graph.op(
+            "scatter_add",
+            a=self,
+            idx=self.graph._index(idx),
+            src=self.graph._operand(src),
+            axis=axis,
+        )
 
     def pad(self, widths: Any, value: float = 0) -> Tensor:
         """Constant padding: widths one (before, after) per axis."""
-        return self.graph.op("pad", a=self, widths=[list(w) for w in widths]
-                             if isinstance(widths, (list, tuple)) else widths, value=value)
+        return self.graph.op(
+            "pad",
+            a=self,
+            widths=[list(w) for w in widths] if isinstance(widths, (list, tuple)) else widths,
+            value=value,
+        )
 
     # -- the v6 window ops (NCHW; torch's argument names, the protocol's attributes) --------
 
-    def conv2d(self, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0,
-               dilation: Any = 1, groups: int = 1) -> Tensor:
+    def conv2d(
+        self,
+        weight: Any,
+        bias: Any = None,
+        stride: Any = 1,
+        padding: Any = 0,
+        dilation: Any = 1,
+        groups: int = 1,
+    ) -> Tensor:
         """2-D convolution as torch.nn.functional.conv2d: self [N, C, H, W], weight
         [M, C / groups, kH, kW], bias [M] or None; stride / dilation an int or (h, w); padding
         an int, (h, w) or ONNX's (top, left, bottom, right)."""
         g = self.graph
         biases = [] if bias is None else [g._operand(bias, "conv2d operand 'bias'")]
-        return g.op("conv2d", a=self, w=weight, bias=biases, strides=_pair(stride),
-                    padding=_pads4(padding), dilations=_pair(dilation), groups=groups)
+        return g.op(
+            "conv2d",
+            a=self,
+            w=weight,
+            bias=biases,
+            strides=_pair(stride),
+            padding=_pads4(padding),
+            dilations=_pair(dilation),
+            groups=groups,
+        )
 
-    def max_pool2d(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
-                   dilation: Any = 1, ceil_mode: bool = False) -> Tensor:
+    def max_pool2d(
+        self,
+        kernel_size: Any,
+        stride: Any = None,
+        padding: Any = 0,
+        dilation: Any = 1,
+        ceil_mode: bool = False,
+    ) -> Tensor:
         """2-D max pooling as torch's max_pool2d (stride defaults to the kernel); padding never
         wins the max."""
         kernel = _pair(kernel_size)
-        return self.graph.op("max_pool2d", a=self, kernel=kernel,
-                             strides=kernel if stride is None else _pair(stride),
-                             padding=_pads4(padding), dilations=_pair(dilation),
-                             ceil_mode=ceil_mode)
+        return self.graph.op(
+            "max_pool2d",
+            a=self,
+            kernel=kernel,
+            strides=kernel if stride is None else _pair(stride),
+            padding=_pads4(padding),
+            dilations=_pair(dilation),
+            ceil_mode=ceil_mode,
+        )
 
-    def avg_pool2d(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
-                   ceil_mode: bool = False, count_include_pad: bool = True,
-                   dilation: Any = 1) -> Tensor:
+    def avg_pool2d(
+        self,
+        kernel_size: Any,
+        stride: Any = None,
+        padding: Any = 0,
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+        dilation: Any = 1,
+    ) -> Tensor:
         """2-D average pooling as torch's avg_pool2d (count_include_pad defaults to True as
         there; the protocol's default is False, as ONNX's)."""
         kernel = _pair(kernel_size)
-        return self.graph.op("avg_pool2d", a=self, kernel=kernel,
-                             strides=kernel if stride is None else _pair(stride),
-                             padding=_pads4(padding), dilations=_pair(dilation),
-                             ceil_mode=ceil_mode, count_include_pad=count_include_pad)
+        return self.graph.op(
+            "avg_pool2d",
+            a=self,
+            kernel=kernel,
+            strides=kernel if stride is None else _pair(stride),
+            padding=_pads4(padding),
+            dilations=_pair(dilation),
+            ceil_mode=ceil_mode,
+            count_include_pad=count_include_pad,
+        )
 
-    def resize(self, size: Any, mode: str = "nearest",
-               coordinate_transformation_mode: str = "half_pixel",
-               nearest_mode: str = "round_prefer_floor") -> Tensor:
+    def resize(
+        self,
+        size: Any,
+        mode: str = "nearest",
+        coordinate_transformation_mode: str = "half_pixel",
+        nearest_mode: str = "round_prefer_floor",
+    ) -> Tensor:
         """Resize the spatial axes of [N, C, H, W] to size (h, w), as ONNX Resize with sizes
         (mode nearest or linear; torch's interpolate modes: functional.interpolate)."""
-        return self.graph.op("resize", a=self, size=_pair(size), mode=mode,
-                             coordinate_transformation_mode=coordinate_transformation_mode,
-                             nearest_mode=nearest_mode)
+        return self.graph.op(
+            "resize",
+            a=self,
+            size=_pair(size),
+            mode=mode,
+            coordinate_transformation_mode=coordinate_transformation_mode,
+            nearest_mode=nearest_mode,
+        )
 
     # -- losses ---------------------------------------------------------------------------
 
@@ -358,8 +419,9 @@ def _table_method(op: str, row: dict[str, Any]) -> Callable[..., Tensor]:
     params += [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names]
     for attr, spec in row["attrs"].items():
         default = inspect.Parameter.empty if spec.get("required") else spec.get("default")
-        params.append(inspect.Parameter(attr, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                        default=default))
+        params.append(
+            inspect.Parameter(attr, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default)
+        )
     has_axis = "axis" in row["attrs"]
     if has_axis:
         params.append(inspect.Parameter("dim", inspect.Parameter.KEYWORD_ONLY, default=None))
@@ -376,14 +438,17 @@ def _table_method(op: str, row: dict[str, Any]) -> Callable[..., Tensor]:
         self: Tensor = values.pop("self")
         if has_axis:
             values["axis"] = _pick_axis(values["axis"], values.pop("dim"), axis_default)
-        fields = {k: self.graph._operand(values.pop(n), f"{op} operand '{k}'")
-                  for k, n in zip(others, names, strict=True)}
+        fields = {
+            k: self.graph._operand(values.pop(n), f"{op} operand '{k}'")
+            for k, n in zip(others, names, strict=True)
+        }
         return self.graph.op(op, a=self, **fields, **values)
 
     method.__name__ = method.__qualname__ = METHOD_NAMES.get(op, op)
     method.__signature__ = signature  # type: ignore[attr-defined]
-    axis_note = " Negative axes count from the end; `dim=` is an alias of `axis=`." if has_axis \
-        else ""
+    axis_note = (
+        " Negative axes count from the end; `dim=` is an alias of `axis=`." if has_axis else ""
+    )
     method.__doc__ = f"{row['doc']} (op `{op}`).{axis_note}"
     return method
 
@@ -404,8 +469,9 @@ _install_table_methods(Tensor)
 def _pick_axis(axis: Any, dim: Any, default: Any = None) -> Any:
     if dim is not None:
         if axis is not None and axis != default:
-            raise GpuLabError("VALIDATION", f"give axis= or dim=, not both (axis={axis}, "
-                                            f"dim={dim})")
+            raise GpuLabError(
+                "VALIDATION", f"give axis= or dim=, not both (axis={axis}, dim={dim})"
+            )
         return dim
     return axis
 
@@ -430,8 +496,9 @@ class Graph:
 
     # -- sources --------------------------------------------------------------------------
 
-    def tensor(self, data: Any, shape: Sequence[int] | None = None,
-               dtype: str = "float32") -> Tensor:
+    def tensor(
+        self, data: Any, shape: Sequence[int] | None = None, dtype: str = "float32"
+    ) -> Tensor:
         """A constant: a number, (nested) list, array.array, memoryview, bytes or numpy array,
         of `dtype` (float32, int32, uint32, bool: the op table's dtypes). Buffers and numpy
         arrays are taken as they are (converted at C speed), never element by element."""
@@ -445,14 +512,17 @@ class Graph:
         float [N, K] (K a multiple of 256), row-major. Use it as `x @ w.T` (decoded inside the
         kernel) or `w.dequantize()`."""
         if kind not in QUANTIZED_DTYPES:
-            raise GpuLabError("VALIDATION", f"quantized: kind must be one of "
-                                            f"{', '.join(QUANTIZED_DTYPES)}, got {kind!r}")
+            raise GpuLabError(
+                "VALIDATION",
+                f"quantized: kind must be one of {', '.join(QUANTIZED_DTYPES)}, got {kind!r}",
+            )
         if hasattr(raw, "__array_interface__"):  # numpy: its bytes, whatever its dtype
             raw = memoryview(raw.tobytes() if not raw.flags.c_contiguous else raw).cast("B")
         return self._source("input", {"shape": _shape_arg(shape), "dtype": kind, "data": raw})
 
-    def input(self, shape: Sequence[int], name: str | None = None,
-              dtype: str = "float32") -> Tensor:
+    def input(
+        self, shape: Sequence[int], name: str | None = None, dtype: str = "float32"
+    ) -> Tensor:
         """An input without data, fed every step of a prepared session."""
         t = self._source("input", _with_dtype({"shape": _shape_arg(shape)}, dtype))
         if name is not None:
@@ -468,16 +538,22 @@ class Graph:
     def rand(self, shape: Sequence[int], seed: int = 0, counter: Any = 0) -> Tensor:
         """Counter-hash uniforms in [0, 1) (op hash_uniform: the same bits on every backend);
         `counter` an int or a one-element uint32 Tensor (feed a new one each session step)."""
-        return self.op("hash_uniform", counter=self._counter(counter), shape=_shape_arg(shape),
-                       seed=seed)
+        return self.op(
+            "hash_uniform", counter=self._counter(counter), shape=_shape_arg(shape), seed=seed
+        )
 
     def where(self, cond: Any, a: Any, b: Any) -> Tensor:
         """cond ? a : b elementwise (cond a bool Tensor; the three broadcast together). A
         Python scalar takes the other value's dtype (float32 when both are scalars)."""
         dtype = next((t.dtype for t in (a, b) if isinstance(t, Tensor)), "float32")
-        return self.op("where", cond=self._own(cond, "where cond") if isinstance(cond, Tensor)
-                       else self.tensor(cond, dtype="bool"),
-                       a=self._operand_like(a, dtype), b=self._operand_like(b, dtype))
+        return self.op(
+            "where",
+            cond=self._own(cond, "where cond")
+            if isinstance(cond, Tensor)
+            else self.tensor(cond, dtype="bool"),
+            a=self._operand_like(a, dtype),
+            b=self._operand_like(b, dtype),
+        )
 
     # -- optimizer steps ------------------------------------------------------------------
 
@@ -485,29 +561,54 @@ class Graph:
         """param - lr * grad."""
         return self.op("sgd_update", a=param, b=self._operand(grad), lr=lr)
 
-    def momentum(self, param: Tensor, velocity: Any, grad: Any, lr: float,
-                 momentum: float = 0.9) -> tuple[Tensor, Tensor]:
+    def momentum(
+        self, param: Tensor, velocity: Any, grad: Any, lr: float, momentum: float = 0.9
+    ) -> tuple[Tensor, Tensor]:
         """PyTorch SGD with momentum (dampening 0): returns (new_param, new_velocity)."""
-        new_velocity = self.op("momentum_update", a=self._operand(velocity),
-                                b=self._operand(grad), momentum=momentum)
+        new_velocity = self.op(
+            "momentum_update", a=self._operand(velocity), b=self._operand(grad), momentum=momentum
+        )
         return self.sgd(param, new_velocity, lr), new_velocity
 
-    def adam(self, param: Tensor, m: Any, v: Any, grad: Any, step: Any, lr: float = 1e-3,
-             beta1: float = 0.9, beta2: float = 0.999,
-             eps: float = 1e-8) -> tuple[Tensor, Tensor, Tensor]:
+    def adam(
+        self,
+        param: Tensor,
+        m: Any,
+        v: Any,
+        grad: Any,
+        step: Any,
+        lr: float = 1e-3,
+        beta1: float = 0.9,
+        beta2: float = 0.999,
+        eps: float = 1e-8,
+    ) -> tuple[Tensor, Tensor, Tensor]:
         """One Adam step; `step` (>= 1) is a number or a 1-element tensor (carry it in a
         session). Returns (new_param, new_m, new_v)."""
         grad_t = self._operand(grad)
         new_m = self.op("adam_m", a=self._operand(m), b=grad_t, beta1=beta1)
         new_v = self.op("adam_v", a=self._operand(v), b=grad_t, beta2=beta2)
-        new_param = self.op("adam_update", a=param, b=new_m, c=new_v, t=self._operand(step),
-                             lr=lr, beta1=beta1, beta2=beta2, eps=eps)
+        new_param = self.op(
+            "adam_update",
+            a=param,
+            b=new_m,
+            c=new_v,
+            t=self._operand(step),
+            lr=lr,
+            beta1=beta1,
+            beta2=beta2,
+            eps=eps,
+        )
         return new_param, new_m, new_v
 
     # -- gradients ------------------------------------------------------------------------
 
-    def grad(self, output: Tensor, inputs: Sequence[Tensor], grad_output: Any = None,
-             create_graph: bool = False) -> list[Tensor]:
+    def grad(
+        self,
+        output: Tensor,
+        inputs: Sequence[Tensor],
+        grad_output: Any = None,
+        create_graph: bool = False,
+    ) -> list[Tensor]:
         """d(output)/d(inputs) as new nodes of this graph (gpulab.autograd.grad: reverse mode,
         one rule per op from the op table; an input the output ignores gets zeros)."""
         from .autograd import grad
@@ -516,10 +617,14 @@ class Graph:
 
     # -- running --------------------------------------------------------------------------
 
-    def wgsl(self, source: str, inputs: Sequence[Tensor] = (),
-             outputs: Mapping[str, tuple[Sequence[int], str]] | None = None,
-             workgroups: Sequence[int] | int = (1,),
-             params: Mapping[str, float] | None = None) -> Any:
+    def wgsl(
+        self,
+        source: str,
+        inputs: Sequence[Tensor] = (),
+        outputs: Mapping[str, tuple[Sequence[int], str]] | None = None,
+        workgroups: Sequence[int] | int = (1,),
+        params: Mapping[str, float] | None = None,
+    ) -> Any:
         """Your own WGSL compute shader as a node (protocol version 5; docs/playground.md):
         `inputs` bind at @group(0) @binding(0..), then one read_write buffer per entry of
         `outputs` ({name: (shape, dtype)}, in order), then a uniform struct of `params` when
@@ -528,20 +633,35 @@ class Graph:
         when there are several; they work everywhere Tensors do, sessions included."""
         if not outputs:
             raise GpuLabError("VALIDATION", "g.wgsl(): give outputs={name: (shape, dtype)}")
-        results = [{"name": k, "shape": _shape_arg(v[0]) if isinstance(v, (list, tuple))
-                    and v else v, "dtype": v[1] if isinstance(v, (list, tuple))
-                    and len(v) > 1 else "float32"} for k, v in outputs.items()]
+        results = [
+            {
+                "name": k,
+                "shape": _shape_arg(v[0]) if isinstance(v, (list, tuple)) and v else v,
+                "dtype": v[1] if isinstance(v, (list, tuple)) and len(v) > 1 else "float32",
+            }
+            for k, v in outputs.items()
+        ]
         groups = [workgroups] if isinstance(workgroups, int) else _shape_arg(workgroups)
         ins = [self._operand(t, f"wgsl input {i}") for i, t in enumerate(inputs)]
-        raw = {"source": source, "results": results, "workgroups": groups,
-               "params": dict(params or {})}
+        raw = {
+            "source": source,
+            "results": results,
+            "workgroups": groups,
+            "params": dict(params or {}),
+        }
         node_id = len(self._nodes)
         attrs, _ = check_attrs(node_id, "wgsl", raw)
         view = SimpleNamespace(id=node_id, op="wgsl", attrs=attrs)
         shape = NODE_SHAPE_RULES["wgsl"](view, ins)
         dtype = NODE_DTYPE_RULES["wgsl"](view, ins)  # the binding convention, checked now
-        self._nodes.append({"id": node_id, "op": "wgsl", "inputs": [t.id for t in ins],
-                            **_emitted_attrs("wgsl", attrs)})
+        self._nodes.append(
+            {
+                "id": node_id,
+                "op": "wgsl",
+                "inputs": [t.id for t in ins],
+                **_emitted_attrs("wgsl", attrs),
+            }
+        )
         self._versions[node_id] = node_version("wgsl", [t.shape for t in ins], attrs, dtype)
         made = [Tensor(self, node_id, "wgsl", shape, dtype)]
         self._tensors[node_id] = made[0]
@@ -568,8 +688,12 @@ class Graph:
         every browser, JSPI or not); natively it is `run`."""
         return await host.execute_async(self._graph_dict(outputs), backend=backend)
 
-    def submit(self, callback: Callable[[dict], Any], on_error: Callable[[Exception], Any]
-               | None = None, **outputs: Tensor) -> None:
+    def submit(
+        self,
+        callback: Callable[[dict], Any],
+        on_error: Callable[[Exception], Any] | None = None,
+        **outputs: Tensor,
+    ) -> None:
         """Run and call back with the result (natively before returning). Errors go to
         on_error, or raise when there is none."""
         try:
@@ -581,34 +705,54 @@ class Graph:
             return
         host.submit(graph, callback, on_error)
 
-    def prepare(self, feeds: Iterable[Tensor] = (), carry: Mapping[Tensor, Any] | None = None,
-                resident: Iterable[Any] = (), backend: str | None = None,
-                **outputs: Tensor) -> SessionLike:
+    def prepare(
+        self,
+        feeds: Iterable[Tensor] = (),
+        carry: Mapping[Tensor, Any] | None = None,
+        resident: Iterable[Any] = (),
+        backend: str | None = None,
+        **outputs: Tensor,
+    ) -> SessionLike:
         """A prepared Session: `feeds` are inputs given every step, `carry` maps an input (with
         data: its initial value) to the output (Tensor or name) that replaces it after each
         step, `resident` outputs stay for `download`, `outputs` are read back every run."""
         graph, options = self._session_request(feeds, carry, resident, outputs)
         return _owned(host.prepare(graph, backend=backend, **options), self)
 
-    async def prepare_async(self, feeds: Iterable[Tensor] = (),
-                            carry: Mapping[Tensor, Any] | None = None,
-                            resident: Iterable[Any] = (), backend: str | None = None,
-                            **outputs: Tensor) -> SessionLike:
+    async def prepare_async(
+        self,
+        feeds: Iterable[Tensor] = (),
+        carry: Mapping[Tensor, Any] | None = None,
+        resident: Iterable[Any] = (),
+        backend: str | None = None,
+        **outputs: Tensor,
+    ) -> SessionLike:
         """Awaitable `prepare` (in the page: every browser, JSPI or not)."""
         graph, options = self._session_request(feeds, carry, resident, outputs)
         return _owned(await host.prepare_async(graph, backend=backend, **options), self)
 
-    def _session_request(self, feeds: Iterable[Tensor], carry: Mapping[Tensor, Any] | None,
-                         resident: Iterable[Any], outputs: dict[str, Tensor]
-                         ) -> tuple[dict[str, Any], dict[str, Any]]:
+    def _session_request(
+        self,
+        feeds: Iterable[Tensor],
+        carry: Mapping[Tensor, Any] | None,
+        resident: Iterable[Any],
+        outputs: dict[str, Tensor],
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         named = dict(outputs)
-        carry_names = {self._own(i, "carry").id: self._name_for(o, named, "_carry")
-                       for i, o in (carry or {}).items()}
+        carry_names = {
+            self._own(i, "carry").id: self._name_for(o, named, "_carry")
+            for i, o in (carry or {}).items()
+        }
         resident_names = [self._name_for(r, named, "_resident") for r in resident]
         feed_ids = [self._own(f, "feeds").id for f in feeds]
         graph = self._graph_dict(named, extra=feed_ids + list(carry_names))
-        return graph, {"feeds": feed_ids, "carry": carry_names, "resident": resident_names,
-                       "outputs": list(outputs), "input_names": dict(self._input_names)}
+        return graph, {
+            "feeds": feed_ids,
+            "carry": carry_names,
+            "resident": resident_names,
+            "outputs": list(outputs),
+            "input_names": dict(self._input_names),
+        }
 
     # -- internals ------------------------------------------------------------------------
 
@@ -616,8 +760,9 @@ class Graph:
         """The output name of a carry/resident target, adding a hidden output for a Tensor."""
         if isinstance(target, str):
             if target not in named:
-                raise GpuLabError("VALIDATION", f"{target!r} is not one of the named outputs "
-                                                f"{sorted(named)}")
+                raise GpuLabError(
+                    "VALIDATION", f"{target!r} is not one of the named outputs {sorted(named)}"
+                )
             return target
         t = self._own(target, prefix.strip("_"))
         for name, tensor in named.items():
@@ -631,11 +776,11 @@ class Graph:
 
     def _own(self, t: Any, what: str) -> Tensor:
         if not isinstance(t, Tensor):
-            raise GpuLabError("VALIDATION", f"{what}: expected a Tensor of this graph, got "
-                                            f"{type(t).__name__}")
+            raise GpuLabError(
+                "VALIDATION", f"{what}: expected a Tensor of this graph, got {type(t).__name__}"
+            )
         if t.graph is not self:
-            raise GpuLabError("VALIDATION", f"{what}: tensor {t.id} belongs to another graph",
-                              t.id)
+            raise GpuLabError("VALIDATION", f"{what}: tensor {t.id} belongs to another graph", t.id)
         return t
 
     def _operand(self, x: Any, what: str = "operand") -> Tensor:
@@ -664,8 +809,9 @@ class Graph:
         row's `variadic_count` allows."""
         low, high = (count["min"], count["max"]) if count else (0, optable.limits()["max_nodes"])
         if not isinstance(values, (list, tuple)) or not low <= len(values) <= high:
-            raise GpuLabError("VALIDATION", f"{what}: give a list of {low} to {high} tensors, "
-                                            f"got {values!r}")
+            raise GpuLabError(
+                "VALIDATION", f"{what}: give a list of {low} to {high} tensors, got {values!r}"
+            )
         return [self._operand(v, f"{what}[{i}]") for i, v in enumerate(values)]
 
     def _index(self, idx: Any) -> Tensor:
@@ -676,8 +822,11 @@ class Graph:
 
     def concat(self, tensors: Sequence[Any], axis: int = 0) -> Tensor:
         """Join 2..8 tensors along axis (the op `concat`; its operand is the list)."""
-        return self.op("concat", tensors=list(tensors) if isinstance(tensors, (list, tuple))
-                       else tensors, axis=axis)
+        return self.op(
+            "concat",
+            tensors=list(tensors) if isinstance(tensors, (list, tuple)) else tensors,
+            axis=axis,
+        )
 
     def _source(self, op: str, attrs: dict[str, Any]) -> Tensor:
         return self._append(op, {}, attrs)
@@ -689,46 +838,63 @@ class Graph:
         `g.op("softmax", a=t, axis=0)` is `t.softmax(axis=0)`."""
         row = optable.ops().get(name)
         if row is None:
-            raise GpuLabError("VALIDATION", f"unknown op {name!r} (the op table has "
-                                            f"{len(optable.ops())} ops)")
+            raise GpuLabError(
+                "VALIDATION", f"unknown op {name!r} (the op table has {len(optable.ops())} ops)"
+            )
         fields = dict(operands_and_attrs)
         operands: dict[str, Tensor | list[Tensor]] = {}
         variadic = row.get("variadic")  # a list field first (docs/protocol.md), e.g. tensors
         for k in ([variadic] if variadic else []) + list(row["operands"]):
             if k not in fields:
-                raise GpuLabError("VALIDATION", f"{name}: missing operand '{k}' (operands: "
-                                                f"{row['operands'] or [variadic]})")
+                raise GpuLabError(
+                    "VALIDATION",
+                    f"{name}: missing operand '{k}' (operands: {row['operands'] or [variadic]})",
+                )
             value = fields.pop(k)
             if k == variadic:
-                operands[k] = self._operands(value, row.get("variadic_count"),
-                                             f"{name} operand '{k}'")
+                operands[k] = self._operands(
+                    value, row.get("variadic_count"), f"{name} operand '{k}'"
+                )
             else:
                 operands[k] = self._operand(value, f"{name} operand '{k}'")
         unknown = sorted(set(fields) - set(row["attrs"]))
         if unknown:
-            raise GpuLabError("VALIDATION", f"{name}: unknown attribute(s) {unknown} (attrs: "
-                                            f"{sorted(row['attrs'])})")
+            raise GpuLabError(
+                "VALIDATION",
+                f"{name}: unknown attribute(s) {unknown} (attrs: {sorted(row['attrs'])})",
+            )
         return self._append(name, operands, fields)
 
-    def _append(self, op: str, operands: Mapping[str, Tensor | list[Tensor]],
-                raw: dict[str, Any]) -> Tensor:
+    def _append(
+        self, op: str, operands: Mapping[str, Tensor | list[Tensor]], raw: dict[str, Any]
+    ) -> Tensor:
         node_id = len(self._nodes)
         attrs, data = check_attrs(node_id, op, raw)
         flat = [t for v in operands.values() for t in (v if isinstance(v, list) else [v])]
         shapes = [t.shape for t in flat]
         shape, attrs = infer_node(node_id, op, attrs, shapes)
-        dtype = result_dtype(label(node_id, op), node_id, optable.ops()[op],
-                             [t.dtype for t in flat], attrs)
-        check_node_values(SimpleNamespace(id=node_id, op=op, attrs=attrs, dtype=dtype),
-                          [SimpleNamespace(op=t.op, shape=t.shape,
-                                           data=self._nodes[t.id].get("data")) for t in flat])
+        dtype = result_dtype(
+            label(node_id, op), node_id, optable.ops()[op], [t.dtype for t in flat], attrs
+        )
+        check_node_values(
+            SimpleNamespace(id=node_id, op=op, attrs=attrs, dtype=dtype),
+            [
+                SimpleNamespace(op=t.op, shape=t.shape, data=self._nodes[t.id].get("data"))
+                for t in flat
+            ],
+        )
         limit = optable.limits()["max_elements"]
         if element_count(shape) > limit:
-            raise GpuLabError("LIMIT", f"{label(node_id, op)}: result shape {list(shape)} has "
-                                       f"{element_count(shape)} elements > {limit}", node_id)
+            raise GpuLabError(
+                "LIMIT",
+                f"{label(node_id, op)}: result shape {list(shape)} has "
+                f"{element_count(shape)} elements > {limit}",
+                node_id,
+            )
         node: dict[str, Any] = {"id": node_id, "op": op}
-        node.update({k: [t.id for t in v] if isinstance(v, list) else v.id
-                     for k, v in operands.items()})
+        node.update(
+            {k: [t.id for t in v] if isinstance(v, list) else v.id for k, v in operands.items()}
+        )
         node.update(_emitted_attrs(op, attrs))
         if data is not None:
             node["data"] = data
@@ -738,8 +904,9 @@ class Graph:
         self._tensors[node_id] = t
         return t
 
-    def _graph_dict(self, outputs: Mapping[str, Any], plain: bool = False,
-                    extra: Iterable[int] = ()) -> dict[str, Any]:
+    def _graph_dict(
+        self, outputs: Mapping[str, Any], plain: bool = False, extra: Iterable[int] = ()
+    ) -> dict[str, Any]:
         """The protocol dict of the outputs' nodes: data stays array.array (the hosts take
         buffers: numpy natively, typed arrays in the page) unless `plain` (JSON data)."""
         if not outputs:
@@ -870,9 +1037,12 @@ def _shape_and_flat(data: Any, dtype: str) -> tuple[Shape, Any]:
         flat: list[Any] = []
         _collect(data, shape, 0, flat)
         return shape, flat
-    raise GpuLabError("VALIDATION", f"g.tensor() cannot take {type(data).__name__}: give a "
-                                    "number, a (nested) list, an array.array, a memoryview or a "
-                                    "numpy array")
+    raise GpuLabError(
+        "VALIDATION",
+        f"g.tensor() cannot take {type(data).__name__}: give a "
+        "number, a (nested) list, an array.array, a memoryview or a "
+        "numpy array",
+    )
 
 
 def _nested_shape(data: Any) -> Shape:
@@ -890,14 +1060,20 @@ def _collect(data: Any, shape: Shape, depth: int, flat: list) -> None:
     """Flatten, refusing ragged lists with the path where the shape breaks."""
     if depth == len(shape):
         if isinstance(data, (list, tuple)):
-            raise GpuLabError("VALIDATION", f"ragged nested list: expected a number at depth "
-                                            f"{depth}, found a list (shape so far {list(shape)})")
+            raise GpuLabError(
+                "VALIDATION",
+                f"ragged nested list: expected a number at depth "
+                f"{depth}, found a list (shape so far {list(shape)})",
+            )
         flat.append(data)
         return
     if not isinstance(data, (list, tuple)) or len(data) != shape[depth]:
         found = f"length {len(data)}" if isinstance(data, (list, tuple)) else repr(data)
-        raise GpuLabError("VALIDATION", f"ragged nested list: expected length {shape[depth]} at "
-                                        f"depth {depth}, found {found} (shape {list(shape)})")
+        raise GpuLabError(
+            "VALIDATION",
+            f"ragged nested list: expected length {shape[depth]} at "
+            f"depth {depth}, found {found} (shape {list(shape)})",
+        )
     if depth == len(shape) - 1 and not any(isinstance(v, (list, tuple)) for v in data):
         flat.extend(data)
         return

@@ -29,9 +29,25 @@ from .executors import AUTO, CPU, WGPU, configure, gpu_enabled, software_allowed
 from .protocol import CheckedGraph, label, validate
 from .results import output_entry, run_stats
 
-__all__ = ["AUTO", "BACKENDS", "CPU", "HOST", "WGPU", "NativeHost", "PageHost", "SessionLike",
-           "configure", "execute", "execute_async", "gpu_enabled", "in_pyodide", "prepare",
-           "prepare_async", "software_allowed", "submit"]
+__all__ = [
+    "AUTO",
+    "BACKENDS",
+    "CPU",
+    "HOST",
+    "WGPU",
+    "NativeHost",
+    "PageHost",
+    "SessionLike",
+    "configure",
+    "execute",
+    "execute_async",
+    "gpu_enabled",
+    "in_pyodide",
+    "prepare",
+    "prepare_async",
+    "software_allowed",
+    "submit",
+]
 
 BACKENDS = (AUTO, CPU, WGPU)
 
@@ -67,8 +83,13 @@ class NativeHost:
 
     name = "native"
 
-    def execute(self, graph: Any, backend: str | None = None,
-                allow_software: bool | None = None, strict: bool = False) -> dict[str, Any]:
+    def execute(
+        self,
+        graph: Any,
+        backend: str | None = None,
+        allow_software: bool | None = None,
+        strict: bool = False,
+    ) -> dict[str, Any]:
         """Validate and run a graph once; return {backend, outputs, stats}."""
         started = time.perf_counter()
         checked = validate(graph)
@@ -84,20 +105,23 @@ class NativeHost:
                 program.dispose()
 
         executor, values, attempts, fallback = executors.run_with_fallback(
-            backend, checked, allow_software, strict, run_once)
+            backend, checked, allow_software, strict, run_once
+        )
         stats = run_stats(executor, attempts, fallback, checked.required_version)
         stats["validate_ms"] = (validated - started) * 1e3
         stats["run_ms"] = (time.perf_counter() - validated) * 1e3
-        outputs = {o.name: output_entry(values[o.id], checked.by_id[o.id].shape,
-                                        _dtype(checked, o.id))
-                   for o in checked.outputs}
+        outputs = {
+            o.name: output_entry(values[o.id], checked.by_id[o.id].shape, _dtype(checked, o.id))
+            for o in checked.outputs
+        }
         return {"backend": executor.name, "outputs": outputs, "stats": stats}
 
     async def execute_async(self, graph: Any, **options: Any) -> dict[str, Any]:
         return self.execute(graph, **options)
 
-    def submit(self, graph: Any, callback: Callback, on_error: ErrorCallback | None = None,
-               **options: Any) -> None:
+    def submit(
+        self, graph: Any, callback: Callback, on_error: ErrorCallback | None = None, **options: Any
+    ) -> None:
         """Run now and call back before returning; errors go to on_error (or raise)."""
         try:
             result = self.execute(graph, **options)
@@ -108,26 +132,40 @@ class NativeHost:
             return
         callback(result)
 
-    def prepare(self, graph: Any, feeds: Iterable[int] = (),
-                carry: Mapping[int, str] | None = None, resident: Iterable[str] = (),
-                outputs: Iterable[str] | None = None, backend: str | None = None,
-                allow_software: bool | None = None, strict: bool = False,
-                input_names: Mapping[str, int] | None = None) -> SessionLike:
+    def prepare(
+        self,
+        graph: Any,
+        feeds: Iterable[int] = (),
+        carry: Mapping[int, str] | None = None,
+        resident: Iterable[str] = (),
+        outputs: Iterable[str] | None = None,
+        backend: str | None = None,
+        allow_software: bool | None = None,
+        strict: bool = False,
+        input_names: Mapping[str, int] | None = None,
+    ) -> SessionLike:
         from .session import Session, SessionPlan
 
         checked = validate(graph)
-        plan = SessionPlan.build(checked, list(feeds), dict(carry or {}), list(resident),
-                                 outputs, dict(input_names or {}))
+        plan = SessionPlan.build(
+            checked,
+            list(feeds),
+            dict(carry or {}),
+            list(resident),
+            outputs,
+            dict(input_names or {}),
+        )
 
         def prepare_on(executor: Any) -> Any:
-            return executor.prepare(checked, feeds=plan.feeds, carry=plan.carry_ids,
-                                    keep=plan.keep_ids)
+            return executor.prepare(
+                checked, feeds=plan.feeds, carry=plan.carry_ids, keep=plan.keep_ids
+            )
 
         executor, program, attempts, fallback = executors.run_with_fallback(
-            backend, checked, allow_software, strict, prepare_on)
+            backend, checked, allow_software, strict, prepare_on
+        )
         stats = run_stats(executor, attempts, fallback, checked.required_version)
         return Session(program, executor.name, plan, stats)
-
 
     async def prepare_async(self, graph: Any, **options: Any) -> SessionLike:
         return self.prepare(graph, **options)
@@ -153,27 +191,49 @@ class PageHost:
     async def execute_async(self, graph: Any, **_options: Any) -> dict[str, Any]:
         return await self._bridge().execute_async(graph)
 
-    def submit(self, graph: Any, callback: Callback, on_error: ErrorCallback | None = None,
-               **_options: Any) -> None:
+    def submit(
+        self, graph: Any, callback: Callback, on_error: ErrorCallback | None = None, **_options: Any
+    ) -> None:
         """Post the graph; bad input, like any failure, reaches on_error (stderr without)."""
         self._bridge().submit(graph, callback, on_error)
 
-    def prepare(self, graph: Any, feeds: Iterable[int] = (),
-                carry: Mapping[int, str] | None = None, resident: Iterable[str] = (),
-                outputs: Iterable[str] | None = None,
-                input_names: Mapping[str, int] | None = None, **_options: Any) -> SessionLike:
-        return self._bridge().prepare(graph, feeds=list(feeds), carry=dict(carry or {}),
-                                      resident=list(resident), outputs=outputs,
-                                      input_names=dict(input_names or {}))
+    def prepare(
+        self,
+        graph: Any,
+        feeds: Iterable[int] = (),
+        carry: Mapping[int, str] | None = None,
+        resident: Iterable[str] = (),
+        outputs: Iterable[str] | None = None,
+        input_names: Mapping[str, int] | None = None,
+        **_options: Any,
+    ) -> SessionLike:
+        return self._bridge().prepare(
+            graph,
+            feeds=list(feeds),
+            carry=dict(carry or {}),
+            resident=list(resident),
+            outputs=outputs,
+            input_names=dict(input_names or {}),
+        )
 
-    async def prepare_async(self, graph: Any, feeds: Iterable[int] = (),
-                            carry: Mapping[int, str] | None = None,
-                            resident: Iterable[str] = (), outputs: Iterable[str] | None = None,
-                            input_names: Mapping[str, int] | None = None,
-                            **_options: Any) -> SessionLike:
+    async def prepare_async(
+        self,
+        graph: Any,
+        feeds: Iterable[int] = (),
+        carry: Mapping[int, str] | None = None,
+        resident: Iterable[str] = (),
+        outputs: Iterable[str] | None = None,
+        input_names: Mapping[str, int] | None = None,
+        **_options: Any,
+    ) -> SessionLike:
         return await self._bridge().prepare_async(
-            graph, feeds=list(feeds), carry=dict(carry or {}), resident=list(resident),
-            outputs=outputs, input_names=dict(input_names or {}))
+            graph,
+            feeds=list(feeds),
+            carry=dict(carry or {}),
+            resident=list(resident),
+            outputs=outputs,
+            input_names=dict(input_names or {}),
+        )
 
 
 HOST: NativeHost | PageHost = PageHost() if in_pyodide() else NativeHost()
@@ -190,8 +250,9 @@ async def execute_async(graph: Any, **options: Any) -> dict[str, Any]:
     return await HOST.execute_async(graph, **options)
 
 
-def submit(graph: Any, callback: Callback, on_error: ErrorCallback | None = None,
-           **options: Any) -> None:
+def submit(
+    graph: Any, callback: Callback, on_error: ErrorCallback | None = None, **options: Any
+) -> None:
     """Run a graph and call back with the result (natively before returning)."""
     HOST.submit(graph, callback, on_error, **options)
 

@@ -150,7 +150,9 @@ def _check_shape(value: Any, where: str, node: int | None, _: dict) -> Shape:
         raise _fail("VALIDATION", f"{where}: shape must be a list of integers", node)
     if len(value) > lim["max_rank"]:
         raise _fail(
-            "LIMIT", f"{where}: shape {_show(list(value))} has rank {len(value)} > {lim['max_rank']}", node
+            "LIMIT",
+            f"{where}: shape {_show(list(value))} has rank {len(value)} > {lim['max_rank']}",
+            node,
         )
     dims = []
     for d in value:
@@ -180,8 +182,11 @@ def _check_data(value: Any, where: str, node: int | None, checked: dict) -> arra
 
 def _check_dtype(value: Any, where: str, node: int | None, checked: dict) -> str:
     if not isinstance(value, str) or value not in DTYPES:
-        raise _fail("VALIDATION", f"{where}: dtype must be one of {', '.join(DTYPES)}, "
-                    f"got {_show(value)}", node)
+        raise _fail(
+            "VALIDATION",
+            f"{where}: dtype must be one of {', '.join(DTYPES)}, got {_show(value)}",
+            node,
+        )
     # a block-quantized input is [N, K] with whole blocks along K (the shape is checked first)
     problem = block_shape_problem(value, checked["shape"]) if "shape" in checked else None
     if problem:
@@ -193,8 +198,11 @@ def _check_int(value: Any, where: str, node: int | None, _: dict, spec: dict) ->
     """An integer in the row's [min, max] (matmul_fixed's frac_bits)."""
     n = _as_int(value)
     if n is None or not spec["min"] <= n <= spec["max"]:
-        raise _fail("VALIDATION", f"{where}: must be an integer in {spec['min']}..{spec['max']}, "
-                    f"got {_show(value)}", node)
+        raise _fail(
+            "VALIDATION",
+            f"{where}: must be an integer in {spec['min']}..{spec['max']}, got {_show(value)}",
+            node,
+        )
     return n
 
 
@@ -214,8 +222,9 @@ def _check_float(value: Any, where: str, node: int | None, _: dict) -> float:
     number = as_number(value)
     rounded = _float32(number) if number is not None and math.isfinite(number) else math.inf
     if not math.isfinite(rounded):
-        raise _fail("VALIDATION", f"{where}: expected a finite float32 number, got {_show(value)}",
-                    node)
+        raise _fail(
+            "VALIDATION", f"{where}: expected a finite float32 number, got {_show(value)}", node
+        )
     return rounded
 
 
@@ -223,8 +232,9 @@ def _check_uint32(value: Any, where: str, node: int | None, _: dict) -> int:
     # seeds (hash_uniform, dropout): an integer a uint32 holds
     n = _as_int(value)
     if n is None or not 0 <= n <= 0xFFFFFFFF:
-        raise _fail("VALIDATION", f"{where}: must be an integer in 0..4294967295, got "
-                    f"{_show(value)}", node)
+        raise _fail(
+            "VALIDATION", f"{where}: must be an integer in 0..4294967295, got {_show(value)}", node
+        )
     return n
 
 
@@ -233,8 +243,9 @@ def _check_probability(value: Any, where: str, node: int | None, _: dict) -> flo
     number = as_number(value)
     p = _float32(number) if number is not None else math.nan
     if not 0.0 <= p < 1.0:
-        raise _fail("VALIDATION", f"{where}: must be a float32 number in [0, 1), got "
-                    f"{_show(value)}", node)
+        raise _fail(
+            "VALIDATION", f"{where}: must be a float32 number in [0, 1), got {_show(value)}", node
+        )
     return p
 
 
@@ -258,7 +269,9 @@ def _check_axis(value: Any, where: str, node: int | None, _: dict) -> int | None
         return None
     n = _as_int(value)
     if n is None:
-        raise _fail("VALIDATION", f"{where}: axis must be an integer or null, got {_show(value)}", node)
+        raise _fail(
+            "VALIDATION", f"{where}: axis must be an integer or null, got {_show(value)}", node
+        )
     return n
 
 
@@ -271,7 +284,9 @@ def _check_bool(value: Any, where: str, node: int | None, _: dict) -> bool:
 def _check_perm(value: Any, where: str, node: int | None, _: dict) -> tuple[int, ...]:
     ints = [_as_int(d) for d in value] if isinstance(value, (list, tuple)) else None
     if ints is None or any(d is None for d in ints):
-        raise _fail("VALIDATION", f"{where}: dims must be a list of integers, got {_show(value)}", node)
+        raise _fail(
+            "VALIDATION", f"{where}: dims must be a list of integers, got {_show(value)}", node
+        )
     return tuple(ints)
 
 
@@ -281,14 +296,16 @@ def _check_reshape(value: Any, where: str, node: int | None, _: dict) -> tuple[i
     dims = [_as_int(d) for d in value] if isinstance(value, (list, tuple)) else [None]
     if any(d is None or (d < 1 and d != -1) for d in dims):
         raise _fail(
-            "VALIDATION", f"{where}: shape must be a list of integers >= 1 or -1, got {_show(value)}",
+            "VALIDATION",
+            f"{where}: shape must be a list of integers >= 1 or -1, got {_show(value)}",
             node,
         )
     if dims.count(-1) > 1:
         raise _fail("VALIDATION", f"{where}: shape {dims} has more than one -1", node)
     if len(dims) > lim["max_rank"]:
         raise _fail(
-            "LIMIT", f"{where}: shape {dims} has rank {len(dims)} > max_rank {lim['max_rank']}",
+            "LIMIT",
+            f"{where}: shape {dims} has rank {len(dims)} > max_rank {lim['max_rank']}",
             node,
         )
     return tuple(dims)  # type: ignore[arg-type]
@@ -307,8 +324,12 @@ def _check_slices(value: Any, where: str, node: int | None, _: dict) -> list[lis
 
     entries = [entry(e) for e in value] if isinstance(value, (list, tuple)) else [None]
     if any(e is None for e in entries):
-        raise _fail("VALIDATION", f"{where}: slices must be a list of [start, stop, step] "
-                    f"(integers or null, step not 0), got {_show(value)}", node)
+        raise _fail(
+            "VALIDATION",
+            f"{where}: slices must be a list of [start, stop, step] "
+            f"(integers or null, step not 0), got {_show(value)}",
+            node,
+        )
     return entries  # type: ignore[return-value]
 
 
@@ -322,8 +343,12 @@ def _check_pad_widths(value: Any, where: str, node: int | None, _: dict) -> list
 
     entries = [entry(e) for e in value] if isinstance(value, (list, tuple)) else [None]
     if any(e is None for e in entries):
-        raise _fail("VALIDATION", f"{where}: widths must be a list of [before, after] "
-                    f"(integers >= 0), got {_show(value)}", node)
+        raise _fail(
+            "VALIDATION",
+            f"{where}: widths must be a list of [before, after] "
+            f"(integers >= 0), got {_show(value)}",
+            node,
+        )
     return entries  # type: ignore[return-value]
 
 
@@ -338,8 +363,9 @@ def _check_pair(value: Any, where: str, node: int | None, _: dict) -> list[int]:
     # the v6 window ops' strides, dilations, kernel, resize's size: [h, w], integers >= 1
     pair = _int_list(value, 2, 1)
     if pair is None:
-        raise _fail("VALIDATION", f"{where}: must be a list of 2 integers >= 1, got "
-                    f"{_show(value)}", node)
+        raise _fail(
+            "VALIDATION", f"{where}: must be a list of 2 integers >= 1, got {_show(value)}", node
+        )
     return pair
 
 
@@ -347,16 +373,23 @@ def _check_pads4(value: Any, where: str, node: int | None, _: dict) -> list[int]
     # the v6 window ops' padding: [top, left, bottom, right] (ONNX's pads order)
     pads = _int_list(value, 4, 0)
     if pads is None:
-        raise _fail("VALIDATION", f"{where}: must be a list of 4 integers >= 0 [top, left, "
-                    f"bottom, right], got {_show(value)}", node)
+        raise _fail(
+            "VALIDATION",
+            f"{where}: must be a list of 4 integers >= 0 [top, left, "
+            f"bottom, right], got {_show(value)}",
+            node,
+        )
     return pads
 
 
 def _check_choice(value: Any, where: str, node: int | None, _: dict, spec: dict) -> str:
     """One of the row's values (resize's modes): anything else is refused by name."""
     if not isinstance(value, str) or value not in spec["values"]:
-        raise _fail("VALIDATION", f"{where}: must be one of {', '.join(spec['values'])}, got "
-                    f"{_show(value)}", node)
+        raise _fail(
+            "VALIDATION",
+            f"{where}: must be one of {', '.join(spec['values'])}, got {_show(value)}",
+            node,
+        )
     return value
 
 
@@ -398,8 +431,11 @@ def check_attrs(node_id: int, op: str, given: dict[str, Any]) -> tuple[dict[str,
             continue
         kind = "value" if (op, name) == ("full", "value") else spec["type"]
         # data messages are the JS twin's word for word ("node 0 (input): data ...")
-        context = where if kind == "data" or kind in WGSL_ATTR_CHECKERS else (
-            f"{where} attribute '{name}'")
+        context = (
+            where
+            if kind == "data" or kind in WGSL_ATTR_CHECKERS
+            else (f"{where} attribute '{name}'")
+        )
         if kind in ("int", "choice"):  # checkers that read the row's spec (min/max, values)
             check = _check_int if kind == "int" else _check_choice
             checked[name] = check(given[name], context, node_id, checked, spec)
@@ -432,23 +468,25 @@ def _is_scalar_like(shape: Shape) -> bool:
 
 
 FEATURE_USED = {
-    "broadcast": lambda shapes, attrs: shapes[0] != shapes[1]
-    and not _is_scalar_like(shapes[0])
-    and not _is_scalar_like(shapes[1]),
+    "broadcast": lambda shapes, attrs: (
+        shapes[0] != shapes[1] and not _is_scalar_like(shapes[0]) and not _is_scalar_like(shapes[1])
+    ),
     "batched": lambda shapes, attrs: any(len(s) > 2 for s in shapes),
     "axis": lambda shapes, attrs: attrs.get("axis") is not None or bool(attrs.get("keepdim")),
 }
 
 
-def node_version(op: str, operand_shapes: list[Shape], attrs: dict[str, Any],
-                 dtype: str = "float32") -> int:
+def node_version(
+    op: str, operand_shapes: list[Shape], attrs: dict[str, Any], dtype: str = "float32"
+) -> int:
     """The version a node needs: the highest of its op's `since`, its dtype's `since` and the
     versions (`features`: feature -> version) of the features it uses."""
     return node_version_reason(op, operand_shapes, attrs, dtype)[0]
 
 
-def node_version_reason(op: str, operand_shapes: list[Shape], attrs: dict[str, Any],
-                        dtype: str = "float32") -> tuple[int, str]:
+def node_version_reason(
+    op: str, operand_shapes: list[Shape], attrs: dict[str, Any], dtype: str = "float32"
+) -> tuple[int, str]:
     """(version, why): why names the first of op, dtype, features (table order) reaching it."""
     row = optable.ops()[op]
     reasons = [(row["since"], f"{op} is a version {row['since']} op")]
@@ -548,15 +586,21 @@ def _check_node(index: int, raw: Any, seen: set[int]) -> CheckedNode:
     for name in row["operands"]:
         ref = _as_id(raw.get(name)) if name in raw else None
         if ref is None:
-            problem = "is missing" if name not in raw else f"must be a node id, got {_show(raw[name])}"
+            problem = (
+                "is missing" if name not in raw else f"must be a node id, got {_show(raw[name])}"
+            )
             raise _fail("VALIDATION", f"{label(node_id, op)}: operand '{name}' {problem}", node_id)
         operands.append(ref)
-    allowed = {"id", "op", *row["operands"], *row["attrs"], *([row["variadic"]] if "variadic" in row else [])}
+    allowed = {
+        "id",
+        "op",
+        *row["operands"],
+        *row["attrs"],
+        *([row["variadic"]] if "variadic" in row else []),
+    }
     unknown = sorted((k for k in raw if k not in allowed), key=repr)  # keys may not be str
     if unknown:
-        raise _fail(
-            "VALIDATION", f"{label(node_id, op)}: unknown field(s) {unknown}", node_id
-        )
+        raise _fail("VALIDATION", f"{label(node_id, op)}: unknown field(s) {unknown}", node_id)
     attrs, data = check_attrs(node_id, op, {k: raw[k] for k in row["attrs"] if k in raw})
     return CheckedNode(node_id, op, tuple(operands), attrs, data=data)
 
@@ -571,12 +615,20 @@ def _variadic_operands(node_id: int, op: str, raw: dict, row: dict) -> list[int]
     value = raw[name]
     refs = [_as_id(v) for v in value] if isinstance(value, (list, tuple)) else [None]
     if any(r is None for r in refs):
-        raise _fail("VALIDATION", f"{label(node_id, op)}: operand '{name}' must be a list of "
-                    f"integer node ids, got {_show(value)}", node_id)
+        raise _fail(
+            "VALIDATION",
+            f"{label(node_id, op)}: operand '{name}' must be a list of "
+            f"integer node ids, got {_show(value)}",
+            node_id,
+        )
     count = row.get("variadic_count")
     if count and not count["min"] <= len(refs) <= count["max"]:
-        raise _fail("VALIDATION", f"{label(node_id, op)}: operand {name} must be a list of "
-                    f"{count['min']} to {count['max']} node ids (it has {len(refs)})", node_id)
+        raise _fail(
+            "VALIDATION",
+            f"{label(node_id, op)}: operand {name} must be a list of "
+            f"{count['min']} to {count['max']} node ids (it has {len(refs)})",
+            node_id,
+        )
     return [r for r in refs if r is not None]
 
 
@@ -615,12 +667,17 @@ def _check_output(index: int, raw: Any, by_id: dict[int, CheckedNode]) -> Output
     if not isinstance(name, str) or not name:
         raise _fail("VALIDATION", f"output at index {index}: name must be a non-empty string")
     if name in RESERVED_NAMES:
-        raise _fail("VALIDATION", f"output at index {index}: the name {name!r} is reserved "
-                    "(a JS object cannot hold it as a key)")
+        raise _fail(
+            "VALIDATION",
+            f"output at index {index}: the name {name!r} is reserved "
+            "(a JS object cannot hold it as a key)",
+        )
     ref = _as_id(raw.get("id"))
     if ref is None:
-        raise _fail("VALIDATION", f"output {_show(name)}: id must be an integer node id, got "
-                    f"{_show(raw.get('id'))}")
+        raise _fail(
+            "VALIDATION",
+            f"output {_show(name)}: id must be an integer node id, got {_show(raw.get('id'))}",
+        )
     if ref not in by_id:
         raise _fail("VALIDATION", f"output {_show(name)}: dangling output id {ref} (no such node)")
     return Output(name, ref)
@@ -745,10 +802,12 @@ def _infer_dtypes(topo: list[int], by_id: dict[int, CheckedNode]) -> None:
         if row["shape_rule"] in NODE_DTYPE_RULES:
             node.dtype = NODE_DTYPE_RULES[row["shape_rule"]](node, operands)
         else:
-            node.dtype = result_dtype(label(node.id, node.op), node.id, row,
-                                      [o.dtype for o in operands], node.attrs)
+            node.dtype = result_dtype(
+                label(node.id, node.op), node.id, row, [o.dtype for o in operands], node.attrs
+            )
         node.version, node.why = node_version_reason(
-            node.op, [o.shape for o in operands], node.attrs, node.dtype)
+            node.op, [o.shape for o in operands], node.attrs, node.dtype
+        )
 
 
 def _check_output_dtypes(outputs: list[Output], by_id: dict[int, CheckedNode]) -> None:
@@ -759,7 +818,7 @@ def _check_output_dtypes(outputs: list[Output], by_id: dict[int, CheckedNode]) -
         if DTYPES[node.dtype].get("block"):
             raise _fail(
                 "VALIDATION",
-                f"{label(node.id, node.op)}: output \"{out.name}\" is a {node.dtype} tensor; "
+                f'{label(node.id, node.op)}: output "{out.name}" is a {node.dtype} tensor; '
                 "only matmul_q and dequantize read one (output its dequantize)",
                 node.id,
             )

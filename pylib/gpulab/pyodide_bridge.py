@@ -133,9 +133,11 @@ def _plain(value: Any) -> Any:
 
 def output_to_py(js_output: Any) -> OutputEntry:
     """One output {shape, dtype, data}: data arrives as a typed array; the list is deferred."""
-    return buffer_entry(typed_buffer(js_output.data),
-                        [int(d) for d in _plain(js_output.shape)],
-                        str(getattr(js_output, "dtype", "float32") or "float32"))
+    return buffer_entry(
+        typed_buffer(js_output.data),
+        [int(d) for d in _plain(js_output.shape)],
+        str(getattr(js_output, "dtype", "float32") or "float32"),
+    )
 
 
 def _entries(js_object: Any) -> list[tuple[Any, Any]]:
@@ -217,8 +219,12 @@ def submit(graph: dict, callback: Callback, on_error: ErrorCallback | None = Non
         raise
 
 
-def when_done(pending: Any, convert: Callable[[Any], Any], callback: Callable[[Any], Any],
-              on_error: ErrorCallback | None = None) -> None:
+def when_done(
+    pending: Any,
+    convert: Callable[[Any], Any],
+    callback: Callable[[Any], Any],
+    on_error: ErrorCallback | None = None,
+) -> None:
     """Call back when an adapter request settles: `callback(convert(value))`, or
     `on_error(GpuLabError)` (stderr without one). The callback runs in the JS promise's own
     reaction, never through asyncio's scheduler, so a callback that posts the next request does
@@ -297,8 +303,9 @@ def feed_buffer(value: Any, dtype: str = "float32") -> Any:
     try:
         return array.array(TYPECODE.get(dtype, "f"), flat)
     except (TypeError, OverflowError) as err:
-        raise GpuLabError("VALIDATION", f"feed data must be numbers of dtype {dtype}: "
-                                        f"{err}") from None
+        raise GpuLabError(
+            "VALIDATION", f"feed data must be numbers of dtype {dtype}: {err}"
+        ) from None
 
 
 def _flat(value: list) -> list:
@@ -319,9 +326,13 @@ class BrowserSession:
     come back with their shape and dtype.
     """
 
-    def __init__(self, session_id: int, feed_dtypes: dict[int, str] | None = None,
-                 input_names: dict[str, int] | None = None,
-                 backend: str | None = None) -> None:
+    def __init__(
+        self,
+        session_id: int,
+        feed_dtypes: dict[int, str] | None = None,
+        input_names: dict[str, int] | None = None,
+        backend: str | None = None,
+    ) -> None:
         self.id = session_id
         self.backend = backend
         self._feed_dtypes = dict(feed_dtypes or {})
@@ -348,15 +359,18 @@ class BrowserSession:
     def _key_id(self, key: Any) -> int:
         if hasattr(key, "id") and hasattr(key, "graph"):
             if self.owner is not None and key.graph is not self.owner:
-                raise GpuLabError("VALIDATION", f"tensor {key.id} belongs to another graph "
-                                                "than this session's")
+                raise GpuLabError(
+                    "VALIDATION", f"tensor {key.id} belongs to another graph than this session's"
+                )
             return int(key.id)
         if isinstance(key, int) and not isinstance(key, bool):
             return key
         if isinstance(key, str) and key in self._input_names:
             return self._input_names[key]
-        raise GpuLabError("VALIDATION", f"{key!r} is not an input of this session (a Tensor, "
-                                        "an input id or an input name)")
+        raise GpuLabError(
+            "VALIDATION",
+            f"{key!r} is not an input of this session (a Tensor, an input id or an input name)",
+        )
 
     def _steps_js(self, steps: Any) -> Any:
         if isinstance(steps, int) and not isinstance(steps, bool):
@@ -366,8 +380,7 @@ class BrowserSession:
             feeds = {}
             for key, value in (step or {}).items():
                 node_id = self._key_id(key)
-                feeds[str(node_id)] = feed_buffer(value, self._feed_dtypes.get(node_id,
-                                                                               "float32"))
+                feeds[str(node_id)] = feed_buffer(value, self._feed_dtypes.get(node_id, "float32"))
             plain.append(feeds)
         return _to_js(plain)
 
@@ -392,8 +405,7 @@ class BrowserSession:
         steps = step_arg(steps)  # VALIDATION / LIMIT here, before anything is sent
         adapter = self._live()
         pending = adapter.session_run(self.id, self._steps_js(steps))
-        return self._finish(_unwrap(_block_on(pending, adapter)),
-                            self._count(steps) or len(steps))
+        return self._finish(_unwrap(_block_on(pending, adapter)), self._count(steps) or len(steps))
 
     async def run_async(self, feeds: dict | int | None = None) -> dict:
         if isinstance(feeds, int) and not isinstance(feeds, bool):
@@ -404,11 +416,16 @@ class BrowserSession:
         steps = step_arg(steps)  # VALIDATION / LIMIT here, before anything is sent
         adapter = self._live()
         pending = adapter.session_run(self.id, self._steps_js(steps))
-        return self._finish(_unwrap(await _wait_async(pending, adapter)),
-                            self._count(steps) or len(steps))
+        return self._finish(
+            _unwrap(await _wait_async(pending, adapter)), self._count(steps) or len(steps)
+        )
 
-    def submit_steps(self, steps: int | list[dict | None], callback: Callback,
-                     on_error: ErrorCallback | None = None) -> None:
+    def submit_steps(
+        self,
+        steps: int | list[dict | None],
+        callback: Callback,
+        on_error: ErrorCallback | None = None,
+    ) -> None:
         """`run_steps` that calls back with the result instead of waiting (every browser);
         bad steps raise at once, before anything is sent."""
         steps = step_arg(steps)
@@ -417,8 +434,12 @@ class BrowserSession:
         pending = adapter.session_run(self.id, self._steps_js(steps))
         when_done(pending, lambda value: self._finish(value, count), callback, on_error)
 
-    def submit_download(self, what: Any, callback: Callable[[OutputEntry], Any],
-                        on_error: ErrorCallback | None = None) -> None:
+    def submit_download(
+        self,
+        what: Any,
+        callback: Callable[[OutputEntry], Any],
+        on_error: ErrorCallback | None = None,
+    ) -> None:
         """`download` that calls back with the entry instead of waiting (every browser)."""
         adapter = self._live()
         pending = adapter.session_download(self.id, self._download_key(what))
@@ -515,40 +536,59 @@ def _session_options(feeds: Any, carry: Any, resident: Any, outputs: Any) -> dic
     return options
 
 
-def prepare(graph: dict, feeds: Any = (), carry: Any = None, resident: Any = (),
-            outputs: Any = None, input_names: dict[str, int] | None = None) -> BrowserSession:
+def prepare(
+    graph: dict,
+    feeds: Any = (),
+    carry: Any = None,
+    resident: Any = (),
+    outputs: Any = None,
+    input_names: dict[str, int] | None = None,
+) -> BrowserSession:
     """Prepare `graph` in the page (runtime.prepare); needs JSPI (else `prepare_async`).
     feeds: input ids; carry: {input id: output name}; resident/outputs: output names."""
     adapter = _adapter()
-    pending = adapter.prepare(_to_js(graph),
-                              _to_js(_session_options(feeds, carry, resident, outputs)))
+    pending = adapter.prepare(
+        _to_js(graph), _to_js(_session_options(feeds, carry, resident, outputs))
+    )
     session_id = int(_unwrap(_block_on(pending, adapter)))
     return BrowserSession(session_id, _feed_dtypes(graph, feeds), input_names, _backend_name())
 
 
-async def prepare_async(graph: dict, feeds: Any = (), carry: Any = None, resident: Any = (),
-                        outputs: Any = None,
-                        input_names: dict[str, int] | None = None) -> BrowserSession:
+async def prepare_async(
+    graph: dict,
+    feeds: Any = (),
+    carry: Any = None,
+    resident: Any = (),
+    outputs: Any = None,
+    input_names: dict[str, int] | None = None,
+) -> BrowserSession:
     """Prepare `graph` in the page; await the session (works in every browser)."""
     adapter = _adapter()
-    pending = adapter.prepare(_to_js(graph),
-                              _to_js(_session_options(feeds, carry, resident, outputs)))
+    pending = adapter.prepare(
+        _to_js(graph), _to_js(_session_options(feeds, carry, resident, outputs))
+    )
     session_id = int(_unwrap(await _wait_async(pending, adapter)))
     return BrowserSession(session_id, _feed_dtypes(graph, feeds), input_names, _backend_name())
 
 
-def submit_prepare(graph: dict, callback: Callable[[BrowserSession], Any],
-                   on_error: ErrorCallback | None = None, feeds: Any = (), carry: Any = None,
-                   resident: Any = (), outputs: Any = None,
-                   input_names: dict[str, int] | None = None) -> None:
+def submit_prepare(
+    graph: dict,
+    callback: Callable[[BrowserSession], Any],
+    on_error: ErrorCallback | None = None,
+    feeds: Any = (),
+    carry: Any = None,
+    resident: Any = (),
+    outputs: Any = None,
+    input_names: dict[str, int] | None = None,
+) -> None:
     """`prepare` that calls back with the session instead of waiting (every browser)."""
     adapter = _adapter()
-    pending = adapter.prepare(_to_js(graph),
-                              _to_js(_session_options(feeds, carry, resident, outputs)))
+    pending = adapter.prepare(
+        _to_js(graph), _to_js(_session_options(feeds, carry, resident, outputs))
+    )
 
     def session(value: Any) -> BrowserSession:
-        return BrowserSession(int(value), _feed_dtypes(graph, feeds), input_names,
-                              _backend_name())
+        return BrowserSession(int(value), _feed_dtypes(graph, feeds), input_names, _backend_name())
 
     when_done(pending, session, callback, on_error)
 
@@ -557,8 +597,11 @@ def _feed_dtypes(graph: Any, feeds: Any) -> dict[int, str]:
     """The dtype each fed input declares (to pack list feeds; the runtime checks them)."""
     fed = {int(i) for i in feeds or ()}
     nodes = graph.get("nodes", []) if isinstance(graph, dict) else []
-    return {n["id"]: str(n.get("dtype", "float32")) for n in nodes
-            if isinstance(n, dict) and n.get("id") in fed}
+    return {
+        n["id"]: str(n.get("dtype", "float32"))
+        for n in nodes
+        if isinstance(n, dict) and n.get("id") in fed
+    }
 
 
 def _backend_name() -> str | None:

@@ -100,7 +100,7 @@ def nested(flat: list[Any], shape: list[int]) -> Any:
     if len(shape) == 1:
         return list(flat)
     step = len(flat) // shape[0] if shape[0] else 0
-    return [nested(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
+    return [nested(flat[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])]
 
 
 def _materializing(name: str) -> Any:
@@ -116,19 +116,29 @@ def _materializing(name: str) -> Any:
     return wrapper
 
 
-for _name in ("__setitem__", "__delitem__", "pop", "popitem", "setdefault", "update", "clear",
-              "__ior__"):
+for _name in (
+    "__setitem__",
+    "__delitem__",
+    "pop",
+    "popitem",
+    "setdefault",
+    "update",
+    "clear",
+    "__ior__",
+):
     setattr(OutputEntry, _name, _materializing(_name))
 
 
-def output_entry(value: Any, shape: tuple[int, ...] | list[int],
-                 dtype: str = "float32") -> OutputEntry:
+def output_entry(
+    value: Any, shape: tuple[int, ...] | list[int], dtype: str = "float32"
+) -> OutputEntry:
     """A native output: `array` (numpy, shaped, of the dtype), `data` deferred."""
     import numpy as np
 
     # (native byte order: DTYPE_NUMPY is little-endian, as on the wire, the same here)
-    arr = np.asarray(value, dtype=np.dtype(DTYPE_NUMPY[dtype]).newbyteorder("=")
-                     ).reshape(tuple(shape))
+    arr = np.asarray(value, dtype=np.dtype(DTYPE_NUMPY[dtype]).newbyteorder("=")).reshape(
+        tuple(shape)
+    )
     return OutputEntry({"shape": list(shape), "dtype": dtype, "array": arr}, arr.reshape(-1))
 
 
@@ -147,8 +157,9 @@ class Attempts:
         self.items.append({"backend": backend, "ok": ok, "reason": reason})
 
 
-def run_stats(executor: Any, attempts: Attempts, fallback: str | None,
-              required_version: int) -> dict[str, Any]:
+def run_stats(
+    executor: Any, attempts: Attempts, fallback: str | None, required_version: int
+) -> dict[str, Any]:
     """stats of a native result: attempts, the adapter (None on cpu-python), fallback."""
     info = getattr(executor, "info", None) or {}
     stats: dict[str, Any] = {

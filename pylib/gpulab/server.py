@@ -52,7 +52,7 @@ class Mount:
         if handler.command not in ("GET", "HEAD") or not handler.path.startswith(self.prefix):
             return False
         # translate_path() drops '..' segments, so nothing outside `directory` is reachable.
-        handler.path = "/" + handler.path[len(self.prefix):]
+        handler.path = "/" + handler.path[len(self.prefix) :]
         handler.directory = str(self.directory)
         if handler.command == "HEAD":
             SimpleHTTPRequestHandler.do_HEAD(handler)
@@ -86,13 +86,16 @@ def prepare_site(root: Path) -> MemoryFiles:
     version = project_version(root / "pyproject.toml")
     wheel = (wheel_name(version), build_wheel(root / "pylib" / "gpulab", version))
     vendor = root / "web" / "vendor"
-    lock = prepare_index(root / "node_modules" / "pyodide", vendor / "wheels",
-                         vendor / "pyodide", wheel)
+    lock = prepare_index(
+        root / "node_modules" / "pyodide", vendor / "wheels", vendor / "pyodide", wheel
+    )
     link_npm_files(root / "node_modules", vendor / "npm")  # the notebook's markdown renderer
-    return MemoryFiles({
-        "/vendor/pyodide/pyodide-lock.json": (lock, "application/json"),
-        f"/vendor/pyodide/{wheel[0]}": (wheel[1], "application/zip"),
-    })
+    return MemoryFiles(
+        {
+            "/vendor/pyodide/pyodide-lock.json": (lock, "application/json"),
+            f"/vendor/pyodide/{wheel[0]}": (wheel[1], "application/zip"),
+        }
+    )
 
 
 def allowed_hosts(host: str, port: int) -> set[str]:
@@ -112,7 +115,9 @@ def allowed_hosts(host: str, port: int) -> set[str]:
 
 
 def start(
-    host: str = "127.0.0.1", port: int = 0, executor: Executor = default_executor,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    executor: Executor = default_executor,
     quotas: Quotas | None = None,
 ) -> ThreadingHTTPServer:
     """Prepare the site and serve it in a daemon thread (tests use port 0: a free port).
@@ -136,9 +141,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="gpulab serve", description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 = any)")
-    parser.add_argument("--gpu-memory-mib", type=int, default=256,
-                        help="device memory one /api/execute graph may take, in MiB "
-                             "(default 256, at most 1536)")
+    parser.add_argument(
+        "--gpu-memory-mib",
+        type=int,
+        default=256,
+        help="device memory one /api/execute graph may take, in MiB (default 256, at most 1536)",
+    )
     return parser.parse_args(argv)
 
 
@@ -158,8 +166,9 @@ def main(args: Sequence[str] | argparse.Namespace | None = None) -> int:
         print(f"gpulab serve: cannot start on {host}:{port}: {err}", file=sys.stderr)
         return 1
     shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
-    print(f"GPU Lab playground: http://{shown}:{srv.server_address[1]}/  (Ctrl+C to stop)",
-          flush=True)
+    print(
+        f"GPU Lab playground: http://{shown}:{srv.server_address[1]}/  (Ctrl+C to stop)", flush=True
+    )
     try:
         threading.Event().wait()  # the server runs in its own thread; wait for Ctrl+C
     except KeyboardInterrupt:

@@ -35,9 +35,15 @@ class SessionPlan:
     input_names: dict[str, int]  # optional names of inputs (g.input(name=...))
 
     @classmethod
-    def build(cls, checked: CheckedGraph, feeds: list[int], carry: dict[int, str],
-              resident: list[str], outputs: Iterable[str] | None,
-              input_names: dict[str, int]) -> SessionPlan:
+    def build(
+        cls,
+        checked: CheckedGraph,
+        feeds: list[int],
+        carry: dict[int, str],
+        resident: list[str],
+        outputs: Iterable[str] | None,
+        input_names: dict[str, int],
+    ) -> SessionPlan:
         names = {o.name: o.id for o in checked.outputs}
         _check_feeds(checked, feeds)
         carry_ids = _check_carry(checked, carry, names)
@@ -56,8 +62,10 @@ class SessionPlan:
 
 def _require_output(names: Mapping[str, int], name: Any, what: str) -> None:
     if name not in names:
-        raise GpuLabError("VALIDATION", f"{what}: {name!r} is not an output of the graph "
-                                        f"(outputs: {sorted(names)})")
+        raise GpuLabError(
+            "VALIDATION",
+            f"{what}: {name!r} is not an output of the graph (outputs: {sorted(names)})",
+        )
 
 
 def _check_feeds(checked: CheckedGraph, feeds: list[int]) -> None:
@@ -65,34 +73,48 @@ def _check_feeds(checked: CheckedGraph, feeds: list[int]) -> None:
         node = checked.by_id.get(node_id)
         if node is None or node.op != "input" or node.data is not None:
             what = "no such node" if node is None else label(node.id, node.op)
-            raise GpuLabError("VALIDATION", f"feeds: {node_id} ({what}) is not an input "
-                                            "without data", node_id if node else None)
+            raise GpuLabError(
+                "VALIDATION",
+                f"feeds: {node_id} ({what}) is not an input without data",
+                node_id if node else None,
+            )
     for node in checked.nodes:
         if node.op == "input" and node.data is None and node.id not in feeds:
-            raise GpuLabError("VALIDATION", f"{label(node.id, node.op)}: has no data and is not "
-                                            "listed in feeds", node.id)
+            raise GpuLabError(
+                "VALIDATION",
+                f"{label(node.id, node.op)}: has no data and is not listed in feeds",
+                node.id,
+            )
 
 
-def _check_carry(checked: CheckedGraph, carry: dict[int, str],
-                 names: Mapping[str, int]) -> dict[int, int]:
+def _check_carry(
+    checked: CheckedGraph, carry: dict[int, str], names: Mapping[str, int]
+) -> dict[int, int]:
     ids = {}
     for input_id, name in carry.items():
         node = checked.by_id.get(input_id)
         if node is None or node.op != "input" or node.data is None:
-            raise GpuLabError("VALIDATION", f"carry: node {input_id} must be an input with data "
-                                            "(its initial value)", input_id)
+            raise GpuLabError(
+                "VALIDATION",
+                f"carry: node {input_id} must be an input with data (its initial value)",
+                input_id,
+            )
         _require_output(names, name, "carry")
         out = checked.by_id[names[name]]
         if out.shape != node.shape:
             raise GpuLabError(
                 "VALIDATION",
                 f"carry: {label(node.id, node.op)} has shape {list(node.shape)} but output "
-                f"{name!r} has shape {list(out.shape)}", input_id)
+                f"{name!r} has shape {list(out.shape)}",
+                input_id,
+            )
         if out.dtype != node.dtype:
             raise GpuLabError(
                 "VALIDATION",
                 f"carry: {label(node.id, node.op)} has dtype {node.dtype} but output "
-                f"{name!r} has dtype {out.dtype}", input_id)
+                f"{name!r} has dtype {out.dtype}",
+                input_id,
+            )
         ids[input_id] = out.id
     return ids
 
@@ -132,8 +154,9 @@ class Session:
         self.steps_run += len(prepared)
         outputs = {}
         for name in self._plan.read_names:
-            outputs[name] = self._entry(values[self._plan.names[name]], self._plan.names[name],
-                                        name)
+            outputs[name] = self._entry(
+                values[self._plan.names[name]], self._plan.names[name], name
+            )
         stats = {**self._stats, "steps": len(prepared), "steps_run": self.steps_run}
         return {"backend": self.backend, "outputs": outputs, "stats": stats}
 
@@ -185,7 +208,7 @@ class Session:
         if not per_run or len(prepared) <= per_run:
             return self._program.run(prepared, read)
         for start in range(0, len(prepared) - per_run, per_run):
-            self._program.run(prepared[start:start + per_run], [])
+            self._program.run(prepared[start : start + per_run], [])
         rest = len(prepared) % per_run or per_run
         return self._program.run(prepared[-rest:], read)
 
@@ -193,16 +216,20 @@ class Session:
         if self._disposed:
             raise GpuLabError("DISPOSED", "the session was disposed")
         if self._poisoned is not None:
-            raise GpuLabError("STATE", f"the session is poisoned ({self._poisoned}): only "
-                                       "dispose() remains")
+            raise GpuLabError(
+                "STATE", f"the session is poisoned ({self._poisoned}): only dispose() remains"
+            )
 
     def _poison(self, err: Exception) -> GpuLabError:
         message = err.message if isinstance(err, GpuLabError) else f"{type(err).__name__}: {err}"
         self._poisoned = message
         if isinstance(err, GpuLabError) and err.code == "BACKEND":
             return err
-        return GpuLabError("BACKEND", f"{self.backend} failed during a session run: {message}",
-                           getattr(err, "node", None))
+        return GpuLabError(
+            "BACKEND",
+            f"{self.backend} failed during a session run: {message}",
+            getattr(err, "node", None),
+        )
 
     def _prepare_steps(self, steps: Any) -> list[dict[int, Any]]:
         """Every step checked before any device work (all or nothing), bounded by max_steps
@@ -210,8 +237,10 @@ class Session:
         arg = step_arg(steps)
         if isinstance(arg, int):
             if self._plan.feeds:
-                raise GpuLabError("VALIDATION", "run_steps: this session has fed inputs; pass "
-                                                "one feed dict per step")
+                raise GpuLabError(
+                    "VALIDATION",
+                    "run_steps: this session has fed inputs; pass one feed dict per step",
+                )
             empty: dict[int, Any] = {}
             return [empty] * arg  # one shared empty map: nothing per step to build
         return [self._step_feeds(i, step) for i, step in enumerate(arg)]
@@ -223,20 +252,30 @@ class Session:
             node_id = self._resolve_input(key, index)
             node = self._plan.checked.by_id[node_id]
             # checked as input data is (docs/protocol.md "Dtypes"): the input's dtype and size
-            values = to_typed(data, node.dtype, label(node.id, node.op), node.id, node.shape,
-                              f"step {index}: feed")
+            values = to_typed(
+                data,
+                node.dtype,
+                label(node.id, node.op),
+                node.id,
+                node.shape,
+                f"step {index}: feed",
+            )
             fed[node_id] = as_numpy(values, node.dtype, node.shape)
         missing = [i for i in self._plan.feeds if i not in fed]
         if missing:
-            raise GpuLabError("VALIDATION", f"step {index}: no value for fed input(s) {missing}",
-                              missing[0])
+            raise GpuLabError(
+                "VALIDATION", f"step {index}: no value for fed input(s) {missing}", missing[0]
+            )
         return fed
 
     def _resolve_input(self, key: Any, index: int) -> int:
         node_id = _key_to_id(key, self._plan.input_names, self.owner)
         if node_id not in self._plan.feeds:
-            raise GpuLabError("VALIDATION", f"step {index}: {key!r} is not a fed input of this "
-                                            f"session (feeds: {self._plan.feeds})")
+            raise GpuLabError(
+                "VALIDATION",
+                f"step {index}: {key!r} is not a fed input of this "
+                f"session (feeds: {self._plan.feeds})",
+            )
         return node_id
 
     def _resolve_kept(self, what: Any) -> int:
@@ -247,8 +286,11 @@ class Session:
             node_id = _key_to_id(what, plan.input_names, self.owner)
         if node_id in plan.carry_ids or node_id in plan.keep_ids:
             return node_id
-        raise GpuLabError("VALIDATION", f"download: {what!r} is neither resident nor carried "
-                                        "(list it in resident= when preparing)")
+        raise GpuLabError(
+            "VALIDATION",
+            f"download: {what!r} is neither resident nor carried "
+            "(list it in resident= when preparing)",
+        )
 
     def _entry(self, value: Any, node_id: int, name: str) -> dict[str, Any]:
         node = self._plan.checked.by_id[node_id]
@@ -272,8 +314,9 @@ def _key_to_id(key: Any, input_names: Mapping[str, int], owner: Any = None) -> i
     node_id = getattr(key, "id", None)
     if node_id is not None and hasattr(key, "graph"):
         if owner is not None and key.graph is not owner:
-            raise GpuLabError("VALIDATION", f"tensor {node_id} belongs to another graph than "
-                                            "this session's")
+            raise GpuLabError(
+                "VALIDATION", f"tensor {node_id} belongs to another graph than this session's"
+            )
         return node_id
     if isinstance(key, int) and not isinstance(key, bool):
         return key

@@ -86,15 +86,18 @@ def _broadcast3(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
     ab = broadcast_shapes(shapes[1], shapes[2])
     out = None if ab is None else broadcast_shapes(shapes[0], ab)
     if out is None:
-        raise ShapeError(f"operand shapes cond {_show(shapes[0])}, a {_show(shapes[1])} and "
-                         f"b {_show(shapes[2])} do not broadcast")
+        raise ShapeError(
+            f"operand shapes cond {_show(shapes[0])}, a {_show(shapes[1])} and "
+            f"b {_show(shapes[2])} do not broadcast"
+        )
     return out, attrs
 
 
 def _require_counter(counter: Shape) -> None:
     if len(counter) > 1 or element_count(counter) != 1:
-        raise ShapeError(f"operand counter must hold one element with rank <= 1, got "
-                         f"{_show(counter)}")
+        raise ShapeError(
+            f"operand counter must hold one element with rank <= 1, got {_show(counter)}"
+        )
 
 
 def _counter_shape(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:

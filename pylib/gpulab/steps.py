@@ -25,16 +25,21 @@ def step_arg(steps: Any) -> int | list[Any]:
         _check_count(steps, limit)
         return steps
     if isinstance(steps, (str, bytes, Mapping)) or not isinstance(steps, Iterable):
-        raise GpuLabError("VALIDATION", "run_steps takes a step count (an int) or a list of "
-                                        f"feed maps, got {type(steps).__name__}")
+        raise GpuLabError(
+            "VALIDATION",
+            "run_steps takes a step count (an int) or a list of "
+            f"feed maps, got {type(steps).__name__}",
+        )
     listed = list(itertools.islice(steps, limit + 1))
     if not listed:
         raise GpuLabError("VALIDATION", "run_steps: no steps given")
     _check_count(len(listed), limit, "more than")
     for index, step in enumerate(listed):
         if step is not None and not isinstance(step, Mapping):
-            raise GpuLabError("VALIDATION", f"step {index}: a feed map {{input: data}} is "
-                                            f"needed, got {type(step).__name__}")
+            raise GpuLabError(
+                "VALIDATION",
+                f"step {index}: a feed map {{input: data}} is needed, got {type(step).__name__}",
+            )
     return listed
 
 
@@ -42,5 +47,8 @@ def _check_count(count: int, limit: int, word: str = "") -> None:
     """LIMIT past max_steps (`word`: "more than" for a list cut at limit + 1)."""
     if count > limit:
         what = f"{word} {limit}" if word else str(count)
-        raise GpuLabError("LIMIT", f"run_steps: {what} steps, past max_steps {limit} per call "
-                                   "(split a longer run into several calls)")
+        raise GpuLabError(
+            "LIMIT",
+            f"run_steps: {what} steps, past max_steps {limit} per call "
+            "(split a longer run into several calls)",
+        )

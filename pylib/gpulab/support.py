@@ -30,8 +30,9 @@ class Support:
         """Raise UNSUPPORTED naming the first missing node; nothing when ok."""
         if self.missing:
             first = self.missing[0]
-            raise GpuLabError("UNSUPPORTED", f"{backend} {first['reason']} (node {first['id']})",
-                              first["id"])
+            raise GpuLabError(
+                "UNSUPPORTED", f"{backend} {first['reason']} (node {first['id']})", first["id"]
+            )
 
     def as_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "missing": list(self.missing)}
@@ -42,8 +43,7 @@ def node_dtype(node: CheckedNode) -> str:
     return str(getattr(node, "dtype", None) or "float32")
 
 
-def check_graph(checked: CheckedGraph,
-                has_kernel: Callable[[CheckedNode], str | None]) -> Support:
+def check_graph(checked: CheckedGraph, has_kernel: Callable[[CheckedNode], str | None]) -> Support:
     """`has_kernel(node)` returns None when the executor can run the node, else the reason
     ("has no kernel for abs", "has no kernel for add at int32")."""
     missing = []
@@ -51,17 +51,21 @@ def check_graph(checked: CheckedGraph,
         node = checked.by_id[node_id]
         reason = has_kernel(node)
         if reason is not None:
-            missing.append({"id": node.id, "op": node.op, "dtype": node_dtype(node),
-                            "reason": reason})
+            missing.append(
+                {"id": node.id, "op": node.op, "dtype": node_dtype(node), "reason": reason}
+            )
     return Support(missing)
 
 
 FLOAT32_ONLY = ("float32",)
 
 
-def check_kernels(checked: CheckedGraph, ops: Container[str],
-                  dtypes: Mapping[str, Sequence[str]] | None = None,
-                  default: Sequence[str] = FLOAT32_ONLY) -> Support:
+def check_kernels(
+    checked: CheckedGraph,
+    ops: Container[str],
+    dtypes: Mapping[str, Sequence[str]] | None = None,
+    default: Sequence[str] = FLOAT32_ONLY,
+) -> Support:
     """The usual answer: a node is supported when its op has a kernel (`ops`) and every dtype
     it touches (its result and its operands') is one the kernel takes (`dtypes[op]`, else
     `default`)."""

@@ -10,8 +10,9 @@ from gpulab import bench
 
 def test_bench_rows_have_timings_and_decreasing_losses(tmp_path, capsys):
     out = tmp_path / "bench.json"
-    rc = bench.main(["--runs", "2", "--torch-device", "none", "--backends", "cpu-python",
-                     "--json", str(out)])
+    rc = bench.main(
+        ["--runs", "2", "--torch-device", "none", "--backends", "cpu-python", "--json", str(out)]
+    )
     assert rc == 0
     result = json.loads(out.read_text())
     (row,) = result["rows"]
@@ -31,7 +32,8 @@ def test_a_backend_asked_for_by_name_that_cannot_run_fails_the_run(capsys):
 
 
 def test_loss_agreement_column_compares_with_the_peer():
-    rows = [{"backend": "cpu-python", "losses": [1.0, 0.5], "run_1": {"median_ms": 1.0,
-                                                                     "min_ms": 1.0}}]
+    rows = [
+        {"backend": "cpu-python", "losses": [1.0, 0.5], "run_1": {"median_ms": 1.0, "min_ms": 1.0}}
+    ]
     text = bench.table(rows, [1.0, 0.5 + 3e-7])
     assert "3.00e-07" in text

@@ -17,8 +17,9 @@ pytest.importorskip("wgpu", reason="wgpu-py is not installed")
 BACKENDS = ["cpu-python", "wgpu"]
 VALUES = {
     # float32 bit patterns: -0, 1.5, the smallest subnormal, the largest finite, -123
-    "float32": np.array([0x80000000, 0x3FC00000, 1, 0x7F7FFFFF, 0xC2F60000],
-                        dtype="<u4").view("<f4"),
+    "float32": np.array([0x80000000, 0x3FC00000, 1, 0x7F7FFFFF, 0xC2F60000], dtype="<u4").view(
+        "<f4"
+    ),
     "int32": np.array([-2147483648, -1, 0, 7, 2147483647], dtype=np.int32),
     "uint32": np.array([0, 1, 2147483648, 4000000000, 4294967295], dtype=np.uint32),
     "bool": np.array([True, False, False, True, True]),
@@ -27,8 +28,11 @@ VALUES = {
 
 def same_bits(entry: dict, dtype: str, want: np.ndarray) -> bool:
     arr = entry["array"]  # bool as uint8 0/1 (gpulab.results)
-    return (entry["dtype"] == dtype and arr.dtype == np.dtype(DTYPE_NUMPY[dtype])
-            and arr.tobytes() == want.astype(DTYPE_NUMPY[dtype]).tobytes())
+    return (
+        entry["dtype"] == dtype
+        and arr.dtype == np.dtype(DTYPE_NUMPY[dtype])
+        and arr.tobytes() == want.astype(DTYPE_NUMPY[dtype]).tobytes()
+    )
 
 
 def node(node_id: int, dtype: str, data: object = None) -> dict:
@@ -49,11 +53,16 @@ def test_execute_returns_every_dtype_bit_for_bit(backend: str) -> None:
         for j, (form, data) in enumerate(forms.items()):
             nodes.append(node(10 * k + j, dtype, data))
             outputs.append({"name": f"{dtype}_{form}", "id": 10 * k + j})
-    nodes += [{"id": 90, "op": "input", "shape": [2], "data": [1, -2]},
-              {"id": 91, "op": "neg", "a": 90}]
-    result = host.execute({"version": 3, "nodes": nodes, "outputs": outputs
-                           + [{"name": "neg", "id": 91}]},
-                          backend=backend, allow_software=True, strict=True)
+    nodes += [
+        {"id": 90, "op": "input", "shape": [2], "data": [1, -2]},
+        {"id": 91, "op": "neg", "a": 90},
+    ]
+    result = host.execute(
+        {"version": 3, "nodes": nodes, "outputs": outputs + [{"name": "neg", "id": 91}]},
+        backend=backend,
+        allow_software=True,
+        strict=True,
+    )
     assert result["backend"] == backend
     for out in outputs:
         dtype = out["name"].split("_")[0]
@@ -70,10 +79,20 @@ def test_sessions_feed_carry_and_swap_every_dtype(backend: str, dtype: str) -> N
     a0, b0 = VALUES[dtype], VALUES[dtype][::-1].copy()
     f1, f2 = np.roll(a0, 2), np.roll(a0, 1)
     b_data = to_base64_data(to_typed(b0, dtype, "test"))
-    graph = {"version": 3, "nodes": [node(0, dtype, a0), node(1, dtype, b_data), node(2, dtype)],
-             "outputs": [{"name": "a", "id": 0}, {"name": "b", "id": 1}, {"name": "f", "id": 2}]}
-    session = host.prepare(graph, feeds=[2], carry={0: "b", 1: "a"}, outputs=["a", "b", "f"],
-                           backend=backend, allow_software=True, strict=True)
+    graph = {
+        "version": 3,
+        "nodes": [node(0, dtype, a0), node(1, dtype, b_data), node(2, dtype)],
+        "outputs": [{"name": "a", "id": 0}, {"name": "b", "id": 1}, {"name": "f", "id": 2}],
+    }
+    session = host.prepare(
+        graph,
+        feeds=[2],
+        carry={0: "b", 1: "a"},
+        outputs=["a", "b", "f"],
+        backend=backend,
+        allow_software=True,
+        strict=True,
+    )
     assert session.backend == backend
     try:
         first = session.run({2: f1})["outputs"]
@@ -97,7 +116,10 @@ def test_sessions_feed_carry_and_swap_every_dtype(backend: str, dtype: str) -> N
 
 
 def test_a_carry_between_dtypes_is_refused() -> None:
-    graph = {"version": 3, "nodes": [node(0, "int32", [0] * 5), node(1, "uint32", [0] * 5)],
-             "outputs": [{"name": "u", "id": 1}, {"name": "i", "id": 0}]}
+    graph = {
+        "version": 3,
+        "nodes": [node(0, "int32", [0] * 5), node(1, "uint32", [0] * 5)],
+        "outputs": [{"name": "u", "id": 1}, {"name": "i", "id": 0}],
+    }
     with pytest.raises(GpuLabError, match="has dtype int32 but output 'u' has dtype uint32"):
         host.prepare(graph, carry={0: "u"}, backend="cpu-python")

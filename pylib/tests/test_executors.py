@@ -15,10 +15,15 @@ from gpulab.cpu import kernels as cpu_kernels
 from gpulab.native import planner
 from gpulab.native.wgpu_executor import WgpuExecutor
 
-EXP = {"version": 2,
-       "nodes": [{"id": 0, "op": "input", "shape": [2], "data": [0.0, 1.0]},
-                 {"id": 1, "op": "relu", "a": 0}, {"id": 2, "op": "exp", "a": 1}],
-       "outputs": [{"name": "y", "id": 2}]}
+EXP = {
+    "version": 2,
+    "nodes": [
+        {"id": 0, "op": "input", "shape": [2], "data": [0.0, 1.0]},
+        {"id": 1, "op": "relu", "a": 0},
+        {"id": 2, "op": "exp", "a": 1},
+    ],
+    "outputs": [{"name": "y", "id": 2}],
+}
 
 
 def test_the_registry_mirrors_the_js_one():
@@ -34,8 +39,12 @@ class NoExpGpu:
     name = "wgpu"
 
     def __init__(self) -> None:
-        self.info = {"vendor": "fake", "architecture": "test", "description": "stand-in",
-                     "software": False}
+        self.info = {
+            "vendor": "fake",
+            "architecture": "test",
+            "description": "stand-in",
+            "software": False,
+        }
         rules = {k: v for k, v in planner.RULES.items() if k != "exp"}
         self.real = WgpuExecutor(None, self.info, {}, {"rules": rules})
         self.prepared = 0
@@ -65,11 +74,15 @@ def test_an_unsupported_graph_is_re_evaluated_on_cpu_python(no_exp_gpu):
     assert result["backend"] == "cpu-python"
     assert result["outputs"]["y"]["data"] == pytest.approx([1.0, 2.7182817])
     first, second = result["stats"]["attempts"]
-    assert first == {"backend": "wgpu", "ok": False,
-                     "reason": "wgpu has no kernel for exp (node 2)"}
+    assert first == {
+        "backend": "wgpu",
+        "ok": False,
+        "reason": "wgpu has no kernel for exp (node 2)",
+    }
     assert second["backend"] == "cpu-python" and second["ok"]
-    assert result["stats"]["fallback"] == ("wgpu: UNSUPPORTED wgpu has no kernel for exp "
-                                           "(node 2); re-evaluated on cpu-python")
+    assert result["stats"]["fallback"] == (
+        "wgpu: UNSUPPORTED wgpu has no kernel for exp (node 2); re-evaluated on cpu-python"
+    )
     session = host.prepare(EXP)  # sessions take the same road
     assert session.backend == "cpu-python" and "UNSUPPORTED" in session.run()["stats"]["fallback"]
     session.dispose()
@@ -92,13 +105,18 @@ def test_wgpu_supports_reads_the_planner_rules_and_dtypes(monkeypatch):
     monkeypatch.delitem(planner.RULES, "relu")
     answer = gpu.supports(checked)
     assert not answer.ok and answer.missing == [
-        {"id": 1, "op": "relu", "dtype": "float32", "reason": "has no kernel for relu"}]
+        {"id": 1, "op": "relu", "dtype": "float32", "reason": "has no kernel for relu"}
+    ]
     monkeypatch.undo()
     checked.by_id[0].dtype = "int32"  # an int32 input (uploaded as words) into relu (float32)
     missing = gpu.supports(checked).missing
     assert [(m["id"], m["reason"]) for m in missing] == [(1, "has no kernel for relu at int32")]
-    monkeypatch.setattr(planner, "RULE_DTYPES", {"input": ("float32", "int32"),
-                                                 "relu": ("float32", "int32")}, raising=False)
+    monkeypatch.setattr(
+        planner,
+        "RULE_DTYPES",
+        {"input": ("float32", "int32"), "relu": ("float32", "int32")},
+        raising=False,
+    )
     assert gpu.supports(checked).ok
 
 

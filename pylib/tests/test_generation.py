@@ -52,9 +52,14 @@ def test_generation_changes_nothing(gen: ModuleType, files: dict[Path, bytes]) -
 
 def test_every_kind_of_generated_file_is_covered(files: dict[Path, bytes]) -> None:
     names = {p.relative_to(ROOT).as_posix() for p in files}
-    expected = {"pylib/gpulab/ops.json", "pylib/gpulab/kernels/ops.json",
-                "kernels/wgsl/matmul_rb_v4.wgsl", "kernels/wgsl/matmul.wgsl",
-                "e2e/conformance/cases.json", "e2e/conformance/bad_graphs.json"}
+    expected = {
+        "pylib/gpulab/ops.json",
+        "pylib/gpulab/kernels/ops.json",
+        "kernels/wgsl/matmul_rb_v4.wgsl",
+        "kernels/wgsl/matmul.wgsl",
+        "e2e/conformance/cases.json",
+        "e2e/conformance/bad_graphs.json",
+    }
     assert expected <= names
     shipped = {p.name for p in (ROOT / "kernels/wgsl").glob("*.wgsl")}
     copies = {p.name for p in files if p.parent == ROOT / "pylib/gpulab/kernels/wgsl"}
@@ -70,8 +75,9 @@ def test_every_kind_of_generated_file_is_covered(files: dict[Path, bytes]) -> No
     assert len(files[ROOT / "e2e/conformance/cases.json"]) < 2_100_000
 
 
-def test_a_stale_or_leftover_file_is_reported(gen: ModuleType, files: dict[Path, bytes],
-                                              tmp_path: Path, monkeypatch) -> None:
+def test_a_stale_or_leftover_file_is_reported(
+    gen: ModuleType, files: dict[Path, bytes], tmp_path: Path, monkeypatch
+) -> None:
     """The check can fail: an edited copy and a copy without a source are both found."""
     path = ROOT / "pylib/gpulab/ops.json"
     edited = dict(files)
@@ -134,8 +140,9 @@ def test_int32_rows_give_i32_kernels_that_compile(monkeypatch) -> None:
     device = adapter.request_device_sync()
     for name in ("unary_i32.wgsl", "binary_i32.wgsl", "reduce_i32.wgsl"):
         module = device.create_shader_module(code=out[name])
-        device.create_compute_pipeline(layout="auto", compute={
-            "module": module, "entry_point": "main", "constants": {"OP": 0}})
+        device.create_compute_pipeline(
+            layout="auto", compute={"module": module, "entry_point": "main", "constants": {"OP": 0}}
+        )
 
 
 def test_generated_cpu_reductions_keep_the_order_and_the_dtype() -> None:

@@ -40,10 +40,15 @@ def test_scalars_on_either_side_become_full_nodes():
     g = Graph()
     t = g.tensor([1.0, 2.0, 4.0])
     cases = {
-        "2 * t": (2 * t, [2, 4, 8]), "t * 2": (t * 2, [2, 4, 8]),
-        "t - 1.5": (t - 1.5, [-0.5, 0.5, 2.5]), "1.5 - t": (1.5 - t, [0.5, -0.5, -2.5]),
-        "1 / t": (1 / t, [1, 0.5, 0.25]), "t / 2": (t / 2, [0.5, 1, 2]),
-        "3 + t": (3 + t, [4, 5, 7]), "-t": (-t, [-1, -2, -4]), "t + t": (t + t, [2, 4, 8]),
+        "2 * t": (2 * t, [2, 4, 8]),
+        "t * 2": (t * 2, [2, 4, 8]),
+        "t - 1.5": (t - 1.5, [-0.5, 0.5, 2.5]),
+        "1.5 - t": (1.5 - t, [0.5, -0.5, -2.5]),
+        "1 / t": (1 / t, [1, 0.5, 0.25]),
+        "t / 2": (t / 2, [0.5, 1, 2]),
+        "3 + t": (3 + t, [4, 5, 7]),
+        "-t": (-t, [-1, -2, -4]),
+        "t + t": (t + t, [2, 4, 8]),
     }
     for name, (expr, want) in cases.items():
         assert run1(expr).tolist() == want, name
@@ -106,8 +111,7 @@ def test_unary_methods_record_their_ops():
     for name in ["relu", "gelu", "sigmoid", "tanh", "exp", "log", "sqrt", "positive"]:
         t = getattr(x, name)()
         assert ops_of(g, t)[-1] == name and t.shape == (2,)
-    grid = g.tensor([[1.0 if c == 2 and 1 <= r <= 3 else 0.0 for c in range(5)]
-                     for r in range(5)])
+    grid = g.tensor([[1.0 if c == 2 and 1 <= r <= 3 else 0.0 for c in range(5)] for r in range(5)])
     assert run1(grid.life())[2].tolist() == [0, 1, 1, 1, 0]
     dy = g.tensor([1.0, 1.0])
     assert ops_of(g, x.gelu_grad(dy))[-1] == "gelu_grad"
@@ -149,15 +153,18 @@ def test_nested_lists_infer_shape_and_ragged_is_refused():
         g.tensor(["a", "b"])
 
 
-@pytest.mark.parametrize("data, shape", [
-    (array.array("f", [1, 2, 3, 4]), (4,)),
-    (array.array("d", [1, 2, 3, 4]), (4,)),
-    (memoryview(array.array("f", [1, 2, 3, 4])), (4,)),
-    (memoryview(np.arange(1, 5, dtype=np.float32).reshape(2, 2)), (2, 2)),
-    (np.arange(1, 5, dtype=np.float64).reshape(2, 2), (2, 2)),
-    (np.arange(1, 5, dtype=np.int32), (4,)),
-    ((1, 2, 3, 4), (4,)),
-])
+@pytest.mark.parametrize(
+    "data, shape",
+    [
+        (array.array("f", [1, 2, 3, 4]), (4,)),
+        (array.array("d", [1, 2, 3, 4]), (4,)),
+        (memoryview(array.array("f", [1, 2, 3, 4])), (4,)),
+        (memoryview(np.arange(1, 5, dtype=np.float32).reshape(2, 2)), (2, 2)),
+        (np.arange(1, 5, dtype=np.float64).reshape(2, 2), (2, 2)),
+        (np.arange(1, 5, dtype=np.int32), (4,)),
+        ((1, 2, 3, 4), (4,)),
+    ],
+)
 def test_data_forms(data, shape):
     g = Graph()
     t = g.tensor(data)
@@ -260,7 +267,13 @@ def test_the_package_records_graphs_without_numpy():
         "except GpuLabError as e:\n"
         "    print(e.code, e.message)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=False, env={**os.environ, "GPULAB_GPU": "0"}, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "GPULAB_GPU": "0"},
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "UNAVAILABLE cpu-python needs numpy: pip install gpulab[native]"

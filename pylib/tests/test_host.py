@@ -16,9 +16,12 @@ from gpulab.cpu import CpuExecutor
 
 SEED = {
     "version": 1,
-    "nodes": [{"id": 0, "op": "input", "shape": [3], "data": [-2, 3, 4]},
-              {"id": 1, "op": "input", "shape": [3], "data": [10, 20, 30]},
-              {"id": 2, "op": "mul", "a": 0, "b": 1}, {"id": 3, "op": "relu", "a": 2}],
+    "nodes": [
+        {"id": 0, "op": "input", "shape": [3], "data": [-2, 3, 4]},
+        {"id": 1, "op": "input", "shape": [3], "data": [10, 20, 30]},
+        {"id": 2, "op": "mul", "a": 0, "b": 1},
+        {"id": 3, "op": "relu", "a": 2},
+    ],
     "outputs": [{"name": "values", "id": 3}],
 }
 
@@ -30,8 +33,12 @@ class FakeWgpu:
 
     def __init__(self, limit: bool) -> None:
         self.limit = limit
-        self.info = {"vendor": "fake", "architecture": "test", "description": "stand-in",
-                     "software": False}
+        self.info = {
+            "vendor": "fake",
+            "architecture": "test",
+            "description": "stand-in",
+            "software": False,
+        }
 
     def prepare(self, checked, feeds=(), carry=None, keep=()):
         if self.limit == "crash":
@@ -113,7 +120,10 @@ def test_unavailable_gpu_falls_back_with_the_reason_unless_strict(fake_wgpu):
     result = host.execute(SEED)
     assert result["backend"] == "cpu-python" and result["stats"]["adapter"] is None
     assert result["stats"]["attempts"][0] == {
-        "backend": "wgpu", "ok": False, "reason": "no hardware adapter (lavapipe refused)"}
+        "backend": "wgpu",
+        "ok": False,
+        "reason": "no hardware adapter (lavapipe refused)",
+    }
     with pytest.raises(GpuLabError) as info:
         host.execute(SEED, strict=True)
     assert info.value.code == "UNAVAILABLE"
@@ -195,15 +205,21 @@ def test_page_host_hands_buffers_to_the_bridge_and_leaves_validation_to_it(monke
     assert calls[-1] == ("submit", {"version": 9})
     bridge.prepare = lambda graph, **options: calls.append(("prepare", graph, options)) or "s"
     assert host.prepare({"version": 9}, feeds=[1], backend="wgpu") == "s"
-    assert calls[-1] == ("prepare", {"version": 9}, {"feeds": [1], "carry": {}, "resident": [],
-                                                      "outputs": None, "input_names": {}})
+    assert calls[-1] == (
+        "prepare",
+        {"version": 9},
+        {"feeds": [1], "carry": {}, "resident": [], "outputs": None, "input_names": {}},
+    )
 
 
 def test_the_host_is_chosen_once_at_import():
-    code = ("import sys; sys.platform = 'emscripten'\n"
-            "from gpulab import host; print(type(host.HOST).__name__)\n"
-            "sys.platform = 'linux'; print(type(host.HOST).__name__)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=60)
+    code = (
+        "import sys; sys.platform = 'emscripten'\n"
+        "from gpulab import host; print(type(host.HOST).__name__)\n"
+        "sys.platform = 'linux'; print(type(host.HOST).__name__)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
     assert out.stdout.split() == ["PageHost", "PageHost"]
     assert type(host.HOST).__name__ == "NativeHost"

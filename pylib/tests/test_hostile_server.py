@@ -31,8 +31,11 @@ def recording_executor(graph: dict) -> dict:
 @pytest.fixture(scope="module")
 def port():
     endpoint = ExecuteEndpoint(set(), recording_executor)
-    routes = [endpoint, Mount("/backends-js/", ROOT / "backends-js"),
-              Mount("/kernels/", ROOT / "kernels")]
+    routes = [
+        endpoint,
+        Mount("/backends-js/", ROOT / "backends-js"),
+        Mount("/kernels/", ROOT / "kernels"),
+    ]
     srv = start_server(ROOT / "web", routes=routes)
     number = srv.server_address[1]
     endpoint.allowed_hosts = {f"127.0.0.1:{number}"}
@@ -54,16 +57,22 @@ def raw_request(port: int, head: str, body: bytes = b"", timeout: float = 20) ->
 
 
 def post_head(port: int, length: str) -> str:
-    return (f"POST /api/execute HTTP/1.1\nHost: 127.0.0.1:{port}\n"
-            f"Origin: http://127.0.0.1:{port}\nContent-Type: application/json\n"
-            f"Content-Length: {length}\nConnection: close\n")
+    return (
+        f"POST /api/execute HTTP/1.1\nHost: 127.0.0.1:{port}\n"
+        f"Origin: http://127.0.0.1:{port}\nContent-Type: application/json\n"
+        f"Content-Length: {length}\nConnection: close\n"
+    )
 
 
 def execute(port: int, body: bytes | dict) -> tuple[int, dict]:
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    conn.request("POST", "/api/execute", body=data,
-                 headers={"Origin": f"http://127.0.0.1:{port}", "Content-Type": "application/json"})
+    conn.request(
+        "POST",
+        "/api/execute",
+        body=data,
+        headers={"Origin": f"http://127.0.0.1:{port}", "Content-Type": "application/json"},
+    )
     response = conn.getresponse()
     answer = json.loads(response.read())
     conn.close()
@@ -71,12 +80,15 @@ def execute(port: int, body: bytes | dict) -> tuple[int, dict]:
 
 
 def full_graph(shape: list[int], outputs: int = 1, name: str = "y") -> dict:
-    return {"version": 1, "nodes": [{"id": 0, "op": "full", "shape": shape, "value": 1.5}],
-            "outputs": [{"name": name if i == 0 else f"{name}{i}", "id": 0}
-                        for i in range(outputs)]}
+    return {
+        "version": 1,
+        "nodes": [{"id": 0, "op": "full", "shape": shape, "value": 1.5}],
+        "outputs": [{"name": name if i == 0 else f"{name}{i}", "id": 0} for i in range(outputs)],
+    }
 
 
 # -- defect 2: Content-Length -------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("length", ["-1", "+5", " 5x", "0x10", "1_0", "５", "1e3", ""])
 def test_defect2_content_length_negative_or_not_decimal_is_refused(port: int, length: str) -> None:
@@ -101,6 +113,7 @@ def test_defect2_every_read_is_bounded() -> None:
 
 
 # -- defect 1: answers bounded, once per output, always an HTTP answer ---------------------------
+
 
 def test_defect1_answer_size_refused_before_work_naming_the_limit(port: int) -> None:
     CALLS.clear()
@@ -135,8 +148,7 @@ def test_defect1_memory_error_gets_an_http_answer(port: int) -> None:
     assert status == 500 and answer["code"] == "BACKEND" and "MemoryError" in answer["message"]
 
 
-def test_defect1_failure_while_encoding_gets_an_http_answer(port: int,
-                                                            monkeypatch: Any) -> None:
+def test_defect1_failure_while_encoding_gets_an_http_answer(port: int, monkeypatch: Any) -> None:
     def broken(result: dict) -> dict:
         raise MemoryError("while encoding")
 
@@ -146,6 +158,7 @@ def test_defect1_failure_while_encoding_gets_an_http_answer(port: int,
 
 
 # -- defect 12: deep nesting -------------------------------------------------------------------
+
 
 def test_defect12_deeply_nested_body_is_validation(port: int) -> None:
     body = b"[" * 100_000 + b"]" * 100_000
@@ -157,16 +170,21 @@ def test_defect12_deeply_nested_body_is_validation(port: int) -> None:
 def test_defect12_deeply_nested_shape_is_validation(port: int) -> None:
     """Deep enough for repr and json.dumps to recurse, shallow enough for json.loads."""
     shape = "[" * 900 + "1" + "]" * 900
-    body = ('{"version": 1, "nodes": [{"id": 0, "op": "full", "value": 1.0, "shape": [' + shape
-            + ']}], "outputs": [{"name": "y", "id": 0}]}')
+    body = (
+        '{"version": 1, "nodes": [{"id": 0, "op": "full", "value": 1.0, "shape": ['
+        + shape
+        + ']}], "outputs": [{"name": "y", "id": 0}]}'
+    )
     status, answer = execute(port, body.encode())
     assert status == 400 and answer["code"] == "VALIDATION" and answer["node"] == 0, answer
 
 
 # -- defect 19: no listings, HEAD ----------------------------------------------------------------
 
-@pytest.mark.parametrize("path", ["/backends-js/", "/kernels/", "/backends-js/src/", "/",
-                                  "/py/", "/vendor/"])
+
+@pytest.mark.parametrize(
+    "path", ["/backends-js/", "/kernels/", "/backends-js/src/", "/", "/py/", "/vendor/"]
+)
 def test_defect19_no_directory_listings(port: int, path: str) -> None:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
     conn.request("GET", path)
@@ -223,16 +241,22 @@ def test_defect12_validator_messages_do_not_recurse(field: str) -> None:
 
 # -- quotas: the server's setting -----------------------------------------------------------------
 
+
 def test_quotas_server_refuses_past_its_memory_quota_before_work(port: int) -> None:
     CALLS.clear()
     # one scalar output (a tiny answer), but 4 live tensors of 64 MiB: past the 256 MiB quota
-    graph = {"version": 2, "nodes": [{"id": 0, "op": "full", "shape": [1 << 24], "value": 1.0},
-                                     {"id": 1, "op": "exp", "a": 0},
-                                     {"id": 2, "op": "relu", "a": 1},
-                                     {"id": 3, "op": "sum", "a": 2},
-                                     {"id": 4, "op": "neg", "a": 2},
-                                     {"id": 5, "op": "sum", "a": 4}],
-             "outputs": [{"name": "y", "id": 5}]}
+    graph = {
+        "version": 2,
+        "nodes": [
+            {"id": 0, "op": "full", "shape": [1 << 24], "value": 1.0},
+            {"id": 1, "op": "exp", "a": 0},
+            {"id": 2, "op": "relu", "a": 1},
+            {"id": 3, "op": "sum", "a": 2},
+            {"id": 4, "op": "neg", "a": 2},
+            {"id": 5, "op": "sum", "a": 4},
+        ],
+        "outputs": [{"name": "y", "id": 5}],
+    }
     status, answer = execute(port, graph)
     assert status == 400 and answer["code"] == "LIMIT", answer
     assert "memory_bytes" in answer["message"] and str(256 * 1024 * 1024) in answer["message"]
@@ -246,8 +270,12 @@ def test_quotas_setting_bounds_and_cli() -> None:
     from gpulab.server import main
 
     assert Quotas() == Quotas(256 << 20, 4096, 256)
-    for bad in ({"memory_bytes": 1537 << 20}, {"buffers": 0}, {"pipelines": 257},
-                {"memory_bytes": True}):
+    for bad in (
+        {"memory_bytes": 1537 << 20},
+        {"buffers": 0},
+        {"pipelines": 257},
+        {"memory_bytes": True},
+    ):
         with pytest.raises(GpuLabError) as info:
             Quotas(**bad)
         assert info.value.code == "VALIDATION"
@@ -275,14 +303,24 @@ for await (const chunk of process.stdin) text += chunk;
 const out = JSON.parse(text).map((g) => graphCost(validateGraph(g)));
 process.stdout.write(JSON.stringify(out));
 """
-    done = subprocess.run(["node", "--input-type=module", "-e", script], input=json.dumps(graphs),
-                          cwd=ROOT, capture_output=True, text=True, check=True, timeout=120)
+    done = subprocess.run(
+        ["node", "--input-type=module", "-e", script],
+        input=json.dumps(graphs),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     js = json.loads(done.stdout)
     assert len(js) == len(graphs) >= 100
     for graph, cost in zip(graphs, js, strict=True):
         py = graph_cost(validate(graph))
-        assert py == {"memory_bytes": cost["memoryBytes"], "buffers": cost["buffers"],
-                      "pipelines": cost["pipelines"]}, graph
+        assert py == {
+            "memory_bytes": cost["memoryBytes"],
+            "buffers": cost["buffers"],
+            "pipelines": cost["pipelines"],
+        }, graph
 
 
 def test_defect14_server_refuses_a_graph_costing_minutes_before_work(port: int) -> None:
@@ -291,15 +329,25 @@ def test_defect14_server_refuses_a_graph_costing_minutes_before_work(port: int) 
     import time
 
     CALLS.clear()
-    gelu = {"version": 2, "nodes": [{"id": 0, "op": "full", "shape": [1 << 24], "value": 0.5},
-                                    {"id": 1, "op": "gelu_grad", "a": 0, "b": 0},
-                                    {"id": 2, "op": "sum", "a": 1}],
-            "outputs": [{"name": "y", "id": 2}]}
-    matmul = {"version": 1, "nodes": [{"id": 0, "op": "full", "shape": [4096, 4096], "value": 1},
-                                      {"id": 1, "op": "matmul", "a": 0, "b": 0},
-                                      {"id": 2, "op": "matmul", "a": 1, "b": 1},
-                                      {"id": 3, "op": "sum", "a": 2}],
-              "outputs": [{"name": "y", "id": 3}]}
+    gelu = {
+        "version": 2,
+        "nodes": [
+            {"id": 0, "op": "full", "shape": [1 << 24], "value": 0.5},
+            {"id": 1, "op": "gelu_grad", "a": 0, "b": 0},
+            {"id": 2, "op": "sum", "a": 1},
+        ],
+        "outputs": [{"name": "y", "id": 2}],
+    }
+    matmul = {
+        "version": 1,
+        "nodes": [
+            {"id": 0, "op": "full", "shape": [4096, 4096], "value": 1},
+            {"id": 1, "op": "matmul", "a": 0, "b": 0},
+            {"id": 2, "op": "matmul", "a": 1, "b": 1},
+            {"id": 3, "op": "sum", "a": 2},
+        ],
+        "outputs": [{"name": "y", "id": 3}],
+    }
     for graph in (gelu, matmul):
         t0 = time.perf_counter()
         status, answer = execute(port, graph)
@@ -313,11 +361,17 @@ def test_defect14_cost_model_passes_ordinary_graphs() -> None:
     from gpulab.protocol import validate
     from gpulab.quotas import graph_cost_s
 
-    mlp = {"version": 2, "nodes": [
-        {"id": 0, "op": "full", "shape": [256, 784], "value": 0.5},
-        {"id": 1, "op": "full", "shape": [784, 512], "value": 0.1},
-        {"id": 2, "op": "matmul", "a": 0, "b": 1}, {"id": 3, "op": "gelu", "a": 2},
-        {"id": 4, "op": "softmax", "a": 3}], "outputs": [{"name": "y", "id": 4}]}
+    mlp = {
+        "version": 2,
+        "nodes": [
+            {"id": 0, "op": "full", "shape": [256, 784], "value": 0.5},
+            {"id": 1, "op": "full", "shape": [784, 512], "value": 0.1},
+            {"id": 2, "op": "matmul", "a": 0, "b": 1},
+            {"id": 3, "op": "gelu", "a": 2},
+            {"id": 4, "op": "softmax", "a": 3},
+        ],
+        "outputs": [{"name": "y", "id": 4}],
+    }
     assert graph_cost_s(validate(mlp)) < 1.0
     cases = json.loads((ROOT / "e2e" / "conformance" / "cases.json").read_text())
     graphs = [c["graph"] for c in (cases["cases"] if isinstance(cases, dict) else cases)]
@@ -345,9 +399,15 @@ const { graphs, backends } = JSON.parse(text);
 const out = graphs.map((g) => { const c = validateGraph(g); return backends.map((b) => graphCostS(c, b)); });
 process.stdout.write(JSON.stringify(out));
 """
-    done = subprocess.run(["node", "--input-type=module", "-e", script],
-                          input=json.dumps({"graphs": graphs, "backends": backends}), cwd=ROOT,
-                          capture_output=True, text=True, check=True, timeout=120)
+    done = subprocess.run(
+        ["node", "--input-type=module", "-e", script],
+        input=json.dumps({"graphs": graphs, "backends": backends}),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     js = json.loads(done.stdout)
     assert len(js) == len(graphs) >= 700
     for graph, costs in zip(graphs, js, strict=True):
@@ -355,8 +415,11 @@ process.stdout.write(JSON.stringify(out));
         for backend, cost in zip(backends, costs, strict=True):
             py = graph_cost_s(checked, backend)
             assert (py is None and cost is None) or py == pytest.approx(cost, rel=1e-12), graph
-    assert {b for b, c in zip(backends, js[0], strict=True) if c is None} == {"webgl2", "webgpu",
-                                                                              "wgpu"}
+    assert {b for b, c in zip(backends, js[0], strict=True) if c is None} == {
+        "webgl2",
+        "webgpu",
+        "wgpu",
+    }
 
 
 def test_defect14_server_deadline_stops_cpu_python_between_nodes() -> None:
@@ -377,10 +440,14 @@ def test_defect14_server_deadline_stops_cpu_python_between_nodes() -> None:
     endpoint.allowed_hosts = {f"127.0.0.1:{number}"}
     try:
         depth = 60  # each gelu over 2^16 elements takes about 0.05-0.1 s: several seconds in all
-        slow = {"version": 2, "nodes": [{"id": 0, "op": "full", "shape": [1 << 16], "value": 0.5},
-                                        *({"id": i, "op": "gelu", "a": i - 1}
-                                          for i in range(1, depth + 1))],
-                "outputs": [{"name": "y", "id": depth}]}
+        slow = {
+            "version": 2,
+            "nodes": [
+                {"id": 0, "op": "full", "shape": [1 << 16], "value": 0.5},
+                *({"id": i, "op": "gelu", "a": i - 1} for i in range(1, depth + 1)),
+            ],
+            "outputs": [{"name": "y", "id": depth}],
+        }
         t0 = time.perf_counter()
         status, answer = execute(number, slow)
         took = time.perf_counter() - t0

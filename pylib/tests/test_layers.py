@@ -62,7 +62,7 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
         stack.append(u)
         for v in sorted(edges[u]):
             if state.get(v) == 1:
-                cycles.append(stack[stack.index(v):] + [v])
+                cycles.append(stack[stack.index(v) :] + [v])
             elif v not in state:
                 visit(v)
         stack.pop()
@@ -101,16 +101,24 @@ def test_results_depends_only_on_the_dtype_table():
     assert _imported("gpulab.results", known["gpulab.results"], known) == {"gpulab.dtypes"}
 
 
-@pytest.mark.parametrize("order", [
-    ["gpulab.session", "gpulab.host"],  # the order that used to meet the cycle
-    ["gpulab.results"], ["gpulab.executors"], ["gpulab.host", "gpulab.graph"],
-    ["gpulab.pyodide_bridge", "gpulab.session"],
-])
+@pytest.mark.parametrize(
+    "order",
+    [
+        ["gpulab.session", "gpulab.host"],  # the order that used to meet the cycle
+        ["gpulab.results"],
+        ["gpulab.executors"],
+        ["gpulab.host", "gpulab.graph"],
+        ["gpulab.pyodide_bridge", "gpulab.session"],
+    ],
+)
 def test_modules_import_in_a_fresh_interpreter(order):
-    code = "; ".join(f"import {m}" for m in order) + "; import gpulab.session as s; " \
+    code = (
+        "; ".join(f"import {m}" for m in order) + "; import gpulab.session as s; "
         "s.Session; print('ok')"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=False, timeout=60)
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=60
+    )
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
@@ -137,13 +145,20 @@ def test_output_entries_build_the_data_list_only_when_asked():
     assert dict.__contains__(entry, "data")  # converted once, kept
     lazy = output_entry(arr, (2, 3))
     assert json.loads(json.dumps({k: v for k, v in lazy.items() if k != "array"}))["data"][5] == 5
-    for view in (lambda e: e.get("data"), lambda e: list(e)[-1] and e["data"],
-                 lambda e: dict(e)["data"], lambda e: {**e}["data"], lambda e: e.copy()["data"],
-                 lambda e: pickle.loads(pickle.dumps(e))["data"]):
+    for view in (
+        lambda e: e.get("data"),
+        lambda e: list(e)[-1] and e["data"],
+        lambda e: dict(e)["data"],
+        lambda e: {**e}["data"],
+        lambda e: e.copy()["data"],
+        lambda e: pickle.loads(pickle.dumps(e))["data"],
+    ):
         assert view(output_entry(arr, (2, 3)))[:2] == [0.0, 1.0]
     assert "'data': [0.0, 1.0" in repr(output_entry(arr, (2, 3)))
-    assert json.dumps(OutputEntry({"shape": [2]}, np.array([1, 2], np.int32))) == \
-        '{"shape": [2], "data": [1, 2]}'
+    assert (
+        json.dumps(OutputEntry({"shape": [2]}, np.array([1, 2], np.int32)))
+        == '{"shape": [2], "data": [1, 2]}'
+    )
     with pytest.raises(KeyError):
         entry["nope"]
     written = output_entry(arr, (2, 3))
@@ -165,10 +180,12 @@ def test_graph_op_is_the_generic_builder():
     s = g.op("add", a=x, b=2)  # a scalar operand becomes a full node, as with operators
     assert g.to_dict(o=s)["nodes"][-2]["op"] == "full"
     assert g.op("full", shape=[2], value=1.5).shape == (2,)
-    for bad, words in [(lambda: g.op("nope", a=x), "unknown op 'nope'"),
-                       (lambda: g.op("add", a=x), "missing operand 'b'"),
-                       (lambda: g.op("relu", a=x, axis=1), "unknown attribute(s) ['axis']"),
-                       (lambda: g.op("sum", a=x, axis=5), "axis 5")]:
+    for bad, words in [
+        (lambda: g.op("nope", a=x), "unknown op 'nope'"),
+        (lambda: g.op("add", a=x), "missing operand 'b'"),
+        (lambda: g.op("relu", a=x, axis=1), "unknown attribute(s) ['axis']"),
+        (lambda: g.op("sum", a=x, axis=5), "axis 5"),
+    ]:
         with pytest.raises(GpuLabError) as info:
             bad()
         assert info.value.code == "VALIDATION" and words in info.value.message
@@ -177,8 +194,11 @@ def test_graph_op_is_the_generic_builder():
 def test_simple_family_methods_come_from_the_op_table():
     from gpulab.graph import GRAPH_LEVEL, METHOD_NAMES, TABLE_FAMILIES
 
-    made = [op for op, row in optable.ops().items()
-            if row["family"] in TABLE_FAMILIES and op not in GRAPH_LEVEL]
+    made = [
+        op
+        for op, row in optable.ops().items()
+        if row["family"] in TABLE_FAMILIES and op not in GRAPH_LEVEL
+    ]
     assert {"relu", "exp", "sum", "mean", "softmax", "add"} <= set(made)
     g = Graph()
     x = g.tensor([[1.0, 2.0], [3.0, 4.0]])
@@ -198,10 +218,14 @@ def test_simple_family_methods_come_from_the_op_table():
     assert "sum()" in str(info.value)
 
 
-@pytest.mark.parametrize("data", [
-    [[1, -2], [3, 4]], np.array([[1, -2], [3, 4]], dtype=np.int32),
-    np.array([[1, -2], [3, 4]], dtype=np.int64),
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        [[1, -2], [3, 4]],
+        np.array([[1, -2], [3, 4]], dtype=np.int32),
+        np.array([[1, -2], [3, 4]], dtype=np.int64),
+    ],
+)
 def test_tensors_of_other_dtypes_are_checked_as_they_are_recorded(data):
     g = Graph()
     t = g.tensor(data, dtype="int32")
@@ -211,8 +235,10 @@ def test_tensors_of_other_dtypes_are_checked_as_they_are_recorded(data):
     assert d["nodes"][0]["data"] == [1, -2, 3, 4]
     with pytest.raises(GpuLabError) as info:
         t.relu()  # refused at the line that records it, as the validators would
-    assert info.value.code == "VALIDATION" and "operand a must be float32, got int32" in \
-        info.value.message
+    assert (
+        info.value.code == "VALIDATION"
+        and "operand a must be float32, got int32" in info.value.message
+    )
 
 
 def test_buffers_of_other_dtypes_keep_their_bytes():
@@ -222,7 +248,8 @@ def test_buffers_of_other_dtypes_keep_their_bytes():
     raw = pyarray.array("i", [5, -6, 7]).tobytes()
     assert g.tensor(raw, dtype="int32").shape == (3,)
     assert g.to_dict(o=g.tensor(pyarray.array("i", [5, -6, 7]), dtype="int32"))["nodes"][0][
-        "data"] == [5, -6, 7]
+        "data"
+    ] == [5, -6, 7]
     assert g.tensor([True, False], dtype="bool").dtype == "bool"
     assert g.tensor([1.5, 2.5]).dtype == "float32"
 
@@ -232,15 +259,26 @@ def test_a_new_reduce_row_becomes_a_method_with_its_attrs(monkeypatch):
     result int32) gives t.argmax(axis=None, keepdim=False, *, dim=None)."""
     from gpulab import graph
 
-    row = {"since": 3, "family": "custom", "operands": ["a"], "types": {"T": ["float32"]},
-           "operand_types": {"a": "T"}, "result_type": "int32",
-           "attrs": {"axis": {"type": "axis", "required": False, "default": None},
-                     "keepdim": {"type": "bool", "required": False, "default": False}},
-           "shape_rule": "reduce", "tolerance": "exact", "features": {},
-           "doc": "index of the max along axis"}
+    row = {
+        "since": 3,
+        "family": "custom",
+        "operands": ["a"],
+        "types": {"T": ["float32"]},
+        "operand_types": {"a": "T"},
+        "result_type": "int32",
+        "attrs": {
+            "axis": {"type": "axis", "required": False, "default": None},
+            "keepdim": {"type": "bool", "required": False, "default": False},
+        },
+        "shape_rule": "reduce",
+        "tolerance": "exact",
+        "features": {},
+        "doc": "index of the max along axis",
+    }
     monkeypatch.setitem(optable.ops(), "argmax", row)
-    monkeypatch.setitem(optable.ops(), "reduce_max", {**row, "result_type": "T",
-                                                      "doc": "max along axis"})
+    monkeypatch.setitem(
+        optable.ops(), "reduce_max", {**row, "result_type": "T", "doc": "max along axis"}
+    )
 
     class Probe(Tensor):
         __slots__ = ()
@@ -252,8 +290,13 @@ def test_a_new_reduce_row_becomes_a_method_with_its_attrs(monkeypatch):
     x = g.tensor([[1.0, 5.0], [7.0, 2.0]])
     t = Probe.argmax(x, dim=-1, keepdim=True)
     assert (t.op, t.shape, t.dtype) == ("argmax", (2, 1), "int32")
-    assert g.to_dict(o=t)["nodes"][-1] == {"id": t.id, "op": "argmax", "a": x.id, "axis": 1,
-                                           "keepdim": True}
+    assert g.to_dict(o=t)["nodes"][-1] == {
+        "id": t.id,
+        "op": "argmax",
+        "a": x.id,
+        "axis": 1,
+        "keepdim": True,
+    }
 
 
 def test_page_feeds_are_buffers_of_their_dtype():
@@ -264,11 +307,17 @@ def test_page_feeds_are_buffers_of_their_dtype():
 
     strided = np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2]
     view = feed_buffer(strided)
-    assert isinstance(view, memoryview) and view.format == "f" and view.tolist() == [
-        0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+    assert (
+        isinstance(view, memoryview)
+        and view.format == "f"
+        and view.tolist() == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+    )
     packed = feed_buffer([[1, 2], [3, 4]], "int32")
-    assert isinstance(packed, pyarray.array) and packed.itemsize == 4 and packed.tolist() == [
-        1, 2, 3, 4]
+    assert (
+        isinstance(packed, pyarray.array)
+        and packed.itemsize == 4
+        and packed.tolist() == [1, 2, 3, 4]
+    )
     own = pyarray.array("f", [1.0])
     assert feed_buffer(own) is own
     with pytest.raises(GpuLabError) as info:

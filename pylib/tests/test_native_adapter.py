@@ -16,26 +16,41 @@ from gpulab.native import adapter as policy
 
 wgpu = pytest.importorskip("wgpu", reason="wgpu-py is not installed")
 
-GRAPH = {"version": 1, "nodes": [
-    {"id": 0, "op": "input", "shape": [3], "data": [-2, 3, 4]},
-    {"id": 1, "op": "input", "shape": [3], "data": [10, 20, 30]},
-    {"id": 2, "op": "mul", "a": 0, "b": 1}, {"id": 3, "op": "relu", "a": 2}],
-    "outputs": [{"name": "values", "id": 3}]}
+GRAPH = {
+    "version": 1,
+    "nodes": [
+        {"id": 0, "op": "input", "shape": [3], "data": [-2, 3, 4]},
+        {"id": 1, "op": "input", "shape": [3], "data": [10, 20, 30]},
+        {"id": 2, "op": "mul", "a": 0, "b": 1},
+        {"id": 3, "op": "relu", "a": 2},
+    ],
+    "outputs": [{"name": "values", "id": 3}],
+}
 
 
 def _fake(device: str, adapter_type: str, backend: str = "Vulkan", vendor: str = "") -> Any:
-    return SimpleNamespace(info={"vendor": vendor, "architecture": "", "device": device,
-                                 "description": "", "adapter_type": adapter_type,
-                                 "backend_type": backend})
+    return SimpleNamespace(
+        info={
+            "vendor": vendor,
+            "architecture": "",
+            "device": device,
+            "description": "",
+            "adapter_type": adapter_type,
+            "backend_type": backend,
+        }
+    )
 
 
-@pytest.mark.parametrize(("device", "adapter_type", "vendor"), [
-    ("SwiftShader Device (Subzero)", "CPU", "Google"),
-    ("Microsoft Basic Render Driver", "Unknown", "Microsoft"),
-    ("softpipe", "Unknown", "Mesa"),
-    ("llvmpipe (LLVM 15.0.6, 256 bits)", "Unknown", "llvmpipe"),
-    ("some new rasterizer", "CPU", "x"),
-])
+@pytest.mark.parametrize(
+    ("device", "adapter_type", "vendor"),
+    [
+        ("SwiftShader Device (Subzero)", "CPU", "Google"),
+        ("Microsoft Basic Render Driver", "Unknown", "Microsoft"),
+        ("softpipe", "Unknown", "Mesa"),
+        ("llvmpipe (LLVM 15.0.6, 256 bits)", "Unknown", "llvmpipe"),
+        ("some new rasterizer", "CPU", "x"),
+    ],
+)
 def test_software_adapters_are_recognized(device: str, adapter_type: str, vendor: str) -> None:
     info = policy.adapter_info(_fake(device, adapter_type, vendor=vendor))
     assert info["software"] is True
@@ -48,8 +63,12 @@ def test_hardware_adapters_are_not_software() -> None:
 
 
 def test_hardware_wins_and_native_apis_beat_opengl(monkeypatch: pytest.MonkeyPatch) -> None:
-    adapters = [_fake("llvmpipe", "CPU"), _fake("Intel UHD", "IntegratedGPU", "OpenGL"),
-                _fake("Intel UHD", "IntegratedGPU", "Vulkan"), _fake("RTX", "DiscreteGPU", "D3D12")]
+    adapters = [
+        _fake("llvmpipe", "CPU"),
+        _fake("Intel UHD", "IntegratedGPU", "OpenGL"),
+        _fake("Intel UHD", "IntegratedGPU", "Vulkan"),
+        _fake("RTX", "DiscreteGPU", "D3D12"),
+    ]
     monkeypatch.setattr(wgpu.gpu, "enumerate_adapters_sync", lambda: adapters)
     chosen, info = policy.choose_adapter(False)
     assert chosen is adapters[3] and info["software"] is False
@@ -58,12 +77,17 @@ def test_hardware_wins_and_native_apis_beat_opengl(monkeypatch: pytest.MonkeyPat
 
 
 def test_only_software_is_refused_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(wgpu.gpu, "enumerate_adapters_sync",
-                        lambda: [_fake("SwiftShader Device", "CPU", vendor="Google")])
+    monkeypatch.setattr(
+        wgpu.gpu,
+        "enumerate_adapters_sync",
+        lambda: [_fake("SwiftShader Device", "CPU", vendor="Google")],
+    )
     with pytest.raises(GpuLabError) as err:
         policy.choose_adapter(False)
     assert err.value.code == "UNAVAILABLE"
-    assert "SwiftShader Device" in err.value.message and "GPULAB_ALLOW_SOFTWARE" in err.value.message
+    assert (
+        "SwiftShader Device" in err.value.message and "GPULAB_ALLOW_SOFTWARE" in err.value.message
+    )
     monkeypatch.setenv("GPULAB_ALLOW_SOFTWARE", "1")
     assert policy.choose_adapter(None)[1]["software"] is True
 
@@ -107,8 +131,11 @@ def test_host_wgpu_backend_refuses_or_labels_software() -> None:
 
 
 def test_importing_the_executor_touches_no_gpu() -> None:
-    code = ("import sys, gpulab.native.wgpu_executor, gpulab.native.planner; "
-            "print('wgpu' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60, check=True)
+    code = (
+        "import sys, gpulab.native.wgpu_executor, gpulab.native.planner; "
+        "print('wgpu' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
     assert done.stdout.strip() == "False"

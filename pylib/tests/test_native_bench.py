@@ -9,11 +9,18 @@ pytest.importorskip("wgpu", reason="wgpu-py is not installed")
 from gpulab.native import bench_matmul
 
 
-@pytest.mark.parametrize(("size", "force", "kernel"), [
-    (132, None, "matmul_small"), (132, "matmul_rb_v4", "matmul_rb_v4"),
-    (130, "matmul_rb_v4", "matmul_rb"), (130, "matmul_v4", "matmul")])
-def test_bench_reports_the_kernel_and_a_checked_result(size: int, force: str | None,
-                                                       kernel: str) -> None:
+@pytest.mark.parametrize(
+    ("size", "force", "kernel"),
+    [
+        (132, None, "matmul_small"),
+        (132, "matmul_rb_v4", "matmul_rb_v4"),
+        (130, "matmul_rb_v4", "matmul_rb"),
+        (130, "matmul_v4", "matmul"),
+    ],
+)
+def test_bench_reports_the_kernel_and_a_checked_result(
+    size: int, force: str | None, kernel: str
+) -> None:
     r = bench_matmul.bench(size, 2, True, kernel=force)
     if force is None and r["adapter"]["software"]:  # minMatmulWorkgroups 1: 2 x 2 tiles of 128
         kernel = "matmul_rb_v4"

@@ -33,8 +33,9 @@ def test_doctor_with_software_runs_it_and_labels_it() -> None:
     code, text = _doctor("--allow-software")
     assert code == 0, text
     software = [line for line in text.splitlines() if "wgpu (software)" in line]
-    assert software and (software[0].startswith("PASS") or "hardware adapter exists" in
-                         software[0]), text
+    assert software and (
+        software[0].startswith("PASS") or "hardware adapter exists" in software[0]
+    ), text
     if software[0].startswith("PASS"):
         assert "(software adapter)" in software[0]
 

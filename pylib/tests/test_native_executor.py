@@ -27,21 +27,27 @@ def _data(*shape: int) -> list[float]:
 
 def _mixed_graph() -> dict:
     """Batched matmul across tile edges, softmax along a middle axis, reductions, a broadcast."""
-    return {"version": 2, "nodes": [
-        {"id": 0, "op": "input", "shape": [2, 130, 33], "data": _data(2, 130, 33)},
-        {"id": 1, "op": "input", "shape": [33, 129], "data": _data(33, 129)},
-        {"id": 2, "op": "matmul", "a": 0, "b": 1},
-        {"id": 3, "op": "softmax", "a": 2, "axis": 1},
-        {"id": 4, "op": "sum", "a": 2, "axis": 2, "keepdim": True},
-        {"id": 5, "op": "sub", "a": 2, "b": 4},
-        {"id": 6, "op": "gelu", "a": 5},
-        {"id": 7, "op": "mean", "a": 6},
-        # K and N multiples of 4: the _v4 kernels where those are forced
-        {"id": 8, "op": "input", "shape": [2, 1, 130, 36], "data": _data(2, 1, 130, 36)},
-        {"id": 9, "op": "input", "shape": [3, 36, 132], "data": _data(3, 36, 132)},
-        {"id": 10, "op": "matmul", "a": 8, "b": 9}],
-        "outputs": [{"name": n, "id": i} for n, i in
-                    [("mm", 2), ("sm", 3), ("rows", 4), ("g", 6), ("m", 7), ("mm4", 10)]]}
+    return {
+        "version": 2,
+        "nodes": [
+            {"id": 0, "op": "input", "shape": [2, 130, 33], "data": _data(2, 130, 33)},
+            {"id": 1, "op": "input", "shape": [33, 129], "data": _data(33, 129)},
+            {"id": 2, "op": "matmul", "a": 0, "b": 1},
+            {"id": 3, "op": "softmax", "a": 2, "axis": 1},
+            {"id": 4, "op": "sum", "a": 2, "axis": 2, "keepdim": True},
+            {"id": 5, "op": "sub", "a": 2, "b": 4},
+            {"id": 6, "op": "gelu", "a": 5},
+            {"id": 7, "op": "mean", "a": 6},
+            # K and N multiples of 4: the _v4 kernels where those are forced
+            {"id": 8, "op": "input", "shape": [2, 1, 130, 36], "data": _data(2, 1, 130, 36)},
+            {"id": 9, "op": "input", "shape": [3, 36, 132], "data": _data(3, 36, 132)},
+            {"id": 10, "op": "matmul", "a": 8, "b": 9},
+        ],
+        "outputs": [
+            {"name": n, "id": i}
+            for n, i in [("mm", 2), ("sm", 3), ("rows", 4), ("g", 6), ("m", 7), ("mm4", 10)]
+        ],
+    }
 
 
 @pytest.fixture(scope="module")
@@ -112,11 +118,15 @@ def test_one_submission_per_step_and_one_readback_per_run() -> None:
     # (on a software adapter, like this machine's, the default is one submission per run)
     ex = open_executor(True, hooks={"on_submit": submits.append, "steps_per_submit": 1})
     try:
-        graph = {"version": 2, "nodes": [
-            {"id": 0, "op": "input", "shape": [4]},
-            {"id": 1, "op": "input", "shape": [4], "data": [0, 0, 0, 0]},
-            {"id": 2, "op": "add", "a": 1, "b": 0}],
-            "outputs": [{"name": "acc", "id": 2}]}
+        graph = {
+            "version": 2,
+            "nodes": [
+                {"id": 0, "op": "input", "shape": [4]},
+                {"id": 1, "op": "input", "shape": [4], "data": [0, 0, 0, 0]},
+                {"id": 2, "op": "add", "a": 1, "b": 0},
+            ],
+            "outputs": [{"name": "acc", "id": 2}],
+        }
         program = ex.prepare(validate(graph), feeds=[0], carry={1: 2}, keep=[2])
         steps = [{0: np.full(4, i, np.float32)} for i in range(1, 9)]
         out = program.run(steps, [2])
@@ -160,9 +170,11 @@ def test_pipelines_are_cached_and_buffers_reused(executor: Any) -> None:
 
 
 def test_feeds_of_the_wrong_size_are_refused(executor: Any) -> None:
-    graph = {"version": 2, "nodes": [{"id": 0, "op": "input", "shape": [3]},
-                                     {"id": 1, "op": "neg", "a": 0}],
-             "outputs": [{"name": "y", "id": 1}]}
+    graph = {
+        "version": 2,
+        "nodes": [{"id": 0, "op": "input", "shape": [3]}, {"id": 1, "op": "neg", "a": 0}],
+        "outputs": [{"name": "y", "id": 1}],
+    }
     program = executor.prepare(validate(graph), feeds=[0])
     try:
         with pytest.raises(GpuLabError) as err:
@@ -207,11 +219,15 @@ def test_a_lost_device_becomes_backend(how: str) -> None:
 
 
 def test_carries_act_simultaneously_even_when_they_swap(executor: Any) -> None:
-    graph = {"version": 2, "nodes": [
-        {"id": 0, "op": "input", "shape": [2], "data": [1, 2]},
-        {"id": 1, "op": "input", "shape": [2], "data": [3, 4]},
-        {"id": 2, "op": "neg", "a": 0}],
-        "outputs": [{"name": "a", "id": 0}, {"name": "b", "id": 1}, {"name": "na", "id": 2}]}
+    graph = {
+        "version": 2,
+        "nodes": [
+            {"id": 0, "op": "input", "shape": [2], "data": [1, 2]},
+            {"id": 1, "op": "input", "shape": [2], "data": [3, 4]},
+            {"id": 2, "op": "neg", "a": 0},
+        ],
+        "outputs": [{"name": "a", "id": 0}, {"name": "b", "id": 1}, {"name": "na", "id": 2}],
+    }
     program = executor.prepare(validate(graph), carry={0: 1, 1: 0}, keep=[2])
     try:
         out = program.run([{}], [2])
@@ -230,10 +246,15 @@ def test_a_row_longer_than_llvmpipes_loop_cap_sums_correctly(executor: Any) -> N
     (reduce.wgsl adds 32 elements per iteration). Before that fix the tree's last step was
     silently dropped on lavapipe and the sum came out as half."""
     n = 64 * 65600
-    graph = {"version": 2, "nodes": [
-        {"id": 0, "op": "full", "shape": [n], "value": 1.0},
-        {"id": 1, "op": "sum", "a": 0}, {"id": 2, "op": "mean", "a": 0}],
-        "outputs": [{"name": "s", "id": 1}, {"name": "m", "id": 2}]}
+    graph = {
+        "version": 2,
+        "nodes": [
+            {"id": 0, "op": "full", "shape": [n], "value": 1.0},
+            {"id": 1, "op": "sum", "a": 0},
+            {"id": 2, "op": "mean", "a": 0},
+        ],
+        "outputs": [{"name": "s", "id": 1}, {"name": "m", "id": 2}],
+    }
     out = _run(executor, graph)
     assert float(out[1]) == n  # exact: n < 2^24
     assert float(out[2]) == 1.0
@@ -242,12 +263,16 @@ def test_a_row_longer_than_llvmpipes_loop_cap_sums_correctly(executor: Any) -> N
 def test_a_carried_input_no_output_reads_still_carries(executor: Any) -> None:
     """As on cpu-python: input 0 feeds nothing, yet it is carried (and downloadable); feeding an
     input no output depends on is accepted and changes nothing."""
-    graph = {"version": 2, "nodes": [
-        {"id": 0, "op": "input", "shape": [2], "data": [5, 6]},
-        {"id": 1, "op": "input", "shape": [2], "data": [1, 2]},
-        {"id": 2, "op": "neg", "a": 1},
-        {"id": 3, "op": "input", "shape": [1]}],
-        "outputs": [{"name": "n", "id": 2}]}
+    graph = {
+        "version": 2,
+        "nodes": [
+            {"id": 0, "op": "input", "shape": [2], "data": [5, 6]},
+            {"id": 1, "op": "input", "shape": [2], "data": [1, 2]},
+            {"id": 2, "op": "neg", "a": 1},
+            {"id": 3, "op": "input", "shape": [1]},
+        ],
+        "outputs": [{"name": "n", "id": 2}],
+    }
     program = executor.prepare(validate(graph), feeds=[3], carry={0: 2}, keep=[2])
     try:
         assert program.download(0).tolist() == [5.0, 6.0]
@@ -272,10 +297,10 @@ def _transposes_graph() -> dict:
         {"id": 9, "op": "transpose", "a": 8},
         {"id": 10, "op": "input", "shape": [5, 6], "data": _data(5, 6)},
         {"id": 11, "op": "matmul", "a": 9, "b": 10},  # [2, 4, 6]
-        {"id": 12, "op": "matmul", "a": 9, "b": 10}]
+        {"id": 12, "op": "matmul", "a": 9, "b": 10},
+    ]
     outputs = [("c", 3), ("e", 7), ("f", 11)]
-    return {"version": 2, "nodes": nodes,
-            "outputs": [{"name": n, "id": i} for n, i in outputs]}
+    return {"version": 2, "nodes": nodes, "outputs": [{"name": n, "id": i} for n, i in outputs]}
 
 
 def test_transposes_read_in_place_by_small_matmuls_give_the_same_bits(executor: Any) -> None:
@@ -283,10 +308,13 @@ def test_transposes_read_in_place_by_small_matmuls_give_the_same_bits(executor: 
     steps = executor.prepare(validate(fused)).plan["steps"]
     assert [s["kernel"] for s in steps] == ["matmul_small"] * 3  # no permute dispatch
     assert [s["params"][11][1] for s in steps] == [1, 2, 1]  # the transposed operand's flag
-    copied = {**fused, "outputs": [*fused["outputs"], *({"name": f"t{i}", "id": i}
-                                                         for i in (2, 5, 9))]}  # so copied
-    assert sum(s["kernel"] == "permute" for s in
-               executor.prepare(validate(copied)).plan["steps"]) == 3
+    copied = {
+        **fused,
+        "outputs": [*fused["outputs"], *({"name": f"t{i}", "id": i} for i in (2, 5, 9))],
+    }  # so copied
+    assert (
+        sum(s["kernel"] == "permute" for s in executor.prepare(validate(copied)).plan["steps"]) == 3
+    )
     got, want = _run(executor, fused), _run(executor, copied)
     assert all(np.array_equal(got[i].view(np.uint32), want[i].view(np.uint32)) for i in got)
     a = _operand(fused, 0)
@@ -306,13 +334,16 @@ def test_fused_adam_step_matches_the_three_adam_kernels(executor: Any) -> None:
     fused_steps = executor.prepare(validate(graph)).plan["steps"]
     assert [s["entry"] for s in fused_steps].count("adam_step") == 2
     assert not {"adam_update"} & {s["entry"] for s in fused_steps}
-    assert all(s.get("writes", 1) == (3 if s["entry"] == "adam_step" else 1)
-               for s in fused_steps)
-    split = {**graph, "nodes": [*graph["nodes"], {"id": 40, "op": "neg", "a": 24}],
-             "outputs": [*graph["outputs"], {"name": "neg_m1", "id": 40}]}
+    assert all(s.get("writes", 1) == (3 if s["entry"] == "adam_step" else 1) for s in fused_steps)
+    split = {
+        **graph,
+        "nodes": [*graph["nodes"], {"id": 40, "op": "neg", "a": 24}],
+        "outputs": [*graph["outputs"], {"name": "neg_m1", "id": 40}],
+    }
     split_steps = executor.prepare(validate(split)).plan["steps"]
     assert [s["entry"] for s in split_steps].count("adam_step") == 1
     assert [s["entry"] for s in split_steps].count("adam_update") == 1
     got, want = _run(executor, graph), _run(executor, split)
     assert all(_bits_equal({k: got[k]}, {k: want[k]}) for k in got), [
-        k for k in got if not _bits_equal({k: got[k]}, {k: want[k]})]
+        k for k in got if not _bits_equal({k: got[k]}, {k: want[k]})
+    ]

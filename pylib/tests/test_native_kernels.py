@@ -15,8 +15,10 @@ from gpulab.native.planner import plan_graph
 from gpulab.protocol import validate
 
 ROOT = Path(__file__).resolve().parents[2]
-WGSL = {p.stem: p.read_text(encoding="utf-8")
-        for p in sorted((ROOT / "kernels" / "wgsl").glob("*.wgsl"))}
+WGSL = {
+    p.stem: p.read_text(encoding="utf-8")
+    for p in sorted((ROOT / "kernels" / "wgsl").glob("*.wgsl"))
+}
 MATH = re.compile(r"// ---- shared math:.*?// ---- end shared math ----\n", re.DOTALL)
 
 
@@ -40,8 +42,9 @@ def test_the_shared_math_block_is_identical_in_every_kernel_that_has_it() -> Non
 def test_no_nan_or_inf_literals_and_no_self_compare() -> None:
     for name, text in WGSL.items():
         code = "\n".join(line.split("//")[0] for line in text.splitlines())
-        assert not re.search(r"bitcast<f32>\(\s*(0x7f[89a-f]|0xff[89a-f]|NAN_BITS|INF_BITS)",
-                             code, re.IGNORECASE), f"{name}: a const bitcast to NaN/inf"
+        assert not re.search(
+            r"bitcast<f32>\(\s*(0x7f[89a-f]|0xff[89a-f]|NAN_BITS|INF_BITS)", code, re.IGNORECASE
+        ), f"{name}: a const bitcast to NaN/inf"
         assert not re.search(r"\b(\w+)\s*!=\s*\1\b", code), f"{name}: x != x is folded away"
         assert not re.search(r"\b1e\d{2,}|\binf\b|\bnan\b", code), f"{name}: a non-finite literal"
 
@@ -75,7 +78,7 @@ def _used_names(code: str, entry: str) -> set[str]:
             depth += {"{": 1, "}": -1}.get(code[end], 0)
             if depth == 0:
                 break
-        bodies[m.group(1)] = code[start:end + 1]
+        bodies[m.group(1)] = code[start : end + 1]
     used: set[str] = set()
     seen: set[str] = set()
     todo = [entry]
@@ -133,9 +136,14 @@ def run_unary():
     ex = open_executor(True)
 
     def run(op: str, x: np.ndarray) -> np.ndarray:
-        graph = {"version": 2, "nodes": [
-            {"id": 0, "op": "input", "shape": [x.size], "data": x.tolist()},
-            {"id": 1, "op": op, "a": 0}], "outputs": [{"name": "y", "id": 1}]}
+        graph = {
+            "version": 2,
+            "nodes": [
+                {"id": 0, "op": "input", "shape": [x.size], "data": x.tolist()},
+                {"id": 1, "op": op, "a": 0},
+            ],
+            "outputs": [{"name": "y", "id": 1}],
+        }
         program = ex.prepare(validate(graph))
         try:
             return program.run([{}], [1])[1]
@@ -176,7 +184,8 @@ def test_special_values_by_bit_pattern(run_unary) -> None:
     assert np.isnan(log[0]) and log[1] == np.inf and np.isnan(log[2]) and np.isnan(log[5])
     assert log[3] == -np.inf and log[4] == -np.inf
     neg = run_unary("neg", x)
-    assert np.array_equal(neg[3:5].view(np.uint32), np.array([-0.0, 0.0], np.float32).view(
-        np.uint32))
+    assert np.array_equal(
+        neg[3:5].view(np.uint32), np.array([-0.0, 0.0], np.float32).view(np.uint32)
+    )
     assert run_unary("relu", x).view(np.uint32).tolist()[0] == 0  # relu(NaN) = +0
     assert np.isnan(run_unary("sqrt", x)[5])

@@ -24,19 +24,24 @@ def _graph(seed: int, rows: int = 33, axis: int = 1, value: float = 0.5) -> dict
     a = rng.standard_normal((rows, 20)).astype(np.float32)
     b = rng.standard_normal((20, 12)).astype(np.float32)
     k = rng.integers(-50, 50, (rows, 12)).astype(np.int32)
-    return {"version": 3, "nodes": [
-        {"id": 0, "op": "input", "shape": [rows, 20], "data": a},
-        {"id": 1, "op": "input", "shape": [20, 12], "data": b},
-        {"id": 2, "op": "matmul", "a": 0, "b": 1},
-        {"id": 3, "op": "softmax", "a": 2, "axis": axis},
-        {"id": 4, "op": "full", "shape": [rows, 12], "value": value},
-        {"id": 5, "op": "mul", "a": 3, "b": 4},
-        {"id": 6, "op": "sum", "a": 5, "axis": 0},
-        {"id": 7, "op": "input", "shape": [rows, 12], "dtype": "int32", "data": k},
-        {"id": 8, "op": "abs", "a": 7},
-        {"id": 9, "op": "argmax", "a": 2, "axis": 1}],
-        "outputs": [{"name": n, "id": i} for n, i in
-                    [("mm", 2), ("sm", 5), ("s", 6), ("k", 8), ("am", 9)]]}
+    return {
+        "version": 3,
+        "nodes": [
+            {"id": 0, "op": "input", "shape": [rows, 20], "data": a},
+            {"id": 1, "op": "input", "shape": [20, 12], "data": b},
+            {"id": 2, "op": "matmul", "a": 0, "b": 1},
+            {"id": 3, "op": "softmax", "a": 2, "axis": axis},
+            {"id": 4, "op": "full", "shape": [rows, 12], "value": value},
+            {"id": 5, "op": "mul", "a": 3, "b": 4},
+            {"id": 6, "op": "sum", "a": 5, "axis": 0},
+            {"id": 7, "op": "input", "shape": [rows, 12], "dtype": "int32", "data": k},
+            {"id": 8, "op": "abs", "a": 7},
+            {"id": 9, "op": "argmax", "a": 2, "axis": 1},
+        ],
+        "outputs": [
+            {"name": n, "id": i} for n, i in [("mm", 2), ("sm", 5), ("s", 6), ("k", 8), ("am", 9)]
+        ],
+    }
 
 
 @pytest.fixture()
@@ -66,8 +71,9 @@ def _bits(values: dict[int, np.ndarray]) -> dict[int, bytes]:
     return {k: np.ascontiguousarray(v).tobytes() for k, v in values.items()}
 
 
-def test_a_second_execute_of_the_same_structure_hits_and_creates_nothing(executor: Any,
-                                                                        uncached: Any) -> None:
+def test_a_second_execute_of_the_same_structure_hits_and_creates_nothing(
+    executor: Any, uncached: Any
+) -> None:
     first = _execute(executor, _graph(1))
     counts = dict(executor.counters)
     second = _execute(executor, _graph(2))  # same structure, other data
@@ -83,8 +89,7 @@ def test_a_second_execute_of_the_same_structure_hits_and_creates_nothing(executo
 
 
 @pytest.mark.parametrize("change", [{"rows": 34}, {"axis": 0}, {"value": -0.5}])
-def test_a_different_shape_or_attr_misses(executor: Any, uncached: Any,
-                                          change: dict) -> None:
+def test_a_different_shape_or_attr_misses(executor: Any, uncached: Any, change: dict) -> None:
     _execute(executor, _graph(1))
     other = _execute(executor, _graph(3, **change))
     cache = executor.plan_cache.counters
@@ -101,23 +106,31 @@ def test_the_key_holds_structure_and_not_data() -> None:
     as_float["nodes"][7]["dtype"] = "float32"
     as_float["nodes"][7]["data"] = np.zeros((33, 12), np.float32)
     assert structure_key(validate(as_float)) != structure_key(one)  # a dtype
-    assert structure_key(validate({**_graph(1), "outputs": [{"name": "mm", "id": 2}]})) != \
-        structure_key(one)
+    assert structure_key(
+        validate({**_graph(1), "outputs": [{"name": "mm", "id": 2}]})
+    ) != structure_key(one)
 
 
 def test_sessions_share_the_plan_but_not_the_program(executor: Any) -> None:
     """A prepared session (feeds or carries) reuses the cached plan; its program is its own."""
-    graph = {"version": 2, "nodes": [
-        {"id": 0, "op": "input", "shape": [4]},
-        {"id": 1, "op": "input", "shape": [4], "data": [0, 0, 0, 0]},
-        {"id": 2, "op": "add", "a": 1, "b": 0}],
-        "outputs": [{"name": "acc", "id": 2}]}
-    sessions = [executor.prepare(validate(graph), feeds=[0], carry={1: 2}, keep=[2])
-                for _ in range(2)]
+    graph = {
+        "version": 2,
+        "nodes": [
+            {"id": 0, "op": "input", "shape": [4]},
+            {"id": 1, "op": "input", "shape": [4], "data": [0, 0, 0, 0]},
+            {"id": 2, "op": "add", "a": 1, "b": 0},
+        ],
+        "outputs": [{"name": "acc", "id": 2}],
+    }
+    sessions = [
+        executor.prepare(validate(graph), feeds=[0], carry={1: 2}, keep=[2]) for _ in range(2)
+    ]
     assert executor.plan_cache.counters["plan_hits"] == 1
     assert sessions[0].plan is sessions[1].plan
-    out = [s.run([{0: np.full(4, i + 1, np.float32)}] * 3, [2])[2].tolist()
-           for i, s in enumerate(sessions)]
+    out = [
+        s.run([{0: np.full(4, i + 1, np.float32)}] * 3, [2])[2].tolist()
+        for i, s in enumerate(sessions)
+    ]
     assert out == [[3.0] * 4, [6.0] * 4]  # separate state
     for s in sessions:
         s.dispose()

@@ -15,8 +15,11 @@ NODE = CheckedNode(id=7, op="add", operands=(), attrs={})
 
 
 def _graph(*nodes: dict, outputs: list[int], version: int = 2) -> dict:
-    return {"version": version, "nodes": list(nodes),
-            "outputs": [{"name": f"o{i}", "id": i} for i in outputs]}
+    return {
+        "version": version,
+        "nodes": list(nodes),
+        "outputs": [{"name": f"o{i}", "id": i} for i in outputs],
+    }
 
 
 def _input(node_id: int, shape: list[int], data: bool = True) -> dict:
@@ -29,14 +32,17 @@ def _input(node_id: int, shape: list[int], data: bool = True) -> dict:
     return node
 
 
-@pytest.mark.parametrize(("groups", "max_dim", "want"), [
-    (1, 65535, [1, 1, 1]),
-    (65535, 65535, [65535, 1, 1]),
-    (65536, 65535, [65535, 2, 1]),
-    (9, 3, [3, 3, 1]),
-    (10, 3, [3, 3, 2]),  # 4 rows of 3 do not fit in y = 3: z takes the rest
-    (8, 2, [2, 2, 2]),
-])
+@pytest.mark.parametrize(
+    ("groups", "max_dim", "want"),
+    [
+        (1, 65535, [1, 1, 1]),
+        (65535, 65535, [65535, 1, 1]),
+        (65536, 65535, [65535, 2, 1]),
+        (9, 3, [3, 3, 1]),
+        (10, 3, [3, 3, 2]),  # 4 rows of 3 do not fit in y = 3: z takes the rest
+        (8, 2, [2, 2, 2]),
+    ],
+)
 def test_split_dispatch_covers_every_workgroup(groups: int, max_dim: int, want: list) -> None:
     got = split_dispatch(NODE, groups, max_dim)
     assert got == want
@@ -58,8 +64,11 @@ def test_pack_params_is_little_endian_words_padded_to_16_bytes() -> None:
 
 def test_matmul_kernel_follows_the_work_not_the_storage_limit() -> None:
     def kernel(a: list[int], b: list[int], storage: int = 32768) -> tuple[str, list[int]]:
-        checked = validate(_graph(_input(0, a), _input(1, b),
-                                  {"id": 2, "op": "matmul", "a": 0, "b": 1}, outputs=[2]))
+        checked = validate(
+            _graph(
+                _input(0, a), _input(1, b), {"id": 2, "op": "matmul", "a": 0, "b": 1}, outputs=[2]
+            )
+        )
         step = plan_graph(checked, {"maxComputeWorkgroupStorageSize": storage})["steps"][0]
         return step["kernel"], [v for _, v in step["params"][:6]] + step["dispatch"]
 
@@ -79,8 +88,11 @@ def test_matmul_kernel_follows_the_work_not_the_storage_limit() -> None:
 
 def test_min_matmul_workgroups_is_a_limit_that_software_adapters_lower() -> None:
     def kernel(a: list[int], b: list[int], limits: dict) -> tuple[str, list[int]]:
-        checked = validate(_graph(_input(0, a), _input(1, b),
-                                  {"id": 2, "op": "matmul", "a": 0, "b": 1}, outputs=[2]))
+        checked = validate(
+            _graph(
+                _input(0, a), _input(1, b), {"id": 2, "op": "matmul", "a": 0, "b": 1}, outputs=[2]
+            )
+        )
         plan = plan_graph(checked, limits)
         step = plan["steps"][0]
         assert plan["limits"]["minMatmulWorkgroups"] == limits.get("minMatmulWorkgroups", 128)
@@ -100,8 +112,14 @@ def test_min_matmul_workgroups_is_a_limit_that_software_adapters_lower() -> None
 
 
 def test_broadcast_strides_are_zero_on_size_one_axes() -> None:
-    checked = validate(_graph(_input(0, [2, 1, 4]), _input(1, [3, 1]),
-                              {"id": 2, "op": "add", "a": 0, "b": 1}, outputs=[2]))
+    checked = validate(
+        _graph(
+            _input(0, [2, 1, 4]),
+            _input(1, [3, 1]),
+            {"id": 2, "op": "add", "a": 0, "b": 1},
+            outputs=[2],
+        )
+    )
     step = plan_graph(checked)["steps"][0]
     words = [v for _, v in step["params"]]
     assert words[:2] == [24, 0]  # n, not "same"
@@ -111,10 +129,15 @@ def test_broadcast_strides_are_zero_on_size_one_axes() -> None:
 
 
 def test_reshape_aliases_computed_values_but_copies_inputs() -> None:
-    checked = validate(_graph(
-        _input(0, [2, 3]), {"id": 1, "op": "neg", "a": 0},
-        {"id": 2, "op": "reshape", "a": 1, "shape": [3, 2]},
-        {"id": 3, "op": "reshape", "a": 0, "shape": [6]}, outputs=[2, 3]))
+    checked = validate(
+        _graph(
+            _input(0, [2, 3]),
+            {"id": 1, "op": "neg", "a": 0},
+            {"id": 2, "op": "reshape", "a": 1, "shape": [3, 2]},
+            {"id": 3, "op": "reshape", "a": 0, "shape": [6]},
+            outputs=[2, 3],
+        )
+    )
     plan = plan_graph(checked)
     values = {v["node"]: v for v in plan["values"]}
     assert values[2]["alias"] and values[2]["buffer"] == values[1]["buffer"]
@@ -124,11 +147,16 @@ def test_reshape_aliases_computed_values_but_copies_inputs() -> None:
 
 
 def test_buffers_uploads_and_outputs() -> None:
-    checked = validate(_graph(
-        _input(0, [4]), _input(1, [4], data=False), {"id": 2, "op": "full", "shape": [4],
-                                                    "value": "nan"},
-        {"id": 3, "op": "add", "a": 0, "b": 1}, {"id": 4, "op": "mul", "a": 3, "b": 2},
-        outputs=[4]))
+    checked = validate(
+        _graph(
+            _input(0, [4]),
+            _input(1, [4], data=False),
+            {"id": 2, "op": "full", "shape": [4], "value": "nan"},
+            {"id": 3, "op": "add", "a": 0, "b": 1},
+            {"id": 4, "op": "mul", "a": 3, "b": 2},
+            outputs=[4],
+        )
+    )
     plan = plan_graph(checked)
     kinds = {b["node"]: b["kind"] for b in plan["buffers"]}
     assert kinds == {0: "input", 1: "input", 2: "const", 3: "temp", 4: "output"}
@@ -144,8 +172,14 @@ def test_buffer_past_the_binding_limit_is_refused_with_limit() -> None:
 
 
 def test_cross_entropy_plans_rows_then_a_mean_over_scratch() -> None:
-    checked = validate(_graph(_input(0, [5, 3]), _input(1, [5, 3]),
-                              {"id": 2, "op": "cross_entropy", "a": 0, "b": 1}, outputs=[2]))
+    checked = validate(
+        _graph(
+            _input(0, [5, 3]),
+            _input(1, [5, 3]),
+            {"id": 2, "op": "cross_entropy", "a": 0, "b": 1},
+            outputs=[2],
+        )
+    )
     plan = plan_graph(checked)
     rows, mean = plan["steps"]
     assert rows["kernel"] == "rows" and rows["entry"] == "cross_entropy_rows"

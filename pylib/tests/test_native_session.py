@@ -35,10 +35,14 @@ def mlp_adam_graph() -> dict:
     w2 = RNG.standard_normal((HIDDEN, OUT)).astype(np.float32) * 0.3
     zeros = np.zeros
     nodes = [
-        _input(0, [BATCH, IN], None), _input(1, [BATCH, OUT], None),
-        _input(2, [IN, HIDDEN], w1), _input(3, [HIDDEN, OUT], w2),
-        _input(4, [IN, HIDDEN], zeros(IN * HIDDEN)), _input(5, [IN, HIDDEN], zeros(IN * HIDDEN)),
-        _input(6, [HIDDEN, OUT], zeros(HIDDEN * OUT)), _input(7, [HIDDEN, OUT], zeros(HIDDEN * OUT)),
+        _input(0, [BATCH, IN], None),
+        _input(1, [BATCH, OUT], None),
+        _input(2, [IN, HIDDEN], w1),
+        _input(3, [HIDDEN, OUT], w2),
+        _input(4, [IN, HIDDEN], zeros(IN * HIDDEN)),
+        _input(5, [IN, HIDDEN], zeros(IN * HIDDEN)),
+        _input(6, [HIDDEN, OUT], zeros(HIDDEN * OUT)),
+        _input(7, [HIDDEN, OUT], zeros(HIDDEN * OUT)),
         _input(8, [1], np.zeros(1)),
         {"id": 9, "op": "full", "shape": [1], "value": 1},
         {"id": 10, "op": "add", "a": 8, "b": 9},  # t + 1
@@ -55,15 +59,24 @@ def mlp_adam_graph() -> dict:
         {"id": 21, "op": "mul", "a": 19, "b": 20},
         {"id": 22, "op": "transpose", "a": 0},
         {"id": 23, "op": "matmul", "a": 22, "b": 21},  # dW1
-        {"id": 24, "op": "adam_m", "a": 4, "b": 23}, {"id": 25, "op": "adam_v", "a": 5, "b": 23},
+        {"id": 24, "op": "adam_m", "a": 4, "b": 23},
+        {"id": 25, "op": "adam_v", "a": 5, "b": 23},
         {"id": 26, "op": "adam_update", "a": 2, "b": 24, "c": 25, "t": 10, "lr": 0.01},
-        {"id": 27, "op": "adam_m", "a": 6, "b": 17}, {"id": 28, "op": "adam_v", "a": 7, "b": 17},
+        {"id": 27, "op": "adam_m", "a": 6, "b": 17},
+        {"id": 28, "op": "adam_v", "a": 7, "b": 17},
         {"id": 29, "op": "adam_update", "a": 3, "b": 27, "c": 28, "t": 10, "lr": 0.01},
     ]
-    outputs = [("loss", 14), ("w1n", 26), ("w2n", 29), ("m1n", 24), ("v1n", 25), ("m2n", 27),
-               ("v2n", 28), ("tn", 10)]
-    return {"version": 2, "nodes": nodes,
-            "outputs": [{"name": n, "id": i} for n, i in outputs]}
+    outputs = [
+        ("loss", 14),
+        ("w1n", 26),
+        ("w2n", 29),
+        ("m1n", 24),
+        ("v1n", 25),
+        ("m2n", 27),
+        ("v2n", 28),
+        ("tn", 10),
+    ]
+    return {"version": 2, "nodes": nodes, "outputs": [{"name": n, "id": i} for n, i in outputs]}
 
 
 def _batches(count: int) -> list[dict[int, np.ndarray]]:
@@ -102,8 +115,15 @@ def test_five_session_steps_equal_five_chained_executes_bit_for_bit() -> None:
     exec_losses, exec_out = _chained_executes(graph, batches)  # x, y given as data there
     assert exec_losses[-1] < exec_losses[0]  # it trains
 
-    session = host.prepare(graph, feeds=[0, 1], carry=CARRY, resident=["w1n", "w2n"],
-                           outputs=["loss"], backend="wgpu", allow_software=True)
+    session = host.prepare(
+        graph,
+        feeds=[0, 1],
+        carry=CARRY,
+        resident=["w1n", "w2n"],
+        outputs=["loss"],
+        backend="wgpu",
+        allow_software=True,
+    )
     try:
         losses = [float(session.run(b)["outputs"]["loss"]["array"]) for b in batches]
         assert session.backend == "wgpu"
@@ -113,8 +133,15 @@ def test_five_session_steps_equal_five_chained_executes_bit_for_bit() -> None:
     finally:
         session.dispose()
 
-    many = host.prepare(graph, feeds=[0, 1], carry=CARRY, resident=["w1n", "w2n"],
-                        outputs=["loss"], backend="wgpu", allow_software=True)
+    many = host.prepare(
+        graph,
+        feeds=[0, 1],
+        carry=CARRY,
+        resident=["w1n", "w2n"],
+        outputs=["loss"],
+        backend="wgpu",
+        allow_software=True,
+    )
     try:
         last = many.run_steps(batches)  # all five in one run
         assert _same_bits(last["outputs"]["loss"]["array"], exec_out["loss"])
@@ -151,8 +178,9 @@ def test_a_multi_step_run_is_a_submission_per_step_and_one_readback() -> None:
 def _program(ex: object, graph: dict, carry: dict[int, str]) -> object:
     checked = validate(graph)
     ids = {o.name: o.id for o in checked.outputs}
-    return ex.prepare(checked, feeds=[0, 1], carry={i: ids[n] for i, n in carry.items()},
-                      keep=list(ids.values()))
+    return ex.prepare(
+        checked, feeds=[0, 1], carry={i: ids[n] for i, n in carry.items()}, keep=list(ids.values())
+    )
 
 
 def test_ping_pong_carries_match_copied_carries_over_uneven_runs() -> None:
@@ -187,9 +215,11 @@ def test_ping_pong_carries_match_copied_carries_over_uneven_runs() -> None:
 
 
 def _log_session() -> object:
-    graph = {"version": 2, "nodes": [{"id": 0, "op": "input", "shape": [2]},
-                                      {"id": 1, "op": "log", "a": 0}],
-             "outputs": [{"name": "y", "id": 1}]}
+    graph = {
+        "version": 2,
+        "nodes": [{"id": 0, "op": "input", "shape": [2]}, {"id": 1, "op": "log", "a": 0}],
+        "outputs": [{"name": "y", "id": 1}],
+    }
     return host.prepare(graph, feeds=[0], backend="wgpu", allow_software=True)
 
 
@@ -210,9 +240,13 @@ def test_a_non_finite_read_back_poisons_a_wgpu_session() -> None:
 def test_a_lost_device_fails_the_run_with_backend_then_state() -> None:
     ex = open_executor(True)
     try:
-        checked = validate({"version": 2, "nodes": [
-            {"id": 0, "op": "input", "shape": [2]}, {"id": 1, "op": "log", "a": 0}],
-            "outputs": [{"name": "y", "id": 1}]})
+        checked = validate(
+            {
+                "version": 2,
+                "nodes": [{"id": 0, "op": "input", "shape": [2]}, {"id": 1, "op": "log", "a": 0}],
+                "outputs": [{"name": "y", "id": 1}],
+            }
+        )
         from gpulab.session import Session, SessionPlan
 
         plan = SessionPlan.build(checked, [0], {}, [], None, {})

@@ -13,8 +13,13 @@ from gpulab.session import Session
 RNG = np.random.default_rng(42)
 SIZES = {"w1": (4, 8), "b1": (8,), "w2": (8, 3), "b2": (3,)}
 INITIAL = {k: (RNG.standard_normal(s) * 0.5).astype(np.float32) for k, s in SIZES.items()}
-BATCHES = [(RNG.standard_normal((6, 4)).astype(np.float32),
-            np.eye(3, dtype=np.float32)[RNG.integers(0, 3, 6)]) for _ in range(5)]
+BATCHES = [
+    (
+        RNG.standard_normal((6, 4)).astype(np.float32),
+        np.eye(3, dtype=np.float32)[RNG.integers(0, 3, 6)],
+    )
+    for _ in range(5)
+]
 
 
 def mlp_adam_step(g: Graph, params: dict, moments: dict, step, x, y) -> dict:
@@ -26,8 +31,12 @@ def mlp_adam_step(g: Graph, params: dict, moments: dict, step, x, y) -> dict:
     loss = logits.cross_entropy(y)
     dlogits = logits.cross_entropy_grad(y)
     dz1 = (dlogits @ w2.transpose()) * z1.positive()
-    grads = {"w2": h.transpose() @ dlogits, "b2": dlogits.sum(axis=0),
-             "w1": x.transpose() @ dz1, "b1": dz1.sum(axis=0)}
+    grads = {
+        "w2": h.transpose() @ dlogits,
+        "b2": dlogits.sum(axis=0),
+        "w1": x.transpose() @ dz1,
+        "b1": dz1.sum(axis=0),
+    }
     new = {"loss": loss, "step": step + 1}
     for k in SIZES:
         m, v = moments[k]
@@ -72,8 +81,9 @@ def prepared_session(resident: tuple = ()) -> tuple[Session, dict, object, objec
     carry.update({moments[k][0]: new["m_" + k] for k in SIZES})
     carry.update({moments[k][1]: new["v_" + k] for k in SIZES})
     carry[step] = new["step"]
-    session = g.prepare(feeds=[x, y], carry=carry, backend="cpu-python", resident=resident,
-                        loss=new["loss"])
+    session = g.prepare(
+        feeds=[x, y], carry=carry, backend="cpu-python", resident=resident, loss=new["loss"]
+    )
     return session, params, x, y
 
 
@@ -117,15 +127,20 @@ def test_non_finite_read_back_poisons_the_session():
         session.run({x: BATCHES[0][0], y: bad})
     assert info.value.code == "BACKEND" and "non-finite" in info.value.message
     assert session.poisoned
-    for call in (lambda: session.run({x: BATCHES[0][0], y: BATCHES[0][1]}),
-                 lambda: session.download(params["w1"]), lambda: session.run_steps(1)):
+    for call in (
+        lambda: session.run({x: BATCHES[0][0], y: BATCHES[0][1]}),
+        lambda: session.download(params["w1"]),
+        lambda: session.run_steps(1),
+    ):
         with pytest.raises(GpuLabError) as info:
             call()
         assert info.value.code == "STATE"
     session.dispose()
     session.dispose()  # idempotent
-    for call in (lambda: session.run({x: BATCHES[0][0], y: BATCHES[0][1]}),
-                 lambda: session.download(params["w1"])):
+    for call in (
+        lambda: session.run({x: BATCHES[0][0], y: BATCHES[0][1]}),
+        lambda: session.download(params["w1"]),
+    ):
         with pytest.raises(GpuLabError) as info:
             call()
         assert info.value.code == "DISPOSED"
@@ -151,15 +166,15 @@ def test_feed_errors_are_refused_before_work_and_do_not_poison():
     session, params, x, y = prepared_session()
     xd, yd = BATCHES[0]
     bad_calls = [
-        lambda: session.run({x: xd}),                          # y missing
-        lambda: session.run({x: xd[:3], y: yd}),               # wrong length
+        lambda: session.run({x: xd}),  # y missing
+        lambda: session.run({x: xd[:3], y: yd}),  # wrong length
         lambda: session.run({x: xd, y: yd, params["w1"]: xd}),  # not a fed input
-        lambda: session.run({"nope": xd, y: yd}),              # unknown name
-        lambda: session.run({x: [["a"] * 4] * 6, y: yd}),      # not numbers
-        lambda: session.run_steps(2),                          # a count needs no feeds
-        lambda: session.run(2),                                # the same through run
+        lambda: session.run({"nope": xd, y: yd}),  # unknown name
+        lambda: session.run({x: [["a"] * 4] * 6, y: yd}),  # not numbers
+        lambda: session.run_steps(2),  # a count needs no feeds
+        lambda: session.run(2),  # the same through run
         lambda: session.run_steps([]),
-        lambda: session.download("loss"),                      # read back, not resident
+        lambda: session.download("loss"),  # read back, not resident
     ]
     for call in bad_calls:
         with pytest.raises(GpuLabError) as info:
@@ -193,8 +208,8 @@ def test_prepare_refuses_bad_session_plans():
     fed = g.input([2])
     out = (w * fed).sum()
     cases = [
-        lambda: g.prepare(out=out, backend="cpu-python"),                     # fed not listed
-        lambda: g.prepare(feeds=[w, fed], out=out, backend="cpu-python"),     # w has data
+        lambda: g.prepare(out=out, backend="cpu-python"),  # fed not listed
+        lambda: g.prepare(feeds=[w, fed], out=out, backend="cpu-python"),  # w has data
         lambda: g.prepare(feeds=[fed], carry={fed: w * 2}, out=out, backend="cpu-python"),
         lambda: g.prepare(feeds=[fed], carry={w: out}, out=out, backend="cpu-python"),  # shape
         lambda: g.prepare(feeds=[fed], resident=["nope"], out=out, backend="cpu-python"),

@@ -29,10 +29,18 @@ def run(t: object, backend: str = "cpu-python") -> np.ndarray:
 def test_methods_build_v3_nodes_with_their_attrs() -> None:
     g = Graph()
     x = g.tensor(X)
-    nodes = {name: t for name, t in {
-        "abs": abs(x), "square": x.square(), "clamp": x.clamp(min=-1, max=2),
-        "reduce_max": x.max(dim=1), "reduce_min": x.min(), "argmax": x.argmax(1, keepdim=True),
-        "argmin": x.argmin()}.items()}
+    nodes = {
+        name: t
+        for name, t in {
+            "abs": abs(x),
+            "square": x.square(),
+            "clamp": x.clamp(min=-1, max=2),
+            "reduce_max": x.max(dim=1),
+            "reduce_min": x.min(),
+            "argmax": x.argmax(1, keepdim=True),
+            "argmin": x.argmin(),
+        }.items()
+    }
     graph = g.to_dict(**nodes)
     by_id = {n["id"]: n for n in graph["nodes"]}
     ops = {o["name"]: by_id[o["id"]] for o in graph["outputs"]}
@@ -50,8 +58,9 @@ def test_values_on_cpu_python() -> None:
     x = g.tensor(X)
     assert run(x.abs()).tolist()[0] == [1.5, 2.0, 7.0, 7.0]
     assert not np.signbit(run(x.abs())[1, 0]), "abs(-0) = +0"
-    assert run(x.clamp(min=0))[1, 0] == 0 and np.signbit(run(x.clamp(min=0))[1, 0]), \
+    assert run(x.clamp(min=0))[1, 0] == 0 and np.signbit(run(x.clamp(min=0))[1, 0]), (
         "-0 equals the bound: kept"
+    )
     assert np.isnan(run(x.clamp(-1, 1))[1, 1])
     np.testing.assert_array_equal(run(x.max(axis=1)), [7.0, math.nan])
     np.testing.assert_array_equal(run(x.min(axis=0)), [-0.0, math.nan, 3.0, -4.5])
@@ -79,10 +88,18 @@ def test_int32_in_int32_out(backend: str, monkeypatch: pytest.MonkeyPatch) -> No
     g = Graph()
     x = g.tensor([[INT_MIN, 5, -7], [3, 3, INT_MAX]], dtype="int32")
     try:
-        got = {k: run(t, backend) for k, t in {
-            "abs": abs(x), "square": x.square(), "clamp": x.clamp(-5.5, 4),
-            "max": x.max(1), "min": x.min(0, keepdim=True), "argmax": x.argmax(1),
-            "argmin": x.argmin()}.items()}
+        got = {
+            k: run(t, backend)
+            for k, t in {
+                "abs": abs(x),
+                "square": x.square(),
+                "clamp": x.clamp(-5.5, 4),
+                "max": x.max(1),
+                "min": x.min(0, keepdim=True),
+                "argmax": x.argmax(1),
+                "argmin": x.argmin(),
+            }.items()
+        }
     except GpuLabError as err:
         if err.code == "UNAVAILABLE":
             pytest.skip(f"{backend}: {err}")  # no adapter at all: reported, never a pass
@@ -108,10 +125,20 @@ def _ops(graph: dict) -> dict[str, dict]:
 def test_select_methods_and_operators_build_their_nodes() -> None:
     g = Graph()
     x, i = g.tensor([1.5, -2.0]), g.tensor([1, 2], dtype="int32")
-    made = {"maximum": x.maximum(0), "minimum": i.minimum(1), "lt": x < 1, "le": x <= g.tensor([0.0]),
-            "gt": 2 < x, "ge": i >= 0, "eq": i.eq(2), "ne": x.ne(x), "cast": x.cast("uint32"),
-            "where": g.where(x > 0, x, -1.0), "hash_uniform": g.rand([2, 3], seed=5, counter=9),
-            "dropout": x.dropout(0.25, seed=3, counter=2**32 - 1)}
+    made = {
+        "maximum": x.maximum(0),
+        "minimum": i.minimum(1),
+        "lt": x < 1,
+        "le": x <= g.tensor([0.0]),
+        "gt": 2 < x,
+        "ge": i >= 0,
+        "eq": i.eq(2),
+        "ne": x.ne(x),
+        "cast": x.cast("uint32"),
+        "where": g.where(x > 0, x, -1.0),
+        "hash_uniform": g.rand([2, 3], seed=5, counter=9),
+        "dropout": x.dropout(0.25, seed=3, counter=2**32 - 1),
+    }
     graph = g.to_dict(**made)
     nodes = {n["id"]: n for n in graph["nodes"]}
     ops = _ops(graph)
@@ -122,8 +149,11 @@ def test_select_methods_and_operators_build_their_nodes() -> None:
     assert made["lt"].dtype == "bool" and made["cast"].dtype == "uint32"
     assert made["where"].dtype == "float32" and made["minimum"].dtype == "int32"
     counter = nodes[ops["dropout"]["counter"]]
-    assert (counter["dtype"], counter["shape"], list(counter["data"])) == ("uint32", [],
-                                                                          [2**32 - 1])
+    assert (counter["dtype"], counter["shape"], list(counter["data"])) == (
+        "uint32",
+        [],
+        [2**32 - 1],
+    )
     assert (ops["dropout"]["p"], ops["dropout"]["seed"]) == (0.25, 3)
     assert ops["hash_uniform"]["shape"] == [2, 3] and made["hash_uniform"].shape == (2, 3)
     same = x
@@ -154,17 +184,22 @@ def test_select_values_on_cpu_python() -> None:
     assert (u * 2**24 == np.round(u * 2**24)).all()  # top 24 bits times 2^-24
 
 
-@pytest.mark.parametrize(("build", "says"), [
-    (lambda g: g.tensor([1.0]).cast("float64"), "dtype"),
-    (lambda g: g.tensor([1], dtype="int32").maximum(2.5), "is not an int32"),
-    (lambda g: g.tensor([1.0]).dropout(1.0), "[0, 1)"),
-    (lambda g: g.tensor([1.0]).dropout(0.5, seed=-1), "0..4294967295"),
-    (lambda g: g.where(g.tensor([1.0]), 1.0, 2.0), "operand cond must be bool, got float32"),
-    (lambda g: g.tensor([1.0]) < g.tensor([1], dtype="int32"),
-     "operand b must be float32 like operand a, got int32"),
-    (lambda g: g.rand([2], counter=g.tensor([1, 2], dtype="uint32")), "counter"),
-    (lambda g: g.tensor([1.0, 2.0]).maximum(g.tensor([1.0, 2.0, 3.0])), "broadcast"),
-])
+@pytest.mark.parametrize(
+    ("build", "says"),
+    [
+        (lambda g: g.tensor([1.0]).cast("float64"), "dtype"),
+        (lambda g: g.tensor([1], dtype="int32").maximum(2.5), "is not an int32"),
+        (lambda g: g.tensor([1.0]).dropout(1.0), "[0, 1)"),
+        (lambda g: g.tensor([1.0]).dropout(0.5, seed=-1), "0..4294967295"),
+        (lambda g: g.where(g.tensor([1.0]), 1.0, 2.0), "operand cond must be bool, got float32"),
+        (
+            lambda g: g.tensor([1.0]) < g.tensor([1], dtype="int32"),
+            "operand b must be float32 like operand a, got int32",
+        ),
+        (lambda g: g.rand([2], counter=g.tensor([1, 2], dtype="uint32")), "counter"),
+        (lambda g: g.tensor([1.0, 2.0]).maximum(g.tensor([1.0, 2.0, 3.0])), "broadcast"),
+    ],
+)
 def test_select_refusals_name_the_node(build: object, says: str) -> None:
     with pytest.raises(GpuLabError) as err:
         build(Graph())  # type: ignore[operator]
@@ -178,8 +213,9 @@ def _dropout_step_graph(g: Graph, w: object, counter: object) -> object:
 
 
 @pytest.mark.parametrize("backend", ["cpu-python", "wgpu"])
-def test_dropout_session_equals_chained_executes(backend: str,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dropout_session_equals_chained_executes(
+    backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """5 session steps feeding counters 0..4 equal 5 chained executes bit for bit; steps with
     different counters drop different elements."""
     monkeypatch.setenv("GPULAB_ALLOW_SOFTWARE", "1")
@@ -201,8 +237,11 @@ def test_dropout_session_equals_chained_executes(backend: str,
     for k in range(5):
         h = Graph()
         t = h.tensor(state)
-        r = h.run(backend=backend, y=_dropout_step_graph(h, t, k),
-                  m=t.dropout(0.25, seed=11, counter=k).ne(0))
+        r = h.run(
+            backend=backend,
+            y=_dropout_step_graph(h, t, k),
+            m=t.dropout(0.25, seed=11, counter=k).ne(0),
+        )
         assert r["backend"] == backend
         state = np.asarray(r["outputs"]["y"]["array"])
         masks.append(np.asarray(r["outputs"]["m"]["array"]))

@@ -14,8 +14,7 @@ from gpulab.protocol import validate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-SETTINGS = settings(max_examples=120, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 # From the kernel table, so a new map op is drawn without editing this file.
 UNARY = plain_ops("map1")
 BINARY = plain_ops("map2", "broadcast")
@@ -29,25 +28,39 @@ def valid_graphs(draw) -> dict:
     count = math.prod(shape)
     n_inputs = draw(st.integers(1, 3))
     n_ops = draw(st.integers(1, 6))
-    ids = draw(st.lists(st.integers(0, 500), min_size=n_inputs + n_ops,
-                        max_size=n_inputs + n_ops, unique=True))
+    ids = draw(
+        st.lists(
+            st.integers(0, 500), min_size=n_inputs + n_ops, max_size=n_inputs + n_ops, unique=True
+        )
+    )
     floats = st.floats(-4, 4, allow_nan=False, width=32)
-    nodes = [{"id": ids[i], "op": "input", "shape": list(shape),
-              "data": draw(st.lists(floats, min_size=count, max_size=count))}
-             for i in range(n_inputs)]
+    nodes = [
+        {
+            "id": ids[i],
+            "op": "input",
+            "shape": list(shape),
+            "data": draw(st.lists(floats, min_size=count, max_size=count)),
+        }
+        for i in range(n_inputs)
+    ]
     for i in range(n_inputs, n_inputs + n_ops):
         earlier = st.sampled_from(ids[:i])
         if draw(st.booleans()):
             nodes.append({"id": ids[i], "op": draw(st.sampled_from(UNARY)), "a": draw(earlier)})
         else:
-            nodes.append({"id": ids[i], "op": draw(st.sampled_from(BINARY)),
-                          "a": draw(earlier), "b": draw(earlier)})
+            nodes.append(
+                {
+                    "id": ids[i],
+                    "op": draw(st.sampled_from(BINARY)),
+                    "a": draw(earlier),
+                    "b": draw(earlier),
+                }
+            )
     outputs = [{"name": "out", "id": ids[-1]}]
     extra = draw(st.lists(st.sampled_from(ids), max_size=2, unique=True))
     outputs += [{"name": f"o{k}", "id": i} for k, i in enumerate(extra)]
     order = draw(st.permutations(range(len(nodes))))
-    return {"version": graph_version(nodes), "nodes": [nodes[k] for k in order],
-            "outputs": outputs}
+    return {"version": graph_version(nodes), "nodes": [nodes[k] for k in order], "outputs": outputs}
 
 
 def operands(node: dict) -> list[int]:
@@ -85,8 +98,11 @@ def test_valid_graphs_validate_with_a_topological_order(graph):
     for node_id in checked.order:
         assert set(operands(by_id[node_id])) <= done
         # the tie rule: no ready node listed earlier was skipped
-        ready = [i for i in by_id if i not in done and set(operands(by_id[i])) <= done
-                 and i in checked.order]
+        ready = [
+            i
+            for i in by_id
+            if i not in done and set(operands(by_id[i])) <= done and i in checked.order
+        ]
         assert position[node_id] == min(position[i] for i in ready)
         done.add(node_id)
     deps = {i: operands(n) for i, n in by_id.items()}
@@ -99,8 +115,11 @@ def test_valid_graphs_validate_with_a_topological_order(graph):
 @SETTINGS
 @given(valid_graphs(), st.data())
 def test_duplicate_id(graph, data):
-    i, j = sorted(data.draw(st.lists(st.integers(0, len(graph["nodes"]) - 1), min_size=2,
-                                     max_size=2, unique=True)))
+    i, j = sorted(
+        data.draw(
+            st.lists(st.integers(0, len(graph["nodes"]) - 1), min_size=2, max_size=2, unique=True)
+        )
+    )
     dup = graph["nodes"][i]["id"]
     graph["nodes"][j]["id"] = dup
     err = expect(graph, "VALIDATION", dup)
@@ -180,9 +199,16 @@ def test_unknown_version(graph, version):
 
 
 @SETTINGS
-@given(valid_graphs(), st.one_of(st.text(), st.booleans(), st.none(),
-                                 st.floats().filter(lambda v: not float(v).is_integer()),
-                                 st.lists(st.integers(), max_size=2)))
+@given(
+    valid_graphs(),
+    st.one_of(
+        st.text(),
+        st.booleans(),
+        st.none(),
+        st.floats().filter(lambda v: not float(v).is_integer()),
+        st.lists(st.integers(), max_size=2),
+    ),
+)
 def test_version_not_an_integer(graph, version):
     graph["version"] = version
     expect(graph, "VALIDATION", None)
@@ -214,10 +240,15 @@ def test_unknown_op_or_field(graph, data, word):
 
 
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=5)
     | st.sampled_from(["nan", "inf", "-inf", "input", "add"]),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner,
-                                                                 max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 
@@ -230,8 +261,13 @@ def test_any_json_in_any_field_gives_a_gpulab_error_or_a_graph(graph, data, junk
         places += [(i, k) for k in n] + [(i, "axis"), (i, "shape")]
     where, key = data.draw(st.sampled_from(places))
     graph = copy.deepcopy(graph)
-    target = (graph if where == "graph" else graph["outputs"][0] if where == "output"
-              else graph["nodes"][where])
+    target = (
+        graph
+        if where == "graph"
+        else graph["outputs"][0]
+        if where == "output"
+        else graph["nodes"][where]
+    )
     target[key] = junk
     try:
         validate(graph)

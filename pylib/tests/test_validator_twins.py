@@ -44,15 +44,53 @@ process.stdout.write(JSON.stringify(out));
 """
 
 # messages both validators word the same: dtype constraints, data per dtype, versions
-SAME_TEXT = (r"operand \w+ must be (float32|int32|uint32|bool)|is not an? (int32|uint32|bool)"
-             r"|needs version|data has")
+SAME_TEXT = (
+    r"operand \w+ must be (float32|int32|uint32|bool)|is not an? (int32|uint32|bool)"
+    r"|needs version|data has"
+)
 # From the kernel table (the hand-kept list had drifted to 7 of the 9 unary ops).
 UNARY = plain_ops("map1")
 BINARY = plain_ops("map2", "broadcast")
-JUNK = [None, True, False, 0, -1, 1, 2, 3, 1.5, 2.0, 1e9, -7, "", "x", "nan", "inf", "add",
-        "input", "float32", [], [0], [1], [2, 3], [-1], [1, -1], [0, 1], [1.5], ["1"], [[1]],
-        {}, {"a": 1}, [1, 1, 1, 1, 1], [2, 2, 2, 2], [None], [2, None], 2**53, 2**53 + 1,
-        "__proto__"]
+JUNK = [
+    None,
+    True,
+    False,
+    0,
+    -1,
+    1,
+    2,
+    3,
+    1.5,
+    2.0,
+    1e9,
+    -7,
+    "",
+    "x",
+    "nan",
+    "inf",
+    "add",
+    "input",
+    "float32",
+    [],
+    [0],
+    [1],
+    [2, 3],
+    [-1],
+    [1, -1],
+    [0, 1],
+    [1.5],
+    ["1"],
+    [[1]],
+    {},
+    {"a": 1},
+    [1, 1, 1, 1, 1],
+    [2, 2, 2, 2],
+    [None],
+    [2, None],
+    2**53,
+    2**53 + 1,
+    "__proto__",
+]
 
 
 def random_graph(rng: random.Random, select: bool = False) -> dict:
@@ -72,33 +110,72 @@ def random_graph(rng: random.Random, select: bool = False) -> dict:
             dtype = rng.choice(["float32"] * 6 + ["int32", "uint32", "bool"])
             if dtype != "float32":
                 junk = [2, -1, 2.5, True] if rng.random() < 0.3 else []
-                nodes.append({"id": node_id, "op": "input", "shape": shape, "dtype": dtype,
-                              "data": [rng.choice([0, 1, *junk]) for _ in range(count)]})
+                nodes.append(
+                    {
+                        "id": node_id,
+                        "op": "input",
+                        "shape": shape,
+                        "dtype": dtype,
+                        "data": [rng.choice([0, 1, *junk]) for _ in range(count)],
+                    }
+                )
             elif rng.random() < 0.5:
-                nodes.append({"id": node_id, "op": "input", "shape": shape,
-                              "data": [rng.choice([0.5, -1, 2, "nan", "-inf"])
-                                       for _ in range(count)]})
+                nodes.append(
+                    {
+                        "id": node_id,
+                        "op": "input",
+                        "shape": shape,
+                        "data": [rng.choice([0.5, -1, 2, "nan", "-inf"]) for _ in range(count)],
+                    }
+                )
             else:
                 nodes.append({"id": node_id, "op": "full", "shape": shape, "value": 1.5})
         elif kind < 0.5:
             nodes.append({"id": node_id, "op": rng.choice(UNARY), "a": rng.choice(earlier)})
         elif kind < 0.75:
-            nodes.append({"id": node_id, "op": rng.choice(BINARY + ["matmul"]),
-                          "a": rng.choice(earlier), "b": rng.choice(earlier)})
+            nodes.append(
+                {
+                    "id": node_id,
+                    "op": rng.choice(BINARY + ["matmul"]),
+                    "a": rng.choice(earlier),
+                    "b": rng.choice(earlier),
+                }
+            )
         else:
-            nodes.append(rng.choice([
-                {"id": node_id, "op": "sum", "a": rng.choice(earlier),
-                 "axis": rng.choice([None, 0, -1, 1]), "keepdim": rng.random() < 0.3},
-                {"id": node_id, "op": "softmax", "a": rng.choice(earlier)},
-                {"id": node_id, "op": "transpose", "a": rng.choice(earlier)},
-                {"id": node_id, "op": "reshape", "a": rng.choice(earlier),
-                 "shape": rng.choice([[-1], [3, -1], [6], [1, -1]])},
-                {"id": node_id, "op": "permute", "a": rng.choice(earlier),
-                 "dims": rng.choice([[1, 0], [0], [2, 0, 1]])},
-                {"id": node_id, "op": "cross_entropy", "a": rng.choice(earlier),
-                 "b": rng.choice(earlier)},
-                *(select_nodes(rng, node_id, earlier) if select else []),
-            ]))
+            nodes.append(
+                rng.choice(
+                    [
+                        {
+                            "id": node_id,
+                            "op": "sum",
+                            "a": rng.choice(earlier),
+                            "axis": rng.choice([None, 0, -1, 1]),
+                            "keepdim": rng.random() < 0.3,
+                        },
+                        {"id": node_id, "op": "softmax", "a": rng.choice(earlier)},
+                        {"id": node_id, "op": "transpose", "a": rng.choice(earlier)},
+                        {
+                            "id": node_id,
+                            "op": "reshape",
+                            "a": rng.choice(earlier),
+                            "shape": rng.choice([[-1], [3, -1], [6], [1, -1]]),
+                        },
+                        {
+                            "id": node_id,
+                            "op": "permute",
+                            "a": rng.choice(earlier),
+                            "dims": rng.choice([[1, 0], [0], [2, 0, 1]]),
+                        },
+                        {
+                            "id": node_id,
+                            "op": "cross_entropy",
+                            "a": rng.choice(earlier),
+                            "b": rng.choice(earlier),
+                        },
+                        *(select_nodes(rng, node_id, earlier) if select else []),
+                    ]
+                )
+            )
     rng.shuffle(nodes)
     outputs = [{"name": f"o{k}", "id": i} for k, i in enumerate(rng.sample(ids, 2))]
     return {"version": rng.choice([1, 2, 2, 3, 3]), "nodes": nodes, "outputs": outputs}
@@ -113,14 +190,34 @@ def select_nodes(rng: random.Random, node_id: int, earlier: list[int]) -> list[d
     pick = rng.choice
     return [
         {"id": node_id, "op": pick(SELECT_BINARY), "a": pick(earlier), "b": pick(earlier)},
-        {"id": node_id, "op": "where", "cond": pick(earlier), "a": pick(earlier),
-         "b": pick(earlier)},
-        {"id": node_id, "op": "cast", "a": pick(earlier),
-         "dtype": pick(["float32", "int32", "uint32", "bool", "float64", 1])},
-        {"id": node_id, "op": "hash_uniform", "counter": pick(earlier),
-         "shape": pick([[3], [2, 3], [], [0]]), "seed": pick([0, 7, 2**32 - 1, -1, 2**32, 1.5])},
-        {"id": node_id, "op": "dropout", "a": pick(earlier), "counter": pick(earlier),
-         "p": pick([0, 0.5, 0.99999994, 1, 0.99999999, -0.1, "0.5"]), "seed": pick([0, 3, -1])},
+        {
+            "id": node_id,
+            "op": "where",
+            "cond": pick(earlier),
+            "a": pick(earlier),
+            "b": pick(earlier),
+        },
+        {
+            "id": node_id,
+            "op": "cast",
+            "a": pick(earlier),
+            "dtype": pick(["float32", "int32", "uint32", "bool", "float64", 1]),
+        },
+        {
+            "id": node_id,
+            "op": "hash_uniform",
+            "counter": pick(earlier),
+            "shape": pick([[3], [2, 3], [], [0]]),
+            "seed": pick([0, 7, 2**32 - 1, -1, 2**32, 1.5]),
+        },
+        {
+            "id": node_id,
+            "op": "dropout",
+            "a": pick(earlier),
+            "counter": pick(earlier),
+            "p": pick([0, 0.5, 0.99999994, 1, 0.99999999, -0.1, "0.5"]),
+            "seed": pick([0, 3, -1]),
+        },
     ]
 
 
@@ -152,17 +249,27 @@ def python_view(graph: dict) -> dict:
         if re.search(SAME_TEXT, err.message):
             view["message"] = err.message
         return view
-    return {"ok": True, "required": c.required_version, "order": c.order,
-            "shapes": [[n.id, list(n.shape), n.dtype] for n in c.nodes]}
+    return {
+        "ok": True,
+        "required": c.required_version,
+        "order": c.order,
+        "shapes": [[n.id, list(n.shape), n.dtype] for n in c.nodes],
+    }
 
 
 def _agree(graphs: list[dict]) -> dict[str, int]:
     """Both validators (and the page's view) agree on every graph; counts of the outcomes."""
     text = json.dumps(graphs, allow_nan=False)
     graphs = json.loads(text)  # both sides read the same JSON
-    js = subprocess.run(["node", "--input-type=module", "-e", JS, SAME_TEXT], input=text,
-                        cwd=ROOT,
-                        capture_output=True, text=True, check=True, timeout=120)
+    js = subprocess.run(
+        ["node", "--input-type=module", "-e", JS, SAME_TEXT],
+        input=text,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     js_views = json.loads(js.stdout)
     kinds = {"ok": 0, "error": 0, "dtype": 0, "message": 0}
     for graph, js_view in zip(graphs, js_views, strict=True):
@@ -192,8 +299,11 @@ def test_validators_agree_on_the_select_ops():
     """maximum..ge, where, cast, hash_uniform, dropout among the random nodes (issue 13)."""
     rng = random.Random(20261201)
     graphs = [mutate(random_graph(rng, select=True), rng) for _ in range(COUNT)]
-    used = sum(any(str(n.get("op")) in SELECT_OPS for n in g["nodes"] if isinstance(n, dict))
-               for g in graphs if isinstance(g, dict) and isinstance(g.get("nodes"), list))
+    used = sum(
+        any(str(n.get("op")) in SELECT_OPS for n in g["nodes"] if isinstance(n, dict))
+        for g in graphs
+        if isinstance(g, dict) and isinstance(g.get("nodes"), list)
+    )
     kinds = _agree(graphs)
     assert used >= 1000, used
     assert kinds["ok"] >= 20 and kinds["error"] >= 300 and kinds["message"] >= 100, kinds
@@ -201,9 +311,17 @@ def test_validators_agree_on_the_select_ops():
 
 # ---- protocol v4: the selection ops (their shape rules, the variadic operand, index data)
 
-V4_SLICES = [[[None, None, None]], [[1, None, 2]], [[None, None, -1], [0, 2, 1]],
-             [[5, 9, 1]], [[0, 1, 0]], [[-1, -3, -1], [None, None, -2]], [[0, 1]],
-             [[2, 2, 1], [None, None, 1]], [[-100, 100, 1], [1.0, None, None]]]
+V4_SLICES = [
+    [[None, None, None]],
+    [[1, None, 2]],
+    [[None, None, -1], [0, 2, 1]],
+    [[5, 9, 1]],
+    [[0, 1, 0]],
+    [[-1, -3, -1], [None, None, -2]],
+    [[0, 1]],
+    [[2, 2, 1], [None, None, 1]],
+    [[-100, 100, 1], [1.0, None, None]],
+]
 
 
 def random_v4_graph(rng: random.Random) -> dict:
@@ -217,36 +335,80 @@ def random_v4_graph(rng: random.Random) -> dict:
         count = 1
         for d in shape:
             count *= d
-        return {"id": node_id, "op": "input", "shape": shape, "dtype": dtype,
-                "data": [pick(values) for _ in range(count)]}
+        return {
+            "id": node_id,
+            "op": "input",
+            "shape": shape,
+            "dtype": dtype,
+            "data": [pick(values) for _ in range(count)],
+        }
 
-    nodes = [inp(0, shape, dtype, [0, 1, -2]),
-             inp(1, pick([[2], [1], shape, [1] * len(shape), [3]]), pick(["int32"] * 5 +
-                                                                     ["float32"]),
-                 pick([[0, 1], [0, 1], [0, 1, 2, -1]])),
-             inp(2, pick([shape, shape, [2], [1, 3]]), pick([dtype, dtype, "int32"]), [1, 2])]
+    nodes = [
+        inp(0, shape, dtype, [0, 1, -2]),
+        inp(
+            1,
+            pick([[2], [1], shape, [1] * len(shape), [3]]),
+            pick(["int32"] * 5 + ["float32"]),
+            pick([[0, 1], [0, 1], [0, 1, 2, -1]]),
+        ),
+        inp(2, pick([shape, shape, [2], [1, 3]]), pick([dtype, dtype, "int32"]), [1, 2]),
+    ]
     axis = pick([0, 0, -1, 1, 2, None, 1.5])
-    sl = pick(V4_SLICES[:3] + [[[None, None, -1]] * len(shape), [[0, 1, 1]] * len(shape)]
-              + V4_SLICES[3:])
+    sl = pick(
+        V4_SLICES[:3] + [[[None, None, -1]] * len(shape), [[0, 1, 1]] * len(shape)] + V4_SLICES[3:]
+    )
     for node_id in (3, 4) if rng.random() < 0.3 else (3,):
         x = pick([0, 0, node_id - 1]) if node_id == 4 else 0
-        nodes.append(pick([
-            {"id": node_id, "op": "slice", "a": x, "slices": sl},
-            {"id": node_id, "op": "slice_scatter", "a": x, "src": pick([0, 2]), "slices": sl},
-            {"id": node_id, "op": "index_select", "a": x, "idx": 1, "axis": axis},
-            {"id": node_id, "op": "gather", "a": x, "idx": 1, "axis": axis},
-            {"id": node_id, "op": "index_add", "a": x, "idx": 1, "src": pick([0, 2]),
-             "axis": axis},
-            {"id": node_id, "op": "scatter_add", "a": x, "idx": 1, "src": pick([1, 2]),
-             "axis": axis},
-            {"id": node_id, "op": "concat", "axis": axis,
-             "tensors": [pick([0, 0, 2]) for _ in range(pick([1, 2, 3, 8, 9]))]},
-            {"id": node_id, "op": "pad", "a": x,
-             "widths": pick([[[1, 0]] * len(shape), [[0, 0], [2, 1]], [[0, -1]]]),
-             "value": pick([0, -1, 2.5, "nan", 2**31])},
-        ]))
-    return {"version": pick([3, 4, 4, 4]), "nodes": nodes,
-            "outputs": [{"name": "y", "id": nodes[-1]["id"]}]}
+        nodes.append(
+            pick(
+                [
+                    {"id": node_id, "op": "slice", "a": x, "slices": sl},
+                    {
+                        "id": node_id,
+                        "op": "slice_scatter",
+                        "a": x,
+                        "src": pick([0, 2]),
+                        "slices": sl,
+                    },
+                    {"id": node_id, "op": "index_select", "a": x, "idx": 1, "axis": axis},
+                    {"id": node_id, "op": "gather", "a": x, "idx": 1, "axis": axis},
+                    {
+                        "id": node_id,
+                        "op": "index_add",
+                        "a": x,
+                        "idx": 1,
+                        "src": pick([0, 2]),
+                        "axis": axis,
+                    },
+                    {
+                        "id": node_id,
+                        "op": "scatter_add",
+                        "a": x,
+                        "idx": 1,
+                        "src": pick([1, 2]),
+                        "axis": axis,
+                    },
+                    {
+                        "id": node_id,
+                        "op": "concat",
+                        "axis": axis,
+                        "tensors": [pick([0, 0, 2]) for _ in range(pick([1, 2, 3, 8, 9]))],
+                    },
+                    {
+                        "id": node_id,
+                        "op": "pad",
+                        "a": x,
+                        "widths": pick([[[1, 0]] * len(shape), [[0, 0], [2, 1]], [[0, -1]]]),
+                        "value": pick([0, -1, 2.5, "nan", 2**31]),
+                    },
+                ]
+            )
+        )
+    return {
+        "version": pick([3, 4, 4, 4]),
+        "nodes": nodes,
+        "outputs": [{"name": "y", "id": nodes[-1]["id"]}],
+    }
 
 
 def test_python_and_js_validators_agree_on_v4_ops():
@@ -257,16 +419,27 @@ def test_python_and_js_validators_agree_on_v4_ops():
     text = json.dumps(graphs, allow_nan=False)
     graphs = json.loads(text)
     words = SAME_TEXT + r"|out of range for axis|must be a list of \d to \d node ids"
-    js = subprocess.run(["node", "--input-type=module", "-e", JS, words], input=text, cwd=ROOT,
-                        capture_output=True, text=True, check=True, timeout=120)
+    js = subprocess.run(
+        ["node", "--input-type=module", "-e", JS, words],
+        input=text,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     kinds = {"ok": 0, "error": 0, "index": 0, "variadic": 0}
     for graph, js_view in zip(graphs, json.loads(js.stdout), strict=True):
         page = js_view.pop("page")
         assert "crash" not in js_view, js_view["crash"]
         try:
             c = validate(graph)
-            py_view: dict = {"ok": True, "required": c.required_version, "order": c.order,
-                             "shapes": [[n.id, list(n.shape), n.dtype] for n in c.nodes]}
+            py_view: dict = {
+                "ok": True,
+                "required": c.required_version,
+                "order": c.order,
+                "shapes": [[n.id, list(n.shape), n.dtype] for n in c.nodes],
+            }
         except GpuLabError as err:
             py_view = {"code": err.code, "node": err.node}
             if re.search(words, err.message):
@@ -284,8 +457,15 @@ def test_python_and_js_validators_agree_on_v4_ops():
 # ---- protocol v6: the window ops (issue 18: conv2d's variadic bias, pairs, padding, modes)
 
 V6_PAIRS = [[1, 1], [2, 1], [1, 3], [2, 2], [3, 3], [0, 1], [1], [1, 2, 3], [1.5, 1], [-1, 2]]
-V6_PADS = [[0, 0, 0, 0], [1, 1, 1, 1], [0, 2, 1, 0], [3, 3, 3, 3], [1, 1], [0, 0, -1, 0],
-           [5, 0, 0, 0]]
+V6_PADS = [
+    [0, 0, 0, 0],
+    [1, 1, 1, 1],
+    [0, 2, 1, 0],
+    [3, 3, 3, 3],
+    [1, 1],
+    [0, 0, -1, 0],
+    [5, 0, 0, 0],
+]
 
 
 def random_v6_graph(rng: random.Random) -> dict:
@@ -303,34 +483,73 @@ def random_v6_graph(rng: random.Random) -> dict:
         count = 1
         for d in shape:
             count *= d
-        return {"id": node_id, "op": "input", "shape": shape, "dtype": dtype,
-                "data": [0.5] * count}
+        return {"id": node_id, "op": "input", "shape": shape, "dtype": dtype, "data": [0.5] * count}
 
-    nodes = [inp(0, x_shape, pick(["float32"] * 9 + ["int32"])), inp(1, w_shape),
-             inp(2, [pick([m, m, 3])])]
-    window = {"strides": pick(V6_PAIRS[:5] + V6_PAIRS), "padding": pick(V6_PADS),
-              "dilations": pick(V6_PAIRS[:3] + [[2, 2]])}
+    nodes = [
+        inp(0, x_shape, pick(["float32"] * 9 + ["int32"])),
+        inp(1, w_shape),
+        inp(2, [pick([m, m, 3])]),
+    ]
+    window = {
+        "strides": pick(V6_PAIRS[:5] + V6_PAIRS),
+        "padding": pick(V6_PADS),
+        "dilations": pick(V6_PAIRS[:3] + [[2, 2]]),
+    }
     for node_id in (3, 4) if rng.random() < 0.3 else (3,):
         x = pick([0, 0, node_id - 1]) if node_id == 4 else 0
         options = [
-            {"id": node_id, "op": "conv2d", "a": x, "w": 1, "bias": pick([[], [2], [2, 2], 2]),
-             "groups": pick([1, 1, 2, c, 3, 0]), **window},
-            {"id": node_id, "op": "max_pool2d", "a": x, "kernel": pick(V6_PAIRS),
-             "ceil_mode": pick([False, True]), **window},
-            {"id": node_id, "op": "avg_pool2d", "a": x, "kernel": pick(V6_PAIRS),
-             "count_include_pad": pick([False, True, 1]), "ceil_mode": pick([False, True]),
-             **window},
-            {"id": node_id, "op": "resize", "a": x, "size": pick(V6_PAIRS[:6] + [[10**5, 10**5]]),
-             "mode": pick(["nearest", "linear", "cubic"]),
-             "coordinate_transformation_mode": pick(["half_pixel", "asymmetric", "align_corners",
-                                                     "pytorch_half_pixel",
-                                                     "tf_crop_and_resize"]),
-             "nearest_mode": pick(["floor", "ceil", "round_prefer_floor", "round_prefer_ceil",
-                                   "round"])},
+            {
+                "id": node_id,
+                "op": "conv2d",
+                "a": x,
+                "w": 1,
+                "bias": pick([[], [2], [2, 2], 2]),
+                "groups": pick([1, 1, 2, c, 3, 0]),
+                **window,
+            },
+            {
+                "id": node_id,
+                "op": "max_pool2d",
+                "a": x,
+                "kernel": pick(V6_PAIRS),
+                "ceil_mode": pick([False, True]),
+                **window,
+            },
+            {
+                "id": node_id,
+                "op": "avg_pool2d",
+                "a": x,
+                "kernel": pick(V6_PAIRS),
+                "count_include_pad": pick([False, True, 1]),
+                "ceil_mode": pick([False, True]),
+                **window,
+            },
+            {
+                "id": node_id,
+                "op": "resize",
+                "a": x,
+                "size": pick(V6_PAIRS[:6] + [[10**5, 10**5]]),
+                "mode": pick(["nearest", "linear", "cubic"]),
+                "coordinate_transformation_mode": pick(
+                    [
+                        "half_pixel",
+                        "asymmetric",
+                        "align_corners",
+                        "pytorch_half_pixel",
+                        "tf_crop_and_resize",
+                    ]
+                ),
+                "nearest_mode": pick(
+                    ["floor", "ceil", "round_prefer_floor", "round_prefer_ceil", "round"]
+                ),
+            },
         ]
         nodes.append(pick(options))
-    return {"version": pick([5, 6, 6, 6]), "nodes": nodes,
-            "outputs": [{"name": "y", "id": nodes[-1]["id"]}]}
+    return {
+        "version": pick([5, 6, 6, 6]),
+        "nodes": nodes,
+        "outputs": [{"name": "y", "id": nodes[-1]["id"]}],
+    }
 
 
 def test_python_and_js_validators_agree_on_v6_ops():
@@ -339,12 +558,21 @@ def test_python_and_js_validators_agree_on_v6_ops():
     rng = random.Random(20261218)
     graphs = [mutate(random_v6_graph(rng), rng) for _ in range(3000)]
     # the shape rules' words (attribute messages differ in form between the twins, by design)
-    words = (SAME_TEXT + r"|input channels per group|does not divide|the kernel spans"
-             r"|holds no element|must be \[|max_macs_per_node|max_resize_product")
+    words = (
+        SAME_TEXT + r"|input channels per group|does not divide|the kernel spans"
+        r"|holds no element|must be \[|max_macs_per_node|max_resize_product"
+    )
     text = json.dumps(graphs, allow_nan=False)
     graphs = json.loads(text)
-    js = subprocess.run(["node", "--input-type=module", "-e", JS, words], input=text, cwd=ROOT,
-                        capture_output=True, text=True, check=True, timeout=120)
+    js = subprocess.run(
+        ["node", "--input-type=module", "-e", JS, words],
+        input=text,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     kinds = {"ok": 0, "error": 0, "message": 0, "LIMIT": 0}
     for graph, js_view in zip(graphs, json.loads(js.stdout), strict=True):
         page = js_view.pop("page")
@@ -352,8 +580,12 @@ def test_python_and_js_validators_agree_on_v6_ops():
         assert "crash" not in page, page["crash"]
         try:
             c = validate(graph)
-            py_view: dict = {"ok": True, "required": c.required_version, "order": c.order,
-                             "shapes": [[n.id, list(n.shape), n.dtype] for n in c.nodes]}
+            py_view: dict = {
+                "ok": True,
+                "required": c.required_version,
+                "order": c.order,
+                "shapes": [[n.id, list(n.shape), n.dtype] for n in c.nodes],
+            }
         except GpuLabError as err:
             py_view = {"code": err.code, "node": err.node}
             if re.search(words, err.message):

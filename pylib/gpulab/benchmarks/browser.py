@@ -61,8 +61,12 @@ def fixture(seed: int = 0) -> dict[str, Any]:
         "batch": {"x": _f32_base64(values["x"]), "y": _f32_base64(values["y"])},
         "carry": {str(i.id): name_of[id(o)] for i, o in step.carry().items()},
         "params": {k: t.id for k, t in step.params.items()},
-        "sizes": {"batch": values["x"].shape[0], "inputs": values["x"].shape[1],
-                  "hidden": values["w1"].shape[1], "classes": values["y"].shape[1]},
+        "sizes": {
+            "batch": values["x"].shape[0],
+            "inputs": values["x"].shape[1],
+            "hidden": values["w1"].shape[1],
+            "classes": values["y"].shape[1],
+        },
         "adam": _adam_settings(graph),
         "loss": "loss",
     }
@@ -70,16 +74,20 @@ def fixture(seed: int = 0) -> dict[str, Any]:
 
 def _adam_settings(graph: dict[str, Any]) -> dict[str, float]:
     """lr, betas and eps of the graph's Adam updates (all four are the same), for TF.js."""
-    found = {(n["lr"], n["beta1"], n["beta2"], n["eps"])
-             for n in graph["nodes"] if n["op"] == "adam_update"}
+    found = {
+        (n["lr"], n["beta1"], n["beta2"], n["eps"])
+        for n in graph["nodes"]
+        if n["op"] == "adam_update"
+    }
     if len(found) != 1:
         raise ValueError(f"the step graph should have one Adam setting, found {sorted(found)}")
     lr, beta1, beta2, eps = found.pop()
     return {"lr": lr, "beta1": beta1, "beta2": beta2, "eps": eps}
 
 
-def payload_route(path: str, payload: bytes,
-                  content_type: str = "application/json") -> Callable[[Any], bool]:
+def payload_route(
+    path: str, payload: bytes, content_type: str = "application/json"
+) -> Callable[[Any], bool]:
     """A static_server route answering GET `path` (any query) with `payload`."""
 
     def route(handler: Any) -> bool:
@@ -95,17 +103,24 @@ def payload_route(path: str, payload: bytes,
     return route
 
 
-def page_query(runs: int, gpulab: tuple[str, ...] = GPULAB_BACKENDS,
-               tfjs: tuple[str, ...] = TFJS_BACKENDS, budget_s: float = 0.0,
-               warmup: int = 1) -> str:
+def page_query(
+    runs: int,
+    gpulab: tuple[str, ...] = GPULAB_BACKENDS,
+    tfjs: tuple[str, ...] = TFJS_BACKENDS,
+    budget_s: float = 0.0,
+    warmup: int = 1,
+) -> str:
     """The page's query string: runs per mode, which lanes, warm-up calls, and the time budget
     per mode (software-renderer lanes, and TF.js's 8-step mode)."""
-    return (f"?runs={runs}&gpulab={','.join(gpulab)}&tfjs={','.join(tfjs)}"
-            f"&loss_steps={LOSS_STEPS}&warmup={warmup}&budget_s={budget_s:g}")
+    return (
+        f"?runs={runs}&gpulab={','.join(gpulab)}&tfjs={','.join(tfjs)}"
+        f"&loss_steps={LOSS_STEPS}&warmup={warmup}&budget_s={budget_s:g}"
+    )
 
 
-def run_page(page: Any, base_url: str, query: str, timeout_s: float,
-             path: str = PAGE) -> dict[str, Any]:
+def run_page(
+    page: Any, base_url: str, query: str, timeout_s: float, path: str = PAGE
+) -> dict[str, Any]:
     """Open the page (already served with the fixture route) and return its result."""
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -137,8 +152,14 @@ def _max_diff(a: list[float] | None, b: list[float] | None) -> float | None:
 
 def add_agreement(result: dict[str, Any], torch_ref: dict[str, Any]) -> None:
     """Each row's largest loss difference vs gpu-lab cpu (page) and vs PyTorch CPU."""
-    ref = next((r.get("losses") for r in result["rows"]
-                if r["lib"] == "gpu-lab" and r["backend"] == "cpu"), None)
+    ref = next(
+        (
+            r.get("losses")
+            for r in result["rows"]
+            if r["lib"] == "gpu-lab" and r["backend"] == "cpu"
+        ),
+        None,
+    )
     result["torch"] = torch_ref
     for row in result["rows"]:
         row["maxLossDiffVsCpu"] = _max_diff(row.get("losses"), ref)
@@ -155,8 +176,7 @@ def machine() -> dict[str, Any]:
                 break
     except OSError:
         pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "platform": platform.platform(),
-            "load": _load()}
+    return {"cpu": cpu, "cores": os.cpu_count(), "platform": platform.platform(), "load": _load()}
 
 
 def _load() -> list[float] | None:
@@ -167,23 +187,35 @@ def _load() -> list[float] | None:
         return None
 
 
-def run(runs: int = 20, seed: int = 0, gpulab: tuple[str, ...] = GPULAB_BACKENDS,
-        tfjs: tuple[str, ...] = TFJS_BACKENDS, budget_s: float = 0.0, warmup: int = 1,
-        timeout_s: float = 900, torch: bool = True, browser: Any = None) -> dict[str, Any]:
+def run(
+    runs: int = 20,
+    seed: int = 0,
+    gpulab: tuple[str, ...] = GPULAB_BACKENDS,
+    tfjs: tuple[str, ...] = TFJS_BACKENDS,
+    budget_s: float = 0.0,
+    warmup: int = 1,
+    timeout_s: float = 900,
+    torch: bool = True,
+    browser: Any = None,
+) -> dict[str, Any]:
     """Serve the repo with the fixture, run the page in Chromium, return its result + agreement.
 
     `browser` is a Playwright Browser to reuse (tests); otherwise Chromium is launched here.
     """
     if not (ROOT / "bench" / "browser" / "index.html").is_file():
-        raise FileNotFoundError(f"bench/browser/index.html not found under {ROOT}: the browser "
-                                "benchmark runs from a source checkout")
+        raise FileNotFoundError(
+            f"bench/browser/index.html not found under {ROOT}: the browser "
+            "benchmark runs from a source checkout"
+        )
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))  # e2e.browser: how Chromium is found and launched
     from gpulab.static_server import start_server
 
     load_before = _load()
     payload = json.dumps(fixture(seed)).encode()
-    srv = start_server(ROOT, host="127.0.0.1", port=0, routes=[payload_route(FIXTURE_PATH, payload)])
+    srv = start_server(
+        ROOT, host="127.0.0.1", port=0, routes=[payload_route(FIXTURE_PATH, payload)]
+    )
     base = f"http://127.0.0.1:{srv.server_address[1]}"
     query = page_query(runs, gpulab, tfjs, budget_s, warmup)
     try:
@@ -231,23 +263,26 @@ def _diff(value: float | None) -> str:
 def table(result: dict[str, Any]) -> str:
     """Markdown table: one row per lane; ms as median / min (n runs)."""
     lines = [
-        ("| library | backend | adapter | execute ms | run (1 step) ms | run (8 steps) ms/step "
-         f"| loss, step 1 | max abs loss diff vs gpu-lab cpu / vs torch ({LOSS_STEPS} steps) |"),
+        (
+            "| library | backend | adapter | execute ms | run (1 step) ms | run (8 steps) ms/step "
+            f"| loss, step 1 | max abs loss diff vs gpu-lab cpu / vs torch ({LOSS_STEPS} steps) |"
+        ),
         "|" + " --- |" * 8,
     ]
     for r in result["rows"]:
         lib = "gpu-lab" if r["lib"] == "gpu-lab" else "TF.js"
         if r.get("error"):
-            lines.append(f"| {lib} | {r['backend']} | not run: {_one_line(r['error'])} "
-                         "| | | | | |")
+            lines.append(f"| {lib} | {r['backend']} | not run: {_one_line(r['error'])} | | | | | |")
             continue
         adapter = r.get("adapter") or "?"
         if r.get("software"):
             adapter += " (software)"
         loss = f"{r['losses'][0]:.6f}" if r.get("losses") else "—"
         diffs = f"{_diff(r.get('maxLossDiffVsCpu'))} / {_diff(r.get('maxLossDiffVsTorch'))}"
-        lines.append(f"| {lib} | {r['backend']} | {adapter} | {_cell(r.get('execute'))} | "
-                     f"{_cell(r.get('run1'))} | {_cell(r.get('run8'))} | {loss} | {diffs} |")
+        lines.append(
+            f"| {lib} | {r['backend']} | {adapter} | {_cell(r.get('execute'))} | "
+            f"{_cell(r.get('run1'))} | {_cell(r.get('run8'))} | {loss} | {diffs} |"
+        )
     return "\n".join(lines)
 
 
@@ -260,15 +295,22 @@ def summary(result: dict[str, Any]) -> str:
     """The lines under the table: machine, browser, date, torch, per-lane notes."""
     m = result["machine"]
     torch_ref = result.get("torch", {})
-    torch_line = (f"PyTorch {torch_ref['version']} CPU losses {torch_ref['losses']}"
-                  if torch_ref.get("losses") else f"PyTorch: {torch_ref.get('error')}")
+    torch_line = (
+        f"PyTorch {torch_ref['version']} CPU losses {torch_ref['losses']}"
+        if torch_ref.get("losses")
+        else f"PyTorch: {torch_ref.get('error')}"
+    )
     lines = [
-        (f"machine: {m['cpu']}, {m['cores']} cores, {m['platform']}; load average "
-         f"{m['loadBefore']} before, {m['load']} after"),
+        (
+            f"machine: {m['cpu']}, {m['cores']} cores, {m['platform']}; load average "
+            f"{m['loadBefore']} before, {m['load']} after"
+        ),
         f"browser: {result['userAgent']}; crossOriginIsolated={result['crossOriginIsolated']}",
-        (f"date: {result['date']}; runs per mode: {result['runs']} after {result['warmup']} "
-         f"warm-up; time budget per mode {result['budgetS'] or 'none'} s (at least 5 runs, 3 of 8 "
-         "steps; software-renderer lanes and TF.js's 8-step mode only)"),
+        (
+            f"date: {result['date']}; runs per mode: {result['runs']} after {result['warmup']} "
+            f"warm-up; time budget per mode {result['budgetS'] or 'none'} s (at least 5 runs, 3 of 8 "
+            "steps; software-renderer lanes and TF.js's 8-step mode only)"
+        ),
         torch_line,
     ]
     for r in result["rows"]:
@@ -298,9 +340,13 @@ def _names(text: str) -> tuple[str, ...]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="gpulab bench --browser", description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=20, help="timed runs per mode (default 20)")
-    ap.add_argument("--budget-s", type=float, default=8.0,
-                    help="stop a mode after this many seconds once 5 runs (3 of 8 steps) are in, on "
-                    "software-renderer lanes and TF.js's 8-step mode only (0: never; default 8)")
+    ap.add_argument(
+        "--budget-s",
+        type=float,
+        default=8.0,
+        help="stop a mode after this many seconds once 5 runs (3 of 8 steps) are in, on "
+        "software-renderer lanes and TF.js's 8-step mode only (0: never; default 8)",
+    )
     ap.add_argument("--warmup", type=int, default=1, help="untimed calls before each mode")
     ap.add_argument("--gpulab", default=",".join(GPULAB_BACKENDS), help="gpu-lab backends")
     ap.add_argument("--tfjs", default=",".join(TFJS_BACKENDS), help="TF.js backends ('' none)")
@@ -309,9 +355,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write the JSON result here")
     args = ap.parse_args(argv)
     t0 = time.monotonic()
-    result = run(runs=args.runs, gpulab=_names(args.gpulab), tfjs=_names(args.tfjs),
-                 budget_s=args.budget_s, warmup=args.warmup,
-                 timeout_s=args.timeout, torch=not args.no_torch)
+    result = run(
+        runs=args.runs,
+        gpulab=_names(args.gpulab),
+        tfjs=_names(args.tfjs),
+        budget_s=args.budget_s,
+        warmup=args.warmup,
+        timeout_s=args.timeout,
+        torch=not args.no_torch,
+    )
     if "fatal" in result:
         print(f"the benchmark page failed: {result['fatal']}", file=sys.stderr)
         return 1

@@ -18,7 +18,11 @@ import torch
 
 
 def _stats(samples_ms: list[float]) -> dict:
-    return {"median_ms": statistics.median(samples_ms), "min_ms": min(samples_ms), "n": len(samples_ms)}
+    return {
+        "median_ms": statistics.median(samples_ms),
+        "min_ms": min(samples_ms),
+        "n": len(samples_ms),
+    }
 
 
 def mlp_params(seed: int = 0) -> dict[str, np.ndarray]:
@@ -44,7 +48,9 @@ def mlp_step_bench(device: str, runs: int, seed: int = 0, graph: bool = False) -
     """ms per Adam step with the loss read back every step (eager), or replayed as a CUDA graph."""
     p = mlp_params(seed)
     dev = torch.device(device)
-    w1, b1, w2, b2 = (torch.tensor(p[k], device=dev, requires_grad=True) for k in ("w1", "b1", "w2", "b2"))
+    w1, b1, w2, b2 = (
+        torch.tensor(p[k], device=dev, requires_grad=True) for k in ("w1", "b1", "w2", "b2")
+    )
     x = torch.tensor(p["x"], device=dev)
     y = torch.tensor(p["y"], device=dev)
     params = [w1, b1, w2, b2]
@@ -64,7 +70,12 @@ def mlp_step_bench(device: str, runs: int, seed: int = 0, graph: bool = False) -
             t0 = time.perf_counter()
             loss = float(step().item())
             samples.append((time.perf_counter() - t0) * 1e3)
-        return {"mode": f"torch-{device}-eager", "first_loss": first_loss, "last_loss": loss, **_stats(samples)}
+        return {
+            "mode": f"torch-{device}-eager",
+            "first_loss": first_loss,
+            "last_loss": loss,
+            **_stats(samples),
+        }
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -82,7 +93,12 @@ def mlp_step_bench(device: str, runs: int, seed: int = 0, graph: bool = False) -
             g.replay()
         loss = float(static_loss.item())
         samples.append((time.perf_counter() - t0) * 1e3 / per)
-    return {"mode": "torch-cuda-graph (8 replays per read-back)", "first_loss": first_loss, "last_loss": loss, **_stats(samples)}
+    return {
+        "mode": "torch-cuda-graph (8 replays per read-back)",
+        "first_loss": first_loss,
+        "last_loss": loss,
+        **_stats(samples),
+    }
 
 
 def device_label(device: str) -> str:
@@ -128,7 +144,11 @@ def matmul_bench(n: int, runs: int) -> dict:
         torch.cuda.synchronize()
         samples.append(e0.elapsed_time(e1))
     med = statistics.median(samples)
-    return {"mode": f"torch.matmul fp32 (TF32 off) {n}^3", "tflops": 2 * n**3 / (med * 1e-3) / 1e12, **_stats(samples)}
+    return {
+        "mode": f"torch.matmul fp32 (TF32 off) {n}^3",
+        "tflops": 2 * n**3 / (med * 1e-3) / 1e12,
+        **_stats(samples),
+    }
 
 
 def main() -> None:
@@ -137,7 +157,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--matmul", type=int, default=0, help="also time an NxNxN fp32 matmul (CUDA)")
     args = ap.parse_args()
-    out = {"torch": torch.__version__, "device": args.device, "results": [mlp_step_bench(args.device, args.runs)]}
+    out = {
+        "torch": torch.__version__,
+        "device": args.device,
+        "results": [mlp_step_bench(args.device, args.runs)],
+    }
     if args.device == "cuda":
         out["gpu"] = torch.cuda.get_device_name(0)
         out["results"].append(mlp_step_bench("cuda", args.runs, graph=True))

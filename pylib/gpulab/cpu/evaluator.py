@@ -119,7 +119,9 @@ class CpuProgram:
                 raise
             except Exception as err:  # a kernel bug must surface as a backend error, named
                 raise GpuLabError(
-                    "BACKEND", f"{label(node.id, node.op)}: cpu-python kernel failed: {err}", node.id
+                    "BACKEND",
+                    f"{label(node.id, node.op)}: cpu-python kernel failed: {err}",
+                    node.id,
                 ) from err
         return values
 

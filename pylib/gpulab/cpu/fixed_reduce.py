@@ -17,8 +17,9 @@ import numpy as np
 LANES = 64
 
 
-def _lanes_first(x: np.ndarray, axis: int | None, pad: float,
-                 dtype: type | np.dtype = np.float32) -> np.ndarray:
+def _lanes_first(
+    x: np.ndarray, axis: int | None, pad: float, dtype: type | np.dtype = np.float32
+) -> np.ndarray:
     """x with the reduced axis first, padded to k*64 and split into (k, 64, *rest)."""
     moved = x.reshape(-1) if axis is None else np.moveaxis(x, axis, 0)
     n = moved.shape[0]
@@ -55,8 +56,9 @@ def fixed_sum(x: np.ndarray, axis: int | None = None, keepdim: bool = False) -> 
     return _restore(_tree(lanes, np.add), x, axis, keepdim)
 
 
-def fixed_reduce(x: np.ndarray, axis: int | None, keepdim: bool, combine: np.ufunc,
-                 identity: float) -> np.ndarray:
+def fixed_reduce(
+    x: np.ndarray, axis: int | None, keepdim: bool, combine: np.ufunc, identity: float
+) -> np.ndarray:
     """A reduction in the protocol order at x's dtype (cpu/maps.py, from the kernel table):
     lane j combines elements j, j + 64, ... into `identity`, then the tree. For np.add at
     float32 the same bits as fixed_sum."""

@@ -54,8 +54,9 @@ def map_kernel(fn: Callable[..., object], scalar: str | None = None) -> Kernel:
     return kernel
 
 
-def reduce_kernel(combine: np.ufunc, identity: dict[str, float],
-                  finish: Callable[[np.ndarray, int], object]) -> Kernel:
+def reduce_kernel(
+    combine: np.ufunc, identity: dict[str, float], finish: Callable[[np.ndarray, int], object]
+) -> Kernel:
     """A reduction's kernel from its kernel-table row (maps.py): the protocol order of
     fixed_reduce at the operand's dtype, then `finish(total, count)` cast to that dtype."""
 

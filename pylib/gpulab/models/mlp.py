@@ -16,8 +16,9 @@ from gpulab.graph import Graph, Tensor
 PARAMS = ("w1", "b1", "w2", "b2")
 
 
-def init(seed: int = 0, inputs: int = 784, hidden: int = 256, classes: int = 10,
-         batch: int = 64) -> dict[str, Any]:
+def init(
+    seed: int = 0, inputs: int = 784, hidden: int = 256, classes: int = 10, batch: int = 64
+) -> dict[str, Any]:
     """Seeded float32 weights (scaled normal), zero biases, a uniform batch and one-hot labels."""
     import numpy as np
 

@@ -64,15 +64,15 @@ def choose_adapter(allow_software: bool | None = None) -> tuple[Any, dict[str, A
     try:
         import wgpu
     except ImportError as err:
-        raise GpuLabError("UNAVAILABLE", f"wgpu-py is not installed ({err}); "
-                          "pip install gpulab[native]") from err
+        raise GpuLabError(
+            "UNAVAILABLE", f"wgpu-py is not installed ({err}); pip install gpulab[native]"
+        ) from err
     try:
         adapters = list(wgpu.gpu.enumerate_adapters_sync())
     except Exception as err:  # a broken loader/driver: say so instead of crashing
         raise GpuLabError("UNAVAILABLE", f"wgpu could not enumerate adapters: {err}") from err
     if not adapters:
-        raise GpuLabError("UNAVAILABLE", "wgpu found no adapter (no Vulkan/Metal/D3D12/GL "
-                          "driver)")
+        raise GpuLabError("UNAVAILABLE", "wgpu found no adapter (no Vulkan/Metal/D3D12/GL driver)")
     candidates = sorted(((adapter_info(a), a) for a in adapters), key=_rank)
     refused = []
     for info, adapter in candidates:
@@ -80,12 +80,17 @@ def choose_adapter(allow_software: bool | None = None) -> tuple[Any, dict[str, A
         if reason is None or allowed:
             return adapter, info
         refused.append(f"refused software adapter {describe(info)}: {reason}")
-    raise GpuLabError("UNAVAILABLE", "; ".join(refused) + " (allow it with allow_software=True "
-                      "or GPULAB_ALLOW_SOFTWARE=1)")
+    raise GpuLabError(
+        "UNAVAILABLE",
+        "; ".join(refused) + " (allow it with allow_software=True or GPULAB_ALLOW_SOFTWARE=1)",
+    )
 
 
 def _rank(item: tuple[dict[str, Any], Any]) -> tuple[int, int, int]:
     info = item[0]
     software = 1 if info["software"] else 0
-    return (software, TYPE_RANK.get(info["adapter_type"], 3),
-            BACKEND_RANK.get(info["backend_type"], 1))
+    return (
+        software,
+        TYPE_RANK.get(info["adapter_type"], 3),
+        BACKEND_RANK.get(info["backend_type"], 1),
+    )

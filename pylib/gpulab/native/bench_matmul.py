@@ -25,8 +25,9 @@ from . import planner
 from .wgpu_executor import open_executor
 
 
-def matmul_graph(n: int, seed: int = 0, shape: tuple[int, int, int] | None = None
-                 ) -> dict[str, Any]:
+def matmul_graph(
+    n: int, seed: int = 0, shape: tuple[int, int, int] | None = None
+) -> dict[str, Any]:
     """[m, k] @ [k, n] of standard normal float32 (shape (m, k, n); default n x n x n)."""
     import numpy as np
 
@@ -34,10 +35,15 @@ def matmul_graph(n: int, seed: int = 0, shape: tuple[int, int, int] | None = Non
     rng = np.random.default_rng(seed)
     a = rng.standard_normal((m, k), dtype=np.float32)
     b = rng.standard_normal((k, n), dtype=np.float32)
-    return {"version": 1, "nodes": [
-        {"id": 0, "op": "input", "shape": [m, k], "data": a.reshape(-1)},
-        {"id": 1, "op": "input", "shape": [k, n], "data": b.reshape(-1)},
-        {"id": 2, "op": "matmul", "a": 0, "b": 1}], "outputs": [{"name": "c", "id": 2}]}
+    return {
+        "version": 1,
+        "nodes": [
+            {"id": 0, "op": "input", "shape": [m, k], "data": a.reshape(-1)},
+            {"id": 1, "op": "input", "shape": [k, n], "data": b.reshape(-1)},
+            {"id": 2, "op": "matmul", "a": 0, "b": 1},
+        ],
+        "outputs": [{"name": "c", "id": 2}],
+    }
 
 
 @contextlib.contextmanager
@@ -49,8 +55,9 @@ def forcing_matmul_kernel(kernel: str | None) -> Iterator[None]:
         yield
         return
     if kernel not in planner.MATMUL_TILES:
-        raise GpuLabError("VALIDATION", f"unknown matmul kernel {kernel!r}; known: "
-                          f"{sorted(planner.MATMUL_TILES)}")
+        raise GpuLabError(
+            "VALIDATION", f"unknown matmul kernel {kernel!r}; known: {sorted(planner.MATMUL_TILES)}"
+        )
     tile, scalar = planner.MATMUL_TILES[kernel]
     chosen = planner.matmul_kernel
 
@@ -80,9 +87,14 @@ def wait_for_queue(device: Any) -> None:
     dst.destroy()
 
 
-def bench(n: int, reps: int, allow_software: bool | None,
-          storage: int | None = None, kernel: str | None = None,
-          shape: tuple[int, int, int] | None = None) -> dict[str, Any]:
+def bench(
+    n: int,
+    reps: int,
+    allow_software: bool | None,
+    storage: int | None = None,
+    kernel: str | None = None,
+    shape: tuple[int, int, int] | None = None,
+) -> dict[str, Any]:
     """Run the benchmark; the measurements as a dict (see main for the printout). `shape`
     (m, k, n) replaces the n x n x n product."""
     import numpy as np
@@ -110,37 +122,57 @@ def bench(n: int, reps: int, allow_software: bool | None,
     ref = a[rows] @ b
     scale = np.abs(a[rows]) @ np.abs(b)
     worst = float(np.max(np.abs(out[rows] - ref) / scale))
-    return {"n": n, "shape": (m, k, n), "reps": reps, "kernel": kernel,
-            "adapter": executor.info, "ms": seconds * 1e3, "tflops": 2 * m * k * n / seconds / 1e12,
-            "max_err_over_scale": worst}
+    return {
+        "n": n,
+        "shape": (m, k, n),
+        "reps": reps,
+        "kernel": kernel,
+        "adapter": executor.info,
+        "ms": seconds * 1e3,
+        "tflops": 2 * m * k * n / seconds / 1e12,
+        "max_err_over_scale": worst,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gpulab.native.bench_matmul")
     parser.add_argument("--size", type=int, default=4096)
-    parser.add_argument("--shape", default=None, metavar="M,K,N",
-                        help="an [M, K] @ [K, N] product instead of size^3")
+    parser.add_argument(
+        "--shape",
+        default=None,
+        metavar="M,K,N",
+        help="an [M, K] @ [K, N] product instead of size^3",
+    )
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--allow-software", action="store_true", default=None)
-    parser.add_argument("--storage", type=int, default=None,
-                        help="cap maxComputeWorkgroupStorageSize (every matmul kernel fits "
-                        "16384, so this no longer changes the kernel: see --kernel)")
-    parser.add_argument("--kernel", choices=sorted(planner.MATMUL_TILES), default=None,
-                        help="run this matmul kernel instead of the planner's choice")
+    parser.add_argument(
+        "--storage",
+        type=int,
+        default=None,
+        help="cap maxComputeWorkgroupStorageSize (every matmul kernel fits "
+        "16384, so this no longer changes the kernel: see --kernel)",
+    )
+    parser.add_argument(
+        "--kernel",
+        choices=sorted(planner.MATMUL_TILES),
+        default=None,
+        help="run this matmul kernel instead of the planner's choice",
+    )
     args = parser.parse_args(argv)
     shape = tuple(int(v) for v in args.shape.split(",")) if args.shape else None
     if shape is not None and len(shape) != 3:
         parser.error("--shape takes M,K,N")
-    r = bench(args.size, args.reps, args.allow_software, args.storage, args.kernel,
-              shape)  # type: ignore[arg-type]
+    r = bench(args.size, args.reps, args.allow_software, args.storage, args.kernel, shape)  # type: ignore[arg-type]
     m, k, n = r["shape"]
     what = f"{n}^3" if m == k == n else f"{m}x{k}x{n}"
     info = r["adapter"]
     soft = " (software adapter)" if info.get("software") else ""
-    print(f"{what} float32 matmul on {info.get('description')}{soft} "
-          f"[{info.get('backend_type')}], kernel {r['kernel']}: {r['ms']:.3f} ms, "
-          f"{r['tflops'] * 1e3:.1f} GFLOP/s ({r['reps']} products in one submission); "
-          f"max |err| / (|A| @ |B|) = {r['max_err_over_scale']:.2e}")
+    print(
+        f"{what} float32 matmul on {info.get('description')}{soft} "
+        f"[{info.get('backend_type')}], kernel {r['kernel']}: {r['ms']:.3f} ms, "
+        f"{r['tflops'] * 1e3:.1f} GFLOP/s ({r['reps']} products in one submission); "
+        f"max |err| / (|A| @ |B|) = {r['max_err_over_scale']:.2e}"
+    )
     # the matmul class allows 8 ulp(ref) + 4 eps32 * scale: at most 12 eps32 = 1.43e-6 of scale
     return 0 if r["max_err_over_scale"] <= 1.43e-6 else 1
 

@@ -58,8 +58,11 @@ def _check(name: str, open_it: Callable[[], Any], out: TextIO) -> bool | None:
     except GpuLabError as err:
         print(f"SKIP {name}: {err.code}: {err.message}", file=out)
         return None
-    adapter = describe(executor.info) if "adapter_type" in executor.info else (
-        executor.info.get("description", ""))
+    adapter = (
+        describe(executor.info)
+        if "adapter_type" in executor.info
+        else (executor.info.get("description", ""))
+    )
     software = " (software adapter)" if executor.info.get("software") else ""
     try:
         got = run_tiny_graph(executor)
@@ -100,6 +103,7 @@ def _open_wgpu(allow_software: bool) -> Callable[[], Any]:
             return executor
         executor.dispose()  # a hardware adapter exists; the hardware line already ran it
         raise GpuLabError("UNAVAILABLE", "a hardware adapter exists; software not needed")
+
     return open_it
 
 
@@ -112,8 +116,12 @@ def _open_cpu() -> Any:
 def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
     """Check every native backend; print the verdicts and the browser how-to."""
     parser = argparse.ArgumentParser(prog="gpulab doctor")
-    parser.add_argument("--allow-software", action="store_true", default=None,
-                        help="also try software adapters (default: GPULAB_ALLOW_SOFTWARE)")
+    parser.add_argument(
+        "--allow-software",
+        action="store_true",
+        default=None,
+        help="also try software adapters (default: GPULAB_ALLOW_SOFTWARE)",
+    )
     args = parser.parse_args([] if argv is None else argv)
     out = out or sys.stdout
     allow = software_allowed(args.allow_software)
@@ -122,8 +130,11 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
     if allow:
         results.append(_check("wgpu (software)", _open_wgpu(True), out))
     else:
-        print("SKIP wgpu (software): software adapters are not used unless allowed "
-              "(gpulab doctor --allow-software, or GPULAB_ALLOW_SOFTWARE=1)", file=out)
+        print(
+            "SKIP wgpu (software): software adapters are not used unless allowed "
+            "(gpulab doctor --allow-software, or GPULAB_ALLOW_SOFTWARE=1)",
+            file=out,
+        )
     results.append(_check("cpu-python", _open_cpu, out))
     print(BROWSER_HOWTO, file=out)
     return 1 if any(r is False for r in results) else 0

@@ -35,8 +35,18 @@ MAX_PARKED_BYTES = 256 * 1024 * 1024  # device memory they may hold together
 def structure_key(checked: CheckedGraph, *extra: Hashable) -> tuple:
     """Everything a plan and its recorded dispatches depend on, and nothing of the data.
     attrs go in as repr (sorted): deterministic, tells -0.0 from 0.0, and NaN equals NaN."""
-    nodes = tuple((n.id, n.op, tuple(n.operands), repr(sorted(n.attrs.items())),
-                   tuple(n.shape), n.dtype, n.data is None) for n in checked.nodes)
+    nodes = tuple(
+        (
+            n.id,
+            n.op,
+            tuple(n.operands),
+            repr(sorted(n.attrs.items())),
+            tuple(n.shape),
+            n.dtype,
+            n.data is None,
+        )
+        for n in checked.nodes
+    )
     outputs = tuple((o.name, o.id) for o in checked.outputs)
     return (nodes, outputs, tuple(checked.order), *extra)
 
@@ -44,13 +54,16 @@ def structure_key(checked: CheckedGraph, *extra: Hashable) -> tuple:
 class PlanCache:
     """LRU plans by structure, and parked one-shot programs (see the module docstring)."""
 
-    def __init__(self, max_plans: int = MAX_PLANS, max_parked: int = MAX_PARKED,
-                 max_parked_bytes: int = MAX_PARKED_BYTES) -> None:
+    def __init__(
+        self,
+        max_plans: int = MAX_PLANS,
+        max_parked: int = MAX_PARKED,
+        max_parked_bytes: int = MAX_PARKED_BYTES,
+    ) -> None:
         self.max_plans = max_plans
         self.max_parked = max_parked
         self.max_parked_bytes = max_parked_bytes
-        self.counters = {"plan_hits": 0, "plan_misses": 0, "program_hits": 0,
-                         "program_misses": 0}
+        self.counters = {"plan_hits": 0, "plan_misses": 0, "program_hits": 0, "program_misses": 0}
         self._plans: OrderedDict[tuple, Any] = OrderedDict()
         self._parked: OrderedDict[tuple, list[Any]] = OrderedDict()
         self._parked_bytes = 0
@@ -95,8 +108,10 @@ class PlanCache:
         self._parked.setdefault(key, []).append(program)
         self._parked.move_to_end(key)
         self._parked_bytes += program.device_bytes
-        while (sum(len(v) for v in self._parked.values()) > self.max_parked
-               or self._parked_bytes > self.max_parked_bytes):
+        while (
+            sum(len(v) for v in self._parked.values()) > self.max_parked
+            or self._parked_bytes > self.max_parked_bytes
+        ):
             old_key, old = next(iter(self._parked.items()))
             victim = old.pop(0)
             if not old:

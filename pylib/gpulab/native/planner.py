@@ -50,9 +50,13 @@ DEFAULT_LIMITS: dict[str, int] = {
 ELEMENTWISE_WG = 64  # workgroup size of elementwise kernels (the WG override)
 MATMUL_KERNELS = ((128, "matmul_rb_v4", "matmul_rb"), (64, "matmul_v4", "matmul"))
 # kernel -> (its tile, the kernel for shapes whose K or N is not a multiple of 4)
-MATMUL_TILES = {"matmul_rb_v4": (128, "matmul_rb"), "matmul_rb": (128, "matmul_rb"),
-                "matmul_v4": (64, "matmul"), "matmul": (64, "matmul"),
-                "matmul_small": (16, "matmul_small")}
+MATMUL_TILES = {
+    "matmul_rb_v4": (128, "matmul_rb"),
+    "matmul_rb": (128, "matmul_rb"),
+    "matmul_v4": (64, "matmul"),
+    "matmul": (64, "matmul"),
+    "matmul_small": (16, "matmul_small"),
+}
 
 # OP codes of the family kernels (unary.wgsl, binary.wgsl, reduce.wgsl) and the float attribute a
 # binary op reads as its scalar: from the kernel table, as the JS planner reads them.
@@ -159,9 +163,11 @@ class _PlanContext:
     def plan_node(self, node: CheckedNode) -> None:
         rule = RULES.get(node.op)
         if rule is None:
-            raise GpuLabError("UNSUPPORTED",
-                              f'{label(node.id, node.op)}: no GPU kernel for op "{node.op}"',
-                              node.id)
+            raise GpuLabError(
+                "UNSUPPORTED",
+                f'{label(node.id, node.op)}: no GPU kernel for op "{node.op}"',
+                node.id,
+            )
         rule(self, node)
 
     def allocate(self, node: CheckedNode, elements: int, kind: str) -> int:
@@ -169,11 +175,13 @@ class _PlanContext:
         size = elements * 4
         limit = self.limits["maxStorageBufferBindingSize"]
         if size > limit:
-            raise GpuLabError("LIMIT", f"{label(node.id, node.op)}: needs a {size}-byte buffer; "
-                              f"the device allows {limit}", node.id)
+            raise GpuLabError(
+                "LIMIT",
+                f"{label(node.id, node.op)}: needs a {size}-byte buffer; the device allows {limit}",
+                node.id,
+            )
         buffer_id = len(self.buffers)
-        self.buffers.append({"id": buffer_id, "elements": elements, "node": node.id,
-                             "kind": kind})
+        self.buffers.append({"id": buffer_id, "elements": elements, "node": node.id, "kind": kind})
         return buffer_id
 
     def output(self, node: CheckedNode, kind: str | None = None) -> int:
@@ -197,26 +205,52 @@ class _PlanContext:
     def operand_shape(self, node: CheckedNode, i: int) -> list[int]:
         return list(self.node(node.operands[i]).shape)
 
-    def dispatch(self, node: CheckedNode, kernel: str, overrides: dict[str, int],
-                 params: list[Param], bindings: list[int], workgroups: int,
-                 writes: int = 1) -> None:
+    def dispatch(
+        self,
+        node: CheckedNode,
+        kernel: str,
+        overrides: dict[str, int],
+        params: list[Param],
+        bindings: list[int],
+        workgroups: int,
+        writes: int = 1,
+    ) -> None:
         """`kernel` is a WGSL module, or `module:entry` for one of several entry points of a
         module (rows:softmax); else the entry point is `main`."""
-        dispatch = split_dispatch(node, workgroups,
-                                  self.limits["maxComputeWorkgroupsPerDimension"])
+        dispatch = split_dispatch(node, workgroups, self.limits["maxComputeWorkgroupsPerDimension"])
         module, _, entry = kernel.partition(":")
-        step = {"node": node.id, "kernel": module, "entry": entry or "main", "overrides": overrides,
-                "params": params, "bindings": bindings, "dispatch": dispatch}
+        step = {
+            "node": node.id,
+            "kernel": module,
+            "entry": entry or "main",
+            "overrides": overrides,
+            "params": params,
+            "bindings": bindings,
+            "dispatch": dispatch,
+        }
         if writes != 1:
             step["writes"] = writes  # the last `writes` bindings are written
         self.steps.append(step)
 
     def finish(self) -> Plan:
-        outputs = [{"name": o.name, "node": o.id, "buffer": self.buffer_of[o.id],
-                    "shape": list(self.node(o.id).shape)} for o in self.checked.outputs]
-        plan: Plan = {"format": PLAN_FORMAT, "limits": dict(self.limits), "buffers": self.buffers,
-                      "values": self.values, "uploads": self.uploads, "steps": self.steps,
-                      "outputs": outputs}
+        outputs = [
+            {
+                "name": o.name,
+                "node": o.id,
+                "buffer": self.buffer_of[o.id],
+                "shape": list(self.node(o.id).shape),
+            }
+            for o in self.checked.outputs
+        ]
+        plan: Plan = {
+            "format": PLAN_FORMAT,
+            "limits": dict(self.limits),
+            "buffers": self.buffers,
+            "values": self.values,
+            "uploads": self.uploads,
+            "steps": self.steps,
+            "outputs": outputs,
+        }
         if self.checks:  # index ops' check words (planner_index.py): read after every run
             plan["checks"] = self.checks
         return plan
@@ -258,8 +292,11 @@ def split_dispatch(node: CheckedNode, groups: int, max_dim: int) -> list[int]:
         return [max_dim, rest, 1]
     z = -(-rest // max_dim)
     if z > max_dim:
-        raise GpuLabError("LIMIT", f"{label(node.id, node.op)}: needs {groups} workgroups; the "
-                          f"device allows {max_dim}^3", node.id)
+        raise GpuLabError(
+            "LIMIT",
+            f"{label(node.id, node.op)}: needs {groups} workgroups; the device allows {max_dim}^3",
+            node.id,
+        )
     return [max_dim, max_dim, z]
 
 
@@ -275,7 +312,7 @@ def _reduce_extents(shape: list[int], axis: int | None) -> tuple[int, int, int]:
     """(outer, size, inner) of a reduction along axis (None: every element in one row)."""
     if axis is None:
         return 1, _count(shape), 1
-    return _count(shape[:axis]), shape[axis], _count(shape[axis + 1:])
+    return _count(shape[:axis]), shape[axis], _count(shape[axis + 1 :])
 
 
 def _f32_param(value: Any) -> Param:
@@ -314,9 +351,14 @@ def _plan_unary(ctx: _PlanContext, node: CheckedNode) -> None:
     n = _count(node.shape)
     a = ctx.operand(node, 0)
     out = ctx.output(node)
-    ctx.dispatch(node, family_kernel("map1", _dtype(node)),
-                 {"WG": ELEMENTWISE_WG, "OP": UNARY_OP[node.op]}, _u32s(n),
-                 [a, out], _ceil_div(n, ELEMENTWISE_WG))
+    ctx.dispatch(
+        node,
+        family_kernel("map1", _dtype(node)),
+        {"WG": ELEMENTWISE_WG, "OP": UNARY_OP[node.op]},
+        _u32s(n),
+        [a, out],
+        _ceil_div(n, ELEMENTWISE_WG),
+    )
 
 
 def _plan_binary(ctx: _PlanContext, node: CheckedNode) -> None:
@@ -332,8 +374,14 @@ def _plan_binary(ctx: _PlanContext, node: CheckedNode) -> None:
     out4 = _pad_to4(shape, _contiguous_strides(shape))[0]
     attr = BINARY_SCALAR.get(node.op)
     scalar = _f32_param(node.attrs[attr]) if attr else ["f32", 0]
-    params = [*_u32s(n, same), scalar, *_u32s(0), *_u32s(*out4),
-              *_u32s(*_broadcast_strides(sa, rank)), *_u32s(*_broadcast_strides(sb, rank))]
+    params = [
+        *_u32s(n, same),
+        scalar,
+        *_u32s(0),
+        *_u32s(*out4),
+        *_u32s(*_broadcast_strides(sa, rank)),
+        *_u32s(*_broadcast_strides(sb, rank)),
+    ]
     fused = ctx.map_fused.get(node.id, {})
     overrides = {"WG": ELEMENTWISE_WG, "OP": BINARY_OP[node.op]}
     reads = []
@@ -346,21 +394,33 @@ def _plan_binary(ctx: _PlanContext, node: CheckedNode) -> None:
     if post:
         overrides["POST"] = 1 + UNARY_OP[post.op]
     out = ctx.output(post or node)
-    ctx.dispatch(node, family_kernel("map2", _dtype(node)), overrides, params,
-                 [*reads, out], _ceil_div(n, ELEMENTWISE_WG))
+    ctx.dispatch(
+        node,
+        family_kernel("map2", _dtype(node)),
+        overrides,
+        params,
+        [*reads, out],
+        _ceil_div(n, ELEMENTWISE_WG),
+    )
 
 
-def _plan_copy(ctx: _PlanContext, node: CheckedNode, shape: list[int],
-               src_strides: list[int]) -> None:
+def _plan_copy(
+    ctx: _PlanContext, node: CheckedNode, shape: list[int], src_strides: list[int]
+) -> None:
     """A bit-exact strided copy: out[coords] = a[sum coords[i] * src_strides[i]], coords over
     `shape` (the result's shape, or [n] for a flat copy)."""
     n = _count(node.shape)
     shape4, strides4 = _pad_to4(shape, src_strides)
     a = ctx.operand(node, 0)
     out = ctx.output(node)
-    ctx.dispatch(node, "permute", {"WG": ELEMENTWISE_WG},
-                 [*_u32s(n, 0, 0, 0), *_u32s(*shape4), *_u32s(*strides4)], [a, out],
-                 _ceil_div(n, ELEMENTWISE_WG))
+    ctx.dispatch(
+        node,
+        "permute",
+        {"WG": ELEMENTWISE_WG},
+        [*_u32s(n, 0, 0, 0), *_u32s(*shape4), *_u32s(*strides4)],
+        [a, out],
+        _ceil_div(n, ELEMENTWISE_WG),
+    )
 
 
 def _plan_permute(ctx: _PlanContext, node: CheckedNode) -> None:
@@ -394,9 +454,11 @@ def _plan_reshape(ctx: _PlanContext, node: CheckedNode) -> None:
 def _read_in_place(ctx: _PlanContext, node: CheckedNode) -> bool:
     """A transpose that is no output and feeds only matmuls that take matmul_small."""
     users = ctx.consumers.get(node.id, [])
-    return (node.id not in ctx.output_ids and bool(users)
-            and all(u.op == "matmul" and _matmul_choice(ctx, u)[1] == "matmul_small"
-                    for u in users))
+    return (
+        node.id not in ctx.output_ids
+        and bool(users)
+        and all(u.op == "matmul" and _matmul_choice(ctx, u)[1] == "matmul_small" for u in users)
+    )
 
 
 def _matmul_choice(ctx: _PlanContext, node: CheckedNode) -> tuple[int, str]:
@@ -411,8 +473,7 @@ def _matrix_batch_strides(shape: list[int], batch_rank: int, matrix: int) -> lis
     broadcasts."""
     own = shape[:-2]
     full = [1] * (batch_rank - len(own)) + own
-    strides = [0 if full[i] == 1 else s * matrix
-               for i, s in enumerate(_contiguous_strides(full))]
+    strides = [0 if full[i] == 1 else s * matrix for i, s in enumerate(_contiguous_strides(full))]
     return [0] * (2 - len(full)) + strides
 
 
@@ -430,16 +491,29 @@ def _plan_matmul(ctx: _PlanContext, node: CheckedNode) -> None:
     tiles_n = _ceil_div(n, tile)
     # bit 0: a is a transpose read in place (a[m, k] at k * M + m), bit 1: likewise b
     flags = int(node.operands[0] in ctx.transposed) | 2 * int(node.operands[1] in ctx.transposed)
-    params = _u32s(m, n, k, tiles_m, tiles_n, batch, batch4[1], a_strides[0], a_strides[1],
-                   b_strides[0], b_strides[1], flags)
+    params = _u32s(
+        m,
+        n,
+        k,
+        tiles_m,
+        tiles_n,
+        batch,
+        batch4[1],
+        a_strides[0],
+        a_strides[1],
+        b_strides[0],
+        b_strides[1],
+        flags,
+    )
     a = ctx.operand(node, 0)
     b = ctx.operand(node, 1)
     out = ctx.output(node)
     ctx.dispatch(node, kernel, {}, params, [a, b, out], tiles_m * tiles_n * batch)
 
 
-def matmul_kernel(m: int, n: int, k: int, batch: int,
-                  min_groups: int = MATMUL_MIN_WORKGROUPS) -> tuple[int, str]:
+def matmul_kernel(
+    m: int, n: int, k: int, batch: int, min_groups: int = MATMUL_MIN_WORKGROUPS
+) -> tuple[int, str]:
     """(tile, kernel) for an [M, K] @ [K, N] product over `batch` matrices: shapes and the
     plan's `minMatmulWorkgroups` limit (`min_groups`) only, so both planners agree. The _v4
     kernels read and write vec4s, so every row of a, b and out must start on 16 bytes (K and N
@@ -455,8 +529,14 @@ def _plan_reduce(ctx: _PlanContext, node: CheckedNode) -> None:
     outer, size, inner = _reduce_extents(ctx.operand_shape(node, 0), node.attrs.get("axis"))
     a = ctx.operand(node, 0)
     out = ctx.output(node)
-    ctx.dispatch(node, family_kernel("reduce", _dtype(node)), {"OP": REDUCE_OP[node.op]},
-                 _u32s(size, inner, outer * inner, 0), [a, out], outer * inner)
+    ctx.dispatch(
+        node,
+        family_kernel("reduce", _dtype(node)),
+        {"OP": REDUCE_OP[node.op]},
+        _u32s(size, inner, outer * inner, 0),
+        [a, out],
+        outer * inner,
+    )
 
 
 def _plan_softmax(ctx: _PlanContext, node: CheckedNode) -> None:
@@ -464,8 +544,14 @@ def _plan_softmax(ctx: _PlanContext, node: CheckedNode) -> None:
     a = ctx.operand(node, 0)
     out = ctx.output(node)
     op = 1 if node.op == "log_softmax" else 0
-    ctx.dispatch(node, "rows:softmax", {"OP": op}, _u32s(size, inner, outer * inner, 0), [a, out],
-                 outer * inner)
+    ctx.dispatch(
+        node,
+        "rows:softmax",
+        {"OP": op},
+        _u32s(size, inner, outer * inner, 0),
+        [a, out],
+        outer * inner,
+    )
 
 
 def _plan_cross_entropy(ctx: _PlanContext, node: CheckedNode) -> None:
@@ -475,8 +561,9 @@ def _plan_cross_entropy(ctx: _PlanContext, node: CheckedNode) -> None:
     b = ctx.operand(node, 1)
     scratch = ctx.allocate(node, rows, "temp")
     out = ctx.output(node)
-    ctx.dispatch(node, "rows:cross_entropy_rows", {}, _u32s(classes, 1, rows, 0), [a, b, scratch],
-                 rows)
+    ctx.dispatch(
+        node, "rows:cross_entropy_rows", {}, _u32s(classes, 1, rows, 0), [a, b, scratch], rows
+    )
     ctx.dispatch(node, "reduce", {"OP": REDUCE_OP["mean"]}, _u32s(rows, 1, 1, 0), [scratch, out], 1)
 
 
@@ -485,8 +572,7 @@ def _plan_cross_entropy_grad(ctx: _PlanContext, node: CheckedNode) -> None:
     a = ctx.operand(node, 0)
     b = ctx.operand(node, 1)
     out = ctx.output(node)
-    ctx.dispatch(node, "rows:cross_entropy_grad", {}, _u32s(classes, 1, rows, 0), [a, b, out],
-                 rows)
+    ctx.dispatch(node, "rows:cross_entropy_grad", {}, _u32s(classes, 1, rows, 0), [a, b, out], rows)
 
 
 def _plan_adam_update(ctx: _PlanContext, node: CheckedNode) -> None:
@@ -495,36 +581,72 @@ def _plan_adam_update(ctx: _PlanContext, node: CheckedNode) -> None:
         return
     n = _count(node.shape)
     at = node.attrs
-    params = [["u32", n], _f32_param(at["lr"]), _f32_param(at["beta1"]),
-              _f32_param(at["beta2"]), _f32_param(at["eps"]), *_u32s(0, 0, 0)]
+    params = [
+        ["u32", n],
+        _f32_param(at["lr"]),
+        _f32_param(at["beta1"]),
+        _f32_param(at["beta2"]),
+        _f32_param(at["eps"]),
+        *_u32s(0, 0, 0),
+    ]
     bindings = [ctx.operand(node, i) for i in range(4)]
     out = ctx.output(node)
-    ctx.dispatch(node, "adam:adam_update", {"WG": ELEMENTWISE_WG}, params, [*bindings, out],
-                 _ceil_div(n, ELEMENTWISE_WG))
+    ctx.dispatch(
+        node,
+        "adam:adam_update",
+        {"WG": ELEMENTWISE_WG},
+        params,
+        [*bindings, out],
+        _ceil_div(n, ELEMENTWISE_WG),
+    )
 
 
-def _plan_adam_step(ctx: _PlanContext, node: CheckedNode, m: CheckedNode,
-                    v: CheckedNode) -> None:
+def _plan_adam_step(ctx: _PlanContext, node: CheckedNode, m: CheckedNode, v: CheckedNode) -> None:
     """adam_m, adam_v and adam_update in one dispatch writing all three values."""
     n = _count(node.shape)
     at = node.attrs
-    params = [["u32", n], _f32_param(at["lr"]), _f32_param(at["beta1"]),
-              _f32_param(at["beta2"]), _f32_param(at["eps"]), _f32_param(m.attrs["beta1"]),
-              _f32_param(v.attrs["beta2"]), ["u32", 0]]
+    params = [
+        ["u32", n],
+        _f32_param(at["lr"]),
+        _f32_param(at["beta1"]),
+        _f32_param(at["beta2"]),
+        _f32_param(at["eps"]),
+        _f32_param(m.attrs["beta1"]),
+        _f32_param(v.attrs["beta2"]),
+        ["u32", 0],
+    ]
     buf = ctx.buffer_of
-    reads = [buf[m.operands[0]], buf[v.operands[0]], buf[m.operands[1]], ctx.operand(node, 0),
-             ctx.operand(node, 3)]
+    reads = [
+        buf[m.operands[0]],
+        buf[v.operands[0]],
+        buf[m.operands[1]],
+        ctx.operand(node, 0),
+        ctx.operand(node, 3),
+    ]
     out = ctx.output(node)
-    ctx.dispatch(node, "adam:adam_step", {"WG": ELEMENTWISE_WG}, params,
-                 [*reads, buf[m.id], buf[v.id], out], _ceil_div(n, ELEMENTWISE_WG), writes=3)
+    ctx.dispatch(
+        node,
+        "adam:adam_step",
+        {"WG": ELEMENTWISE_WG},
+        params,
+        [*reads, buf[m.id], buf[v.id], out],
+        _ceil_div(n, ELEMENTWISE_WG),
+        writes=3,
+    )
 
 
 def _plan_life(ctx: _PlanContext, node: CheckedNode) -> None:
     h, w = node.shape
     a = ctx.operand(node, 0)
     out = ctx.output(node)
-    ctx.dispatch(node, "life", {"WG": ELEMENTWISE_WG}, _u32s(h, w, 0, 0), [a, out],
-                 _ceil_div(h * w, ELEMENTWISE_WG))
+    ctx.dispatch(
+        node,
+        "life",
+        {"WG": ELEMENTWISE_WG},
+        _u32s(h, w, 0, 0),
+        [a, out],
+        _ceil_div(h * w, ELEMENTWISE_WG),
+    )
 
 
 # ---- protocol-v3 ops on 32-bit words (float32 or int32): map_bits.wgsl, extremes.wgsl ----
@@ -544,8 +666,14 @@ def _plan_map_bits(ctx: _PlanContext, node: CheckedNode) -> None:
     lo, hi = clamp_bounds.words(node.attrs, dtype) if node.op == "clamp" else (0, 0)
     a = ctx.operand(node, 0)
     out = ctx.output(node)
-    ctx.dispatch(node, "map_bits", {"WG": ELEMENTWISE_WG, "OP": MAP_BITS_OP[node.op]},
-                 _u32s(n, DTYPE_CODE[dtype], lo, hi), [a, out], _ceil_div(n, ELEMENTWISE_WG))
+    ctx.dispatch(
+        node,
+        "map_bits",
+        {"WG": ELEMENTWISE_WG, "OP": MAP_BITS_OP[node.op]},
+        _u32s(n, DTYPE_CODE[dtype], lo, hi),
+        [a, out],
+        _ceil_div(n, ELEMENTWISE_WG),
+    )
 
 
 def _plan_extremes(ctx: _PlanContext, node: CheckedNode) -> None:
@@ -553,14 +681,32 @@ def _plan_extremes(ctx: _PlanContext, node: CheckedNode) -> None:
     dtype = _operand_dtype(ctx, node)
     a = ctx.operand(node, 0)
     out = ctx.output(node)
-    ctx.dispatch(node, "extremes", {"OP": EXTREMES_OP[node.op]},
-                 _u32s(size, inner, outer * inner, DTYPE_CODE[dtype]), [a, out], outer * inner)
+    ctx.dispatch(
+        node,
+        "extremes",
+        {"OP": EXTREMES_OP[node.op]},
+        _u32s(size, inner, outer * inner, DTYPE_CODE[dtype]),
+        [a, out],
+        outer * inner,
+    )
 
 
 # ---- protocol-v3 select ops on 32-bit words: select.wgsl (one kernel, OP and DT) ----
 
-SELECT_OP = {"maximum": 0, "minimum": 1, "eq": 2, "ne": 3, "lt": 4, "le": 5, "gt": 6, "ge": 7,
-             "where": 8, "cast": 9, "hash_uniform": 10, "dropout": 11}
+SELECT_OP = {
+    "maximum": 0,
+    "minimum": 1,
+    "eq": 2,
+    "ne": 3,
+    "lt": 4,
+    "le": 5,
+    "gt": 6,
+    "ge": 7,
+    "where": 8,
+    "cast": 9,
+    "hash_uniform": 10,
+    "dropout": 11,
+}
 SELECT_DTYPE = {"float32": 0, "int32": 1, "uint32": 2, "bool": 3}  # the kernel's DT, p.to
 SELECT_ELEMENTWISE = ("cast", "hash_uniform", "dropout")  # no broadcasting
 
@@ -572,8 +718,10 @@ def _plan_select(ctx: _PlanContext, node: CheckedNode) -> None:
     shapes = [ctx.operand_shape(node, i) for i in range(len(node.operands))]
     flat = node.op in SELECT_ELEMENTWISE
     same = 1 if flat or all(list(s) == list(node.shape) for s in shapes) else 0
-    strides = [[0, 0, 0, 0] if flat or i >= len(shapes) else _broadcast_strides(shapes[i], rank)
-               for i in range(3)]
+    strides = [
+        [0, 0, 0, 0] if flat or i >= len(shapes) else _broadcast_strides(shapes[i], rank)
+        for i in range(3)
+    ]
     # where compares nothing: its DT is its cond's (bool); a cast's is its source's
     dtype = _operand_dtype(ctx, node)
     threshold, scale_bits = 0, 0
@@ -586,11 +734,15 @@ def _plan_select(ctx: _PlanContext, node: CheckedNode) -> None:
         *_u32s(*strides[0], *strides[1], *strides[2]),
     ]
     out = ctx.output(node)
-    bindings = [ids[0], ids[1] if len(ids) > 1 else ids[0], ids[2] if len(ids) > 2 else ids[0],
-                out]
-    ctx.dispatch(node, "select", {"WG": ELEMENTWISE_WG, "OP": SELECT_OP[node.op],
-                                  "DT": SELECT_DTYPE[dtype]}, params, bindings,
-                 _ceil_div(n, ELEMENTWISE_WG))
+    bindings = [ids[0], ids[1] if len(ids) > 1 else ids[0], ids[2] if len(ids) > 2 else ids[0], out]
+    ctx.dispatch(
+        node,
+        "select",
+        {"WG": ELEMENTWISE_WG, "OP": SELECT_OP[node.op], "DT": SELECT_DTYPE[dtype]},
+        params,
+        bindings,
+        _ceil_div(n, ELEMENTWISE_WG),
+    )
 
 
 # ---- issue 14: q4_k / q6_k weights and matmul_fixed (quant.wgsl) ----
@@ -642,16 +794,26 @@ def _plan_matmul_q(ctx: _PlanContext, node: CheckedNode) -> None:
     if vec is not None:
         per_group = QUANT_VEC_GROUP // vec["QL"]
         vec_entry = "matmul_q6k_vec" if kind == "q6_k" else "matmul_q4k_vec"
-        ctx.dispatch(node, f"quant:{vec_entry}", vec,
-                     _u32s(rows, n, k, k // 256, _ceil_div(n, per_group), *[0] * 7),
-                     [a, b, out], _ceil_div(n, per_group))
+        ctx.dispatch(
+            node,
+            f"quant:{vec_entry}",
+            vec,
+            _u32s(rows, n, k, k // 256, _ceil_div(n, per_group), *[0] * 7),
+            [a, b, out],
+            _ceil_div(n, per_group),
+        )
         return
     split = quant_split(k // 256)
     groups_n = _ceil_div(n, QUANT_GROUPS // split)
     entry = "matmul_q6k" if kind == "q6_k" else "matmul_q4k"
-    ctx.dispatch(node, f"quant:{entry}", {"SPLIT": split},
-                 _u32s(rows, n, k, k // 256, groups_n, *[0] * 7),
-                 [a, b, out], groups_n * _ceil_div(rows, QUANT_MB))
+    ctx.dispatch(
+        node,
+        f"quant:{entry}",
+        {"SPLIT": split},
+        _u32s(rows, n, k, k // 256, groups_n, *[0] * 7),
+        [a, b, out],
+        groups_n * _ceil_div(rows, QUANT_MB),
+    )
 
 
 def _plan_dequantize(ctx: _PlanContext, node: CheckedNode) -> None:
@@ -659,8 +821,14 @@ def _plan_dequantize(ctx: _PlanContext, node: CheckedNode) -> None:
     kind = 1 if _dtype(ctx.node(node.operands[0])) == "q6_k" else 0
     a = ctx.operand(node, 0)
     out = ctx.output(node)
-    ctx.dispatch(node, "quant:dequantize", {}, _u32s(n, kind, *[0] * 10), [a, out],
-                 _ceil_div(n, ELEMENTWISE_WG))
+    ctx.dispatch(
+        node,
+        "quant:dequantize",
+        {},
+        _u32s(n, kind, *[0] * 10),
+        [a, out],
+        _ceil_div(n, ELEMENTWISE_WG),
+    )
 
 
 def _plan_matmul_fixed(ctx: _PlanContext, node: CheckedNode) -> None:
@@ -673,13 +841,31 @@ def _plan_matmul_fixed(ctx: _PlanContext, node: CheckedNode) -> None:
     a_strides = _matrix_batch_strides(sa, len(batch_shape), m * k)
     b_strides = _matrix_batch_strides(sb, len(batch_shape), k * n)
     batch = batch4[0] * batch4[1]
-    params = _u32s(m, n, k, 0, 0, batch, batch4[1], a_strides[0], a_strides[1], b_strides[0],
-                   b_strides[1], int(node.attrs["frac_bits"]))
+    params = _u32s(
+        m,
+        n,
+        k,
+        0,
+        0,
+        batch,
+        batch4[1],
+        a_strides[0],
+        a_strides[1],
+        b_strides[0],
+        b_strides[1],
+        int(node.attrs["frac_bits"]),
+    )
     a = ctx.operand(node, 0)
     b = ctx.operand(node, 1)
     out = ctx.output(node)
-    ctx.dispatch(node, "quant:matmul_fixed", {}, params, [a, b, out],
-                 _ceil_div(batch * m * n, ELEMENTWISE_WG))
+    ctx.dispatch(
+        node,
+        "quant:matmul_fixed",
+        {},
+        params,
+        [a, b, out],
+        _ceil_div(batch * m * n, ELEMENTWISE_WG),
+    )
 
 
 # The kernel registry: op name -> planning rule.
@@ -691,8 +877,9 @@ def _plan_conv2d(ctx: _PlanContext, node: CheckedNode) -> None:
     shapes = [ctx.operand_shape(node, k) for k in range(len(node.operands))]
     g = conv_gemm(node, shapes)
     batch = g["n"] * g["groups"]
-    tile, kernel = matmul_kernel(g["mg"], g["pix"], g["k"], batch,
-                                 ctx.limits["minMatmulWorkgroups"])
+    tile, kernel = matmul_kernel(
+        g["mg"], g["pix"], g["k"], batch, ctx.limits["minMatmulWorkgroups"]
+    )
     fits = g["pointwise"] or g["cols"] * 4 <= ctx.limits["maxStorageBufferBindingSize"]
     if kernel == "matmul_small" or g["mg"] < 8 or not fits:
         WINDOW_RULES["conv2d"](ctx, node)
@@ -703,10 +890,28 @@ def _plan_conv2d(ctx: _PlanContext, node: CheckedNode) -> None:
         plan_conv_pass(ctx, node, 5, cols, g["cols"])
     out = ctx.output(node)
     tiles_m, tiles_n = _ceil_div(g["mg"], tile), _ceil_div(g["pix"], tile)
-    params = _u32s(g["mg"], g["pix"], g["k"], tiles_m, tiles_n, batch, g["groups"], 0,
-                   g["mg"] * g["k"], g["groups"] * g["k"] * g["pix"], g["k"] * g["pix"], 0)
-    ctx.dispatch(node, kernel, {}, params, [ctx.operand(node, len(shapes) - 1), cols, out],
-                 tiles_m * tiles_n * batch)
+    params = _u32s(
+        g["mg"],
+        g["pix"],
+        g["k"],
+        tiles_m,
+        tiles_n,
+        batch,
+        g["groups"],
+        0,
+        g["mg"] * g["k"],
+        g["groups"] * g["k"] * g["pix"],
+        g["k"] * g["pix"],
+        0,
+    )
+    ctx.dispatch(
+        node,
+        kernel,
+        {},
+        params,
+        [ctx.operand(node, len(shapes) - 1), cols, out],
+        tiles_m * tiles_n * batch,
+    )
     if g["bias"]:
         plan_conv_pass(ctx, node, 6, out, math.prod(node.shape))
 
@@ -748,8 +953,7 @@ RULE_DTYPES: dict[str, tuple[str, ...]] = {
     # the select ops work on 32-bit words of every dtype the validator lets them take
     **{op: tuple(optable.load()["dtypes"]) for op in SELECT_OP},
     # a map or reduce op runs at every dtype its family has a generated WGSL kernel for
-    **{op: tuple(lang_dtypes(op, "wgsl"))
-       for op in [*UNARY_OP, *BINARY_OP, *REDUCE_OP]},
+    **{op: tuple(lang_dtypes(op, "wgsl")) for op in [*UNARY_OP, *BINARY_OP, *REDUCE_OP]},
     **STUDENT_DTYPES,
     # support.check_kernels checks every dtype a node touches: the weight's and the result's
     "matmul_q": ("float32", "q4_k", "q6_k"),

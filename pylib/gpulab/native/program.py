@@ -49,8 +49,15 @@ STEPS_PER_SUBMIT = 1
 class WgpuProgram:
     """See the module docstring. Not thread-safe (one run at a time, like a session)."""
 
-    def __init__(self, executor: Any, checked: CheckedGraph, plan: Plan, feeds: list[int],
-                 carry: dict[int, int], keep: list[int]) -> None:
+    def __init__(
+        self,
+        executor: Any,
+        checked: CheckedGraph,
+        plan: Plan,
+        feeds: list[int],
+        carry: dict[int, int],
+        keep: list[int],
+    ) -> None:
         self._ex = executor
         self._checked = checked
         self.plan = plan
@@ -96,8 +103,7 @@ class WgpuProgram:
     def _input_node(self, node_id: int) -> Any:
         node = self._checked.by_id.get(node_id)
         if node is None or node.op != "input":
-            raise GpuLabError("VALIDATION", f"{node_id} is not an input node of the graph",
-                              node_id)
+            raise GpuLabError("VALIDATION", f"{node_id} is not an input node of the graph", node_id)
         return node
 
     def _feed_entry(self, node_id: int) -> tuple[int, int, int]:
@@ -129,8 +135,11 @@ class WgpuProgram:
         import numpy as np
 
         queue = self._ex.device.queue
-        extra = [{"buffer": self._buffer_of[i], "node": i} for i in self._extra_inputs
-                 if self._checked.by_id[i].data is not None]
+        extra = [
+            {"buffer": self._buffer_of[i], "node": i}
+            for i in self._extra_inputs
+            if self._checked.by_id[i].data is not None
+        ]
         for up in self.plan["uploads"] + extra:
             node = self._checked.by_id[up["node"]]
             if node.op != "full":
@@ -138,8 +147,9 @@ class WgpuProgram:
             elif data_only:
                 continue
             else:
-                data = np.full(self._sizes[up["buffer"]] // 4, node.attrs["value"],
-                               dtype=np.float32)
+                data = np.full(
+                    self._sizes[up["buffer"]] // 4, node.attrs["value"], dtype=np.float32
+                )
             queue.write_buffer(self._buffers[up["buffer"]], 0, data)
 
     def _record(self) -> None:
@@ -156,22 +166,41 @@ class WgpuProgram:
         uniform = self._uniform = self._ex.acquire(total, "uniform")
         blob = bytearray(total)
         for off, chunk in zip(offsets, packed):
-            blob[off:off + len(chunk)] = chunk
+            blob[off : off + len(chunk)] = chunk
         device.queue.write_buffer(uniform, 0, bytes(blob))
-        for swapped in ([False, True] if self._swap else [False]):
+        for swapped in [False, True] if self._swap else [False]:
             recorded = []
             for step, off, chunk in zip(self.plan["steps"], offsets, packed):
                 pipeline, layout, first, at, flag = self._pipeline(step)
-                entries = [] if at is None else [{"binding": at, "resource": {
-                    "buffer": uniform, "offset": off, "size": len(chunk)}}]
+                entries = (
+                    []
+                    if at is None
+                    else [
+                        {
+                            "binding": at,
+                            "resource": {"buffer": uniform, "offset": off, "size": len(chunk)},
+                        }
+                    ]
+                )
                 if flag is not None:
-                    entries.append({"binding": flag, "resource": {
-                        "buffer": self._budget_flag(step), "offset": 0, "size": 4}})
+                    entries.append(
+                        {
+                            "binding": flag,
+                            "resource": {"buffer": self._budget_flag(step), "offset": 0, "size": 4},
+                        }
+                    )
                 for i, buffer_id in enumerate(step["bindings"]):
                     physical = self._swap.get(buffer_id, buffer_id) if swapped else buffer_id
-                    entries.append({"binding": i + first, "resource": {
-                        "buffer": self._buffers[physical], "offset": 0,
-                        "size": self._sizes[buffer_id]}})
+                    entries.append(
+                        {
+                            "binding": i + first,
+                            "resource": {
+                                "buffer": self._buffers[physical],
+                                "offset": 0,
+                                "size": self._sizes[buffer_id],
+                            },
+                        }
+                    )
                 group = device.create_bind_group(layout=layout, entries=entries)
                 recorded.append((pipeline, group, step["dispatch"]))
             self._recorded.append(recorded)
@@ -230,8 +259,9 @@ class WgpuProgram:
         """The ping-pong pairs {input buffer: output buffer, and back}, or {} when the carries
         do not pair up: a buffer in two carries, a fed input, an output no dispatch writes
         (an input carried into an input), or buffers of different sizes."""
-        written = {b for step in self.plan["steps"]
-                   for b in step["bindings"][-step.get("writes", 1):]}
+        written = {
+            b for step in self.plan["steps"] for b in step["bindings"][-step.get("writes", 1) :]
+        }
         fed = {buffer_id for _, buffer_id, _ in self._feeds}
         swap: dict[int, int] = {}
         for input_id, output_id in self._carry.items():
@@ -239,8 +269,13 @@ class WgpuProgram:
             src = self._buffer_of.get(output_id)
             if dst is None or src is None or src == dst:
                 continue  # unknown ids fail in _plan_carries; src == dst needs nothing
-            if (dst in swap or src in swap or dst in fed or src not in written
-                    or self._sizes[dst] != self._sizes[src]):
+            if (
+                dst in swap
+                or src in swap
+                or dst in fed
+                or src not in written
+                or self._sizes[dst] != self._sizes[src]
+            ):
                 return {}
             swap[dst], swap[src] = src, dst
             self._carried_inputs.add(dst)
@@ -273,8 +308,11 @@ class WgpuProgram:
             dst = self._buffer_of.get(input_id)
             src = self._buffer_of.get(output_id)
             if dst is None or src is None:
-                raise GpuLabError("VALIDATION", f"carry {input_id} <- {output_id}: both must be "
-                                  "nodes the outputs depend on", input_id)
+                raise GpuLabError(
+                    "VALIDATION",
+                    f"carry {input_id} <- {output_id}: both must be nodes the outputs depend on",
+                    input_id,
+                )
             if src != dst:
                 pairs.append((src, dst))
         destinations = {dst for _, dst in pairs}
@@ -331,8 +369,9 @@ class WgpuProgram:
 
         if any(b["kind"] == "check" for b in self.plan["buffers"]):
             buffer, size = self._check_buffer()
-            self._ex.device.queue.write_buffer(buffer, 0, np.full(size // 4, 0xFFFFFFFF,
-                                                                  dtype=np.uint32))
+            self._ex.device.queue.write_buffer(
+                buffer, 0, np.full(size // 4, 0xFFFFFFFF, dtype=np.uint32)
+            )
 
     def _read_checks(self) -> None:
         """The index ops' words (kernels/wgsl/index.wgsl): each the smallest position in idx
@@ -357,8 +396,12 @@ class WgpuProgram:
         for check in self.plan["checks"]:
             if int(words[check["word"]]) != 0xFFFFFFFF:
                 node = self._checked.by_id[check["node"]]
-                raise index_error("BACKEND", node, self._checked.by_id[node.operands[0]].shape,
-                                  int(words[check["word"]]))
+                raise index_error(
+                    "BACKEND",
+                    node,
+                    self._checked.by_id[node.operands[0]].shape,
+                    int(words[check["word"]]),
+                )
 
     def max_steps_per_run(self) -> int | None:
         """How many steps' feeds fit the one staging buffer of a run (the device's
@@ -367,8 +410,10 @@ class WgpuProgram:
         per_step = sum(size for _, _, size in self._feeds)
         if per_step == 0:
             return None
-        limit = int(self._ex.hooks.get("max_buffer_size")
-                    or self._ex.device.limits.get("max-buffer-size", 256 * 1024 * 1024))
+        limit = int(
+            self._ex.hooks.get("max_buffer_size")
+            or self._ex.device.limits.get("max-buffer-size", 256 * 1024 * 1024)
+        )
         return max(1, limit // per_step)
 
     def _feed_arrays(self, step: Mapping[int, Any]) -> list[Any]:
@@ -376,12 +421,17 @@ class WgpuProgram:
         for node_id, _, size in self._feeds:
             node = self._checked.by_id[node_id]
             if node_id not in step:
-                raise GpuLabError("VALIDATION", f"{label(node.id, node.op)}: no value fed for "
-                                  "this step", node_id)
+                raise GpuLabError(
+                    "VALIDATION", f"{label(node.id, node.op)}: no value fed for this step", node_id
+                )
             words = device_words(step[node_id], node.dtype)
             if words.nbytes != size:
-                raise GpuLabError("VALIDATION", f"{label(node.id, node.op)}: fed "
-                                  f"{words.nbytes // 4} values, expected {size // 4}", node_id)
+                raise GpuLabError(
+                    "VALIDATION",
+                    f"{label(node.id, node.op)}: fed "
+                    f"{words.nbytes // 4} values, expected {size // 4}",
+                    node_id,
+                )
             out.append(words)
         return out
 
@@ -443,8 +493,13 @@ class WgpuProgram:
             total += self._sizes[buffer_id]
         readback = self._readback_buffer(total) if read else None
         for _, buffer_id, offset in layout:
-            encoder.copy_buffer_to_buffer(self._buffers[self._physical(buffer_id)], 0, readback,
-                                          offset, self._sizes[buffer_id])
+            encoder.copy_buffer_to_buffer(
+                self._buffers[self._physical(buffer_id)],
+                0,
+                readback,
+                offset,
+                self._sizes[buffer_id],
+            )
         return layout
 
     def _finish_reads(self, encoder: Any, layout: list[tuple[int, int, int]]) -> dict[int, Any]:
@@ -457,10 +512,12 @@ class WgpuProgram:
         # from_device_words copies each value out of the mapped range, so the range is read
         # in place (one copy of the outputs, not two) and unmapped after
         with self._mapped_readback(nbytes) as raw:
-            return {node_id: from_device_words(raw, self._checked.by_id[node_id].dtype,
-                                               self._sizes[buffer_id] // 4, offset)
-                    .reshape(self._shape(node_id))
-                    for node_id, buffer_id, offset in layout}
+            return {
+                node_id: from_device_words(
+                    raw, self._checked.by_id[node_id].dtype, self._sizes[buffer_id] // 4, offset
+                ).reshape(self._shape(node_id))
+                for node_id, buffer_id, offset in layout
+            }
 
     def _readback_buffer(self, nbytes: int) -> Any:
         """The program's MAP_READ buffer, grown to the largest read-back seen."""
@@ -476,8 +533,13 @@ class WgpuProgram:
         import wgpu
 
         # the per-submission deadline (deadline.py): past it the device is destroyed
-        map_within(self._readback, wgpu.MapMode.READ, self._readback.size,
-                   deadline_s(self._ex.hooks, self._student), self._ex.expire)
+        map_within(
+            self._readback,
+            wgpu.MapMode.READ,
+            self._readback.size,
+            deadline_s(self._ex.hooks, self._student),
+            self._ex.expire,
+        )
         try:
             yield self._readback.read_mapped(0, nbytes, copy=False)
         finally:
@@ -487,8 +549,11 @@ class WgpuProgram:
     def _buffer_id(self, node_id: int) -> int:
         buffer_id = self._buffer_of.get(node_id)
         if buffer_id is None:
-            raise GpuLabError("VALIDATION", f"node {node_id} is not computed by this program "
-                              "(no output depends on it)", node_id)
+            raise GpuLabError(
+                "VALIDATION",
+                f"node {node_id} is not computed by this program (no output depends on it)",
+                node_id,
+            )
         return buffer_id
 
     def _shape(self, node_id: int) -> tuple[int, ...]:
@@ -500,11 +565,11 @@ class WgpuProgram:
         """Current value of a carried input or a kept output (an array of its dtype)."""
         self._check_alive()
         if node_id not in self._keep and node_id not in self._carry:
-            raise GpuLabError("VALIDATION", f"node {node_id} is neither carried nor kept",
-                              node_id)
+            raise GpuLabError("VALIDATION", f"node {node_id} is neither carried nor kept", node_id)
         if self._steps_run == 0 and node_id not in self._carry:
-            raise GpuLabError("VALIDATION", f"node {node_id} has no value yet: run a step first",
-                              node_id)
+            raise GpuLabError(
+                "VALIDATION", f"node {node_id} has no value yet: run a step first", node_id
+            )
         with self._ex.guard("download"):
             encoder = self._ex.device.create_command_encoder()
             return self._read(encoder, [node_id])[node_id]
@@ -516,8 +581,11 @@ class WgpuProgram:
         self._disposed = True
         for buf in self._buffers + self._scratch:
             self._ex.release(buf)
-        for buf, kind in ((self._uniform, "uniform"), (self._staging, "staging"),
-                          (self._readback, "readback")):
+        for buf, kind in (
+            (self._uniform, "uniform"),
+            (self._staging, "staging"),
+            (self._readback, "readback"),
+        ):
             if buf is not None:
                 self._ex.release(buf, kind)
         self._buffers, self._scratch, self._recorded = [], [], []

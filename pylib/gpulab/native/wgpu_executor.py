@@ -43,9 +43,11 @@ POOL_ALIGN = 256  # pooled buffer sizes are multiples of this, so similar sizes 
 POOL_MAX_BYTES = 512 * 1024 * 1024  # idle pooled memory kept for reuse; beyond it, destroyed
 
 
-def open_executor(allow_software: bool | None = None,
-                  limits: Mapping[str, int] | None = None,
-                  hooks: Mapping[str, Callable[..., Any]] | None = None) -> WgpuExecutor:
+def open_executor(
+    allow_software: bool | None = None,
+    limits: Mapping[str, int] | None = None,
+    hooks: Mapping[str, Callable[..., Any]] | None = None,
+) -> WgpuExecutor:
     """Probe the adapter and open a device. Raises GpuLabError(UNAVAILABLE, reason) when no
     adapter may be used. `limits` caps planner limits (tests use it to force the 64x64 matmul
     on a device with 32 KiB of workgroup storage); `hooks["on_submit"](count)` is called after
@@ -55,16 +57,19 @@ def open_executor(allow_software: bool | None = None,
     try:
         device, device_limits = _open_device(adapter)
     except Exception as err:
-        raise GpuLabError("UNAVAILABLE", f"could not open a device on {info['description']}: "
-                          f"{err}") from err
+        raise GpuLabError(
+            "UNAVAILABLE", f"could not open a device on {info['description']}: {err}"
+        ) from err
     plan_limits = {k: int(device_limits.get(v, DEFAULT_LIMITS[k])) for k, v in PLAN_LIMITS.items()}
     # a software adapter is a CPU, busy with any workgroup count: big matmul tiles (docs/plan.md)
-    plan_limits["minMatmulWorkgroups"] = (MATMUL_MIN_WORKGROUPS_SOFTWARE if info["software"]
-                                          else MATMUL_MIN_WORKGROUPS)
+    plan_limits["minMatmulWorkgroups"] = (
+        MATMUL_MIN_WORKGROUPS_SOFTWARE if info["software"] else MATMUL_MIN_WORKGROUPS
+    )
     for key, cap in (limits or {}).items():
         if key not in plan_limits:
-            raise GpuLabError("VALIDATION", f"unknown plan limit {key!r}; known: "
-                              f"{sorted(plan_limits)}")
+            raise GpuLabError(
+                "VALIDATION", f"unknown plan limit {key!r}; known: {sorted(plan_limits)}"
+            )
         plan_limits[key] = min(plan_limits[key], int(cap))
     return WgpuExecutor(device, info, plan_limits, dict(hooks or {}))
 
@@ -72,8 +77,11 @@ def open_executor(allow_software: bool | None = None,
 def _open_device(adapter: Any) -> tuple[Any, dict[str, int]]:
     """A device with the adapter's full workgroup storage and buffer sizes (the plan uses
     them); other limits stay at WebGPU's defaults."""
-    wanted = ("max-compute-workgroup-storage-size", "max-storage-buffer-binding-size",
-              "max-buffer-size")
+    wanted = (
+        "max-compute-workgroup-storage-size",
+        "max-storage-buffer-binding-size",
+        "max-buffer-size",
+    )
     required = {k: adapter.limits[k] for k in wanted if k in adapter.limits}
     device = adapter.request_device_sync(required_limits=required)
     return device, dict(device.limits)
@@ -84,14 +92,24 @@ class WgpuExecutor:
 
     name = NAME
 
-    def __init__(self, device: Any, info: dict[str, Any], limits: dict[str, int],
-                 hooks: dict[str, Callable[..., Any]]) -> None:
+    def __init__(
+        self,
+        device: Any,
+        info: dict[str, Any],
+        limits: dict[str, int],
+        hooks: dict[str, Callable[..., Any]],
+    ) -> None:
         self.device = device
         self.info = info
         self.limits = limits
         self.hooks = hooks
-        self.counters = {"submits": 0, "readbacks": 0, "pipelines": 0, "shader_modules": 0,
-                         "buffers_created": 0}
+        self.counters = {
+            "submits": 0,
+            "readbacks": 0,
+            "pipelines": 0,
+            "shader_modules": 0,
+            "buffers_created": 0,
+        }
         self._modules: dict[str, Any] = {}
         self._pipelines: dict[tuple, Any] = {}
         self._pool: dict[tuple[str, int], list[Any]] = {}
@@ -109,16 +127,20 @@ class WgpuExecutor:
     def supports(self, checked: CheckedGraph) -> support.Support:
         """Before any device work: every node needs a planner rule (planner.RULES) taking its
         dtypes (planner.RULE_DTYPES, float32 where a rule declares none)."""
-        return support.check_kernels(checked, self.rules,
-                                     getattr(planner, "RULE_DTYPES", None))
+        return support.check_kernels(checked, self.rules, getattr(planner, "RULE_DTYPES", None))
 
     @property
     def rules(self) -> Mapping[str, Any]:
         """The planner rules this executor plans with (tests narrow them)."""
         return self.hooks.get("rules") or planner.RULES
 
-    def prepare(self, checked: CheckedGraph, feeds: Iterable[int] = (),
-                carry: Mapping[int, int] | None = None, keep: Iterable[int] = ()) -> Any:
+    def prepare(
+        self,
+        checked: CheckedGraph,
+        feeds: Iterable[int] = (),
+        carry: Mapping[int, int] | None = None,
+        keep: Iterable[int] = (),
+    ) -> Any:
         """Plan, allocate, upload and record a checked graph; see program.WgpuProgram.
         UNSUPPORTED (see supports) and LIMIT come before any device work: the host then
         re-evaluates the graph on cpu-python. Plans are cached by structure; a one-shot
@@ -131,8 +153,7 @@ class WgpuExecutor:
         feeds, carry, keep = list(feeds), dict(carry or {}), list(keep)
         cache = self.plan_cache
         if not cache.enabled:
-            return WgpuProgram(self, checked, plan_graph(checked, self.limits), feeds, carry,
-                               keep)
+            return WgpuProgram(self, checked, plan_graph(checked, self.limits), feeds, carry, keep)
         # what the plan depends on besides the graph: the rules and matmul choice tests swap
         key = structure_key(checked, id(self.rules), id(planner.matmul_kernel))
         one_shot = not feeds and not carry and not keep  # what execute prepares
@@ -188,8 +209,11 @@ class WgpuExecutor:
         if found is None:
             found = self.device.create_compute_pipeline(
                 layout="auto",
-                compute={"module": self._module(kernel), "entry_point": entry,
-                         "constants": {k: float(v) for k, v in overrides.items()}},
+                compute={
+                    "module": self._module(kernel),
+                    "entry_point": entry,
+                    "constants": {k: float(v) for k, v in overrides.items()},
+                },
             )
             self._pipelines[key] = found
             self.counters["pipelines"] += 1
@@ -266,8 +290,9 @@ def kernel_source(kernel: str) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError as err:
-        raise GpuLabError("BACKEND", f"no WGSL kernel {kernel!r} in gpulab/kernels/wgsl "
-                          "(run `make sync`)") from err
+        raise GpuLabError(
+            "BACKEND", f"no WGSL kernel {kernel!r} in gpulab/kernels/wgsl (run `make sync`)"
+        ) from err
 
 
 def quietly(fn: Callable[[], Any]) -> None:

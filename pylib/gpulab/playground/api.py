@@ -89,15 +89,19 @@ def encode_output(entry: Any) -> dict:
         if sys.byteorder != "little":
             values.byteswap()
         raw = values.tobytes()
-    return {"shape": list(entry["shape"]), "dtype": dtype,
-            "data": {"base64": base64.b64encode(raw).decode("ascii")}}
+    return {
+        "shape": list(entry["shape"]),
+        "dtype": dtype,
+        "data": {"base64": base64.b64encode(raw).decode("ascii")},
+    }
 
 
 def encode_result(result: dict) -> dict:
     """The answer body: outputs as base64, everything else as plain JSON."""
     body = {k: json_safe(v) for k, v in result.items() if k != "outputs"}
-    body["outputs"] = {str(name): encode_output(entry)
-                       for name, entry in (result.get("outputs") or {}).items()}
+    body["outputs"] = {
+        str(name): encode_output(entry) for name, entry in (result.get("outputs") or {}).items()
+    }
     return body
 
 
@@ -118,8 +122,13 @@ def answer_bytes(checked: Any) -> tuple[int, int]:
 class ExecuteEndpoint:
     """The route for `POST /api/execute` (a GET, PUT, ... of that path answers 405)."""
 
-    def __init__(self, allowed_hosts: Iterable[str], executor: Executor = default_executor,
-                 max_answer: int = MAX_ANSWER, quotas: Any = None):
+    def __init__(
+        self,
+        allowed_hosts: Iterable[str],
+        executor: Executor = default_executor,
+        max_answer: int = MAX_ANSWER,
+        quotas: Any = None,
+    ):
         from gpulab.quotas import Quotas
 
         self.allowed_hosts = {h.lower() for h in allowed_hosts}
@@ -148,8 +157,9 @@ class ExecuteEndpoint:
             self._send(handler, 400, error_body("VALIDATION", f"body is not JSON: {exc}"))
             return True
         except RecursionError:
-            self._send(handler, 400, error_body(
-                "VALIDATION", "body is nested too deeply to be a graph"))
+            self._send(
+                handler, 400, error_body("VALIDATION", "body is nested too deeply to be a graph")
+            )
             return True
         self._execute(handler, graph)
         return True
@@ -173,8 +183,13 @@ class ExecuteEndpoint:
             return None
         if not (text.isascii() and text.isdecimal()):  # int() takes '-1', '+5', ' 5', '1_0'
             handler.close_connection = True
-            self._send(handler, 400, error_body(
-                "VALIDATION", f"Content-Length must be a decimal number of bytes, got {text!r}"))
+            self._send(
+                handler,
+                400,
+                error_body(
+                    "VALIDATION", f"Content-Length must be a decimal number of bytes, got {text!r}"
+                ),
+            )
             return None
         length = int(text)
         if length > MAX_BODY:
@@ -213,17 +228,24 @@ class ExecuteEndpoint:
         self.quotas.check(checked, "/api/execute")
         size, count = answer_bytes(checked)
         if size > self.max_answer:
-            raise GpuLabError("LIMIT", f"the answer's {count} outputs would take {size} bytes "
-                              f"of base64 data > the server's answer limit of "
-                              f"{self.max_answer} bytes (MAX_ANSWER)")
+            raise GpuLabError(
+                "LIMIT",
+                f"the answer's {count} outputs would take {size} bytes "
+                f"of base64 data > the server's answer limit of "
+                f"{self.max_answer} bytes (MAX_ANSWER)",
+            )
 
     @staticmethod
     def _send(handler: BaseHTTPRequestHandler, status: int, body: dict) -> None:
         try:
             data = json.dumps(body, allow_nan=False).encode()
         except (ValueError, TypeError, RecursionError, MemoryError) as exc:
-            status, data = 500, json.dumps(error_body(
-                "BACKEND", f"the answer could not be encoded: {type(exc).__name__}")).encode()
+            status, data = (
+                500,
+                json.dumps(
+                    error_body("BACKEND", f"the answer could not be encoded: {type(exc).__name__}")
+                ).encode(),
+            )
         handler.send_response(status)
         handler.send_header("Content-Type", "application/json")
         handler.send_header("Content-Length", str(len(data)))

@@ -67,8 +67,9 @@ def lock_entry(name: str, version: str, file_name: str, data: bytes, imports: li
     }
 
 
-def prepare_index(pyodide_dir: Path, wheels_dir: Path, index_dir: Path,
-                  gpulab_wheel: tuple[str, bytes]) -> bytes:
+def prepare_index(
+    pyodide_dir: Path, wheels_dir: Path, index_dir: Path, gpulab_wheel: tuple[str, bytes]
+) -> bytes:
     """Link the core files and copy micropip into `index_dir`; return the lock file's bytes
     (naming micropip and the in-memory gpulab wheel `(file name, bytes)`)."""
     if not (pyodide_dir / "pyodide.mjs").exists():
@@ -88,10 +89,16 @@ def prepare_index(pyodide_dir: Path, wheels_dir: Path, index_dir: Path,
     lock = {
         "info": upstream["info"],
         "packages": {
-            "micropip": lock_entry("micropip", micropip.name.split("-")[1], micropip.name,
-                                   micropip.read_bytes(), ["micropip"]),
-            "gpulab": lock_entry("gpulab", wheel_name.split("-")[1], wheel_name, wheel_bytes,
-                                 ["gpulab"]),
+            "micropip": lock_entry(
+                "micropip",
+                micropip.name.split("-")[1],
+                micropip.name,
+                micropip.read_bytes(),
+                ["micropip"],
+            ),
+            "gpulab": lock_entry(
+                "gpulab", wheel_name.split("-")[1], wheel_name, wheel_bytes, ["gpulab"]
+            ),
         },
     }
     return (json.dumps(lock, indent=1) + "\n").encode()
@@ -105,10 +112,22 @@ NPM_FILES = {
     "uPlot.esm.js": "uplot/dist/uPlot.esm.js",
     "uPlot.min.css": "uplot/dist/uPlot.min.css",
     # CodeMirror 6 and its dependencies, one ES module each (web/index.html's import map)
-    **{f"{name.replace('@', '').replace('/', '-')}.js": f"{name}/dist/index.js" for name in (
-        "@codemirror/state", "@codemirror/view", "@codemirror/commands", "@codemirror/language",
-        "@codemirror/autocomplete", "@codemirror/lang-python", "@codemirror/streamparser",
-        "@lezer/common", "@lezer/highlight", "@lezer/lr", "@lezer/python")},
+    **{
+        f"{name.replace('@', '').replace('/', '-')}.js": f"{name}/dist/index.js"
+        for name in (
+            "@codemirror/state",
+            "@codemirror/view",
+            "@codemirror/commands",
+            "@codemirror/language",
+            "@codemirror/autocomplete",
+            "@codemirror/lang-python",
+            "@codemirror/streamparser",
+            "@lezer/common",
+            "@lezer/highlight",
+            "@lezer/lr",
+            "@lezer/python",
+        )
+    },
     "marijn-find-cluster-break.js": "@marijn/find-cluster-break/src/index.js",
     "crelt.js": "crelt/index.js",
     "style-mod.js": "style-mod/src/style-mod.js",
