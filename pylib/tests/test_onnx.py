@@ -300,3 +300,70 @@ def test_hold_32bit_computes_double_in_float32_and_refuses_narrow_arithmetic() -
         {"a": np.array([1, 250], np.uint8), "b": np.array([3, 7], np.uint8)}, backend="cpu-python"
     )
     assert out["y"]["data"] == [3, 250]
+
+
+# -- inverse trigonometry, ReverseSequence, Upsample, SwiGLU (the node tests pin the rest) -----
+
+
+def _run_one(node, x: np.ndarray, backend: str = "cpu-python", opset: int = 13, **extra):
+    names = list(node.input)
+    feeds = {names[0]: x, **extra}
+    elem = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int32): TensorProto.INT32}
+    ins = [_vi(n, list(v.shape), elem.get(v.dtype, TensorProto.INT64)) for n, v in feeds.items()]
+    raw = _model([node], ins, [_vi("y", None, elem[x.dtype])], opset=opset)
+    out = gonnx.load(raw).run(feeds, backend=backend)["y"]
+    return np.array(out["data"]).reshape(out["shape"])
+
+
+@pytest.mark.parametrize("backend", ["cpu-python", "wgpu"])
+def test_inverse_trig_at_the_edges_matches_numpy(
+    backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GPULAB_ALLOW_SOFTWARE", "1")  # lavapipe here
+    unit = np.array([-1, -0.99999994, -0.5, -1e-6, 0, 0.41421357, 0.9999, 1], np.float32)
+    wide = np.concatenate([unit, np.array([-7, 1e30, np.inf, -np.inf], np.float32)])
+    for op, x, ref in (
+        ("Atan", wide, np.arctan),
+        ("Asin", unit, np.arcsin),
+        ("Acos", unit, np.arccos),
+    ):
+        got = _run_one(helper.make_node(op, ["x"], ["y"]), x, backend)
+        np.testing.assert_allclose(got, ref(x.astype(np.float64)), rtol=1e-6, atol=1e-7)
+    outside = np.array([1.5, -1.0000001], np.float32)
+    for op in ("Asin", "Acos"):
+        assert np.isnan(_run_one(helper.make_node(op, ["x"], ["y"]), outside, backend)).all()
+
+
+def test_reverse_sequence_reverses_each_prefix_of_int_data_of_rank_3() -> None:
+    from onnx.reference import ReferenceEvaluator
+
+    x = np.arange(24, dtype=np.int32).reshape(4, 3, 2)  # time, batch, features
+    lens = np.array([4, 1, 2], np.int64)
+    node = helper.make_node("ReverseSequence", ["x", "lens"], ["y"], batch_axis=1, time_axis=0)
+    got = _run_one(node, x, opset=10, lens=lens)
+    raw = _model(
+        [node], [_vi("x", [4, 3, 2], 6), _vi("lens", [3], 7)], [_vi("y", None, 6)], opset=10
+    )
+    want = ReferenceEvaluator(onnx.load_from_string(raw)).run(None, {"x": x, "lens": lens})[0]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_upsample_repeats_by_whole_scales_and_refuses_the_rest() -> None:
+    x = np.arange(6, dtype=np.float32).reshape(1, 2, 3)
+    node = helper.make_node("Upsample", ["x"], ["y"], scales=[1.0, 2.0, 3.0])  # opset 7 form
+    want = np.repeat(np.repeat(x, 2, axis=1), 3, axis=2)
+    np.testing.assert_array_equal(_run_one(node, x, opset=7), want)
+    for attrs, words in (
+        ({"mode": "linear", "scales": [1.0, 2.0, 2.0]}, "attribute 'mode' = 'linear'"),
+        ({"scales": [1.0, 1.5, 2.0]}, "only whole numbers >= 1 are supported"),
+    ):
+        bad = helper.make_node("Upsample", ["x"], ["y"], **attrs)
+        with pytest.raises(GpuLabError, match=words):
+            gonnx.load(_model([bad], [_vi("x", [1, 2, 3])], [_vi("y", None)], opset=7))
+
+
+def test_swiglu_refuses_inputs_of_different_shapes() -> None:
+    node = helper.make_node("SwiGLU", ["a", "b"], ["y"])
+    raw = _model([node], [_vi("a", [2, 4]), _vi("b", [1, 4])], [_vi("y", None)], opset=24)
+    with pytest.raises(GpuLabError, match=r"A \[2, 4\] and B \[1, 4\] differ in shape"):
+        gonnx.load(raw)

@@ -209,6 +209,12 @@ def _gelu(t: Tensor, cx: NodeCtx) -> Tensor:
     return t * 0.5 * (inner.tanh() + 1.0)
 
 
+def _shrink(t: Tensor, cx: NodeCtx) -> Tensor:
+    lambd, bias = cx.attr("lambd", 0.5), cx.attr("bias", 0.0)
+    g = t.graph
+    return g.where(t < -lambd, t + bias, g.where(t > lambd, t - bias, 0.0))
+
+
 def _reciprocal(t: Tensor, cx: NodeCtx) -> Tensor:
     return 1.0 / t
 
@@ -430,6 +436,7 @@ MATH_OPS: dict[str, Op] = {
     "Softsign": _unary(_softsign),
     "Mish": _unary(_mish),
     "Gelu": _unary(_gelu, ("approximate",)),
+    "Shrink": _unary(_shrink, ("lambd", "bias")),
     "PRelu": Op(_prelu),
     "Not": Op(_not),
     "And": _logic("And"),
@@ -552,6 +559,58 @@ def _hyperbolic(kind: str) -> Op:
     return Op(lower)
 
 
+_TAN_PI_8 = math.sqrt(2.0) - 1.0
+
+
+def _atan_unit(r: Tensor) -> Tensor:
+    """atan(r) for r in [0, 1]: past tan(pi/8), pi/4 + atan((r - 1) / (r + 1)) brings the
+    argument to [-tan(pi/8), tan(pi/8)], where the Taylor series to u^15 is within 5e-8
+    relative (u^2 <= 0.172)."""
+    g = r.graph
+    big = r > _TAN_PI_8
+    u = g.where(big, (r - 1.0) / (r + 1.0), r)
+    u2 = u * u
+    poly = u2 * (-1.0 / 15.0) + (1.0 / 13.0)
+    for n in range(5, -1, -1):
+        poly = poly * u2 + ((-1.0) ** n / (2 * n + 1))
+    return poly * u + g.where(big, math.pi / 4, 0.0)
+
+
+def _atan2_first(y: Tensor, x: Tensor | float) -> Tensor:
+    """atan2(y, x) for y, x >= 0 (not both 0), in [0, pi/2]: the smaller over the larger, so
+    no division by zero and no infinity (x = 0 gives pi/2)."""
+    g = y.graph
+    swap = y > x
+    hi, lo = g.where(swap, y, x), g.where(swap, x, y)
+    theta = _atan_unit(lo / hi)
+    return g.where(swap, math.pi / 2 - theta, theta)
+
+
+def _inverse_trig(kind: str) -> Op:
+    """Atan, Asin, Acos through atan2 of the first quadrant: asin(x) = atan2(x, sqrt(1 - x^2))
+    and acos(x) = atan2(sqrt(1 - x^2), x), with 1 - x^2 as (1 - x)(1 + x) for accuracy
+    near |x| = 1; |x| > 1 gives NaN as ONNX does."""
+
+    def lower(cx: NodeCtx) -> list[Value]:
+        x = cx.t(0)
+        if x.dtype != "float32":
+            raise cx.fail(f"input of type {x.dtype} (float only)")
+        g, a = cx.g, abs(x)
+        if kind == "atan":
+            theta = _atan2_first(a, 1.0)
+            return [g.where(x < 0.0, -theta, theta)]
+        c = ((1.0 - a) * (1.0 + a)).maximum(0.0).sqrt()
+        if kind == "asin":
+            theta = _atan2_first(a, c)
+            out = g.where(x < 0.0, -theta, theta)
+        else:
+            theta = _atan2_first(c, a)
+            out = g.where(x < 0.0, math.pi - theta, theta)
+        return [g.where(a > 1.0, g.full([], math.nan), out)]
+
+    return Op(lower)
+
+
 def _round_op(kind: str) -> Op:
     def lower(cx: NodeCtx) -> list[Value]:
         x = cx.t(0)
@@ -580,6 +639,9 @@ MATH_OPS.update(
         "Sin": _trig("sin"),
         "Cos": _trig("cos"),
         "Tan": _trig("tan"),
+        "Atan": _inverse_trig("atan"),
+        "Asin": _inverse_trig("asin"),
+        "Acos": _inverse_trig("acos"),
         "Sinh": _hyperbolic("sinh"),
         "Cosh": _hyperbolic("cosh"),
         "Asinh": _hyperbolic("asinh"),

@@ -189,10 +189,42 @@ def _scatter_elements(cx: NodeCtx) -> list[Value]:
     return [g.where(hit, placed, data)]
 
 
+def _reverse_sequence(cx: NodeCtx) -> list[Value]:
+    """ReverseSequence: along time_axis, batch entry b takes position L_b - 1 - t for t < L_b
+    (L = sequence_lens, clamped to 0..T) and t itself after; those source positions are worked
+    out on the device from sequence_lens (it need not be known at load) and gathered."""
+    from .. import functional as F
+
+    x = cx.t(0)
+    batch_axis, time_axis = cx.attr("batch_axis", 1), cx.attr("time_axis", 0)
+    if x.ndim < 2 or {batch_axis, time_axis} != {0, 1}:
+        raise cx.invalid(
+            f"batch_axis {batch_axis} and time_axis {time_axis} must be 0 and 1 (in either "
+            f"order) of an input of rank >= 2, the input has rank {x.ndim}"
+        )
+    steps, batch = x.shape[time_axis], x.shape[batch_axis]
+    lens = cx.t(1)
+    if list(lens.shape) != [batch] or lens.dtype != "int32":
+        raise cx.invalid(f"sequence_lens must be [{batch}] integers, is {list(lens.shape)}")
+    pair = [1, 1]
+    pair[time_axis] = steps
+    t = cx.g.tensor([float(i) for i in range(steps)], shape=pair)
+    pair = [1, 1]
+    pair[batch_axis] = batch
+    n = f32(lens).maximum(0.0).minimum(float(steps)).reshape(pair)
+    src = cx.g.where(t < n, n - 1.0 - t, t)
+    src = src.reshape(list(src.shape) + [1] * (x.ndim - 2))
+    idx = F.broadcast_to(src, list(x.shape)).cast("int32")
+    return [via_int(x, lambda v: v.gather(time_axis, idx))]
+
+
 MORE_OPS.update(
     {
+        "ReverseSequence": Op(_reverse_sequence, frozenset({"batch_axis", "time_axis"})),
         "TopK": Op(_topk, frozenset({"axis", "largest", "sorted"}), (1,)),
         "ScatterElements": Op(_scatter_elements, frozenset({"axis", "reduction"})),
+        # Scatter: ScatterElements' name before opset 11 (no `reduction`; deprecated since)
+        "Scatter": Op(_scatter_elements, frozenset({"axis"})),
     }
 )
 

@@ -315,6 +315,17 @@ def _swish(cx: NodeCtx) -> list[Value]:
     return [x * (x * alpha if alpha != 1.0 else x).sigmoid()]
 
 
+def _swiglu(cx: NodeCtx) -> list[Value]:
+    """SwiGLU (opset 28): Swish_alpha(A) * B, A and B of one shape (no broadcasting)."""
+    a, b = cx.t(0), cx.t(1)
+    if a.dtype != "float32" or b.dtype != "float32":
+        raise cx.fail(f"inputs of types {a.dtype}, {b.dtype} (float only)")
+    if list(a.shape) != list(b.shape):
+        raise cx.invalid(f"A {list(a.shape)} and B {list(b.shape)} differ in shape")
+    alpha = cx.attr("alpha", 1.0)
+    return [a * (a * alpha if alpha != 1.0 else a).sigmoid() * b]
+
+
 def _channel(t: Tensor, rank: int) -> Tensor:
     """A [C] vector shaped [C, 1, ..., 1] to broadcast over an NC... tensor."""
     return t.reshape([t.shape[0]] + [1] * (rank - 2))
@@ -394,4 +405,5 @@ NN_OPS: dict[str, Op] = {
     "RMSNormalization": Op(_rms_norm, frozenset({"axis", "epsilon", "stash_type"})),
     "Trilu": Op(_trilu, frozenset({"upper"}), (1,)),
     "Swish": Op(_swish, frozenset({"alpha"})),
+    "SwiGLU": Op(_swiglu, frozenset({"alpha"})),
 }

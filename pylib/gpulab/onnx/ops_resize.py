@@ -194,7 +194,34 @@ def _resize_op(
     return y if list(y.shape) == sizes else None
 
 
+def _upsample(cx: NodeCtx) -> list[Value]:
+    """Upsample (opsets 7-9, deprecated in 10): nearest with whole-number scales repeats each
+    element `scale` times along its axis (onnx.reference's np.repeat), an exact index_select
+    of i // scale; linear and fractional scales are refused."""
+    x = cx.t(0)
+    mode = cx.attr("mode", "nearest")
+    if mode != "nearest":
+        raise cx.fail(f"attribute 'mode' = {mode!r} is not supported (nearest)")
+    if cx.opset < 9:
+        scales = [float(s) for s in cx.attr("scales")]
+    elif cx.has_attr("scales"):
+        raise cx.invalid("attribute 'scales' is an input from opset 9 on")
+    else:
+        scales = cx.floats(1, "scales")
+    if len(scales) != x.ndim:
+        raise cx.invalid(f"{len(scales)} scales for an input of rank {x.ndim}")
+    if any(s < 1 or not float(s).is_integer() for s in scales):
+        raise cx.fail(f"scales {scales}: only whole numbers >= 1 are supported")
+    out = x
+    for d, s in enumerate(int(s) for s in scales):
+        if s != 1:
+            n = x.shape[d] * s
+            out = out.index_select(d, cx.g.tensor([i // s for i in range(n)], dtype="int32"))
+    return [out]
+
+
 RESIZE_OPS: dict[str, Op] = {
+    "Upsample": Op(_upsample, frozenset({"mode", "scales"}), (1,)),
     "Resize": Op(
         _resize,
         frozenset(
