@@ -11,7 +11,7 @@ import pytest
 from gpulab.errors import GpuLabError
 from gpulab.onnx import limits as limits_mod
 from gpulab.onnx.examples import digits_model, digits_samples
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
@@ -238,7 +238,12 @@ def _load_clean(data: bytes) -> None:
         pass
 
 
-FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+# derandomized: make test runs the same 300 inputs every time (a fresh random draw in CI found the
+# window bug below; 4000 further random mutations were clean on 2026-12-01), so a red CI means a
+# regression, not a new draw
+FUZZ = settings(
+    max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
+)
 
 
 @FUZZ
@@ -252,11 +257,20 @@ def test_fuzz_random_bytes_only_refuse_cleanly(data: bytes) -> None:
     st.lists(st.tuples(st.integers(0, 8383), st.integers(0, 255)), min_size=1, max_size=8),
     st.integers(0, 8384),
 )
+# found by CI: byte 176 zeroed gave a pooling window of no taps (an IndexError, now a refusal)
+@example(edits=[(176, 0)], cut=1)
 def test_fuzz_mutated_model_only_refuses_cleanly(edits, cut) -> None:
     raw = bytearray(digits_model())
     for pos, byte in edits:
         raw[pos] = byte
     _load_clean(bytes(raw[:cut]) if cut % 3 == 0 else bytes(raw))
+
+
+def test_a_pooling_window_without_taps_is_refused_naming_the_attributes() -> None:
+    raw = bytearray(digits_model())
+    raw[176] = 0
+    with pytest.raises(GpuLabError, match="must be integers >= 1"):
+        gonnx.load(bytes(raw))
 
 
 def test_reader_decodes_what_onnx_writes() -> None:
