@@ -32,9 +32,8 @@ from urllib.parse import parse_qs, urlparse
 from .executors import (
     BATCH,
     LaneRun,
-    RawResult,
     _case_payload,
-    _js_lane,
+    _run_js_batches,
     executor,
     suite_routes,
     unavailable,
@@ -240,29 +239,19 @@ def _lane_url(port: int, backend: str, allow_software: bool, without: list, brok
 
 
 def _collect(name: str, cases: list[dict], reports: Reports, batches: CaseBatches) -> LaneRun:
-    """The batches the page answered joined into one LaneRun; a missing batch is CRASH."""
+    """The page's answers, batch by batch, through the batch rule every JS lane uses
+    (executors._run_js_batches: a batch that crashed or went unanswered fails its cases)."""
     answers = {r["batch"]: r["answer"] for r in reports.of("batch")}
-    first = next((a for a in answers.values() if a.get("lane", {}).get("available")), None)
-    if first is None:
-        reason = next(
-            (a["lane"].get("reason") for a in answers.values() if a.get("lane")), None
-        ) or next((r["error"] for r in reports.of("error")), "the page answered no batch")
-        return unavailable(name, reason)
-    results = []
-    for n, batch in enumerate(batches.batches):
-        answer = answers.get(n)
-        if answer is None or not answer.get("lane", {}).get("available"):
-            why = (answer or {}).get("lane", {}).get("reason") or "no answer for this batch"
-            err = {"code": "CRASH", "message": f"lane crashed: {why[:500]}", "node": None}
-            results += [{"name": c["name"], "error": err} for c in batch]
-        else:
-            results += answer.get("results", [])
-    run = _js_lane(name, {"lane": first["lane"], "results": results})
-    missing = [c["name"] for c in cases if c["name"] not in run.results]
-    for case_name in missing:
-        err = {"code": "CRASH", "message": "lane gave no result", "node": None}
-        run.results[case_name] = RawResult(error=err)
-    return run
+    order = iter(range(len(batches.batches)))
+    why_not = next((r["error"] for r in reports.of("error")), "the page gave no answer")
+
+    def answer(_batch: list[dict]) -> dict:
+        n = next(order)
+        if n not in answers:
+            raise RuntimeError(f"batch {n}: {why_not}")
+        return answers[n]
+
+    return _run_js_batches(name, cases, answer)
 
 
 def run_firefox(

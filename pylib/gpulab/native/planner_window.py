@@ -16,6 +16,14 @@ NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 OP_CODE = {"conv2d": 0, "max_pool2d": 1, "avg_pool2d": 2}
 
 
+# window.wgsl's Params, words 1..19 in order (both passes write them; planner-window.mjs lists
+# the same order)
+# fmt: off
+WINDOW_WORDS = ("n", "c", "h", "w", "m", "oh", "ow", "kh", "kw", "sh", "sw", "dh", "dw",
+                "pt", "pl", "pb", "pr", "cg", "mg")
+# fmt: on
+
+
 def window_params(node: Any, shapes: list[list[int]]) -> dict[str, int]:
     """A window op's integers (twin of conv-geometry.mjs windowParams)."""
     if node.op == "resize":
@@ -105,30 +113,7 @@ def plan_conv_pass(ctx: Any, node: Any, op: int, target: int, count: int) -> Non
     a, w, bias = (ops[1], ops[2], ops[0]) if len(ops) == 3 else (ops[0], ops[1], ops[0])
     words = [
         count,
-        *(
-            p[k]
-            for k in (
-                "n",
-                "c",
-                "h",
-                "w",
-                "m",
-                "oh",
-                "ow",
-                "kh",
-                "kw",
-                "sh",
-                "sw",
-                "dh",
-                "dw",
-                "pt",
-                "pl",
-                "pb",
-                "pr",
-                "cg",
-                "mg",
-            )
-        ),
+        *(p[k] for k in WINDOW_WORDS),
         0,
         0,
         0,
@@ -154,30 +139,7 @@ def plan_window(ctx: Any, node: Any) -> None:
     op = OP_CODE.get(node.op, 4 if attrs.get("mode") == "linear" else 3)
     words = [
         n,
-        *(
-            p[k]
-            for k in (
-                "n",
-                "c",
-                "h",
-                "w",
-                "m",
-                "oh",
-                "ow",
-                "kh",
-                "kw",
-                "sh",
-                "sw",
-                "dh",
-                "dw",
-                "pt",
-                "pl",
-                "pb",
-                "pr",
-                "cg",
-                "mg",
-            )
-        ),
+        *(p[k] for k in WINDOW_WORDS),
         1 if attrs.get("count_include_pad") else 0,
         COORD_MODES.index(attrs["coordinate_transformation_mode"]) if resize else 0,
         NEAREST_MODES.index(attrs["nearest_mode"]) if resize else 0,
