@@ -24,14 +24,6 @@ def _axis(t: Tensor, axis: int) -> int:
     return axis % t.ndim
 
 
-def swap_last(t: Tensor) -> Tensor:
-    """The last two axes exchanged (any rank >= 2): torch's `t.transpose(-2, -1)`."""
-    if t.ndim < 2:
-        raise GpuLabError("VALIDATION", f"swap_last needs rank >= 2, got shape {list(t.shape)}")
-    dims = list(range(t.ndim - 2)) + [t.ndim - 1, t.ndim - 2]
-    return t.permute(dims)
-
-
 def unsqueeze(t: Tensor, axis: int) -> Tensor:
     """A new axis of size 1 at `axis` (negative counts from the end of the result)."""
     if not -(t.ndim + 1) <= axis <= t.ndim:
@@ -77,7 +69,7 @@ def broadcast_to(t: Tensor, shape: Sequence[int]) -> Tensor:
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight.T + bias, weight [out, in] as in torch.nn.Linear."""
-    y = x @ swap_last(weight)
+    y = x @ weight.transpose()
     return y + bias if bias is not None else y
 
 
@@ -113,7 +105,7 @@ def attention(
     """softmax(q @ k^T * scale + mask) @ v over the last two axes (batch axes broadcast).
     mask: bool (True = attend, as torch's scaled_dot_product_attention) or float (added)."""
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = (q @ swap_last(k)) * scale
+    scores = (q @ k.transpose()) * scale
     if mask is not None:
         scores = (
             scores.graph.where(mask, scores, -math.inf) if mask.dtype == "bool" else scores + mask

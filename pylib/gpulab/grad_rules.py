@@ -132,12 +132,6 @@ def unbroadcast(dy: Tensor, shape: tuple[int, ...]) -> Tensor:
     return out if out.shape == shape else out.reshape(list(shape))
 
 
-def swap_last(t: Tensor) -> Tensor:
-    """The last two axes exchanged (gpulab.functional.swap_last, which this layer may not
-    import: functional imports graph)."""
-    return t.permute(list(range(t.ndim - 2)) + [t.ndim - 1, t.ndim - 2])
-
-
 def expand(t: Tensor, shape: tuple[int, ...]) -> Tensor:
     """t broadcast to `shape` (torch's expand): t * ones, exact."""
     return t if t.shape == shape else t * t.graph.full(list(shape), 1.0)
@@ -282,7 +276,7 @@ def _gelu_grad(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
 def _matmul(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
     """[.., M, K] @ [.., K, N]: da = dy @ b^T, db = a^T @ dy, summed over broadcast batch axes."""
     a, b = node["a"], node["b"]
-    return _binary_grads(node, wanted, lambda: dy @ swap_last(b), lambda: swap_last(a) @ dy)
+    return _binary_grads(node, wanted, lambda: dy @ b.transpose(), lambda: a.transpose() @ dy)
 
 
 @rule("matmul_q")
@@ -533,7 +527,7 @@ def _conv2d(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
             if "w" in wanted:
                 tap = padded.graph.op("slice", a=padded, slices=at)
                 tr = tap.reshape(n, groups, cg, p).permute(1, 2, 0, 3).reshape(groups, cg, n * p)
-                part = (dyr @ swap_last(tr)).reshape(m, cg, 1, 1)
+                part = (dyr @ tr.transpose()).reshape(m, cg, 1, 1)
                 base = zeros(w) if dw is None else dw
                 dw = w.graph.op(
                     "slice_scatter",
@@ -543,7 +537,7 @@ def _conv2d(node: NodeView, dy: Tensor, wanted: set[str]) -> Grads:
                 )
             if "a" in wanted:
                 wij = w.graph.op("slice", a=w, slices=[FULL, FULL, [i, i + 1, 1], [j, j + 1, 1]])
-                dt = swap_last(wij.reshape(groups, m // groups, cg)) @ dyr  # [G, Cg, N*P]
+                dt = wij.reshape(groups, m // groups, cg).transpose() @ dyr  # [G, Cg, N*P]
                 dt = dt.reshape(c, n, p).permute(1, 0, 2).reshape(n, c, *out_hw)
                 back.add(dt, at)
     out: Grads = {}
@@ -594,7 +588,7 @@ def _separable_transpose(
     h, w = a.shape[2], a.shape[3]
     ry_t = probe(_identity_probe(g, h, 2), 2).reshape(h, dy.shape[2])
     rx_t = probe(_identity_probe(g, w, 3), 3).reshape(w, dy.shape[3])
-    return (ry_t @ dy) @ swap_last(rx_t)
+    return (ry_t @ dy) @ rx_t.transpose()
 
 
 def _axis_attrs(node: NodeView, axis: int) -> dict[str, Any]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 
-from .. import functional as F
 from ..graph import Tensor
 from .ctx import NodeCtx, Op
 from .values import Value
@@ -97,7 +96,7 @@ def _attention(cx: NodeCtx) -> list[Value]:
             raise cx.invalid(f"{hq} query heads for {hkv} key heads")
         idx = g.tensor([h // (hq // hkv) for h in range(hq)], dtype="int32")
         k, v = k.index_select(1, idx), v.index_select(1, idx)
-    scores = (q * root) @ F.swap_last(k * root)
+    scores = (q * root) @ (k * root).transpose()
     cx.macs += scores.size * d + scores.size * v.shape[-1]
     softcap = cx.attr("softcap", 0.0)
     if softcap > 0:

@@ -554,7 +554,7 @@ def _permute(cx: Ctx, a: Tensor, dims: Sequence[int]) -> Tensor:
 
 @lowers(aten.t.default)
 def _t(cx: Ctx, a: Tensor) -> Tensor:
-    return a if a.ndim < 2 else F.swap_last(a)
+    return a if a.ndim < 2 else a.transpose()
 
 
 @lowers(aten.transpose.int)
