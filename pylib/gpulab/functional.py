@@ -76,15 +76,10 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 def layer_norm(
     x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None, eps: float = 1e-5
 ) -> Tensor:
-    """torch.nn.functional.layer_norm over the last axis: (x - mean) / sqrt(var + eps), the
-    biased variance, then the affine weight and bias."""
-    mu = x.mean(axis=-1, keepdim=True)
-    d = x - mu
-    var = (d * d).mean(axis=-1, keepdim=True)
-    y = d / (var + eps).sqrt()
-    if weight is not None:
-        y = y * weight
-    return y + bias if bias is not None else y
+    """torch.nn.functional.layer_norm over the last axis: (x - mean) * rstd, rstd =
+    1 / sqrt(biased variance + eps), then the affine weight and bias (layer_norm_stats' y: one
+    formula; the unused mean and rstd nodes are pruned from the graph)."""
+    return layer_norm_stats(x, weight, bias, eps)[0]
 
 
 def embedding(idx: Tensor, table: Tensor) -> Tensor:
