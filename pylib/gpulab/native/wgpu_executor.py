@@ -47,15 +47,17 @@ def open_executor(
     allow_software: bool | None = None,
     limits: Mapping[str, int] | None = None,
     hooks: Mapping[str, Callable[..., Any]] | None = None,
+    features: Iterable[str] = (),
 ) -> WgpuExecutor:
     """Probe the adapter and open a device. Raises GpuLabError(UNAVAILABLE, reason) when no
     adapter may be used. `limits` caps planner limits (tests use it to force the 64x64 matmul
     on a device with 32 KiB of workgroup storage); `hooks["on_submit"](count)` is called after
     every queue submission (tests count them); `hooks["rules"]` replaces the planner rules that
-    `supports` reads (tests take an op away)."""
+    `supports` reads (tests take an op away); `features` are device features to require
+    (bench/gpu_timestamps.py asks for "timestamp-query")."""
     adapter, info = choose_adapter(allow_software)
     try:
-        device, device_limits = _open_device(adapter)
+        device, device_limits = _open_device(adapter, tuple(features))
     except Exception as err:
         raise GpuLabError(
             "UNAVAILABLE", f"could not open a device on {info['description']}: {err}"
@@ -74,7 +76,7 @@ def open_executor(
     return WgpuExecutor(device, info, plan_limits, dict(hooks or {}))
 
 
-def _open_device(adapter: Any) -> tuple[Any, dict[str, int]]:
+def _open_device(adapter: Any, features: tuple[str, ...] = ()) -> tuple[Any, dict[str, int]]:
     """A device with the adapter's full workgroup storage and buffer sizes (the plan uses
     them); other limits stay at WebGPU's defaults."""
     wanted = (
@@ -83,7 +85,7 @@ def _open_device(adapter: Any) -> tuple[Any, dict[str, int]]:
         "max-buffer-size",
     )
     required = {k: adapter.limits[k] for k in wanted if k in adapter.limits}
-    device = adapter.request_device_sync(required_limits=required)
+    device = adapter.request_device_sync(required_limits=required, required_features=features)
     return device, dict(device.limits)
 
 
