@@ -5,6 +5,10 @@
 //     print(json.dumps(fixture(0)))' > /tmp/mlp_fixture.json
 //   GPULAB_DAWN=<webgpu package>/index.js node --import ./bench/dawn/setup.mjs \
 //     bench/dawn/mlp.mjs --fixture /tmp/mlp_fixture.json --runs 50 [--json out.json]
+// With --profile N instead: N profiled single-step and 8-step runs (bench/dawn/profile.mjs:
+// each WebGPU call counted and timed on the host, each compute pass timestamped on the GPU
+// where Dawn offers "timestamp-query"), a table of µs per step. Profiling wraps the API, so it
+// is its own process, never mixed with the timed table.
 // Exit status 1 when the adapter is a software one (this lane is for hardware GPUs).
 import { writeFile } from 'node:fs/promises';
 import { pathToFileURL } from 'node:url';
@@ -18,12 +22,25 @@ const { values } = parseArgs({ options: {
   warmup: { type: 'string', default: '3' },
   losses: { type: 'string', default: '5' },
   json: { type: 'string' },
+  profile: { type: 'string' },
 } });
 
 /** @param {{median: number, min: number, n: number}} s */
 const cell = (s) => `${s.median.toFixed(3)} / ${s.min.toFixed(3)} (${s.n})`;
 
+/** The --profile mode: wrappers installed before the backend opens its device. */
+async function profileMain() {
+  const { installProfile } = await import('./profile.mjs');
+  const profile = installProfile();
+  const { profileReport } = await import('./profile-report.mjs');
+  const fx = await loadFixture(pathToFileURL(values.fixture).href);
+  console.log(await profileReport(profile, fx, { runs: Number(values.profile),
+    warmup: Number(values.warmup) }));
+  return 0;
+}
+
 async function main() {
+  if (values.profile) return profileMain();
   const fx = await loadFixture(pathToFileURL(values.fixture).href);
   const result = await benchGpuLab('webgpu', fx, { runs: Number(values.runs),
     warmup: Number(values.warmup), budgetS: 0, lossSteps: Number(values.losses) });

@@ -1,0 +1,52 @@
+#!/bin/bash
+# The JS WebGPU backend under node + Dawn on the lent H200, in one device command (issue 15,
+# target 5; docs/benchmarks.md):
+#   run(command="bash bench/dawn_h200.sh <commit>", carry=[".gl", ".whl", ".perfdev"])
+# (the carried folders: bench/h200_perf.sh's header). Prints markdown:
+# 1. the node-webgpu conformance lane (the whole corpus, hardware adapter);
+# 2. bench/dawn/mlp.mjs's table (execute, 1 step, 8 steps per step), with interleaved A/B
+#    rounds of the run paths where mlp.mjs has --ab (DAWN_ROUNDS rounds, default 3);
+# 3. bench/dawn/mlp.mjs --profile: every WebGPU call of a run counted and timed on the host,
+#    every compute pass timestamped on the GPU (Dawn's timestamp quantization off).
+# Local smoke test (Dawn's null backend: the host side only, no GPU work, losses 0):
+#   GPULAB_DAWN=<npm webgpu>/index.js DAWN_LOCAL=1 bash bench/dawn_h200.sh local
+set -u
+COMMIT=${1:-unknown}
+if [ -z "${DAWN_LOCAL:-}" ]; then
+  source bench/h200_setup.sh  # the carried loaders, wheels, node + Dawn
+  BASE_FLAGS=""
+else
+  export NODE=${NODE:-node} OUT=${OUT:-/tmp/dawn_out}; mkdir -p "$OUT"
+  BASE_FLAGS="backend=null"
+fi
+RUNS=${RUNS:-50}
+ROUNDS=${DAWN_ROUNDS:-3}
+log() { echo; echo "== $* ($(date -u +%H:%M:%S))"; }
+mlp() { GPULAB_DAWN_FLAGS="$BASE_FLAGS ${FLAGS:-}" "$NODE" --import ./bench/dawn/setup.mjs \
+  bench/dawn/mlp.mjs --fixture /tmp/mlp_fixture.json "$@"; }
+{
+log "machine, commit $COMMIT"
+date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null
+"$NODE" --version
+python3 -c 'import json; from gpulab.benchmarks.browser import fixture; print(json.dumps(fixture(0)))' \
+  > /tmp/mlp_fixture.json
+if [ -z "${DAWN_LOCAL:-}" ]; then
+  log "conformance: node-webgpu (Dawn), the whole corpus"
+  python3 -m e2e.conformance --executor node-webgpu --report "$OUT/conf" > "$OUT/conf.txt" 2>&1
+  echo "conformance exit $?"
+  grep -E "Verdict|^\| node-webgpu " "$OUT/conf/conformance.md" | head -3
+fi
+log "node + Dawn MLP (bench/dawn/mlp.mjs --runs $RUNS)"
+mlp --runs "$RUNS" --json "$OUT/dawn_mlp.json"; echo "dawn mlp exit $?"
+if grep -q -- "--ab" bench/dawn/mlp.mjs; then
+  log "A/B: the run paths in $ROUNDS interleaved rounds (bench/dawn/mlp.mjs --ab)"
+  mlp --ab --runs "$RUNS" --rounds "$ROUNDS"; echo "dawn ab exit $?"
+fi
+log "profile (bench/dawn/mlp.mjs --profile 30, timestamp quantization off)"
+FLAGS="disable-dawn-features=timestamp_quantization" mlp --profile 30; echo "profile exit $?"
+if grep -q -- "--ab" bench/dawn/mlp.mjs; then
+  log "profile of the old run path (GPULAB_DAWN_RUN=old)"
+  GPULAB_DAWN_RUN=old FLAGS="disable-dawn-features=timestamp_quantization" mlp --profile 30
+fi
+log "end"
+} 2>&1 | tee "$OUT/dawn_h200.log"
