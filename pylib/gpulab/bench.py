@@ -126,6 +126,10 @@ def main(argv: list[str] | None = None) -> int:
         from gpulab.benchmarks import browser
 
         return browser.main([a for a in argv if a != "--browser"])
+    if "--sweep" in argv:  # cost curves over widths and batches (gpulab.benchmarks.sweep)
+        from gpulab.benchmarks import sweep
+
+        return sweep.main([a for a in argv if a != "--sweep"])
     ap = argparse.ArgumentParser(prog="gpulab bench", description=__doc__.splitlines()[0])
     ap.add_argument("--backends", help="comma list of cpu-python,wgpu (default: what can run)")
     ap.add_argument("--runs", type=int, default=20)
@@ -141,6 +145,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the same step in headless Chromium: every gpu-lab and TF.js backend "
         "(gpulab bench --browser --help)",
+    )
+    ap.add_argument(
+        "--sweep",
+        action="store_true",
+        help="cost curves: the step at hidden 256-4096 x batch 64-4096, 2 and 4 layers, "
+        "against PyTorch eager and CUDA graph; JSON + PNG (gpulab bench --sweep --help)",
     )
     args = ap.parse_args(argv)
     allow_software = args.allow_software or host.software_allowed()

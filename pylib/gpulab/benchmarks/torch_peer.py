@@ -12,6 +12,7 @@ import argparse
 import json
 import statistics
 import time
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -149,6 +150,99 @@ def matmul_bench(n: int, runs: int) -> dict:
         "tflops": 2 * n**3 / (med * 1e-3) / 1e12,
         **_stats(samples),
     }
+
+
+def _layered(values: dict[str, np.ndarray], dev: torch.device) -> list[torch.Tensor]:
+    """w1, b1, ..., wL, bL of gpulab.models.mlp.init's layout, as leaf tensors on `dev`."""
+    n = sum(1 for k in values if k.startswith("w") and k[1:].isdigit())
+    names = [f"{kind}{i}" for i in range(1, n + 1) for kind in ("w", "b")]
+    return [torch.tensor(values[k], device=dev, requires_grad=True) for k in names]
+
+
+def _layered_loss(params: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of the relu MLP: relu after every linear layer but the last."""
+    a = x
+    pairs = list(zip(params[::2], params[1::2], strict=True))
+    for w, b in pairs[:-1]:
+        a = torch.relu(a @ w + b)
+    w, b = pairs[-1]
+    return torch.nn.functional.cross_entropy(a @ w + b, y)
+
+
+def steps_bench(
+    values: dict[str, np.ndarray],
+    device: str,
+    graph: bool,
+    per: int,
+    runs_for: Callable[[float], int],
+) -> dict:
+    """ms per Adam step at `per` steps per read-back (the last step's loss), eager or as a CUDA
+    graph replayed `per` times; float32 with TF32 off. The first run's loss is step `per`'s
+    (fresh weights) for the loss check; the second run's time picks the run count
+    (`runs_for(seconds)`)."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    dev = torch.device(device)
+    params = _layered(values, dev)
+    x, y = torch.tensor(values["x"], device=dev), torch.tensor(values["y"], device=dev)
+    opt = torch.optim.Adam(params, lr=1e-3, capturable=graph)
+
+    def step() -> torch.Tensor:
+        opt.zero_grad(set_to_none=False)
+        loss = _layered_loss(params, x, y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    if graph:
+        run, first = _graph_run(step, per)
+    else:
+
+        def run() -> float:
+            for _ in range(per):
+                loss = step()
+            return float(loss.item())
+
+        first = run()
+    timed = _per_step_timer(run, per, device)
+    runs = runs_for(timed() * per / 1e3)
+    samples = [timed() for _ in range(runs)]
+    return {"loss": first, "loss_step": per, **_stats(samples)}
+
+
+def _graph_run(
+    step: Callable[[], torch.Tensor], per: int
+) -> tuple[Callable[[], float], float | None]:
+    """A CUDA graph of one step (captured after 3 warm-up steps on a side stream) and a run of
+    `per` replays. No fresh-weight loss: the warm-up steps have moved the weights on."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        static_loss = step()
+
+    def run() -> float:
+        for _ in range(per):
+            g.replay()
+        return float(static_loss.item())
+
+    run()
+    return run, None
+
+
+def _per_step_timer(run: Callable[[], float], per: int, device: str) -> Callable[[], float]:
+    def timed() -> float:
+        if device == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        run()
+        return (time.perf_counter() - t0) * 1e3 / per
+
+    return timed
 
 
 def main() -> None:

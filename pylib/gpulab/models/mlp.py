@@ -10,6 +10,7 @@ caller passes plain lists (as in the page).
 
 from __future__ import annotations
 
+import itertools
 from array import array
 from dataclasses import dataclass
 from typing import Any
@@ -51,7 +52,7 @@ def init(
     f32 = np.float32
     widths = [inputs] + [hidden] * (layers - 1) + [classes]
     values: dict[str, Any] = {}
-    for i, (fan_in, fan_out) in enumerate(zip(widths, widths[1:], strict=False), start=1):
+    for i, (fan_in, fan_out) in enumerate(itertools.pairwise(widths), start=1):
         # 1 / sqrt(fan-in): 1/28 and 1/16 exactly for 784-256-10
         values[f"w{i}"] = (rng.standard_normal((fan_in, fan_out)) * (1 / fan_in**0.5)).astype(f32)
         values[f"b{i}"] = np.zeros(fan_out, f32)

@@ -1,0 +1,27 @@
+#!/bin/bash
+# Issue 15 target 6 on the lent H200: `gpulab bench --sweep`, the MLP Adam step (float32) at
+# hidden 256/1024/4096 x batch 64/512/4096, 784-h-10 and 784-h-h-h-10, on wgpu (Vulkan) against
+# PyTorch eager and CUDA graph (TF32 off). Prints the markdown table and the target check;
+# writes $OUT/sweep.json, $OUT/sweep.png and the per-point log $OUT/sweep.err.
+#   run(command="bash bench/sweep_h200.sh <commit>", carry=[".gl", ".whl", ".perfdev"])
+#   bash bench/sweep_h200.sh --cpu    # here: a tiny sweep on lavapipe against PyTorch CPU
+set -u
+if [ "${1:-}" = "--cpu" ]; then
+  PY=${PY:-.venv/bin/python}
+  OUT=${OUT:-/tmp/sweep_out}; mkdir -p "$OUT"
+  # one torch thread: on a shared 2-core machine its OpenMP pool spins against lavapipe
+  export PYTHONPATH=$PWD/pylib:$PWD XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp} OMP_NUM_THREADS=1
+  exec "$PY" -m gpulab bench --sweep --backends wgpu --allow-software --torch-device cpu \
+    --sizes 16,64 --batches 8,32 --json "$OUT/sweep.json" --png "$OUT/sweep.png"
+fi
+COMMIT=${1:-unknown}
+source bench/h200_setup.sh  # the carried loaders and wgpu wheels; OUT
+echo "== gpulab bench --sweep, commit $COMMIT ($(date -u +%H:%M:%S))"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+python3 -c "import torch, wgpu, matplotlib; print('torch', torch.__version__, 'wgpu', \
+wgpu.__version__, 'matplotlib', matplotlib.__version__)"
+start=$(date +%s)
+python3 -m gpulab bench --sweep --backends wgpu --torch-device cuda \
+  --json "$OUT/sweep.json" --png "$OUT/sweep.png" 2>"$OUT/sweep.err" | tee "$OUT/sweep.md"
+echo "exit ${PIPESTATUS[0]}, $(( $(date +%s) - start )) s"
+cat "$OUT/sweep.err" | grep -iv warn | tail -30
