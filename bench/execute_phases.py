@@ -3,7 +3,8 @@
     PYTHONPATH=pylib python3 bench/execute_phases.py --runs 50 [--allow-software]
 
 Times, as median / min ms over --runs after a warm-up: the graph dict (`Graph._graph_dict`),
-`protocol.validate`, the wgpu executor's `supports`, `prepare` with the plan cache (structure
+`protocol.validate` in full and with the structure cached (gpulab.validate_cache: what the
+native host calls; only the data is checked again), the wgpu executor's `supports`, `prepare` with the plan cache (structure
 key + re-upload of the data; a parked program is reused), `run` of the one step with every
 output read back (encode, submit, wait, map, one copy out), the output entries, and the whole
 `Graph.run` for comparison; then the same with the plan cache off (a fresh plan, buffers from
@@ -27,6 +28,7 @@ from gpulab.models.mlp import init, step_graph
 from gpulab.native.plan_cache import PlanCache
 from gpulab.native.wgpu_executor import open_executor
 from gpulab.protocol import validate
+from gpulab.validate_cache import validate as cached_validate
 from gpulab.results import output_entry
 
 
@@ -61,7 +63,11 @@ def phases(ex: Any, runs: int, label: str) -> None:
     prepared = ex.prepare(checked)
     rows = [
         ("graph dict", timed(lambda: step.graph._graph_dict(outputs), runs)),
-        ("validate", timed(lambda: validate(graph), runs)),
+        ("validate (protocol.validate, in full)", timed(lambda: validate(graph), runs)),
+        (
+            "validate, structure cached (validate_cache: data only)",
+            timed(lambda: cached_validate(graph), runs),
+        ),
         ("supports", timed(lambda: ex.supports(checked), runs)),
         ("prepare (+ dispose)", timed(prepare, runs)),
         ("run, all 18 outputs read back", timed(lambda: prepared.run([{}], ids), runs)),

@@ -8,6 +8,7 @@ plain lists; the page sends buffers to JS as typed arrays (pyodide_bridge).
 Validation, one policy (docs/architecture.md "Python layers"):
 - `Graph` checks each node as it is appended (shape, attrs, limits: errors at the user's line);
 - natively the host validates each graph once (`protocol.validate`), before any device work;
+  a graph whose structure validated before only has its data checked again (validate_cache.py);
 - in the page nothing is validated in Python: the JS runtime validates every graph, for every
   entry point (execute, run_async, submit, prepare), with the same codes and messages, and
   `BrowserSession` takes shapes and dtypes from the runtime's answers.
@@ -26,8 +27,9 @@ from typing import Any, Protocol
 from . import executors
 from .errors import GpuLabError
 from .executors import AUTO, CPU, WGPU, configure, gpu_enabled, software_allowed
-from .protocol import CheckedGraph, label, validate
+from .protocol import CheckedGraph, label
 from .results import output_entry, run_stats
+from .validate_cache import validate
 
 __all__ = [
     "AUTO",
