@@ -28,8 +28,8 @@ from gpulab.models.mlp import init, step_graph
 from gpulab.native.plan_cache import PlanCache
 from gpulab.native.wgpu_executor import open_executor
 from gpulab.protocol import validate
-from gpulab.validate_cache import validate as cached_validate
 from gpulab.results import output_entry
+from gpulab.validate_cache import validate as cached_validate
 
 
 def timed(fn: Callable[[], Any], runs: int) -> str:
