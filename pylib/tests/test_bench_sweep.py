@@ -8,13 +8,22 @@ and that the loss check and the FLOP count would catch a wrong step.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
-from gpulab import bench
+import pytest
+from gpulab import bench, host
 from gpulab.benchmarks import sweep, torch_peer
 from gpulab.models import mlp
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 LOSS_TOL = 1e-4  # float32 over 8 Adam steps of a 784-16-10 net: ~1e-6 measured
+
+
+@pytest.fixture(autouse=True)
+def _host_defaults() -> Iterator[None]:
+    """The sweep configures the host (GPU, software admission); later tests get the defaults."""
+    yield
+    host.configure()
 
 
 def _tiny_sweep(tmp_path, capsys):
@@ -50,6 +59,21 @@ def test_tiny_sweep_writes_every_field_and_the_losses_agree(tmp_path, capsys):
     assert "no tensor cores" in text and "Issue 15 target 6" in text
     assert "| 784-16-16-16-10 | 8 |" in text
     assert png.startswith(PNG_MAGIC) and len(png) > 5000
+
+
+def test_the_wgpu_path_measures_the_same_step_on_lavapipe(tmp_path, capsys):
+    """The H200's path (wgpu, a prepared session) on lavapipe: software, labelled, same loss."""
+    out = tmp_path / "sweep.json"
+    rc = bench.main(
+        ["--sweep", "--sizes", "8", "--batches", "4", "--layers", "4", "--backends", "wgpu"]
+        + ["--allow-software", "--torch-device", "cpu", "--json", str(out)]
+    )
+    assert rc == 0
+    (point,) = json.loads(out.read_text())["points"]
+    ours = point["results"]["wgpu"]
+    assert ours["software"] is True and "llvmpipe" in ours["adapter"]
+    assert abs(ours["loss"] - point["results"]["torch-cpu-eager"]["loss"]) < LOSS_TOL
+    assert "(software)" in capsys.readouterr().out
 
 
 def test_flops_are_counted_from_the_shapes():
