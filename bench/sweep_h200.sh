@@ -21,7 +21,13 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noh
 python3 -c "import torch, wgpu, matplotlib; print('torch', torch.__version__, 'wgpu', \
 wgpu.__version__, 'matplotlib', matplotlib.__version__)"
 start=$(date +%s)
-python3 -m gpulab bench --sweep --backends wgpu --torch-device cuda \
+# bounded: the JSON is written after every point, so a sweep cut short still reports
+timeout "${SWEEP_TIMEOUT:-420}" python3 -m gpulab bench --sweep --backends wgpu --torch-device cuda \
   --json "$OUT/sweep.json" --png "$OUT/sweep.png" 2>"$OUT/sweep.err" | tee "$OUT/sweep.md"
-echo "exit ${PIPESTATUS[0]}, $(( $(date +%s) - start )) s"
+rc=${PIPESTATUS[0]}
+echo "exit $rc, $(( $(date +%s) - start )) s"
+if [ "$rc" = 124 ] && [ -f "$OUT/sweep.json" ]; then
+  echo "timed out: the points done so far"
+  python3 -m gpulab bench --sweep --report "$OUT/sweep.json" --png "$OUT/sweep.png" | tee "$OUT/sweep.md"
+fi
 cat "$OUT/sweep.err" | grep -iv warn | tail -30

@@ -59,6 +59,13 @@ def test_tiny_sweep_writes_every_field_and_the_losses_agree(tmp_path, capsys):
     assert "no tensor cores" in text and "Issue 15 target 6" in text
     assert "| 784-16-16-16-10 | 8 |" in text
     assert png.startswith(PNG_MAGIC) and len(png) > 5000
+    # --report re-draws the table and the plot from the JSON alone
+    again = tmp_path / "again.png"
+    assert (
+        bench.main(["--sweep", "--report", str(tmp_path / "sweep.json"), "--png", str(again)]) == 0
+    )
+    assert "| 784-16-16-16-10 | 8 |" in capsys.readouterr().out
+    assert again.read_bytes().startswith(PNG_MAGIC)
 
 
 def test_the_wgpu_path_measures_the_same_step_on_lavapipe(tmp_path, capsys):

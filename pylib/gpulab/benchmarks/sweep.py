@@ -182,9 +182,21 @@ def sweep(
     backends: list[str],
     torch_device: str | None,
     log: Callable[[str], None] = print,
+    on_point: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
+    """Every point in order; `on_point` sees the result so far after each (a partial JSON
+    survives a run cut short by the device call's time limit)."""
     t0 = time.perf_counter()
-    rows = [run_point(p, backends, torch_device, log) for p in points]
+    result = _header(backends, torch_device)
+    for p in points:
+        result["points"].append(run_point(p, backends, torch_device, log))
+        result["wall_s"] = round(time.perf_counter() - t0, 1)
+        if on_point:
+            on_point(result)
+    return result
+
+
+def _header(backends: list[str], torch_device: str | None) -> dict[str, Any]:
     return {
         "benchmark": "MLP training step (Adam, float32) sweep, gpulab bench --sweep",
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -198,8 +210,8 @@ def sweep(
         "precision": NO_TENSOR_CORES,
         "backends": backends,
         "torch_device": torch_device,
-        "wall_s": round(time.perf_counter() - t0, 1),
-        "points": rows,
+        "wall_s": 0.0,
+        "points": [],
     }
 
 
@@ -319,6 +331,21 @@ def plot(result: dict[str, Any], path: str) -> None:
     fig.savefig(path, format="png")
 
 
+def _report(result: dict[str, Any], png: str | None) -> None:
+    print(table(result))
+    print(f"\n{NO_TENSOR_CORES}.\nFLOPs: {FLOPS_RULE}.\n{result['timing']}.")
+    print("adapters: " + "; ".join(adapters(result)))
+    print(f"{result['machine']}, {result['date']}, sweep wall {result['wall_s']} s")
+    print("\nIssue 15 target 6:\n" + "\n".join(check(result)))
+    if png:
+        plot(result, png)
+
+
+def _write_json(result: dict[str, Any], path: str) -> None:
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+
+
 def _ints(text: str) -> tuple[int, ...]:
     try:
         values = tuple(int(v) for v in text.split(",") if v.strip())
@@ -355,7 +382,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--allow-software", action="store_true", help="let wgpu use lavapipe")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--png", help="write the cost-curve plot here (matplotlib)")
+    ap.add_argument("--report", help="run nothing: print the table and plot --png from this JSON")
     args = ap.parse_args(argv)
+    if args.report:
+        with open(args.report) as f:
+            _report(json.load(f), args.png)
+        return 0
     host.configure(
         gpu=host.gpu_enabled(), allow_software=args.allow_software or host.software_allowed()
     )
@@ -364,17 +396,14 @@ def main(argv: list[str] | None = None) -> int:
     if device == "cpu":
         print("note: PyTorch sees no CUDA here: the torch peers are CPU eager, no CUDA graph")
     points = grid(args.sizes, args.batches, args.layers)
-    result = sweep(points, backends, device, log=lambda s: print(s, file=sys.stderr))
-    print(table(result))
-    print(f"\n{NO_TENSOR_CORES}.\nFLOPs: {FLOPS_RULE}.\n{result['timing']}.")
-    print("adapters: " + "; ".join(adapters(result)))
-    print(f"{result['machine']}, {result['date']}, sweep wall {result['wall_s']} s")
-    print("\nIssue 15 target 6:\n" + "\n".join(check(result)))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
-    if args.png:
-        plot(result, args.png)
+    result = sweep(
+        points,
+        backends,
+        device,
+        log=lambda s: print(s, file=sys.stderr),
+        on_point=(lambda r: _write_json(r, args.json)) if args.json else None,
+    )
+    _report(result, args.png)
     # a point past the protocol's limits (LIMIT, before any device work) is a reported
     # refusal; any other error fails the run
     failed = [
