@@ -1,5 +1,5 @@
-"""Run a script or module with the planners' map fusion off (docs/plan.md "Fusion"): the A/B
-arm of bench/fusion_h200.sh (issue 15).
+"""Run a script or module with the planners' fusion off (docs/plan.md "Fusion": map fusion and
+the matmul epilogue): the A/B arm of bench/fusion_h200.sh (issue 15).
 
     python3 bench/unfused.py -m gpulab bench --backends wgpu --runs 30
     python3 bench/unfused.py bench/execute_mlp.py --backend wgpu --runs 50
@@ -10,11 +10,12 @@ from __future__ import annotations
 import runpy
 import sys
 
-from gpulab.native import planner
+from gpulab.native import planner, planner_epilogue
 
 
 def main() -> None:
     planner.FUSABLE_MAP1.clear()  # no map1 op is fusable: every op its own dispatch
+    planner_epilogue.EPILOGUE_MAP2.clear()  # no map2 node folds into a matmul
     args = sys.argv[1:]
     if args[:1] == ["-m"]:
         sys.argv = [args[1], *args[2:]]

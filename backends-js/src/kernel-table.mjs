@@ -31,6 +31,17 @@ export function fusableMap1() {
     .map((op) => [op, table.ops[op].code]));
 }
 
+/**
+ * map2 ops a matmul kernel may apply to its finished sum (kernel table `epilogue`: the planners
+ * fold such a node reading a matmul into its dispatch), op -> its OP code (twin of
+ * kernel_table.py epilogue_map2).
+ * @returns {Record<string, number>}
+ */
+export function epilogueMap2() {
+  return Object.fromEntries(familyOps('map2').filter((op) => table.ops[op].epilogue)
+    .map((op) => [op, table.ops[op].code]));
+}
+
 /** op -> its OP code, for one family. @param {string} family @returns {Record<string, number>} */
 export function familyCodes(family) {
   return Object.fromEntries(familyOps(family).map((op) => [op, table.ops[op].code]));

@@ -15,6 +15,7 @@ import { dropoutWords } from './hash-uniform.mjs';
 import { STUDENT_DTYPES, STUDENT_RULES } from './planner-student.mjs';
 import { INDEX_DTYPES, INDEX_RULES } from './planner-index.mjs';
 import { WINDOW_RULES, convGemm, planConvPass } from './planner-window.mjs';
+import { findEpilogues, planEpilogue } from './planner-epilogue.mjs';
 
 export const PLAN_FORMAT = 1;
 
@@ -121,6 +122,9 @@ class PlanContext {
     /** @type {Set<number>} map1 nodes planned inside a map2 dispatch */
     this.mapParts = new Set();
     for (const id of checked.order) this.findMapFusion(this.node(id));
+    /** map2 id -> the matmul it folds in (planner-epilogue.mjs) */
+    this.epilogues = findEpilogues(this);
+    this.epilogueParts = new Set([...this.epilogues.values()].map((e) => e.matmul.id));
     /** @type {number|undefined} the v4 ops' check buffer (planner-index.mjs) */
     this.checkBuffer = undefined;
     /** @type {{node: number, word: number}[]} */
@@ -369,6 +373,11 @@ function planBinary(ctx, node) {
     ctx.output(node);
     return;
   }
+  const epilogue = ctx.epilogues.get(node.id);
+  if (epilogue) { // the matmul's dispatch computes it (planner-epilogue.mjs)
+    planEpilogue(ctx, node, epilogue, matmulStep(ctx, epilogue.matmul));
+    return;
+  }
   const n = count(node.shape);
   const rank = node.shape.length;
   const sa = ctx.operandShape(node, 0);
@@ -456,6 +465,18 @@ function planReshape(ctx, node) {
 
 /** @type {Rule} */
 function planMatmul(ctx, node) {
+  if (ctx.epilogueParts.has(node.id)) return; // planned by the map2 node folding it in
+  const { kernel, params, reads, groups } = matmulStep(ctx, node);
+  const out = ctx.output(node);
+  // c (the epilogue's operand, never read without one): a again
+  ctx.dispatch(node, kernel, {}, params, [...reads, reads[0], out], groups);
+}
+
+/**
+ * The kernel, params, [a, b] and workgroups of a matmul's dispatch.
+ * @param {PlanContext} ctx @param {CheckedNode} node
+ */
+function matmulStep(ctx, node) {
   const sa = ctx.operandShape(node, 0);
   const sb = ctx.operandShape(node, 1);
   const m = sa[sa.length - 2];
@@ -474,10 +495,8 @@ function planMatmul(ctx, node) {
     (ctx.transposed.has(node.operands[1]) ? 2 : 0);
   const params = u32s(m, n, k, tilesM, tilesN, batch, batch4[1], aStrides[0], aStrides[1],
     bStrides[0], bStrides[1], flags);
-  const a = ctx.operand(node, 0);
-  const b = ctx.operand(node, 1);
-  const out = ctx.output(node);
-  ctx.dispatch(node, kernel, {}, params, [a, b, out], tilesM * tilesN * batch);
+  const reads = [ctx.operand(node, 0), ctx.operand(node, 1)];
+  return { kernel, params, reads, groups: tilesM * tilesN * batch };
 }
 
 /**
@@ -506,8 +525,8 @@ function planConv2d(ctx, node) {
   const tilesN = Math.ceil(g.pix / tile);
   const params = u32s(g.mg, g.pix, g.k, tilesM, tilesN, batch, g.groups, 0, g.mg * g.k,
     g.groups * g.k * g.pix, g.k * g.pix, 0);
-  ctx.dispatch(node, kernel, {}, params, [ctx.operand(node, shapes.length - 1), cols, out],
-    tilesM * tilesN * batch);
+  const w = ctx.operand(node, shapes.length - 1);
+  ctx.dispatch(node, kernel, {}, params, [w, cols, w, out], tilesM * tilesN * batch); // c: w
   if (g.hasBias) planConvPass(ctx, node, 6, out, count(node.shape));
 }
 

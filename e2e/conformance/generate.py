@@ -804,9 +804,36 @@ def _integers_as_floats() -> dict:
     return b.case("sum")
 
 
+def _matmul_epilogues() -> dict:
+    """Map2 nodes the planners fold into the matmul whose product they read (issue 15,
+    docs/plan.md "Fusion"): a bias + relu, a row minus the product, a product gated by
+    positive(z), on shapes that take matmul_rb_v4, matmul and matmul_small on a software
+    adapter; and products that must stay unfused (an output, read twice, a [M, 1] operand).
+    The matmul operands are small integers, so every product is exact in any order and each
+    output is one rounding of exact operands: judged by its own op's class, as a chain."""
+    b = Builder("chain/matmul_epilogues")
+    out = b.out
+
+    def mm(sa: Shape, sb: Shape) -> int:
+        x = b.input(sa, np.round(b.uniform(sa, -4, 4)))
+        return b.op("matmul", x, b.input(sb, np.round(b.uniform(sb, -4, 4))))
+
+    out(b.op("relu", b.op("add", mm([70, 8], [8, 68]), b.rand([68]))), "bias_relu")
+    out(b.op("sub", b.op("neg", b.rand([1, 33])), mm([40, 9], [9, 33])), "row_minus")
+    out(b.op("mul", mm([2, 5, 7], [7, 3]), b.op("positive", b.rand([2, 5, 3]))), "gated")
+    kept = out(mm([5, 7], [7, 3]), "kept")
+    out(b.op("add", kept, b.rand([3])), "kept_plus")
+    twice = mm([5, 7], [7, 3])
+    out(b.op("add", twice, b.rand([3])), "twice_a")
+    out(b.op("mul", twice, b.rand([5, 3])), "twice_b")
+    out(b.op("add", mm([5, 7], [7, 3]), b.rand([5, 1])), "column")
+    return b.case("chain")
+
+
 def chain_cases() -> list[dict]:
     return [
         _mlp_step(),
+        _matmul_epilogues(),
         _softmax_by_hand(),
         _layout_chain(),
         _gelu_chain(),

@@ -8,13 +8,19 @@ before one is committed. By hand, to print a variant:
     python kernels/gen/matmul.py --bm 128 --bn 128 --bk 16
 
 Every variant keeps the planner's matmul params and bindings (a, b, out as vec4 arrays: K and N
-multiples of 4) and the protocol's order: each output accumulates ascending k from 0.0 with one
+multiples of 4; the epilogue's c, kernels/gen/epilogue.py, at binding 3 before out) and the protocol's order: each output accumulates ascending k from 0.0 with one
 fma per k, so every variant gives the same bits as kernels/wgsl/matmul.wgsl.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: the repository root makes kernels.gen importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from kernels.gen.epilogue import epilogue_wgsl  # noqa: E402
 
 # The committed variants: kernel name -> (bm, bn, bk, vec4). scripts/gen.py writes each one to
 # kernels/wgsl/<name>.wgsl; the planners pick among them by name (planner MATMUL_KERNELS).
@@ -41,13 +47,14 @@ PARAMS = """
 struct Params {{
   m: u32, n: u32, k: u32, tiles_m: u32,
   tiles_n: u32, batch: u32, b1: u32, a_s0: u32,
-  a_s1: u32, b_s0: u32, b_s1: u32, pad0: u32,
+  a_s1: u32, b_s0: u32, b_s1: u32, flags: u32,
 }}
 
+// flags: 0 here (matmul_small reads transposes by it); binding 3: the epilogue's operand c.
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<{t}>;
 @group(0) @binding(2) var<storage, read> b: array<{t}>;
-@group(0) @binding(3) var<storage, read_write> out: array<{t}>;
+@group(0) @binding(4) var<storage, read_write> out: array<{t}>;
 """
 
 IO_VEC4 = ("vec4 global loads and stores (K and N\n// multiples of 4, so every row of a, b and out "
@@ -79,6 +86,7 @@ def generate(bm: int = 128, bn: int = 128, bk: int = 16, group: int = 0,
     out = [HEADER.format(args=args, bm=bm, bn=bn, bk=bk, ng=ng, nh=nh, order_note=order_note,
                          io=IO_VEC4 if vec4 else IO_SCALAR),
            PARAMS.format(t="vec4<f32>" if vec4 else "f32")]
+    out.append(epilogue_wgsl())  # the folded map2 node, applied in store4
     scalar_helpers = "" if vec4 else SCALAR_HELPERS
     out.append(f"""const BM: u32 = {bm}u;
 const BN: u32 = {bn}u;
@@ -158,7 +166,10 @@ fn compute{buf}(acc: ptr<function, array<vec4<f32>, {nacc}>>, tx: u32, ty: u32) 
         out.append("""
 // col is a multiple of 4 and so is N: a vec4 is either wholly inside the row or wholly past it.
 fn store4(base: u32, row: u32, col: u32, v: vec4<f32>) {
-  if (row < p.m && col < p.n) { out[(base + row * p.n + col) / 4u] = v; }
+  if (row >= p.m || col >= p.n) { return; }
+  let at = base + row * p.n + col;
+  out[at / 4u] = vec4<f32>(epilogue(v.x, at, col), epilogue(v.y, at + 1u, col + 1u),
+                           epilogue(v.z, at + 2u, col + 2u), epilogue(v.w, at + 3u, col + 3u));
 }
 """)
     else:
@@ -166,10 +177,10 @@ fn store4(base: u32, row: u32, col: u32, v: vec4<f32>) {
 fn store4(base: u32, row: u32, col: u32, v: vec4<f32>) {
   if (row >= p.m) { return; }
   let at = base + row * p.n + col;
-  if (col < p.n) { out[at] = v.x; }
-  if (col + 1u < p.n) { out[at + 1u] = v.y; }
-  if (col + 2u < p.n) { out[at + 2u] = v.z; }
-  if (col + 3u < p.n) { out[at + 3u] = v.w; }
+  if (col < p.n) { out[at] = epilogue(v.x, at, col); }
+  if (col + 1u < p.n) { out[at + 1u] = epilogue(v.y, at + 1u, col + 1u); }
+  if (col + 2u < p.n) { out[at + 2u] = epilogue(v.z, at + 2u, col + 2u); }
+  if (col + 3u < p.n) { out[at + 3u] = epilogue(v.w, at + 3u, col + 3u); }
 }
 """)
     if group:

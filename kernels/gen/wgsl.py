@@ -6,6 +6,7 @@ A template is plain WGSL with a few `{{...}}` slots:
 - `{{op_list}}`: a comment listing the instance's ops by OP code;
 - `{{cases}}`: the `switch OP` arms of map1/map2 (`return <expression>;`);
 - `{{fuse_cases}}` (map2): the arms of the map1 ops with `fuse`, which the planners fold in;
+- `{{epilogue}}`: the matmul epilogue of kernels/gen/epilogue.py (matmul_small);
 - `{{identity_cases}}`, `{{combine_cases}}`, `{{finish_cases}}`: the same for reductions.
 A family template (unary, binary, reduce) gives one kernel per dtype that has ops of that family
 (unary.wgsl at float32, unary_i32.wgsl at int32, ...); other templates only include the math.
@@ -18,6 +19,7 @@ import textwrap
 from pathlib import Path
 
 from kernels.gen import tables
+from kernels.gen.epilogue import epilogue_wgsl
 
 SRC = tables.ROOT / "kernels/wgsl/src"
 OUT = tables.ROOT / "kernels/wgsl"
@@ -74,6 +76,8 @@ def render(template: str, values: dict[str, str]) -> str:
     text = (SRC / f"{template}.wgsl.in").read_text(encoding="utf-8")
     math = (SRC / "math.wgsl").read_text(encoding="utf-8")
     text = text.replace("{{include math.wgsl}}\n", math + "\n")
+    if "{{epilogue}}" in text:  # matmul_small: the matmul epilogue (kernels/gen/epilogue.py)
+        text = text.replace("{{epilogue}}", epilogue_wgsl())
     for key, value in values.items():
         text = text.replace("{{" + key + "}}", value)
     assert "{{" not in text, f"{template}.wgsl.in: an unknown slot"

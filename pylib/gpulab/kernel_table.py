@@ -36,6 +36,14 @@ def fusable_map1() -> dict[str, int]:
     return {op: code for op, code in family_codes("map1").items() if load()["ops"][op].get("fuse")}
 
 
+def epilogue_map2() -> dict[str, int]:
+    """map2 ops a matmul kernel may apply to its finished sum (kernel table `epilogue`: the
+    planners fold such a node reading a matmul into its dispatch), op -> its OP code (twin of
+    kernel-table.mjs epilogueMap2)."""
+    ops = load()["ops"]
+    return {op: code for op, code in family_codes("map2").items() if ops[op].get("epilogue")}
+
+
 def scalar_attrs(family: str) -> dict[str, str]:
     """op -> the float attribute it reads as its scalar, for the ops of a family with one."""
     ops = load()["ops"]

@@ -25,6 +25,7 @@ from ..kernel_table import (
     scalar_attrs,
 )
 from ..protocol import CheckedGraph, CheckedNode, label
+from .planner_epilogue import find_epilogues, plan_epilogue
 from .planner_index import INDEX_DTYPES, INDEX_RULES
 from .planner_student import STUDENT_DTYPES, STUDENT_RULES
 from .planner_window import WINDOW_RULES, conv_gemm, plan_conv_pass
@@ -115,6 +116,8 @@ class _PlanContext:
         self.map_parts: set[int] = set()  # map1 nodes planned inside a map2 dispatch
         for node_id in checked.order:
             self._find_map_fusion(self.node(node_id))
+        self.epilogues = find_epilogues(self)  # map2 id -> the matmul it folds in
+        self.epilogue_parts = {e.matmul.id for e in self.epilogues.values()}
 
     def _fusable(self, u: CheckedNode, dtype: str) -> bool:
         return u.op in FUSABLE_MAP1 and _dtype(u) == dtype and u.id not in self.map_parts
@@ -365,6 +368,10 @@ def _plan_binary(ctx: _PlanContext, node: CheckedNode) -> None:
     if node.id in ctx.adam_parts:  # its adam_update's adam_step dispatch writes it
         ctx.output(node)
         return
+    epilogue = ctx.epilogues.get(node.id)
+    if epilogue:  # the matmul's dispatch computes it (planner_epilogue.py)
+        plan_epilogue(ctx, node, epilogue, *_matmul_step(ctx, epilogue.matmul))
+        return
     shape = list(node.shape)
     n = _count(shape)
     rank = len(shape)
@@ -478,6 +485,16 @@ def _matrix_batch_strides(shape: list[int], batch_rank: int, matrix: int) -> lis
 
 
 def _plan_matmul(ctx: _PlanContext, node: CheckedNode) -> None:
+    if node.id in ctx.epilogue_parts:  # planned by the map2 node folding it in
+        return
+    kernel, params, reads, groups = _matmul_step(ctx, node)
+    out = ctx.output(node)
+    # c (the epilogue's operand, never read without one): a again
+    ctx.dispatch(node, kernel, {}, params, [*reads, reads[0], out], groups)
+
+
+def _matmul_step(ctx: _PlanContext, node: CheckedNode) -> tuple[str, list[Param], list[int], int]:
+    """(kernel, params, [a, b], workgroups) of a matmul's dispatch."""
     sa = ctx.operand_shape(node, 0)
     sb = ctx.operand_shape(node, 1)
     m, k, n = sa[-2], sa[-1], sb[-1]
@@ -505,10 +522,7 @@ def _plan_matmul(ctx: _PlanContext, node: CheckedNode) -> None:
         b_strides[1],
         flags,
     )
-    a = ctx.operand(node, 0)
-    b = ctx.operand(node, 1)
-    out = ctx.output(node)
-    ctx.dispatch(node, kernel, {}, params, [a, b, out], tiles_m * tiles_n * batch)
+    return kernel, params, [ctx.operand(node, 0), ctx.operand(node, 1)], tiles_m * tiles_n * batch
 
 
 def matmul_kernel(
@@ -889,6 +903,7 @@ def _plan_conv2d(ctx: _PlanContext, node: CheckedNode) -> None:
     if not g["pointwise"]:
         plan_conv_pass(ctx, node, 5, cols, g["cols"])
     out = ctx.output(node)
+    w = ctx.operand(node, len(shapes) - 1)
     tiles_m, tiles_n = _ceil_div(g["mg"], tile), _ceil_div(g["pix"], tile)
     params = _u32s(
         g["mg"],
@@ -909,7 +924,7 @@ def _plan_conv2d(ctx: _PlanContext, node: CheckedNode) -> None:
         kernel,
         {},
         params,
-        [ctx.operand(node, len(shapes) - 1), cols, out],
+        [w, cols, w, out],  # c (no epilogue): w again
         tiles_m * tiles_n * batch,
     )
     if g["bias"]:

@@ -12,13 +12,62 @@
 struct Params {
   m: u32, n: u32, k: u32, tiles_m: u32,
   tiles_n: u32, batch: u32, b1: u32, a_s0: u32,
-  a_s1: u32, b_s0: u32, b_s1: u32, pad0: u32,
+  a_s1: u32, b_s0: u32, b_s1: u32, flags: u32,
 }
 
+// flags: 0 here (matmul_small reads transposes by it); binding 3: the epilogue's operand c.
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<f32>;
 @group(0) @binding(2) var<storage, read> b: array<f32>;
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+
+// ---- epilogue: kernels/gen/epilogue.py from kernels/ops.json (docs/plan.md, Fusion) ----
+// A map2 node reading this product, folded into the dispatch by the planners: EPI_OP = 1 + its
+// binary.wgsl OP code (add 1, sub 2, mul 3; 0: no epilogue); the product is its
+// operand a (EPI_SIDE 0) or b (1); its other operand c has the result's shape (EPI_BCAST 0) or
+// is one row [N] broadcast down the rows (1, a bias). EPI_PRE / EPI_POST: 1 + the unary.wgsl
+// OP code of a fusable map1 op on c / on the result (0: none). Unfused plans bind a at c.
+override EPI_OP: u32 = 0u;
+override EPI_SIDE: u32 = 0u;
+override EPI_BCAST: u32 = 0u;
+override EPI_PRE: u32 = 0u;
+override EPI_POST: u32 = 0u;
+
+@group(0) @binding(3) var<storage, read> c: array<f32>;
+
+const SIGN: u32 = 0x80000000u;
+
+fn epi_map2(x: f32, y: f32) -> f32 {
+  switch EPI_OP - 1u {
+    case 0u: { return x + y; }
+    case 1u: { return x - y; }
+    case 2u, default: { return x * y; }
+  }
+}
+
+fn epi_map1(code: u32, x: f32) -> f32 {
+  switch code {
+    case 0u: { return bitcast<f32>(bitcast<u32>(x) ^ SIGN); }
+    case 7u: { return select(0.0f, x, x > 0.0f); }
+    case 8u: { return select(0.0f, 1.0f, x > 0.0f); }
+    case 9u, default: { return bitcast<f32>(bitcast<u32>(x) & ~SIGN); }
+  }
+}
+
+// v: the finished sum of out[at] (column col). Its bits pass through an integer OR with params
+// bit 31 of `flags`, which the planners never set: no compiler can see through it to fold the op
+// into the last fma of the sum, so the op rounds once, as binary.wgsl's does.
+fn epilogue(v: f32, at: u32, col: u32) -> f32 {
+  if (EPI_OP == 0u) { return v; }
+  let x = bitcast<f32>(bitcast<u32>(v) | (p.flags & 0x80000000u));
+  var y = c[select(at, col, EPI_BCAST == 1u)];
+  if (EPI_PRE != 0u) { y = epi_map1(EPI_PRE - 1u, y); }
+  var r: f32;
+  if (EPI_SIDE == 1u) { r = epi_map2(y, x); } else { r = epi_map2(x, y); }
+  if (EPI_POST != 0u) { r = epi_map1(EPI_POST - 1u, r); }
+  return r;
+}
+
 const BM: u32 = 128u;
 const BN: u32 = 128u;
 const BK: u32 = 8u;
@@ -407,10 +456,10 @@ fn compute1(acc: ptr<function, array<vec4<f32>, 16>>, tx: u32, ty: u32) {
 fn store4(base: u32, row: u32, col: u32, v: vec4<f32>) {
   if (row >= p.m) { return; }
   let at = base + row * p.n + col;
-  if (col < p.n) { out[at] = v.x; }
-  if (col + 1u < p.n) { out[at + 1u] = v.y; }
-  if (col + 2u < p.n) { out[at + 2u] = v.z; }
-  if (col + 3u < p.n) { out[at + 3u] = v.w; }
+  if (col < p.n) { out[at] = epilogue(v.x, at, col); }
+  if (col + 1u < p.n) { out[at + 1u] = epilogue(v.y, at + 1u, col + 1u); }
+  if (col + 2u < p.n) { out[at + 2u] = epilogue(v.z, at + 2u, col + 2u); }
+  if (col + 3u < p.n) { out[at + 3u] = epilogue(v.w, at + 3u, col + 3u); }
 }
 
 @compute @workgroup_size(256)
