@@ -1,7 +1,7 @@
 #!/bin/bash
 # Issue 15's map fusion on the lent H200 in one device command (docs/benchmarks.md):
 #   run(command="bash bench/fusion_h200.sh <commit>", carry=[".gl", ".whl", ".perfdev"])
-# The whole corpus on wgpu and node-webgpu, then the MLP step (18 dispatches fused, 20 with
+# The whole corpus on wgpu and node-webgpu, then the MLP step (15 dispatches fused, 20 with
 # bench/unfused.py) in interleaved rounds: gpulab bench (wgpu vs torch CUDA eager + graph) and
 # bench/execute_mlp.py, then node + Dawn's MLP (fused) and bench/native_lab.py's pass figures.
 set -u

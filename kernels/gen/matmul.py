@@ -20,7 +20,7 @@ from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: the repository root makes kernels.gen importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from kernels.gen.epilogue import epilogue_wgsl  # noqa: E402
+from kernels.gen.epilogue import epilogue_wgsl
 
 # The committed variants: kernel name -> (bm, bn, bk, vec4). scripts/gen.py writes each one to
 # kernels/wgsl/<name>.wgsl; the planners pick among them by name (planner MATMUL_KERNELS).

@@ -198,9 +198,19 @@ def test_the_mlp_step_takes_15_dispatches_with_the_unfused_bits(executor: Any, m
         steps = planner.plan_graph(validate(graph), limits)["steps"]
         fused = [s["overrides"] for s in steps if "EPI_OP" in s["overrides"]]
         assert fused == [
-            {"EPI_OP": 1 + MAP2["add"], "EPI_SIDE": 0, "EPI_BCAST": 1, "EPI_POST": 1 + MAP1["relu"]},
+            {
+                "EPI_OP": 1 + MAP2["add"],
+                "EPI_SIDE": 0,
+                "EPI_BCAST": 1,
+                "EPI_POST": 1 + MAP1["relu"],
+            },
             {"EPI_OP": 1 + MAP2["add"], "EPI_SIDE": 0, "EPI_BCAST": 1},
-            {"EPI_OP": 1 + MAP2["mul"], "EPI_SIDE": 0, "EPI_BCAST": 0, "EPI_PRE": 1 + MAP1["positive"]},
+            {
+                "EPI_OP": 1 + MAP2["mul"],
+                "EPI_SIDE": 0,
+                "EPI_BCAST": 0,
+                "EPI_PRE": 1 + MAP1["positive"],
+            },
         ]
     assert len(planner.plan_graph(validate(graph))["steps"]) == 15
     assert run(executor, graph, True, monkeypatch) == run(executor, graph, False, monkeypatch)
