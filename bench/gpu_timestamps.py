@@ -19,7 +19,9 @@ prepares it (feeds x, y; the parameters and Adam state carried), then its record
 - an empty chain of as many dispatches (each writes one word: the per-dispatch floor);
 - all of the above again for 8 steps in one submission (a pass per step, as WgpuProgram.run
   encodes a multi-step run), with the gap between one step's pass end and the next's begin;
-- `program.run` wall time for 1 and 8 steps (loss read back), for reference.
+- `program.run` wall time for 1 and 8 steps (loss read back), for reference;
+- A/B of the run's host-side switches (program.py: C-call encoding, a step split into two
+  submissions, polling for the read-back in the calling thread), interleaved rounds.
 
 Ticks -> ns: wgpu-native's `wgpuQueueGetTimestampPeriod` (through wgpu-py's `lib`); on Vulkan
 it is VkPhysicalDeviceLimits::timestampPeriod (NVIDIA reports 1.0: ticks are ns). The script
@@ -295,10 +297,56 @@ def session_runs(program: Any, batch: dict[int, Any], loss: int, runs: int) -> N
         print(f"| {steps} | {med_min(samples)} |")
 
 
+def ab_arms(n: int) -> dict[str, dict[str, Any]]:
+    """The host-side switches of WgpuProgram.run (program.py ENCODE, SPLIT_STEP, WAIT) as
+    executor hooks: name -> hooks ({} is the default)."""
+    half = n // 2
+    return {
+        "default": {},
+        "encode raw (C calls)": {"encode": "raw"},
+        f"split step after {half} dispatches": {"split_step": half},
+        "split step after 4 dispatches": {"split_step": 4},
+        "wait: poll in this thread": {"wait": "poll"},
+        f"raw + split {half} + poll": {"encode": "raw", "split_step": half, "wait": "poll"},
+        "raw + poll": {"encode": "raw", "wait": "poll"},
+    }
+
+
+def ab_runs(
+    executor: Any, program: Any, batch: dict[int, Any], loss: int, runs: int, count: int
+) -> None:
+    """Interleaved rounds (every arm once per round) of program.run, loss read back; the
+    first `count` arms."""
+    arms = dict(list(ab_arms(len(program._recorded[0])).items())[:count])
+    print(
+        f"\nA/B of the run's host-side switches (program.py; executor hooks), {runs} interleaved "
+        "rounds, `program.run` with the loss read back: us per step, median / min"
+    )
+    print("| arm | hooks | 1 step | 8 steps, per step |")
+    print("| --- | --- | --- | --- |")
+    samples: dict[tuple[str, int], list[float]] = {(a, s): [] for a in arms for s in (1, 8)}
+    base = dict(executor.hooks)
+    for round_ in range(runs + 1):
+        for name, hooks in arms.items():
+            for steps in (1, 8):
+                executor.hooks.clear()
+                executor.hooks.update(base, **hooks)
+                t0 = time.perf_counter()
+                program.run([batch] * steps, [loss])
+                if round_:  # the first round warms every arm
+                    samples[(name, steps)].append((time.perf_counter() - t0) / steps * 1e6)
+    executor.hooks.clear()
+    executor.hooks.update(base)
+    for name, hooks in arms.items():
+        cells = " | ".join(med_min(samples[(name, s)]) for s in (1, 8))
+        print(f"| {name} | `{hooks}` | {cells} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--allow-software", action="store_true", default=None)
+    ap.add_argument("--arms", type=int, default=99, help="how many A/B arms (default: all)")
     args = ap.parse_args(argv)
     try:
         executor = open_executor(args.allow_software, features=FEATURES)
@@ -317,9 +365,10 @@ def main(argv: list[str] | None = None) -> int:
     recordings = program._recorded
     n = len(recordings[0])
     empty = [empty_chain(device, n)]
-    span, host = period_check(device, recordings[0], 200)
+    reps = 10 if executor.info["software"] else 200  # lavapipe: ~20 ms a step
+    span, host = period_check(device, recordings[0], reps)
     print(
-        f"period check: 200 steps' dispatches in one pass, GPU span {span:.0f} us by the "
+        f"period check: {reps} steps' dispatches in one pass, GPU span {span:.0f} us by the "
         f"timestamps, host submit -> done {host:.0f} us (ratio {span / host:.3f})"
     )
     print(f"plan: {n} dispatches per step, carries {program.carry_mode}\n")
@@ -339,6 +388,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         print()
     session_runs(program, batch, loss, args.runs)
+    ab_runs(executor, program, batch, loss, args.runs, args.arms)
     program.dispose()
     executor.dispose()
     return 0

@@ -26,7 +26,7 @@ def _load() -> object:
 def test_the_profiler_prints_every_dispatch_and_the_pass(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert _load().main(["--runs", "1", "--allow-software"]) == 0  # type: ignore[attr-defined]
+    assert _load().main(["--runs", "1", "--allow-software", "--arms", "2"]) == 0  # type: ignore[attr-defined]
     out = capsys.readouterr().out
     n = int(re.search(r"plan: (\d+) dispatches per step", out).group(1))  # type: ignore[union-attr]
     for steps in (1, 8):
@@ -41,3 +41,9 @@ def test_the_profiler_prints_every_dispatch_and_the_pass(
     ratio = float(re.search(r"\(ratio ([\d.]+)\)", out).group(1))  # type: ignore[union-attr]
     assert 0.5 < ratio <= 1.05  # the GPU span of a long pass is (nearly) its host wall time
     assert "| 8 |" in out.split("`program.run`")[1]
+    ab = out.split("A/B of the run's host-side switches")[1]
+    assert re.findall(
+        r"^\| (default|encode raw \(C calls\)) \| .* \| [\d.]+ / [\d.]+ \| [\d.]+ / [\d.]+ \|$",
+        ab,
+        re.MULTILINE,
+    ) == ["default", "encode raw (C calls)"]

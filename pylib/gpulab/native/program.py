@@ -45,6 +45,21 @@ from .student import budget_message, student_pipeline
 # steps_per_submit is 0: on lavapipe per-step submission was 2x slower).
 STEPS_PER_SUBMIT = 1
 
+# Host-side switches of a run, each an executor hook so one process measures both arms
+# (bench/gpu_timestamps.py --ab; issue 15 target 2); the defaults are what is measured to win.
+# - hooks["encode"]: "wgpu-py" (the wgpu-py methods) or "raw": the pass's hot loop of
+#   set_pipeline / set_bind_group / dispatch_workgroups called straight on wgpu-native's C
+#   functions (wgpu-py's `lib`), skipping wgpu-py's per-call Python (an offsets array and the
+#   error-capture wrapper per call). Encoding errors still surface: wgpu records them in the
+#   pass and reports them at encoder.finish(), which goes through wgpu-py.
+# - hooks["split_step"]: k > 0 submits a step's first k dispatches on their own, so the GPU
+#   starts on them while the host encodes the rest (0: one submission per step).
+# - hooks["wait"]: "thread" (map_sync: wgpu-py's poll thread runs the map callback and wakes
+#   this one) or "poll": this thread polls the device itself until the read-back is mapped.
+ENCODE = "wgpu-py"
+SPLIT_STEP = 0
+WAIT = "thread"
+
 
 class WgpuProgram:
     """See the module docstring. Not thread-safe (one run at a time, like a session)."""
@@ -79,6 +94,7 @@ class WgpuProgram:
         self._flags: dict[int, Any] = {}  # student node -> its loop-budget flag (wgsl_budget.py)
         # the dispatches as (pipeline, bind group, workgroups): [plain] or [plain, swapped]
         self._recorded: list[list[tuple[Any, Any, list[int]]]] = []
+        self._raw: list[list[tuple[Any, ...]]] = []  # the same as C handles (ENCODE)
         self._swap: dict[int, int] = {}  # plan buffer -> its ping-pong partner
         self._carried_inputs: set[int] = set()  # plan buffers of carried inputs (swap keys)
         self._parity = 0  # 1: the next step runs the swapped recording
@@ -204,6 +220,8 @@ class WgpuProgram:
                 group = device.create_bind_group(layout=layout, entries=entries)
                 recorded.append((pipeline, group, step["dispatch"]))
             self._recorded.append(recorded)
+            # the C handles for hooks["encode"] == "raw" (the objects above keep them alive)
+            self._raw.append([(p._internal, g._internal, *d) for p, g, d in recorded])
 
     def _pipeline(self, step: dict[str, Any]) -> tuple[Any, Any, int, int | None, int | None]:
         """(pipeline, layout, first storage binding, uniform binding or None, loop-budget flag
@@ -343,7 +361,7 @@ class WgpuProgram:
             layout: list[tuple[int, int, int]] = []
             every = int(self._ex.hooks.get("steps_per_submit", self._ex.steps_per_submit))
             for index in range(len(steps)):
-                self._encode_step(encoder, index)
+                encoder = self._encode_step(encoder, index)
                 if index == len(steps) - 1:  # read before this step's carries move them
                     layout = self._encode_reads(encoder, read)
                 self._encode_carries(encoder)
@@ -460,21 +478,31 @@ class WgpuProgram:
             self._staging = self._ex.acquire(nbytes, "staging")
         return self._staging
 
-    def _encode_step(self, encoder: Any, index: int) -> None:
+    def _encode_step(self, encoder: Any, index: int) -> Any:
+        """Encode step `index` (its feed copies, its pass); returns the encoder to go on with
+        (a new one after a split submission, hooks["split_step"])."""
         for offset, dst, size in self._step_feed_copies[index]:
             encoder.copy_buffer_to_buffer(self._staging, offset, dst, 0, size)
         if self._recorded:
-            compute = encoder.begin_compute_pass()
-            current = None
-            for pipeline, group, (x, y, z) in self._recorded[self._parity]:
-                if pipeline is not current:  # each wgpu-py call costs microseconds of Python
-                    compute.set_pipeline(pipeline)
-                    current = pipeline
-                compute.set_bind_group(0, group)
-                compute.dispatch_workgroups(x, y, z)
-            compute.end()
+            hooks = self._ex.hooks
+            split = int(hooks.get("split_step", SPLIT_STEP))
+            parts = (
+                [(0, split), (split, None)] if 0 < split < len(self._recorded[0]) else [(0, None)]
+            )
+            raw = hooks.get("encode", ENCODE) == "raw"
+            for number, (start, stop) in enumerate(parts):
+                if number:  # the first part runs while this one is encoded
+                    self._ex.submit([encoder.finish()])
+                    encoder = self._ex.device.create_command_encoder()
+                compute = encoder.begin_compute_pass()
+                if raw:
+                    _encode_raw(compute, self._raw[self._parity][start:stop])
+                else:
+                    _encode_wgpu_py(compute, self._recorded[self._parity][start:stop])
+                compute.end()
         if self._swap:
             self._parity = 1 - self._parity
+        return encoder
 
     def _encode_carries(self, encoder: Any) -> None:
         for src, dst, size in self._carry_copies:
@@ -533,13 +561,13 @@ class WgpuProgram:
         import wgpu
 
         # the per-submission deadline (deadline.py): past it the device is destroyed
-        map_within(
-            self._readback,
-            wgpu.MapMode.READ,
-            self._readback.size,
-            deadline_s(self._ex.hooks, self._student),
-            self._ex.expire,
-        )
+        seconds = deadline_s(self._ex.hooks, self._student)
+        if seconds is None and self._ex.hooks.get("wait", WAIT) == "poll":
+            _map_polling(self._ex.device, self._readback)
+        else:
+            map_within(
+                self._readback, wgpu.MapMode.READ, self._readback.size, seconds, self._ex.expire
+            )
         try:
             yield self._readback.read_mapped(0, nbytes, copy=False)
         finally:
@@ -588,7 +616,7 @@ class WgpuProgram:
         ):
             if buf is not None:
                 self._ex.release(buf, kind)
-        self._buffers, self._scratch, self._recorded = [], [], []
+        self._buffers, self._scratch, self._recorded, self._raw = [], [], [], []
         self._uniform = self._staging = self._readback = None
 
     def _check_alive(self) -> None:
@@ -601,3 +629,40 @@ def _element_count(shape: Any) -> int:
     for d in shape:
         count *= int(d)
     return count
+
+
+def _encode_wgpu_py(compute: Any, recorded: list[tuple[Any, Any, list[int]]]) -> None:
+    current = None
+    for pipeline, group, (x, y, z) in recorded:
+        if pipeline is not current:  # each wgpu-py call costs microseconds of Python
+            compute.set_pipeline(pipeline)
+            current = pipeline
+        compute.set_bind_group(0, group)
+        compute.dispatch_workgroups(x, y, z)
+
+
+def _encode_raw(compute: Any, raw: list[tuple[Any, ...]]) -> None:
+    """The same calls on wgpu-native's C functions (ENCODE): no dynamic offsets (NULL)."""
+    from wgpu.backends.wgpu_native._api import ffi, lib
+
+    set_pipeline = lib.wgpuComputePassEncoderSetPipeline
+    set_group = lib.wgpuComputePassEncoderSetBindGroup
+    dispatch = lib.wgpuComputePassEncoderDispatchWorkgroups
+    handle, null, current = compute._internal, ffi.NULL, None
+    for pipeline, group, x, y, z in raw:
+        if pipeline != current:
+            set_pipeline(handle, pipeline)
+            current = pipeline
+        set_group(handle, 0, group, 0, null)
+        dispatch(handle, x, y, z)
+
+
+def _map_polling(device: Any, buffer: Any) -> None:
+    """buffer.map_sync(READ), with this thread blocking in wgpuDevicePoll until the GPU is
+    done (WAIT "poll") instead of waiting for wgpu-py's poll thread to wake it."""
+    import wgpu
+    from wgpu.backends.wgpu_native._api import ffi, libf
+
+    promise = buffer.map_async(wgpu.MapMode.READ, 0, buffer.size)
+    libf.wgpuDevicePoll(device._internal, True, ffi.NULL)
+    promise.sync_wait()

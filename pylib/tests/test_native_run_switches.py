@@ -1,0 +1,59 @@
+"""The wgpu program's host-side run switches (program.py ENCODE, SPLIT_STEP, WAIT: executor
+hooks that bench/gpu_timestamps.py measures A/B) change how a step is encoded, submitted and
+waited for, never what it computes: the MLP training step gives the same bits in every arm,
+1 step and 3 steps per run (ping-pong carries across the split submissions)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gpulab.models.mlp import init, step_graph
+from gpulab.native.wgpu_executor import open_executor
+from gpulab.protocol import validate
+
+ARMS = [
+    {"encode": "raw"},
+    {"split_step": 1},
+    {"split_step": 9},
+    {"wait": "poll"},
+    {"encode": "raw", "split_step": 5, "wait": "poll"},
+]
+
+
+def _losses_and_weights(hooks: dict) -> tuple[list[np.ndarray], int]:
+    executor = open_executor(True, hooks={"steps_per_submit": 1, **hooks})
+    try:
+        values = init(0)
+        fed = step_graph(values, feed_batch=True)
+        outputs = fed.outputs()
+        checked = validate(fed.graph.to_dict(**outputs))
+        carry = {k.id: v.id for k, v in fed.carry().items()}
+        program = executor.prepare(
+            checked, feeds=[fed.x.id, fed.y.id], carry=carry, keep=[t.id for t in outputs.values()]
+        )
+        batch = {fed.x.id: values["x"], fed.y.id: values["y"]}
+        got = [program.run([batch], [fed.loss.id])[fed.loss.id]]
+        got.append(program.run([batch] * 3, [fed.loss.id])[fed.loss.id])
+        got += [program.download(k) for k in sorted(carry)]
+        program.dispose()
+        return got, executor.counters["submits"]
+    finally:
+        executor.dispose()
+
+
+@pytest.fixture(scope="module")
+def default() -> tuple[list[np.ndarray], int]:
+    return _losses_and_weights({})
+
+
+@pytest.mark.parametrize("hooks", ARMS, ids=lambda h: ",".join(f"{k}={v}" for k, v in h.items()))
+def test_every_switch_gives_the_default_bits(
+    default: tuple[list[np.ndarray], int], hooks: dict
+) -> None:
+    (got, submits), (want, default_submits) = _losses_and_weights(hooks), default
+    assert len(got) == len(want) > 2
+    for a, b in zip(got, want):
+        assert a.tobytes() == b.tobytes()
+    # a split step is two submissions: 4 steps run, so 4 more
+    assert submits == default_submits + (4 if hooks.get("split_step") else 0)
+    assert float(got[1]) != float(got[0])  # the state moved between the runs
