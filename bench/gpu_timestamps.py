@@ -257,8 +257,11 @@ def report_dispatches(program: Any, checked: Any, mlp: np.ndarray, empty: np.nda
     print("| --- | --- | --- | --- | --- | --- |")
     for i, step in enumerate(program.plan["steps"]):
         op = checked.by_id[step["node"]].op
+        fused = sorted(k for k in step["overrides"] if k.startswith(("EPI", "PRE", "POST")))
+        op += f" (fused: {', '.join(fused)})" if fused else ""  # the planners' fusions
+        kernel = step["kernel"] + ("" if step["entry"] == "main" else f":{step['entry']}")
         print(
-            f"| {i} | {op} | {step['kernel']} | {'x'.join(map(str, step['dispatch']))} | "
+            f"| {i} | {op} | {kernel} | {'x'.join(map(str, step['dispatch']))} | "
             f"{med_min(mlp[:, i] / 1e3)} | {med_min(empty[:, i] / 1e3)} |"
         )
     print(
