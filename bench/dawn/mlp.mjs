@@ -8,7 +8,10 @@
 // With --profile N instead: N profiled single-step and 8-step runs (bench/dawn/profile.mjs:
 // each WebGPU call counted and timed on the host, each compute pass timestamped on the GPU
 // where Dawn offers "timestamp-query"), a table of µs per step. Profiling wraps the API, so it
-// is its own process, never mixed with the timed table.
+// is its own process, never mixed with the timed table. GPULAB_DAWN_RUN=<arm> profiles one of
+// bench/dawn/ab.mjs's run paths (e.g. old) instead of the default.
+// With --ab: the run paths (ab.mjs: per-step submission, carry ping-pong, both, neither) in
+// --rounds interleaved rounds of --runs runs each; exit status 1 if their losses differ.
 // Exit status 1 when the adapter is a software one (this lane is for hardware GPUs).
 import { writeFile } from 'node:fs/promises';
 import { pathToFileURL } from 'node:url';
@@ -23,6 +26,8 @@ const { values } = parseArgs({ options: {
   losses: { type: 'string', default: '5' },
   json: { type: 'string' },
   profile: { type: 'string' },
+  ab: { type: 'boolean', default: false },
+  rounds: { type: 'string', default: '3' },
 } });
 
 /** @param {{median: number, min: number, n: number}} s */
@@ -33,14 +38,28 @@ async function profileMain() {
   const { installProfile } = await import('./profile.mjs');
   const profile = installProfile();
   const { profileReport } = await import('./profile-report.mjs');
+  const { armHooks } = await import('./ab.mjs');
   const fx = await loadFixture(pathToFileURL(values.fixture).href);
+  const arm = process.env.GPULAB_DAWN_RUN;
+  console.log(`run path: ${arm || 'the default'}`);
   console.log(await profileReport(profile, fx, { runs: Number(values.profile),
-    warmup: Number(values.warmup) }));
+    warmup: Number(values.warmup), hooks: armHooks(arm) }));
   return 0;
+}
+
+/** The --ab mode: interleaved rounds of the run paths. */
+async function abMain() {
+  const { abReport } = await import('./ab.mjs');
+  const fx = await loadFixture(pathToFileURL(values.fixture).href);
+  const { text, agree } = await abReport(fx, { runs: Number(values.runs),
+    warmup: Number(values.warmup), rounds: Number(values.rounds) });
+  console.log(text);
+  return agree ? 0 : 1;
 }
 
 async function main() {
   if (values.profile) return profileMain();
+  if (values.ab) return abMain();
   const fx = await loadFixture(pathToFileURL(values.fixture).href);
   const result = await benchGpuLab('webgpu', fx, { runs: Number(values.runs),
     warmup: Number(values.warmup), budgetS: 0, lossSteps: Number(values.losses) });

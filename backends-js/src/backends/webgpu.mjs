@@ -15,6 +15,10 @@
 //   hooks.onSubmit()                   called right after each queue submission
 //   hooks.maxBufferSize                bytes: lowers the device's maxBufferSize for the pool
 //                                       (refusing larger buffers) and the run splitting
+//   hooks.stepsPerSubmit               steps per submission of a multi-step run (0: all in
+//                                       one; default 1 on hardware, 0 on software adapters)
+//   hooks.carryCopies                  true: carries are copied after each step even where
+//                                       they could ping-pong (both read at prepare)
 // and the backend fills in:
 //   hooks.loseDevice()                 destroys the device as if it were lost
 //   hooks.webgpuStats()                {live, liveBytes, free, freeBytes, created, reused, submits,
@@ -110,7 +114,7 @@ export async function createBackend({ allowSoftware = false, softwareHint, deadl
   const pool = new BufferPool(gpu.device, { maxBufferSize: hooks.maxBufferSize });
   const kernels = new PipelineCache(gpu, kernelUrl, hooks);
   const student = new StudentKernels(gpu); // issue 21: students' own WGSL
-  const ctx = { gpu, pool, kernels, student, counters, hooks, deadlineMs: deadline };
+  const ctx = { gpu, pool, kernels, student, counters, hooks, software, deadlineMs: deadline };
   const info = {
     vendor: facts.vendor,
     architecture: facts.architecture,

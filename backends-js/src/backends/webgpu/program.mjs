@@ -1,6 +1,12 @@
 // A prepared graph on the WebGPU device: the plan's buffers, uploads, uniforms and bind groups,
-// built once; `run(steps)` encodes every step of every session step into ONE command encoder and
-// ONE submit, with feeds copied in before each step and carried outputs copied back after it.
+// built once; `run(steps)` encodes every session step's dispatches in one compute pass each.
+// On a hardware adapter each step is submitted once encoded (the GPU runs it while the host
+// encodes the next; its feeds written just before), on a software one (the "GPU" is the same
+// cores) all steps go in ONE submit with feeds staged and copied in before each step, as the
+// native executor does (docs/benchmarks.md "Interleaved A/B rounds"). Carries that pair up
+// ping-pong between two recordings of the bind groups (pingpong.mjs), else carried outputs are
+// copied back after each step. hooks.stepsPerSubmit (0: all in one) and hooks.carryCopies
+// (true: never ping-pong) choose the other path, for A/B measurements (bench/dawn/mlp.mjs --ab).
 
 import { GpuLabError } from '../../errors.mjs';
 import { toDeviceWords } from '../../dtypes.mjs';
@@ -8,8 +14,9 @@ import { indexError } from '../../values.mjs';
 import { nodeBuffers, packUniforms, uploadData } from './plan-data.mjs';
 import { DEFAULT_DEADLINE_MS, withinDeadline } from './deadline.mjs';
 import { budgetMessage } from './student.mjs';
+import { planSwap } from './pingpong.mjs';
 import {
-  STORAGE, copyCarries, copyFeeds, encodeReads, readBack, stageFeeds,
+  STORAGE, copyCarries, copyFeeds, encodeReads, readBack, stageFeeds, writeFeeds,
 } from './transfer.mjs';
 
 const UNIFORM = () => GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST;
@@ -21,7 +28,8 @@ const UNIFORM = () => GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST;
  * @typedef {import('./kernels.mjs').Kernel} Kernel
  * @typedef {{gpu: import('./device.mjs').GpuDevice, pool: import('./pool.mjs').BufferPool,
  *   kernels: import('./kernels.mjs').PipelineCache, counters: {submits: number},
- *   hooks: {onSubmit?: () => void},
+ *   software?: boolean,
+ *   hooks: {onSubmit?: () => void, stepsPerSubmit?: number, carryCopies?: boolean},
  *   packParams: (params: Array<[string, number]>) => Uint8Array}} Context
  * @typedef {{pipeline: GPUComputePipeline, group: GPUBindGroup, dispatch: number[]}} Command
  */
@@ -64,8 +72,19 @@ export class WebGpuProgram {
     this.slots = new Map();
     /** @type {GPUBuffer[]} every pooled buffer this program holds (returned on dispose) */
     this.owned = [];
-    /** @type {Command[]} */
-    this.commands = [];
+    /** @type {Command[][]} the dispatches: [plain] or, ping-ponging, [plain, swapped] */
+    this.recorded = [];
+    /** @type {Map<number, number>} plan buffer -> its ping-pong partner (empty: copies) */
+    this.swap = new Map();
+    /** @type {Set<number>} buffers of carried inputs (the swap's input side) */
+    this.carriedInputs = new Set();
+    this.parity = 0; // 1: the next step runs the swapped recording
+    this.stepsEncoded = 0;
+    const hooks = ctx.hooks ?? {};
+    this.carryCopies = Boolean(hooks.carryCopies);
+    /** steps per submission of a multi-step run; 0: all in one */
+    this.stepsPerSubmit = Number.isInteger(hooks.stepsPerSubmit) && hooks.stepsPerSubmit >= 0
+      ? hooks.stepsPerSubmit : (ctx.software ? 0 : 1);
     /** @type {Map<GPUBuffer, GPUBuffer>} carry source -> its scratch copy */
     this.scratch = new Map();
     /** @type {Map<number, Slot>} student node -> its loop-budget flag word (wgsl-budget.mjs) */
@@ -84,7 +103,8 @@ export class WebGpuProgram {
       this.allocate();
       this.upload();
       this.resetChecks();
-      this.commands = this.bindSteps(pipelines);
+      this.swap = this.carryCopies ? new Map() : this.planSwap();
+      this.recorded = this.bindSteps(pipelines);
     });
   }
 
@@ -127,9 +147,22 @@ export class WebGpuProgram {
     }
   }
 
+  /** The ping-pong pairs of this program's carries (pingpong.mjs), or none. */
+  planSwap() {
+    const fed = new Set(this.feedIds.map((id) => this.bufferIdOf(id)));
+    const swap = planSwap(this.plan, this.carry, (n) => this.nodeBuffer.get(n), fed,
+      (b) => this.slotOf(b).bytes);
+    for (const input of this.carry.keys()) {
+      const b = this.nodeBuffer.get(input);
+      if (b !== undefined && swap.has(b)) this.carriedInputs.add(b);
+    }
+    return swap;
+  }
+
   /**
-   * One uniform buffer holds every step's params at aligned offsets; one bind group per step.
-   * @param {Kernel[]} pipelines @returns {Command[]}
+   * One uniform buffer holds every step's params at aligned offsets; one bind group per step
+   * (and per recording: a second, swapped one when carries ping-pong).
+   * @param {Kernel[]} pipelines @returns {Command[][]}
    */
   bindSteps(pipelines) {
     const device = this.ctx.gpu.device;
@@ -142,7 +175,7 @@ export class WebGpuProgram {
       this.owned.push(uniform);
       device.queue.writeBuffer(uniform, 0, packed.bytes);
     }
-    return this.plan.steps.map((step, i) => {
+    const record = (/** @type {boolean} */ swapped) => this.plan.steps.map((step, i) => {
       const k = pipelines[i];
       // our kernels: the uniform at 0, storage from 1; a student's: storage from 0, then it
       const first = k.firstStorage ?? 1;
@@ -154,7 +187,8 @@ export class WebGpuProgram {
       }
       step.bindings.forEach((id, j) => {
         const slot = this.slotOf(id);
-        const resource = { buffer: slot.buffer, offset: 0, size: slot.bytes };
+        const buffer = swapped ? this.slotOf(this.swap.get(id) ?? id).buffer : slot.buffer;
+        const resource = { buffer, offset: 0, size: slot.bytes };
         entries.push({ binding: j + first, resource });
       });
       if (k.budgetBinding != null) {
@@ -164,6 +198,7 @@ export class WebGpuProgram {
       const group = device.createBindGroup({ layout: k.layout, entries, label: step.kernel });
       return { pipeline: k.pipeline, group, dispatch: step.dispatch };
     });
+    return this.swap.size ? [record(false), record(true)] : [record(false)];
   }
 
   /**
@@ -223,9 +258,26 @@ export class WebGpuProgram {
     return id;
   }
 
-  /** @param {number} nodeId */
+  /**
+   * Where a node's value is now: a carried input's as the next step will read it, any other
+   * node's as the last step left it (ping-pong moves them between two buffers).
+   * @param {number} nodeId
+   */
   slotOfNode(nodeId) {
-    return this.slotOf(this.bufferIdOf(nodeId));
+    return this.slotOf(this.physical(this.bufferIdOf(nodeId), false));
+  }
+
+  /**
+   * The buffer holding plan buffer `id`'s value, given the steps encoded so far. `used`: a
+   * carried input's value as the last step read it (what a run reads back for an output
+   * that is a carried input, as the copy path does), else as the next step will read it.
+   * @param {number} id @param {boolean} used
+   */
+  physical(id, used) {
+    const partner = this.swap.get(id);
+    if (partner === undefined || this.stepsEncoded === 0) return id;
+    const next = this.carriedInputs.has(id) && !used;
+    return (next ? this.parity : 1 - this.parity) ? partner : id;
   }
 
   checkLive() {
@@ -261,34 +313,50 @@ export class WebGpuProgram {
   }
 
   /**
-   * Steps in one submission (`first`: the index of steps[0] in the whole run, for messages).
+   * Steps of one run part (`first`: the index of steps[0] in the whole run, for messages): a
+   * submission every stepsPerSubmit steps (0: one for all), the read-back after the last.
    * @param {Array<Map<number, Float32Array>>} steps @param {number[]} readIds
    * @param {number} first @returns {Promise<Map<number, Float32Array>>}
    */
   async runPart(steps, readIds, first) {
     const feeds = steps.map((s, i) => this.feedArrays(s, first + i));
-    const reads = readIds.map((id) => this.slotOfNode(id));
     const feedSlots = this.feedIds.map((id) => this.slotOfNode(id));
-    const carries = [...this.carry].map(([input, output]) =>
+    const carries = this.swap.size ? [] : [...this.carry].map(([input, output]) =>
       /** @type {[Slot, Slot]} */ ([this.slotOfNode(output), this.slotOfNode(input)]));
     const { gpu, pool } = this.ctx;
+    const every = this.stepsPerSubmit;
+    // a submission per step: each step's feeds are written right before it (queue order)
+    const direct = every === 1 && feeds.length > 1;
+    /** @type {Slot[]} */
+    let reads = [];
     /** @type {import('./transfer.mjs').Staging | null} */
     let staging = null;
     /** @type {import('./transfer.mjs').StagedFeeds | null} */
     let staged = null;
     try {
       await gpu.guard('run', () => {
-        staged = stageFeeds(gpu.device.queue, pool, feedSlots, feeds);
-        const encoder = gpu.device.createCommandEncoder({ label: 'gpu-lab run' });
-        for (let s = 0; s < feeds.length; s++) {
+        const queue = gpu.device.queue;
+        staged = direct ? null : stageFeeds(queue, pool, feedSlots, feeds);
+        /** @type {GPUCommandEncoder | null} */
+        let encoder = null;
+        const last = feeds.length - 1;
+        for (let s = 0; s <= last; s++) {
+          if (direct) writeFeeds(queue, feedSlots, feeds[s]);
+          encoder ??= gpu.device.createCommandEncoder({ label: 'gpu-lab run' });
           if (staged) copyFeeds(encoder, staged, feedSlots, s);
           this.encodeSteps(encoder);
           // outputs are the last step's values, read before its carry moves them (an output
           // that is a carried input keeps the value that step used, as on every backend)
-          if (s === feeds.length - 1) staging = encodeReads(encoder, pool, reads);
+          if (s === last) {
+            reads = readIds.map((id) => this.slotOf(this.physical(this.bufferIdOf(id), true)));
+            staging = encodeReads(encoder, pool, reads);
+          }
           if (carries.length) copyCarries(encoder, carries, (src) => this.scratchFor(src));
+          if (s === last || (every && (s + 1) % every === 0)) {
+            this.submit(encoder);
+            encoder = null;
+          }
         }
-        this.submit(encoder);
       });
       await withinDeadline(gpu, this.deadlineMs(), 'run');
     } catch (err) {
@@ -395,10 +463,16 @@ export class WebGpuProgram {
    * @param {GPUCommandEncoder} encoder
    */
   encodeSteps(encoder) {
-    if (!this.commands.length) return;
+    const commands = this.recorded[this.parity] ?? [];
+    this.stepsEncoded += 1;
+    if (this.swap.size) this.parity = 1 - this.parity;
+    if (!commands.length) return;
     const pass = encoder.beginComputePass({ label: 'gpu-lab step' });
-    for (const c of this.commands) {
-      pass.setPipeline(c.pipeline);
+    /** @type {GPUComputePipeline | null} */
+    let current = null;
+    for (const c of commands) {
+      if (c.pipeline !== current) pass.setPipeline(c.pipeline);
+      current = c.pipeline;
       pass.setBindGroup(0, c.group);
       pass.dispatchWorkgroups(c.dispatch[0] ?? 1, c.dispatch[1] ?? 1, c.dispatch[2] ?? 1);
     }
@@ -423,7 +497,7 @@ export class WebGpuProgram {
     if (!this.ctx.gpu.disposed) for (const buf of this.owned) this.ctx.pool.release(buf);
     this.owned = [];
     this.slots.clear();
-    this.commands = [];
+    this.recorded = [];
     this.scratch.clear();
     this.flags.clear();
   }

@@ -45,6 +45,15 @@ export function stageFeeds(queue, pool, slots, feeds) {
 }
 
 /**
+ * One step's feeds straight into the input buffers (a queue write lands in queue order: after
+ * every submission made before it, before every one after it).
+ * @param {GPUQueue} queue @param {Slot[]} slots @param {ArrayBufferView[]} arrays
+ */
+export function writeFeeds(queue, slots, arrays) {
+  for (let j = 0; j < arrays.length; j++) queue.writeBuffer(slots[j].buffer, 0, arrays[j]);
+}
+
+/**
  * Copy session step `s`'s staged feeds into the input buffers.
  * @param {GPUCommandEncoder} encoder @param {StagedFeeds} staged @param {Slot[]} slots
  * @param {number} s
