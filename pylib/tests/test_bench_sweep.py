@@ -101,6 +101,21 @@ def test_the_loss_check_catches_a_different_step():
     assert abs(ours["loss"] - theirs["loss"]) > LOSS_TOL
 
 
+def test_the_flop_rule_matches_the_recorded_graph():
+    """Point.flops against the matmuls the step graph really holds (2*M*N*K each)."""
+    from gpulab.protocol import validate
+
+    for layers, hidden, batch in ((2, 24, 5), (4, 12, 3)):
+        st = mlp.step_graph(mlp.init(0, hidden=hidden, batch=batch, layers=layers))
+        checked = validate(st.graph.to_dict(**st.outputs()))
+        total = 0
+        for node in checked.by_id.values():
+            if node.op == "matmul":
+                a, b = (checked.by_id[ref].shape for ref in node.operands)
+                total += 2 * a[-2] * a[-1] * b[-1]
+        assert total == sweep.Point(layers, hidden, batch).flops
+
+
 def test_default_mlp_is_the_784_256_10_step():
     values = mlp.init(0)
     assert mlp.param_names(mlp.layer_count(values)) == mlp.PARAMS
