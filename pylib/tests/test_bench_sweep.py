@@ -7,6 +7,7 @@ and that the loss check and the FLOP count would catch a wrong step.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 
@@ -30,6 +31,7 @@ def _tiny_sweep(tmp_path, capsys):
     out, png = tmp_path / "sweep.json", tmp_path / "sweep.png"
     argv = ["--sweep", "--sizes", "16", "--batches", "8", "--layers", "2,4"]
     argv += ["--backends", "cpu-python", "--torch-device", "cpu", "--json", str(out)]
+    argv += ["--budget-s", "0.02"]  # the fewest runs: the fields are what is tested
     rc = bench.main(argv + ["--png", str(png)])
     return rc, json.loads(out.read_text()), png.read_bytes(), capsys.readouterr().out
 
@@ -73,7 +75,7 @@ def test_the_wgpu_path_measures_the_same_step_on_lavapipe(tmp_path, capsys):
     out = tmp_path / "sweep.json"
     rc = bench.main(
         ["--sweep", "--sizes", "8", "--batches", "4", "--layers", "4", "--backends", "wgpu"]
-        + ["--allow-software", "--torch-device", "cpu", "--json", str(out)]
+        + ["--allow-software", "--torch-device", "cpu", "--json", str(out), "--budget-s", "0.02"]
     )
     assert rc == 0
     (point,) = json.loads(out.read_text())["points"]
@@ -94,10 +96,11 @@ def test_flops_are_counted_from_the_shapes():
 def test_the_loss_check_catches_a_different_step():
     """The torch peer from weights one bias off the ones gpulab got: the losses part."""
     values = mlp.init(0, hidden=16, batch=8, layers=2)
-    ours = sweep.gpulab_point(values, "cpu-python")
+    few = functools.partial(sweep.runs_for, budget_s=0.0)  # MIN_RUNS: only the loss matters
+    ours = sweep.gpulab_point(values, "cpu-python", few)
     other = {k: v.copy() for k, v in values.items()}
     other["b2"][0] += 0.5  # class 0 logit: every sample sees it
-    theirs = torch_peer.steps_bench(other, "cpu", False, sweep.STEPS, sweep.runs_for)
+    theirs = torch_peer.steps_bench(other, "cpu", False, sweep.STEPS, few)
     assert abs(ours["loss"] - theirs["loss"]) > LOSS_TOL
 
 

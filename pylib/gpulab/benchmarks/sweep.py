@@ -15,6 +15,7 @@ runs with TF32 off (`torch.backends.cuda.matmul.allow_tf32 = False`), so cuBLAS 
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import os
@@ -35,10 +36,11 @@ BATCHES = (64, 512, 4096)
 LAYERS = (2, 4)
 INPUTS, CLASSES = 784, 10
 STEPS = 8  # steps per run (per read-back), as `gpulab bench`'s "8 steps" column
-# Runs per point: one run's time (after a warm-up run) sets how many fit in BUDGET_S per backend,
-# clamped to [MIN_RUNS, MAX_RUNS]. The largest point (4 layers, 4096 x 4096, ~0.9 TFLOP per
-# step) takes ~25 ms/step on the H200, so 3 runs of 8 steps; the small ones take 25 runs.
-BUDGET_S, MIN_RUNS, MAX_RUNS = 0.4, 3, 25
+# Runs per point: one run's time (after a warm-up run) sets how many fit in BUDGET_S per backend
+# (--budget-s), clamped to [MIN_RUNS, MAX_RUNS]: 125 / (ms per step) runs at the default, so a
+# point at 25 ms per step or more gets 5 and one at 2.5 ms or less 50. The H200's first sweep
+# (0.4 s, 3-25 runs) took 23.5 s for the 18 points; this one stays well under 120 s.
+BUDGET_S, MIN_RUNS, MAX_RUNS = 1.0, 5, 50
 FLOPS_RULE = (
     "matmul FLOPs counted from the shapes: 2*batch*in*out per linear layer forward, the same "
     "for its weight gradient, and again for its input gradient (every layer but the first); "
@@ -78,9 +80,9 @@ def grid(widths: tuple[int, ...], batches: tuple[int, ...], layers: tuple[int, .
     return [Point(n, h, b) for n in layers for h in widths for b in batches]
 
 
-def runs_for(seconds_per_run: float) -> int:
+def runs_for(seconds_per_run: float, budget_s: float = BUDGET_S) -> int:
     """How many timed runs fit the per-backend budget of a point."""
-    fit = int(BUDGET_S / max(seconds_per_run, 1e-6))
+    fit = int(budget_s / max(seconds_per_run, 1e-6))
     return max(MIN_RUNS, min(MAX_RUNS, fit))
 
 
@@ -88,7 +90,9 @@ def _stats(samples: list[float]) -> dict[str, Any]:
     return {"median_ms": statistics.median(samples), "min_ms": min(samples), "n": len(samples)}
 
 
-def gpulab_point(values: dict[str, Any], backend: str) -> dict[str, Any]:
+def gpulab_point(
+    values: dict[str, Any], backend: str, runs_for: Callable[[float], int] = runs_for
+) -> dict[str, Any]:
     """ms/step of a prepared session at STEPS steps per run; the first run's loss (step 8 from
     the fresh weights) for the check against PyTorch."""
     st = step_graph(values)
@@ -116,7 +120,9 @@ def gpulab_point(values: dict[str, Any], backend: str) -> dict[str, Any]:
     }
 
 
-def torch_points(values: dict[str, Any], device: str) -> dict[str, dict[str, Any]]:
+def torch_points(
+    values: dict[str, Any], device: str, runs_for: Callable[[float], int] = runs_for
+) -> dict[str, dict[str, Any]]:
     """PyTorch eager (and on CUDA the graph replay) at the same point."""
     from gpulab.benchmarks import torch_peer as tp
 
@@ -137,7 +143,11 @@ def torch_points(values: dict[str, Any], device: str) -> dict[str, dict[str, Any
 
 
 def run_point(
-    point: Point, backends: list[str], torch_device: str | None, log: Callable[[str], None]
+    point: Point,
+    backends: list[str],
+    torch_device: str | None,
+    log: Callable[[str], None],
+    runs: Callable[[float], int] = runs_for,
 ) -> dict[str, Any]:
     """Every backend at one point; a backend that fails there is a row with its reason."""
     values = init(0, INPUTS, point.hidden, CLASSES, point.batch, layers=point.layers)
@@ -145,11 +155,11 @@ def run_point(
     results: dict[str, dict[str, Any]] = {}
     for backend in backends:
         try:
-            results[backend] = gpulab_point(values, backend)
+            results[backend] = gpulab_point(values, backend, runs)
         except GpuLabError as err:
             results[backend] = {"error": f"{err.code}: {err.message}"[:400]}
     if torch_device:
-        results.update(torch_points(values, torch_device))
+        results.update(torch_points(values, torch_device, runs))
     row = {
         "layers": point.layers,
         "hidden": point.hidden,
@@ -183,20 +193,22 @@ def sweep(
     torch_device: str | None,
     log: Callable[[str], None] = print,
     on_point: Callable[[dict[str, Any]], None] | None = None,
+    budget_s: float = BUDGET_S,
 ) -> dict[str, Any]:
     """Every point in order; `on_point` sees the result so far after each (a partial JSON
     survives a run cut short by the device call's time limit)."""
     t0 = time.perf_counter()
-    result = _header(backends, torch_device)
+    result = _header(backends, torch_device, budget_s)
+    runs = functools.partial(runs_for, budget_s=budget_s)
     for p in points:
-        result["points"].append(run_point(p, backends, torch_device, log))
+        result["points"].append(run_point(p, backends, torch_device, log, runs))
         result["wall_s"] = round(time.perf_counter() - t0, 1)
         if on_point:
             on_point(result)
     return result
 
 
-def _header(backends: list[str], torch_device: str | None) -> dict[str, Any]:
+def _header(backends: list[str], torch_device: str | None, budget_s: float) -> dict[str, Any]:
     return {
         "benchmark": "MLP training step (Adam, float32) sweep, gpulab bench --sweep",
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -204,7 +216,7 @@ def _header(backends: list[str], torch_device: str | None) -> dict[str, Any]:
         "python": sys.version.split()[0],
         "steps_per_run": STEPS,
         "timing": f"ms per step = one run of {STEPS} steps (last loss read back) / {STEPS}; "
-        f"runs per point: one run's time sets how many fit {BUDGET_S} s per backend, "
+        f"runs per point: one run's time sets how many fit {budget_s} s per backend, "
         f"clamped to [{MIN_RUNS}, {MAX_RUNS}], after a warm-up run",
         "flops_rule": FLOPS_RULE,
         "precision": NO_TENSOR_CORES,
@@ -304,8 +316,9 @@ def plot(result: dict[str, Any], path: str) -> None:
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     soft = {b for row in result["points"] for b, r in row["results"].items() if r.get("software")}
-    for label in _labels(result):
-        for layers in sorted({r["layers"] for r in result["points"]}):
+    depths = sorted({r["layers"] for r in result["points"]})
+    for n, label in enumerate(_labels(result)):
+        for layers in depths:
             pts = sorted(
                 (r["flops"], r["results"][label]["median_ms"])
                 for r in result["points"]
@@ -313,11 +326,13 @@ def plot(result: dict[str, Any], path: str) -> None:
             )
             if pts:
                 xs, ys = zip(*pts, strict=True)
-                style = "-o" if layers == min(r["layers"] for r in result["points"]) else "--s"
+                # a colour per backend, a line style per depth
+                style = ("-o", "--s", ":^", "-.v")[depths.index(layers) % 4]
                 ax.plot(
                     xs,
                     ys,
                     style,
+                    color=f"C{n}",
                     label=f"{label}{' (software)' if label in soft else ''}, {layers} layers",
                     markersize=4,
                 )
@@ -382,6 +397,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--allow-software", action="store_true", help="let wgpu use lavapipe")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--png", help="write the cost-curve plot here (matplotlib)")
+    ap.add_argument(
+        "--budget-s",
+        type=float,
+        default=BUDGET_S,
+        help=f"timed seconds per point and backend that set its run count ({BUDGET_S})",
+    )
     ap.add_argument("--report", help="run nothing: print the table and plot --png from this JSON")
     args = ap.parse_args(argv)
     if args.report:
@@ -402,6 +423,7 @@ def main(argv: list[str] | None = None) -> int:
         device,
         log=lambda s: print(s, file=sys.stderr),
         on_point=(lambda r: _write_json(r, args.json)) if args.json else None,
+        budget_s=args.budget_s,
     )
     _report(result, args.png)
     # a point past the protocol's limits (LIMIT, before any device work) is a reported
