@@ -202,6 +202,26 @@ def test_sessions_equal_chained_executes_bit_for_bit(gl_page: Any, where: str) -
     assert p["afterDispose"]["code"] == "DISPOSED"
 
 
+@pytest.mark.parametrize("hidden", [16, 20, 18])
+def test_packed_parameters_give_the_bits_of_unpacked_ones(gl_page: Any, hidden: int) -> None:
+    """Parameters and Adam moments stored packed (RGBA32F, 4 values of a row per texel) give
+    the bits of the R32F program: losses of 5 session steps, every carried tensor, an execute's
+    outputs. w1 [12, hidden] packs where hidden is a multiple of 4: then it is updated in one
+    4-wide pass and never packed again for x @ w1; w2 never packs (a transpose reads it)."""
+    dims = {"B": 8, "I": 12, "H": hidden, "O": 4}
+    r = scenario(gl_page, "packedParameters", "main", {"dims": dims})
+    packed, plain = r["packed"], r["plain"]
+    assert packed["losses"] == plain["losses"]
+    assert packed["state"] == plain["state"]
+    assert packed["execute"] == plain["execute"]
+    assert len(set(packed["losses"])) == 5, "the MLP is not training"
+    wide = [p for p in packed["passes"] if "A_PACKED=1" in p]
+    assert len(wide) == (1 if hidden % 4 == 0 else 0), packed["passes"]
+    assert not any("A_PACKED" in p for p in plain["passes"]), plain["passes"]
+    packs = sum(p.startswith("pack.glsl") for p in packed["passes"])
+    assert packs == sum(p.startswith("pack.glsl") for p in plain["passes"]) - len(wide)
+
+
 @pytest.mark.parametrize("where", WHERE)
 def test_carry_by_swap_and_by_copy(gl_page: Any, where: str) -> None:
     r = scenario(gl_page, "carryPaths", where)

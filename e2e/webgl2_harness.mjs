@@ -470,6 +470,41 @@ export async function sessions() {
 }
 
 /**
+ * Packed parameters (packing.mjs) against every tensor in R32F (hook webgl2NoPacking): five
+ * session steps of the MLP at dims whose weight matrices pack (hidden width a multiple of 4)
+ * and at dims where only w1 does, plus one execute; the losses, every carried tensor
+ * downloaded after the steps, the execute's outputs, and the shaders of one profiled step.
+ * @param {{dims?: typeof SMALL}} [o]
+ */
+export async function packedParameters({ dims = SMALL } = {}) {
+  const out = {};
+  for (const [lane, extra] of [['packed', {}], ['plain', { webgl2NoPacking: true }]]) {
+    const log = [];
+    const hooks = { ...extra };
+    const rt = await createRuntime({ ...SOFT, hooks });
+    const { graph, feeds, carry, step } = mlpSession(dims);
+    const session = await rt.prepare(graph, { feeds, carry, outputs: ['loss'] });
+    const losses = [];
+    for (let s = 0; s < 5; s++) losses.push(toBase64((await session.run([step(s)])).outputs.loss.data));
+    const CARRIED = { w1: 2, w2: 3, m1: 4, v1: 5, m2: 6, v2: 7, t: 8 };
+    const state = {};
+    for (const n of STATE_NAMES) state[n] = toBase64(await session.download(CARRIED[n]));
+    session.dispose();
+    const executed = await rt.execute(mlpGraph({ fed: false, dims }));
+    const execute = Object.fromEntries(Object.entries(executed.outputs)
+      .map(([n, o]) => [n, toBase64(o.data)]));
+    rt.dispose();
+    const prt = await createRuntime({ ...SOFT, hooks: { ...extra, webgl2Profile: log } });
+    const ps = await prt.prepare(graph, { feeds, carry, outputs: ['loss'] });
+    await ps.run([step(0)]);
+    ps.dispose();
+    prt.dispose();
+    out[lane] = { losses, state, execute, passes: log.map((p) => `${p.key} (${p.n})`) };
+  }
+  return out;
+}
+
+/**
  * Carry by copy as well as by swap: one output carried into two inputs, a constant carried, a
  * data input carried. Three runs of one step; the outputs and carried inputs after each.
  */

@@ -24,12 +24,49 @@ vec4 kernel4(int i) {
 uniform sampler2D u_a;
 uniform sampler2D u_bias;
 uniform float u_eps;
-// The update of one element from its new moments m and v.
-float update(float m, float v) {
+// The update of parameter value a from its new moments m and v.
+float updateOf(float a, float m, float v) {
   vec4 bias = texelFetch(u_bias, ivec2(0, 0), 0);  // step, sqrt(1 - beta2^t)
-  return loadHere(u_a) - (bias.x * m) / (sqrt_f32(v) / bias.y + u_eps);
+  return a - (bias.x * m) / (sqrt_f32(v) / bias.y + u_eps);
 }
-#if defined(STAGE_FUSED)
+float update(float m, float v) { return updateOf(loadHere(u_a), m, v); }
+#if defined(STAGE_FUSED) && defined(PACKED_OUT)
+// The packed update (packing.mjs): texel t holds elements 4t .. 4t+3 of the three results.
+// Each operand is packed too (X_PACKED: its texel t, here) or an R32F tensor (4 loads); each
+// element is computed by the same statements as in the one-element pass below.
+uniform sampler2D u_m0;
+uniform sampler2D u_v0;
+vec4 quad(sampler2D t, int i, bool packed) {
+  if (packed) return texelFetch(t, ivec2(gl_FragCoord.xy), 0);
+  return vec4(load(t, 4 * i), load(t, 4 * i + 1), load(t, 4 * i + 2), load(t, 4 * i + 3));
+}
+#if defined(RESULT_LAYERS) || defined(RESULT_FLAT)
+vec4 gradient4(int t) { return resultTexel(t); }
+#else
+uniform sampler2D u_g;
+vec4 gradient4(int t) { return quad(u_g, t, G_PACKED == 1); }
+#endif
+uniform float u_b1;
+uniform float u_c1;
+uniform float u_b2;
+uniform float u_c2;
+void one(float g, float a, float m0, float v0, out float p, out float m, out float v) {
+  m = u_b1 * m0 + u_c1 * g;
+  v = u_b2 * v0 + u_c2 * g * g;
+  p = updateOf(a, m, v);
+}
+// Components spelled out: a loop indexing vec4s is many times slower on SwiftShader.
+void kernel3v(int t, out vec4 p, out vec4 m, out vec4 v) {
+  vec4 g = gradient4(t);
+  vec4 a = quad(u_a, t, A_PACKED == 1);
+  vec4 m0 = quad(u_m0, t, M_PACKED == 1);
+  vec4 v0 = quad(u_v0, t, V_PACKED == 1);
+  one(g.x, a.x, m0.x, v0.x, p.x, m.x, v.x);
+  one(g.y, a.y, m0.y, v0.y, p.y, m.y, v.y);
+  one(g.z, a.z, m0.z, v0.z, p.z, m.z, v.z);
+  one(g.w, a.w, m0.w, v0.w, p.w, m.w, v.w);
+}
+#elif defined(STAGE_FUSED)
 uniform sampler2D u_m0;
 uniform sampler2D u_v0;
 #if defined(RESULT_LAYERS) || defined(RESULT_FLAT)

@@ -92,6 +92,24 @@ void main() {
   o_7 = r[7];
 #endif
 }
+#elif defined(OUT3) && defined(PACKED_OUT)
+// Kernels that compute three packed tensors of the output's size at once (3 color
+// attachments, RGBA32F) define the three texels t (u_n texels).
+layout(location = 0) out vec4 o_0;
+layout(location = 1) out vec4 o_1;
+layout(location = 2) out vec4 o_2;
+void kernel3v(int t, out vec4 r0, out vec4 r1, out vec4 r2);
+void main() {
+  ivec2 p = ivec2(gl_FragCoord.xy);
+  int t = p.y * u_w + p.x;
+  vec4 r0 = vec4(0.0);
+  vec4 r1 = vec4(0.0);
+  vec4 r2 = vec4(0.0);
+  if (t < u_n) kernel3v(t, r0, r1, r2);
+  o_0 = r0;
+  o_1 = r1;
+  o_2 = r2;
+}
 #elif defined(OUT3)
 // Kernels that compute three tensors of the output's size at once (3 color attachments,
 // R32F) define the three values of element i.

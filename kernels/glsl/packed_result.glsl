@@ -28,4 +28,20 @@ float resultValue(int i) {
   return load4(u_rp, r * u_rtpr + c / 4)[c & 3];
 #endif
 }
+
+// Values 4t .. 4t+3 of the result, when N is a multiple of 4 (a packed tensor's texel t).
+vec4 resultTexel(int t) {
+#if defined(RESULT_LAYERS)
+  int tpr = u_rcols / 4;
+  int r = t / tpr;
+  int j = t - r * tpr;
+  int matrix = r / u_rm;
+  int m = r - matrix * u_rm;
+  int g = m / u_rrows;
+  int groups = (u_rm + u_rrows - 1) / u_rrows;
+  return texelFetch(u_rq, ivec3(j, matrix * groups + g, m - u_rrows * g), 0);
+#else
+  return load4(u_rp, t);
+#endif
+}
 #endif

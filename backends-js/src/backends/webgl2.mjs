@@ -19,6 +19,7 @@
 //                               textures would pass the texture limit
 //   hooks.webgl2BlockRows       4: matmul blocks of 4 rows, as on a context with fewer than 8
 //                               draw buffers (default: 8 where there are 8)
+//   hooks.webgl2NoPacking       true: no tensor is stored packed (packing.mjs), every one R32F
 //   hooks.webgl2Profile         an array: run() then syncs after every draw and pushes
 //                               {key, n, ms} per pass (per-kernel timing; slows runs down)
 // and fills in
@@ -72,7 +73,8 @@ export async function createBackend({ allowSoftware = false, softwareHint, hooks
     gl.getParameter(gl.MAX_COLOR_ATTACHMENTS));
   const blockRows = drawBuffers >= 8 && hooks?.webgl2BlockRows !== 4 ? 8 : 4;
   const env = { gl, ctx, pool, shaders, profile: hooks?.webgl2Profile,
-    kernelOptions: { flatMatmul: Boolean(hooks?.webgl2FlatMatmul), blockRows } };
+    kernelOptions: { flatMatmul: Boolean(hooks?.webgl2FlatMatmul), blockRows,
+      packing: !hooks?.webgl2NoPacking } };
   let disposed = false;
 
   const stats = () => ({ ...pool.stats(), programs: shaders.handles.size, livePrograms: programs.size });

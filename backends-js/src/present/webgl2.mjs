@@ -11,14 +11,17 @@ void main() {
   gl_Position = vec4(xy * 2.0 - 1.0, 0.0, 1.0);
 }`;
 
-/** Texture kind -> sampler type and how a texel becomes a float. */
+/** Texture kind -> sampler type and how element i becomes a float. */
+const T = 'ivec2(i % u_texw, i / u_texw)';
 const SAMPLERS = {
-  float: ['sampler2D', 'texelFetch(u_tex, t, 0).r'],
-  int: ['isampler2D', 'float(texelFetch(u_tex, t, 0).r)'],
-  uint: ['usampler2D', 'float(texelFetch(u_tex, t, 0).r)'],
+  float: ['sampler2D', `texelFetch(u_tex, ${T}, 0).r`],
+  int: ['isampler2D', `float(texelFetch(u_tex, ${T}, 0).r)`],
+  uint: ['usampler2D', `float(texelFetch(u_tex, ${T}, 0).r)`],
+  // a packed tensor (backends/webgl2/packing.mjs): 4 consecutive elements per RGBA texel
+  packed: ['sampler2D', 'texelFetch(u_tex, ivec2((i / 4) % u_texw, (i / 4) / u_texw), 0)[i & 3]'],
 };
 
-/** @param {'float'|'int'|'uint'} kind */
+/** @param {'float'|'int'|'uint'|'packed'} kind */
 const fragment = (kind) => `#version 300 es
 precision highp float;
 precision highp int;
@@ -34,7 +37,6 @@ void main() {
   int col = min(int(gl_FragCoord.x), u_size.x - 1);
   int row = u_size.y - 1 - min(int(gl_FragCoord.y), u_size.y - 1);  // GL's origin: bottom left
   int i = row * u_size.x + col;
-  ivec2 t = ivec2(i % u_texw, i / u_texw);
   o_colour = vec4(colour(${SAMPLERS[kind][1]}, u_mode, u_vmin, u_vmax), 1.0);
 }`;
 
@@ -49,7 +51,7 @@ function compile(gl, type, source) {
   return shader;
 }
 
-/** @param {WebGL2RenderingContext} gl @param {'float'|'int'|'uint'} kind */
+/** @param {WebGL2RenderingContext} gl @param {'float'|'int'|'uint'|'packed'} kind */
 function link(gl, kind) {
   const prog = gl.createProgram();
   gl.attachShader(prog, compile(gl, gl.VERTEX_SHADER, VERTEX));
@@ -77,8 +79,9 @@ const webgl2Presenter = {
       async draw(prog, id) {
         prog.checkLive();
         const tex = prog.currentTexture(id);
-        if (!linked.has(tex.kind)) linked.set(tex.kind, link(gl, tex.kind));
-        const p = linked.get(tex.kind);
+        const kind = tex.channels === 4 ? 'packed' : tex.kind;
+        if (!linked.has(kind)) linked.set(kind, link(gl, kind));
+        const p = linked.get(kind);
         const own = /** @type {OffscreenCanvas} */ (gl.canvas);
         if (own.width !== view.width) own.width = view.width;
         if (own.height !== view.height) own.height = view.height;

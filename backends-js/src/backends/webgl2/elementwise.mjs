@@ -98,7 +98,7 @@ registerKernel('adam_update', (node, k) => {
     const b1 = k.node(b).attrs.beta1;
     const b2 = k.node(c).attrs.beta2;
     const fused = {
-      shader: 'adam_update.glsl', defines: { OUT3: 1, STAGE_FUSED: 1 },
+      shader: 'adam_update.glsl', defines: { OUT3: 1, STAGE_FUSED: 1, ...packedDefines(k, node.id, a, m0, v0, g) },
       inputs: { u_a: k.slot(a), u_bias: bias, u_m0: k.slot(m0), u_v0: k.slot(v0) },
       uniforms: { u_eps: ['f', eps], u_b1: ['f', b1], u_c1: ['f', 1 - b1], u_b2: ['f', b2],
         u_c2: ['f', 1 - b2] },
@@ -123,4 +123,32 @@ registerKernel('adam_update', (node, k) => {
     target: k.out,
   });
   return passes;
-}, { absorbs: adamMoments });
+}, { absorbs: adamMoments, packs: {
+  // packed: the fused pass only (one fragment per 4 elements of the three results)
+  reads: (node, id, view) => fusedUpdate(node, view) &&
+    [...node.operands.slice(0, 3), ...moments(node, view).flatMap((n) => n.operands)].includes(id),
+  writes: (node, view) => (fusedUpdate(node, view) ? [node.id, node.operands[1], node.operands[2]] : null),
+} });
+
+/** Whether an update's pass computes its moments (they are absorbed). @param {any} node @param {any} view */
+function fusedUpdate(node, view) {
+  return view.absorber(node.operands[1]) === node.id && view.absorber(node.operands[2]) === node.id;
+}
+
+/** The adam_m and adam_v nodes of an update. @param {any} node @param {any} view */
+function moments(node, view) {
+  return [view.nodeOf(node.operands[1]), view.nodeOf(node.operands[2])];
+}
+
+/**
+ * Defines of the fused pass for a packed update: PACKED_OUT and which operands are packed (the
+ * rest are R32F tensors read 4 at a time); none for an update stored as R32F.
+ * @param {import('./registry.mjs').KernelContext} k @param {number} id the update
+ * @param {number} a @param {number} m0 @param {number} v0 @param {number} g
+ */
+function packedDefines(k, id, a, m0, v0, g) {
+  if (!k.packed(id)) return {};
+  const bit = (id) => (k.packed(id) ? 1 : 0);
+  return { PACKED_OUT: 1, A_PACKED: bit(a), M_PACKED: bit(m0), V_PACKED: bit(v0),
+    ...(k.absorbed(g) ? {} : { G_PACKED: bit(g) }) };
+}

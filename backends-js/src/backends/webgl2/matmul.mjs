@@ -37,6 +37,8 @@ function rowsOf(shape) {
  */
 function packPass(k, id, rowPerLine) {
   const shape = k.shape(id);
+  // a tensor the program keeps packed (packing.mjs) is already this texture: no pass
+  if (rowPerLine && k.packed?.(id)) return { target: k.slot(id) };
   const [rows, cols] = rowsOf(shape);
   const tpr = texelsPerRow(cols);
   const source = k.transposeSource(id);
@@ -56,6 +58,23 @@ function blocksFit({ node, k, M, N, K, batch }) {
   const within = (rows, cols) => rows <= max && texelsPerRow(cols) <= max;
   const groups = Math.ceil(M / k.options.blockRows);
   return within(...a) && within(...b) && within(sizeOf(batch) * groups, N) && K > 0;
+}
+
+/**
+ * Whether a matmul node takes the block path (the only one that reads packed tensors).
+ * @param {any} node @param {{nodeOf: (id: number) => any, maxTextureSize: number,
+ *   options: {flatMatmul: boolean, blockRows: number}}} view
+ */
+export function takesBlocks(node, view) {
+  if (view.options?.flatMatmul) return false;
+  const k = { shape: (id) => view.nodeOf(id).shape, maxTextureSize: view.maxTextureSize,
+    options: view.options };
+  const sa = k.shape(node.operands[0]);
+  const out = node.shape;
+  const outBatch = out.slice(0, -2);
+  const batch = [...Array(2 - outBatch.length).fill(1), ...outBatch];
+  return blocksFit({ node, k, M: out[out.length - 2], N: out[out.length - 1],
+    K: sa[sa.length - 1], batch });
 }
 
 /**
@@ -86,7 +105,7 @@ export function matmulProduct(node, k) {
     const groups = Math.ceil(M / rows);
     const product = k.temp4(sizeOf(batch) * groups * tn, { layers: rows, width: tn });
     return {
-      passes: [packA, packB, {
+      passes: [...[packA, packB].filter((p) => p.shader), {
         shader: 'matmul_blocks.glsl', defines: { BLOCK_ROWS: rows },
         inputs: { u_a: packA.target, u_b: packB.target }, target: product,
         uniforms: { u_shape: ['i4', [...batch, groups, tn]], u_m: ['i', M], u_k: ['i', K],
@@ -118,4 +137,8 @@ export function matmulProduct(node, k) {
 registerKernel('matmul', (node, k) => {
   const { passes, read } = matmulProduct(node, k);
   return [...passes, { shader: 'unpack.glsl', ...read, target: k.out }];
-}, { readsTransposed: true });
+}, { readsTransposed: true, packs: {
+  // a packed operand is its own block-path packing (one matrix row per texture row)
+  reads: (node, _id, view) => takesBlocks(node, view),
+  writes: () => null,
+} });

@@ -14,6 +14,7 @@ import { unsupportedError } from '../../kernels.mjs';
 import { indexError } from '../../values.mjs';
 import { blockOf, packedWords, storedLength } from '../../dtypes.mjs';
 import { absorbedNodes, foldedTransposes } from './fusion.mjs';
+import { packedNodes } from './packing.mjs';
 import {
   blitCopy, upload, download, layoutFor, sizeKey, texKey, texKindOf,
 } from './textures.mjs';
@@ -56,6 +57,11 @@ export class WebGL2Program {
     /** Nodes whose texture is never shared: everything readable from outside, and constants. */
     this.pinned = new Set([...checked.outputs.map((o) => o.id), ...this.feeds, ...this.carry.keys(),
       ...this.carry.values(), ...keep]);
+    this.keep = new Set(keep);
+    /** @type {Set<number>} nodes stored packed (packing.mjs), decided in build() */
+    this.packed = new Set();
+    /** @type {Set<number>} slots holding a packed tensor (4 values per texel) */
+    this.packedSlots = new Set();
     /** @type {Map<string, import('./textures.mjs').Tex[]>} textures free for reuse, by size */
     this.reusable = new Map();
     /** @type {import('./textures.mjs').Tex[]} texture of each slot */
@@ -97,10 +103,23 @@ export class WebGL2Program {
   nodeSlot(id) {
     if (!this.slotOf.has(id)) {
       const node = this.nodes.get(id);
-      this.slotOf.set(id, this.allocate(texelCount(node), !this.pinned.has(id),
-        { kind: texKindOf(node.dtype ?? 'float32') }));
+      if (this.packed.has(id)) {
+        const cols = node.shape[node.shape.length - 1];
+        const slot = this.allocate(sizeOf(node.shape) / 4, !this.pinned.has(id),
+          { channels: 4, width: cols / 4 });
+        this.packedSlots.add(slot);
+        this.slotOf.set(id, slot);
+      } else {
+        this.slotOf.set(id, this.allocate(texelCount(node), !this.pinned.has(id),
+          { kind: texKindOf(node.dtype ?? 'float32') }));
+      }
     }
     return this.slotOf.get(id);
+  }
+
+  /** Elements held by a slot (a packed one holds 4 per texel). @param {number} slot */
+  elementsOf(slot) {
+    return this.slotSize[slot] * (this.packedSlots.has(slot) ? 4 : 1);
   }
 
   /** Allocate, record, compile and upload; the first step can run afterwards. */
@@ -109,6 +128,11 @@ export class WebGL2Program {
       const node = this.nodes.get(id);
       if (node.op === 'input' || kernelFor(node.op)?.constant) this.pinned.add(id);
     }
+    const graph = { order: this.order, nodes: this.nodes, pinned: this.pinned };
+    this.folded = foldedTransposes(graph);
+    this.absorbed = absorbedNodes(graph, this.folded);
+    this.packed = packedNodes(graph, this.absorbed, this.folded, this.carry, this.keep,
+      { maxTextureSize: this.env.pool.maxSize, options: this.env.kernelOptions });
     for (const id of [...this.order, ...this.feeds, ...this.carry.keys(), ...this.carry.values()]) {
       if (this.pinned.has(id)) this.nodeSlot(id);
     }
@@ -132,9 +156,8 @@ export class WebGL2Program {
   recordKernels() {
     const init = [];
     const step = [];
-    const graph = { order: this.order, nodes: this.nodes, pinned: this.pinned };
-    const folded = foldedTransposes(graph);
-    const absorbed = absorbedNodes(graph, folded);
+    const folded = this.folded;
+    const absorbed = this.absorbed;
     /** An operand as it is read: a folded transpose is read from its source. @param {number} op */
     const source = (op) => folded.get(op) ?? op;
     const position = new Map(this.order.map((id, i) => [id, i]));
@@ -169,6 +192,7 @@ export class WebGL2Program {
         options: this.env.kernelOptions,
         transposeSource: (opId) => folded.get(opId),
         absorbed: (opId) => absorbed.get(opId) === id,
+        packed: (opId) => this.packed.has(opId),
         node: (opId) => this.nodes.get(opId),
         temp: (n) => {
           temps.push(this.allocate(n, true));
@@ -404,7 +428,7 @@ export class WebGL2Program {
   read(id, beforeCarry = false) {
     const slot = this.currentSlot(id, beforeCarry);
     const dtype = this.nodes.get(id)?.dtype ?? 'float32';
-    return download(this.gl, this.slots[slot], this.slotSize[slot], dtype);
+    return download(this.gl, this.slots[slot], this.elementsOf(slot), dtype);
   }
 
   /** The slot holding a node's current value (see read). @param {number} id @param {boolean} [beforeCarry] */

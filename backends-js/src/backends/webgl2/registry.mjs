@@ -17,8 +17,9 @@ import { registrarFor, getKernel as lookup } from '../../kernels.mjs';
  * @property {(id: number) => number[]} shape  shape of a node
  * @property {number} out                      slot of this node's output
  * @property {number} maxTextureSize            the texture width/height limit
- * @property {{flatMatmul: boolean, blockRows: number}} options  how matmul blocks: the flat
- *   path only (test hook), rows per block (8 where the context has 8 draw buffers, else 4)
+ * @property {{flatMatmul: boolean, blockRows: number, packing: boolean}} options  how matmul
+ *   blocks: the flat path only (test hook), rows per block (8 where the context has 8 draw
+ *   buffers, else 4); packing: whether tensors may be stored packed (test hook off)
  * @property {(id: number) => number|undefined} transposeSource  for an operand that is a
  *   transpose the program does not compute: the node it transposes (read that instead)
  * @property {(id: number) => boolean} absorbed  whether this kernel computes operand id itself
@@ -26,6 +27,8 @@ import { registrarFor, getKernel as lookup } from '../../kernels.mjs';
  * @property {(n: number) => number} temp      a scratch tensor of n elements for this node
  * @property {(n: number) => number} check   an index op's check texture of n uint32 words
  *   (index.mjs), kept and read back by the program after every step
+ * @property {(id: number) => boolean} packed  whether a node's tensor (or this node's output, k.out)
+ *   is stored packed (packing.mjs: RGBA32F, 4 elements of a row per texel, a row per texture row)
  * @property {(texels: number, format?: {layers?: number, width?: number}) => number} temp4
  *   a packed RGBA32F scratch texture of that many texels (per layer), optionally a 4-layer array
  *   or with a fixed width
@@ -35,7 +38,8 @@ import { registrarFor, getKernel as lookup } from '../../kernels.mjs';
 /**
  * @typedef {(node: any, graph: {nodeOf: (id: number) => any, pinned: (id: number) => boolean})
  *   => number[][]} Absorbs  sets of operand nodes the kernel can compute itself, preferred first
- * @typedef {{build: Kernel, constant: boolean, readsTransposed: boolean, absorbs: Absorbs|null}} KernelEntry
+ * @typedef {{build: Kernel, constant: boolean, readsTransposed: boolean, absorbs: Absorbs|null,
+ *   packs: import('./packing.mjs').Packs|null}} KernelEntry
  */
 
 export const BACKEND = 'webgl2';
@@ -47,7 +51,7 @@ const register = registrarFor(BACKEND, 'build');
  * @param {string} op
  * @param {Kernel} build
  * @param {{constant?: boolean, readsTransposed?: boolean, absorbs?: Absorbs,
- *   dtypes?: string[]}} [opts]
+ *   packs?: import('./packing.mjs').Packs, dtypes?: string[]}} [opts]
  *   constant: the result never changes (computed once at prepare);
  *   readsTransposed: the kernel can read a transpose operand from its source
  *   (k.transposeSource), so a transpose consumed only by such kernels is never computed;
@@ -55,11 +59,13 @@ const register = registrarFor(BACKEND, 'build');
  *   the program takes one (they feed nothing outside the set) they are not recorded on their
  *   own, k.absorbed(id) says so, and the kernel computes them (writing k.slot(id) where the
  *   value is needed outside);
+ *   packs: which operands the kernel reads packed and which nodes it writes packed
+ *   (packing.mjs), k.packed(id) says what the program chose;
  *   dtypes: the node dtypes it handles (default float32)
  */
 export function registerKernel(op, build, { constant = false, readsTransposed = false,
-  absorbs = null, dtypes = undefined } = {}) {
-  register(op, build, { constant, readsTransposed, absorbs, ...(dtypes ? { dtypes } : {}) });
+  absorbs = null, packs = null, dtypes = undefined } = {}) {
+  register(op, build, { constant, readsTransposed, absorbs, packs, ...(dtypes ? { dtypes } : {}) });
 }
 
 /** @param {string} op @returns {KernelEntry|undefined} */

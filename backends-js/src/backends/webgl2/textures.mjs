@@ -191,7 +191,7 @@ export const texKey = (tex) => sizeKey(tex.w, tex.h, tex.channels, tex.layers, t
  * @param {WebGL2RenderingContext} gl @param {Tex} tex @param {ArrayBufferView} data
  */
 function texelsOf(gl, tex, data) {
-  if (tex.kind === 'float') return [gl.RED, gl.FLOAT, data];
+  if (tex.kind === 'float') return [tex.channels === 4 ? gl.RGBA : gl.RED, gl.FLOAT, data];
   const words = toDeviceWords(/** @type {any} */ (data));
   if (tex.kind === 'int') {
     return [gl.RED_INTEGER, gl.INT, new Int32Array(words.buffer, words.byteOffset, words.length)];
@@ -201,7 +201,8 @@ function texelsOf(gl, tex, data) {
 
 /**
  * Upload n values into a texture (full rows, then the partial last row): float32 data into a
- * float texture, the 32-bit words of any other dtype into an integer one.
+ * float texture (a packed RGBA32F tensor takes 4 consecutive values per texel: packing.mjs),
+ * the 32-bit words of any other dtype into an integer one.
  * @param {WebGL2RenderingContext} gl
  * @param {Tex} tex
  * @param {import('../../dtypes.mjs').TypedData} data
@@ -209,11 +210,13 @@ function texelsOf(gl, tex, data) {
 export function upload(gl, tex, data) {
   gl.bindTexture(gl.TEXTURE_2D, tex.texture);
   const [format, type, texels] = texelsOf(gl, tex, data);
-  const rows = Math.floor(texels.length / tex.w);
+  const per = tex.kind === 'float' ? tex.channels : 1;  // values per texel
+  const count = Math.ceil(texels.length / per);
+  const rows = Math.floor(count / tex.w);
   if (rows > 0) gl.texSubImage2D(gl.TEXTURE_2D, 0, 0, 0, tex.w, rows, format, type, texels, 0);
-  const rest = texels.length - rows * tex.w;
+  const rest = count - rows * tex.w;
   if (rest > 0) {
-    gl.texSubImage2D(gl.TEXTURE_2D, 0, 0, rows, rest, 1, format, type, texels, rows * tex.w);
+    gl.texSubImage2D(gl.TEXTURE_2D, 0, 0, rows, rest, 1, format, type, texels, rows * tex.w * per);
   }
 }
 
@@ -256,6 +259,12 @@ export function blitCopy(gl, from, to) {
 export function download(gl, tex, n, dtype = 'float32') {
   if (tex.kind && tex.kind !== 'float') return downloadInteger(gl, tex, n, dtype);
   gl.bindFramebuffer(gl.READ_FRAMEBUFFER, tex.framebuffer);
+  if (tex.channels === 4) {
+    // a packed tensor (packing.mjs): its texels in order are its values in order
+    const buf = new Float32Array(tex.w * Math.ceil(n / 4 / tex.w) * 4);
+    gl.readPixels(0, 0, tex.w, buf.length / 4 / tex.w, gl.RGBA, gl.FLOAT, buf);
+    return buf.length === n ? buf : buf.slice(0, n);
+  }
   const red = readsRed(gl);
   const rows = Math.ceil(n / tex.w);
   const channels = red ? 1 : 4;
