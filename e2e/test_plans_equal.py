@@ -5,7 +5,9 @@ plans must be deep-equal JSON, so the browser WebGPU backend and the wgpu-py exe
 the same kernels with the same params. The limit sets cover devices with 16 and 32 KiB of
 workgroup storage, small devices (dispatches split over y/z, buffers past the limit) and
 software adapters (`minMatmulWorkgroups` 1); the matmul kernel follows the work and that limit
-(docs/plan.md), so one graph per matmul kernel is planned too.
+(docs/plan.md), so one graph per matmul kernel is planned too. The storage-buffer limit decides
+how many Adam parameters one dispatch updates (planner_multi.py): graphs of 2..8 parameters and
+random ones with chained updates and cross-entropy pairs (e2e/multi_graphs.py) cover it.
 """
 
 from __future__ import annotations
@@ -25,20 +27,27 @@ from gpulab.native.planner import plan_graph
 from gpulab.protocol import validate
 
 from e2e.conformance.runner import load_cases
+from e2e.multi_graphs import adam_chain_graph, multi_graph, params_graph
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = Path(__file__).with_name("plans_js.mjs")
 LIMIT_SETS = [
-    {"maxComputeWorkgroupStorageSize": 16384},
-    {"maxComputeWorkgroupStorageSize": 32768},
+    # 64 storage buffers a stage: multi-tensor Adam of up to 8 parameters (planner_multi.py)
+    {"maxComputeWorkgroupStorageSize": 16384, "maxStorageBuffersPerShaderStage": 64},
+    {"maxComputeWorkgroupStorageSize": 32768},  # WebGPU's default 8: one parameter a dispatch
     # a tiny device: every dispatch over 3 workgroups splits over y (and z); big buffers refused
     {
         "maxComputeWorkgroupStorageSize": 16384,
         "maxComputeWorkgroupsPerDimension": 3,
         "maxStorageBufferBindingSize": 4096,
+        "maxStorageBuffersPerShaderStage": 15,
     },
     # a software adapter (SwiftShader, lavapipe): big matmul tiles whatever the workgroup count
-    {"maxComputeWorkgroupStorageSize": 32768, "minMatmulWorkgroups": 1},
+    {
+        "maxComputeWorkgroupStorageSize": 32768,
+        "minMatmulWorkgroups": 1,
+        "maxStorageBuffersPerShaderStage": 32,  # lavapipe's: 4 parameters a dispatch
+    },
 ]
 SOFTWARE = 3  # the index of the software limit set
 
@@ -122,6 +131,16 @@ def _matmul_cases() -> list[dict]:
     ]
 
 
+def _multi_cases() -> list[dict]:
+    """planner_multi.py's dispatches: one case per adam_multiK kernel, chained updates, and
+    random graphs of many parameters and cross-entropy pairs."""
+    rng = np.random.default_rng(20261201)
+    cases = [{"name": f"multi/params_{k}", "graph": params_graph(k)} for k in range(2, 9)]
+    cases.append({"name": "multi/adam_chain", "graph": adam_chain_graph()})
+    cases += [{"name": f"multi/random_{i}", "graph": multi_graph(rng)} for i in range(20)]
+    return [{**c, "op": "adam_update"} for c in cases]
+
+
 def _python_plans(graph: dict) -> list[Any]:
     try:
         checked = validate(graph)
@@ -164,7 +183,7 @@ def _js_plans(cases: list[dict]) -> dict[str, list[Any]]:
 def cases() -> list[dict]:
     found = load_cases()
     assert len(found) > 100, "the conformance corpus is missing"
-    return found + _matmul_cases()
+    return found + _matmul_cases() + _multi_cases()
 
 
 def test_python_and_js_plans_are_equal_for_every_case(cases: list[dict]) -> None:
@@ -191,8 +210,11 @@ def test_the_limit_sets_exercise_every_planner_path(cases: list[dict]) -> None:
             kernels[i] |= {s["kernel"] for s in plan["steps"]}
             split += any(s["dispatch"][1] > 1 for s in plan["steps"])
     wgsl = {p.stem for p in (ROOT / "kernels" / "wgsl").glob("*.wgsl")}
-    assert kernels[0] == kernels[1] == wgsl, "a kernel no case plans, or a plan names no file"
-    assert kernels[SOFTWARE] == wgsl, "the software limit set misses a kernel"
+    multi = {f"adam_multi{k}" for k in range(2, 9)}  # from 15, 29, .. 57 storage buffers
+    assert kernels[0] == wgsl, "a kernel no case plans, or a plan names no file"
+    assert kernels[1] == wgsl - multi, "8 storage buffers: one Adam parameter a dispatch"
+    assert kernels[2] & multi == {"adam_multi2"}
+    assert kernels[SOFTWARE] == wgsl - multi | {"adam_multi2", "adam_multi3", "adam_multi4"}
     for kernel in MATMUL_KERNEL_SHAPES:  # the shape table above really picks each kernel
         plan = plan_graph(validate(matmul_kernel_graph(kernel)))
         assert [s["kernel"] for s in plan["steps"]] == [kernel]

@@ -9,6 +9,7 @@ Sources -> generated files (docs/architecture.md, "Generated files", has the tab
 - backends-js/src/ops.json (the op table) -> pylib/gpulab/ops.json (byte copy);
 - kernels/ops.json (the kernel table) -> pylib/gpulab/kernels/ops.json (byte copy);
 - kernels/gen/matmul.py -> the register-blocked matmul kernels kernels/wgsl/matmul*.wgsl;
+- kernels/gen/adam_multi.py -> the multi-tensor Adam kernels kernels/wgsl/adam_multi*.wgsl;
 - kernels/wgsl/*.wgsl -> pylib/gpulab/kernels/wgsl/ (byte copies: wgpu-py reads those);
 - e2e/conformance/generate.py (+ bad_graphs.py) -> cases.json, bad_graphs.json;
 - kernels/ops.json -> the `#if defined(OP_x)` arms of kernels/glsl/unary.glsl, binary.glsl;

@@ -16,6 +16,7 @@ import { STUDENT_DTYPES, STUDENT_RULES } from './planner-student.mjs';
 import { INDEX_DTYPES, INDEX_RULES } from './planner-index.mjs';
 import { WINDOW_RULES, convGemm, planConvPass } from './planner-window.mjs';
 import { findEpilogues, planEpilogue } from './planner-epilogue.mjs';
+import { findMulti, planAdamMulti, planCrossEntropyPair } from './planner-multi.mjs';
 
 export const PLAN_FORMAT = 1;
 
@@ -35,6 +36,7 @@ export const DEFAULT_LIMITS = Object.freeze({
   maxStorageBufferBindingSize: 134217728,
   maxComputeWorkgroupsPerDimension: 65535,
   minMatmulWorkgroups: MATMUL_MIN_WORKGROUPS,
+  maxStorageBuffersPerShaderStage: 8, // planner-multi.mjs: how many Adam updates group
 });
 
 /** Workgroup size of elementwise kernels (the `WG` override). */
@@ -125,6 +127,7 @@ class PlanContext {
     /** map2 id -> the matmul it folds in (planner-epilogue.mjs) */
     this.epilogues = findEpilogues(this);
     this.epilogueParts = new Set([...this.epilogues.values()].map((e) => e.matmul.id));
+    findMulti(this); // multi-tensor Adam, the cross-entropy pair (planner-multi.mjs)
     /** @type {number|undefined} the v4 ops' check buffer (planner-index.mjs) */
     this.checkBuffer = undefined;
     /** @type {{node: number, word: number}[]} */
@@ -599,6 +602,7 @@ function planSoftmax(ctx, node) {
 
 /** cross_entropy: one workgroup per row into a scratch [N], then their mean in lane order. @type {Rule} */
 function planCrossEntropy(ctx, node) {
+  if (planCrossEntropyPair(ctx, node, u32s, REDUCE_OP.mean)) return;
   const [rows, classes] = ctx.operandShape(node, 0);
   const a = ctx.operand(node, 0);
   const b = ctx.operand(node, 1);
@@ -610,6 +614,7 @@ function planCrossEntropy(ctx, node) {
 
 /** @type {Rule} */
 function planCrossEntropyGrad(ctx, node) {
+  if (planCrossEntropyPair(ctx, node, u32s, REDUCE_OP.mean)) return;
   const [rows, classes] = node.shape;
   const a = ctx.operand(node, 0);
   const b = ctx.operand(node, 1);
@@ -619,6 +624,7 @@ function planCrossEntropyGrad(ctx, node) {
 
 /** @type {Rule} */
 function planAdamUpdate(ctx, node) {
+  if (planAdamMulti(ctx, node)) return;
   const fused = ctx.adamFused.get(node.id);
   if (fused) {
     planAdamStep(ctx, node, ...fused);

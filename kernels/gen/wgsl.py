@@ -1,7 +1,8 @@
 """Templated WGSL kernels: kernels/wgsl/src/*.wgsl.in + kernels/ops.json -> kernels/wgsl/*.wgsl.
 
 A template is plain WGSL with a few `{{...}}` slots:
-- `{{include math.wgsl}}` (a line of its own): the shared math of kernels/wgsl/src/math.wgsl;
+- `{{include NAME}}` (a line of its own): kernels/wgsl/src/NAME, e.g. the shared math of
+  math.wgsl;
 - `{{T}}`: the element type of the instance (f32, i32);
 - `{{op_list}}`: a comment listing the instance's ops by OP code;
 - `{{cases}}`: the `switch OP` arms of map1/map2 (`return <expression>;`);
@@ -15,10 +16,11 @@ Build time only: the output files are committed and read verbatim at run time.
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
-from kernels.gen import tables
+from kernels.gen import adam_multi, tables
 from kernels.gen.epilogue import epilogue_wgsl
 
 SRC = tables.ROOT / "kernels/wgsl/src"
@@ -72,10 +74,18 @@ def slots(family: str, dtype: str) -> dict[str, str]:
     return out
 
 
+def include(text: str) -> str:
+    """Each `{{include NAME}}` line replaced by kernels/wgsl/src/NAME (math.wgsl, the shared
+    pieces of rows and adam kernels): one source for code several kernels carry."""
+    return re.sub(
+        r"\{\{include ([\w.]+)\}\}\n",
+        lambda m: (SRC / m.group(1)).read_text(encoding="utf-8") + "\n",
+        text,
+    )
+
+
 def render(template: str, values: dict[str, str]) -> str:
-    text = (SRC / f"{template}.wgsl.in").read_text(encoding="utf-8")
-    math = (SRC / "math.wgsl").read_text(encoding="utf-8")
-    text = text.replace("{{include math.wgsl}}\n", math + "\n")
+    text = include((SRC / f"{template}.wgsl.in").read_text(encoding="utf-8"))
     if "{{epilogue}}" in text:  # matmul_small: the matmul epilogue (kernels/gen/epilogue.py)
         text = text.replace("{{epilogue}}", epilogue_wgsl())
     for key, value in values.items():
@@ -97,4 +107,5 @@ def outputs() -> dict[Path, bytes]:
         for dtype in tables.family_dtypes(family):
             name = tables.kernel_name(family, dtype)
             out[OUT / f"{name}.wgsl"] = render(template, slots(family, dtype)).encode()
+    out.update(adam_multi.outputs())  # the multi-tensor Adam kernels (issue 15)
     return out

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from gpulab.kernel_table import family_codes
 from gpulab.models.mlp import init, step_graph
-from gpulab.native import planner
+from gpulab.native import planner, planner_multi
 from gpulab.native.plan_cache import PlanCache
 from gpulab.native.wgpu_executor import open_executor
 from gpulab.protocol import validate
@@ -135,7 +135,9 @@ def test_fused_runs_give_the_unfused_bits_and_numpy_s(executor: Any, monkeypatch
 def test_the_mlp_step_fuses_and_keeps_its_bits(executor: Any, monkeypatch) -> None:
     step = step_graph(init(0))
     graph = step.graph._graph_dict(step.outputs())
-    steps = planner.plan_graph(validate(graph))["steps"]
+    with monkeypatch.context() as m:  # without planner_multi's dispatches (test_multi_fusion)
+        m.setattr(planner_multi, "MULTI_FUSIONS", set())
+        steps = planner.plan_graph(validate(graph))["steps"]
     # the bias add + relu and the gated backward product: matmul epilogues (planner_epilogue.py)
     slots = ("POST", "PRE_B", "EPI_POST", "EPI_PRE")
     assert sum(1 for s in steps if any(k in s["overrides"] for k in slots)) == 2

@@ -321,11 +321,15 @@ def test_transposes_read_in_place_by_small_matmuls_give_the_same_bits(executor: 
     assert np.allclose(got[3], a.T @ _operand(fused, 1), rtol=1e-5, atol=1e-5)
 
 
-def test_fused_adam_step_matches_the_three_adam_kernels(executor: Any) -> None:
+def test_fused_adam_step_matches_the_three_adam_kernels(executor: Any, monkeypatch) -> None:
     """adam_m + adam_v + adam_update of one parameter plan as one adam_step dispatch (both
     parameters of the session test's MLP here); where a moment has another reader they stay
-    three dispatches. Same outputs, bit for bit."""
+    three dispatches. Same outputs, bit for bit. (Without planner_multi's multi-tensor Adam,
+    which would take both parameters into one dispatch: test_multi_fusion.py.)"""
+    from gpulab.native import planner_multi
     from test_native_session import mlp_adam_graph
+
+    monkeypatch.setattr(planner_multi, "MULTI_FUSIONS", set())
 
     graph = mlp_adam_graph()
     for node in graph["nodes"]:  # the session feeds x and y; give them data here

@@ -100,14 +100,19 @@ def _overrides(text: str) -> tuple[set[str], set[str]]:
 
 def test_plans_match_each_kernels_params_bindings_and_overrides() -> None:
     from e2e.conformance.runner import load_cases
+    from e2e.multi_graphs import params_graph
     from e2e.test_plans_equal import MATMUL_KERNEL_SHAPES, matmul_kernel_graph
 
     seen = set()
     graphs = [c["graph"] for c in load_cases()]
     graphs += [matmul_kernel_graph(k) for k in MATMUL_KERNEL_SHAPES]
+    graphs += [params_graph(k) for k in range(2, 9)]  # each adam_multiK (planner_multi.py)
     for graph in graphs:
         for storage in (16384, 32768):
-            plan = plan_graph(validate(graph), {"maxComputeWorkgroupStorageSize": storage})
+            limits = {"maxComputeWorkgroupStorageSize": storage}
+            if storage == 32768:
+                limits["maxStorageBuffersPerShaderStage"] = 64  # up to 8 Adam parameters
+            plan = plan_graph(validate(graph), limits)
             for step in plan["steps"]:
                 text = WGSL[step["kernel"]]
                 seen.add(step["kernel"])

@@ -27,6 +27,7 @@ from ..kernel_table import (
 from ..protocol import CheckedGraph, CheckedNode, label
 from .planner_epilogue import find_epilogues, plan_epilogue
 from .planner_index import INDEX_DTYPES, INDEX_RULES
+from .planner_multi import find_multi, plan_adam_multi, plan_cross_entropy_pair
 from .planner_student import STUDENT_DTYPES, STUDENT_RULES
 from .planner_window import WINDOW_RULES, conv_gemm, plan_conv_pass
 
@@ -46,6 +47,7 @@ DEFAULT_LIMITS: dict[str, int] = {
     "maxStorageBufferBindingSize": 134217728,
     "maxComputeWorkgroupsPerDimension": 65535,
     "minMatmulWorkgroups": MATMUL_MIN_WORKGROUPS,
+    "maxStorageBuffersPerShaderStage": 8,  # planner_multi.py: how many Adam updates group
 }
 
 ELEMENTWISE_WG = 64  # workgroup size of elementwise kernels (the WG override)
@@ -118,6 +120,7 @@ class _PlanContext:
             self._find_map_fusion(self.node(node_id))
         self.epilogues = find_epilogues(self)  # map2 id -> the matmul it folds in
         self.epilogue_parts = {e.matmul.id for e in self.epilogues.values()}
+        find_multi(self)  # multi-tensor Adam, the cross-entropy pair (planner_multi.py)
 
     def _fusable(self, u: CheckedNode, dtype: str) -> bool:
         return u.op in FUSABLE_MAP1 and _dtype(u) == dtype and u.id not in self.map_parts
@@ -570,6 +573,8 @@ def _plan_softmax(ctx: _PlanContext, node: CheckedNode) -> None:
 
 def _plan_cross_entropy(ctx: _PlanContext, node: CheckedNode) -> None:
     """One workgroup per row into a scratch [N], then their mean in lane order."""
+    if plan_cross_entropy_pair(ctx, node, _u32s, REDUCE_OP["mean"]):
+        return
     rows, classes = ctx.operand_shape(node, 0)
     a = ctx.operand(node, 0)
     b = ctx.operand(node, 1)
@@ -582,6 +587,8 @@ def _plan_cross_entropy(ctx: _PlanContext, node: CheckedNode) -> None:
 
 
 def _plan_cross_entropy_grad(ctx: _PlanContext, node: CheckedNode) -> None:
+    if plan_cross_entropy_pair(ctx, node, _u32s, REDUCE_OP["mean"]):
+        return
     rows, classes = node.shape
     a = ctx.operand(node, 0)
     b = ctx.operand(node, 1)
@@ -590,6 +597,8 @@ def _plan_cross_entropy_grad(ctx: _PlanContext, node: CheckedNode) -> None:
 
 
 def _plan_adam_update(ctx: _PlanContext, node: CheckedNode) -> None:
+    if plan_adam_multi(ctx, node, _f32_param):
+        return
     if node.id in ctx.adam_fused:
         _plan_adam_step(ctx, node, *ctx.adam_fused[node.id])
         return

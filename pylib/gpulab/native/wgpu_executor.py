@@ -38,6 +38,7 @@ PLAN_LIMITS = {
     "maxComputeWorkgroupStorageSize": "max-compute-workgroup-storage-size",
     "maxStorageBufferBindingSize": "max-storage-buffer-binding-size",
     "maxComputeWorkgroupsPerDimension": "max-compute-workgroups-per-dimension",
+    "maxStorageBuffersPerShaderStage": "max-storage-buffers-per-shader-stage",
 }
 POOL_ALIGN = 256  # pooled buffer sizes are multiples of this, so similar sizes share buffers
 POOL_MAX_BYTES = 512 * 1024 * 1024  # idle pooled memory kept for reuse; beyond it, destroyed
@@ -77,12 +78,13 @@ def open_executor(
 
 
 def _open_device(adapter: Any, features: tuple[str, ...] = ()) -> tuple[Any, dict[str, int]]:
-    """A device with the adapter's full workgroup storage and buffer sizes (the plan uses
-    them); other limits stay at WebGPU's defaults."""
+    """A device with the adapter's full workgroup storage, buffer sizes and storage buffers
+    per stage (the plan uses them); other limits stay at WebGPU's defaults."""
     wanted = (
         "max-compute-workgroup-storage-size",
         "max-storage-buffer-binding-size",
         "max-buffer-size",
+        "max-storage-buffers-per-shader-stage",  # multi-tensor Adam (planner_multi.py)
     )
     required = {k: adapter.limits[k] for k in wanted if k in adapter.limits}
     device = adapter.request_device_sync(required_limits=required, required_features=features)

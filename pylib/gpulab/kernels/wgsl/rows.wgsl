@@ -175,6 +175,7 @@ fn gelu_grad(x: f32, g: f32) -> f32 {
 }
 // ---- end shared math ----
 
+// ---- the rows kernels' lane tree: kernels/wgsl/src/rows_tree.wgsl, included by `make gen` ----
 var<workgroup> lanes: array<f32, 64>;
 
 // Combine the 64 lanes as the protocol's tree s = 32 .. 1 with max (use_max) or +; every
