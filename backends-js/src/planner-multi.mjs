@@ -17,6 +17,8 @@
 export const MULTI_ADAM_MAX = 8; // kernels/gen/adam_multi.py SIZES ends here
 const ADAM_STORAGE = 7; // storage bindings per parameter: m, v, g, w read; m', v', w' written
 const ELEMENTWISE_WG = 64;
+/** What the planners group (a test empties it for the unfused plan; Python: MULTI_FUSIONS). */
+export const MULTI_FUSIONS = new Set(['adam_multi', 'cross_entropy_pair']);
 
 /**
  * Set ctx.adamGroups (last member id -> the member updates, in order), ctx.adamGrouped (every
@@ -31,11 +33,11 @@ export function findMulti(ctx) {
   /** @type {Map<number, number>} a paired cross_entropy -> its scratch */ ctx.ceScratch = new Map();
   /** @type {Map<number, number>} */
   const position = new Map(ctx.checked.order.map((/** @type {number} */ id, /** @type {number} */ i) => [id, i]));
-  for (const group of adamGroups(ctx, position)) {
+  for (const group of MULTI_FUSIONS.has('adam_multi') ? adamGroups(ctx, position) : []) {
     ctx.adamGroups.set(group[group.length - 1].id, group);
     for (const u of group) ctx.adamGrouped.add(u.id);
   }
-  findPairs(ctx, position);
+  if (MULTI_FUSIONS.has('cross_entropy_pair')) findPairs(ctx, position);
 }
 
 /**

@@ -1,0 +1,71 @@
+"""planner-multi.mjs's dispatches (multi-tensor Adam, the cross-entropy pair; docs/plan.md
+"Fusion") on the browser WebGPU backend in headless Chromium (SwiftShader: software): the fused
+plan gives the bits of the unfused one (planner-multi.mjs's MULTI_FUSIONS emptied), and takes
+as many Adam parameters a dispatch as the adapter's storage-buffer limit allows. Chromium
+reports 10 for SwiftShader (its limit tiers), one parameter: here the pair runs, the
+multi-tensor Adam only where a device allows 15 or more (wgpu-py on lavapipe, 32: its tests
+are pylib/tests/test_multi_fusion.py; node + Dawn on the H200: bench/fusestep_h200.sh)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from e2e.multi_graphs import multi_graph, params_graph
+
+PAGE = "/e2e/webgpu_test.html"
+
+
+@pytest.fixture()
+def wg(page, server_url):
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(server_url + PAGE)
+    page.wait_for_function("window.wgReady === true", timeout=30_000)
+
+    def run(body: str, arg: object = None) -> object:
+        return page.evaluate(f"async (arg) => {{ const wg = window.wg; {body} }}", arg)
+
+    yield run
+    assert not errors, f"uncaught errors in the page: {errors}"
+
+
+RUN = """
+const { MULTI_FUSIONS } = await import('/backends-js/src/planner-multi.mjs');
+const all = [...MULTI_FUSIONS];
+const out = [];
+for (const limits of [{}, {maxStorageBuffersPerShaderStage: 8}]) {
+  if (out.length) MULTI_FUSIONS.clear();  // the second arm: planner-multi.mjs off
+  const arm = {kernels: [], results: []};
+  const hooks = {limits, transformPlan: (plan) => {
+    arm.limits = plan.limits;
+    arm.kernels.push(...plan.steps.map((s) => s.kernel));
+    return plan;
+  }};
+  const rt = await wg.runtime.createRuntime({backend: 'webgpu', allowSoftware: true, hooks});
+  for (const graph of arg) {
+    const res = await rt.execute(graph);
+    arm.results.push(Object.fromEntries(Object.entries(res.outputs).map(
+      ([k, t]) => [k, Array.from(new Uint32Array(new Float32Array(t.data).buffer))])));
+  }
+  rt.dispose();
+  out.push(arm);
+}
+all.forEach((f) => MULTI_FUSIONS.add(f));
+return out;
+"""
+
+
+def test_multi_dispatches_give_the_unfused_bits_on_webgpu(wg):
+    graphs = [params_graph(4), params_graph(2), multi_graph(np.random.default_rng(3))]
+    fused, plain = wg(RUN, graphs)
+    storage = fused["limits"]["maxStorageBuffersPerShaderStage"]
+    slots = min(8, (storage - 1) // 7)
+    assert plain["limits"]["maxStorageBuffersPerShaderStage"] == 8
+    assert "cross_entropy_pair" in fused["kernels"]  # any limits
+    if slots >= 2:
+        assert any(k.startswith("adam_multi") for k in fused["kernels"]), fused["kernels"]
+    assert not any(k.startswith("adam_multi") for k in plain["kernels"])
+    assert "cross_entropy_pair" not in plain["kernels"]
+    assert fused["results"] == plain["results"]
+    print(f"SwiftShader: maxStorageBuffersPerShaderStage {storage}, {slots} Adam parameters")
