@@ -3,9 +3,9 @@
 # on the lent H200 in one device command (docs/benchmarks.md), prints markdown:
 #   run(command="bash bench/fusestep_h200.sh <commit>", carry=[".gl", ".whl", ".perfdev"])
 #   bash bench/fusestep_h200.sh --cpu    # here: the same arms on lavapipe (wgpu), no torch/Dawn
-# The MLP step (784-256-10, Adam, batch 64) in three arms, interleaved rounds: fused (14
-# dispatches), GPULAB_UNFUSE=multi (18: the map fusion only, as before) and all issue-15 fusions
-# off (20), each by gpulab bench and bench/native_lab.py; then node + Dawn's MLP (the JS
+# The MLP step (784-256-10, Adam, batch 64) in three arms, interleaved rounds: fused (11
+# dispatches), GPULAB_UNFUSE=multi (15: the map fusion and the matmul epilogue, without
+# planner_multi) and every issue-15 fusion off (20), each by gpulab bench and native_lab.py; then node + Dawn's MLP (the JS
 # WebGPU backend, planner-multi.mjs) with the adapter's storage-buffer limit, which decides
 # how many Adam parameters one dispatch takes (7 each + 1).
 set -u
@@ -13,7 +13,7 @@ if [ "${1:-}" = "--cpu" ]; then
   PY=${PY:-.venv/bin/python}
   export PYTHONPATH=$PWD/pylib:$PWD XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
   RUNS=${RUNS:-3}
-  for arm in none multi map,multi; do
+  for arm in none multi map,epilogue,multi; do
     echo "== arm: off=$arm"
     GPULAB_UNFUSE=$arm "$PY" bench/unfused.py -m gpulab bench --backends wgpu --allow-software \
       --torch-device none --runs "$RUNS" | grep "^|"
@@ -38,14 +38,14 @@ echo "conformance exit $?"
 grep -E "Verdict|^\| (wgpu|node-webgpu) " "$OUT/conf/conformance.md" | head -4
 RUNS=${RUNS:-30}
 for round in 1 2; do
-  for arm in none multi map,multi; do
+  for arm in none multi map,epilogue,multi; do
     log "round $round, issue-15 fusions off: $arm; gpulab bench"
     GPULAB_UNFUSE=$arm python3 bench/unfused.py -m gpulab bench --backends wgpu \
       --torch-device cuda --runs "$RUNS" | grep "^|"
   done
 done
 PICK="^==|sum of|one pass|empty|session run|dispatches only"
-for arm in none multi map,multi; do
+for arm in none multi map,epilogue,multi; do
   log "native_lab, issue-15 fusions off: $arm"
   GPULAB_UNFUSE=$arm python3 bench/unfused.py bench/native_lab.py --skip variants,small 2>&1 \
     | grep -E "$PICK"

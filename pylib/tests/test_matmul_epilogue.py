@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from gpulab.kernel_table import family_codes
 from gpulab.models.mlp import init, step_graph
-from gpulab.native import planner, planner_epilogue
+from gpulab.native import planner, planner_epilogue, planner_multi
 from gpulab.native.bench_matmul import forcing_matmul_kernel
 from gpulab.native.plan_cache import PlanCache
 from gpulab.native.wgpu_executor import open_executor
@@ -212,5 +212,7 @@ def test_the_mlp_step_takes_15_dispatches_with_the_unfused_bits(executor: Any, m
                 "EPI_PRE": 1 + MAP1["positive"],
             },
         ]
-    assert len(planner.plan_graph(validate(graph))["steps"]) == 15
+    with monkeypatch.context() as m:  # planner_multi's dispatches: test_multi_fusion.py
+        m.setattr(planner_multi, "MULTI_FUSIONS", set())
+        assert len(planner.plan_graph(validate(graph))["steps"]) == 15
     assert run(executor, graph, True, monkeypatch) == run(executor, graph, False, monkeypatch)
