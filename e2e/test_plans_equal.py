@@ -57,7 +57,9 @@ MATMUL_KERNEL_SHAPES = {
     "matmul_small": (1, 5, 7, 3),
     "matmul": (128, 33, 4, 33),
     "matmul_v4": (128, 36, 4, 36),
-    "matmul_rb": (128, 65, 4, 65),
+    "matmul_rb": (128, 65, 5, 65),
+    "matmul_rb_a4": (128, 65, 4, 65),
+    "matmul_rb_b4": (128, 68, 5, 68),
     "matmul_rb_v4": (128, 68, 4, 68),
 }
 

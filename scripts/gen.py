@@ -70,10 +70,7 @@ def package_copies() -> dict[Path, bytes]:
 def matmul_kernels() -> dict[Path, bytes]:
     from kernels.gen.matmul import SHIPPED, generate
 
-    return {
-        WGSL / f"{name}.wgsl": generate(bm, bn, bk, 0, vec4).encode()
-        for name, (bm, bn, bk, vec4) in SHIPPED.items()
-    }
+    return {WGSL / f"{name}.wgsl": generate(**spec).encode() for name, spec in SHIPPED.items()}
 
 
 def wgsl_kernels() -> dict[Path, bytes]:

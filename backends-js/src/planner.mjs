@@ -41,7 +41,12 @@ export const DEFAULT_LIMITS = Object.freeze({
 
 /** Workgroup size of elementwise kernels (the `WG` override). */
 export const ELEMENTWISE_WG = 64;
-const MATMUL_KERNELS = [[128, 'matmul_rb_v4', 'matmul_rb'], [64, 'matmul_v4', 'matmul']];
+// [tile, its kernels by operand alignment]: index 2 * (K % 4 == 0) + (N % 4 == 0). vec4 loads of
+// a need K % 4 == 0, vec4 loads of b and stores of out N % 4 == 0 (planner.py MATMUL_KERNELS).
+const MATMUL_KERNELS = [
+  [128, ['matmul_rb', 'matmul_rb_b4', 'matmul_rb_a4', 'matmul_rb_v4']],
+  [64, ['matmul', 'matmul', 'matmul', 'matmul_v4']],
+];
 
 // OP codes of the family kernels (unary.wgsl, binary.wgsl, reduce.wgsl) and the float attribute
 // a binary op reads as its scalar: from the kernel table, as the native planner reads them.
@@ -554,17 +559,18 @@ function matmulChoice(ctx, node) {
 
 /**
  * [tile, kernel] for an [M, K] @ [K, N] product over `batch` matrices: shapes and the plan's
- * `minMatmulWorkgroups` limit (`minGroups`) only, so both planners agree. The _v4 kernels read
- * and write vec4s, so every row of a, b and out must start on 16 bytes (K and N multiples of 4).
+ * `minMatmulWorkgroups` limit (`minGroups`) only, so both planners agree. A kernel reads a as
+ * vec4s only if every row of a starts on 16 bytes (K a multiple of 4), b and out only if N is a
+ * multiple of 4 (MATMUL_KERNELS).
  * @param {number} m @param {number} n @param {number} k @param {number} batch
  * @param {number} [minGroups]
  * @returns {[number, string]}
  */
 export function matmulKernel(m, n, k, batch, minGroups = MATMUL_MIN_WORKGROUPS) {
-  for (const [tile, aligned, scalar] of MATMUL_KERNELS) {
+  for (const [tile, byAlignment] of MATMUL_KERNELS) {
     const groups = Math.ceil(m / tile) * Math.ceil(n / tile) * batch;
     if (2 * m > tile && 2 * n > tile && groups >= minGroups) {
-      return [tile, k % 4 === 0 && n % 4 === 0 ? aligned : scalar];
+      return [tile, byAlignment[2 * Number(k % 4 === 0) + Number(n % 4 === 0)]];
     }
   }
   return [16, 'matmul_small'];

@@ -867,6 +867,19 @@ def large_cases() -> list[dict]:
     b = Builder("matmul/large_257x1000x129")
     b.out(b.op("matmul", _grid_of(b, 257, 1000), _grid_of(b, 1000, 129)), "y")
     cases.append(b.case("matmul"))
+    # each 128-tile kernel by operand alignment (software adapters plan 128 tiles for these;
+    # the webgpu lane runs them through Tint): vec4 a and b, vec4 b only (K % 4 != 0, batched),
+    # scalar both sides (matmul_rb_a4 is the 257x1000x129 case above)
+    for tag, sa, sb in (
+        ("tile128_v4", [130, 36], [36, 132]),
+        ("tile128_b4", [2, 131, 35], [35, 132]),
+        ("tile128_scalar", [130, 33], [33, 129]),
+    ):
+        b = Builder(f"matmul/{tag}_{'x'.join(map(str, sa))}_{'x'.join(map(str, sb))}")
+        grid_a = b.op("add", b.rand([*sa[:-1], 1], -1, 1), b.rand([sa[-1]], -1, 1))
+        mixed_a = b.op("mul", grid_a, b.op("add", b.rand([*sa[:-1], 1]), b.rand([sa[-1]])))
+        b.out(b.op("matmul", mixed_a, _grid_of(b, *sb)), "y")
+        cases.append(b.case("matmul"))
     b = Builder("permute/large_40x50x30x70_3102_then_sums")
     grid = b.op("add", b.rand([40, 1, 30, 1], -1, 1), b.rand([50, 1, 70], -1, 1))
     moved = b.op("permute", grid, dims=[3, 1, 0, 2])  # [70, 50, 40, 30], 4.2M elements

@@ -78,7 +78,10 @@ def test_matmul_kernel_follows_the_work_not_the_storage_limit() -> None:
     assert kernel([64, 784], [784, 256])[0] == "matmul_small"  # the MLP's x @ W1: 64 groups
     # 128 tiles where they still give 128 workgroups; 64 tiles next; vec4 kernels when aligned
     assert kernel([4096, 8], [8, 4096]) == ("matmul_rb_v4", [4096, 4096, 8, 32, 32, 1, 1024, 1, 1])
-    assert kernel([4096, 9], [9, 4096])[0] == "matmul_rb"
+    # the 128 tile has a kernel per alignment: vec4 a needs K % 4 == 0, vec4 b and out N % 4 == 0
+    assert kernel([4096, 9], [9, 4096])[0] == "matmul_rb_b4"
+    assert kernel([4096, 8], [8, 4095])[0] == "matmul_rb_a4"
+    assert kernel([4096, 9], [9, 4095])[0] == "matmul_rb"
     assert kernel([1024, 8], [8, 1024]) == ("matmul_v4", [1024, 1024, 8, 16, 16, 1, 256, 1, 1])
     assert kernel([1024, 8], [8, 1023])[0] == "matmul"
     # a batch of thin products: tiles must be half filled along M and N

@@ -48,9 +48,10 @@ def matmul_graph(
 
 @contextlib.contextmanager
 def forcing_matmul_kernel(kernel: str | None) -> Iterator[None]:
-    """Plan every matmul with `kernel` (its scalar twin where K or N is not a multiple of 4)
-    instead of the planner's choice by shape: for benchmarks and for tests that compare the
-    kernels on the same data. None changes nothing."""
+    """Plan every matmul with `kernel` instead of the planner's choice by shape (where K or N is
+    not a multiple of 4 and `kernel` reads that side as vec4s: its tile's kernel for the
+    alignment, reading as vec4 no side that `kernel` reads as scalars): for benchmarks and for
+    tests that compare the kernels on the same data. None changes nothing."""
     if kernel is None:
         yield
         return
@@ -58,11 +59,14 @@ def forcing_matmul_kernel(kernel: str | None) -> Iterator[None]:
         raise GpuLabError(
             "VALIDATION", f"unknown matmul kernel {kernel!r}; known: {sorted(planner.MATMUL_TILES)}"
         )
-    tile, scalar = planner.MATMUL_TILES[kernel]
+    tile, a4, b4 = planner.MATMUL_TILES[kernel]
+    by_alignment = dict(planner.MATMUL_KERNELS).get(tile)  # None: matmul_small (any shape)
     chosen = planner.matmul_kernel
 
     def forced(m: int, n: int, k: int, batch: int, min_groups: int = 0) -> tuple[int, str]:
-        return tile, kernel if k % 4 == 0 and n % 4 == 0 else scalar
+        if by_alignment is None:
+            return tile, kernel
+        return tile, by_alignment[(a4 and k % 4 == 0, b4 and n % 4 == 0)]
 
     planner.matmul_kernel = forced
     try:

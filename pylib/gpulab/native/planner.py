@@ -51,14 +51,37 @@ DEFAULT_LIMITS: dict[str, int] = {
 }
 
 ELEMENTWISE_WG = 64  # workgroup size of elementwise kernels (the WG override)
-MATMUL_KERNELS = ((128, "matmul_rb_v4", "matmul_rb"), (64, "matmul_v4", "matmul"))
-# kernel -> (its tile, the kernel for shapes whose K or N is not a multiple of 4)
+# tile -> its kernel for each operand alignment (K % 4 == 0, N % 4 == 0): vec4 loads of a need
+# K % 4 == 0, vec4 loads of b and stores of out N % 4 == 0; the 128 tile has a kernel for each.
+MATMUL_KERNELS: tuple[tuple[int, dict[tuple[bool, bool], str]], ...] = (
+    (
+        128,
+        {
+            (True, True): "matmul_rb_v4",
+            (True, False): "matmul_rb_a4",
+            (False, True): "matmul_rb_b4",
+            (False, False): "matmul_rb",
+        },
+    ),
+    (
+        64,
+        {
+            (True, True): "matmul_v4",
+            (True, False): "matmul",
+            (False, True): "matmul",
+            (False, False): "matmul",
+        },
+    ),
+)
+# kernel -> (its tile, vec4 a, vec4 b and out)
 MATMUL_TILES = {
-    "matmul_rb_v4": (128, "matmul_rb"),
-    "matmul_rb": (128, "matmul_rb"),
-    "matmul_v4": (64, "matmul"),
-    "matmul": (64, "matmul"),
-    "matmul_small": (16, "matmul_small"),
+    "matmul_rb_v4": (128, True, True),
+    "matmul_rb_a4": (128, True, False),
+    "matmul_rb_b4": (128, False, True),
+    "matmul_rb": (128, False, False),
+    "matmul_v4": (64, True, True),
+    "matmul": (64, False, False),
+    "matmul_small": (16, False, False),
 }
 
 # OP codes of the family kernels (unary.wgsl, binary.wgsl, reduce.wgsl) and the float attribute a
@@ -532,13 +555,13 @@ def matmul_kernel(
     m: int, n: int, k: int, batch: int, min_groups: int = MATMUL_MIN_WORKGROUPS
 ) -> tuple[int, str]:
     """(tile, kernel) for an [M, K] @ [K, N] product over `batch` matrices: shapes and the
-    plan's `minMatmulWorkgroups` limit (`min_groups`) only, so both planners agree. The _v4
-    kernels read and write vec4s, so every row of a, b and out must start on 16 bytes (K and N
-    multiples of 4)."""
-    for tile, aligned, scalar in MATMUL_KERNELS:
+    plan's `minMatmulWorkgroups` limit (`min_groups`) only, so both planners agree. A kernel
+    reads a as vec4s only if every row of a starts on 16 bytes (K a multiple of 4), b and out
+    only if N is a multiple of 4 (MATMUL_KERNELS)."""
+    for tile, by_alignment in MATMUL_KERNELS:
         groups = _ceil_div(m, tile) * _ceil_div(n, tile) * batch
         if 2 * m > tile and 2 * n > tile and groups >= min_groups:
-            return tile, aligned if k % 4 == 0 and n % 4 == 0 else scalar
+            return tile, by_alignment[(k % 4 == 0, n % 4 == 0)]
     return 16, "matmul_small"
 
 
