@@ -85,7 +85,7 @@ class _Entry:
             check_node_values(node, [by_id[r] for r in node.operands])
         c = self.checked
         return CheckedGraph(
-            c.version, c.required_version, nodes, list(c.order), list(c.outputs), by_id
+            c.version, c.required_version, nodes, list(c.order), list(c.outputs), by_id, c.memo
         )
 
 

@@ -198,3 +198,17 @@ def test_graph_run_hits_the_cache_on_the_second_run() -> None:
     assert list(first["outputs"]["y"]["data"]) == list(second["outputs"]["y"]["data"]) == [1, 0, 3]
     assert validate_cache.counters["misses"] == before["misses"] + 1
     assert validate_cache.counters["hits"] == before["hits"] + 1
+
+
+def test_the_structure_memo_is_shared_and_matches_a_fresh_computation() -> None:
+    from gpulab.models.mlp import init, step_graph
+    from gpulab.native.plan_cache import structure_key
+
+    step = step_graph(init(0))
+    graph = step.graph._graph_dict(step.outputs())
+    first, second = validate_cache.validate(graph), validate_cache.validate(graph)
+    assert second.memo is first.memo  # one structure, one memo
+    fresh = protocol.validate(graph)
+    assert fresh.memo is not first.memo
+    assert structure_key(second, "x") == structure_key(fresh, "x")
+    assert "structure_key" in first.memo

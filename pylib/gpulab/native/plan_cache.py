@@ -34,7 +34,15 @@ MAX_PARKED_BYTES = 256 * 1024 * 1024  # device memory they may hold together
 
 def structure_key(checked: CheckedGraph, *extra: Hashable) -> tuple:
     """Everything a plan and its recorded dispatches depend on, and nothing of the data.
-    attrs go in as repr (sorted): deterministic, tells -0.0 from 0.0, and NaN equals NaN."""
+    attrs go in as repr (sorted): deterministic, tells -0.0 from 0.0, and NaN equals NaN.
+    Made once per structure (checked.memo, shared by validate_cache's graphs of it)."""
+    base = checked.memo.get("structure_key")
+    if base is None:
+        base = checked.memo["structure_key"] = _structure(checked)
+    return (*base, *extra)
+
+
+def _structure(checked: CheckedGraph) -> tuple:
     nodes = tuple(
         (
             n.id,
@@ -48,7 +56,7 @@ def structure_key(checked: CheckedGraph, *extra: Hashable) -> tuple:
         for n in checked.nodes
     )
     outputs = tuple((o.name, o.id) for o in checked.outputs)
-    return (nodes, outputs, tuple(checked.order), *extra)
+    return (nodes, outputs, tuple(checked.order))
 
 
 class PlanCache:
