@@ -77,8 +77,7 @@ class CheckedGraph:
     order: list[int]
     outputs: list[Output]
     by_id: dict[int, CheckedNode] = field(default_factory=dict, repr=False)
-    # facts derived from the structure alone (the plan cache's key, an executor's supports
-    # answer), computed once: validate_cache shares one memo among the checked graphs of one
+    # facts derived from the structure alone (the plan cache's key), computed once: validate_cache shares one memo among the checked graphs of one
     # structure. Never anything of the data.
     memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 

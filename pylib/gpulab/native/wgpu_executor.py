@@ -130,15 +130,8 @@ class WgpuExecutor:
 
     def supports(self, checked: CheckedGraph) -> support.Support:
         """Before any device work: every node needs a planner rule (planner.RULES) taking its
-        dtypes (planner.RULE_DTYPES, float32 where a rule declares none). The answer is kept
-        in checked.memo for these rules (the host asks before prepare, prepare asks again)."""
-        rules, dtypes = self.rules, getattr(planner, "RULE_DTYPES", None)
-        found = checked.memo.get("wgpu_supports")
-        if found is not None and found[0] is rules and found[1] is dtypes:
-            return found[2]
-        answer = support.check_kernels(checked, rules, dtypes)
-        checked.memo["wgpu_supports"] = (rules, dtypes, answer)
-        return answer
+        dtypes (planner.RULE_DTYPES, float32 where a rule declares none)."""
+        return support.check_kernels(checked, self.rules, getattr(planner, "RULE_DTYPES", None))
 
     @property
     def rules(self) -> Mapping[str, Any]:
