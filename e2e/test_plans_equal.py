@@ -118,6 +118,17 @@ def transposes_into_matmuls_graph() -> dict:
     }
 
 
+def mlp_step_graph() -> dict:
+    """The MLP Adam step (gpulab.models.mlp) without its inputs' data: its plan folds three
+    matmul epilogues (docs/plan.md "Fusion"), 15 dispatches."""
+    from gpulab.models.mlp import init, step_graph
+
+    step = step_graph(init(0))
+    graph = step.graph._graph_dict(step.outputs())
+    nodes = [{k: v for k, v in n.items() if k != "data"} for n in graph["nodes"]]
+    return {**graph, "nodes": nodes}
+
+
 def _matmul_cases() -> list[dict]:
     cases = [
         {"name": f"matmul-kernel/{k}", "op": "matmul", "graph": matmul_kernel_graph(k)}
@@ -125,6 +136,7 @@ def _matmul_cases() -> list[dict]:
     ]
     return [
         *cases,
+        {"name": "matmul-kernel/mlp_step_epilogues", "op": "chain", "graph": mlp_step_graph()},
         {
             "name": "matmul-kernel/transposes",
             "op": "matmul",
@@ -230,6 +242,10 @@ def test_the_limit_sets_exercise_every_planner_path(cases: list[dict]) -> None:
         "matmul_v4",
     ]
     assert [s["params"][11][1] for s in plan["steps"] if s["kernel"] == "matmul_small"] == [1, 0]
+    epilogues = [
+        s for s in plan_graph(validate(mlp_step_graph()))["steps"] if "EPI_OP" in s["overrides"]
+    ]
+    assert len(epilogues) == 3  # the MLP case really plans fused matmuls
     assert split > 0 and limited > 0
 
 
