@@ -8,7 +8,8 @@ The step is prepared as `gpulab bench --sweep` prepares it (gpulab.models.mlp, w
 resident, parameters and Adam state carried), run once, and its recorded dispatches replayed
 with a timestamp after each (bench/gpu_timestamps.py's per_dispatch: a dispatch's time includes
 the barrier before the next). Per dispatch: the node's op, kernel, workgroups, for a matmul its
-M x N x K (from the checked operand shapes; transposed operands are read in place) and TFLOP/s,
+M x N x K (from the checked operand shapes; (A^T) / (B^T): the operand is a transpose node,
+read in place or permuted by its own dispatch, as the plan says) and TFLOP/s,
 and with torch on CUDA `torch.matmul` of the same shapes and transposes in fp32 (CUDA events,
 median). Then the step's sum by kind (matmul / the rest). Prints markdown.
 """
@@ -42,11 +43,15 @@ def point_program(executor: Any, layers: int, hidden: int, batch: int) -> tuple[
     return program, checked
 
 
-def matmul_shape(checked: Any, node_id: int) -> tuple[int, int, int, bool, bool] | None:
-    """(M, N, K, a transposed, b transposed) of a matmul node; None for other ops."""
-    node = checked.by_id[node_id]
-    if node.op != "matmul":
+def matmul_shape(checked: Any, step: dict[str, Any]) -> tuple[int, int, int, bool, bool] | None:
+    """(M, N, K, a transposed, b transposed) of a matmul dispatch, None for other kernels. A
+    matmul with a fused epilogue (bias add, the relu-gradient multiply) is planned on the
+    epilogue's node: the matmul is then its operand."""
+    if not step["kernel"].startswith("matmul"):
         return None
+    node = checked.by_id[step["node"]]
+    if node.op != "matmul":
+        node = next(checked.by_id[r] for r in node.operands if checked.by_id[r].op == "matmul")
     a, b = (checked.by_id[ref] for ref in node.operands)
     m, k = a.shape[-2], a.shape[-1]
     return m, b.shape[-1], k, a.op == "transpose", b.op == "transpose"
@@ -83,7 +88,7 @@ def report(program: Any, checked: Any, ns: np.ndarray, torch_runs: int) -> None:
     ours_mm = theirs_mm = 0.0
     for i, step in enumerate(program.plan["steps"]):
         us = float(np.median(ns[:, i]) / 1e3)
-        shape = matmul_shape(checked, step["node"])
+        shape = matmul_shape(checked, step)
         cells = [str(i), checked.by_id[step["node"]].op, step["kernel"]]
         cells.append("x".join(map(str, step["dispatch"])))
         if shape is None:
