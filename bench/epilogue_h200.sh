@@ -2,10 +2,11 @@
 # Issue 15's matmul epilogue on the lent H200 in one device command (docs/benchmarks.md):
 #   run(command="bash bench/epilogue_h200.sh <commit>", carry=[".gl", ".whl", ".perfdev"])
 #   bash bench/epilogue_h200.sh --cpu    # here, on lavapipe (software: correctness, not speed)
-# The whole corpus on wgpu and node-webgpu, then the MLP step with the epilogue (15 dispatches)
-# and without it (`bench/unfused.py --epilogue`: map fusion only, 18) in interleaved rounds:
-# the plans' dispatch counts, gpulab bench (wgpu vs torch CUDA eager + graph),
-# bench/execute_mlp.py, node + Dawn's MLP (the JS planner's same 15-dispatch plan) and
+# The whole corpus on wgpu and node-webgpu, then the MLP step with the matmul epilogue and
+# without it (`bench/unfused.py --epilogue`: every other fusion stays; 15 vs 18 dispatches
+# before planner_multi, the counts printed first) in interleaved rounds:
+# gpulab bench (wgpu vs torch CUDA eager + graph),
+# bench/execute_mlp.py, node + Dawn's MLP (the JS planner's same plan) and
 # bench/native_lab.py's pass figures. Prints markdown lines and `==` headers.
 set -u
 count_steps() {  # the MLP step's dispatch count as the planner makes it, epilogue on / off
@@ -45,7 +46,7 @@ grep -E "Verdict|^\| (wgpu|node-webgpu) " "$OUT/conf/conformance.md" | head -4
 grep -E "^\| (matmul|chain) " "$OUT/conf/conformance.md"
 RUNS=${RUNS:-30}
 for round in 1 2; do
-  log "round $round: gpulab bench with the epilogue (15), then without (18)"
+  log "round $round: gpulab bench with the epilogue, then without"
   python3 -m gpulab bench --backends wgpu --torch-device cuda --runs "$RUNS" | grep "^|"
   python3 bench/unfused.py --epilogue -m gpulab bench --backends wgpu --torch-device cuda \
     --runs "$RUNS" | grep "^|"
