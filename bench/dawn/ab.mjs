@@ -6,12 +6,15 @@
 import { createRuntime } from '/backends-js/src/runtime.mjs';
 import { MIN_RUNS_8, time } from '/bench/browser/timing.mjs';
 
-/** The run paths: backend hooks (backends/webgpu.mjs). `new` is the default on hardware. */
+/** The run paths: backend hooks (backends/webgpu.mjs). `new` is the default on hardware
+ * (a submission per step, ping-pong); `old` the path before it (one submission, copies). */
 export const ARMS = {
   new: {},
   old: { stepsPerSubmit: 0, carryCopies: true },
   'submit-per-step, copies': { carryCopies: true },
   'one submit, ping-pong': { stepsPerSubmit: 0 },
+  'submit every 2 steps, ping-pong': { stepsPerSubmit: 2 },
+  'submit every 4 steps, ping-pong': { stepsPerSubmit: 4 },
 };
 
 /** The hooks of arm `name` (GPULAB_DAWN_RUN), or VALIDATION-like refusal naming the arms. */

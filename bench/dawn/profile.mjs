@@ -111,18 +111,21 @@ function timeMethod(proto, name, profile, label = name) {
   };
 }
 
-/** mapAsync: the time until its promise settles (the GPU's work before it included). */
-function timeMapAsync(profile) {
-  const proto = globalThis.GPUBuffer?.prototype;
-  const orig = proto?.mapAsync;
+/**
+ * A promise-returning method: the time until its promise settles, under `label` (mapAsync:
+ * the GPU's work before it included; popErrorScope: the event-loop hops until Dawn answers).
+ * @param {any} proto @param {string} name @param {Profile} profile @param {string} label
+ */
+function timeSettle(proto, name, profile, label) {
+  const orig = proto?.[name];
   if (typeof orig !== 'function') return;
-  proto.mapAsync = function timedMap(...args) {
+  proto[name] = function timedSettle(...args) {
     if (!profile.on) return orig.apply(this, args);
     const t0 = performance.now();
-    return orig.apply(this, args).then((v) => {
-      profile.add('mapAsync (wait)', performance.now() - t0);
-      return v;
-    });
+    const settled = () => profile.add(label, performance.now() - t0);
+    const out = orig.apply(this, args);
+    out.then(settled, settled);
+    return out;
   };
 }
 
@@ -211,15 +214,17 @@ export function installProfile({ timestamps = true } = {}) {
     timeMethod(g.GPUCommandEncoder?.prototype, 'beginComputePass', profile);
     timeMethod(g.GPUCommandEncoder?.prototype, 'finish', profile);
   }
-  for (const name of ['submit', 'writeBuffer', 'onSubmittedWorkDone']) {
-    timeMethod(g.GPUQueue?.prototype, name, profile);
+  for (const name of ['submit', 'writeBuffer']) timeMethod(g.GPUQueue?.prototype, name, profile);
+  timeSettle(g.GPUQueue?.prototype, 'onSubmittedWorkDone', profile, 'onSubmittedWorkDone (wait)');
+  for (const name of ['createBindGroup', 'createBuffer', 'pushErrorScope']) {
+    timeMethod(g.GPUDevice?.prototype, name, profile);
   }
-  for (const name of ['createBindGroup', 'createBuffer']) timeMethod(g.GPUDevice?.prototype, name, profile);
+  timeSettle(g.GPUDevice?.prototype, 'popErrorScope', profile, 'popErrorScope (wait, each)');
   timeMethod(g.GPUCommandEncoder?.prototype, 'copyBufferToBuffer', profile);
   for (const name of ['setPipeline', 'setBindGroup', 'dispatchWorkgroups', 'end']) {
     timeMethod(g.GPUComputePassEncoder?.prototype, name, profile, `pass.${name}`);
   }
-  timeMapAsync(profile);
+  timeSettle(g.GPUBuffer?.prototype, 'mapAsync', profile, 'mapAsync (wait)');
   for (const name of ['getMappedRange', 'unmap']) timeMethod(g.GPUBuffer?.prototype, name, profile);
   return profile;
 }
