@@ -5,6 +5,8 @@ For each backend: ms per `execute` with every output read back, per single-step 
 The peer is PyTorch eager (CPU here; `--torch-device cuda` on a GPU machine adds the CUDA graph),
 when torch is installed. Loss agreement: the first 10 losses of a fresh session against
 PyTorch's first 10. Prints a table and writes JSON (`--json`).
+`--sweep`: cost curves over widths, batches and depths (gpulab.benchmarks.sweep); `--browser`:
+the same step in the page (gpulab.benchmarks.browser).
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -144,3 +145,10 @@ def test_a_backend_that_cannot_run_fails_the_sweep(capsys):
         + ["--backends", "no-such-backend", "--torch-device", "none"]
     )
     assert rc == 1
+
+
+def test_png_without_matplotlib_is_refused_before_the_sweep(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    monkeypatch.setattr(sweep, "sweep", lambda *a, **k: pytest.fail("the sweep ran"))
+    rc = bench.main(["--sweep", "--png", str(tmp_path / "x.png"), "--torch-device", "none"])
+    assert rc == 2 and "pip install matplotlib" in capsys.readouterr().out

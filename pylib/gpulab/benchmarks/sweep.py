@@ -356,6 +356,16 @@ def _report(result: dict[str, Any], png: str | None) -> None:
         plot(result, png)
 
 
+def _have_matplotlib() -> bool:
+    """Checked before the sweep, not after it: --png needs matplotlib."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("gpulab bench --sweep: --png needs matplotlib (pip install matplotlib)")
+        return False
+    return True
+
+
 def _write_json(result: dict[str, Any], path: str) -> None:
     with open(path, "w") as f:
         json.dump(result, f, indent=1)
@@ -405,6 +415,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--report", help="run nothing: print the table and plot --png from this JSON")
     args = ap.parse_args(argv)
+    if args.png and not _have_matplotlib():
+        return 2
     if args.report:
         with open(args.report) as f:
             _report(json.load(f), args.png)
