@@ -10,7 +10,8 @@ output read back (encode, submit, wait, map, one copy out), the output entries, 
 `Graph.run` for comparison; then the same with the plan cache off (a fresh plan, buffers from
 the pool, bind groups and params every time); then cProfile's top functions of a single-step
 session run (`Session.run`, loss read back), the other host-bound mode; and interleaved A/B
-rounds of the multi-step submission (per step vs one).
+rounds of the multi-step submission (per step vs one), and of the whole execute with the
+run's host-side switches (program.py: upload, wait, encode) and validate_cache on/off.
 """
 
 from __future__ import annotations
@@ -132,6 +133,48 @@ def interleaved(ex: Any, runs: int) -> None:
         print(f"| {what} | {arm} | {statistics.median(rest):.3f} / {min(rest):.3f} |")
 
 
+EXECUTE_ARMS: dict[str, tuple[dict[str, Any], int]] = {
+    # name: (executor hooks, validate_cache entries); program.py names the hooks
+    "default": ({}, 64),
+    "validate_cache off": ({}, 0),
+    "upload: one buffer mapped at creation": ({"upload": "mapped"}, 64),
+    "wait: poll in this thread": ({"wait": "poll"}, 64),
+    "encode raw": ({"encode": "raw"}, 64),
+    "mapped + poll + raw": ({"upload": "mapped", "wait": "poll", "encode": "raw"}, 64),
+}
+
+
+def execute_ab(ex: Any, runs: int) -> None:
+    """The whole native execute (host.execute: validate, prepare from the plan cache, run with
+    every output read back, output entries) in interleaved rounds, one arm after another."""
+    from gpulab import host, validate_cache
+
+    step = step_graph(init(0))
+    graph = step.graph._graph_dict(step.outputs())
+    samples: dict[str, list[float]] = {name: [] for name in EXECUTE_ARMS}
+    base = dict(ex.hooks)
+    for round_ in range(runs + 1):
+        for name, (hooks, entries) in EXECUTE_ARMS.items():
+            ex.hooks.clear()
+            ex.hooks.update(base, **hooks)
+            validate_cache.configure(entries)
+            host.execute(graph, backend="wgpu")  # refills the cache after configure
+            t0 = time.perf_counter()
+            host.execute(graph, backend="wgpu")
+            if round_:
+                samples[name].append((time.perf_counter() - t0) * 1e3)
+    ex.hooks.clear()
+    ex.hooks.update(base)
+    validate_cache.configure()
+    print(f"## execute A/B (host.execute of the MLP step, all outputs): ms, median / min of {runs}")
+    for name, (hooks, entries) in EXECUTE_ARMS.items():
+        rest = samples[name]
+        print(
+            f"| {name} | `{hooks}`, validate_cache {entries} | "
+            f"{statistics.median(rest):.3f} / {min(rest):.3f} |"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=50)
@@ -144,7 +187,9 @@ def main() -> None:
     print(cached.info)
     phases(cached, ns.runs, "plan cache on")
     cached.dispose()
-    interleaved(executors.open_executor("wgpu", bool(ns.allow_software)), ns.runs)
+    shared = executors.open_executor("wgpu", bool(ns.allow_software))
+    interleaved(shared, ns.runs)
+    execute_ab(shared, ns.runs)
     uncached = open_executor(ns.allow_software, hooks={"plan_cache": PlanCache(0, 0)})
     phases(uncached, ns.runs, "plan cache off")
     uncached.dispose()

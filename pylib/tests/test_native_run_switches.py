@@ -57,3 +57,30 @@ def test_every_switch_gives_the_default_bits(
     # a split step is two submissions: 4 steps run, so 4 more
     assert submits == default_submits + (4 if hooks.get("split_step") else 0)
     assert float(got[1]) != float(got[0])  # the state moved between the runs
+
+
+def _execute_outputs(hooks: dict) -> list[bytes]:
+    """Two one-shot executes of the step (different data: the second refreshes the parked
+    program's uploads), every output's bytes."""
+    executor = open_executor(True, hooks=hooks)
+    got = []
+    try:
+        for seed in (0, 1):
+            step = step_graph(init(seed))
+            checked = validate(step.graph.to_dict(**step.outputs()))
+            ids = [o.id for o in checked.outputs]
+            program = executor.prepare(checked)
+            values = program.run([{}], ids)
+            program.dispose()
+            got += [values[i].tobytes() for i in ids]
+        assert executor.plan_cache.counters["program_hits"] == 1
+        return got
+    finally:
+        executor.dispose()
+
+
+@pytest.mark.parametrize("hooks", [{"upload": "mapped"}, {"upload": "mapped", "wait": "poll"}])
+def test_uploads_through_one_mapped_buffer_give_the_same_outputs(hooks: dict) -> None:
+    want = _execute_outputs({})
+    got = _execute_outputs(hooks)
+    assert got == want and want[: len(want) // 2] != want[len(want) // 2 :]

@@ -56,9 +56,12 @@ STEPS_PER_SUBMIT = 1
 #   starts on them while the host encodes the rest (0: one submission per step).
 # - hooks["wait"]: "thread" (map_sync: wgpu-py's poll thread runs the map callback and wakes
 #   this one) or "poll": this thread polls the device itself until the read-back is mapped.
+# - hooks["upload"]: "write_buffer" (queue.write_buffer per input) or "mapped": all inputs
+#   written into one buffer mapped at creation, then copied (program._upload_mapped).
 ENCODE = "wgpu-py"
 SPLIT_STEP = 0
 WAIT = "thread"
+UPLOAD = "write_buffer"
 
 
 class WgpuProgram:
@@ -156,6 +159,7 @@ class WgpuProgram:
             for i in self._extra_inputs
             if self._checked.by_id[i].data is not None
         ]
+        writes: list[tuple[Any, Any]] = []
         for up in self.plan["uploads"] + extra:
             node = self._checked.by_id[up["node"]]
             if node.op != "full":
@@ -166,7 +170,32 @@ class WgpuProgram:
                 data = np.full(
                     self._sizes[up["buffer"]] // 4, node.attrs["value"], dtype=np.float32
                 )
-            queue.write_buffer(self._buffers[up["buffer"]], 0, data)
+            writes.append((self._buffers[up["buffer"]], data))
+        if self._ex.hooks.get("upload", UPLOAD) == "mapped" and len(writes) > 1:
+            self._upload_mapped(writes)
+            return
+        for buffer, data in writes:
+            queue.write_buffer(buffer, 0, data)
+
+    def _upload_mapped(self, writes: list[tuple[Any, Any]]) -> None:
+        """UPLOAD "mapped": every write into one new buffer mapped at creation (no map round
+        trip, one staging allocation instead of one per write_buffer), then a copy each."""
+        import wgpu
+
+        offsets, total = [], 0
+        for _, data in writes:
+            offsets.append(total)
+            total += -(-memoryview(data).nbytes // 256) * 256
+        usage = wgpu.BufferUsage.MAP_WRITE | wgpu.BufferUsage.COPY_SRC
+        staging = self._ex.device.create_buffer(size=total, usage=usage, mapped_at_creation=True)
+        for (_, data), offset in zip(writes, offsets):
+            staging.write_mapped(data, offset)
+        staging.unmap()
+        encoder = self._ex.device.create_command_encoder()
+        for (buffer, data), offset in zip(writes, offsets):
+            encoder.copy_buffer_to_buffer(staging, offset, buffer, 0, memoryview(data).nbytes)
+        self._ex.submit([encoder.finish()])
+        staging.destroy()  # freed once the copies have run
 
     def _record(self) -> None:
 
