@@ -7,7 +7,9 @@
 # 2. bench/dawn/mlp.mjs's table (execute, 1 step, 8 steps per step), with interleaved A/B
 #    rounds of the run paths where mlp.mjs has --ab (DAWN_ROUNDS rounds, default 3);
 # 3. bench/dawn/mlp.mjs --profile: every WebGPU call of a run counted and timed on the host,
-#    every compute pass timestamped on the GPU (Dawn's timestamp quantization off).
+#    every compute pass timestamped on the GPU (Dawn's timestamp quantization off), for the
+#    default run path and the old one; a host-only profile; the table with Dawn's
+#    skip_validation toggle (what validation costs the host).
 # Local smoke test (Dawn's null backend: the host side only, no GPU work, losses 0):
 #   GPULAB_DAWN=<npm webgpu>/index.js DAWN_LOCAL=1 bash bench/dawn_h200.sh local
 set -u
@@ -48,5 +50,10 @@ if grep -q -- "--ab" bench/dawn/mlp.mjs; then
   log "profile of the old run path (GPULAB_DAWN_RUN=old)"
   GPULAB_DAWN_RUN=old FLAGS="disable-dawn-features=timestamp_quantization" mlp --profile 30
 fi
+log "host-only profile (no timestamp queries: GPULAB_DAWN_TIMESTAMPS=0)"
+GPULAB_DAWN_TIMESTAMPS=0 mlp --profile 30 | grep -E "wall|calls, all|submit|less the calls|session JS"
+log "Dawn's validation off (skip_validation: a measurement of its host cost; pages cannot)"
+FLAGS="enable-dawn-features=skip_validation" mlp --runs "$RUNS" | grep -E "^\| gpu-lab"
+FLAGS="enable-dawn-features=skip_validation" mlp --ab --runs "$RUNS" --rounds 1 | grep -E "\| (new|old) \|" 
 log "end"
 } 2>&1 | tee "$OUT/dawn_h200.log"

@@ -9,7 +9,8 @@
 // each WebGPU call counted and timed on the host, each compute pass timestamped on the GPU
 // where Dawn offers "timestamp-query"), a table of µs per step. Profiling wraps the API, so it
 // is its own process, never mixed with the timed table. GPULAB_DAWN_RUN=<arm> profiles one of
-// bench/dawn/ab.mjs's run paths (e.g. old) instead of the default.
+// bench/dawn/ab.mjs's run paths (e.g. old) instead of the default; GPULAB_DAWN_TIMESTAMPS=0
+// leaves the passes without timestamps (host figures only).
 // With --ab: the run paths (ab.mjs: per-step submission, carry ping-pong, both, neither) in
 // --rounds interleaved rounds of --runs runs each; exit status 1 if their losses differ.
 // Exit status 1 when the adapter is a software one (this lane is for hardware GPUs).
@@ -36,7 +37,7 @@ const cell = (s) => `${s.median.toFixed(3)} / ${s.min.toFixed(3)} (${s.n})`;
 /** The --profile mode: wrappers installed before the backend opens its device. */
 async function profileMain() {
   const { installProfile } = await import('./profile.mjs');
-  const profile = installProfile();
+  const profile = installProfile({ timestamps: process.env.GPULAB_DAWN_TIMESTAMPS !== '0' });
   const { profileReport } = await import('./profile-report.mjs');
   const { armHooks } = await import('./ab.mjs');
   const fx = await loadFixture(pathToFileURL(values.fixture).href);

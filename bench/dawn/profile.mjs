@@ -8,10 +8,10 @@
 // The wrappers cost about a microsecond per call: a profiled run is slower than a plain one,
 // so bench/dawn/mlp.mjs times its table without them and profiles in a separate process.
 
-/** Queries per querySet: 2 per pass; an encoder's first query is a multiple of 32 (256 bytes
- * of resolved timestamps), as resolveQuerySet's destination offset must be. */
+/** Queries per querySet: 2 per pass. They are resolved once, after the measured run, in an
+ * encoder of their own (Dawn converts ticks to ns with a compute pass of its own at resolve:
+ * resolving inside the run's encoders would add that work to the run). */
 const QUERIES = 4096;
-const ALIGN = 32;
 
 /**
  * @typedef {{calls: Record<string, number>, ms: Record<string, number>,
@@ -29,8 +29,6 @@ export class Profile {
     this.window = emptyWindow();
     /** @type {{device: GPUDevice, querySet: GPUQuerySet, resolve: GPUBuffer, next: number} | null} */
     this.ts = null;
-    /** @type {WeakMap<GPUCommandEncoder, {first: number, count: number}>} */
-    this.encoders = new WeakMap();
     /** @type {WeakMap<GPUCommandEncoder, GPUDevice>} */
     this.deviceOf = new WeakMap();
     /** @type {number[]} first query of each timed pass, in encoding order */
@@ -67,6 +65,7 @@ export class Profile {
     const read = ts.device.createBuffer({ size: bytes,
       usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
     const encoder = ts.device.createCommandEncoder();
+    encoder.resolveQuerySet(ts.querySet, 0, ts.next, ts.resolve, 0);
     encoder.copyBufferToBuffer(ts.resolve, 0, read, 0, bytes);
     ts.device.queue.submit([encoder.finish()]);
     await read.mapAsync(GPUMapMode.READ);
@@ -145,14 +144,13 @@ function requestTimestamps(profile) {
   };
 }
 
-/** Encoders remember their device; compute passes get timestampWrites; finish resolves them. */
+/** Encoders remember their device; compute passes get timestampWrites. */
 function timestampPasses(profile) {
   const dev = globalThis.GPUDevice?.prototype;
   const enc = globalThis.GPUCommandEncoder?.prototype;
   const create = dev?.createCommandEncoder;
   const begin = enc?.beginComputePass;
-  const finish = enc?.finish;
-  if (!create || !begin || !finish) return;
+  if (!create || !begin) return;
   dev.createCommandEncoder = function remember(...args) {
     if (!profile.on) return create.apply(this, args);
     const t0 = performance.now();
@@ -166,17 +164,10 @@ function timestampPasses(profile) {
     const t0 = performance.now();
     const device = profile.deviceOf.get(this);
     const ts = device && !desc.timestampWrites ? profile.timestamps(device) : null;
-    let at = profile.encoders.get(this);
-    if (ts && !at) {
-      at = { first: Math.ceil(ts.next / ALIGN) * ALIGN, count: 0 };
-      ts.next = at.first;
-      profile.encoders.set(this, at);
-    }
     let pass;
-    if (ts && at && ts.next + 2 <= QUERIES) {
+    if (ts && ts.next + 2 <= QUERIES) {
       const q = ts.next;
       ts.next += 2;
-      at.count = ts.next - at.first;
       profile.pairs.push(q);
       pass = begin.call(this, { ...desc, timestampWrites: { querySet: ts.querySet,
         beginningOfPassWriteIndex: q, endOfPassWriteIndex: q + 1 } });
@@ -185,17 +176,6 @@ function timestampPasses(profile) {
     }
     profile.add('beginComputePass', performance.now() - t0);
     return pass;
-  };
-  enc.finish = function resolved(...args) {
-    if (!profile.on) return finish.apply(this, args);
-    const t0 = performance.now();
-    const at = profile.encoders.get(this);
-    if (at && at.count && profile.ts) {
-      this.resolveQuerySet(profile.ts.querySet, at.first, at.count, profile.ts.resolve, at.first * 8);
-    }
-    const out = finish.apply(this, args);
-    profile.add('finish', performance.now() - t0);
-    return out;
   };
 }
 
@@ -212,8 +192,8 @@ export function installProfile({ timestamps = true } = {}) {
   } else {
     timeMethod(g.GPUDevice?.prototype, 'createCommandEncoder', profile);
     timeMethod(g.GPUCommandEncoder?.prototype, 'beginComputePass', profile);
-    timeMethod(g.GPUCommandEncoder?.prototype, 'finish', profile);
   }
+  timeMethod(g.GPUCommandEncoder?.prototype, 'finish', profile);
   for (const name of ['submit', 'writeBuffer']) timeMethod(g.GPUQueue?.prototype, name, profile);
   timeSettle(g.GPUQueue?.prototype, 'onSubmittedWorkDone', profile, 'onSubmittedWorkDone (wait)');
   for (const name of ['createBindGroup', 'createBuffer', 'pushErrorScope']) {
