@@ -152,12 +152,17 @@ def per_dispatch(device: Any, recordings: list[Recorded], steps: int, runs: int)
 
 
 def whole_passes(
-    device: Any, recordings: list[Recorded], steps: int, runs: int
+    device: Any, recordings: list[Recorded], steps: int, runs: int, fast: bool = False
 ) -> dict[str, list[float]]:
     """Per round, in us: the pass of each step (its begin/end timestamps), the gap from one
-    step's end to the next's begin, the host's encode time, the submit call, submit -> done."""
+    step's end to the next's begin, the host's encode time, the submit call, submit -> done.
+    fast: the dispatches encoded by C calls and the marker waited for by polling in this
+    thread (program.py's hooks encode="raw", wait="poll")."""
+    from gpulab.native.program import _encode_raw, _map_polling
+
     queries = Queries(device, 2 * steps, timestamp_period(device))
     marker = Marker(device)
+    raw = [[(p._internal, g._internal, *d) for p, g, d in rec] for rec in recordings]
     out: dict[str, list[float]] = {"pass": [], "gap": [], "encode": [], "submit": [], "done": []}
     for _ in range(runs):
         t0 = time.perf_counter()
@@ -170,7 +175,10 @@ def whole_passes(
                     "end_of_pass_write_index": 2 * s + 1,
                 }
             )
-            encode_dispatches(compute, recordings[s % len(recordings)], None, 0)
+            if fast:
+                _encode_raw(compute, raw[s % len(raw)])
+            else:
+                encode_dispatches(compute, recordings[s % len(recordings)], None, 0)
             compute.end()
         queries.finish(encoder, 2 * steps)
         marker.encode(encoder)
@@ -178,7 +186,11 @@ def whole_passes(
         t1 = time.perf_counter()
         device.queue.submit([buffer])
         t2 = time.perf_counter()
-        marker.wait()
+        if fast:
+            _map_polling(device, marker.dst)
+            marker.dst.unmap()
+        else:
+            marker.wait()
         t3 = time.perf_counter()
         ns = queries.read(2 * steps).reshape(steps, 2)
         out["pass"] += list((ns[:, 1] - ns[:, 0]) / 1e3)
@@ -270,20 +282,22 @@ def report_dispatches(program: Any, checked: Any, mlp: np.ndarray, empty: np.nda
     )
 
 
-def report_passes(label: str, mlp: dict[str, list[float]], empty: dict[str, list[float]]) -> None:
+def report_passes(label: str, columns: list[dict[str, list[float]]]) -> None:
     print(f"\n{label}: us, median / min")
-    print("| | MLP step | empty chain |")
-    print("| --- | --- | --- |")
+    print(
+        "| | MLP step | MLP step, raw encode + poll wait | empty chain | empty chain, raw + poll |"
+    )
+    print("| --- | --- | --- | --- | --- |")
     rows = [
         ("GPU: the pass (its begin/end timestamps), per step", "pass"),
         ("host: encode (create encoder -> finish), per step", "encode"),
         ("host: the queue.submit call, per submission", "submit"),
         ("submit -> done (marker mapped), per submission", "done"),
     ]
-    if mlp["gap"]:
+    if columns[0]["gap"]:
         rows.insert(1, ("GPU: gap between one step's pass end and the next's begin", "gap"))
     for name, key in rows:
-        print(f"| {name} | {med_min(mlp[key])} | {med_min(empty[key])} |")
+        print(f"| {name} | " + " | ".join(med_min(c[key]) for c in columns) + " |")
 
 
 def session_runs(program: Any, batch: dict[int, Any], loss: int, runs: int) -> None:
@@ -384,10 +398,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"Per dispatch (timestamp deltas inside the pass; {mlp.shape[0]} samples):")
             report_dispatches(program, checked, mlp, chain)
         whole_passes(device, recordings, steps, 2)
+        whole_passes(device, recordings, steps, 2, fast=True)
         report_passes(
             f"Whole passes, no timestamps between dispatches ({steps} step(s) per submission)",
-            whole_passes(device, recordings, steps, args.runs),
-            whole_passes(device, empty, steps, args.runs),
+            [
+                whole_passes(device, chain, steps, args.runs, fast)
+                for chain in (recordings, empty)
+                for fast in (False, True)
+            ],
         )
         print()
     session_runs(program, batch, loss, args.runs)
