@@ -3,11 +3,12 @@
 //
 // A map2 node whose op the kernel table marks `epilogue` (add, sub, mul: one rounding, no helper)
 // folds into the matmul dispatch when one operand is a matmul that nothing else reads and that
-// is no output, of the node's shape, and the other operand has the node's shape or is one row
-// [N] (or [1, N], ...: a bias) broadcast down the rows. The map1 ops map fusion already folded
-// into that node (its other operand's PRE, its POST) come along. The matmul kernels apply the op
-// to the finished ascending-k sum (kernels/gen/epilogue.py), so the bits are those of the two
-// dispatches. The matmul node then has no buffer. Twin of pylib/gpulab/native/planner_epilogue.py.
+// is no output, of the node's shape, and the other operand has the node's shape, or is one row
+// [N] (or [1, N], ...: a bias) broadcast down the rows, one value, or one column [M, 1]. The map1
+// ops map fusion already folded into that node (its other operand's PRE, its POST) come along.
+// The matmul kernels apply the op to the finished ascending-k sum (kernels/gen/epilogue.py), so
+// the bits are those of the two dispatches. The matmul node then has no buffer. Twin of
+// pylib/gpulab/native/planner_epilogue.py.
 
 import { epilogueMap2, familyCodes } from './kernel-table.mjs';
 
@@ -18,8 +19,8 @@ const UNARY_OP = familyCodes('map1');
 /**
  * @typedef {import('./planner.mjs').CheckedNode} CheckedNode
  * @typedef {{matmul: CheckedNode, side: number, bcast: number}} Epilogue
- *   side 0: the product is the map2's operand a, 1: its operand b; bcast 0: the other operand
- *   has the result's shape, 1: one row [N]
+ *   side 0: the product is the map2's operand a, 1: its operand b; bcast (the other operand):
+ *   0 the result's shape, 1 one row [N], 2 one value, 3 one column [M, 1]
  */
 
 /**
@@ -61,15 +62,20 @@ function sameShape(a, b) {
 }
 
 /**
- * 0: the result's shape; 1: a row [N] read at every row (leading axes of size 1); else null.
+ * How the other operand is read (kernels' EPI_BCAST): 0 the result's shape; after leading 1s,
+ * 1 a row [N] read at every row, 2 one value, 3 a column [M, 1]; else null.
  * @param {number[]} shape @param {number[]} result
  */
 function bcastOf(shape, result) {
   if (sameShape(shape, result)) return 0;
   if (shape.length > result.length) return null;
   const full = [...new Array(result.length - shape.length).fill(1), ...shape];
-  const row = full.slice(0, -1).every((d) => d === 1) && full[full.length - 1] === result[result.length - 1];
-  return row ? 1 : null;
+  const r = full.length;
+  const ones = full.slice(0, -2).every((d) => d === 1);
+  if (ones && full[r - 2] === 1 && full[r - 1] === result[r - 1]) return 1;
+  if (ones && full[r - 2] === 1 && full[r - 1] === 1) return 2;
+  if (ones && full[r - 2] === result[r - 2] && full[r - 1] === 1) return 3;
+  return null;
 }
 
 /**

@@ -807,8 +807,9 @@ def _integers_as_floats() -> dict:
 def _matmul_epilogues() -> dict:
     """Map2 nodes the planners fold into the matmul whose product they read (issue 15,
     docs/plan.md "Fusion"): a bias + relu, a row minus the product, a product gated by
-    positive(z), on shapes that take matmul_rb_v4, matmul and matmul_small on a software
-    adapter; and products that must stay unfused (an output, read twice, a [M, 1] operand).
+    positive(z), a column [M, 1] and a scalar operand, on shapes that take matmul_rb_v4, matmul
+    and matmul_small on a software adapter; and products that must stay unfused (an output,
+    read twice, a [B, 1, N] operand).
     The matmul operands are small integers, so every product is exact in any order and each
     output is one rounding of exact operands: judged by its own op's class, as a chain."""
     b = Builder("chain/matmul_epilogues")
@@ -827,6 +828,8 @@ def _matmul_epilogues() -> dict:
     out(b.op("add", twice, b.rand([3])), "twice_a")
     out(b.op("mul", twice, b.rand([5, 3])), "twice_b")
     out(b.op("add", mm([5, 7], [7, 3]), b.rand([5, 1])), "column")
+    out(b.op("mul", b.rand([1]), mm([4, 6], [6, 5])), "scaled")
+    out(b.op("add", mm([2, 5, 7], [7, 3]), b.rand([2, 1, 3])), "batch_row")
     return b.case("chain")
 
 

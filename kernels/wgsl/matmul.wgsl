@@ -27,9 +27,10 @@ struct Params {
 // ---- epilogue: kernels/gen/epilogue.py from kernels/ops.json (docs/plan.md, Fusion) ----
 // A map2 node reading this product, folded into the dispatch by the planners: EPI_OP = 1 + its
 // binary.wgsl OP code (add 1, sub 2, mul 3; 0: no epilogue); the product is its
-// operand a (EPI_SIDE 0) or b (1); its other operand c has the result's shape (EPI_BCAST 0) or
-// is one row [N] broadcast down the rows (1, a bias). EPI_PRE / EPI_POST: 1 + the unary.wgsl
-// OP code of a fusable map1 op on c / on the result (0: none). Unfused plans bind a at c.
+// operand a (EPI_SIDE 0) or b (1); its other operand c has the result's shape (EPI_BCAST 0), is
+// one row [N] broadcast down the rows (1, a bias), one value (2) or one column [M, 1] (3).
+// EPI_PRE / EPI_POST: 1 + the unary.wgsl OP code of a fusable map1 op on c / on the result
+// (0: none). Unfused plans bind a at c.
 override EPI_OP: u32 = 0u;
 override EPI_SIDE: u32 = 0u;
 override EPI_BCAST: u32 = 0u;
@@ -57,13 +58,23 @@ fn epi_map1(code: u32, x: f32) -> f32 {
   }
 }
 
+// The element of c read with out[at] (column col): EPI_BCAST's four layouts.
+fn epi_at(at: u32, col: u32) -> u32 {
+  switch EPI_BCAST {
+    case 1u: { return col; }
+    case 2u: { return 0u; }
+    case 3u: { return (at / p.n) % p.m; }
+    default: { return at; }
+  }
+}
+
 // v: the finished sum of out[at] (column col). Its bits pass through an integer OR with params
 // bit 31 of `flags`, which the planners never set: no compiler can see through it to fold the op
 // into the last fma of the sum, so the op rounds once, as binary.wgsl's does.
 fn epilogue(v: f32, at: u32, col: u32) -> f32 {
   if (EPI_OP == 0u) { return v; }
   let x = bitcast<f32>(bitcast<u32>(v) | (p.flags & 0x80000000u));
-  var y = c[select(at, col, EPI_BCAST == 1u)];
+  var y = c[epi_at(at, col)];
   if (EPI_PRE != 0u) { y = epi_map1(EPI_PRE - 1u, y); }
   var r: f32;
   if (EPI_SIDE == 1u) { r = epi_map2(y, x); } else { r = epi_map2(x, y); }

@@ -34,7 +34,7 @@ def _data(shape: list[int], rng: np.random.Generator, special: bool) -> np.ndarr
 
 
 def epilogue_graph(special: bool, seed: int = 0) -> dict[str, Any]:
-    """Products p = x @ w folded into every epilogue slot, and four that must stay separate.
+    """Products p = x @ w folded into every epilogue slot, and five that must stay separate.
     With `special`, x and w hold small integers (exact sums, so `- p` cancels to signed zeros)
     with an inf and a NaN row in x, and the other operands hold special values."""
     rng = np.random.default_rng(seed)
@@ -56,6 +56,14 @@ def epilogue_graph(special: bool, seed: int = 0) -> dict[str, Any]:
         {"id": 3, "op": "input", "shape": [BATCH, M, N], "data": z.reshape(-1)},
         {"id": 4, "op": "input", "shape": [1, N], "data": _data([1, N], rng, special).reshape(-1)},
         {"id": 5, "op": "input", "shape": [M, 1], "data": _data([M, 1], rng, special).reshape(-1)},
+        {"id": 6, "op": "input", "shape": [1], "data": _data([1], rng, special).reshape(-1)},
+        {
+            "id": 7,
+            "op": "input",
+            "shape": [BATCH, 1, N],
+            "data": _data([BATCH, 1, N], rng, special).reshape(-1),
+        },
+        {"id": 8, "op": "input", "shape": [M, K], "data": x[0].reshape(-1)},
     ]
     ids = iter(range(10, 100))
 
@@ -73,6 +81,8 @@ def epilogue_graph(special: bool, seed: int = 0) -> dict[str, Any]:
         "row_minus": op("sub", op("neg", 4), p()),  # sub, the product as b, [1, N], PRE neg
         "gated": op("abs", op("mul", p(), op("positive", 3))),  # mul, PRE positive, POST abs
         "cancel": op("add", 3, p()),  # the product as b, same shape; exact signed zeros
+        "column": op("sub", p(), 5),  # [M, 1]
+        "scaled": op("mul", 6, p()),  # one value, the product as b
     }
     keep = p()  # an output itself: stays a matmul
     twice = p()  # two readers
@@ -81,8 +91,9 @@ def epilogue_graph(special: bool, seed: int = 0) -> dict[str, Any]:
         "kept_plus": op("add", keep, 2),
         "twice_a": op("add", twice, 2),
         "twice_b": op("mul", twice, 3),
-        "column": op("add", p(), 5),  # [M, 1]: another shape
         "self": op("add", (s := p()), s),  # both operands the product
+        "batch_row": op("add", p(), 7),  # [BATCH, 1, N]: a row per batch, not folded
+        "up": op("add", op("matmul", 8, 1), 3),  # [M, N] product broadcast up to the batch
     }
     return {
         "version": 3,
@@ -112,6 +123,8 @@ FUSED = {  # output -> the epilogue overrides of its dispatch
         "EPI_POST": 1 + MAP1["abs"],
     },
     "cancel": {"EPI_OP": 1 + MAP2["add"], "EPI_SIDE": 1, "EPI_BCAST": 0},
+    "column": {"EPI_OP": 1 + MAP2["sub"], "EPI_SIDE": 0, "EPI_BCAST": 3},
+    "scaled": {"EPI_OP": 1 + MAP2["mul"], "EPI_SIDE": 1, "EPI_BCAST": 2},
 }
 
 
@@ -125,7 +138,7 @@ def executor() -> Iterator[Any]:
 def run(
     executor: Any, graph: dict[str, Any], fuse: bool, monkeypatch: pytest.MonkeyPatch
 ) -> dict[str, bytes]:
-    """Output bits by name; unfused: no epilogue and no map fusion (every op its dispatch)."""
+    """Output words by name; unfused: no epilogue and no map fusion (every op its dispatch)."""
     with monkeypatch.context() as m:
         if not fuse:
             m.setattr(planner_epilogue, "EPILOGUE_MAP2", {})
@@ -136,7 +149,17 @@ def run(
             out = program.run([{}], [o.id for o in checked.outputs])
         finally:
             program.dispose()
-    return {o.name: np.asarray(out[o.id], np.float32).tobytes() for o in checked.outputs}
+    return {o.name: _words(out[o.id]) for o in checked.outputs}
+
+
+def _words(values: Any) -> bytes:
+    """The float32 words, every NaN as 0x7fc00000: a NaN's payload is not part of the contract
+    (docs/protocol.md; the exact class counts every NaN equal), and NaN * NaN gives the payload
+    of whichever operand the compiled instruction names first, which differs between kernels."""
+    x = np.array(values, np.float32).reshape(-1)
+    words = x.view(np.uint32).copy()
+    words[np.isnan(x)] = 0x7FC00000
+    return words.tobytes()
 
 
 def test_the_plan_folds_exactly_the_allowed_nodes() -> None:
@@ -153,12 +176,12 @@ def test_the_plan_folds_exactly_the_allowed_nodes() -> None:
         assert len(step["bindings"]) == 4
     with_epilogue = [s for s in plan["steps"] if "EPI_OP" in s["overrides"]]
     assert len(with_epilogue) == len(FUSED)
-    # kept, twice, column and self: plain matmuls (c bound to a), then their map2 dispatches
+    # kept, twice, self, batch_row and up: plain matmuls (c bound to a), then their map2s
     plain = [s for s in plan["steps"] if s["kernel"].startswith("matmul") and not s["overrides"]]
-    assert len(plain) == 4
+    assert len(plain) == 5
     assert all(s["bindings"][2] == s["bindings"][0] for s in plain)
-    assert sum(s["kernel"] == "binary" for s in plan["steps"]) == 5
-    assert len(plan["steps"]) == len(FUSED) + 4 + 5
+    assert sum(s["kernel"] == "binary" for s in plan["steps"]) == 6
+    assert len(plan["steps"]) == len(FUSED) + 5 + 6
     valued = {v["node"] for v in plan["values"]}
     products = [n["id"] for n in graph["nodes"] if n["op"] == "matmul"]
     assert sum(i not in valued for i in products) == len(FUSED)  # folded: no buffer

@@ -3,11 +3,12 @@ dispatch of the matmul whose product it reads.
 
 A map2 node whose op the kernel table marks `epilogue` (add, sub, mul: one rounding, no helper)
 folds into the matmul dispatch when one operand is a matmul that nothing else reads and that is
-no output, of the node's shape, and the other operand has the node's shape or is one row [N]
-(or [1, N], ...: a bias) broadcast down the rows. The map1 ops map fusion already folded into
-that node (its other operand's PRE, its POST) come along. The matmul kernels apply the op to
-the finished ascending-k sum (kernels/gen/epilogue.py), so the bits are those of the two
-dispatches. The matmul node then has no buffer. Twin of backends-js/src/planner-epilogue.mjs.
+no output, of the node's shape, and the other operand has the node's shape, or is one row [N]
+(or [1, N], ...: a bias) broadcast down the rows, one value, or one column [M, 1]. The map1 ops
+map fusion already folded into that node (its other operand's PRE, its POST) come along. The
+matmul kernels apply the op to the finished ascending-k sum (kernels/gen/epilogue.py), so the
+bits are those of the two dispatches. The matmul node then has no buffer. Twin of
+backends-js/src/planner-epilogue.mjs.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ UNARY_OP = family_codes("map1")
 class Epilogue:
     matmul: CheckedNode  # the product folded in (planned inside the map2's dispatch)
     side: int  # 0: the product is the map2's operand a, 1: its operand b
-    bcast: int  # 0: the other operand has the result's shape, 1: one row [N]
+    bcast: int  # the other operand: 0 the result's shape, 1 one row [N], 2 one value, 3 [M, 1]
 
 
 def find_epilogues(ctx: _PlanContext) -> dict[int, Epilogue]:
@@ -64,12 +65,20 @@ def _epilogue_of(ctx: _PlanContext, x: CheckedNode) -> Epilogue | None:
 
 
 def _bcast(shape: list[int], result: list[int]) -> int | None:
-    """0: the result's shape; 1: a row [N] read at every row (leading axes of size 1)."""
+    """How the other operand is read (kernels' EPI_BCAST): 0 the result's shape; after
+    leading 1s, 1 a row [N] read at every row, 2 one value, 3 a column [M, 1]; else None."""
     if shape == result:
         return 0
+    if len(shape) > len(result):
+        return None
     full = [1] * (len(result) - len(shape)) + shape
-    if len(full) == len(result) and all(d == 1 for d in full[:-1]) and full[-1] == result[-1]:
+    ones = all(d == 1 for d in full[:-2])
+    if ones and full[-2] == 1 and full[-1] == result[-1]:
         return 1
+    if ones and full[-2] == 1 and full[-1] == 1:
+        return 2
+    if ones and full[-2] == result[-2] and full[-1] == 1:
+        return 3
     return None
 
 
