@@ -52,7 +52,7 @@ for arm in none multi map,epilogue,multi; do
 done
 log "node + Dawn: the adapter's maxStorageBuffersPerShaderStage, then the MLP (fused)"
 /tmp/node --import ./bench/dawn/setup.mjs --input-type=module -e '
-const a = await navigator.gpu.requestAdapter();
+const a = await globalThis.navigator?.gpu?.requestAdapter();
 console.log("dawn adapter maxStorageBuffersPerShaderStage", a?.limits.maxStorageBuffersPerShaderStage);' 
 python3 -c 'import json; from gpulab.benchmarks.browser import fixture; print(json.dumps(fixture(0)))' \
   > /tmp/mlp_fixture.json

@@ -55,38 +55,40 @@ fn one_minus_pow(beta: f32, step: f32) -> f32 {
   return (1.0f - acc.x) - acc.y;
 }
 
-fn param0(i: u32, step: f32) {
-  if (i >= p.n_0) { return; }
-  let gi = g0[i];
-  let m1 = p.bm_0 * m_in0[i] + (1.0f - p.bm_0) * gi;
-  let v1 = p.bv_0 * v_in0[i] + (1.0f - p.bv_0) * gi * gi;
-  m_out0[i] = m1;
-  v_out0[i] = v1;
-  let step_size = p.lr_0 / one_minus_pow(p.beta1_0, step);
-  let root_bias2 = sqrt(one_minus_pow(p.beta2_0, step));
-  w_out0[i] = w0[i] - step_size * m1 / (sqrt(v1) / root_bias2 + p.eps_0);
-}
-
-fn param1(i: u32, step: f32) {
-  if (i >= p.n_1) { return; }
-  let gi = g1[i];
-  let m1 = p.bm_1 * m_in1[i] + (1.0f - p.bm_1) * gi;
-  let v1 = p.bv_1 * v_in1[i] + (1.0f - p.bv_1) * gi * gi;
-  m_out1[i] = m1;
-  v_out1[i] = v1;
-  let step_size = p.lr_1 / one_minus_pow(p.beta1_1, step);
-  let root_bias2 = sqrt(one_minus_pow(p.beta2_1, step));
-  w_out1[i] = w1[i] - step_size * m1 / (sqrt(v1) / root_bias2 + p.eps_1);
-}
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
   let index = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
   let step = t[0];
+  // the parameter s of this workgroup: the last whose first workgroup is at most index
+  // (the last one also takes a split dispatch's extra workgroups: its n bounds them)
+  var s = 0u;
+  var n = p.n_0;
+  var start = p.start_0;
+  var lr = p.lr_0;
+  var beta1 = p.beta1_0;
+  var beta2 = p.beta2_0;
+  var eps = p.eps_0;
+  var bm = p.bm_0;
+  var bv = p.bv_0;
   if (index >= p.start_1) {
-    param1((index - p.start_1) * WG + lid, step);
-  } else {
-    param0(index * WG + lid, step);
+    s = 1u; n = p.n_1; start = p.start_1; lr = p.lr_1; beta1 = p.beta1_1;
+    beta2 = p.beta2_1; eps = p.eps_1; bm = p.bm_1; bv = p.bv_1;
+  }
+  let i = (index - start) * WG + lid;
+  if (i >= n) { return; }
+  var m = 0.0f; var v = 0.0f; var g = 0.0f; var w = 0.0f;
+  switch s {
+    case 0u: { m = m_in0[i]; v = v_in0[i]; g = g0[i]; w = w0[i]; }
+    case 1u, default: { m = m_in1[i]; v = v_in1[i]; g = g1[i]; w = w1[i]; }
+  }
+  let m_new = bm * m + (1.0f - bm) * g;
+  let v_new = bv * v + (1.0f - bv) * g * g;
+  let step_size = lr / one_minus_pow(beta1, step);
+  let root_bias2 = sqrt(one_minus_pow(beta2, step));
+  let w_new = w - step_size * m_new / (sqrt(v_new) / root_bias2 + eps);
+  switch s {
+    case 0u: { m_out0[i] = m_new; v_out0[i] = v_new; w_out0[i] = w_new; }
+    case 1u, default: { m_out1[i] = m_new; v_out1[i] = v_new; w_out1[i] = w_new; }
   }
 }

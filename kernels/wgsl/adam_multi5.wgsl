@@ -82,80 +82,58 @@ fn one_minus_pow(beta: f32, step: f32) -> f32 {
   return (1.0f - acc.x) - acc.y;
 }
 
-fn param0(i: u32, step: f32) {
-  if (i >= p.n_0) { return; }
-  let gi = g0[i];
-  let m1 = p.bm_0 * m_in0[i] + (1.0f - p.bm_0) * gi;
-  let v1 = p.bv_0 * v_in0[i] + (1.0f - p.bv_0) * gi * gi;
-  m_out0[i] = m1;
-  v_out0[i] = v1;
-  let step_size = p.lr_0 / one_minus_pow(p.beta1_0, step);
-  let root_bias2 = sqrt(one_minus_pow(p.beta2_0, step));
-  w_out0[i] = w0[i] - step_size * m1 / (sqrt(v1) / root_bias2 + p.eps_0);
-}
-
-fn param1(i: u32, step: f32) {
-  if (i >= p.n_1) { return; }
-  let gi = g1[i];
-  let m1 = p.bm_1 * m_in1[i] + (1.0f - p.bm_1) * gi;
-  let v1 = p.bv_1 * v_in1[i] + (1.0f - p.bv_1) * gi * gi;
-  m_out1[i] = m1;
-  v_out1[i] = v1;
-  let step_size = p.lr_1 / one_minus_pow(p.beta1_1, step);
-  let root_bias2 = sqrt(one_minus_pow(p.beta2_1, step));
-  w_out1[i] = w1[i] - step_size * m1 / (sqrt(v1) / root_bias2 + p.eps_1);
-}
-
-fn param2(i: u32, step: f32) {
-  if (i >= p.n_2) { return; }
-  let gi = g2[i];
-  let m1 = p.bm_2 * m_in2[i] + (1.0f - p.bm_2) * gi;
-  let v1 = p.bv_2 * v_in2[i] + (1.0f - p.bv_2) * gi * gi;
-  m_out2[i] = m1;
-  v_out2[i] = v1;
-  let step_size = p.lr_2 / one_minus_pow(p.beta1_2, step);
-  let root_bias2 = sqrt(one_minus_pow(p.beta2_2, step));
-  w_out2[i] = w2[i] - step_size * m1 / (sqrt(v1) / root_bias2 + p.eps_2);
-}
-
-fn param3(i: u32, step: f32) {
-  if (i >= p.n_3) { return; }
-  let gi = g3[i];
-  let m1 = p.bm_3 * m_in3[i] + (1.0f - p.bm_3) * gi;
-  let v1 = p.bv_3 * v_in3[i] + (1.0f - p.bv_3) * gi * gi;
-  m_out3[i] = m1;
-  v_out3[i] = v1;
-  let step_size = p.lr_3 / one_minus_pow(p.beta1_3, step);
-  let root_bias2 = sqrt(one_minus_pow(p.beta2_3, step));
-  w_out3[i] = w3[i] - step_size * m1 / (sqrt(v1) / root_bias2 + p.eps_3);
-}
-
-fn param4(i: u32, step: f32) {
-  if (i >= p.n_4) { return; }
-  let gi = g4[i];
-  let m1 = p.bm_4 * m_in4[i] + (1.0f - p.bm_4) * gi;
-  let v1 = p.bv_4 * v_in4[i] + (1.0f - p.bv_4) * gi * gi;
-  m_out4[i] = m1;
-  v_out4[i] = v1;
-  let step_size = p.lr_4 / one_minus_pow(p.beta1_4, step);
-  let root_bias2 = sqrt(one_minus_pow(p.beta2_4, step));
-  w_out4[i] = w4[i] - step_size * m1 / (sqrt(v1) / root_bias2 + p.eps_4);
-}
-
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
   let index = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
   let step = t[0];
+  // the parameter s of this workgroup: the last whose first workgroup is at most index
+  // (the last one also takes a split dispatch's extra workgroups: its n bounds them)
+  var s = 0u;
+  var n = p.n_0;
+  var start = p.start_0;
+  var lr = p.lr_0;
+  var beta1 = p.beta1_0;
+  var beta2 = p.beta2_0;
+  var eps = p.eps_0;
+  var bm = p.bm_0;
+  var bv = p.bv_0;
+  if (index >= p.start_1) {
+    s = 1u; n = p.n_1; start = p.start_1; lr = p.lr_1; beta1 = p.beta1_1;
+    beta2 = p.beta2_1; eps = p.eps_1; bm = p.bm_1; bv = p.bv_1;
+  }
+  if (index >= p.start_2) {
+    s = 2u; n = p.n_2; start = p.start_2; lr = p.lr_2; beta1 = p.beta1_2;
+    beta2 = p.beta2_2; eps = p.eps_2; bm = p.bm_2; bv = p.bv_2;
+  }
+  if (index >= p.start_3) {
+    s = 3u; n = p.n_3; start = p.start_3; lr = p.lr_3; beta1 = p.beta1_3;
+    beta2 = p.beta2_3; eps = p.eps_3; bm = p.bm_3; bv = p.bv_3;
+  }
   if (index >= p.start_4) {
-    param4((index - p.start_4) * WG + lid, step);
-  } else if (index >= p.start_3) {
-    param3((index - p.start_3) * WG + lid, step);
-  } else if (index >= p.start_2) {
-    param2((index - p.start_2) * WG + lid, step);
-  } else if (index >= p.start_1) {
-    param1((index - p.start_1) * WG + lid, step);
-  } else {
-    param0(index * WG + lid, step);
+    s = 4u; n = p.n_4; start = p.start_4; lr = p.lr_4; beta1 = p.beta1_4;
+    beta2 = p.beta2_4; eps = p.eps_4; bm = p.bm_4; bv = p.bv_4;
+  }
+  let i = (index - start) * WG + lid;
+  if (i >= n) { return; }
+  var m = 0.0f; var v = 0.0f; var g = 0.0f; var w = 0.0f;
+  switch s {
+    case 0u: { m = m_in0[i]; v = v_in0[i]; g = g0[i]; w = w0[i]; }
+    case 1u: { m = m_in1[i]; v = v_in1[i]; g = g1[i]; w = w1[i]; }
+    case 2u: { m = m_in2[i]; v = v_in2[i]; g = g2[i]; w = w2[i]; }
+    case 3u: { m = m_in3[i]; v = v_in3[i]; g = g3[i]; w = w3[i]; }
+    case 4u, default: { m = m_in4[i]; v = v_in4[i]; g = g4[i]; w = w4[i]; }
+  }
+  let m_new = bm * m + (1.0f - bm) * g;
+  let v_new = bv * v + (1.0f - bv) * g * g;
+  let step_size = lr / one_minus_pow(beta1, step);
+  let root_bias2 = sqrt(one_minus_pow(beta2, step));
+  let w_new = w - step_size * m_new / (sqrt(v_new) / root_bias2 + eps);
+  switch s {
+    case 0u: { m_out0[i] = m_new; v_out0[i] = v_new; w_out0[i] = w_new; }
+    case 1u: { m_out1[i] = m_new; v_out1[i] = v_new; w_out1[i] = w_new; }
+    case 2u: { m_out2[i] = m_new; v_out2[i] = v_new; w_out2[i] = w_new; }
+    case 3u: { m_out3[i] = m_new; v_out3[i] = v_new; w_out3[i] = w_new; }
+    case 4u, default: { m_out4[i] = m_new; v_out4[i] = v_new; w_out4[i] = w_new; }
   }
 }
