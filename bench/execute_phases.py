@@ -142,6 +142,39 @@ EXECUTE_ARMS: dict[str, tuple[dict[str, Any], int]] = {
     "encode raw": ({"encode": "raw"}, 64),
     "mapped + poll + raw": ({"upload": "mapped", "wait": "poll", "encode": "raw"}, 64),
 }
+SESSION_ARMS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "pre-encode the next step": {"pre_encode": True},
+    "pre-encode + raw + poll": {"pre_encode": True, "encode": "raw", "wait": "poll"},
+}
+
+
+def session_ab(ex: Any, runs: int) -> None:
+    """Single-step Session.run (what `gpulab bench` times as "run (1 step)"), interleaved
+    rounds of a few runs per arm; the first run of each arm's turn is not timed."""
+    values = init(0)
+    fed = step_graph(values, feed_batch=True)
+    batch = {fed.x: values["x"], fed.y: values["y"]}
+    s = fed.graph.prepare(feeds=[fed.x, fed.y], carry=fed.carry(), backend="wgpu", loss=fed.loss)
+    samples: dict[str, list[float]] = {name: [] for name in SESSION_ARMS}
+    base = dict(ex.hooks)
+    for round_ in range(runs + 1):
+        for name, hooks in SESSION_ARMS.items():
+            ex.hooks.clear()
+            ex.hooks.update(base, **hooks)
+            s.run(batch)
+            for _ in range(3):
+                t0 = time.perf_counter()
+                s.run(batch)
+                if round_:
+                    samples[name].append((time.perf_counter() - t0) * 1e3)
+    ex.hooks.clear()
+    ex.hooks.update(base)
+    s.dispose()
+    print(f"## session A/B (Session.run, 1 step, loss): ms, median / min of {3 * runs}")
+    for name, hooks in SESSION_ARMS.items():
+        rest = samples[name]
+        print(f"| {name} | `{hooks}` | {statistics.median(rest):.3f} / {min(rest):.3f} |")
 
 
 def execute_ab(ex: Any, runs: int) -> None:
@@ -190,6 +223,7 @@ def main() -> None:
     shared = executors.open_executor("wgpu", bool(ns.allow_software))
     interleaved(shared, ns.runs)
     execute_ab(shared, ns.runs)
+    session_ab(shared, ns.runs)
     uncached = open_executor(ns.allow_software, hooks={"plan_cache": PlanCache(0, 0)})
     phases(uncached, ns.runs, "plan cache off")
     uncached.dispose()

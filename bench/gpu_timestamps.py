@@ -21,7 +21,8 @@ prepares it (feeds x, y; the parameters and Adam state carried), then its record
   encodes a multi-step run), with the gap between one step's pass end and the next's begin;
 - `program.run` wall time for 1 and 8 steps (loss read back), for reference;
 - A/B of the run's host-side switches (program.py: C-call encoding, a step split into two
-  submissions, polling for the read-back in the calling thread), interleaved rounds.
+  submissions, polling for the read-back in the calling thread, the next single step encoded
+  while this one runs), interleaved rounds.
 
 Ticks -> ns: wgpu-native's `wgpuQueueGetTimestampPeriod` (through wgpu-py's `lib`); on Vulkan
 it is VkPhysicalDeviceLimits::timestampPeriod (NVIDIA reports 1.0: ticks are ns). The script
@@ -326,6 +327,8 @@ def ab_arms(n: int) -> dict[str, dict[str, Any]]:
         "wait: poll in this thread": {"wait": "poll"},
         f"raw + split {half} + poll": {"encode": "raw", "split_step": half, "wait": "poll"},
         "raw + poll": {"encode": "raw", "wait": "poll"},
+        "pre-encode the next step": {"pre_encode": True},
+        "pre-encode + raw + poll": {"pre_encode": True, "encode": "raw", "wait": "poll"},
     }
 
 
@@ -333,7 +336,8 @@ def ab_runs(
     executor: Any, program: Any, batch: dict[int, Any], loss: int, runs: int, count: int
 ) -> None:
     """Interleaved rounds (every arm once per round) of program.run, loss read back; the
-    first `count` arms."""
+    first `count` arms. A timed 1-step run follows an untimed one of the same arm (so
+    pre_encode has the step it encoded ahead, as in a loop of single steps)."""
     arms = dict(list(ab_arms(len(program._recorded[0])).items())[:count])
     print(
         f"\nA/B of the run's host-side switches (program.py; executor hooks), {runs} interleaved "
@@ -345,9 +349,11 @@ def ab_runs(
     base = dict(executor.hooks)
     for round_ in range(runs + 1):
         for name, hooks in arms.items():
-            for steps in (1, 8):
+            for steps in (8, 1):
                 executor.hooks.clear()
                 executor.hooks.update(base, **hooks)
+                if steps == 1:  # a training loop's runs follow runs of the same kind
+                    program.run([batch], [loss])
                 t0 = time.perf_counter()
                 program.run([batch] * steps, [loss])
                 if round_:  # the first round warms every arm

@@ -58,7 +58,11 @@ STEPS_PER_SUBMIT = 1
 #   this one) or "poll": this thread polls the device itself until the read-back is mapped.
 # - hooks["upload"]: "write_buffer" (queue.write_buffer per input) or "mapped": all inputs
 #   written into one buffer mapped at creation, then copied (program._upload_mapped).
+# - hooks["pre_encode"]: True encodes the next single step's command buffer while this run
+#   waits for its read-back (the host is idle then), so the next run only writes its feeds
+#   and submits; used when it fits (program._PreEncoded.fits), else encoded as usual.
 ENCODE = "wgpu-py"
+PRE_ENCODE = False
 SPLIT_STEP = 0
 WAIT = "thread"
 UPLOAD = "write_buffer"
@@ -102,6 +106,7 @@ class WgpuProgram:
         self._carried_inputs: set[int] = set()  # plan buffers of carried inputs (swap keys)
         self._parity = 0  # 1: the next step runs the swapped recording
         self._staging: Any = None
+        self._pre: _PreEncoded | None = None  # the next single step, encoded (PRE_ENCODE)
         self._readback: Any = None
         self._steps_run = 0
         self._disposed = False
@@ -144,6 +149,7 @@ class WgpuProgram:
         the input data is written again; plan, buffers, params and bind groups stay."""
         self._check_alive()
         self._checked = checked
+        self._pre = None
         with self._ex.guard("prepare"):
             self._upload(data_only=True)
 
@@ -379,31 +385,64 @@ class WgpuProgram:
 
     def run(self, steps: list[Mapping[int, Any]], read_ids: Iterable[int]) -> dict[int, Any]:
         """Run the steps, a submission every STEPS_PER_SUBMIT steps (hooks["steps_per_submit"];
-        0: all in one) and one read-back; {id: array of its dtype} of read_ids after the last."""
+        0: all in one) and one read-back; {id: array of its dtype} of read_ids after the last.
+        A single-step run with PRE_ENCODE submits the command buffer the previous run encoded
+        while it waited (when it fits: same reads, staging, read-back buffer and parity)."""
         self._check_alive()
         steps = list(steps) or [{}]
         read = list(dict.fromkeys(read_ids))
         arrays = [self._feed_arrays(step) for step in steps]
+        pre_encode = len(steps) == 1 and bool(self._ex.hooks.get("pre_encode", PRE_ENCODE))
         with self._ex.guard("run"):
-            encoder = self._ex.device.create_command_encoder()
-            self._write_feeds(arrays, encoder)
-            layout: list[tuple[int, int, int]] = []
-            every = int(self._ex.hooks.get("steps_per_submit", self._ex.steps_per_submit))
-            for index in range(len(steps)):
-                encoder = self._encode_step(encoder, index)
-                if index == len(steps) - 1:  # read before this step's carries move them
-                    layout = self._encode_reads(encoder, read)
-                self._encode_carries(encoder)
-                if every and index < len(steps) - 1 and (index + 1) % every == 0:
-                    # the GPU starts on these steps while the next ones are encoded
-                    self._ex.submit([encoder.finish()])
-                    encoder = self._ex.device.create_command_encoder()
-            values = self._finish_reads(encoder, layout)
+            self._write_feeds(arrays, None)
+            pre, self._pre = self._pre, None
+            if pre_encode and pre is not None and pre.fits(self, read):
+                command, layout = pre.command, pre.layout
+                self._parity = pre.parity_after
+                counters = self._ex.counters
+                counters["pre_encoded"] = counters.get("pre_encoded", 0) + 1
+            else:
+                command, layout = self._encode_run(len(steps), read, split=True)
+            self._ex.submit([command])
+            if pre_encode:  # the next step's commands, encoded while the GPU runs this one
+                self._pre = self._pre_encode(read)
+            values = self._map_reads(layout)
         self._read_budget_flags()
         if self.plan.get("checks"):
             self._read_checks()
         self._steps_run += len(steps)
         return values
+
+    def _encode_run(
+        self, count: int, read: list[int], split: bool
+    ) -> tuple[Any, list[tuple[int, int, int]]]:
+        """Encode `count` steps and the read-back copies; earlier submissions go on the way
+        (steps_per_submit, split_step); returns the last command buffer and the read layout."""
+        encoder = self._ex.device.create_command_encoder()
+        layout: list[tuple[int, int, int]] = []
+        every = int(self._ex.hooks.get("steps_per_submit", self._ex.steps_per_submit))
+        for index in range(count):
+            encoder = self._encode_step(encoder, index, split)
+            if index == count - 1:  # read before this step's carries move them
+                layout = self._encode_reads(encoder, read)
+            self._encode_carries(encoder)
+            if every and index < count - 1 and (index + 1) % every == 0:
+                # the GPU starts on these steps while the next ones are encoded
+                self._ex.submit([encoder.finish()])
+                encoder = self._ex.device.create_command_encoder()
+        return encoder.finish(), layout
+
+    def _pre_encode(self, read: list[int]) -> _PreEncoded | None:
+        """The next single step's command buffer (this run's feeds layout, the next parity),
+        or None when encoding fails (the next run then encodes, and reports, as usual)."""
+        before = self._parity
+        try:
+            command, layout = self._encode_run(1, read, split=False)
+        except Exception:  # noqa: BLE001 - a failed guess costs nothing; the next run retries
+            return None
+        finally:
+            after, self._parity = self._parity, before
+        return _PreEncoded(command, layout, tuple(read), self, before, after)
 
     def _check_buffer(self) -> tuple[Any, int]:
         """The v4 index ops' check buffer (planner_index.py) and its size in bytes."""
@@ -502,22 +541,21 @@ class WgpuProgram:
 
     def _staging_buffer(self, nbytes: int) -> Any:
         if self._staging is None or self._staging.size < nbytes:
+            self._pre = None  # it copies from the old buffer
             if self._staging is not None:
                 self._ex.release(self._staging, "staging")
             self._staging = self._ex.acquire(nbytes, "staging")
         return self._staging
 
-    def _encode_step(self, encoder: Any, index: int) -> Any:
+    def _encode_step(self, encoder: Any, index: int, split: bool = True) -> Any:
         """Encode step `index` (its feed copies, its pass); returns the encoder to go on with
-        (a new one after a split submission, hooks["split_step"])."""
+        (a new one after a split submission, hooks["split_step"], unless split is False)."""
         for offset, dst, size in self._step_feed_copies[index]:
             encoder.copy_buffer_to_buffer(self._staging, offset, dst, 0, size)
         if self._recorded:
             hooks = self._ex.hooks
-            split = int(hooks.get("split_step", SPLIT_STEP))
-            parts = (
-                [(0, split), (split, None)] if 0 < split < len(self._recorded[0]) else [(0, None)]
-            )
+            at = int(hooks.get("split_step", SPLIT_STEP)) if split else 0
+            parts = [(0, at), (at, None)] if 0 < at < len(self._recorded[0]) else [(0, None)]
             raw = hooks.get("encode", ENCODE) == "raw"
             for number, (start, stop) in enumerate(parts):
                 if number:  # the first part runs while this one is encoded
@@ -562,6 +600,10 @@ class WgpuProgram:
     def _finish_reads(self, encoder: Any, layout: list[tuple[int, int, int]]) -> dict[int, Any]:
         """Submit, map the read-back buffer once, and split it into arrays of each dtype."""
         self._ex.submit([encoder.finish()])
+        return self._map_reads(layout)
+
+    def _map_reads(self, layout: list[tuple[int, int, int]]) -> dict[int, Any]:
+        """Map the read-back buffer once (after the submission that fills it), split it."""
         if not layout:
             return {}
         _, last_buffer, last_offset = layout[-1]
@@ -579,6 +621,7 @@ class WgpuProgram:
     def _readback_buffer(self, nbytes: int) -> Any:
         """The program's MAP_READ buffer, grown to the largest read-back seen."""
         if self._readback is None or self._readback.size < nbytes:
+            self._pre = None  # it copies into the old buffer
             if self._readback is not None:
                 self._ex.release(self._readback, "readback")
             self._readback = self._ex.acquire(nbytes, "readback")
@@ -627,6 +670,7 @@ class WgpuProgram:
             raise GpuLabError(
                 "VALIDATION", f"node {node_id} has no value yet: run a step first", node_id
             )
+        self._pre = None  # its read-back may grow the buffer the next step copies into
         with self._ex.guard("download"):
             encoder = self._ex.device.create_command_encoder()
             return self._read(encoder, [node_id])[node_id]
@@ -636,6 +680,7 @@ class WgpuProgram:
         if self._disposed:
             return
         self._disposed = True
+        self._pre = None
         for buf in self._buffers + self._scratch:
             self._ex.release(buf)
         for buf, kind in (
@@ -695,3 +740,28 @@ def _map_polling(device: Any, buffer: Any) -> None:
     promise = buffer.map_async(wgpu.MapMode.READ, 0, buffer.size)
     libf.wgpuDevicePoll(device._internal, True, ffi.NULL)
     promise.sync_wait()
+
+
+class _PreEncoded:
+    """A single step's command buffer encoded ahead (PRE_ENCODE), with what it assumed."""
+
+    def __init__(
+        self,
+        command: Any,
+        layout: list[tuple[int, int, int]],
+        read: tuple[int, ...],
+        program: WgpuProgram,
+        parity_before: int,
+        parity_after: int,
+    ) -> None:
+        self.command, self.layout, self.read = command, layout, read
+        self.staging, self.readback = program._staging, program._readback
+        self.parity_before, self.parity_after = parity_before, parity_after
+
+    def fits(self, program: WgpuProgram, read: list[int]) -> bool:
+        return (
+            self.read == tuple(read)
+            and self.staging is program._staging
+            and self.readback is program._readback
+            and self.parity_before == program._parity
+        )
