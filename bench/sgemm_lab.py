@@ -21,10 +21,20 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/ (native_lab)
+from gpulab.native.planner import MATMUL_TILES
 from gpulab.native.wgpu_executor import kernel_source, open_executor
 from native_lab import MLP_SHAPES, _buffer, _read, _time_pass, _uniform
 
 from kernels.gen.matmul import generate
+
+if os.environ.get("SGEMM_LAB_GEN"):  # a generator file not (yet) in the tree: its variants
+    import importlib.util
+
+    _spec = importlib.util.spec_from_file_location("lab_matmul", os.environ["SGEMM_LAB_GEN"])
+    assert _spec and _spec.loader
+    _mod = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_mod)
+    generate = _mod.generate
 
 SHAPES = [
     (4096, 4096, 4096),
@@ -42,50 +52,38 @@ def variants() -> list[tuple[str, dict[str, Any] | str]]:
     """(name, generate() kwargs, or a shipped kernel's name)."""
     out: list[tuple[str, dict[str, Any] | str]] = [
         ("shipped matmul_rb_v4", "matmul_rb_v4"),
+        ("shipped matmul_rb_a4", "matmul_rb_a4"),
+        ("shipped matmul_rb_b4", "matmul_rb_b4"),
         ("shipped matmul_rb", "matmul_rb"),
     ]
     k = {"walk": "k"}
-    ks = {"walk": "k", "swz": True}
     for a4, b4 in ((True, True), (True, False), (False, True), (False, False)):
         tag = f"a{4 if a4 else 1}b{4 if b4 else 1}"
-        io = {**R, "a4": a4, "b4": b4}
-        out.append((f"{tag} walk-k", {**io, **k}))
-        out.append((f"{tag} walk-k swz", {**io, **ks}))
-        out.append((f"{tag} walk-k named", {**io, **k, "named": True}))
-        out.append((f"{tag} walk-k swz named", {**io, **ks, "named": True}))
+        io = {**R, "a4": a4, "b4": b4, **(k if a4 or b4 else {})}
+        out.append((f"{tag} named inline", {**io, "named": True, "inline": True}))
+        if a4 != b4 or not a4:
+            out.append((f"{tag} named", {**io, "named": True}))
         if a4 and b4:
-            out.append((f"{tag} 64x128 t8x16 walk-k", {**io, **k, "bm": 64, "tyn": 8}))
-            out.append((f"{tag} 128x64 t16x8 walk-k", {**io, **k, "bn": 64, "txn": 8}))
-            out.append((f"{tag} 128x128 t16x8 walk-k", {**io, **k, "txn": 8}))
-            out.append((f"{tag} 128x128 t8x16 walk-k", {**io, **k, "tyn": 8}))
-            out.append((f"{tag} 128x256 named walk-k", {**io, **k, "bn": 256, "named": True}))
-            out.append((f"{tag} walk-k swz g8", {**io, **ks, "group": 8}))
-            out.append((f"{tag} walk-k cols", {**io, **k, "cols": True}))
-            out.append((f"{tag} walk-k cols named", {**io, **k, "cols": True, "named": True}))
             out.append(
                 (
-                    f"{tag} 64x64 t8x8 bk16 walk-k",
-                    {**io, **k, "bm": 64, "bn": 64, "bk": 16, "tyn": 8, "txn": 8},
+                    f"{tag} named inline warp8x4",
+                    {**io, "named": True, "inline": True, "warp": "8x4"},
                 )
             )
+            out.append((f"{tag} named g8", {**io, "named": True, "group": 8}))
             out.append(
                 (
-                    f"{tag} 64x128 t8x16 warp-rows walk-k named",
-                    {**io, **k, "bm": 64, "tyn": 8, "named": True},
+                    f"{tag} named inline 64x128 t8x16",
+                    {**io, "named": True, "inline": True, "bm": 64, "tyn": 8},
                 )
             )
-        if a4 and not b4:
-            out.append((f"{tag} walk-k swz g8 warp8x4", {**io, **ks, "group": 8, "warp": "8x4"}))
-        if not a4 and not b4:
-            out.append((f"{tag} rows", io))
-        if not a4 and b4:
-            out.append((f"{tag} walk-k swz cols", {**io, **ks, "cols": True}))
     return out
 
 
 def fits(spec: dict[str, Any] | str, m: int, k: int, n: int) -> bool:
     if isinstance(spec, str):
-        return spec != "matmul_rb_v4" or (k % 4 == 0 and n % 4 == 0)
+        _, a4, b4 = MATMUL_TILES[spec]
+        return (not a4 or k % 4 == 0) and (not b4 or n % 4 == 0)
     return (not spec["a4"] or k % 4 == 0) and (not spec["b4"] or n % 4 == 0)
 
 
@@ -186,6 +184,7 @@ class Pipe:
             layout="auto", compute={"module": module, "entry_point": "main"}
         )
         self.compile_s = time.perf_counter() - t0
+        self.epilogue = "@binding(4)" in code
 
 
 class Bound:
@@ -197,6 +196,8 @@ class Bound:
         self.groups = tm * tn
         uni = _uniform(device, [m, n, k, tm, tn, 1, 1, 0, 0, 0, 0, 0])
         entries = [{"binding": 0, "resource": {"buffer": uni}}]
+        if pipe.epilogue:  # binding 3: the epilogue's c (a, as unfused plans bind it), out at 4
+            bufs = (bufs[0], bufs[1], bufs[0], bufs[2])
         entries += [{"binding": i + 1, "resource": {"buffer": b}} for i, b in enumerate(bufs)]
         self.group = device.create_bind_group(
             layout=self.pipeline.get_bind_group_layout(0), entries=entries
@@ -216,6 +217,7 @@ def main() -> int:
     ap.add_argument("--allow-software", action="store_true", default=None)
     ap.add_argument("--only", default="", help="comma list of variant name substrings")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--no-small", action="store_true", help="skip the MLP products")
     args = ap.parse_args()
     ex = open_executor(args.allow_software)
     device = ex.device
@@ -293,7 +295,7 @@ def main() -> int:
             )
         for buf in bufs:
             buf.destroy()
-    if not args.only:
+    if not args.only and not args.no_small:
         bench_small(device, 2 if args.small else 200)
     if args.json:
         with open(args.json, "w") as f:

@@ -31,13 +31,16 @@ R128 = {"bm": 128, "bn": 128, "bk": 8}
 # each one to kernels/wgsl/<name>.wgsl; the planners pick among them by name (planner
 # MATMUL_KERNELS).
 SHIPPED: dict[str, dict[str, Any]] = {
-    # the H200 (bench/sgemm_lab.py, 2026-12-01): walk "k" reads whole sectors of a (rows first
-    # strides a by K: 29.6 TFLOP/s at K = 4096 against 37.2 for a1b1); named accumulators +2%
+    # Measured on the H200 with bench/sgemm_lab.py (2026-12-01, docs/benchmarks.md "SGEMM
+    # variants"): walk "k" reads whole 32-byte sectors of a, where rows first strides a by K
+    # (29.6 TFLOP/s against 37.2 at K = 4096 for scalar a); named accumulators +2% (not for
+    # matmul_rb_a4: -0.5%); 128x256, 256x128, BK 16 or 4, 64-wide tiles, 128 threads, a grouped
+    # tile order, an 8x4 warp, an XOR swizzle and inlined loads were all slower or no faster.
     "matmul_rb_v4": {**R128, "a4": True, "b4": True, "walk": "k", "named": True},
     "matmul_rb_a4": {**R128, "a4": True, "b4": False, "walk": "k"},
-    "matmul_rb_b4": {**R128, "a4": False, "b4": True, "walk": "k"},
+    "matmul_rb_b4": {**R128, "a4": False, "b4": True, "walk": "k", "named": True},
     # K % 4 != 0 here, so rows of a never stride by a power of two: rows first is faster (40.7
-    # against 37.2 at 4096x4095x4096)
+    # against 37.2 at 4096x4095x4095)
     "matmul_rb": {**R128, "a4": False, "b4": False},
     "matmul_v4": {"bm": 64, "bn": 64, "bk": 16, "a4": True, "b4": True},
     "matmul": {"bm": 64, "bn": 64, "bk": 16, "a4": False, "b4": False},
@@ -183,7 +186,7 @@ def _compute(buf: int, bk: int, ng: int, nh: int, tyn: int, txn: int, swz: bool,
 def generate(bm: int = 128, bn: int = 128, bk: int = 8, group: int = 0, vec4: bool = True, *,
              a4: bool | None = None, b4: bool | None = None, walk: str = "rows",
              warp: str = "16x2", swz: bool = False, tyn: int = 16, txn: int = 16,
-             named: bool = False, cols: bool = False) -> str:
+             named: bool = False, cols: bool = False, inline: bool = False) -> str:
     """The WGSL text of one variant: a bm x bn tile over tyn x txn threads (each 4x4 blocks:
     bm / (4 tyn) x bn / (4 txn) of them); bk 4..32; a4 / b4 (default: vec4) vec4 global access
     on the a side / the b and out side; `walk` the order of the a tile's global loads ("rows" or
@@ -212,6 +215,7 @@ def generate(bm: int = 128, bn: int = 128, bk: int = 8, group: int = 0, vec4: bo
     args += f" --threads {tyn}x{txn}" if (tyn, txn) != (16, 16) else ""
     args += " --named" if named else ""
     args += " --cols" if cols else ""
+    args += " --inline" if inline else ""
     out = [HEADER.format(args=args, bm=bm, bn=bn, bk=bk, ng=ng, nh=nh, order_note=order_note,
                          a_io=IO_VEC4 if a4 else IO_SCALAR, b_io=IO_VEC4_B if b4 else IO_SCALAR_B,
                          a_walk=A_WALK[walk], warp=WARPS[warp], threads=threads, tyn=tyn,
@@ -293,6 +297,18 @@ fn store4(base: u32, row: u32, col: u32, v: vec4<f32>) {
     else:  # a warp is 8 columns x 4 rows of the thread grid
         txy = ("  let tx = lid % 8u + 8u * ((lid / 32u) % 2u);\n"
                "  let ty = (lid % 32u) / 8u + 4u * (lid / 64u);\n")
+    def ld(buf: int) -> str:  # the next tile's loads then, after the fma, its stores
+        if not inline:
+            return f"    let next{buf} = load(a_base, b_base, row0, col0, (t + 1u) * BK, lid);\n"
+        body = "".join(la + lb).replace("t.a[", "nx.a[").replace("t.b[", "nx.b[")
+        return f"    {{\n    let k0 = (t + 1u) * BK;\n{body}    }}\n"
+
+    def st(buf: int) -> str:
+        if not inline:
+            return f"    store{buf}(next{buf}, lid);\n"
+        body = "".join(x.replace("{buf}", str(buf)) for x in sa + sb)
+        return body.replace("t.a[", "nx.a[").replace("t.b[", "nx.b[")
+
     if named:
         accs = "".join(f"  var acc{i}: vec4<f32>;\n" for i in range(nacc))
         c0 = "".join(_compute(0, bk, ng, nh, tyn, txn, swz, "acc{i}", cols))
@@ -305,6 +321,7 @@ fn store4(base: u32, row: u32, col: u32, v: vec4<f32>) {
                 f"[(g * 4 + r) * {nh} + h]\n")
         call0, call1 = "    compute0(&acc, tx, ty);\n", "    compute1(&acc, tx, ty);\n"
         acc_of = "acc[{i}]"
+    inline_decl = "  var nx: Tile;\n  let zero = vec4<f32>(0.0f);\n" if inline else ""
     out.append(f"""
 @compute @workgroup_size({threads})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -320,19 +337,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 {txy}
 {decl}
   let tiles_k = (p.k + BK - 1u) / BK;
-  store0(load(a_base, b_base, row0, col0, 0u, lid), lid);
+{inline_decl}  store0(load(a_base, b_base, row0, col0, 0u, lid), lid);
   workgroupBarrier();
   var t = 0u;
   loop {{
     // buffer 0 holds tile t; tile t + 1 goes to buffer 1 (all zeros past K: harmless)
-    let next1 = load(a_base, b_base, row0, col0, (t + 1u) * BK, lid);
-{call0}    store1(next1, lid);
-    workgroupBarrier();
+{ld(1)}{call0}{st(1)}    workgroupBarrier();
     t += 1u;
     if (t >= tiles_k) {{ break; }}
-    let next0 = load(a_base, b_base, row0, col0, (t + 1u) * BK, lid);
-{call1}    store0(next0, lid);
-    workgroupBarrier();
+{ld(0)}{call1}{st(0)}    workgroupBarrier();
     t += 1u;
     if (t >= tiles_k) {{ break; }}
   }}
@@ -370,11 +383,12 @@ def main() -> None:
     ap.add_argument("--threads", default="16x16", help="thread grid rows x columns")
     ap.add_argument("--named", action="store_true", help="named accumulators, inlined")
     ap.add_argument("--cols", action="store_true", help="accumulator vec4s down columns")
+    ap.add_argument("--inline", action="store_true", help="the k loop's loads and stores inlined")
     args = ap.parse_args()
     tyn, txn = (int(v) for v in args.threads.split("x"))
     print(generate(args.bm, args.bn, args.bk, args.group, a4=args.a4, b4=args.b4,
                    walk=args.walk, warp=args.warp, swz=args.swz, tyn=tyn, txn=txn,
-                   named=args.named, cols=args.cols), end="")
+                   named=args.named, cols=args.cols, inline=args.inline), end="")
 
 
 if __name__ == "__main__":
