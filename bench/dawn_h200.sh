@@ -32,7 +32,7 @@ date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev
 "$NODE" --version
 python3 -c 'import json; from gpulab.benchmarks.browser import fixture; print(json.dumps(fixture(0)))' \
   > /tmp/mlp_fixture.json
-if [ -z "${DAWN_LOCAL:-}" ]; then
+if [ -z "${DAWN_LOCAL:-}" ] && [ -z "${DAWN_SKIP_CONFORMANCE:-}" ]; then  # h200_final.sh runs it once
   log "conformance: node-webgpu (Dawn), the whole corpus"
   python3 -m e2e.conformance --executor node-webgpu --report "$OUT/conf" > "$OUT/conf.txt" 2>&1
   echo "conformance exit $?"

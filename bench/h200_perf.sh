@@ -16,7 +16,7 @@ log "machine, commit $COMMIT"
 date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
 nproc; python3 --version; /tmp/node --version
 python3 -c "import torch, wgpu; print('torch', torch.__version__, 'wgpu', wgpu.__version__)"
-log "conformance: wgpu and node-webgpu (Dawn), 759 cases each"
+log "conformance: wgpu and node-webgpu (Dawn), the whole corpus"
 python3 -m e2e.conformance --executor wgpu --executor node-webgpu --report "$OUT/conf" \
   > "$OUT/conf.txt" 2>&1; echo "conformance exit $?"
 head -8 "$OUT/conf/conformance.md"
