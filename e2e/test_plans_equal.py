@@ -26,7 +26,9 @@ from gpulab.kernel_table import family_ops, graph_version, plain_ops, scalar_att
 from gpulab.native.planner import plan_graph
 from gpulab.protocol import validate
 
+from e2e.conformance.generate import values
 from e2e.conformance.runner import load_cases
+from e2e.epilogue_graphs import epilogue_graph
 from e2e.multi_graphs import adam_chain_graph, multi_graph, params_graph
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,6 +120,12 @@ def transposes_into_matmuls_graph() -> dict:
     }
 
 
+def _jsonable(graph: dict) -> dict:
+    """Input data as JSON numbers (NaN, inf as the protocol's strings)."""
+    nodes = [{**n, "data": values(n["data"])} if "data" in n else n for n in graph["nodes"]]
+    return {**graph, "nodes": nodes}
+
+
 def mlp_step_graph() -> dict:
     """The MLP Adam step (gpulab.models.mlp) without its inputs' data: its plan folds three
     matmul epilogues (docs/plan.md "Fusion"), 15 dispatches."""
@@ -137,6 +145,13 @@ def _matmul_cases() -> list[dict]:
     return [
         *cases,
         {"name": "matmul-kernel/mlp_step_epilogues", "op": "chain", "graph": mlp_step_graph()},
+        *(
+            {"name": f"matmul-kernel/epilogues_{kind}", "op": "chain", "graph": _jsonable(graph)}
+            for kind, graph in (
+                ("special", epilogue_graph(True)),
+                ("random", epilogue_graph(False)),
+            )
+        ),
         {
             "name": "matmul-kernel/transposes",
             "op": "matmul",
