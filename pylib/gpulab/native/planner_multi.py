@@ -19,6 +19,7 @@ order, of the separate dispatches: the bits do not change (pylib/tests/test_mult
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 MULTI_ADAM_MAX = 8  # kernels/gen/adam_multi.py SIZES ends here
@@ -153,7 +154,7 @@ def plan_adam_multi(ctx: Any, node: Any, f32_param: Any) -> bool:
     start = 0
     for u in group:
         m, v = ctx.adam_fused[u.id]
-        n = _count(u.shape)
+        n = math.prod(u.shape)
         at = u.attrs
         params += [["u32", n], ["u32", start]]
         params += [f32_param(at[k]) for k in ("lr", "beta1", "beta2", "eps")]
@@ -171,10 +172,3 @@ def plan_adam_multi(ctx: Any, node: Any, f32_param: Any) -> bool:
         writes=len(writes),
     )
     return True
-
-
-def _count(shape: Any) -> int:
-    n = 1
-    for d in shape:
-        n *= int(d)
-    return n
