@@ -204,10 +204,11 @@ def test_sessions_equal_chained_executes_bit_for_bit(gl_page: Any, where: str) -
 
 @pytest.mark.parametrize("hidden", [16, 20, 18])
 def test_packed_parameters_give_the_bits_of_unpacked_ones(gl_page: Any, hidden: int) -> None:
-    """Parameters and Adam moments stored packed (RGBA32F, 4 values of a row per texel) give
-    the bits of the R32F program: losses of 5 session steps, every carried tensor, an execute's
-    outputs. w1 [12, hidden] packs where hidden is a multiple of 4: then it is updated in one
-    4-wide pass and never packed again for x @ w1; w2 never packs (a transpose reads it)."""
+    """Tensors stored packed (RGBA32F, 4 values of a row per texel) give the bits of the R32F
+    program: losses of 5 session steps, every carried tensor, an execute's outputs. w1
+    [12, hidden] packs where hidden is a multiple of 4, w2 [hidden, 4] always, x [8, 12] too:
+    each packed weight is updated in one 4-wide Adam pass and never packed again for the
+    forward matmul, x is uploaded packed; the transposes x^T, w2^T pack from packed sources."""
     dims = {"B": 8, "I": 12, "H": hidden, "O": 4}
     r = scenario(gl_page, "packedParameters", "main", {"dims": dims})
     packed, plain = r["packed"], r["plain"]
@@ -215,11 +216,12 @@ def test_packed_parameters_give_the_bits_of_unpacked_ones(gl_page: Any, hidden: 
     assert packed["state"] == plain["state"]
     assert packed["execute"] == plain["execute"]
     assert len(set(packed["losses"])) == 5, "the MLP is not training"
-    wide = [p for p in packed["passes"] if "A_PACKED=1" in p]
-    assert len(wide) == (1 if hidden % 4 == 0 else 0), packed["passes"]
+    wide = [p for p in packed["passes"] if p.startswith("adam_update") and "A_PACKED=1" in p]
+    assert len(wide) == (2 if hidden % 4 == 0 else 1), packed["passes"]
     assert not any("A_PACKED" in p for p in plain["passes"]), plain["passes"]
     packs = sum(p.startswith("pack.glsl") for p in packed["passes"])
-    assert packs == sum(p.startswith("pack.glsl") for p in plain["passes"]) - len(wide)
+    assert packs == sum(p.startswith("pack.glsl") for p in plain["passes"]) - len(wide) - 1
+    assert sum("TRANSPOSED=1,A_PACKED=1" in p for p in packed["passes"]) == 2, packed["passes"]
 
 
 @pytest.mark.parametrize("where", WHERE)
@@ -403,6 +405,46 @@ def test_conformance_corpus_passes_with_tensors_wrapped_across_texture_rows(gl_p
     assert report.lane.available, report.describe_failures()
     assert len(report.results) == len(cases)
     assert report.passed, report.describe_failures()
+
+
+def test_matmul_epilogue_gives_the_bits_of_the_unfused_passes(gl_page: Any) -> None:
+    """add / sub / mul reading a matmul product nothing else reads take it into their own pass
+    (read packed, never unpacked): the same bits as the matmul's unpack pass and then the
+    elementwise pass, on the block and the flat path; a product that is an output or read
+    twice is unpacked as before."""
+    r = scenario(gl_page, "epilogue", "main")
+    assert r["fused"]["values"] == r["plain"]["values"]
+    assert r["fusedFlat"]["values"] == r["plain"]["values"]
+    assert r["plainFlat"]["values"] == r["plain"]["values"]
+    for lane, layout in (("fused", "RESULT_LAYERS=1"), ("fusedFlat", "RESULT_FLAT=1")):
+        passes = r[lane]["passes"]
+        fused = [p for p in passes if p.startswith("binary.glsl") and layout in p]
+        assert sum("A_RESULT=1" in p for p in fused) == 3, passes
+        assert sum("B_RESULT=1" in p for p in fused) == 2, passes  # sub(c, a @ b), add(bias, ..)
+        assert sum(p.startswith("unpack.glsl") for p in passes) == 2, passes  # 18, 20
+    for lane in ("plain", "plainFlat"):
+        assert sum(p.startswith("unpack.glsl") for p in r[lane]["passes"]) == 7
+        assert not any("_RESULT=1" in p for p in r[lane]["passes"] if p.startswith("binary"))
+
+
+def test_short_rows_reduce_to_the_bits_of_the_cpu_reference(gl_page: Any) -> None:
+    """Rows of 1 to 64 elements take reduce.glsl's spelled-out tree (SHORT_LEN): sums, means,
+    the softmax family and cross_entropy give the bits of the general 64-lane loop, and sums
+    and means the CPU reference's, with -0, infinities and NaN in some rows."""
+    r = scenario(gl_page, "shortRows", "main")
+    gl, loop, cpu = r["webgl2"], r["loop"], r["cpu"]
+    assert len(gl) == 40 and gl.keys() == cpu.keys() == loop.keys()
+
+    def same(x: str, y: str) -> bool:  # the same bits, any NaN for a NaN (its sign is free)
+        a, b = f32(x), f32(y)
+        return bool(np.all((a.view("<u4") == b.view("<u4")) | (np.isnan(a) & np.isnan(b))))
+
+    # every output: the bits of the general loop (the softmax family's exp and log are the
+    # shaders' own, so only the sums and means are the CPU's bits too)
+    assert [k for k in gl if not same(gl[k], loop[k])] == []
+    assert [k for k in gl if k.startswith(("sum", "mean")) and not same(gl[k], cpu[k])] == []
+    assert sum("SHORT_LEN" in p for p in r["webgl2Passes"]) >= 25, r["webgl2Passes"]
+    assert not any("SHORT_LEN" in p for p in r["loopPasses"])
 
 
 def test_tensors_larger_than_a_texture_row_match_the_cpu_reference(gl_page: Any) -> None:

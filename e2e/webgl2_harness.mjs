@@ -98,6 +98,97 @@ export async function largeLayout() {
   return out;
 }
 
+/**
+ * Reductions over rows of at most 64 elements on webgl2 (reduce.glsl SHORT_LEN), on webgl2
+ * by the general loop (hook webgl2NoShortRows) and on the JS CPU reference, every output as
+ * float32 bits: sums, means, softmax, log_softmax,
+ * cross_entropy (and its gradient) for row lengths 1 to 64, along the last axis and along the
+ * first, with -0, infinities and NaN in some rows.
+ */
+export async function shortRows() {
+  const nodes = [];
+  const outputs = [];
+  let id = 0;
+  for (const len of [1, 3, 10, 33, 64]) {
+    const rows = 6;
+    const data = noise(rows * len, 40 + len, 3);
+    data[0] = -0;  // row 0 starts with -0 (a lone -0 sums to +0)
+    if (len > 2) { data[len] = Infinity; data[2 * len + 1] = -Infinity; data[3 * len + 2] = NaN; }
+    const onehot = new Float32Array(rows * len);
+    for (let r = 0; r < rows; r++) onehot[r * len + ((r * 5) % len)] = 1;
+    const a = id++;
+    const b = id++;
+    nodes.push({ id: a, op: 'input', shape: [rows, len], data: [...data] },
+      { id: b, op: 'input', shape: [rows, len], data: [...onehot] });
+    const add = (op, attrs, operands = { a }) => {
+      const n = { id: id++, op, ...operands, ...attrs };
+      nodes.push(n);
+      outputs.push({ name: `${op}_${JSON.stringify(attrs)}_${len}`, id: n.id });
+    };
+    add('sum', { axis: 1 });
+    add('sum', { axis: 0 });
+    add('mean', { axis: 1 });
+    add('softmax', { axis: 1 });
+    add('log_softmax', { axis: 1 });
+    add('softmax', { axis: 0 });
+    add('cross_entropy', {}, { a, b });
+    add('cross_entropy_grad', {}, { a, b });
+  }
+  const graph = { version: 2, nodes, outputs };
+  const out = {};
+  const lanes = [['webgl2', 'webgl2', {}], ['loop', 'webgl2', { webgl2NoShortRows: true }],
+    ['cpu', 'cpu', {}]];
+  for (const [lane, backend, hooks] of lanes) {
+    const log = [];
+    const rt = await createRuntime({ backend, allowSoftware: true,
+      hooks: backend === 'webgl2' ? { ...hooks, webgl2Profile: log } : {} });
+    const r = await rt.execute(graph);
+    out[lane] = Object.fromEntries(Object.entries(r.outputs).map(([k, v]) => [k, toBase64(v.data)]));
+    out[`${lane}Passes`] = log.map((p) => p.key);
+    rt.dispose();
+  }
+  return out;
+}
+
+/**
+ * The matmul epilogue (elementwise.mjs): add, sub and mul reading a matmul product nothing
+ * else reads, with the product on either side, a broadcast bias or a same-shape operand,
+ * K % 4 != 0 and N % 4 != 0, batched; a product that is an output or read twice stays
+ * unfused. webgl2 fused, unfused (hook webgl2NoEpilogue), each on the block and the flat path:
+ * every output as bits, and the shaders run.
+ */
+export async function epilogue() {
+  const input = (id, shape, seed) => ({ id, op: 'input', shape,
+    data: [...noise(shape.reduce((a, b) => a * b, 1), seed, 2)] });
+  const nodes = [
+    input(0, [9, 13], 31), input(1, [13, 6], 32), input(2, [6], 33), input(3, [9, 6], 34),
+    input(4, [2, 5, 8], 35), input(5, [2, 8, 4], 36), input(6, [4], 37),
+    { id: 10, op: 'matmul', a: 0, b: 1 }, { id: 11, op: 'add', a: 10, b: 2 },      // bias
+    { id: 12, op: 'matmul', a: 0, b: 1 }, { id: 13, op: 'sub', a: 3, b: 12 },      // on b's side
+    { id: 14, op: 'matmul', a: 0, b: 1 }, { id: 15, op: 'mul', a: 14, b: 3 },      // same shape
+    { id: 16, op: 'matmul', a: 4, b: 5 }, { id: 17, op: 'add', a: 16, b: 6 },      // batched
+    { id: 18, op: 'matmul', a: 0, b: 1 }, { id: 19, op: 'add', a: 18, b: 2 },      // 18 is an output
+    { id: 20, op: 'matmul', a: 0, b: 1 }, { id: 21, op: 'mul', a: 20, b: 20 },     // read twice
+    { id: 22, op: 'matmul', a: 0, b: 1 }, { id: 23, op: 'add', a: 2, b: 22 },      // bias first
+  ];
+  const names = { add: 11, sub: 13, mul: 15, batched: 17, out18: 18, shared: 19, square: 21,
+    biasFirst: 23 };
+  const graph = { version: 2, nodes,
+    outputs: Object.entries(names).map(([name, id]) => ({ name, id })) };
+  const out = {};
+  const lanes = [['fused', {}], ['plain', { webgl2NoEpilogue: true }],
+    ['fusedFlat', { webgl2FlatMatmul: true }], ['plainFlat', { webgl2NoEpilogue: true, webgl2FlatMatmul: true }]];
+  for (const [lane, hooks] of lanes) {
+    const log = [];
+    const rt = await createRuntime({ ...SOFT, hooks: { ...hooks, webgl2Profile: log } });
+    const r = await rt.execute(graph);
+    out[lane] = { values: Object.fromEntries(Object.entries(r.outputs).map(([k, v]) => [k, toBase64(v.data)])),
+      passes: log.map((p) => p.key) };
+    rt.dispose();
+  }
+  return out;
+}
+
 // ---- transposes read by matmul ---------------------------------------------------------------
 
 /**

@@ -3,7 +3,10 @@
 // The optimizer steps take their float attributes in u_p and u_q.
 // An int32 op (A_INT + INT_KERNEL) reads R32I textures through integer samplers and writes an
 // R32I target, as unary.glsl.
+// A_RESULT / B_RESULT: that operand is a matmul product still in its packed form
+// (packed_result.glsl), read without unpacking it (the matmul epilogue: elementwise.mjs).
 //! include math.glsl
+//! include packed_result.glsl
 #if defined(A_INT)
 uniform highp isampler2D u_a;
 uniform highp isampler2D u_b;
@@ -55,6 +58,21 @@ float op(float x, float y) {
 #endif
 // ---- end generated ----
 
+#if defined(A_RESULT)
+#define LOAD_A(i) resultValue(i)
+#define HERE_A(i) resultValue(i)
+#else
+#define LOAD_A(i) LOAD(u_a, i)
+#define HERE_A(i) LOAD_HERE(u_a)
+#endif
+#if defined(B_RESULT)
+#define LOAD_B(i) resultValue(i)
+#define HERE_B(i) resultValue(i)
+#else
+#define LOAD_B(i) LOAD(u_b, i)
+#define HERE_B(i) LOAD_HERE(u_b)
+#endif
+
 #if defined(A_INT)
 int kernelInt(int i) {
 #else
@@ -62,8 +80,8 @@ float kernel(int i) {
 #endif
 #if defined(BROADCAST)
   ivec4 c = unravel(i, u_shape);
-  return op(LOAD(u_a, dot4(c, u_sa)), LOAD(u_b, dot4(c, u_sb)));
+  return op(LOAD_A(dot4(c, u_sa)), LOAD_B(dot4(c, u_sb)));
 #else
-  return op(LOAD_HERE(u_a), LOAD_HERE(u_b));  // same shapes: same layout
+  return op(HERE_A(i), HERE_B(i));  // same shapes: same layout
 #endif
 }

@@ -2,6 +2,7 @@
 // texel t holds elements (r, 4j .. 4j+3) of row r = t / u_tpr, j = t % u_tpr, and 0 past the
 // row's end. Values move as exact bits. Loader define: PACKED_OUT. With a texture exactly
 // u_tpr texels wide, texel (j, r) is row r's j-th texel.
+//   A_PACKED: u_a is stored packed (backends/webgl2/packing.mjs).
 //   TRANSPOSED: the tensor is the transpose of u_a, which is never computed: element (i, c) of
 //   a matrix of the tensor ([u_rows, u_cols]) is element (c, i) of the same matrix of u_a.
 uniform sampler2D u_a;
@@ -20,13 +21,22 @@ int sourceIndex(int r, int c) {
 #endif
 }
 
+// Element e of u_a: an R32F tensor, or with A_PACKED a packed one (4 values per texel).
+float loadA(int e) {
+#if defined(A_PACKED)
+  return load4(u_a, e / 4)[e & 3];
+#else
+  return load(u_a, e);
+#endif
+}
+
 vec4 kernel4(int t) {
   int r = t / u_tpr;
   int c = (t - r * u_tpr) * 4;
   vec4 v = vec4(0.0);
-  v.x = load(u_a, sourceIndex(r, c));
-  if (c + 1 < u_cols) v.y = load(u_a, sourceIndex(r, c + 1));
-  if (c + 2 < u_cols) v.z = load(u_a, sourceIndex(r, c + 2));
-  if (c + 3 < u_cols) v.w = load(u_a, sourceIndex(r, c + 3));
+  v.x = loadA(sourceIndex(r, c));
+  if (c + 1 < u_cols) v.y = loadA(sourceIndex(r, c + 1));
+  if (c + 2 < u_cols) v.z = loadA(sourceIndex(r, c + 2));
+  if (c + 3 < u_cols) v.w = loadA(sourceIndex(r, c + 3));
   return v;
 }

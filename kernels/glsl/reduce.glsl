@@ -94,7 +94,41 @@ float epilogue(float v) {
 #endif
 }
 
-#if defined(STAGE_LANES)
+#if defined(SHORT_LEN)
+// Rows of at most 64 elements (SHORT_LEN = len, with STAGE_FUSED): lane j holds element j alone
+// (or nothing), so the same lanes and the same tree, with every lane and every combination that
+// involves only empty lanes left out: those would combine with the identity, which changes no
+// value (sums start from 0.0, so no lane is -0; max from -inf). Spelled out with constant
+// indices: SwiftShader runs the looped, dynamically indexed version many times slower.
+#define LANE(j) if ((j) < SHORT_LEN) l[j] = first(term(base + (j) * u_inner, rt));
+#define LANE4(j) LANE(j) LANE((j) + 1) LANE((j) + 2) LANE((j) + 3)
+#define LANE16(j) LANE4(j) LANE4((j) + 4) LANE4((j) + 8) LANE4((j) + 12)
+#define TREE(j, s) if ((j) + (s) < SHORT_LEN) l[j] = combine(l[j], l[(j) + (s)]);
+#define TREE4(j, s) TREE(j, s) TREE((j) + 1, s) TREE((j) + 2, s) TREE((j) + 3, s)
+#define TREE16(j, s) TREE4(j, s) TREE4((j) + 4, s) TREE4((j) + 8, s) TREE4((j) + 12, s)
+// A lane of one element: combine(identity(), v) without the identity, which a compiler may
+// fold away (0.0 + v is v except for v = -0, which becomes +0).
+float first(float v) {
+#if defined(COMBINE_MAX)
+  return v > negInf() ? v : negInf();
+#else
+  return uintBitsToFloat(floatBitsToUint(v) & (v == 0.0 ? 0x7fffffffu : 0xffffffffu));
+#endif
+}
+float kernel(int r) {
+  float l[64];
+  vec2 rt = rowTerms(r);
+  int base = (r / u_inner) * u_len * u_inner + (r % u_inner);
+  LANE16(0) LANE16(16) LANE16(32) LANE16(48)
+  TREE16(0, 32) TREE16(16, 32)
+  TREE16(0, 16)
+  TREE4(0, 8) TREE4(4, 8)
+  TREE4(0, 4)
+  TREE(0, 2) TREE(1, 2)
+  TREE(0, 1)
+  return epilogue(l[0]);
+}
+#elif defined(STAGE_LANES)
 float kernel(int i) {
   int r = i / 64;
   return lane(r, i - r * 64, rowTerms(r));

@@ -19,6 +19,8 @@
 //                               textures would pass the texture limit
 //   hooks.webgl2BlockRows       4: matmul blocks of 4 rows, as on a context with fewer than 8
 //                               draw buffers (default: 8 where there are 8)
+//   hooks.webgl2NoEpilogue      true: add / sub / mul never take a matmul operand into their pass
+//   hooks.webgl2NoShortRows     true: rows of <= 64 elements reduce by the general loop (reduce.glsl)
 //   hooks.webgl2NoPacking       true: no tensor is stored packed (packing.mjs), every one R32F
 //   hooks.webgl2Profile         an array: run() then syncs after every draw and pushes
 //                               {key, n, ms} per pass (per-kernel timing; slows runs down)
@@ -74,7 +76,8 @@ export async function createBackend({ allowSoftware = false, softwareHint, hooks
   const blockRows = drawBuffers >= 8 && hooks?.webgl2BlockRows !== 4 ? 8 : 4;
   const env = { gl, ctx, pool, shaders, profile: hooks?.webgl2Profile,
     kernelOptions: { flatMatmul: Boolean(hooks?.webgl2FlatMatmul), blockRows,
-      packing: !hooks?.webgl2NoPacking } };
+      packing: !hooks?.webgl2NoPacking, shortRows: !hooks?.webgl2NoShortRows,
+      epilogue: !hooks?.webgl2NoEpilogue } };
   let disposed = false;
 
   const stats = () => ({ ...pool.stats(), programs: shaders.handles.size, livePrograms: programs.size });

@@ -1,7 +1,7 @@
 // Elementwise kernels: unary ops, broadcasting binary ops, and the two-operand optimizer steps.
 import { registerKernel, broadcastStrides, pad4, sizeOf } from './registry.mjs';
 import { matmulProduct } from './matmul.mjs';
-import { familyOps, kernelTable, langDtypes } from '../../kernel-table.mjs';
+import { epilogueMap2, familyOps, kernelTable, langDtypes } from '../../kernel-table.mjs';
 
 // Every map op of the kernel table: its GLSL arms in unary.glsl / binary.glsl are generated from
 // the same table (make gen), one `op` per dtype, so these lists cannot drift from the shaders.
@@ -38,7 +38,34 @@ function binaryPass(op, node, k, uniforms = {}) {
     pass.uniforms.u_sa = ['i4', broadcastStrides(k.shape(a), out)];
     pass.uniforms.u_sb = ['i4', broadcastStrides(k.shape(b), out)];
   }
-  return [pass];
+  // The matmul epilogue: an absorbed matmul operand is read in its packed form (no unpack pass).
+  const absorbed = [a, b].findIndex((id) => k.absorbed?.(id));
+  if (absorbed < 0) return [pass];
+  const product = matmulProduct(k.node(node.operands[absorbed]), k);
+  delete pass.inputs[absorbed ? 'u_b' : 'u_a'];
+  pass.defines[absorbed ? 'B_RESULT' : 'A_RESULT'] = 1;
+  Object.assign(pass.defines, product.read.defines);
+  Object.assign(pass.inputs, product.read.inputs);
+  Object.assign(pass.uniforms, product.read.uniforms);
+  return [...product.passes, pass];
+}
+
+const EPILOGUE = epilogueMap2();
+
+/**
+ * The matmul epilogue (kernel table `epilogue`: one rounding of the two operands): a float32
+ * add / sub / mul takes a matmul operand that nothing else reads into its own pass, which reads
+ * the product packed, so the product is never unpacked into a tensor. The sum is the matmul's
+ * finished value either way, so the bits are those of the two passes.
+ * @type {import('./registry.mjs').Absorbs}
+ */
+function matmulEpilogue(node, { nodeOf, pinned, options }) {
+  if ((node.dtype ?? 'float32') !== 'float32' || !(node.op in EPILOGUE)) return [];
+  if (options?.epilogue === false) return [];  // test hook webgl2NoEpilogue
+  const [a, b] = node.operands;
+  if (a === b) return [];
+  const product = [a, b].find((id) => nodeOf(id).op === 'matmul' && !pinned(id));
+  return product === undefined ? [] : [[product]];
 }
 
 // A float attribute (the kernel table's `scalar`) goes in as the float32 uniform u_p; where the
@@ -52,7 +79,7 @@ for (const op of familyOps('map2')) {
     const value = node.attrs[scalar];
     return binaryPass(op, node, k, usesQ ? { u_p: ['f', value], u_q: ['f', 1 - value] }
       : { u_p: ['f', value] });
-  }, { dtypes: langDtypes(op, 'glsl') });
+  }, { dtypes: langDtypes(op, 'glsl'), ...(op in EPILOGUE ? { absorbs: matmulEpilogue } : {}) });
 }
 
 /**

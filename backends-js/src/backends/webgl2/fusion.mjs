@@ -5,8 +5,9 @@
 import { kernelFor } from './registry.mjs';
 
 /**
- * @typedef {{order: number[], nodes: Map<number, any>, pinned: Set<number>}} GraphView
- *   the live nodes in execution order, every node by id, and the nodes readable from outside
+ * @typedef {{order: number[], nodes: Map<number, any>, pinned: Set<number>, options?: any}} GraphView
+ *   the live nodes in execution order, every node by id, the nodes readable from outside, and
+ *   the backend's kernel options (registry.mjs KernelContext.options)
  */
 
 /** node id -> the live nodes that read it (each once). @param {GraphView} g */
@@ -50,7 +51,7 @@ export function foldedTransposes(g) {
 export function absorbedNodes(g, folded) {
   const consumers = consumersOf(g);
   const absorbed = new Map();
-  const view = { nodeOf: (n) => g.nodes.get(n), pinned: (n) => g.pinned.has(n) };
+  const view = { nodeOf: (n) => g.nodes.get(n), pinned: (n) => g.pinned.has(n), options: g.options ?? {} };
   for (const id of g.order) {
     const absorbs = kernelFor(g.nodes.get(id).op)?.absorbs;
     for (const ids of absorbs ? absorbs(g.nodes.get(id), view) : []) {

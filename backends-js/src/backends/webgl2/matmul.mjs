@@ -42,9 +42,10 @@ function packPass(k, id, rowPerLine) {
   const [rows, cols] = rowsOf(shape);
   const tpr = texelsPerRow(cols);
   const source = k.transposeSource(id);
+  const from = k.packed?.(source ?? id) ? { A_PACKED: 1 } : {};
   return {
     shader: 'pack.glsl',
-    defines: source === undefined ? { PACKED_OUT: 1 } : { PACKED_OUT: 1, TRANSPOSED: 1 },
+    defines: source === undefined ? { PACKED_OUT: 1, ...from } : { PACKED_OUT: 1, TRANSPOSED: 1, ...from },
     inputs: { u_a: k.slot(source ?? id) },
     uniforms: { u_cols: ['i', cols], u_tpr: ['i', tpr], u_rows: ['i', shape[shape.length - 2]] },
     target: k.temp4(rows * tpr, { width: rowPerLine ? tpr : 0 }),
@@ -58,23 +59,6 @@ function blocksFit({ node, k, M, N, K, batch }) {
   const within = (rows, cols) => rows <= max && texelsPerRow(cols) <= max;
   const groups = Math.ceil(M / k.options.blockRows);
   return within(...a) && within(...b) && within(sizeOf(batch) * groups, N) && K > 0;
-}
-
-/**
- * Whether a matmul node takes the block path (the only one that reads packed tensors).
- * @param {any} node @param {{nodeOf: (id: number) => any, maxTextureSize: number,
- *   options: {flatMatmul: boolean, blockRows: number}}} view
- */
-export function takesBlocks(node, view) {
-  if (view.options?.flatMatmul) return false;
-  const k = { shape: (id) => view.nodeOf(id).shape, maxTextureSize: view.maxTextureSize,
-    options: view.options };
-  const sa = k.shape(node.operands[0]);
-  const out = node.shape;
-  const outBatch = out.slice(0, -2);
-  const batch = [...Array(2 - outBatch.length).fill(1), ...outBatch];
-  return blocksFit({ node, k, M: out[out.length - 2], N: out[out.length - 1],
-    K: sa[sa.length - 1], batch });
 }
 
 /**
@@ -138,7 +122,8 @@ registerKernel('matmul', (node, k) => {
   const { passes, read } = matmulProduct(node, k);
   return [...passes, { shader: 'unpack.glsl', ...read, target: k.out }];
 }, { readsTransposed: true, packs: {
-  // a packed operand is its own block-path packing (one matrix row per texture row)
-  reads: (node, _id, view) => takesBlocks(node, view),
+  // a packed operand is its own block-path packing (one matrix row per texture row); the
+  // other packings read it packed (pack.glsl A_PACKED)
+  reads: () => true,
   writes: () => null,
 } });

@@ -64,11 +64,17 @@ export function packedNodes(g, absorbed, folded, carry, keep, limits) {
   const outputsCarried = new Map();
   for (const out of carry.values()) outputsCarried.set(out, (outputsCarried.get(out) ?? 0) + 1);
   const packed = new Set(groups.keys());
-  const accepts = (id) => (readers.get(id) ?? []).every((r) => {
-    if (folded.has(r)) return false;
-    const at = absorbed.get(r) ?? r;
-    return Boolean(kernelFor(g.nodes.get(at).op)?.packs?.reads(g.nodes.get(at), id, view));
-  });
+  /** Whether node r reads operand id packed: its own kernel says (a folded transpose: every
+   * consumer of it), or, for a node without packs, the kernel that absorbed it. */
+  const readsPacked = (r, id) => {
+    const node = g.nodes.get(r);
+    if (folded.has(r)) return (readers.get(r) ?? []).every((c) => readsPacked(c, r));
+    const own = kernelFor(node.op)?.packs;
+    if (own) return own.reads(node, id, view);
+    const at = absorbed.get(r);
+    return at !== undefined && Boolean(kernelFor(g.nodes.get(at).op)?.packs?.reads(g.nodes.get(at), id, view));
+  };
+  const accepts = (id) => (readers.get(id) ?? []).every((r) => readsPacked(r, id));
   const carryFits = (id) => {
     if (keep.has(id) && !outputsCarried.has(id)) return false;
     if ((outputsCarried.get(id) ?? 0) > 1) return false;

@@ -128,7 +128,8 @@ export class WebGL2Program {
       const node = this.nodes.get(id);
       if (node.op === 'input' || kernelFor(node.op)?.constant) this.pinned.add(id);
     }
-    const graph = { order: this.order, nodes: this.nodes, pinned: this.pinned };
+    const graph = { order: this.order, nodes: this.nodes, pinned: this.pinned,
+      options: this.env.kernelOptions };
     this.folded = foldedTransposes(graph);
     this.absorbed = absorbedNodes(graph, this.folded);
     this.packed = packedNodes(graph, this.absorbed, this.folded, this.carry, this.keep,

@@ -25,7 +25,9 @@ function reduceRows(k, { view, inputs, defines = {}, epilogue = {}, div = 1, tar
   const rows = view.outer * view.inner;
   const uniforms = { u_len: ['i', view.len], u_inner: ['i', view.inner], u_div: ['f', div] };
   if (view.len <= SPLIT_LEN) {
-    return [{ shader: 'reduce.glsl', defines: { STAGE_FUSED: 1, ...defines, ...epilogue },
+    // rows of at most 64 elements: one element per lane, the tree spelled out (reduce.glsl)
+    const short = view.len <= LANES && k.options.shortRows !== false ? { SHORT_LEN: view.len } : {};
+    return [{ shader: 'reduce.glsl', defines: { STAGE_FUSED: 1, ...short, ...defines, ...epilogue },
       inputs, uniforms, target }];
   }
   const partials = k.temp(rows * LANES);

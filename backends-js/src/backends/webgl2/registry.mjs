@@ -17,9 +17,12 @@ import { registrarFor, getKernel as lookup } from '../../kernels.mjs';
  * @property {(id: number) => number[]} shape  shape of a node
  * @property {number} out                      slot of this node's output
  * @property {number} maxTextureSize            the texture width/height limit
- * @property {{flatMatmul: boolean, blockRows: number, packing: boolean}} options  how matmul
- *   blocks: the flat path only (test hook), rows per block (8 where the context has 8 draw
- *   buffers, else 4); packing: whether tensors may be stored packed (test hook off)
+ * @property {{flatMatmul: boolean, blockRows: number, packing: boolean, shortRows: boolean,
+ *   epilogue: boolean}} options
+ *   how matmul blocks: the flat path only (test hook), rows per block (8 where the context has
+ *   8 draw buffers, else 4); packing: whether tensors may be stored packed; shortRows: whether
+ *   rows of <= 64 elements take reduce.glsl's spelled-out tree; epilogue: whether an add / sub /
+ *   mul takes a matmul operand into its pass (all on unless a test hook)
  * @property {(id: number) => number|undefined} transposeSource  for an operand that is a
  *   transpose the program does not compute: the node it transposes (read that instead)
  * @property {(id: number) => boolean} absorbed  whether this kernel computes operand id itself
@@ -36,8 +39,9 @@ import { registrarFor, getKernel as lookup } from '../../kernels.mjs';
  */
 
 /**
- * @typedef {(node: any, graph: {nodeOf: (id: number) => any, pinned: (id: number) => boolean})
- *   => number[][]} Absorbs  sets of operand nodes the kernel can compute itself, preferred first
+ * @typedef {(node: any, graph: {nodeOf: (id: number) => any, pinned: (id: number) => boolean,
+ *   options: KernelContext['options']}) => number[][]} Absorbs  sets of operand nodes the kernel
+ *   can compute itself, preferred first
  * @typedef {{build: Kernel, constant: boolean, readsTransposed: boolean, absorbs: Absorbs|null,
  *   packs: import('./packing.mjs').Packs|null}} KernelEntry
  */
