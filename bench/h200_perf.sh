@@ -33,6 +33,7 @@ python3 -c 'import json; from gpulab.benchmarks.browser import fixture; print(js
   --runs 50 --json "$OUT/dawn_mlp.json"; echo "dawn mlp exit $?"
 log "execute phase by phase (bench/execute_phases.py)"
 python3 bench/execute_phases.py --runs 50
+if [ -z "${SKIP_SGEMM:-}" ]; then  # h200_final.sh runs bench/sgemm_h200.sh instead
 log "SGEMM through the JS backend under node + Dawn (Tint)"
 /tmp/node --import ./bench/dawn/setup.mjs bench/dawn/sgemm.mjs --sizes 4096,4000 --reps 20
 echo "the same with Dawn's robustness off (a measurement: pages cannot do this)"
@@ -44,6 +45,7 @@ for s in 4097,4096,4095 8192,1024,8192 4096,4095,4096; do
   python3 -m gpulab.native.bench_matmul --shape $s --reps 20; done
 python3 -m gpulab.native.bench_matmul --size 4096 --reps 20 --kernel matmul_rb
 python3 bench/cublas_shapes.py --reps 50
+fi
 log "dispatch bound (bench/native_lab.py --skip variants,small)"
 python3 bench/native_lab.py --skip variants,small
 log "end"
