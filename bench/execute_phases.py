@@ -139,7 +139,7 @@ EXECUTE_ARMS: dict[str, tuple[dict[str, Any], int]] = {
     "validate_cache off": ({}, 0),
     "upload: one buffer mapped at creation": ({"upload": "mapped"}, 64),
     "wait: poll in this thread": ({"wait": "poll"}, 64),
-    "encode raw": ({"encode": "raw"}, 64),
+    "encode: wgpu-py methods": ({"encode": "wgpu-py"}, 64),
     "mapped + poll + raw": ({"upload": "mapped", "wait": "poll", "encode": "raw"}, 64),
 }
 SESSION_ARMS: dict[str, dict[str, Any]] = {

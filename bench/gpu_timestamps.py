@@ -321,7 +321,7 @@ def ab_arms(n: int) -> dict[str, dict[str, Any]]:
     half = n // 2
     return {
         "default": {},
-        "encode raw (C calls)": {"encode": "raw"},
+        "encode: wgpu-py methods (the default was, until call B)": {"encode": "wgpu-py"},
         f"split step after {half} dispatches": {"split_step": half},
         "split step after 4 dispatches": {"split_step": 4},
         "wait: poll in this thread": {"wait": "poll"},

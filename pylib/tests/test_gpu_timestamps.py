@@ -45,7 +45,7 @@ def test_the_profiler_prints_every_dispatch_and_the_pass(
     assert "| 8 |" in out.split("`program.run`")[1]
     ab = out.split("A/B of the run's host-side switches")[1]
     assert re.findall(
-        r"^\| (default|encode raw \(C calls\)) \| .* \| [\d.]+ / [\d.]+ \| [\d.]+ / [\d.]+ \|$",
+        r"^\| (default|encode: wgpu-py methods)[^|]* \| .* \| [\d.]+ / [\d.]+ \| [\d.]+ / [\d.]+ \|$",
         ab,
         re.MULTILINE,
-    ) == ["default", "encode raw (C calls)"]
+    ) == ["default", "encode: wgpu-py methods"]

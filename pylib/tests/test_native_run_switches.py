@@ -12,6 +12,7 @@ from gpulab.native.wgpu_executor import open_executor
 from gpulab.protocol import validate
 
 ARMS = [
+    {"encode": "wgpu-py"},  # the default is "raw" (program.ENCODE)
     {"encode": "raw"},
     {"split_step": 1},
     {"split_step": 9},

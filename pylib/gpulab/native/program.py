@@ -26,6 +26,7 @@ previous one wrote it. Otherwise every carry is a buffer copy after the step.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -61,7 +62,10 @@ STEPS_PER_SUBMIT = 1
 # - hooks["pre_encode"]: True encodes the next single step's command buffer while this run
 #   waits for its read-back (the host is idle then), so the next run only writes its feeds
 #   and submits; used when it fits (program._PreEncoded.fits), else encoded as usual.
-ENCODE = "wgpu-py"
+# Measured on the H200 (docs/benchmarks.md, call B, interleaved): "raw" 542 / 606 vs 642 / 674
+# us for a 1-step run, 225 / 249 vs 282 / 304 us per step at 8 steps; split_step and "poll"
+# did not win (poll: 10 ms stalls at 8 steps per submission), nor "mapped" uploads.
+ENCODE = "raw"
 PRE_ENCODE = False
 SPLIT_STEP = 0
 WAIT = "thread"
@@ -556,7 +560,7 @@ class WgpuProgram:
             hooks = self._ex.hooks
             at = int(hooks.get("split_step", SPLIT_STEP)) if split else 0
             parts = [(0, at), (at, None)] if 0 < at < len(self._recorded[0]) else [(0, None)]
-            raw = hooks.get("encode", ENCODE) == "raw"
+            raw = hooks.get("encode", ENCODE) == "raw" and _raw_calls() is not None
             for number, (start, stop) in enumerate(parts):
                 if number:  # the first part runs while this one is encoded
                     self._ex.submit([encoder.finish()])
@@ -715,14 +719,29 @@ def _encode_wgpu_py(compute: Any, recorded: list[tuple[Any, Any, list[int]]]) ->
         compute.dispatch_workgroups(x, y, z)
 
 
+@functools.cache
+def _raw_calls() -> tuple[Any, Any, Any, Any] | None:
+    """(set_pipeline, set_bind_group, dispatch, NULL) from wgpu-py's cffi `lib` (internal API,
+    measured with wgpu-py 0.32), or None where it is not there: then the wgpu-py methods."""
+    try:
+        from wgpu.backends.wgpu_native._api import ffi, lib
+
+        return (
+            lib.wgpuComputePassEncoderSetPipeline,
+            lib.wgpuComputePassEncoderSetBindGroup,
+            lib.wgpuComputePassEncoderDispatchWorkgroups,
+            ffi.NULL,
+        )
+    except (ImportError, AttributeError):
+        return None
+
+
 def _encode_raw(compute: Any, raw: list[tuple[Any, ...]]) -> None:
     """The same calls on wgpu-native's C functions (ENCODE): no dynamic offsets (NULL)."""
-    from wgpu.backends.wgpu_native._api import ffi, lib
-
-    set_pipeline = lib.wgpuComputePassEncoderSetPipeline
-    set_group = lib.wgpuComputePassEncoderSetBindGroup
-    dispatch = lib.wgpuComputePassEncoderDispatchWorkgroups
-    handle, null, current = compute._internal, ffi.NULL, None
+    calls = _raw_calls()
+    assert calls is not None  # _encode_step checked
+    set_pipeline, set_group, dispatch, null = calls
+    handle, current = compute._internal, None
     for pipeline, group, x, y, z in raw:
         if pipeline != current:
             set_pipeline(handle, pipeline)
