@@ -79,6 +79,18 @@ function bcastOf(shape, result) {
 }
 
 /**
+ * The epilogue of conv2d's matmul (planner.mjs planConv2d) that adds its bias per output channel
+ * (`EPI_BCAST` 4: row r of batch matrix bi reads bias[(bi % groups) * M/G + r]), in place of
+ * window.wgsl's OP 6 pass over the result: the same float32 add of the finished sum. {} when
+ * there is no bias, or the add is not an epilogue op. Twin of planner_epilogue.py conv_bias.
+ * @param {boolean} hasBias @returns {Record<string, number>}
+ */
+export function convBias(hasBias) {
+  if (!hasBias || !('add' in EPILOGUE_MAP2)) return {};
+  return { EPI_OP: 1 + EPILOGUE_MAP2.add, EPI_SIDE: 0, EPI_BCAST: 4 };
+}
+
+/**
  * The matmul's dispatch (kernel, params, its a and b, workgroups: planner.mjs matmulStep) with
  * x's op, its other operand c (or the operand of its folded PRE) and its POST.
  * @param {any} ctx @param {CheckedNode} x @param {Epilogue} e

@@ -15,7 +15,7 @@ import { dropoutWords } from './hash-uniform.mjs';
 import { STUDENT_DTYPES, STUDENT_RULES } from './planner-student.mjs';
 import { INDEX_DTYPES, INDEX_RULES } from './planner-index.mjs';
 import { WINDOW_RULES, convGemm, planConvPass } from './planner-window.mjs';
-import { findEpilogues, planEpilogue } from './planner-epilogue.mjs';
+import { convBias, findEpilogues, planEpilogue } from './planner-epilogue.mjs';
 import { findMulti, planAdamMulti, planCrossEntropyPair } from './planner-multi.mjs';
 
 export const PLAN_FORMAT = 1;
@@ -534,8 +534,10 @@ function planConv2d(ctx, node) {
   const params = u32s(g.mg, g.pix, g.k, tilesM, tilesN, batch, g.groups, 0, g.mg * g.k,
     g.groups * g.k * g.pix, g.k * g.pix, 0);
   const w = ctx.operand(node, shapes.length - 1);
-  ctx.dispatch(node, kernel, {}, params, [w, cols, w, out], tilesM * tilesN * batch); // c: w
-  if (g.hasBias) planConvPass(ctx, node, 6, out, count(node.shape));
+  const epilogue = convBias(g.hasBias); // the bias added to the finished sums
+  const c = Object.keys(epilogue).length ? ctx.operand(node, 0) : w; // else w: never read
+  ctx.dispatch(node, kernel, epilogue, params, [w, cols, c, out], tilesM * tilesN * batch);
+  if (g.hasBias && !Object.keys(epilogue).length) planConvPass(ctx, node, 6, out, count(node.shape));
 }
 
 /**

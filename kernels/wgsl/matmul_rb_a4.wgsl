@@ -28,7 +28,8 @@ struct Params {
 // A map2 node reading this product, folded into the dispatch by the planners: EPI_OP = 1 + its
 // binary.wgsl OP code (add 1, sub 2, mul 3; 0: no epilogue); the product is its
 // operand a (EPI_SIDE 0) or b (1); its other operand c has the result's shape (EPI_BCAST 0), is
-// one row [N] broadcast down the rows (1, a bias), one value (2) or one column [M, 1] (3).
+// one row [N] broadcast down the rows (1, a bias), one value (2), one column [M, 1] (3) or one
+// value per row of each of b1 matrices (4: conv2d's bias, b1 = its groups).
 // EPI_PRE / EPI_POST: 1 + the unary.wgsl OP code of a fusable map1 op on c / on the result
 // (0: none). Unfused plans bind a at c.
 override EPI_OP: u32 = 0u;
@@ -58,12 +59,13 @@ fn epi_map1(code: u32, x: f32) -> f32 {
   }
 }
 
-// The element of c read with out[at] (column col): EPI_BCAST's four layouts.
+// The element of c read with out[at] (column col): EPI_BCAST's layouts.
 fn epi_at(at: u32, col: u32) -> u32 {
   switch EPI_BCAST {
     case 1u: { return col; }
     case 2u: { return 0u; }
     case 3u: { return (at / p.n) % p.m; }
+    case 4u: { return (at / p.n) % (p.m * p.b1); }
     default: { return at; }
   }
 }

@@ -20,7 +20,7 @@ from gpulab.native.plan_cache import PlanCache
 from gpulab.native.wgpu_executor import open_executor
 from gpulab.protocol import validate
 
-from e2e.epilogue_graphs import FUSED, MAP1, MAP2, N, epilogue_graph, words
+from e2e.epilogue_graphs import FUSED, MAP1, MAP2, SPECIAL, N, _data, epilogue_graph, words
 
 
 @pytest.fixture(scope="module")
@@ -123,4 +123,46 @@ def test_the_mlp_step_takes_15_dispatches_with_the_unfused_bits(executor: Any, m
     with monkeypatch.context() as m:  # planner_multi's dispatches: test_multi_fusion.py
         m.setattr(planner_multi, "MULTI_FUSIONS", set())
         assert len(planner.plan_graph(validate(graph))["steps"]) == 15
+    assert run(executor, graph, True, monkeypatch) == run(executor, graph, False, monkeypatch)
+
+
+def conv_graph(seed: int) -> dict[str, Any]:
+    """Two conv2d with a bias on the im2col + tiled matmul path (on a software adapter): groups
+    1 (3x3, padded) and 2 (1x1: a its own column matrix), over 32 output channels a group (a
+    64 tile), special values in the bias."""
+    rng = np.random.default_rng(seed)
+
+    def inp(i: int, shape: list[int], special: bool = False) -> dict[str, Any]:
+        data = _data(shape, rng, False)
+        if special:
+            data.reshape(-1)[: len(SPECIAL)] = SPECIAL[: data.size]
+        return {"id": i, "op": "input", "shape": shape, "data": data.reshape(-1)}
+
+    conv = {"op": "conv2d", "strides": [1, 1], "dilations": [1, 1]}
+    return {
+        "version": 6,
+        "nodes": [
+            inp(0, [2, 8, 9, 9]),
+            inp(1, [40, 8, 3, 3]),
+            inp(2, [40], special=True),
+            {"id": 3, "a": 0, "w": 1, "bias": [2], "padding": [1, 1, 1, 1], "groups": 1, **conv},
+            inp(4, [2, 16, 6, 6]),
+            inp(5, [80, 8, 1, 1]),
+            inp(6, [80], special=True),
+            {"id": 7, "a": 4, "w": 5, "bias": [6], "padding": [0, 0, 0, 0], "groups": 2, **conv},
+        ],
+        "outputs": [{"name": "y1", "id": 3}, {"name": "y2", "id": 7}],
+    }
+
+
+def test_conv2d_adds_its_bias_in_the_matmul_with_the_unfused_bits(
+    executor: Any, monkeypatch
+) -> None:
+    """conv2d's bias (EPI_BCAST 4: per output channel across the groups' matrices) instead of
+    window.wgsl's OP 6 pass: one dispatch less, the same float32 add."""
+    graph = conv_graph(2)
+    steps = planner.plan_graph(validate(graph), {"minMatmulWorkgroups": 1})["steps"]
+    gemm = [s for s in steps if s["kernel"].startswith("matmul")]
+    assert [s["overrides"].get("EPI_BCAST") for s in gemm] == [4, 4]
+    assert not any(s["overrides"].get("OP") == 6 for s in steps if s["kernel"] == "window")
     assert run(executor, graph, True, monkeypatch) == run(executor, graph, False, monkeypatch)

@@ -25,7 +25,7 @@ from ..kernel_table import (
     scalar_attrs,
 )
 from ..protocol import CheckedGraph, CheckedNode, label
-from .planner_epilogue import find_epilogues, plan_epilogue
+from .planner_epilogue import conv_bias, find_epilogues, plan_epilogue
 from .planner_index import INDEX_DTYPES, INDEX_RULES
 from .planner_multi import find_multi, plan_adam_multi, plan_cross_entropy_pair
 from .planner_student import STUDENT_DTYPES, STUDENT_RULES
@@ -951,15 +951,10 @@ def _plan_conv2d(ctx: _PlanContext, node: CheckedNode) -> None:
         g["k"] * g["pix"],
         0,
     )
-    ctx.dispatch(
-        node,
-        kernel,
-        {},
-        params,
-        [w, cols, w, out],  # c (no epilogue): w again
-        tiles_m * tiles_n * batch,
-    )
-    if g["bias"]:
+    epilogue = conv_bias(bool(g["bias"]))  # the bias added to the finished sums
+    c = ctx.operand(node, 0) if epilogue else w  # the bias (operand 0), else w: never read
+    ctx.dispatch(node, kernel, epilogue, params, [w, cols, c, out], tiles_m * tiles_n * batch)
+    if g["bias"] and not epilogue:
         plan_conv_pass(ctx, node, 6, out, math.prod(node.shape))
 
 

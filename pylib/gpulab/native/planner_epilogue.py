@@ -106,5 +106,15 @@ def plan_epilogue(
     ctx.dispatch(x, kernel, overrides, params, [*reads, c, out], groups)
 
 
+def conv_bias(has_bias: bool) -> dict[str, int]:
+    """The epilogue of conv2d's matmul (planner._plan_conv2d) that adds its bias per output
+    channel (`EPI_BCAST` 4: row r of batch matrix bi reads bias[(bi % groups) * M/G + r]), in
+    place of window.wgsl's OP 6 pass over the result: the same float32 add of the finished sum.
+    {} when there is no bias, or the add is not an epilogue op (bench/unfused.py)."""
+    if not has_bias or "add" not in EPILOGUE_MAP2:
+        return {}
+    return {"EPI_OP": 1 + EPILOGUE_MAP2["add"], "EPI_SIDE": 0, "EPI_BCAST": 4}
+
+
 def _dtype(node: CheckedNode) -> str:
     return str(getattr(node, "dtype", None) or "float32")
