@@ -61,3 +61,34 @@ def test_run_paths_give_the_same_bits(wg):  # noqa: F811
     keys = ("before", "loss8", "after8", "carriedW1", "loss1", "loss3", "last")
     for name, r in got.items():
         assert {k: r[k] for k in keys} == {k: want[k] for k in keys}, name
+
+
+CARRIED_OUTPUT = """
+const hooks = ARM;
+const rt = await wg.runtime.createRuntime({backend: 'webgpu', allowSoftware: true, hooks});
+const g = {version: 1, nodes: [
+  {id: 0, op: 'input', shape: [2], data: [1, 2]},
+  {id: 1, op: 'full', shape: [2], value: 1},
+  {id: 2, op: 'add', a: 0, b: 1}],
+  outputs: [{name: 'w', id: 0}, {name: 'wn', id: 2}]};
+const s = await rt.prepare(g, {carry: {0: 'wn'}, outputs: ['w', 'wn']});
+const runs = [];
+for (const n of [1, 1, 3]) {
+  const r = await s.run(n);
+  runs.push([Array.from(r.outputs.w.data), Array.from(r.outputs.wn.data)]);
+}
+const now = Array.from(await s.download(0));
+const pingpong = s.parts.program.swap.size > 0;
+s.dispose(); rt.dispose();
+return {runs, now, pingpong};
+"""
+
+
+def test_an_output_that_is_a_carried_input_reads_the_value_its_step_used(wg):  # noqa: F811
+    """docs/protocol.md: an output that is a carried input keeps the value the last step used
+    (the cpu backends' answer), on the ping-pong path too; download gives the carried value."""
+    want = {"runs": [[[1, 2], [2, 3]], [[2, 3], [3, 4]], [[5, 6], [6, 7]]], "now": [6, 7]}
+    for arm, pingpong in (("{}", True), ("{carryCopies: true}", False)):
+        got = wg(CARRIED_OUTPUT.replace("ARM", arm))
+        assert got.pop("pingpong") is pingpong
+        assert got == want, arm
