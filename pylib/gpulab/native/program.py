@@ -347,14 +347,17 @@ class WgpuProgram:
             return "ping-pong"
         return "copies" if self._carry_copies else "none"
 
-    def _physical(self, buffer_id: int) -> int:
+    def _physical(self, buffer_id: int, used: bool = False) -> int:
         """Where a plan buffer's current value is: after a swapped step the pairs trade
         places. A carried input holds the next step's input (read with the next parity); every
-        other buffer holds what the last step wrote (the previous parity)."""
+        other buffer holds what the last step wrote (the previous parity). used: a carried
+        input's value as the last step read it (a run's read-back of an output that is a
+        carried input: that step's value, as on the copy path and the cpu executors)."""
         partner = self._swap.get(buffer_id)
         if partner is None:
             return buffer_id
-        parity = self._parity if buffer_id in self._carried_inputs else 1 - self._parity
+        next_input = buffer_id in self._carried_inputs and not used
+        parity = self._parity if next_input else 1 - self._parity
         return partner if parity else buffer_id
 
     def _plan_carries(self) -> list[tuple[Any, Any, int]]:
@@ -428,7 +431,7 @@ class WgpuProgram:
         for index in range(count):
             encoder = self._encode_step(encoder, index, split)
             if index == count - 1:  # read before this step's carries move them
-                layout = self._encode_reads(encoder, read)
+                layout = self._encode_reads(encoder, read, used=True)
             self._encode_carries(encoder)
             if every and index < count - 1 and (index + 1) % every == 0:
                 # the GPU starts on these steps while the next ones are encoded
@@ -583,8 +586,11 @@ class WgpuProgram:
         """Copy the read ids' buffers into one read-back buffer, submit, map once."""
         return self._finish_reads(encoder, self._encode_reads(encoder, read))
 
-    def _encode_reads(self, encoder: Any, read: list[int]) -> list[tuple[int, int, int]]:
-        """Copy the read ids' buffers into the read-back buffer: [(id, buffer, offset)]."""
+    def _encode_reads(
+        self, encoder: Any, read: list[int], used: bool = False
+    ) -> list[tuple[int, int, int]]:
+        """Copy the read ids' buffers into the read-back buffer: [(id, buffer, offset)]
+        (used: right after a run's last step, see _physical)."""
         layout, total = [], 0
         for node_id in read:
             buffer_id = self._buffer_id(node_id)
@@ -593,7 +599,7 @@ class WgpuProgram:
         readback = self._readback_buffer(total) if read else None
         for _, buffer_id, offset in layout:
             encoder.copy_buffer_to_buffer(
-                self._buffers[self._physical(buffer_id)],
+                self._buffers[self._physical(buffer_id, used)],
                 0,
                 readback,
                 offset,
