@@ -140,10 +140,12 @@ EXECUTE_ARMS: dict[str, tuple[dict[str, Any], int]] = {
     "upload: one buffer mapped at creation": ({"upload": "mapped"}, 64),
     "wait: poll in this thread": ({"wait": "poll"}, 64),
     "encode: wgpu-py methods": ({"encode": "wgpu-py"}, 64),
+    "map READ (wgpu-py's extra submit)": ({"map_mode": "READ"}, 64),
     "mapped + poll + raw": ({"upload": "mapped", "wait": "poll", "encode": "raw"}, 64),
 }
 SESSION_ARMS: dict[str, dict[str, Any]] = {
     "default": {},
+    "map READ (wgpu-py's extra submit)": {"map_mode": "READ"},
     "pre-encode the next step": {"pre_encode": True},
     "pre-encode + raw + poll": {"pre_encode": True, "encode": "raw", "wait": "poll"},
 }

@@ -327,6 +327,9 @@ def ab_arms(n: int) -> dict[str, dict[str, Any]]:
         "wait: poll in this thread": {"wait": "poll"},
         f"raw + split {half} + poll": {"encode": "raw", "split_step": half, "wait": "poll"},
         "raw + poll": {"encode": "raw", "wait": "poll"},
+        "map READ (wgpu-py's extra empty submit; the default was, until 18:25)": {
+            "map_mode": "READ"
+        },
         "pre-encode the next step": {"pre_encode": True},
         "pre-encode + raw + poll": {"pre_encode": True, "encode": "raw", "wait": "poll"},
     }

@@ -64,7 +64,7 @@ def deadline_s(hooks: dict[str, Any], student: bool) -> float | None:
 
 
 def map_within(
-    buffer: Any, mode: int, size: int, seconds: float | None, expire: Callable[[str], None]
+    buffer: Any, mode: int | str, size: int, seconds: float | None, expire: Callable[[str], None]
 ) -> None:
     """buffer.map_sync(mode, 0, size), waiting at most `seconds` (None: as long as it takes);
     past it `expire(message)` (destroy the device, mark it lost) and raise BACKEND naming the

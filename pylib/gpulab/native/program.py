@@ -66,6 +66,12 @@ STEPS_PER_SUBMIT = 1
 # us for a 1-step run, 225 / 249 vs 282 / 304 us per step at 8 steps; split_step and "poll"
 # did not win (poll: 10 ms stalls at 8 steps per submission), nor "mapped" uploads.
 ENCODE = "raw"
+# - hooks["map_mode"]: "READ" or "READ_NOSYNC". wgpu-py's map_async for READ first submits an
+#   empty command buffer (a workaround for wgpu-native issue 305: data written through a
+#   mapping, mapped_at_creation, reads back as zeros without a submission in between); our
+#   read-back buffer is only ever written by copies in submitted command buffers, so that
+#   extra encoder + finish + submit per run is skipped ("READ_NOSYNC", wgpu-py's internal mode).
+MAP_MODE = "READ_NOSYNC"
 PRE_ENCODE = False
 SPLIT_STEP = 0
 WAIT = "thread"
@@ -647,9 +653,10 @@ class WgpuProgram:
         if seconds is None and self._ex.hooks.get("wait", WAIT) == "poll":
             _map_polling(self._ex.device, self._readback)
         else:
-            map_within(
-                self._readback, wgpu.MapMode.READ, self._readback.size, seconds, self._ex.expire
-            )
+            # READ_NOSYNC (MAP_MODE): the read-back is written by our copies only
+            read = self._ex.hooks.get("map_mode", MAP_MODE) == "READ"
+            mode = wgpu.MapMode.READ if read else "READ_NOSYNC"
+            map_within(self._readback, mode, self._readback.size, seconds, self._ex.expire)
         try:
             yield self._readback.read_mapped(0, nbytes, copy=False)
         finally:
