@@ -52,6 +52,9 @@ if grep -q -- "--ab" bench/dawn/mlp.mjs; then
 fi
 log "host-only profile (no timestamp queries: GPULAB_DAWN_TIMESTAMPS=0)"
 GPULAB_DAWN_TIMESTAMPS=0 mlp --profile 30 | grep -E "wall|calls, all|submit|less the calls|session JS"
+log "the table again, and the A/B after 53 executes (is the table's process slower for them?)"
+mlp --runs "$RUNS" | grep -E "^\| gpu-lab"
+mlp --ab --runs "$RUNS" --rounds 1 --execute-first 53 | grep -E "executes|\| (new|old) \|"
 log "Dawn's validation off (skip_validation: a measurement of its host cost; pages cannot)"
 FLAGS="enable-dawn-features=skip_validation" mlp --runs "$RUNS" | grep -E "^\| gpu-lab"
 FLAGS="enable-dawn-features=skip_validation" mlp --ab --runs "$RUNS" --rounds 1 | grep -E "\| (new|old) \|" 

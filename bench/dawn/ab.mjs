@@ -5,6 +5,7 @@
 // same steps on the same feeds (ping-pong and per-step submission change no numbers).
 import { createRuntime } from '/backends-js/src/runtime.mjs';
 import { MIN_RUNS_8, time } from '/bench/browser/timing.mjs';
+import { graphWithBatch } from '/bench/browser/fixture.mjs';
 
 /** The run paths: backend hooks (backends/webgpu.mjs). `new` is the default on hardware
  * (a submission per step, ping-pong); `old` the path before it (one submission, copies). */
@@ -30,9 +31,11 @@ const cell = (s) => `${s.median.toFixed(3)} / ${s.min.toFixed(3)}`;
 
 /**
  * The A/B table, markdown.
- * @param {any} fx the fixture @param {{runs: number, warmup: number, rounds: number}} opts
+ * @param {any} fx the fixture
+ * @param {{runs: number, warmup: number, rounds: number, executes?: number}} opts executes:
+ *   that many `execute`s of the step first (as the table does before its session runs)
  */
-export async function abReport(fx, { runs, warmup, rounds }) {
+export async function abReport(fx, { runs, warmup, rounds, executes = 0 }) {
   const hooks = /** @type {Record<string, unknown>} */ ({});
   const rt = await createRuntime({ backend: 'webgpu', allowSoftware: true, hooks });
   const feed = { [fx.feeds.x]: fx.batch.x, [fx.feeds.y]: fx.batch.y };
@@ -45,8 +48,11 @@ export async function abReport(fx, { runs, warmup, rounds }) {
       sessions.push(await rt.prepare(fx.graph, { feeds: [fx.feeds.x, fx.feeds.y],
         carry: fx.carry, outputs: [fx.loss] }));
     }
+    const full = graphWithBatch(fx);
+    for (let i = 0; i < executes; i++) await rt.execute(full);
     const lines = [`adapter: ${rt.info.description} (${rt.info.software ? 'software' : 'hardware'});` +
-      ` ms, median / min of ${runs} runs per cell`, '',
+      ` ms, median / min of ${runs} runs per cell` +
+      (executes ? `; ${executes} executes of the step before the rounds` : ''), '',
     '| round | run path | submits per 8-step run | run (1 step) ms | run (8 steps) ms/step |',
     '| --- | --- | --- | --- | --- |'];
     let agree = true;

@@ -12,7 +12,8 @@
 // bench/dawn/ab.mjs's run paths (e.g. old) instead of the default; GPULAB_DAWN_TIMESTAMPS=0
 // leaves the passes without timestamps (host figures only).
 // With --ab: the run paths (ab.mjs: per-step submission, carry ping-pong, both, neither) in
-// --rounds interleaved rounds of --runs runs each; exit status 1 if their losses differ.
+// --rounds interleaved rounds of --runs runs each; exit status 1 if their losses differ;
+// --execute-first N runs N executes of the step before the rounds (as the table does).
 // Exit status 1 when the adapter is a software one (this lane is for hardware GPUs).
 import { writeFile } from 'node:fs/promises';
 import { pathToFileURL } from 'node:url';
@@ -29,6 +30,7 @@ const { values } = parseArgs({ options: {
   profile: { type: 'string' },
   ab: { type: 'boolean', default: false },
   rounds: { type: 'string', default: '3' },
+  'execute-first': { type: 'string', default: '0' },
 } });
 
 /** @param {{median: number, min: number, n: number}} s */
@@ -53,7 +55,8 @@ async function abMain() {
   const { abReport } = await import('./ab.mjs');
   const fx = await loadFixture(pathToFileURL(values.fixture).href);
   const { text, agree } = await abReport(fx, { runs: Number(values.runs),
-    warmup: Number(values.warmup), rounds: Number(values.rounds) });
+    warmup: Number(values.warmup), rounds: Number(values.rounds),
+    executes: Number(values['execute-first']) });
   console.log(text);
   return agree ? 0 : 1;
 }
