@@ -222,6 +222,8 @@ def test_packed_parameters_give_the_bits_of_unpacked_ones(gl_page: Any, hidden: 
     packs = sum(p.startswith("pack.glsl") for p in packed["passes"])
     assert packs == sum(p.startswith("pack.glsl") for p in plain["passes"]) - len(wide) - 1
     assert sum("TRANSPOSED=1,A_PACKED=1" in p for p in packed["passes"]) == 2, packed["passes"]
+    # both updates read one bias texel of the step (k.shared)
+    assert sum("STAGE_BIAS=1" in p for p in packed["passes"]) == 1, packed["passes"]
 
 
 @pytest.mark.parametrize("where", WHERE)
@@ -445,6 +447,9 @@ def test_short_rows_reduce_to_the_bits_of_the_cpu_reference(gl_page: Any) -> Non
     assert [k for k in gl if k.startswith(("sum", "mean")) and not same(gl[k], cpu[k])] == []
     assert sum("SHORT_LEN" in p for p in r["webgl2Passes"]) >= 25, r["webgl2Passes"]
     assert not any("SHORT_LEN" in p for p in r["loopPasses"])
+    # softmax, log_softmax, cross_entropy and its gradient along axis 1 of one tensor compute its
+    # rows' max and sum of exp once (k.shared), softmax along axis 0 its own: 2 per length
+    assert sum("COMBINE_MAX=1" in p for p in r["webgl2Passes"]) == 10, r["webgl2Passes"]
 
 
 def test_tensors_larger_than_a_texture_row_match_the_cpu_reference(gl_page: Any) -> None:

@@ -113,12 +113,15 @@ function adamMoments(node, { nodeOf, pinned }) {
 registerKernel('adam_update', (node, k) => {
   const [a, b, c, t] = node.operands;
   const { lr, beta1, beta2, eps } = node.attrs;
-  const bias = k.temp4(1);
-  const passes = [{
-    shader: 'adam_update.glsl', defines: { PACKED_OUT: 1, STAGE_BIAS: 1 }, inputs: { u_t: k.slot(t) },
-    uniforms: { u_lr: ['f', lr], u_lnb1: ['f', Math.log(beta1)], u_lnb2: ['f', Math.log(beta2)] },
-    target: bias,
-  }];
+  // one bias texel per step for every update of the same t and settings
+  const { value: bias, passes } = k.shared(`adam-bias:${t}:${lr}:${beta1}:${beta2}`, (alloc) => {
+    const texel = alloc(1, { channels: 4 });
+    return { value: texel, passes: [{
+      shader: 'adam_update.glsl', defines: { PACKED_OUT: 1, STAGE_BIAS: 1 }, inputs: { u_t: k.slot(t) },
+      uniforms: { u_lr: ['f', lr], u_lnb1: ['f', Math.log(beta1)], u_lnb2: ['f', Math.log(beta2)] },
+      target: texel,
+    }] };
+  });
   if (k.absorbed(b) && k.absorbed(c)) {
     const [m0, g] = k.node(b).operands;
     const [v0] = k.node(c).operands;

@@ -159,6 +159,8 @@ export class WebGL2Program {
     const step = [];
     const folded = this.folded;
     const absorbed = this.absorbed;
+    /** @type {Map<string, any>} values kernels share within a step (k.shared) */
+    const shared = new Map();
     /** An operand as it is read: a folded transpose is read from its source. @param {number} op */
     const source = (op) => folded.get(op) ?? op;
     const position = new Map(this.order.map((id, i) => [id, i]));
@@ -204,6 +206,14 @@ export class WebGL2Program {
           const slot = this.allocate(n, false, { kind: 'uint' });
           this.checks.push({ slot, node });
           return slot;
+        },
+        // A value several nodes compute alike (same key: the same operands and attributes),
+        // computed once per step by the first node's passes; its slots are never recycled.
+        shared: (key, make) => {
+          if (shared.has(key)) return { value: shared.get(key), passes: [] };
+          const made = make((n, format = {}) => this.allocate(n, false, format));
+          shared.set(key, made.value);
+          return made;
         },
         temp4: (texels, format = {}) => {
           temps.push(this.allocate(texels, true, { ...format, channels: 4 }));

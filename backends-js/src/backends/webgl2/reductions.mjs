@@ -55,14 +55,18 @@ for (const op of ['sum', 'mean']) {
  * @param {import('./registry.mjs').KernelContext} k @param {number} a @param {RowView} view
  */
 function rowStats(k, a, view) {
-  const rows = view.outer * view.inner;
-  const m = k.temp(rows);
-  const s = k.temp(rows);
-  const passes = [
-    ...reduceRows(k, { view, inputs: { u_a: k.slot(a) }, defines: { COMBINE_MAX: 1 }, target: m }),
-    ...reduceRows(k, { view, inputs: { u_a: k.slot(a), u_m: m }, defines: { TERM_expdiff: 1 }, target: s }),
-  ];
-  return { m, s, passes };
+  // shared: cross_entropy and cross_entropy_grad of the same logits need the same two
+  const key = `rowstats:${a}:${view.outer}:${view.len}:${view.inner}`;
+  const { value: [m, s], passes } = k.shared(key, (alloc) => {
+    const rows = view.outer * view.inner;
+    const [mm, ss] = [alloc(rows), alloc(rows)];
+    return { value: [mm, ss], passes: [
+      ...reduceRows(k, { view, inputs: { u_a: k.slot(a) }, defines: { COMBINE_MAX: 1 }, target: mm }),
+      ...reduceRows(k, { view, inputs: { u_a: k.slot(a), u_m: mm }, defines: { TERM_expdiff: 1 },
+        target: ss }),
+    ] };
+  });
+  return { m, s, passes: [...passes] };
 }
 
 /**

@@ -32,6 +32,11 @@ import { registrarFor, getKernel as lookup } from '../../kernels.mjs';
  *   (index.mjs), kept and read back by the program after every step
  * @property {(id: number) => boolean} packed  whether a node's tensor (or this node's output, k.out)
  *   is stored packed (packing.mjs: RGBA32F, 4 elements of a row per texel, a row per texture row)
+ * @property {(key: string, make: (alloc: (n: number, format?: any) => number) =>
+ *   {value: any, passes: Pass[]}) => {value: any, passes: Pass[]}} shared  a value several
+ *   nodes of a program compute alike (the key names what it is computed from): the first call
+ *   makes it (its slots from alloc are never recycled) and records its passes, later calls get
+ *   the value and no passes
  * @property {(texels: number, format?: {layers?: number, width?: number}) => number} temp4
  *   a packed RGBA32F scratch texture of that many texels (per layer), optionally a 4-layer array
  *   or with a fixed width
