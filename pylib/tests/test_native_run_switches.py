@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gpulab.errors import GpuLabError
 from gpulab.models.mlp import init, step_graph
 from gpulab.native.wgpu_executor import open_executor
 from gpulab.protocol import validate
@@ -99,3 +100,30 @@ def test_uploads_through_one_mapped_buffer_give_the_same_outputs(hooks: dict) ->
     want = _execute_outputs({})
     got = _execute_outputs(hooks)
     assert got == want and want[: len(want) // 2] != want[len(want) // 2 :]
+
+
+@pytest.mark.parametrize("encode", ["raw", "wgpu-py"])
+def test_an_invalid_dispatch_is_backend_on_either_encoding(encode: str) -> None:
+    """The raw C calls skip wgpu-py's per-call error capture; wgpu records the error in the
+    pass and reports it at encoder.finish(), so a run still fails with BACKEND naming it."""
+    graph = {
+        "version": 1,
+        "nodes": [
+            {"id": 0, "op": "input", "shape": [4], "data": [1, -2, 3, -4]},
+            {"id": 1, "op": "relu", "a": 0},
+        ],
+        "outputs": [{"name": "y", "id": 1}],
+    }
+    executor = open_executor(True, hooks={"encode": encode})
+    try:
+        program = executor.prepare(validate(graph), keep=[1])
+        assert program.run([{}], [1])[1].tolist() == [1, 0, 3, 0]
+        pipeline, group, _ = program._recorded[0][0]
+        too_many = 1 << 20  # workgroups past maxComputeWorkgroupsPerDimension
+        program._recorded[0][0] = (pipeline, group, [too_many, 1, 1])
+        program._raw[0][0] = (pipeline._internal, group._internal, too_many, 1, 1)
+        with pytest.raises(GpuLabError) as info:
+            program.run([{}], [1])
+        assert info.value.code == "BACKEND" and "dispatch" in str(info.value)
+    finally:
+        executor.dispose()
