@@ -141,13 +141,15 @@ EXECUTE_ARMS: dict[str, tuple[dict[str, Any], int]] = {
     "wait: poll in this thread": ({"wait": "poll"}, 64),
     "encode: wgpu-py methods": ({"encode": "wgpu-py"}, 64),
     "map READ (wgpu-py's extra submit)": ({"map_mode": "READ"}, 64),
+    "wait: direct": ({"wait": "direct"}, 64),
     "mapped + poll + raw": ({"upload": "mapped", "wait": "poll", "encode": "raw"}, 64),
 }
 SESSION_ARMS: dict[str, dict[str, Any]] = {
     "default": {},
     "map READ (wgpu-py's extra submit)": {"map_mode": "READ"},
     "pre-encode the next step": {"pre_encode": True},
-    "pre-encode + raw + poll": {"pre_encode": True, "encode": "raw", "wait": "poll"},
+    "wait: direct": {"wait": "direct"},
+    "pre-encode + direct wait": {"pre_encode": True, "wait": "direct"},
 }
 
 

@@ -331,7 +331,8 @@ def ab_arms(n: int) -> dict[str, dict[str, Any]]:
             "map_mode": "READ"
         },
         "pre-encode the next step": {"pre_encode": True},
-        "pre-encode + raw + poll": {"pre_encode": True, "encode": "raw", "wait": "poll"},
+        "wait: direct (map + poll in this thread, no poll-thread hand-off)": {"wait": "direct"},
+        "pre-encode + direct wait": {"pre_encode": True, "wait": "direct"},
     }
 
 

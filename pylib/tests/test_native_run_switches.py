@@ -15,6 +15,8 @@ from gpulab.protocol import validate
 ARMS = [
     {"encode": "wgpu-py"},  # the default is "raw" (program.ENCODE)
     {"map_mode": "READ"},  # the default is "READ_NOSYNC" (program.MAP_MODE)
+    {"wait": "direct"},
+    {"wait": "direct", "pre_encode": True},
     {"encode": "raw"},
     {"split_step": 1},
     {"split_step": 9},

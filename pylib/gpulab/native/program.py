@@ -56,7 +56,9 @@ STEPS_PER_SUBMIT = 1
 # - hooks["split_step"]: k > 0 submits a step's first k dispatches on their own, so the GPU
 #   starts on them while the host encodes the rest (0: one submission per step).
 # - hooks["wait"]: "thread" (map_sync: wgpu-py's poll thread runs the map callback and wakes
-#   this one) or "poll": this thread polls the device itself until the read-back is mapped.
+#   this one), "poll": this thread polls the device itself until the read-back is mapped, or
+#   "direct": wgpuBufferMapAsync called here without waking wgpu-py's poll thread, and this
+#   thread polls until its callback ran (no thread hand-off at all; program._map_direct).
 # - hooks["upload"]: "write_buffer" (queue.write_buffer per input) or "mapped": all inputs
 #   written into one buffer mapped at creation, then copied (program._upload_mapped).
 # - hooks["pre_encode"]: True encodes the next single step's command buffer while this run
@@ -650,8 +652,11 @@ class WgpuProgram:
 
         # the per-submission deadline (deadline.py): past it the device is destroyed
         seconds = deadline_s(self._ex.hooks, self._student)
-        if seconds is None and self._ex.hooks.get("wait", WAIT) == "poll":
+        wait = self._ex.hooks.get("wait", WAIT)
+        if seconds is None and wait == "poll":
             _map_polling(self._ex.device, self._readback)
+        elif seconds is None and wait == "direct":
+            _map_direct(self._ex.device, self._readback)
         else:
             # READ_NOSYNC (MAP_MODE): the read-back is written by our copies only
             read = self._ex.hooks.get("map_mode", MAP_MODE) == "READ"
@@ -797,3 +802,33 @@ class _PreEncoded:
             and self.readback is program._readback
             and self.parity_before == program._parity
         )
+
+
+def _map_direct(device: Any, buffer: Any) -> None:
+    """Map `buffer` for reading with wgpu-native's calls from this thread only (WAIT "direct"):
+    no poll token for wgpu-py's poll thread, this thread's blocking polls run the callback.
+    Sets the wgpu-py buffer's map state as its map_async does (private fields of wgpu-py 0.32),
+    so read_mapped and unmap work as usual."""
+    import wgpu
+    from wgpu import enums
+    from wgpu.backends.wgpu_native._api import ffi, lib, libf, new_struct
+
+    done: list[int] = []
+
+    @ffi.callback("void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)")
+    def mapped(status: int, _message: Any, _user1: Any, _user2: Any) -> None:
+        done.append(status)
+
+    info = new_struct(
+        "WGPUBufferMapCallbackInfo", mode=lib.WGPUCallbackMode_AllowProcessEvents, callback=mapped
+    )
+    buffer._map_state = enums.BufferMapState.pending
+    libf.wgpuBufferMapAsync(buffer._internal, lib.WGPUMapMode_Read, 0, buffer.size, info)
+    while not done:
+        libf.wgpuDevicePoll(device._internal, True, ffi.NULL)
+    if done[0] != lib.WGPUMapAsyncStatus_Success:
+        buffer._map_state = enums.BufferMapState.unmapped
+        raise RuntimeError(f"Could not map buffer (status {done[0]}).")
+    buffer._map_state = enums.BufferMapState.mapped
+    buffer._mapped_status = 0, buffer.size, wgpu.MapMode.READ
+    buffer._mapped_memoryviews = []
