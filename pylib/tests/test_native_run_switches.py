@@ -129,3 +129,19 @@ def test_an_invalid_dispatch_is_backend_on_either_encoding(encode: str) -> None:
         assert info.value.code == "BACKEND" and "dispatch" in str(info.value)
     finally:
         executor.dispose()
+
+
+def test_one_shot_programs_do_not_pre_encode() -> None:
+    """execute's programs run once: encoding a next step for them would be wasted work."""
+    executor = open_executor(True, hooks={"pre_encode": True})
+    try:
+        step = step_graph(init(0))
+        checked = validate(step.graph.to_dict(**step.outputs()))
+        for _ in range(3):
+            program = executor.prepare(checked)
+            program.run([{}], [checked.outputs[0].id])
+            assert program._pre is None
+            program.dispose()
+        assert "pre_encoded" not in executor.counters
+    finally:
+        executor.dispose()

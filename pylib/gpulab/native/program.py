@@ -407,7 +407,11 @@ class WgpuProgram:
         steps = list(steps) or [{}]
         read = list(dict.fromkeys(read_ids))
         arrays = [self._feed_arrays(step) for step in steps]
-        pre_encode = len(steps) == 1 and bool(self._ex.hooks.get("pre_encode", PRE_ENCODE))
+        # sessions only: a one-shot program (execute) runs once, its next step would be waste
+        session = bool(self._feeds or self._carry or self._keep)
+        pre_encode = (
+            session and len(steps) == 1 and bool(self._ex.hooks.get("pre_encode", PRE_ENCODE))
+        )
         with self._ex.guard("run"):
             self._write_feeds(arrays, None)
             pre, self._pre = self._pre, None
@@ -824,8 +828,13 @@ def _map_direct(device: Any, buffer: Any) -> None:
     )
     buffer._map_state = enums.BufferMapState.pending
     libf.wgpuBufferMapAsync(buffer._internal, lib.WGPUMapMode_Read, 0, buffer.size, info)
-    while not done:
+    for _ in range(10_000):  # each poll waits for the queue; more than one is rare
+        if done:
+            break
         libf.wgpuDevicePoll(device._internal, True, ffi.NULL)
+    if not done:
+        buffer._map_state = enums.BufferMapState.unmapped
+        raise RuntimeError("the read-back map never completed (device lost?)")
     if done[0] != lib.WGPUMapAsyncStatus_Success:
         buffer._map_state = enums.BufferMapState.unmapped
         raise RuntimeError(f"Could not map buffer (status {done[0]}).")
