@@ -14,6 +14,9 @@ ARMS = {
     "submit per step": "{stepsPerSubmit: 1}",
     "submit per step, copies": "{stepsPerSubmit: 1, carryCopies: true}",
     "every 3 steps": "{stepsPerSubmit: 3}",
+    "every 2 steps, feed pairs": "{stepsPerSubmit: 2, feedPairs: true}",
+    "one submit, feed pairs": "{stepsPerSubmit: 0, feedPairs: true}",
+    "feed pairs, copies": "{stepsPerSubmit: 2, feedPairs: true, carryCopies: true}",
 }
 
 RUN_ARM = """
@@ -35,7 +38,7 @@ const r1 = await s.run([wg.mlpFeeds(8)]);
 const r3 = await s.run([wg.mlpFeeds(9), wg.mlpFeeds(10), wg.mlpFeeds(11)]);
 const last = {};
 for (const n of names) last[n] = wg.bits(await s.download(n));
-const pingpong = s.parts.program.swap.size > 0;
+const pingpong = s.parts.program.carriesSwap;
 s.dispose(); rt.dispose();
 return {before, eight, pingpong, loss8: wg.bits(r8.outputs.loss.data), after8, carriedW1,
   loss1: wg.bits(r1.outputs.loss.data), loss3: wg.bits(r3.outputs.loss.data), last,
@@ -53,6 +56,9 @@ def test_run_paths_give_the_same_bits(wg):  # noqa: F811
         "submit per step": (True, 8),
         "submit per step, copies": (False, 8),
         "every 3 steps": (True, 3),
+        "every 2 steps, feed pairs": (True, 4),
+        "one submit, feed pairs": (True, 1),
+        "feed pairs, copies": (False, 4),
     }
     want = got["old"]
     assert want["before"] == [0.0] * len(want["before"])  # m1 starts at zero

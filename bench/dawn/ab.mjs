@@ -16,6 +16,7 @@ export const ARMS = {
   'one submit, ping-pong': { stepsPerSubmit: 0 },
   'submit every 2 steps, ping-pong': { stepsPerSubmit: 2 },
   'submit every 4 steps, ping-pong': { stepsPerSubmit: 4 },
+  'submit every 2 steps, feed pairs': { stepsPerSubmit: 2, feedPairs: true },
 };
 
 /** The hooks of arm `name` (GPULAB_DAWN_RUN), or VALIDATION-like refusal naming the arms. */
@@ -43,7 +44,7 @@ export async function abReport(fx, { runs, warmup, rounds, executes = 0 }) {
   const sessions = [];
   try {
     for (const name of names) {
-      for (const key of ['stepsPerSubmit', 'carryCopies']) delete hooks[key];
+      for (const key of ['stepsPerSubmit', 'carryCopies', 'feedPairs']) delete hooks[key];
       Object.assign(hooks, ARMS[/** @type {keyof typeof ARMS} */ (name)]);
       sessions.push(await rt.prepare(fx.graph, { feeds: [fx.feeds.x, fx.feeds.y],
         carry: fx.carry, outputs: [fx.loss] }));

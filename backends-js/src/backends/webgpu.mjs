@@ -18,7 +18,10 @@
 //   hooks.stepsPerSubmit               steps per submission of a multi-step run (0: all in
 //                                       one; default 1 on hardware, 0 on software adapters)
 //   hooks.carryCopies                  true: carries are copied after each step even where
-//                                       they could ping-pong (both read at prepare)
+//                                       they could ping-pong
+//   hooks.feedPairs                    true: fed inputs get a second buffer (swapped steps
+//                                       read it), so stepsPerSubmit 2 writes feeds directly
+//                                       (these three are read at prepare)
 // and the backend fills in:
 //   hooks.loseDevice()                 destroys the device as if it were lost
 //   hooks.webgpuStats()                {live, liveBytes, free, freeBytes, created, reused, submits,

@@ -6,7 +6,9 @@
 // native executor does (docs/benchmarks.md "Interleaved A/B rounds"). Carries that pair up
 // ping-pong between two recordings of the bind groups (pingpong.mjs), else carried outputs are
 // copied back after each step. hooks.stepsPerSubmit (0: all in one) and hooks.carryCopies
-// (true: never ping-pong) choose the other path, for A/B measurements (bench/dawn/mlp.mjs --ab).
+// (true: never ping-pong) choose the other path, for A/B measurements (bench/dawn/mlp.mjs --ab);
+// hooks.feedPairs gives each fed input a second buffer in the swapped recording, so two steps
+// of one submission both have their feeds written straight in (stepsPerSubmit 2, no copies).
 
 import { GpuLabError } from '../../errors.mjs';
 import { toDeviceWords } from '../../dtypes.mjs';
@@ -29,7 +31,8 @@ const UNIFORM = () => GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST;
  * @typedef {{gpu: import('./device.mjs').GpuDevice, pool: import('./pool.mjs').BufferPool,
  *   kernels: import('./kernels.mjs').PipelineCache, counters: {submits: number},
  *   software?: boolean,
- *   hooks: {onSubmit?: () => void, stepsPerSubmit?: number, carryCopies?: boolean},
+ *   hooks: {onSubmit?: () => void, stepsPerSubmit?: number, carryCopies?: boolean,
+ *     feedPairs?: boolean},
  *   packParams: (params: Array<[string, number]>) => Uint8Array}} Context
  * @typedef {{pipeline: GPUComputePipeline, group: GPUBindGroup, dispatch: number[]}} Command
  */
@@ -82,6 +85,8 @@ export class WebGpuProgram {
     this.stepsEncoded = 0;
     const hooks = ctx.hooks ?? {};
     this.carryCopies = Boolean(hooks.carryCopies);
+    this.feedPairs = Boolean(hooks.feedPairs);
+    this.carriesSwap = false; // the carries ping-pong (else they are copied)
     /** steps per submission of a multi-step run; 0: all in one */
     this.stepsPerSubmit = Number.isInteger(hooks.stepsPerSubmit) && hooks.stepsPerSubmit >= 0
       ? hooks.stepsPerSubmit : (ctx.software ? 0 : 1);
@@ -104,6 +109,8 @@ export class WebGpuProgram {
       this.upload();
       this.resetChecks();
       this.swap = this.carryCopies ? new Map() : this.planSwap();
+      this.carriesSwap = this.swap.size > 0;
+      if (this.feedPairs) this.pairFeeds();
       this.recorded = this.bindSteps(pipelines);
     });
   }
@@ -157,6 +164,26 @@ export class WebGpuProgram {
       if (b !== undefined && swap.has(b)) this.carriedInputs.add(b);
     }
     return swap;
+  }
+
+  /** hooks.feedPairs: each fed input's buffer swaps with a second one of its size. */
+  pairFeeds() {
+    this.feedIds.forEach((id, j) => {
+      const b = this.bufferIdOf(id);
+      const pair = -1 - this.extraInputs.length - j;
+      this.slots.set(pair, this.newSlot(this.slotOf(b).bytes / 4, `input ${id} (pair)`));
+      this.swap.set(b, pair);
+      this.swap.set(pair, b);
+    });
+  }
+
+  /** The fed inputs' slots as a step of `parity` reads them. @param {number} parity */
+  feedSlotsAt(parity) {
+    return this.feedIds.map((id) => {
+      const b = this.bufferIdOf(id);
+      const pair = this.swap.get(b);
+      return this.slotOf(parity && pair !== undefined ? pair : b);
+    });
   }
 
   /**
@@ -320,13 +347,13 @@ export class WebGpuProgram {
    */
   async runPart(steps, readIds, first) {
     const feeds = steps.map((s, i) => this.feedArrays(s, first + i));
-    const feedSlots = this.feedIds.map((id) => this.slotOfNode(id));
-    const carries = this.swap.size ? [] : [...this.carry].map(([input, output]) =>
+    const carries = this.carriesSwap ? [] : [...this.carry].map(([input, output]) =>
       /** @type {[Slot, Slot]} */ ([this.slotOfNode(output), this.slotOfNode(input)]));
     const { gpu, pool } = this.ctx;
     const every = this.stepsPerSubmit;
-    // a submission per step: each step's feeds are written right before it (queue order)
-    const direct = every === 1 && feeds.length > 1;
+    // a submission per step (or per two with feed pairs): each step's feeds are written
+    // straight into the buffers it reads, before its submission (queue order)
+    const direct = feeds.length > 1 && (every === 1 || (this.feedPairs && every === 2));
     /** @type {Slot[]} */
     let reads = [];
     /** @type {import('./transfer.mjs').Staging | null} */
@@ -336,11 +363,12 @@ export class WebGpuProgram {
     try {
       await gpu.guard('run', () => {
         const queue = gpu.device.queue;
-        staged = direct ? null : stageFeeds(queue, pool, feedSlots, feeds);
+        staged = direct ? null : stageFeeds(queue, pool, this.feedSlotsAt(this.parity), feeds);
         /** @type {GPUCommandEncoder | null} */
         let encoder = null;
         const last = feeds.length - 1;
         for (let s = 0; s <= last; s++) {
+          const feedSlots = this.feedSlotsAt(this.parity);
           if (direct) writeFeeds(queue, feedSlots, feeds[s]);
           encoder ??= gpu.device.createCommandEncoder({ label: 'gpu-lab run' });
           if (staged) copyFeeds(encoder, staged, feedSlots, s);
