@@ -336,15 +336,21 @@ export class WebGL2Program {
     gl.useProgram(cmd.prog.handle);
     const target = this.bindTargets(cmd);
     gl.viewport(0, 0, target.w, target.h);
-    cmd.samplers.forEach(([loc, slot], unit) => {
+    cmd.samplers.forEach(([, slot], unit) => {
       gl.activeTexture(gl.TEXTURE0 + unit);
       const tex = this.slots[slot];
       gl.bindTexture(tex.target, tex.texture);
-      gl.uniform1i(loc, unit);
     });
-    gl.uniform1i(cmd.nLoc, this.slotSize[cmd.target]);
-    gl.uniform1i(cmd.wLoc, target.w);
-    for (const [setter, loc, value] of cmd.uniforms) gl[setter](loc, value);
+    // Uniforms are program state: a command that drew this program last (the same pass one
+    // step earlier, nothing else in between) left them as it needs them. Every uniform of a
+    // pass is fixed when it is recorded (a carried slot swaps to a texture of the same size).
+    if (cmd.prog.lastCommand !== cmd) {
+      cmd.samplers.forEach(([loc], unit) => gl.uniform1i(loc, unit));
+      gl.uniform1i(cmd.nLoc, this.slotSize[cmd.target]);
+      gl.uniform1i(cmd.wLoc, target.w);
+      for (const [setter, loc, value] of cmd.uniforms) gl[setter](loc, value);
+      cmd.prog.lastCommand = cmd;
+    }
     // Units past this program's samplers may still hold older textures, even this target:
     // that is no feedback loop, since WebGL only checks the units the program samples.
     gl.drawArrays(gl.TRIANGLES, 0, 3);

@@ -48,6 +48,8 @@ void main() {
  * @property {WebGLProgram} handle
  * @property {Map<string, WebGLUniformLocation|null>} locations
  * @property {string} key
+ * @property {any} [lastCommand] the program's draw command that set its uniforms last
+ *   (program.mjs draw: a command drawing it again with nothing in between sets none)
  */
 
 export class ShaderCache {
