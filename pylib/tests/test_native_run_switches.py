@@ -9,13 +9,15 @@ import numpy as np
 import pytest
 from gpulab.errors import GpuLabError
 from gpulab.models.mlp import init, step_graph
+from gpulab.native.program import PRE_ENCODE
 from gpulab.native.wgpu_executor import open_executor
 from gpulab.protocol import validate
 
 ARMS = [
     {"encode": "wgpu-py"},  # the default is "raw" (program.ENCODE)
     {"map_mode": "READ"},  # the default is "READ_NOSYNC" (program.MAP_MODE)
-    {"wait": "direct"},
+    {"wait": "thread", "pre_encode": False},  # the defaults before (program.WAIT, PRE_ENCODE)
+    {"wait": "direct", "pre_encode": False},
     {"wait": "direct", "pre_encode": True},
     {"encode": "raw"},
     {"split_step": 1},
@@ -51,7 +53,7 @@ def _losses_and_weights(hooks: dict) -> tuple[list[np.ndarray], int]:
                 got.append(program.run([batch] * int(run), [fed.loss.id])[fed.loss.id])
         got += [program.download(k) for k in sorted(carry)]
         program.dispose()
-        if hooks.get("pre_encode"):  # used by the 1-step runs after a 1-step run
+        if hooks.get("pre_encode", PRE_ENCODE):  # used by the 1-step runs after a 1-step run
             assert executor.counters["pre_encoded"] == 3
         return got, executor.counters["submits"]
     finally:
@@ -72,7 +74,8 @@ def test_every_switch_gives_the_default_bits(
     for a, b in zip(got, want):
         assert a.tobytes() == b.tobytes()
     # a split step is two submissions, except a pre-encoded one
-    split = STEPS - (3 if hooks.get("pre_encode") else 0) if hooks.get("split_step") else 0
+    pre = hooks.get("pre_encode", PRE_ENCODE)
+    split = STEPS - (3 if pre else 0) if hooks.get("split_step") else 0
     assert submits == default_submits + split
     assert len({float(loss) for loss in got[:3]}) == 3  # the state moved between the runs
 
@@ -116,7 +119,8 @@ def test_an_invalid_dispatch_is_backend_on_either_encoding(encode: str) -> None:
         ],
         "outputs": [{"name": "y", "id": 1}],
     }
-    executor = open_executor(True, hooks={"encode": encode})
+    # pre_encode off: the next run must encode the dispatch this test breaks below
+    executor = open_executor(True, hooks={"encode": encode, "pre_encode": False})
     try:
         program = executor.prepare(validate(graph), keep=[1])
         assert program.run([{}], [1])[1].tolist() == [1, 0, 3, 0]

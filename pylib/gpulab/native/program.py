@@ -74,9 +74,12 @@ ENCODE = "raw"
 #   read-back buffer is only ever written by copies in submitted command buffers, so that
 #   extra encoder + finish + submit per run is skipped ("READ_NOSYNC", wgpu-py's internal mode).
 MAP_MODE = "READ_NOSYNC"
-PRE_ENCODE = False
+# pre_encode + "direct" won the H200's interleaved A/B at 342a9d8 (40 rounds, twice, us per step
+# median / min): 1 step 278 / 199 and 343 / 197 against the defaults then 493 / 385 and 526 / 426;
+# 8 steps 175 / 140 and 215 / 143 against 209 / 177 and 267 / 178 (docs/benchmarks.md, issue 15).
+PRE_ENCODE = True
 SPLIT_STEP = 0
-WAIT = "thread"
+WAIT = "direct"
 UPLOAD = "write_buffer"
 
 
@@ -659,7 +662,7 @@ class WgpuProgram:
         wait = self._ex.hooks.get("wait", WAIT)
         if seconds is None and wait == "poll":
             _map_polling(self._ex.device, self._readback)
-        elif seconds is None and wait == "direct":
+        elif seconds is None and wait == "direct" and _direct_ok():
             _map_direct(self._ex.device, self._readback)
         else:
             # READ_NOSYNC (MAP_MODE): the read-back is written by our copies only
@@ -809,6 +812,14 @@ class _PreEncoded:
             and self.readback is program._readback
             and self.parity_before == program._parity
         )
+
+
+def _direct_ok() -> bool:
+    """WAIT "direct" sets private fields of wgpu-py's buffer (as its map_async does in 0.32, the
+    version it was written and measured against); any other version takes the public map."""
+    import wgpu
+
+    return wgpu.__version__.startswith("0.32.")
 
 
 def _map_direct(device: Any, buffer: Any) -> None:
