@@ -42,3 +42,19 @@ def page(browser):
     pg.set_default_timeout(120_000)
     yield pg
     ctx.close()
+
+
+@pytest.fixture()
+def wg(page, server_url):
+    """e2e/webgpu_test.html, loaded, with its helpers ready; returns a function evaluating JS in
+    it (`wg` is window.wg there). A module may define its own (test_student_wgsl.py)."""
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(server_url + "/e2e/webgpu_test.html")
+    page.wait_for_function("window.wgReady === true", timeout=30_000)
+
+    def run(body: str, arg: object = None) -> object:
+        return page.evaluate(f"async (arg) => {{ const wg = window.wg; {body} }}", arg)
+
+    yield run
+    assert not errors, f"uncaught errors in the page: {errors}"

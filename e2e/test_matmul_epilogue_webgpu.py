@@ -9,27 +9,8 @@ kernel: pylib/tests/test_matmul_epilogue.py."""
 
 from __future__ import annotations
 
-import pytest
-
 from e2e.epilogue_graphs import FUSED, epilogue_graph, words
 from e2e.test_plans_equal import _jsonable
-
-PAGE = "/e2e/webgpu_test.html"
-
-
-@pytest.fixture()
-def wg(page, server_url):
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(server_url + PAGE)
-    page.wait_for_function("window.wgReady === true", timeout=30_000)
-
-    def run(body: str, arg: object = None) -> object:
-        return page.evaluate(f"async (arg) => {{ const wg = window.wg; {body} }}", arg)
-
-    yield run
-    assert not errors, f"uncaught errors in the page: {errors}"
-
 
 RUN = """
 const { EPILOGUE_MAP2 } = await import('/backends-js/src/planner-epilogue.mjs');

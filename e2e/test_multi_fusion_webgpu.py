@@ -9,26 +9,8 @@ are pylib/tests/test_multi_fusion.py; node + Dawn on the H200: bench/fusestep_h2
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from e2e.multi_graphs import multi_graph, params_graph
-
-PAGE = "/e2e/webgpu_test.html"
-
-
-@pytest.fixture()
-def wg(page, server_url):
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(server_url + PAGE)
-    page.wait_for_function("window.wgReady === true", timeout=30_000)
-
-    def run(body: str, arg: object = None) -> object:
-        return page.evaluate(f"async (arg) => {{ const wg = window.wg; {body} }}", arg)
-
-    yield run
-    assert not errors, f"uncaught errors in the page: {errors}"
-
 
 RUN = """
 const { MULTI_FUSIONS } = await import('/backends-js/src/planner-multi.mjs');

@@ -7,27 +7,10 @@ e2e/webgpu_test.html (`window.wg`).
 
 from __future__ import annotations
 
-import pytest
-
 from e2e.conformance.executors import _js_lane
 from e2e.conformance.runner import check_results, load_cases
 
 PAGE = "/e2e/webgpu_test.html"
-
-
-@pytest.fixture()
-def wg(page, server_url):
-    """The test page, loaded, with its helpers ready; returns a function evaluating JS in it."""
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(server_url + PAGE)
-    page.wait_for_function("window.wgReady === true", timeout=30_000)
-
-    def run(body: str, arg: object = None) -> object:
-        return page.evaluate(f"async (arg) => {{ const wg = window.wg; {body} }}", arg)
-
-    yield run
-    assert not errors, f"uncaught errors in the page: {errors}"
 
 
 def open_runtime(extra: str = "") -> str:

@@ -5,7 +5,6 @@ planners' equality, fusion included, is e2e/test_plans_equal.py.)"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -13,8 +12,6 @@ import pytest
 from gpulab.kernel_table import family_codes
 from gpulab.models.mlp import init, step_graph
 from gpulab.native import planner, planner_multi
-from gpulab.native.plan_cache import PlanCache
-from gpulab.native.wgpu_executor import open_executor
 from gpulab.protocol import validate
 
 CODE = family_codes("map1")
@@ -82,13 +79,6 @@ def expected() -> dict[int, np.ndarray]:
             9: (-b - np.abs(b)).astype(np.float32),
             11: (np.abs(b) * np.abs(b)).astype(np.float32),
         }
-
-
-@pytest.fixture(scope="module")
-def executor() -> Iterator[Any]:
-    ex = open_executor(True, hooks={"plan_cache": PlanCache(0, 0)})  # plans made every time
-    yield ex
-    ex.dispose()
 
 
 def run(

@@ -8,7 +8,6 @@ e2e/test_matmul_epilogue_webgpu.py.)"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -16,18 +15,9 @@ import pytest
 from gpulab.models.mlp import init, step_graph
 from gpulab.native import planner, planner_epilogue, planner_multi
 from gpulab.native.bench_matmul import forcing_matmul_kernel
-from gpulab.native.plan_cache import PlanCache
-from gpulab.native.wgpu_executor import open_executor
 from gpulab.protocol import validate
 
 from e2e.epilogue_graphs import FUSED, MAP1, MAP2, SPECIAL, N, _data, epilogue_graph, words
-
-
-@pytest.fixture(scope="module")
-def executor() -> Iterator[Any]:
-    ex = open_executor(True, hooks={"plan_cache": PlanCache(0, 0)})  # plans made every time
-    yield ex
-    ex.dispose()
 
 
 def run(

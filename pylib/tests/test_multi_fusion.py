@@ -7,14 +7,12 @@ earlier dispatch (or an upload) wrote. (The planners' equality is e2e/test_plans
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 from gpulab.models.mlp import init, step_graph
 from gpulab.native import planner_multi
-from gpulab.native.plan_cache import PlanCache
 from gpulab.native.planner import plan_graph
 from gpulab.native.wgpu_executor import open_executor
 from gpulab.protocol import validate
@@ -22,13 +20,6 @@ from gpulab.protocol import validate
 from e2e.multi_graphs import adam_chain_graph, multi_graph
 
 LAVAPIPE = {"maxStorageBuffersPerShaderStage": 32}  # lavapipe's limit: 4 parameters a group
-
-
-@pytest.fixture(scope="module")
-def executor() -> Iterator[Any]:
-    ex = open_executor(True, hooks={"plan_cache": PlanCache(0, 0)})  # plans made every time
-    yield ex
-    ex.dispose()
 
 
 def run(
