@@ -6,8 +6,6 @@ one submission, for every read-back, download and later run. Headless Chromium, 
 
 from __future__ import annotations
 
-from e2e.test_webgpu import wg  # noqa: F401  (the page fixture)
-
 ARMS = {
     "default": "{}",
     "old": "{stepsPerSubmit: 0, carryCopies: true}",
@@ -46,7 +44,7 @@ return {before, eight, pingpong, loss8: wg.bits(r8.outputs.loss.data), after8, c
 """
 
 
-def test_run_paths_give_the_same_bits(wg):  # noqa: F811
+def test_run_paths_give_the_same_bits(wg):
     got = {name: wg(RUN_ARM.replace("ARM", arm)) for name, arm in ARMS.items()}
     # the paths really differ: ping-pong where asked, submissions as asked
     assert got["default"]["software"] is True
@@ -90,7 +88,7 @@ return {runs, now, pingpong};
 """
 
 
-def test_an_output_that_is_a_carried_input_reads_the_value_its_step_used(wg):  # noqa: F811
+def test_an_output_that_is_a_carried_input_reads_the_value_its_step_used(wg):
     """docs/protocol.md: an output that is a carried input keeps the value the last step used
     (the cpu backends' answer), on the ping-pong path too; download gives the carried value."""
     want = {"runs": [[[1, 2], [2, 3]], [[2, 3], [3, 4]], [[5, 6], [6, 7]]], "now": [6, 7]}
