@@ -137,12 +137,10 @@ EXECUTE_ARMS: dict[str, tuple[dict[str, Any], int]] = {
     # name: (executor hooks, validate_cache entries); program.py names the hooks
     "default": ({}, 64),
     "validate_cache off": ({}, 0),
-    "upload: one buffer mapped at creation": ({"upload": "mapped"}, 64),
-    "wait: poll in this thread": ({"wait": "poll"}, 64),
+    "wait: wgpu-py's poll thread": ({"wait": "thread"}, 64),
     "encode: wgpu-py methods": ({"encode": "wgpu-py"}, 64),
     "map READ (wgpu-py's extra submit)": ({"map_mode": "READ"}, 64),
     "wait: direct": ({"wait": "direct"}, 64),
-    "mapped + poll + raw": ({"upload": "mapped", "wait": "poll", "encode": "raw"}, 64),
 }
 SESSION_ARMS: dict[str, dict[str, Any]] = {
     "default": {},

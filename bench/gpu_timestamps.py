@@ -158,8 +158,8 @@ def whole_passes(
     """Per round, in us: the pass of each step (its begin/end timestamps), the gap from one
     step's end to the next's begin, the host's encode time, the submit call, submit -> done.
     fast: the dispatches encoded by C calls and the marker waited for by polling in this
-    thread (program.py's hooks encode="raw", wait="poll")."""
-    from gpulab.native.program import _encode_raw, _map_polling
+    thread (program.py's hooks encode="raw", wait="direct")."""
+    from gpulab.native.program import _encode_raw, _map_direct
 
     queries = Queries(device, 2 * steps, timestamp_period(device))
     marker = Marker(device)
@@ -188,7 +188,7 @@ def whole_passes(
         device.queue.submit([buffer])
         t2 = time.perf_counter()
         if fast:
-            _map_polling(device, marker.dst)
+            _map_direct(device, marker.dst)
             marker.dst.unmap()
         else:
             marker.wait()
@@ -315,18 +315,13 @@ def session_runs(program: Any, batch: dict[int, Any], loss: int, runs: int) -> N
         print(f"| {steps} | {med_min(samples)} |")
 
 
-def ab_arms(n: int) -> dict[str, dict[str, Any]]:
-    """The host-side switches of WgpuProgram.run (program.py ENCODE, SPLIT_STEP, WAIT) as
-    executor hooks: name -> hooks ({} is the default)."""
-    half = n // 2
+def ab_arms() -> dict[str, dict[str, Any]]:
+    """The host-side switches of WgpuProgram.run (program.py ENCODE, WAIT, MAP_MODE,
+    PRE_ENCODE) as executor hooks: name -> hooks ({} is the default)."""
     return {
         "default": {},
         "encode: wgpu-py methods (the default was, until call B)": {"encode": "wgpu-py"},
-        f"split step after {half} dispatches": {"split_step": half},
-        "split step after 4 dispatches": {"split_step": 4},
-        "wait: poll in this thread": {"wait": "poll"},
-        f"raw + split {half} + poll": {"encode": "raw", "split_step": half, "wait": "poll"},
-        "raw + poll": {"encode": "raw", "wait": "poll"},
+        "wait: wgpu-py's poll thread": {"wait": "thread"},
         "map READ (wgpu-py's extra empty submit; the default was, until 18:25)": {
             "map_mode": "READ"
         },
@@ -342,7 +337,7 @@ def ab_runs(
     """Interleaved rounds (every arm once per round) of program.run, loss read back; the
     first `count` arms. A timed 1-step run follows an untimed one of the same arm (so
     pre_encode has the step it encoded ahead, as in a loop of single steps)."""
-    arms = dict(list(ab_arms(len(program._recorded[0])).items())[:count])
+    arms = dict(list(ab_arms().items())[:count])
     print(
         f"\nA/B of the run's host-side switches (program.py; executor hooks), {runs} interleaved "
         "rounds, `program.run` with the loss read back: us per step, median / min"

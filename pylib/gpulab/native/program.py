@@ -53,20 +53,17 @@ STEPS_PER_SUBMIT = 1
 #   functions (wgpu-py's `lib`), skipping wgpu-py's per-call Python (an offsets array and the
 #   error-capture wrapper per call). Encoding errors still surface: wgpu records them in the
 #   pass and reports them at encoder.finish(), which goes through wgpu-py.
-# - hooks["split_step"]: k > 0 submits a step's first k dispatches on their own, so the GPU
-#   starts on them while the host encodes the rest (0: one submission per step).
 # - hooks["wait"]: "thread" (map_sync: wgpu-py's poll thread runs the map callback and wakes
-#   this one), "poll": this thread polls the device itself until the read-back is mapped, or
-#   "direct": wgpuBufferMapAsync called here without waking wgpu-py's poll thread, and this
-#   thread polls until its callback ran (no thread hand-off at all; program._map_direct).
-# - hooks["upload"]: "write_buffer" (queue.write_buffer per input) or "mapped": all inputs
-#   written into one buffer mapped at creation, then copied (program._upload_mapped).
+#   this one) or "direct": wgpuBufferMapAsync called here without waking wgpu-py's poll
+#   thread, and this thread polls until its callback ran (program._map_direct).
 # - hooks["pre_encode"]: True encodes the next single step's command buffer while this run
 #   waits for its read-back (the host is idle then), so the next run only writes its feeds
 #   and submits; used when it fits (program._PreEncoded.fits), else encoded as usual.
 # Measured on the H200 (docs/benchmarks.md, call B, interleaved): "raw" 542 / 606 vs 642 / 674
-# us for a 1-step run, 225 / 249 vs 282 / 304 us per step at 8 steps; split_step and "poll"
-# did not win (poll: 10 ms stalls at 8 steps per submission), nor "mapped" uploads.
+# us for a 1-step run, 225 / 249 vs 282 / 304 us per step at 8 steps. Measured there and
+# removed for losing in every run (docs/benchmarks.md): a step split into two submissions,
+# polling wgpu-py's map from this thread (10 ms stalls at 8 steps per submission), and the
+# inputs uploaded through one buffer mapped at creation.
 ENCODE = "raw"
 # - hooks["map_mode"]: "READ" or "READ_NOSYNC". wgpu-py's map_async for READ first submits an
 #   empty command buffer (a workaround for wgpu-native issue 305: data written through a
@@ -78,9 +75,7 @@ MAP_MODE = "READ_NOSYNC"
 # median / min): 1 step 278 / 199 and 343 / 197 against the defaults then 493 / 385 and 526 / 426;
 # 8 steps 175 / 140 and 215 / 143 against 209 / 177 and 267 / 178 (docs/benchmarks.md, issue 15).
 PRE_ENCODE = True
-SPLIT_STEP = 0
 WAIT = "direct"
-UPLOAD = "write_buffer"
 
 
 class WgpuProgram:
@@ -192,31 +187,8 @@ class WgpuProgram:
                     self._sizes[up["buffer"]] // 4, node.attrs["value"], dtype=np.float32
                 )
             writes.append((self._buffers[up["buffer"]], data))
-        if self._ex.hooks.get("upload", UPLOAD) == "mapped" and len(writes) > 1:
-            self._upload_mapped(writes)
-            return
         for buffer, data in writes:
             queue.write_buffer(buffer, 0, data)
-
-    def _upload_mapped(self, writes: list[tuple[Any, Any]]) -> None:
-        """UPLOAD "mapped": every write into one new buffer mapped at creation (no map round
-        trip, one staging allocation instead of one per write_buffer), then a copy each."""
-        import wgpu
-
-        offsets, total = [], 0
-        for _, data in writes:
-            offsets.append(total)
-            total += -(-memoryview(data).nbytes // 256) * 256
-        usage = wgpu.BufferUsage.MAP_WRITE | wgpu.BufferUsage.COPY_SRC
-        staging = self._ex.device.create_buffer(size=total, usage=usage, mapped_at_creation=True)
-        for (_, data), offset in zip(writes, offsets):
-            staging.write_mapped(data, offset)
-        staging.unmap()
-        encoder = self._ex.device.create_command_encoder()
-        for (buffer, data), offset in zip(writes, offsets):
-            encoder.copy_buffer_to_buffer(staging, offset, buffer, 0, memoryview(data).nbytes)
-        self._ex.submit([encoder.finish()])
-        staging.destroy()  # freed once the copies have run
 
     def _record(self) -> None:
 
@@ -424,7 +396,7 @@ class WgpuProgram:
                 counters = self._ex.counters
                 counters["pre_encoded"] = counters.get("pre_encoded", 0) + 1
             else:
-                command, layout = self._encode_run(len(steps), read, split=True)
+                command, layout = self._encode_run(len(steps), read)
             self._ex.submit([command])
             if pre_encode:  # the next step's commands, encoded while the GPU runs this one
                 self._pre = self._pre_encode(read)
@@ -435,16 +407,14 @@ class WgpuProgram:
         self._steps_run += len(steps)
         return values
 
-    def _encode_run(
-        self, count: int, read: list[int], split: bool
-    ) -> tuple[Any, list[tuple[int, int, int]]]:
+    def _encode_run(self, count: int, read: list[int]) -> tuple[Any, list[tuple[int, int, int]]]:
         """Encode `count` steps and the read-back copies; earlier submissions go on the way
-        (steps_per_submit, split_step); returns the last command buffer and the read layout."""
+        (steps_per_submit); returns the last command buffer and the read layout."""
         encoder = self._ex.device.create_command_encoder()
         layout: list[tuple[int, int, int]] = []
         every = int(self._ex.hooks.get("steps_per_submit", self._ex.steps_per_submit))
         for index in range(count):
-            encoder = self._encode_step(encoder, index, split)
+            self._encode_step(encoder, index)
             if index == count - 1:  # read before this step's carries move them
                 layout = self._encode_reads(encoder, read, used=True)
             self._encode_carries(encoder)
@@ -459,7 +429,7 @@ class WgpuProgram:
         or None when encoding fails (the next run then encodes, and reports, as usual)."""
         before = self._parity
         try:
-            command, layout = self._encode_run(1, read, split=False)
+            command, layout = self._encode_run(1, read)
         except Exception:  # noqa: BLE001 - a failed guess costs nothing; the next run retries
             return None
         finally:
@@ -569,29 +539,20 @@ class WgpuProgram:
             self._staging = self._ex.acquire(nbytes, "staging")
         return self._staging
 
-    def _encode_step(self, encoder: Any, index: int, split: bool = True) -> Any:
-        """Encode step `index` (its feed copies, its pass); returns the encoder to go on with
-        (a new one after a split submission, hooks["split_step"], unless split is False)."""
+    def _encode_step(self, encoder: Any, index: int) -> None:
+        """Encode step `index` (its feed copies, its pass) into `encoder`."""
         for offset, dst, size in self._step_feed_copies[index]:
             encoder.copy_buffer_to_buffer(self._staging, offset, dst, 0, size)
         if self._recorded:
-            hooks = self._ex.hooks
-            at = int(hooks.get("split_step", SPLIT_STEP)) if split else 0
-            parts = [(0, at), (at, None)] if 0 < at < len(self._recorded[0]) else [(0, None)]
-            raw = hooks.get("encode", ENCODE) == "raw" and _raw_calls() is not None
-            for number, (start, stop) in enumerate(parts):
-                if number:  # the first part runs while this one is encoded
-                    self._ex.submit([encoder.finish()])
-                    encoder = self._ex.device.create_command_encoder()
-                compute = encoder.begin_compute_pass()
-                if raw:
-                    _encode_raw(compute, self._raw[self._parity][start:stop])
-                else:
-                    _encode_wgpu_py(compute, self._recorded[self._parity][start:stop])
-                compute.end()
+            raw = self._ex.hooks.get("encode", ENCODE) == "raw" and _raw_calls() is not None
+            compute = encoder.begin_compute_pass()
+            if raw:
+                _encode_raw(compute, self._raw[self._parity])
+            else:
+                _encode_wgpu_py(compute, self._recorded[self._parity])
+            compute.end()
         if self._swap:
             self._parity = 1 - self._parity
-        return encoder
 
     def _encode_carries(self, encoder: Any) -> None:
         for src, dst, size in self._carry_copies:
@@ -660,9 +621,7 @@ class WgpuProgram:
         # the per-submission deadline (deadline.py): past it the device is destroyed
         seconds = deadline_s(self._ex.hooks, self._student)
         wait = self._ex.hooks.get("wait", WAIT)
-        if seconds is None and wait == "poll":
-            _map_polling(self._ex.device, self._readback)
-        elif seconds is None and wait == "direct" and _direct_ok():
+        if seconds is None and wait == "direct" and _direct_ok():
             _map_direct(self._ex.device, self._readback)
         else:
             # READ_NOSYNC (MAP_MODE): the read-back is written by our copies only
@@ -776,17 +735,6 @@ def _encode_raw(compute: Any, raw: list[tuple[Any, ...]]) -> None:
             current = pipeline
         set_group(handle, 0, group, 0, null)
         dispatch(handle, x, y, z)
-
-
-def _map_polling(device: Any, buffer: Any) -> None:
-    """buffer.map_sync(READ), with this thread blocking in wgpuDevicePoll until the GPU is
-    done (WAIT "poll") instead of waiting for wgpu-py's poll thread to wake it."""
-    import wgpu
-    from wgpu.backends.wgpu_native._api import ffi, libf
-
-    promise = buffer.map_async(wgpu.MapMode.READ, 0, buffer.size)
-    libf.wgpuDevicePoll(device._internal, True, ffi.NULL)
-    promise.sync_wait()
 
 
 class _PreEncoded:
