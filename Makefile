@@ -1,8 +1,10 @@
-# The two entry points of the README: `make serve` (the playground) and `make test` (everything).
+# The README's two entry points: `make serve` (the playground) and `make test` (every test, as CI
+# runs it). Every target that needs the venv or node_modules sets up first: scripts/setup.sh makes
+# what a fresh machine lacks and does nothing (in about a second) when all is there.
 PY := .venv/bin/python
 export XDG_RUNTIME_DIR ?= /tmp
 
-.PHONY: setup serve test test-js test-py gen gen-check sync lint
+.PHONY: setup serve test test-fast test-js test-py gen gen-check lint lock
 
 setup:
 	@bash scripts/setup.sh
@@ -10,27 +12,39 @@ setup:
 serve: setup
 	$(PY) -m gpulab serve --host 127.0.0.1 --port 8000
 
+# Everything: node tests, Python tests, the conformance corpus on every lane, Playwright.
 test: setup
-	node --test backends-js/test/
+	node --test --test-concurrency=2 backends-js/test/
 	$(PY) -m pytest -q
 
-test-js:
-	node --test backends-js/test/
+# Before every commit (at most 3 minutes on 2 cores): the node tests, the Python units and the
+# conformance corpus on the CPU lanes (cpu-python, node-cpu), leaving out what is marked `slow`
+# (a browser, a model end to end, a lavapipe sweep).
+FAST_PY := pylib/tests e2e/test_conformance_cpu.py e2e/test_bad_graphs.py
+test-fast: setup
+	node --test --test-concurrency=2 backends-js/test/
+	$(PY) -m pytest -q -n 2 --dist worksteal -m "not slow" $(FAST_PY)
 
-test-py:
+test-js: setup
+	node --test --test-concurrency=2 backends-js/test/
+
+test-py: setup
 	$(PY) -m pytest -q
 
-lint:
-	$(PY) -m ruff check pylib e2e bench
+lint: setup
+	$(PY) -m ruff check pylib e2e bench scripts
 
-# Every generated file (package copies, templated kernels, corpus, docs tables, kernels.wasm):
-# scripts/gen.py. gen-check writes nothing and fails if anything is stale.
-gen:
-	$(PY) scripts/gen.py
+# Every generated file (templated kernels, corpus, docs tables, kernels.wasm) from its one
+# source: gpulab.codegen. gen-check writes nothing and fails if anything is stale.
+gen: setup
+	$(PY) -m gpulab.codegen
 
-gen-check:
-	$(PY) scripts/gen.py --check
+gen-check: setup
+	$(PY) -m gpulab.codegen --check
 
-# The package-copy step of gen alone (the old `make sync`).
-sync:
-	$(PY) scripts/gen.py --copies
+# Refresh requirements.lock.txt (every Python dependency, pinned with hashes) from
+# pyproject.toml's extras; `make setup` then remakes the venv from it.
+lock: setup
+	.venv/bin/pip-compile --quiet --allow-unsafe --generate-hashes --strip-extras \
+	  --no-emit-index-url --extra native --extra test --extra models \
+	  --output-file requirements.lock.txt pyproject.toml

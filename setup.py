@@ -1,20 +1,21 @@
 """The package list and package data of the gpulab wheel (the metadata is in pyproject.toml).
 
-The conformance suite and the JS runtime live outside pylib/ in the checkout (e2e/conformance/,
-backends-js/, kernels/), each file in one place. The wheel maps those folders in as packages,
-so `gpulab conformance` runs from an installed package without a copy of any source:
+The wheel is the checkout's pylib/gpulab (the conformance suite included: gpulab.conformance)
+plus the JS runtime, which lives at the repository root because it is also the npm package
+`gpu-lab`. The wheel maps those folders in, each file in one place, so `gpulab conformance`
+runs the node and browser lanes from an installed package:
 
-- gpulab.conformance       <- e2e/conformance (the runner, the corpus, the page, node executor)
 - gpulab.jsruntime         <- backends-js (package.json and src/: the gpu-lab npm layout)
-- gpulab.jsruntime.kernels <- kernels (ops.json, kernels.wasm, wgsl/, glsl/; not the generator)
+- gpulab.jsruntime.kernels <- kernels (ops.json, kernels.wasm, wgsl/, glsl/)
 
-The JS folders are declared as (data-only) packages so setuptools ships their files by name.
+gpulab.codegen (`make gen`) is build tooling of the checkout and stays out of the wheel. The
+checkout's pylib/gpulab/ops.json, kernels/ops.json and kernels/wgsl are symbolic links to the
+one source of each; the build copies what they point to.
 """
 
 from setuptools import find_namespace_packages, setup
 
 MAPPED = {
-    "gpulab.conformance": "e2e/conformance",
     "gpulab.jsruntime": "backends-js",
     "gpulab.jsruntime.kernels": "kernels",
 }
@@ -40,7 +41,9 @@ PACKAGE_DATA = {
 
 setup(
     packages=[
-        *find_namespace_packages("pylib", include=["gpulab", "gpulab.*"]),
+        *find_namespace_packages(
+            "pylib", include=["gpulab", "gpulab.*"], exclude=["gpulab.codegen", "gpulab.kernels.wgsl.*"]
+        ),
         *MAPPED,
         *JS_SRC,
         "gpulab.jsruntime.kernels.wgsl",

@@ -24,7 +24,7 @@ echo "conv2d large exit $?"
 python3 bench/conv2d.py --lanes wgpu,torch --shapes small --reps 20
 echo "conv2d small exit $?"
 log "the v6 corpus on wgpu and node-webgpu (Dawn)"
-python3 -m e2e.conformance --lane wgpu,node-webgpu --cases 'conv2d,max_pool2d,avg_pool2d,resize,chain/v6*' \
+python3 -m gpulab.conformance --lane wgpu,node-webgpu --cases 'conv2d,max_pool2d,avg_pool2d,resize,chain/v6*' \
   --report "$OUT/conf" > "$OUT/conf.txt" 2>&1
 echo "conformance exit $?"
 grep -E "Verdict|^\| (conv2d|max_pool2d|avg_pool2d|resize|chain) " "$OUT/conf/conformance.md"

@@ -24,7 +24,7 @@ fi
 RUNS=${RUNS:-50}
 ROUNDS=${DAWN_ROUNDS:-3}
 log() { echo; echo "== $* ($(date -u +%H:%M:%S))"; }
-mlp() { GPULAB_DAWN_FLAGS="$BASE_FLAGS ${FLAGS:-}" "$NODE" --import ./bench/dawn/setup.mjs \
+mlp() { GPULAB_DAWN_FLAGS="$BASE_FLAGS ${FLAGS:-}" "$NODE" --import ./pylib/gpulab/conformance/dawn_setup.mjs \
   bench/dawn/mlp.mjs --fixture /tmp/mlp_fixture.json "$@"; }
 {
 log "machine, commit $COMMIT"
@@ -34,7 +34,7 @@ python3 -c 'import json; from gpulab.benchmarks.browser import fixture; print(js
   > /tmp/mlp_fixture.json
 if [ -z "${DAWN_LOCAL:-}" ] && [ -z "${DAWN_SKIP_CONFORMANCE:-}" ]; then  # h200_final.sh runs it once
   log "conformance: node-webgpu (Dawn), the whole corpus"
-  python3 -m e2e.conformance --executor node-webgpu --report "$OUT/conf" > "$OUT/conf.txt" 2>&1
+  python3 -m gpulab.conformance --executor node-webgpu --report "$OUT/conf" > "$OUT/conf.txt" 2>&1
   echo "conformance exit $?"
   grep -E "Verdict|^\| node-webgpu " "$OUT/conf/conformance.md" | head -3
 fi

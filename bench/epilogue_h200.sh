@@ -26,7 +26,7 @@ if [ "${1:-}" = "--cpu" ]; then
   export PYTHONPATH=$PWD/pylib:$PWD XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
   export GPULAB_ALLOW_SOFTWARE=1 PATH=$PWD/.venv/bin:$PATH
   count_steps on; count_steps off
-  python3 -m e2e.conformance --allow-software --executor wgpu --op matmul --op chain \
+  python3 -m gpulab.conformance --allow-software --executor wgpu --op matmul --op chain \
     --report /tmp/epilogue_conf | grep -E "Verdict|^\| (matmul|chain) "
   python3 bench/execute_mlp.py --backend wgpu --runs 3 | tail -2
   python3 bench/unfused.py --epilogue bench/execute_mlp.py --backend wgpu --runs 3 | tail -2
@@ -40,7 +40,7 @@ log "machine, commit $COMMIT"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 count_steps on; count_steps off
 log "conformance: wgpu and node-webgpu (Dawn), the whole corpus"
-python3 -m e2e.conformance --executor wgpu --executor node-webgpu --report "$OUT/conf" \
+python3 -m gpulab.conformance --executor wgpu --executor node-webgpu --report "$OUT/conf" \
   > "$OUT/conf.txt" 2>&1; echo "conformance exit $?"
 grep -E "Verdict|^\| (wgpu|node-webgpu) " "$OUT/conf/conformance.md" | head -4
 grep -E "^\| (matmul|chain) " "$OUT/conf/conformance.md"
@@ -57,7 +57,7 @@ done
 log "node + Dawn MLP (bench/dawn/mlp.mjs), with the epilogue"
 python3 -c 'import json; from gpulab.benchmarks.browser import fixture; print(json.dumps(fixture(0)))' \
   > /tmp/mlp_fixture.json
-/tmp/node --import ./bench/dawn/setup.mjs bench/dawn/mlp.mjs --fixture /tmp/mlp_fixture.json \
+/tmp/node --import ./pylib/gpulab/conformance/dawn_setup.mjs bench/dawn/mlp.mjs --fixture /tmp/mlp_fixture.json \
   --runs 50 | tail -6; echo "dawn mlp exit $?"
 log "native_lab (dispatch-bound figures), with then without"
 PICK="^==|sum of|one pass|empty|session run|carry|dispatches only"

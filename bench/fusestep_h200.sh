@@ -33,7 +33,7 @@ print("wgpu plan limits:", ex.limits)
 ex.dispose()
 PY
 log "conformance: wgpu and node-webgpu (Dawn), the whole corpus"
-python3 -m e2e.conformance --lane wgpu,node-webgpu --report "$OUT/conf" > "$OUT/conf.txt" 2>&1
+python3 -m gpulab.conformance --lane wgpu,node-webgpu --report "$OUT/conf" > "$OUT/conf.txt" 2>&1
 echo "conformance exit $?"
 grep -E "Verdict|^\| (wgpu|node-webgpu) " "$OUT/conf/conformance.md" | head -4
 RUNS=${RUNS:-30}
@@ -51,12 +51,12 @@ for arm in none multi map,epilogue,multi; do
     | grep -E "$PICK"
 done
 log "node + Dawn: the adapter's maxStorageBuffersPerShaderStage, then the MLP (fused)"
-/tmp/node --import ./bench/dawn/setup.mjs --input-type=module -e '
+/tmp/node --import ./pylib/gpulab/conformance/dawn_setup.mjs --input-type=module -e '
 const a = await globalThis.navigator?.gpu?.requestAdapter();
 console.log("dawn adapter maxStorageBuffersPerShaderStage", a?.limits.maxStorageBuffersPerShaderStage);' 
 python3 -c 'import json; from gpulab.benchmarks.browser import fixture; print(json.dumps(fixture(0)))' \
   > /tmp/mlp_fixture.json
-/tmp/node --import ./bench/dawn/setup.mjs bench/dawn/mlp.mjs --fixture /tmp/mlp_fixture.json \
+/tmp/node --import ./pylib/gpulab/conformance/dawn_setup.mjs bench/dawn/mlp.mjs --fixture /tmp/mlp_fixture.json \
   --runs 50 | tail -6; echo "dawn mlp exit $?"
 log "end"
 } 2>&1 | tee "$OUT/fusestep_h200.log"

@@ -12,7 +12,7 @@ log() { echo "== $* ($(date -u +%H:%M:%S))"; }
 log "machine, commit $COMMIT"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 log "conformance: wgpu and node-webgpu (Dawn), the whole corpus"
-python3 -m e2e.conformance --executor wgpu --executor node-webgpu --report "$OUT/conf" \
+python3 -m gpulab.conformance --executor wgpu --executor node-webgpu --report "$OUT/conf" \
   > "$OUT/conf.txt" 2>&1; echo "conformance exit $?"
 grep -E "Verdict|^\| (wgpu|node-webgpu) " "$OUT/conf/conformance.md" | head -4
 RUNS=${RUNS:-30}
@@ -28,7 +28,7 @@ done
 log "node + Dawn MLP (bench/dawn/mlp.mjs), fused"
 python3 -c 'import json; from gpulab.benchmarks.browser import fixture; print(json.dumps(fixture(0)))' \
   > /tmp/mlp_fixture.json
-/tmp/node --import ./bench/dawn/setup.mjs bench/dawn/mlp.mjs --fixture /tmp/mlp_fixture.json \
+/tmp/node --import ./pylib/gpulab/conformance/dawn_setup.mjs bench/dawn/mlp.mjs --fixture /tmp/mlp_fixture.json \
   --runs 50 | tail -6; echo "dawn mlp exit $?"
 log "native_lab (dispatch-bound figures), fused then unfused"
 PICK="^==|sum of|one pass|empty|session run|carry|dispatches only"

@@ -17,7 +17,7 @@ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --forma
 nproc; python3 --version; /tmp/node --version
 python3 -c "import torch, wgpu; print('torch', torch.__version__, 'wgpu', wgpu.__version__)"
 log "conformance: wgpu and node-webgpu (Dawn), the whole corpus"
-python3 -m e2e.conformance --executor wgpu --executor node-webgpu --report "$OUT/conf" \
+python3 -m gpulab.conformance --executor wgpu --executor node-webgpu --report "$OUT/conf" \
   > "$OUT/conf.txt" 2>&1; echo "conformance exit $?"
 head -8 "$OUT/conf/conformance.md"
 log "native MLP: gpulab bench, wgpu vs torch cuda eager + graph"
@@ -29,15 +29,15 @@ python3 bench/execute_mlp.py --backend wgpu --runs 50 --profile 20 | head -32
 log "node + Dawn MLP (bench/dawn/mlp.mjs)"
 python3 -c 'import json; from gpulab.benchmarks.browser import fixture; print(json.dumps(fixture(0)))' \
   > /tmp/mlp_fixture.json
-/tmp/node --import ./bench/dawn/setup.mjs bench/dawn/mlp.mjs --fixture /tmp/mlp_fixture.json \
+/tmp/node --import ./pylib/gpulab/conformance/dawn_setup.mjs bench/dawn/mlp.mjs --fixture /tmp/mlp_fixture.json \
   --runs 50 --json "$OUT/dawn_mlp.json"; echo "dawn mlp exit $?"
 log "execute phase by phase (bench/execute_phases.py)"
 python3 bench/execute_phases.py --runs 50
 if [ -z "${SKIP_SGEMM:-}" ]; then  # h200_final.sh runs bench/sgemm_h200.sh instead
 log "SGEMM through the JS backend under node + Dawn (Tint)"
-/tmp/node --import ./bench/dawn/setup.mjs bench/dawn/sgemm.mjs --sizes 4096,4000 --reps 20
+/tmp/node --import ./pylib/gpulab/conformance/dawn_setup.mjs bench/dawn/sgemm.mjs --sizes 4096,4000 --reps 20
 echo "the same with Dawn's robustness off (a measurement: pages cannot do this)"
-GPULAB_DAWN_FLAGS=enable-dawn-features=disable_robustness /tmp/node --import ./bench/dawn/setup.mjs \
+GPULAB_DAWN_FLAGS=enable-dawn-features=disable_robustness /tmp/node --import ./pylib/gpulab/conformance/dawn_setup.mjs \
   bench/dawn/sgemm.mjs --sizes 4096,4000 --reps 20
 log "SGEMM: our WGSL (wgpu-py, naga) vs cuBLAS fp32 (TF32 off)"
 for n in 4096 4000; do python3 -m gpulab.native.bench_matmul --size $n --reps 50; done

@@ -18,9 +18,8 @@ import json
 import re
 import time
 
+from gpulab.conformance.browser import launch
 from playwright.sync_api import sync_playwright
-
-from e2e.browser import launch
 
 LOAD = "from gpulab.models import minilm\nmodel = await minilm.load_async()\nprint('loaded')\n"
 MEASURE = """import json, random, time

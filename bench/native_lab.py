@@ -4,7 +4,7 @@
     python bench/native_lab.py --size 256 --reps 1 --allow-software --quick   # here: checks
 
 Prints: (1) matmul kernel variants (the shipped ones from kernels/wgsl and generated ones from
-kernels/gen/matmul.py) at size^3: ms, TFLOP/s, bits equal to matmul.wgsl, error over |A| @ |B|;
+pylib/gpulab/codegen/matmul.py) at size^3: ms, TFLOP/s, bits equal to matmul.wgsl, error over |A| @ |B|;
 (2) every matmul kernel on the MLP step's products (us per dispatch, 200 in one pass);
 (3) the MLP plan's dispatches one by one (us each), an empty-kernel chain of the same length,
 and the whole step at 8 steps per submission.
@@ -23,10 +23,9 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repo root
+from gpulab.codegen.matmul import generate
 from gpulab.native.bench_matmul import wait_for_queue
 from gpulab.native.wgpu_executor import kernel_source, open_executor
-
-from kernels.gen.matmul import generate
 
 EMPTY = """@group(0) @binding(0) var<storage, read_write> out: array<f32>;
 @compute @workgroup_size(64) fn main(@builtin(global_invocation_id) g: vec3<u32>) {

@@ -6,6 +6,7 @@
 // Prints the median / min of the whole call as Python sees it and of the runtime's own
 // execute (timed by a wrapper), and their difference: the bridge (to_js of the graph, the
 // answer's conversion back). Weights come from Python's `random` (the page has no numpy).
+import { installGpulab } from '../backends-js/test/pyodide-gpulab.mjs';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,23 +20,13 @@ const pylib = path.resolve(arg('pylib', path.join(ROOT, 'pylib')));
 const runs = Number(arg('runs', '20'));
 const backend = arg('backend', 'cpu');
 
-function install(py, dir, rel) {
-  py.FS.mkdirTree(`/pkgs/${rel}`);
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    if (['__pycache__', 'tests', 'playground'].includes(entry.name)) continue;
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) install(py, full, `${rel}/${entry.name}`);
-    else py.FS.writeFile(`/pkgs/${rel}/${entry.name}`, fs.readFileSync(full));
-  }
-}
-
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const { loadPyodide } = await import('pyodide');
 const { createRuntime } = await import(path.join(ROOT, 'backends-js/src/runtime.mjs'));
 const { createPythonGPUAdapter } = await import(path.join(ROOT, 'backends-js/src/python-adapter.mjs'));
 const py = await loadPyodide({ indexURL: path.join(ROOT, 'node_modules/pyodide/') });
-install(py, path.join(pylib, 'gpulab'), 'gpulab');
+installGpulab(py, path.join(pylib, 'gpulab'));
 const runtime = await createRuntime({ backend });
 const inner = [];
 const timed = {

@@ -24,7 +24,7 @@ python3 bench/quant_matmul.py --reps 200 --no-torch --batches 1,5,6,8 \
 python3 bench/quant_matmul.py --kind q6_k --reps 200 --no-torch --batches 1,5,8 \
   --variants "${QUANT6_VARIANTS:-vec:8:1,vec:16:1,vec:32:1,split:2}" | grep "^|"
 log "issue 14's corpus on wgpu and node-webgpu (Dawn)"
-python3 -m e2e.conformance --executor wgpu --executor node-webgpu --op matmul_q \
+python3 -m gpulab.conformance --executor wgpu --executor node-webgpu --op matmul_q \
   --op dequantize --op matmul_fixed --report "$OUT/conf" > "$OUT/conf.txt" 2>&1
 echo "conformance exit $?"
 grep -E "Verdict|^\| (executor|wgpu|node-webgpu|matmul_q|dequantize|matmul_fixed) " "$OUT/conf/conformance.md"

@@ -36,11 +36,11 @@ timeout 150 python3 bench/sgemm_lab.py --reps 20 --rounds 2 --only shipped --no-
   --json "$OUT/sgemm_lab.json" | grep -v "^{"
 if [ -x /tmp/node ]; then
   log "matmul corpus: wgpu and node-webgpu (Dawn, Tint)"
-  timeout 120 python3 -m e2e.conformance --lane wgpu,node-webgpu --cases matmul \
+  timeout 120 python3 -m gpulab.conformance --lane wgpu,node-webgpu --cases matmul \
     --report "$OUT/conf" > "$OUT/conf.txt" 2>&1; echo "conformance exit $?"
   grep -E "Verdict|^\| (wgpu|node-webgpu|matmul) " "$OUT/conf/conformance.md" | head -5
   log "node + Dawn SGEMM (bench/dawn/sgemm.mjs)"
-  timeout 120 /tmp/node --import ./bench/dawn/setup.mjs bench/dawn/sgemm.mjs --sizes 4096,4000 \
+  timeout 120 /tmp/node --import ./pylib/gpulab/conformance/dawn_setup.mjs bench/dawn/sgemm.mjs --sizes 4096,4000 \
     --reps 20
 fi
 log "end"

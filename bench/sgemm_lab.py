@@ -1,4 +1,4 @@
-"""SGEMM variants of kernels/gen/matmul.py on issue 15's shapes, in one GPU run: every variant
+"""SGEMM variants of pylib/gpulab/codegen/matmul.py on issue 15's shapes, in one GPU run: every variant
 the shape allows (a4 needs K % 4 == 0, b4 needs N % 4 == 0) timed in interleaved rounds, its
 bits checked against the shipped matmul.wgsl on the same data.
 
@@ -21,11 +21,10 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/ (native_lab)
+from gpulab.codegen.matmul import generate
 from gpulab.native.planner import MATMUL_TILES
 from gpulab.native.wgpu_executor import kernel_source, open_executor
 from native_lab import MLP_SHAPES, _buffer, _read, _time_pass, _uniform
-
-from kernels.gen.matmul import generate
 
 if os.environ.get("SGEMM_LAB_GEN"):  # a generator file not (yet) in the tree: its variants
     import importlib.util

@@ -138,10 +138,9 @@ def torch_eager_ms(device: str, sizes: dict[str, int], runs: int) -> float:
 
 
 def page_rows(backends: list[str], sizes: dict[str, int], runs: int) -> dict[str, object]:
+    from gpulab.conformance.browser import launch
     from gpulab.server import start
     from playwright.sync_api import sync_playwright
-
-    from e2e.browser import launch
 
     srv = start("127.0.0.1", 0)
     url = f"http://127.0.0.1:{srv.server_address[1]}/?backend=wasm&software=1"

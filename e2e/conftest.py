@@ -24,9 +24,8 @@ def server_url():
 
 @pytest.fixture(scope="session")
 def browser():
+    from gpulab.conformance.browser import launch
     from playwright.sync_api import sync_playwright
-
-    from e2e.browser import launch
 
     os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
     with sync_playwright() as p:

@@ -3,7 +3,7 @@ and webgl2 (and records that WebGPU is not offered on Linux) and the playground'
 and reports to a test server; the conformance runner judges the results. Firefox runs on a
 virtual X display (Xvfb) of its own: headless Firefox opens no WebGL context here.
 
-Firefox is driven without an automation protocol (e2e/conformance/firefox.py says why, and holds
+Firefox is driven without an automation protocol (pylib/gpulab/conformance/firefox.py says why, and holds
 the helpers: profile, Xvfb, the report endpoint): the lane opens e2e/firefox/lane.html in a plain
 Firefox with a fresh profile; the page POSTs every answer to `/api/lane-report` on the server
 this module starts (the playground's files, the JS runtime, the kernels, e2e/), and the lane ends
@@ -19,15 +19,15 @@ from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
-from e2e.conformance.executors import _js_lane
-from e2e.conformance.firefox import (
+from gpulab.conformance.executors import _js_lane
+from gpulab.conformance.firefox import (
     Reports,
     firefox_at,
     firefox_binary,
     firefox_version,
 )
-from e2e.conformance.lanes import load_lanes
-from e2e.conformance.runner import Report, check_results, load_cases
+from gpulab.conformance.lanes import load_lanes
+from gpulab.conformance.runner import Report, check_results, load_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = "/e2e/firefox/lane.html"

@@ -6,7 +6,7 @@ of the op table, never another exception. The two validators must agree (code an
 first error, or required version, order, shapes and dtypes), and a graph the validators accept
 must run on cpu-python and on the JS cpu and wasm backends (or be refused with UNSUPPORTED /
 LIMIT) with outputs of the same shapes and dtypes. Values are not compared here: the corpus
-(e2e/conformance) judges numerics with tolerances.
+(pylib/gpulab/conformance) judges numerics with tolerances.
 
 `make test` runs `COUNT` graphs (e2e/test_fuzz.py); a longer run:
     PYTHONPATH=pylib .venv/bin/python -m e2e.fuzz --count 200000 --seed 1

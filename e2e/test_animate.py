@@ -5,7 +5,7 @@ within the pacing, input (clicks toggle the expected cells, a key pauses), the e
 worker by a test hook, backends-js/src/present/map-counter.mjs).
 
 WebGPU is SwiftShader and WebGL2 ANGLE on SwiftShader here (software adapters, allowed and
-labelled); a WebGPU canvas needs e2e/browser.py's Vulkan flags (docs/playground.md).
+labelled); a WebGPU canvas needs pylib/gpulab/conformance/browser.py's Vulkan flags (docs/playground.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every graph of e2e/conformance/bad_graphs.json is refused by gpulab.protocol.validate with
+"""Every graph of pylib/gpulab/conformance/bad_graphs.json is refused by gpulab.protocol.validate with
 the table's code, naming the table's node (the JS twin: backends-js/test/bad-graphs.test.mjs)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from gpulab.errors import GpuLabError
 from gpulab.protocol import validate
 
-ROWS = json.loads((Path(__file__).parent / "conformance" / "bad_graphs.json").read_text())
+ROWS = json.loads((Path(__file__).parents[1] / "pylib/gpulab/conformance/bad_graphs.json").read_text())
 
 
 def test_table_is_large_and_varied() -> None:

@@ -15,10 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from e2e.conformance import executors, generate, reference
-from e2e.conformance.executors import LaneInfo, LaneRun, RawResult
-from e2e.conformance.runner import check_results, load_cases, run_conformance
+from gpulab.conformance import executors, generate, reference
+from gpulab.conformance.executors import LaneInfo, LaneRun, RawResult
+from gpulab.conformance.runner import check_results, load_cases, run_conformance
 
 
 def _corpus_ops() -> set[str]:
@@ -80,6 +79,7 @@ def test_cpu_lane_passes_every_case(lane: str) -> None:
     assert report.passed, report.describe_failures()
 
 
+@pytest.mark.slow  # Chromium
 def test_browser_cpu_lane_passes_every_case(browser: object, server_url: str) -> None:
     """The page lane (page.html in headless Chromium) on the JS CPU backend: proves the browser
     plumbing every browser-* lane uses (bit-exact transfer of every output, lane info)."""

@@ -10,8 +10,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-
-from e2e.conformance.cli import main
+from gpulab.conformance.cli import main
 
 CASES = "relu,neg,add,sum/*,argmax,where"
 

@@ -14,17 +14,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from gpulab.conformance import executors, machine
+from gpulab.conformance.baseline import load_baseline
+from gpulab.conformance.executors import LaneInfo, LaneRun, RawResult, lane_of
+from gpulab.conformance.lanes import LANES_PATH, kernel_dtype, listed_entry, load_lanes, node_dtypes
+from gpulab.conformance.reference import OP_TABLE, evaluate
+from gpulab.conformance.report import to_markdown
+from gpulab.conformance.runner import check_results, load_cases, run_conformance
+from gpulab.conformance.verdict import judge_run
 
-from e2e.conformance import executors, machine
-from e2e.conformance.baseline import load_baseline
-from e2e.conformance.executors import LaneInfo, LaneRun, RawResult, lane_of
-from e2e.conformance.lanes import LANES_PATH, kernel_dtype, listed_entry, load_lanes, node_dtypes
-from e2e.conformance.reference import OP_TABLE, evaluate
-from e2e.conformance.report import to_markdown
-from e2e.conformance.runner import check_results, load_cases, run_conformance
-from e2e.conformance.verdict import judge_run
-
-NODE_KERNEL_DTYPES = Path(__file__).parent / "conformance" / "node_kernel_dtypes.mjs"
+NODE_KERNEL_DTYPES = Path(__file__).parents[1] / "pylib/gpulab/conformance/node_kernel_dtypes.mjs"
 RELU_LISTED = {"cpu": {"relu": "test: the relu kernel is hidden"}}
 
 

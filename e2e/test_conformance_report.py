@@ -12,14 +12,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from e2e.conformance import cli, report
-from e2e.conformance.baseline import load_baseline
-from e2e.conformance.bitwise import compare_lanes, first_difference
-from e2e.conformance.executors import JsRuntime, LaneInfo, LaneRun, RawResult
-from e2e.conformance.reference import evaluate
-from e2e.conformance.runner import break_hook, check_results, load_cases, run_conformance
-from e2e.conformance.verdict import judge_run
+from gpulab.conformance import cli, report
+from gpulab.conformance.baseline import load_baseline
+from gpulab.conformance.bitwise import compare_lanes, first_difference
+from gpulab.conformance.executors import JsRuntime, LaneInfo, LaneRun, RawResult
+from gpulab.conformance.reference import evaluate
+from gpulab.conformance.runner import break_hook, check_results, load_cases, run_conformance
+from gpulab.conformance.verdict import judge_run
 
 MACHINE = {
     "date": "2026-12-01T00:00:00Z",
@@ -326,7 +325,7 @@ def test_the_bad_graph_suite_runs_through_a_lane(tmp_path: Path) -> None:
         cli.main(["--suite", "bad-graphs", "--lane", "cpu-python", "--report", str(tmp_path)]) == 0
     )
     payload = json.loads((tmp_path / "conformance.json").read_text())
-    rows = json.loads((Path(__file__).parent / "conformance" / "bad_graphs.json").read_text())
+    rows = json.loads((Path(__file__).parents[1] / "pylib/gpulab/conformance/bad_graphs.json").read_text())
     assert payload["lanes"][0]["cases"] == len(rows) and payload["bitwise"] == {}
     groups = {r["name"].split("/")[0] for r in rows}
     assert ET.parse(tmp_path / "conformance.xml").getroot().get("tests") == str(len(groups))

@@ -2,7 +2,7 @@
 
 Here it runs on lavapipe (Mesa's Vulkan rasterizer on the CPU): a SOFTWARE adapter, allowed
 explicitly for this lane and labelled as such in the lane info (and in `python -m
-e2e.conformance --executor wgpu` reports). On a machine with a GPU the same test runs on the
+gpulab.conformance --executor wgpu` reports). On a machine with a GPU the same test runs on the
 hardware adapter, which wins the adapter ranking.
 """
 
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gpulab.conformance.executors import EXECUTORS, LaneRun
+from gpulab.conformance.reference import OP_TABLE, operand_ids
+from gpulab.conformance.runner import check_results, load_cases
 
-from e2e.conformance.executors import EXECUTORS, LaneRun
-from e2e.conformance.reference import OP_TABLE, operand_ids
-from e2e.conformance.runner import check_results, load_cases
 from e2e.test_plans_equal import random_graph
 
 pytest.importorskip("wgpu", reason="wgpu-py is not installed (pip install gpulab[native])")

@@ -130,7 +130,7 @@ def _gpulab(
 
 def _expected_ops(pattern: str) -> list[str]:
     """The ops the filter selects, read from the checkout's corpus (not by the code under test)."""
-    cases = json.loads((ROOT / "e2e" / "conformance" / "cases.json").read_text())
+    cases = json.loads((ROOT / "pylib/gpulab/conformance/cases.json").read_text())
     parts = pattern.split(",")
     return sorted(
         {

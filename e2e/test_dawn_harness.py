@@ -1,4 +1,4 @@
-"""The node + Dawn harness (bench/dawn/setup.mjs, issue 15): what it adds to node without
+"""The node + Dawn harness (pylib/gpulab/conformance/dawn_setup.mjs, issue 15): what it adds to node without
 touching the runtime, checked here where Dawn has no GPU (it refuses lavapipe): file: fetches
 of kernels, the browser pages' absolute imports, navigator.gpu from the module GPULAB_DAWN
 names, and the node-webgpu conformance lane answering UNAVAILABLE (never passing) without it.
@@ -13,9 +13,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from e2e.conformance.executors import DAWN_SETUP, ROOT
-from e2e.conformance.runner import load_cases, run_conformance
+from gpulab.conformance.executors import DAWN_SETUP, ROOT
+from gpulab.conformance.runner import load_cases, run_conformance
 
 NODE = os.environ.get("NODE", "node")
 pytestmark = pytest.mark.skipif(shutil.which(NODE) is None, reason="node is not installed")

@@ -11,10 +11,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-
-from e2e.conformance.executors import EXECUTORS
-from e2e.conformance.reference import decode_values, evaluate
-from e2e.conformance.runner import check_results, load_cases, run_conformance
+from gpulab.conformance.executors import EXECUTORS
+from gpulab.conformance.reference import decode_values, evaluate
+from gpulab.conformance.runner import check_results, load_cases, run_conformance
 
 NAMES = [
     "gelu/nonfinite",

@@ -21,13 +21,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from gpulab.conformance.generate import values
+from gpulab.conformance.runner import load_cases
 from gpulab.errors import GpuLabError
 from gpulab.kernel_table import family_ops, graph_version, plain_ops, scalar_attrs
 from gpulab.native.planner import plan_graph
 from gpulab.protocol import validate
 
-from e2e.conformance.generate import values
-from e2e.conformance.runner import load_cases
 from e2e.epilogue_graphs import epilogue_graph
 from e2e.multi_graphs import adam_chain_graph, multi_graph, params_graph
 

@@ -1,4 +1,4 @@
-"""The tolerance judge's twins agree: e2e/conformance/compare.py (the conformance runner's) and
+"""The tolerance judge's twins agree: pylib/gpulab/conformance/compare.py (the conformance runner's) and
 backends-js/src/tolerance.mjs (the playground's compare view), on the corpus's outputs.
 
 Each corpus output's float64 reference and scale come from the reference evaluator; the
@@ -15,12 +15,11 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
-
-from e2e.conformance.compare import compare
-from e2e.conformance.reference import OP_TABLE, evaluate
+from gpulab.conformance.compare import compare
+from gpulab.conformance.reference import OP_TABLE, evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
-CASES = json.loads((ROOT / "e2e/conformance/cases.json").read_text())
+CASES = json.loads((ROOT / "pylib/gpulab/conformance/cases.json").read_text())
 KEEP = 48  # elements per output: enough for every edge, small enough to stay fast
 
 NODE_JUDGE = """

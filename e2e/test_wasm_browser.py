@@ -1,15 +1,15 @@
 """The wasm backend's conformance lanes and sessions: headless Chromium and node.
 
-The whole corpus (e2e/conformance/cases.json) is judged against the float64 reference on
+The whole corpus (pylib/gpulab/conformance/cases.json) is judged against the float64 reference on
 `browser-wasm` (kernels.wasm fetched from the served repo, same bytes as in node) and on
 `node-wasm`. Neither lane is a software GPU: these are the CPU kernels, labelled software=False.
 """
 
 from __future__ import annotations
 
-from e2e.conformance.runner import run_conformance
+from gpulab.conformance.runner import run_conformance
 
-PAGE = "/e2e/conformance/page.html"
+PAGE = "/pylib/gpulab/conformance/page.html"
 
 
 def test_browser_wasm_passes_the_conformance_corpus(browser, server_url):

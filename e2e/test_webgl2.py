@@ -12,11 +12,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-
-from e2e.conformance import reference
-from e2e.conformance.executors import _js_lane
-from e2e.conformance.lanes import load_lanes
-from e2e.conformance.runner import check_results, load_cases, run_conformance
+from gpulab.conformance import reference
+from gpulab.conformance.executors import _js_lane
+from gpulab.conformance.lanes import load_lanes
+from gpulab.conformance.runner import check_results, load_cases, run_conformance
 
 PAGE = "/e2e/webgl2_test.html"
 WHERE = ["main", "worker"]
@@ -63,7 +62,7 @@ def _assert_corpus_passed(report: Any, cases: list[dict]) -> None:
 
 
 def test_conformance_corpus_passes_on_the_main_thread(browser: Any, server_url: str) -> None:
-    # The conformance runner's own browser-webgl2 lane (e2e/conformance/page.html).
+    # The conformance runner's own browser-webgl2 lane (pylib/gpulab/conformance/page.html).
     report = run_conformance(
         "browser-webgl2", allow_software=True, browser=browser, server_url=server_url
     )
@@ -489,10 +488,10 @@ if __name__ == "__main__":
     import os
     import sys
 
+    from gpulab.conformance.browser import launch
     from gpulab.static_server import start_server
     from playwright.sync_api import sync_playwright
 
-    from e2e.browser import launch
     from e2e.conftest import ROOT
 
     where = sys.argv[1] if len(sys.argv) > 1 else "main"

@@ -7,8 +7,8 @@ e2e/webgpu_test.html (`window.wg`).
 
 from __future__ import annotations
 
-from e2e.conformance.executors import _js_lane
-from e2e.conformance.runner import check_results, load_cases
+from gpulab.conformance.executors import _js_lane
+from gpulab.conformance.runner import check_results, load_cases
 
 PAGE = "/e2e/webgpu_test.html"
 
@@ -524,7 +524,7 @@ def test_concurrent_executes_share_the_device_correctly(wg):
 def test_conformance_corpus_on_webgpu_software(browser, server_url):
     """The whole corpus on WebGPU (SwiftShader, labelled software): exact ops bit-equal to the
     reference, the others within their tolerance class."""
-    from e2e.conformance.runner import run_conformance
+    from gpulab.conformance.runner import run_conformance
 
     report = run_conformance(
         "browser-webgpu", allow_software=True, browser=browser, server_url=server_url
@@ -543,7 +543,7 @@ def test_matmul_64_tile_path_on_webgpu(wg):
     assert len(cases) >= 10
     payload = wg(
         """
-        const { runCases } = await import('/e2e/conformance/run_cases.mjs');
+        const { runCases } = await import('/pylib/gpulab/conformance/run_cases.mjs');
         const kernels = new Set();
         const hooks = {
           limits: {maxComputeWorkgroupStorageSize: 16384},

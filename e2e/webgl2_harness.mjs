@@ -3,7 +3,7 @@
 // Each scenario returns plain data (float32 bits as base64) and the Python test judges it, so
 // nothing here decides pass or fail.
 import { createRuntime } from '/backends-js/src/runtime.mjs';
-import { runCases, toBase64 } from '/e2e/conformance/run_cases.mjs';
+import { runCases, toBase64 } from '/pylib/gpulab/conformance/run_cases.mjs';
 
 const SOFT = { backend: 'webgl2', allowSoftware: true };
 

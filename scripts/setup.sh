@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine lacks, idempotently: Debian packages (Chromium for the
 # browser lanes, Firefox ESR + Xvfb for the Firefox lane, lavapipe for the native software lane,
-# rustc for kernels.wasm), a Python venv with gpulab[native,test,models], and the npm dev dependencies
-# (Pyodide core, TensorFlow.js peers, the notebook's browser libraries).
+# rustc for kernels.wasm), a Python venv made from requirements.lock.txt (every Python package at
+# the version and hash tested; gpulab itself editable on top, without dependencies), and the npm
+# dev dependencies from package-lock.json with `npm ci` (Pyodide core, TensorFlow.js peers, the
+# notebook's browser libraries). Refresh the Python lock with `make lock`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,18 +23,25 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
-if [ ! -x .venv/bin/python ]; then
+# The venv is made from the lock and nothing else: when the lock changes, it is made anew, so no
+# package of an earlier lock stays behind (pylib/tests/test_lock.py checks installed == locked).
+LOCK=requirements.lock.txt
+want="$(sha256sum "$LOCK" | cut -c1-64)"
+if [ ! -x .venv/bin/python ] || [ "$(cat .venv/.gpulab-lock 2>/dev/null)" != "$want" ]; then
+  rm -rf .venv
   python3 -m venv .venv
+  .venv/bin/python -m pip install -q --require-hashes --no-deps -r "$LOCK"
+  echo "$want" > .venv/.gpulab-lock
 fi
-stamp=.venv/.gpulab-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -e ".[native,test,models]"
-  touch "$stamp"
+# gpulab itself: editable, its dependencies are the lock's; setuptools (the build backend) too
+editable=.venv/.gpulab-editable
+if [ ! -f "$editable" ] || [ pyproject.toml -nt "$editable" ] || [ setup.py -nt "$editable" ]; then
+  .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
+  touch "$editable"
 fi
 
-if [ ! -d node_modules ] || [ package.json -nt node_modules/.package-lock.json ]; then
-  npm install --no-audit --no-fund --loglevel=error
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund --loglevel=error
 fi
 
 # The micropip wheel for the offline playground (served next to the Pyodide core). 0.11.1 is

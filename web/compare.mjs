@@ -1,7 +1,7 @@
 // "Compare with native": the cell's last graph runs on the server (POST /api/execute: wgpu-py
 // on a hardware GPU, else cpu-python) and the two results are compared in float32 ulps, and
 // judged with the conformance runner's rule (backends-js/src/tolerance.mjs, the twin of
-// e2e/conformance/compare.py), the native result standing in for the reference.
+// pylib/gpulab/conformance/compare.py), the native result standing in for the reference.
 import { judge } from '../backends-js/src/tolerance.mjs';
 import opTable from '../backends-js/src/ops.json' with { type: 'json' };
 

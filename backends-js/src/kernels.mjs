@@ -74,7 +74,7 @@ const dtypeOf = (/** @type {{dtype?: string}|undefined} */ node) => node?.dtype 
  * The dtype a kernel is chosen by: the result's where the result has the op's type variable
  * (add on int32 is an int32 kernel) or there is no operand (input, full), else the first
  * operand's (argmax of float32 is a float32 kernel with an int32 result). Its twin is
- * e2e/conformance/lanes.py kernel_dtype (lanes.json's "op:dtype"); a test compares them.
+ * pylib/gpulab/conformance/lanes.py kernel_dtype (lanes.json's "op:dtype"); a test compares them.
  * @param {{op: string, operands: number[], dtype?: string}} node
  * @param {{byId: Map<number, {dtype?: string}>}} checked
  */

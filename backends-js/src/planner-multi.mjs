@@ -2,7 +2,7 @@
 // (e2e/test_plans_equal.py compares the plans; docs/plan.md "Fusion"):
 // - multi-tensor Adam: the adam_step-fused parameter updates (planner.mjs `adamFused`) that
 //   share a step counter t and do not depend on each other are grouped, in graph order, into
-//   ONE `adam_multiK` dispatch (kernels/gen/adam_multi.py) of at most MULTI_ADAM_MAX parameters
+//   ONE `adam_multiK` dispatch (pylib/gpulab/codegen/adam_multi.py) of at most MULTI_ADAM_MAX parameters
 //   and as many as the device's storage-buffer limit allows (7 per parameter + t; WebGPU's
 //   default 8 allows one: no grouping). The group runs where its last member is planned; a
 //   parameter joins only while no node planned between the group's first member and it reads
@@ -14,7 +14,7 @@
 // Both compute every element with the expressions, and every row statistic in the 64-lane
 // order, of the separate dispatches: the bits do not change.
 
-export const MULTI_ADAM_MAX = 8; // kernels/gen/adam_multi.py SIZES ends here
+export const MULTI_ADAM_MAX = 8; // pylib/gpulab/codegen/adam_multi.py SIZES ends here
 const ADAM_STORAGE = 7; // storage bindings per parameter: m, v, g, w read; m', v', w' written
 const ELEMENTWISE_WG = 64;
 /** What the planners group (a test empties it for the unfused plan; Python: MULTI_FUSIONS). */

@@ -1,5 +1,5 @@
 // The protocol's tolerance judge (docs/protocol.md "Tolerances"), the JS twin of
-// e2e/conformance/compare.py's compare(): pass when |got - ref| <= ulps * ulp32(ref) +
+// pylib/gpulab/conformance/compare.py's compare(): pass when |got - ref| <= ulps * ulp32(ref) +
 // scale_eps * eps32 * scale + atol with the class's numbers from the op table; equal NaNs and
 // equal infinities pass; a ref beyond float32 expects the infinity it rounds to; 'exact' compares
 // bits; integer dtypes compare exactly. e2e/test_tolerance_twins.py checks the twins agree.

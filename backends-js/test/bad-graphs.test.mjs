@@ -1,4 +1,4 @@
-// Every graph of e2e/conformance/bad_graphs.json is refused by validateGraph with the table's
+// Every graph of pylib/gpulab/conformance/bad_graphs.json is refused by validateGraph with the table's
 // code, naming the table's node (the Python twin: e2e/test_bad_graphs.py).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { validateGraph } from '../src/validate.mjs';
 import { GpuLabError } from '../src/errors.mjs';
 
-const rows = JSON.parse(readFileSync(new URL('../../e2e/conformance/bad_graphs.json',
+const rows = JSON.parse(readFileSync(new URL('../../pylib/gpulab/conformance/bad_graphs.json',
   import.meta.url), 'utf8'));
 
 test('the bad-graph table is large and varied', () => {

@@ -9,7 +9,7 @@ import { createRuntime } from '../src/runtime.mjs';
 import { validateGraph } from '../src/validate.mjs';
 import { graphCostS } from '../src/cost.mjs';
 
-const LANES = JSON.parse(readFileSync(new URL('../../e2e/conformance/lanes.json', import.meta.url), 'utf8'));
+const LANES = JSON.parse(readFileSync(new URL('../../pylib/gpulab/conformance/lanes.json', import.meta.url), 'utf8'));
 const WINDOW = ['conv2d', 'max_pool2d', 'avg_pool2d', 'resize'];
 const BACKENDS = ['cpu', 'wasm'].filter((b) => WINDOW.every((op) => !LANES[b][op]));
 

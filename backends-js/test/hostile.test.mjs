@@ -211,16 +211,8 @@ test('defect 6: outputs named like JsProxy attributes reach Python (pyodide_brid
     const ROOT = path.resolve(new URL('../..', import.meta.url).pathname);
     const { loadPyodide } = await import('pyodide');
     const py = await loadPyodide({ indexURL: path.join(ROOT, 'node_modules/pyodide/') });
-    const walk = (dir, rel) => {
-      py.FS.mkdirTree(`/pkgs/${rel}`);
-      for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-        if (['__pycache__', 'tests', 'playground'].includes(entry.name)) continue;
-        const full = path.join(dir, entry.name);
-        if (entry.isDirectory()) walk(full, `${rel}/${entry.name}`);
-        else py.FS.writeFile(`/pkgs/${rel}/${entry.name}`, fs.readFileSync(full));
-      }
-    };
-    walk(path.join(ROOT, 'pylib/gpulab'), 'gpulab');
+    const { installGpulab } = await import('./pyodide-gpulab.mjs');
+    installGpulab(py, path.join(ROOT, 'pylib/gpulab'));
     const rt = await createRuntime({ backend: 'cpu' });
     const adapter = createPythonGPUAdapter(py, rt, { allowExecute: true });
     const got = await py.runPythonAsync(`

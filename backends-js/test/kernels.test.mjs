@@ -1,5 +1,5 @@
 // The shared kernel registry (src/kernels.mjs) and the capability contract built on it: every
-// JS backend's kernels match e2e/conformance/lanes.json, a graph a backend has no kernel for
+// JS backend's kernels match pylib/gpulab/conformance/lanes.json, a graph a backend has no kernel for
 // is refused with UNSUPPORTED before any device work, auto passes over such a backend per
 // graph and says why, and an explicit backend is never downgraded.
 import { test } from 'node:test';
@@ -19,7 +19,7 @@ import * as webgl2 from '../src/backends/webgl2.mjs';
 import * as webgpu from '../src/backends/webgpu.mjs';
 
 const MODULES = { cpu, wasm, webgl2, webgpu };
-const LANES = JSON.parse(readFileSync(new URL('../../e2e/conformance/lanes.json', import.meta.url),
+const LANES = JSON.parse(readFileSync(new URL('../../pylib/gpulab/conformance/lanes.json', import.meta.url),
   'utf8'));
 
 const RELU = {

@@ -1,5 +1,6 @@
 // The Python adapter's guarantees, with a fake Pyodide and a fake runtime whose results we
 // release by hand (so "late" and "pending" are under the test's control).
+import { installGpulab } from './pyodide-gpulab.mjs';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
@@ -309,20 +310,6 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-/** Copy pylib/gpulab (sources and data, no tests/caches) into Pyodide's filesystem. */
-function installGpulab(py) {
-  const walk = (dir, rel) => {
-    py.FS.mkdirTree(`/pkgs/${rel}`);
-    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-      if (['__pycache__', 'tests', 'playground'].includes(entry.name)) continue;
-      const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) walk(full, `${rel}/${entry.name}`);
-      else py.FS.writeFile(`/pkgs/${rel}/${entry.name}`, fs.readFileSync(full));
-    }
-  };
-  walk(path.join(ROOT, 'pylib/gpulab'), 'gpulab');
-}
-
 /** Wrap a runtime to record the JS types of graph data and session feeds it receives. */
 function recordTransport(runtime) {
   const graphData = [];
@@ -352,7 +339,7 @@ test('Python in Pyodide runs graphs through the adapter, without numpy', { timeo
   const { loadPyodide } = await import('pyodide');
   const { createRuntime } = await import('../src/runtime.mjs');
   const py = await loadPyodide({ indexURL: path.join(ROOT, 'node_modules/pyodide/') });
-  installGpulab(py);
+  installGpulab(py, path.join(ROOT, 'pylib/gpulab'));
   const lines = [];
   py.setStdout({ batched: (s) => lines.push(s) });
   py.setStderr({ batched: (s) => lines.push(`stderr: ${s}`) });

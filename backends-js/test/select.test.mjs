@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createRuntime } from '../src/runtime.mjs';
 
-const LANES = JSON.parse(readFileSync(new URL('../../e2e/conformance/lanes.json', import.meta.url), 'utf8'));
+const LANES = JSON.parse(readFileSync(new URL('../../pylib/gpulab/conformance/lanes.json', import.meta.url), 'utf8'));
 const SELECT = ['slice', 'slice_scatter', 'index_select', 'gather', 'index_add', 'scatter_add', 'concat', 'pad'];
 // node backends with every v4 kernel (the others list them in lanes.json)
 const BACKENDS = ['cpu', 'wasm'].filter((b) => SELECT.every((op) => !LANES[b][op]));

@@ -1,5 +1,5 @@
 // The protocol-v3 ops (abs, square, clamp, reduce_max/min, argmax/argmin) at int32 on every JS
-// backend: a backend runs an int32 graph of them unless e2e/conformance/lanes.json lists what it
+// backend: a backend runs an int32 graph of them unless pylib/gpulab/conformance/lanes.json lists what it
 // lacks, and then it refuses the graph with UNSUPPORTED before any device work; on cpu the
 // int32 results are Int32Arrays with two's-complement wrapping. (The corpus, cases.json, checks
 // every value on every lane against the float64/integer reference.)
@@ -14,7 +14,7 @@ import * as webgl2 from '../src/backends/webgl2.mjs';
 import * as webgpu from '../src/backends/webgpu.mjs';
 
 const MODULES = { cpu, wasm, webgl2, webgpu };
-const LANES = JSON.parse(readFileSync(new URL('../../e2e/conformance/lanes.json', import.meta.url),
+const LANES = JSON.parse(readFileSync(new URL('../../pylib/gpulab/conformance/lanes.json', import.meta.url),
   'utf8'));
 const MIN = -2147483648;
 const MAX = 2147483647;

@@ -1,4 +1,4 @@
-// The conformance corpus (e2e/conformance/cases.json) on the wasm backend under node, against
+// The conformance corpus (pylib/gpulab/conformance/cases.json) on the wasm backend under node, against
 // the JS reference backend: where docs/protocol.md fixes the bits (exact ops, one IEEE float32
 // operation, sum/mean in the 64-lane order) both must give identical bits, and both must refuse
 // the same graphs with the same code. The float64-reference judgement of every case, with the
@@ -8,10 +8,10 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createRuntime } from '../src/runtime.mjs';
 
-const CASES = JSON.parse(readFileSync(new URL('../../e2e/conformance/cases.json', import.meta.url), 'utf8'));
+const CASES = JSON.parse(readFileSync(new URL('../../pylib/gpulab/conformance/cases.json', import.meta.url), 'utf8'));
 const FIXED_BITS = (c) => ['exact', 'arith'].includes(c.tolerance) || ['sum', 'mean'].includes(c.op);
-// ops e2e/conformance/lanes.json lists for the wasm lane: the backend refuses them (UNSUPPORTED)
-const WASM_LACKS = JSON.parse(readFileSync(new URL('../../e2e/conformance/lanes.json',
+// ops pylib/gpulab/conformance/lanes.json lists for the wasm lane: the backend refuses them (UNSUPPORTED)
+const WASM_LACKS = JSON.parse(readFileSync(new URL('../../pylib/gpulab/conformance/lanes.json',
   import.meta.url), 'utf8')).wasm;
 const lacking = (graph) => graph.nodes.some((n) => Object.hasOwn(WASM_LACKS, n.op));
 
@@ -25,7 +25,7 @@ async function outputsOf(rt, graph) {
 }
 
 // Cases using an op lanes.json lists on wasm are refused there with UNSUPPORTED, as expected.
-const LISTED = Object.keys(JSON.parse(readFileSync(new URL('../../e2e/conformance/lanes.json',
+const LISTED = Object.keys(JSON.parse(readFileSync(new URL('../../pylib/gpulab/conformance/lanes.json',
   import.meta.url), 'utf8')).wasm).map((entry) => entry.split(':')[0]);
 const listed = (c) => c.graph.nodes.some((n) => LISTED.includes(n.op));
 

@@ -26,10 +26,9 @@ from gpulab.benchmarks.browser import FIXTURE_PATH, fixture, payload_route
 
 def profile(steps: int, timeout_s: float = 300) -> dict[str, Any]:
     """Run the profile page once in a fresh Chromium and return its result."""
+    from gpulab.conformance.browser import launch
     from gpulab.static_server import start_server
     from playwright.sync_api import sync_playwright
-
-    from e2e.browser import launch
 
     payload = json.dumps(fixture(0)).encode()
     srv = start_server(

@@ -3,7 +3,7 @@
 // session run, and 8 steps per run (ms per step), median / min; plus the first losses.
 //   python3 -c 'import json; from gpulab.benchmarks.browser import fixture; \
 //     print(json.dumps(fixture(0)))' > /tmp/mlp_fixture.json
-//   GPULAB_DAWN=<webgpu package>/index.js node --import ./bench/dawn/setup.mjs \
+//   GPULAB_DAWN=<webgpu package>/index.js node --import ./pylib/gpulab/conformance/dawn_setup.mjs \
 //     bench/dawn/mlp.mjs --fixture /tmp/mlp_fixture.json --runs 50 [--json out.json]
 // With --profile N instead: N profiled single-step and 8-step runs (bench/dawn/profile.mjs:
 // each WebGPU call counted and timed on the host, each compute pass timestamped on the GPU

@@ -2,7 +2,7 @@
 // for each n, a session runs `reps` steps of s = sum(a @ b) for n x n float32 a, b (uniform
 // [0, 1), as data) in one run; ms per step is the matmul plus a reduction of n*n values.
 // Checks s against sum_k colsum(a)[k] * rowsum(b)[k] in float64.
-//   GPULAB_DAWN=<webgpu package>/index.js node --import ./bench/dawn/setup.mjs \
+//   GPULAB_DAWN=<webgpu package>/index.js node --import ./pylib/gpulab/conformance/dawn_setup.mjs \
 //     bench/dawn/sgemm.mjs [--sizes 4096,4000] [--reps 20]
 import { parseArgs } from 'node:util';
 import { createRuntime } from '/backends-js/src/runtime.mjs';

@@ -34,10 +34,9 @@ def cpu_model() -> str:
 
 def run_page(iterations: int, timeout_s: float) -> dict:
     """Open the page and return its benchResult."""
+    from gpulab.conformance.browser import launch
     from gpulab.static_server import start_server
     from playwright.sync_api import sync_playwright
-
-    from e2e.browser import launch
 
     srv = start_server(ROOT, host="127.0.0.1", port=0)
     try:

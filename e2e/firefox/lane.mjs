@@ -1,6 +1,6 @@
 // The Firefox lane's page (e2e/firefox_lane.py opens it in firefox-esr, no WebDriver): it
 // runs the conformance corpus on each backend of `?backends=` through the runtime (as
-// e2e/conformance/page.mjs does in Chromium) and the playground's examples (`?example=`) in an iframe
+// pylib/gpulab/conformance/page.mjs does in Chromium) and the playground's examples (`?example=`) in an iframe
 // (same origin, driven through its DOM), and POSTs every answer to the test server, which
 // judges them with the conformance runner. A backend the browser does not offer (WebGPU on
 // Linux Firefox) answers {lane: {available: false, reason}}: recorded, not a crash.
@@ -125,7 +125,7 @@ async function main() {
   const facts = browserFacts();
   await report('hello', facts);
   log(facts.userAgent);
-  const all = await (await fetch(params.get('cases') ?? '/e2e/conformance/cases.json')).json();
+  const all = await (await fetch(params.get('cases') ?? '/pylib/gpulab/conformance/cases.json')).json();
   const cases = (LIMIT > 0 ? all.slice(0, LIMIT) : all).map((c) => ({ name: c.name, graph: c.graph }));
   const { createRuntime } = await import('/backends-js/src/runtime.mjs');
   await runCorpus(createRuntime, cases);

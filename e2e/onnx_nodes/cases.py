@@ -1,6 +1,6 @@
-"""The node-test cases (e2e/conformance/onnx_nodes.py, shipped in the wheel as
+"""The node-test cases (pylib/gpulab/conformance/onnx_nodes.py, shipped in the wheel as
 gpulab.conformance.onnx_nodes), re-exported for this command and its tests."""
 
-from e2e.conformance.onnx_nodes import NodeCase, collect, judge, translate, translate_all
+from gpulab.conformance.onnx_nodes import NodeCase, collect, judge, translate, translate_all
 
 __all__ = ["NodeCase", "collect", "judge", "translate", "translate_all"]

@@ -1,6 +1,6 @@
 """Run the translated node tests on lanes and judge them with ONNX's tolerances.
 
-Lanes are the conformance executors (e2e/conformance/executors.py): cpu-python and wgpu run
+Lanes are the conformance executors (pylib/gpulab/conformance/executors.py): cpu-python and wgpu run
 the graphs through gpulab.host; node-cpu / node-wasm and chromium-* send the same protocol
 graphs (JSON) to the JS runtime. A case passes on a lane when every output has the expected
 shape and |out - ref| <= atol + rtol * |ref| elementwise (NaN where the reference is NaN), as
@@ -15,8 +15,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from e2e.conformance.executors import EXECUTORS, LaneRun
-from e2e.conformance.onnx_nodes import NodeCase, judge
+from gpulab.conformance.executors import EXECUTORS, LaneRun
+from gpulab.conformance.onnx_nodes import NodeCase, judge
 
 FAST_LANES = ("cpu-python", "wgpu", "node-cpu")
 ALL_LANES = FAST_LANES + ("node-wasm", "chromium-webgl2", "chromium-webgpu")

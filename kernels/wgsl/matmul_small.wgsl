@@ -8,7 +8,7 @@
 // from 0.0 with one fma per k, the same sequence as matmul.wgsl, so the same bits.
 // `flags` bit 0: a is stored transposed ([K, M], a transpose read in place: a[m, k] at
 // k * M + m); bit 1: likewise b ([N, K]); bit 31 is never set (the epilogue's guard).
-// The epilogue (kernels/gen/epilogue.py) applies a folded map2 node at the store.
+// The epilogue (pylib/gpulab/codegen/epilogue.py) applies a folded map2 node at the store.
 
 struct Params {
   m: u32, n: u32, k: u32, tiles_m: u32,
@@ -21,7 +21,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read> b: array<f32>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 
-// ---- epilogue: kernels/gen/epilogue.py from kernels/ops.json (docs/plan.md, Fusion) ----
+// ---- epilogue: pylib/gpulab/codegen/epilogue.py from kernels/ops.json (docs/plan.md, Fusion) ----
 // A map2 node reading this product, folded into the dispatch by the planners: EPI_OP = 1 + its
 // binary.wgsl OP code (add 1, sub 2, mul 3; 0: no epilogue); the product is its
 // operand a (EPI_SIDE 0) or b (1); its other operand c has the result's shape (EPI_BCAST 0), is

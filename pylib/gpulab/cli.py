@@ -11,7 +11,6 @@ import os
 import runpy
 import sys
 import traceback
-from pathlib import Path
 from types import ModuleType
 
 from . import host
@@ -157,14 +156,7 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def conformance_suite() -> ModuleType:
-    """The suite's command module: the checkout's e2e/conformance where gpulab runs from a
-    checkout (so the corpus being edited is the one run), else the wheel's gpulab.conformance
-    (the same folder, mapped into the wheel by setup.py)."""
-    root = Path(__file__).resolve().parents[2]
-    if (root / "e2e" / "conformance" / "cli.py").is_file():
-        if str(root) not in sys.path:
-            sys.path.insert(0, str(root))
-        return importlib.import_module("e2e.conformance.cli")
+    """The suite's command module (gpulab.conformance, in a checkout and in the wheel alike)."""
     return importlib.import_module("gpulab.conformance.cli")
 
 

@@ -1,7 +1,7 @@
 """gpulab.autograd: every op row with a `grad` field, checked two ways (issue 16 item 1).
 
 1. Finite differences in float64: the forward graph and the gradient graph are both evaluated
-   with the float64 reference kernels (e2e/conformance/reference.py, no float32 rounding between
+   with the float64 reference kernels (pylib/gpulab/conformance/reference.py, no float32 rounding between
    nodes), the gradient against central differences of the forward value.
 2. PyTorch CPU: the gradient graph run on cpu-python (float32) against torch.autograd.grad of
    the same function, to float32 rounding.
@@ -24,11 +24,10 @@ import torch  # a test dependency (pyproject [test]): the oracle
 from gpulab import Graph, Tensor, host, optable
 from gpulab import functional as F
 from gpulab.autograd import CREATE_GRAPH_REFUSED
+from gpulab.conformance import reference as R
 from gpulab.errors import GpuLabError
 from gpulab.grad_rules import RULES
 from gpulab.quant import quantize
-
-from e2e.conformance import reference as R
 
 TF = torch.nn.functional
 RNG = np.random.default_rng(16)

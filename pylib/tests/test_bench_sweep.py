@@ -17,6 +17,8 @@ from gpulab import bench, host
 from gpulab.benchmarks import sweep, torch_peer
 from gpulab.models import mlp
 
+pytestmark = pytest.mark.slow  # the sweep benchmark end to end
+
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 LOSS_TOL = 1e-4  # float32 over 8 Adam steps of a 784-16-10 net: ~1e-6 measured
 

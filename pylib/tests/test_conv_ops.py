@@ -17,16 +17,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 from gpulab import Graph, host
+from gpulab.conformance.reference import evaluate
 from gpulab.errors import GpuLabError
 from gpulab.protocol import validate
 from gpulab.quotas import graph_cost_s
 from onnx import TensorProto, helper
 
-from e2e.conformance.reference import evaluate
-
 ROOT = Path(__file__).resolve().parents[2]
 OPS = ("conv2d", "max_pool2d", "avg_pool2d", "resize")
-CASES = [c for c in json.loads((ROOT / "e2e/conformance/cases.json").read_text()) if c["op"] in OPS]
+CASES = [c for c in json.loads((ROOT / "pylib/gpulab/conformance/cases.json").read_text()) if c["op"] in OPS]
 ONNX_OP = {
     "conv2d": "Conv",
     "max_pool2d": "MaxPool",

@@ -67,7 +67,7 @@ def rand_list(n: int, seed: int, lo: float = -3.0, hi: float = 3.0) -> list[floa
 
 def test_every_op_has_a_kernel():
     """Every op but those lanes.json says cpu-python cannot run (the student wgsl op)."""
-    from e2e.conformance.lanes import load_lanes
+    from gpulab.conformance.lanes import load_lanes
 
     refused = set(load_lanes()["cpu-python"])
     assert refused <= {"wgsl", "wgsl_output"}  # a new entry here needs a reason in the issue

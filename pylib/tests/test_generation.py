@@ -1,34 +1,30 @@
 """Generation changes nothing: every generated file is committed as `make gen` writes it.
 
-scripts/gen.py is the one source of the package copies (pylib/gpulab/ops.json,
-pylib/gpulab/kernels/), the templated and register-blocked WGSL kernels, the conformance corpus
-(cases.json, bad_graphs.json) and the docs tables (wgpu-py's codegen/tests/test_codegen_z.py is
-the model). It replaces the byte-copy, generated-matmul and corpus-bytes tests. The kernels.wasm
-rebuild is checked by backends-js/test/wasm-build.test.mjs.
+gpulab.codegen (make.py) is the one source of the templated and register-blocked WGSL kernels,
+the GLSL arms, maps.rs, the CPU map kernels, the conformance corpus (cases.json, bad_graphs.json)
+and the docs tables (wgpu-py's codegen/tests/test_codegen_z.py is the model). The package's
+ops.json, kernels/ops.json and kernels/wgsl are symbolic links to their one source (checked
+here); the kernels.wasm rebuild is checked by backends-js/test/wasm-build.test.mjs.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
+from collections import Counter
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from gpulab.codegen import make
 
 ROOT = Path(__file__).resolve().parents[2]
+CASES = ROOT / "pylib/gpulab/conformance/cases.json"
 
 
 @pytest.fixture(scope="module")
 def gen() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gpulab_gen", ROOT / "scripts/gen.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gpulab_gen"] = module
-    spec.loader.exec_module(module)
-    return module
+    return make
 
 
 @pytest.fixture(scope="module")
@@ -36,13 +32,17 @@ def files(gen: ModuleType) -> dict[Path, bytes]:
     return gen.outputs()
 
 
-def test_copies_alone_remove_nothing(gen: ModuleType) -> None:
-    """`make sync` (gen --copies) writes only the package copies: on a clean tree nothing is
-    stale, and the generated kernels it does not produce are not taken for leftovers (it once
-    deleted kernels/wgsl/unary.wgsl and the other generated kernels)."""
-    copies = gen.package_copies()
-    assert gen.stale(copies, prune=False) == []
-    assert gen.main(["--copies", "--check"]) == 0
+def test_the_package_links_to_each_source_once() -> None:
+    """The package's tables and WGSL are links to the one source, not committed copies."""
+    links = {
+        "pylib/gpulab/ops.json": "backends-js/src/ops.json",
+        "pylib/gpulab/kernels/ops.json": "kernels/ops.json",
+        "pylib/gpulab/kernels/wgsl": "kernels/wgsl",
+    }
+    for link, source in links.items():
+        path = ROOT / link
+        assert path.is_symlink(), f"{link} must be a link to {source}, not a copy"
+        assert path.resolve() == (ROOT / source).resolve()
 
 
 def test_generation_changes_nothing(gen: ModuleType, files: dict[Path, bytes]) -> None:
@@ -53,39 +53,44 @@ def test_generation_changes_nothing(gen: ModuleType, files: dict[Path, bytes]) -
 def test_every_kind_of_generated_file_is_covered(files: dict[Path, bytes]) -> None:
     names = {p.relative_to(ROOT).as_posix() for p in files}
     expected = {
-        "pylib/gpulab/ops.json",
-        "pylib/gpulab/kernels/ops.json",
         "kernels/wgsl/matmul_rb_v4.wgsl",
         "kernels/wgsl/matmul.wgsl",
-        "e2e/conformance/cases.json",
-        "e2e/conformance/bad_graphs.json",
+        "pylib/gpulab/conformance/cases.json",
+        "pylib/gpulab/conformance/bad_graphs.json",
     }
     assert expected <= names
-    shipped = {p.name for p in (ROOT / "kernels/wgsl").glob("*.wgsl")}
-    copies = {p.name for p in files if p.parent == ROOT / "pylib/gpulab/kernels/wgsl"}
-    assert copies == shipped, "every shipped kernel has its package copy"
-    # every lane, the browser ones included, runs the whole corpus: keep it small (1.56 MB
-    # with the v3 ops' float32 and int32 cases; 1.65 MB with the select ops of issue 13, whose
-    # large cases take their operands from hash_uniform instead of data; 1.71 MB with the 72
-    # v4 selection cases; 1.91 MB with issue 14's q4_k / q6_k weights and matmul_fixed, whose
-    # inputs are mostly small integers and base64 block bytes; 1.955 MB with the q6_k GEMV
-    # cases; 1.972 MB with issue 16's two gradient graphs recorded by g.grad, every node an
-    # output: 17 KB; 2.05 MB with issue 18's 55 conv2d / pooling / resize cases, large planes
-    # made in the graph from a column and a row)
-    assert len(files[ROOT / "e2e/conformance/cases.json"]) < 2_100_000
+
+
+# Every lane (the browser ones included) runs the whole corpus, so each op's share is bounded
+# on its own: the next op adds its own cases within its own bound and never breaks another's.
+# The largest today: matmul's 27 cases, 282 KB; the largest case 64 KB (a 130-wide matmul).
+MAX_OP_BYTES = 320_000
+MAX_CASE_BYTES = 72_000
+
+
+def test_each_op_keeps_its_corpus_share_small(files: dict[Path, bytes]) -> None:
+    cases = json.loads(files[CASES])
+    per_op: Counter[str] = Counter()
+    for case in cases:
+        size = len(json.dumps(case))
+        assert size <= MAX_CASE_BYTES, f"case {case['name']} is {size} bytes"
+        per_op[case["op"]] += size
+    over = {op: size for op, size in per_op.items() if size > MAX_OP_BYTES}
+    assert not over, f"ops over {MAX_OP_BYTES} bytes of corpus: {over}"
 
 
 def test_a_stale_or_leftover_file_is_reported(
     gen: ModuleType, files: dict[Path, bytes], tmp_path: Path, monkeypatch
 ) -> None:
-    """The check can fail: an edited copy and a copy without a source are both found."""
-    path = ROOT / "pylib/gpulab/ops.json"
+    """The check can fail: an edited output and a generated kernel without a template are
+    both found."""
+    path = CASES
     edited = dict(files)
     edited[path] = files[path] + b" "
     assert gen.stale(edited) == [path]
     leftover = tmp_path / "old_kernel.wgsl"
-    leftover.write_text("// no source any more\n")
-    monkeypatch.setattr(gen, "OWNED_DIRS", {tmp_path: "*.wgsl"})
+    leftover.write_text(gen.GENERATED_MARK + " from a template that is gone\n")
+    monkeypatch.setattr(gen, "WGSL", tmp_path)
     assert gen.stale(files) == [leftover]
 
 
@@ -100,7 +105,7 @@ def test_int32_rows_give_i32_kernels_that_compile(monkeypatch) -> None:
     (and i32 Rust, JS and numpy kernels), and the WGSL compiles (naga, through wgpu-py)."""
     import copy
 
-    from kernels.gen import cpu, glsl, lanes, rust, tables, wgsl
+    from gpulab.codegen import cpu, glsl, lanes, rust, tables, wgsl
 
     ops = copy.deepcopy(tables.op_table())
     kernels = copy.deepcopy(tables.kernel_table())

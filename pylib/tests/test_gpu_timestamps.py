@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a profiled MLP step on lavapipe
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

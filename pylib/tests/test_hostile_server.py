@@ -293,7 +293,7 @@ def test_quotas_graph_cost_is_the_js_twin_on_the_corpus() -> None:
     from gpulab.protocol import validate
     from gpulab.quotas import graph_cost
 
-    cases = json.loads((ROOT / "e2e" / "conformance" / "cases.json").read_text())
+    cases = json.loads((ROOT / "pylib/gpulab/conformance/cases.json").read_text())
     graphs = [c["graph"] for c in (cases["cases"] if isinstance(cases, dict) else cases)][:300]
     script = """
 import { validateGraph } from './backends-js/src/validate.mjs';
@@ -373,7 +373,7 @@ def test_defect14_cost_model_passes_ordinary_graphs() -> None:
         "outputs": [{"name": "y", "id": 4}],
     }
     assert graph_cost_s(validate(mlp)) < 1.0
-    cases = json.loads((ROOT / "e2e" / "conformance" / "cases.json").read_text())
+    cases = json.loads((ROOT / "pylib/gpulab/conformance/cases.json").read_text())
     graphs = [c["graph"] for c in (cases["cases"] if isinstance(cases, dict) else cases)]
     assert max(graph_cost_s(validate(g)) for g in graphs) < 2.0, "the corpus runs"
 
@@ -387,7 +387,7 @@ def test_defect14_cost_model_is_the_js_twin_on_the_corpus() -> None:
     from gpulab.protocol import validate
     from gpulab.quotas import COST_MODEL, graph_cost_s
 
-    cases = json.loads((ROOT / "e2e" / "conformance" / "cases.json").read_text())
+    cases = json.loads((ROOT / "pylib/gpulab/conformance/cases.json").read_text())
     graphs = [c["graph"] for c in (cases["cases"] if isinstance(cases, dict) else cases)]
     backends = sorted(COST_MODEL["backends"])
     script = """

@@ -184,6 +184,7 @@ def test_wordpiece_ids_equal_the_tokenizers_package(model_dir: Path) -> None:
 # -- the model ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # the 22M-parameter model end to end
 @pytest.mark.parametrize("backend", ["cpu-python", "wgpu"])
 def test_embeddings_match_sentence_transformers(
     model: minilm.MiniLM, reference: np.ndarray, backend: str, monkeypatch: pytest.MonkeyPatch
@@ -199,6 +200,7 @@ def test_embeddings_match_sentence_transformers(
     model.close()
 
 
+@pytest.mark.slow  # the 22M-parameter model end to end
 def test_quantized_variant_stays_close(
     model_dir: Path, model: minilm.MiniLM, reference: np.ndarray
 ) -> None:

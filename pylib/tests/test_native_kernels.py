@@ -98,8 +98,10 @@ def _overrides(text: str) -> tuple[set[str], set[str]]:
     return {n for n, _ in found}, {n for n, eq in found if not eq}
 
 
+@pytest.mark.slow  # every corpus plan against its kernels' WGSL
 def test_plans_match_each_kernels_params_bindings_and_overrides() -> None:
-    from e2e.conformance.runner import load_cases
+    from gpulab.conformance.runner import load_cases
+
     from e2e.multi_graphs import params_graph
     from e2e.test_plans_equal import MATMUL_KERNEL_SHAPES, matmul_kernel_graph
 

@@ -13,6 +13,8 @@ from gpulab.native.program import PRE_ENCODE
 from gpulab.native.wgpu_executor import open_executor
 from gpulab.protocol import validate
 
+pytestmark = pytest.mark.slow  # every run switch of the wgpu executor, on lavapipe
+
 ARMS = [
     {"encode": "wgpu-py"},  # the default is "raw" (program.ENCODE)
     {"map_mode": "READ"},  # the default is "READ_NOSYNC" (program.MAP_MODE)

@@ -1,6 +1,6 @@
 """The protocol-v3 ops through the Python layer (Tensor methods) on cpu-python: abs, square,
 clamp, max/min (reduce_max/reduce_min), argmax/argmin; the graph they build and the values.
-The corpus (e2e/conformance) checks every lane against the float64 reference; this checks the
+The corpus (pylib/gpulab/conformance) checks every lane against the float64 reference; this checks the
 methods: names, defaults, dim= alias, and that results come back with their dtype."""
 
 from __future__ import annotations

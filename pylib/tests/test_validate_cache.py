@@ -19,8 +19,8 @@ from gpulab import protocol, validate_cache
 from gpulab.errors import GpuLabError
 
 ROOT = Path(__file__).resolve().parents[2]
-BAD = json.loads((ROOT / "e2e/conformance/bad_graphs.json").read_text())
-CASES = json.loads((ROOT / "e2e/conformance/cases.json").read_text())
+BAD = json.loads((ROOT / "pylib/gpulab/conformance/bad_graphs.json").read_text())
+CASES = json.loads((ROOT / "pylib/gpulab/conformance/cases.json").read_text())
 
 
 @pytest.fixture(autouse=True)

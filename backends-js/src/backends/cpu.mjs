@@ -28,7 +28,7 @@ const INFO = Object.freeze({
 
 /**
  * Which nodes of a checked graph this backend has no kernel for (none, for every op that
- * e2e/conformance/lanes.json does not list on cpu: test/kernels.test.mjs checks that).
+ * pylib/gpulab/conformance/lanes.json does not list on cpu: test/kernels.test.mjs checks that).
  * @param {CheckedGraph} checked @param {{without?: Iterable<string>}} [options]
  */
 export function supports(checked, options) {

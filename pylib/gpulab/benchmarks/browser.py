@@ -207,8 +207,6 @@ def run(
             f"bench/browser/index.html not found under {ROOT}: the browser "
             "benchmark runs from a source checkout"
         )
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))  # e2e.browser: how Chromium is found and launched
     from gpulab.static_server import start_server
 
     load_before = _load()
@@ -224,7 +222,7 @@ def run(
         else:
             from playwright.sync_api import sync_playwright
 
-            from e2e.browser import launch
+            from gpulab.conformance.browser import launch
 
             os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
             with sync_playwright() as p:

@@ -6,7 +6,7 @@ folds into the matmul dispatch when one operand is a matmul that nothing else re
 no output, of the node's shape, and the other operand has the node's shape, or is one row [N]
 (or [1, N], ...: a bias) broadcast down the rows, one value, or one column [M, 1]. The map1 ops
 map fusion already folded into that node (its other operand's PRE, its POST) come along. The
-matmul kernels apply the op to the finished ascending-k sum (kernels/gen/epilogue.py), so the
+matmul kernels apply the op to the finished ascending-k sum (pylib/gpulab/codegen/epilogue.py), so the
 bits are those of the two dispatches. The matmul node then has no buffer. Twin of
 backends-js/src/planner-epilogue.mjs.
 """

@@ -3,7 +3,7 @@
 
 - multi-tensor Adam: the adam_step-fused parameter updates (planner.py `adam_fused`) that
   share a step counter t and do not depend on each other are grouped, in graph order, into ONE
-  `adam_multiK` dispatch (kernels/gen/adam_multi.py) of at most MULTI_ADAM_MAX parameters and
+  `adam_multiK` dispatch (pylib/gpulab/codegen/adam_multi.py) of at most MULTI_ADAM_MAX parameters and
   as many as the device's storage-buffer limit allows (7 per parameter + t; WebGPU's default 8
   allows one: no grouping). The group runs where its last member is planned; a parameter
   joins only while no node planned between the group's first member and it reads a member's
@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-MULTI_ADAM_MAX = 8  # kernels/gen/adam_multi.py SIZES ends here
+MULTI_ADAM_MAX = 8  # pylib/gpulab/codegen/adam_multi.py SIZES ends here
 ADAM_STORAGE = 7  # storage bindings per parameter: m, v, g, w read; m', v', w' written
 ELEMENTWISE_WG = 64
 # what the planners group (bench/unfused.py empties it: the A/B arm of the benchmarks)

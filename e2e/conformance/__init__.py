@@ -1,4 +1,0 @@
-"""The conformance corpus, its float64 reference, the multi-executor runner and its report.
-
-See README.md in this folder; `python -m e2e.conformance --help`.
-"""
