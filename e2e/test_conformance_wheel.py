@@ -54,9 +54,12 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ).stdout.split(b"\0")
     for name in filter(None, files):
         path = ROOT / os.fsdecode(name)
-        if path.is_file() and not path.is_symlink():
-            (src / path.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True)
-            (src / path.relative_to(ROOT)).write_bytes(path.read_bytes())
+        copy = src / path.relative_to(ROOT)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_symlink():  # the package's links to the one source (ops.json, kernels/wgsl)
+            copy.symlink_to(os.readlink(path))
+        elif path.is_file():
+            copy.write_bytes(path.read_bytes())
     _check(
         [
             sys.executable,

@@ -13,7 +13,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from gpulab.conformance.executors import DAWN_SETUP, ROOT
+from gpulab.conformance.executors import DAWN_SETUP
+from gpulab.conformance.layout import TREE_ROOT as ROOT
 from gpulab.conformance.runner import load_cases, run_conformance
 
 NODE = os.environ.get("NODE", "node")
