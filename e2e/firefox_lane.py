@@ -37,8 +37,8 @@ EXAMPLE_BACKENDS = ("wasm", "cpu", "webgl2", "life:wasm", "mlp:wasm")
 
 
 def start_lane_server(reports: Reports) -> ThreadingHTTPServer:
-    """The playground's site (web/ with the generated Pyodide index) plus e2e/ and the report
-    endpoint, on a free loopback port."""
+    """The playground's site (web/ with the generated Pyodide index) plus e2e/, the conformance
+    suite's runner and corpus, and the report endpoint, on a free loopback port."""
     from gpulab.server import Mount, prepare_site
     from gpulab.static_server import start_server
 
@@ -48,6 +48,7 @@ def start_lane_server(reports: Reports) -> ThreadingHTTPServer:
         Mount("/backends-js/", ROOT / "backends-js"),
         Mount("/kernels/", ROOT / "kernels"),
         Mount("/e2e/", ROOT / "e2e"),
+        Mount("/pylib/gpulab/conformance/", ROOT / "pylib/gpulab/conformance"),
     ]
     return start_server(ROOT / "web", host="127.0.0.1", port=0, routes=routes)
 

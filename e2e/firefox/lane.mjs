@@ -4,7 +4,7 @@
 // (same origin, driven through its DOM), and POSTs every answer to the test server, which
 // judges them with the conformance runner. A backend the browser does not offer (WebGPU on
 // Linux Firefox) answers {lane: {available: false, reason}}: recorded, not a crash.
-import { runCases } from '../conformance/run_cases.mjs';
+import { runCases } from '/pylib/gpulab/conformance/run_cases.mjs';
 
 const params = new URLSearchParams(location.search);
 const BACKENDS = (params.get('backends') ?? 'wasm,cpu,webgl2,webgpu').split(',').filter(Boolean);
