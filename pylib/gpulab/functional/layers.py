@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from .errors import GpuLabError
-from .graph import Tensor
+from ..errors import GpuLabError
+from ..graph import Tensor
 
 # -- shapes ------------------------------------------------------------------------------------
 
