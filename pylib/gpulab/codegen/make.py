@@ -16,6 +16,9 @@ Sources -> generated files (docs/architecture.md, "Generated files", has the tab
   kernels/wasm/README.md);
 - kernels/ops.json -> the pylib/gpulab/conformance/lanes.json entries of null texts (a lane without
   a kernel at a dtype);
+- gpulab.functional's declarations (+ the ONNX operator table) -> the docs blocks marked
+  `<!-- gen:begin KEY -->` (docs/torch.md, docs/torch-backend.md, docs/onnx.md: what each
+  frontend supports);
 - kernels/wasm/src -> kernels/kernels.wasm (scripts/build-wasm.sh; bit-reproducible).
 
 Generation happens here, at build time only: every output is a committed plain file that the
@@ -75,6 +78,12 @@ def docs_rows() -> dict[Path, bytes]:
     return docs.outputs()
 
 
+def frontend_docs() -> dict[Path, bytes]:
+    from gpulab.codegen import frontend_docs
+
+    return frontend_docs.outputs()
+
+
 def lanes_entries() -> dict[Path, bytes]:
     from gpulab.codegen import lanes
 
@@ -93,6 +102,7 @@ PRODUCERS: list[Callable[[], dict[Path, bytes]]] = [
     rust_exports,
     cpu_kernels,
     docs_rows,
+    frontend_docs,
     lanes_entries,
     corpus,
 ]

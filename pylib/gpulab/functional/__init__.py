@@ -1,8 +1,42 @@
-"""gpulab.functional: composite layers as protocol graphs, built only from the public
-Tensor/Graph op API (`layers`), for every frontend."""
+"""gpulab.functional: the op library. Every op and composite once, built only from the public
+Tensor/Graph op API, with the names it has in every frontend.
+
+`gpulab.torch` (Tensor methods, torch functions, `nn.functional`, `nn` modules), the
+`torch.compile` backend (aten overloads) and the ONNX loader (operator types) build their
+surfaces from the declarations here (`library.py`: `@declare(...)` on each function), and the
+models call these functions directly. So a layer is the same op sequence (and so the same bits)
+wherever it comes from, and the one autograd differentiates it through its protocol ops: a
+composite needs no gradient rule. A frontend keeps only its argument parsers and its glue.
+
+- `activations`: relu, gelu, elu, softplus, ... (`elementwise`: log1p, expm1);
+- `layers`: shapes, linear, normalizations, attention, losses, pooling and convolution helpers.
+"""
 
 from __future__ import annotations
 
+from .activations import (
+    SELU_ALPHA,
+    SELU_SCALE,
+    celu,
+    elu,
+    gelu,
+    gelu_grad,
+    hard_sigmoid,
+    hardsigmoid,
+    hardswish,
+    leaky_relu,
+    mish,
+    relu,
+    selu,
+    shrink,
+    sigmoid,
+    softplus,
+    softsign,
+    tanh,
+    threshold,
+    threshold_grad,
+)
+from .elementwise import expm1, log1p
 from .layers import (
     SQRT2,
     adaptive_avg_pool2d,
@@ -36,37 +70,67 @@ from .layers import (
     unsqueeze,
     window_taps,
 )
+from .library import ENTRIES, Entry, Onnx, by_name, declare, entries, onnx_names
 
 __all__ = [
+    "ENTRIES",
+    "SELU_ALPHA",
+    "SELU_SCALE",
     "SQRT2",
+    "Entry",
+    "Onnx",
     "adaptive_avg_pool2d",
     "attention",
     "avg_pool2d_grad",
     "batch_norm",
     "batch_stats",
     "broadcast_to",
+    "by_name",
+    "celu",
     "conv2d_im2col",
+    "declare",
+    "elu",
     "embedding",
+    "entries",
     "erf",
+    "expm1",
     "flatten",
+    "gelu",
+    "gelu_grad",
     "gelu_tanh",
     "gelu_tanh_grad",
+    "hard_sigmoid",
+    "hardsigmoid",
+    "hardswish",
     "interpolate",
     "l2_normalize",
     "layer_norm",
     "layer_norm_stats",
+    "leaky_relu",
     "linear",
     "linear_t",
+    "log1p",
     "masked_fill",
     "masked_mean",
     "max_pool2d_grad",
     "max_pool2d_indices",
+    "mish",
     "mse_loss",
     "nll_loss",
     "nll_loss_grad",
     "one_hot",
     "onnx_expand",
+    "onnx_names",
+    "relu",
+    "selu",
+    "shrink",
+    "sigmoid",
+    "softplus",
+    "softsign",
     "squeeze",
+    "tanh",
+    "threshold",
+    "threshold_grad",
     "unsqueeze",
     "window_taps",
 ]

@@ -42,13 +42,25 @@ _MISSING = object()
 @dataclass
 class Op:
     """An operator's lowering: `fn(cx) -> [values]`, the attributes it reads (any other one is
-    refused at load naming it), and which inputs must be known at load."""
+    refused at load naming it), which inputs must be known at load, and the opsets it has
+    these semantics in (`since` .. `until`, None = to the latest)."""
 
     fn: Callable[[NodeCtx], list[Value]]
     attrs: frozenset[str] = field(default_factory=frozenset)
     const_inputs: tuple[int, ...] = ()
+    since: int = 1
+    until: int | None = None
 
     def __call__(self, cx: NodeCtx) -> list[Value]:
+        if cx.opset < self.since:
+            raise cx.invalid(
+                f"{cx.node.op_type} exists from opset {self.since}; the model imports opset "
+                f"{cx.opset}"
+            )
+        if self.until is not None and cx.opset > self.until:
+            raise cx.fail(
+                f"{cx.node.op_type} of opset {cx.opset} (supported: {self.since}-{self.until})"
+            )
         for name in cx.node.attrs:
             if name not in self.attrs:
                 raise cx.fail(f"attribute {name!r} is not supported")

@@ -150,71 +150,6 @@ def _sign(t: Tensor, cx: NodeCtx) -> Tensor:
     return out if t.dtype == "float32" else out.cast(t.dtype)
 
 
-def _leaky(t: Tensor, cx: NodeCtx) -> Tensor:
-    alpha = cx.attr("alpha", 0.01)
-    return t.graph.where(t < 0.0, t * alpha, t)
-
-
-def _elu(t: Tensor, cx: NodeCtx) -> Tensor:
-    alpha = cx.attr("alpha", 1.0)
-    return t.graph.where(t < 0.0, (t.exp() - 1.0) * alpha, t)
-
-
-def _celu(t: Tensor, cx: NodeCtx) -> Tensor:
-    alpha = cx.attr("alpha", 1.0)
-    neg = ((t / alpha).exp() - 1.0) * alpha
-    return t.graph.where(t < 0.0, neg, t)
-
-
-def _selu(t: Tensor, cx: NodeCtx) -> Tensor:
-    alpha = cx.attr("alpha", 1.67326319217681884765625)
-    gamma = cx.attr("gamma", 1.05070102214813232421875)
-    return t.graph.where(t <= 0.0, (t.exp() * alpha - alpha) * gamma, t * gamma)
-
-
-def _thresholded(t: Tensor, cx: NodeCtx) -> Tensor:
-    alpha = cx.attr("alpha", 1.0)
-    return t.graph.where(t > alpha, t, t * 0.0)
-
-
-def _hard_sigmoid(t: Tensor, cx: NodeCtx) -> Tensor:
-    alpha, beta = cx.attr("alpha", 0.2), cx.attr("beta", 0.5)
-    return (t * alpha + beta).clamp(0.0, 1.0)
-
-
-def _hard_swish(t: Tensor, cx: NodeCtx) -> Tensor:
-    return t * (t * (1.0 / 6.0) + 0.5).clamp(0.0, 1.0)
-
-
-def _softplus(t: Tensor, cx: NodeCtx) -> Tensor:
-    # log(1 + exp(x)) as max(x, 0) + log(1 + exp(-|x|)): no overflow for large x
-    return t.relu() + ((-abs(t)).exp() + 1.0).log()
-
-
-def _softsign(t: Tensor, cx: NodeCtx) -> Tensor:
-    return t / (abs(t) + 1.0)
-
-
-def _mish(t: Tensor, cx: NodeCtx) -> Tensor:
-    return t * _softplus(t, cx).tanh()
-
-
-def _gelu(t: Tensor, cx: NodeCtx) -> Tensor:
-    approx = cx.attr("approximate", "none")
-    if approx == "none":
-        return t.gelu()
-    if approx != "tanh":
-        raise cx.fail(f"attribute 'approximate' = {approx!r} is not supported")
-    inner = (t + t * t * t * 0.044715) * math.sqrt(2.0 / math.pi)
-    return t * 0.5 * (inner.tanh() + 1.0)
-
-
-def _shrink(t: Tensor, cx: NodeCtx) -> Tensor:
-    lambd, bias = cx.attr("lambd", 0.5), cx.attr("bias", 0.0)
-    g = t.graph
-    return g.where(t < -lambd, t + bias, g.where(t > lambd, t - bias, 0.0))
-
-
 def _reciprocal(t: Tensor, cx: NodeCtx) -> Tensor:
     return 1.0 / t
 
@@ -421,22 +356,7 @@ MATH_OPS: dict[str, Op] = {
     "Exp": _unary(lambda t, cx: t.exp()),
     "Log": _unary(lambda t, cx: t.log()),
     "Sqrt": _unary(lambda t, cx: t.sqrt()),
-    "Tanh": _unary(lambda t, cx: t.tanh()),
-    "Sigmoid": _unary(lambda t, cx: t.sigmoid()),
-    "Relu": _unary(lambda t, cx: t.relu()),
     "Reciprocal": _unary(_reciprocal),
-    "LeakyRelu": _unary(_leaky, ("alpha",)),
-    "Elu": _unary(_elu, ("alpha",)),
-    "Celu": _unary(_celu, ("alpha",)),
-    "Selu": _unary(_selu, ("alpha", "gamma")),
-    "ThresholdedRelu": _unary(_thresholded, ("alpha",)),
-    "HardSigmoid": _unary(_hard_sigmoid, ("alpha", "beta")),
-    "HardSwish": _unary(_hard_swish),
-    "Softplus": _unary(_softplus),
-    "Softsign": _unary(_softsign),
-    "Mish": _unary(_mish),
-    "Gelu": _unary(_gelu, ("approximate",)),
-    "Shrink": _unary(_shrink, ("lambd", "bias")),
     "PRelu": Op(_prelu),
     "Not": Op(_not),
     "And": _logic("And"),

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import autograd, nn, optim
+from . import _library, autograd, nn, optim
 from ._dtype import bool_ as bool
 from ._dtype import dtype, float32, int32, int64
 from ._grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
@@ -75,9 +75,6 @@ _METHODS = (
     "sqrt",
     "rsqrt",
     "abs",
-    "relu",
-    "sigmoid",
-    "tanh",
     "neg",
     "negative",
     "clamp",
@@ -137,6 +134,8 @@ _METHODS = (
 )
 for _name in _METHODS:
     globals()[_name] = _method(_name)
+DECLARED = _library.functions("torch")  # the op library's torch.X names (gpulab.functional)
+globals().update(DECLARED)
 
 
 async def fetch_async(*tensors: Tensor) -> None:
@@ -206,6 +205,7 @@ __all__ = [
     "zeros_like",
 ]
 __all__ += list(_METHODS)
+__all__ += list(DECLARED)
 
 # torch.compile (gpulab/torch/compile.py). Imported last and by name: importing the submodule
 # binds the package attribute `compile` to the module, which this name then replaces.

@@ -604,18 +604,6 @@ class Tensor:
     def log(self) -> Tensor:
         return _float_unary(self, "log")
 
-    def sigmoid(self) -> Tensor:
-        return _float_unary(self, "sigmoid")
-
-    def tanh(self) -> Tensor:
-        return _float_unary(self, "tanh")
-
-    def relu(self) -> Tensor:
-        return _unary_result(self, _via(self._n(), "relu", lambda n: n.relu()), "relu")
-
-    def gelu(self, approximate: str = "none") -> Tensor:
-        return _gelu(self, approximate)
-
     def reciprocal(self) -> Tensor:
         return _unary_result(self, 1.0 / self._f(), "reciprocal", float32)
 
@@ -1124,16 +1112,6 @@ def _unary_result(t: Tensor, node: Node, op: str, dt: dtype | None = None) -> Te
 
 def _float_unary(t: Tensor, op: str) -> Tensor:
     return _unary_result(t, getattr(t._f(), op)(), op, float32)
-
-
-def _gelu(t: Tensor, approximate: str) -> Tensor:
-    x = t._f()
-    if approximate == "none":
-        return _unary_result(t, x.gelu(), "gelu", float32)
-    if approximate == "tanh":  # torch's formula, composed
-        inner = (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)
-        return _unary_result(t, x * 0.5 * (inner.tanh() + 1.0), "gelu", float32)
-    raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
 
 
 def _via(node: Node, op: str, fn: Any) -> Node:

@@ -1,5 +1,10 @@
 """THE aten table: each aten overload the backend lowers -> a function building protocol ops.
 
+The overloads an entry of the op library declares (gpulab.functional: `@declare(aten=...)`)
+lower to the entry's function (DECLARED, below: the node's arguments as they are, or the
+parser of PARSERS where aten's differ); the others are lowered here by hand (`@lowers`) until
+they have their entry.
+
 A lowering takes `(cx, *args, **kwargs)`: the aten node's arguments with every FX node replaced
 by what it lowered to (a `gpulab.Tensor`, a tuple of them, or a Python value), and `cx` (the
 `Graph` as `cx.g`, the node's torch value as `cx.meta`). It builds nodes only through the public
@@ -207,9 +212,6 @@ for _name, _overload in (
     ("exp", aten.exp.default),
     ("log", aten.log.default),
     ("sqrt", aten.sqrt.default),
-    ("tanh", aten.tanh.default),
-    ("sigmoid", aten.sigmoid.default),
-    ("relu", aten.relu.default),
     ("abs", aten.abs.default),
 ):
     lowers(_overload)(_unary(_name))
@@ -228,16 +230,6 @@ def _reciprocal(cx: Ctx, a: Tensor) -> Tensor:
 @lowers(aten.erf.default)
 def _erf(cx: Ctx, a: Tensor) -> Tensor:
     return F.erf(a)
-
-
-@lowers(aten.gelu.default)
-def _gelu(cx: Ctx, a: Tensor, approximate: str = "none") -> Tensor:
-    return a.gelu() if approximate == "none" else F.gelu_tanh(a)
-
-
-@lowers(aten.gelu_backward.default)
-def _gelu_backward(cx: Ctx, grad: Tensor, a: Tensor, approximate: str = "none") -> Tensor:
-    return a.gelu_grad(grad) if approximate == "none" else F.gelu_tanh_grad(a, grad)
 
 
 @lowers(aten.pow.Tensor_Scalar)
@@ -261,11 +253,6 @@ def _pow(cx: Ctx, a: Tensor, exponent: Any) -> Tensor:
 @lowers(aten.pow.Scalar)
 def _pow_scalar(cx: Ctx, base: Any, exponent: Tensor) -> Tensor:
     return (exponent * math.log(float(base))).exp()
-
-
-@lowers(aten.threshold_backward.default)
-def _threshold_backward(cx: Ctx, grad: Tensor, a: Tensor, threshold: Any) -> Tensor:
-    return cx.g.where(a <= threshold, 0.0, grad)
 
 
 @lowers(aten.maximum.default)
@@ -907,6 +894,67 @@ def _pad(cx: Ctx, a: Tensor, pad: Sequence[int], value: float = 0.0) -> Tensor:
     for i in range(len(pad) // 2):  # torch lists the last axis first
         widths[a.ndim - 1 - i] = [int(pad[2 * i]), int(pad[2 * i + 1])]
     return a.pad(widths, value)
+
+
+# -- the op library's declarations ---------------------------------------------------------------
+# Each aten overload an entry of gpulab.functional declares lowers to the entry's function with
+# the node's arguments as they are (`generic`), or through the parser below where aten's
+# arguments differ from the function's.
+
+PARSERS: dict[Any, Lowering] = {}
+
+
+def parses(*overloads: Any) -> Callable[[Lowering], Lowering]:
+    """Register the parser of declared aten overloads (the declaration is the entry's)."""
+
+    def register(fn: Lowering) -> Lowering:
+        for overload in overloads:
+            PARSERS[overload] = fn
+        return fn
+
+    return register
+
+
+@parses(aten.elu.default)
+def _elu(cx: Ctx, a: Tensor, alpha: Any = 1.0, scale: Any = 1.0, input_scale: Any = 1.0) -> Tensor:
+    """aten's elu: F.elu's alpha, and an output scale (F.selu traces to elu(x, alpha, scale)),
+    which is the library's selu; an input scale other than 1 is refused."""
+    if input_scale != 1:
+        raise GpuLabError("UNSUPPORTED", f"elu with input_scale {input_scale}")
+    return F.elu(a, alpha) if scale == 1 else F.selu(a, alpha, scale)
+
+
+def overload(name: str) -> Any:
+    """aten's OpOverload for a declared name ("softplus.default")."""
+    packet, _, variant = name.partition(".")
+    return getattr(getattr(aten, packet), variant)
+
+
+def generic(fn: Callable[..., Tensor]) -> Lowering:
+    """The identity mapping: the aten node's arguments are the function's."""
+
+    def lower(cx: Ctx, *args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    lower.__name__ = fn.__name__
+    return lower
+
+
+def _declared() -> dict[Any, str]:
+    """Every declared aten overload lowered (ATEN_TABLE): overload -> its entry's name."""
+    made = {}
+    for entry in F.entries():
+        for name in entry.aten:
+            target = overload(name)
+            lowers(target)(PARSERS.get(target) or generic(entry.fn))
+            made[target] = entry.name
+    orphans = [str(p) for p in PARSERS if p not in made]
+    if orphans:
+        raise ValueError(f"aten parsers of overloads no entry declares: {orphans}")
+    return made
+
+
+DECLARED = _declared()
 
 
 def _decompositions() -> dict[Any, Callable[..., Any]]:

@@ -1,4 +1,5 @@
-"""torch.nn of the subset (modules in .modules, functions in .functional)."""
+"""torch.nn of the subset (modules in .modules, functions in .functional; the modules and
+functions of the op library's declarations come from gpulab.torch._library)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 from .._refuse import refuse
 from . import functional, init, utils
 from .modules import (
-    GELU,
+    DECLARED,
     AdaptiveAvgPool2d,
     AvgPool2d,
     Conv2d,
@@ -25,16 +26,12 @@ from .modules import (
     MSELoss,
     NLLLoss,
     Parameter,
-    ReLU,
     Sequential,
-    Sigmoid,
     Softmax,
-    Tanh,
     Upsample,
 )
 
 __all__ = [
-    "GELU",
     "AdaptiveAvgPool2d",
     "AvgPool2d",
     "Conv2d",
@@ -52,16 +49,15 @@ __all__ = [
     "ModuleList",
     "NLLLoss",
     "Parameter",
-    "ReLU",
     "Sequential",
-    "Sigmoid",
     "Softmax",
-    "Tanh",
     "Upsample",
     "functional",
     "init",
     "utils",
 ]
+globals().update(DECLARED)  # a module per op the op library gives an nn name (ReLU, ELU, ...)
+__all__ += list(DECLARED)
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,6 @@
-"""torch.nn.functional of the subset, built on gpulab.functional's shared composites."""
+"""torch.nn.functional of the subset: the functions of the op library's declarations (relu,
+gelu, elu, ...: gpulab.torch._library) and the parsers written here (linear, dropout,
+cross_entropy, ...) over gpulab.functional's composites."""
 
 from __future__ import annotations
 
@@ -7,50 +9,35 @@ from typing import Any
 
 from ... import functional as GF
 from .._dtype import float32, int32, int64
+from .._library import functions
 from .._random import Generator, pick
 from .._refuse import refuse
 from .._tape import current
-from ..tensor import Tensor, _axis, _gelu, as_tensor_like
+from ..tensor import Tensor, _axis, as_tensor_like
+
+DECLARED = functions("functional")
+globals().update(DECLARED)
 
 __all__ = [
     "cross_entropy",
     "dropout",
     "embedding",
-    "gelu",
     "layer_norm",
     "linear",
     "log_softmax",
     "mse_loss",
     "nll_loss",
     "one_hot",
-    "relu",
     "scaled_dot_product_attention",
-    "sigmoid",
     "softmax",
-    "tanh",
 ]
+__all__ += list(DECLARED)
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """input @ weight.T + bias (gpulab.functional.linear)."""
     node = GF.linear(input._f(), weight._f(), bias._f() if bias is not None else None)
     return Tensor._result(node, float32, input, weight, bias, op="linear")
-
-
-def relu(input: Tensor, inplace: bool = False) -> Tensor:
-    return input.relu()
-
-
-def gelu(input: Tensor, approximate: str = "none") -> Tensor:
-    return _gelu(input, approximate)
-
-
-def sigmoid(input: Tensor) -> Tensor:
-    return input.sigmoid()
-
-
-def tanh(input: Tensor) -> Tensor:
-    return input.tanh()
 
 
 def softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:

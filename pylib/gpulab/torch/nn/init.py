@@ -9,6 +9,8 @@ from .. import creation
 from .._refuse import refuse
 from ..tensor import Tensor
 
+__all__ = ["constant_", "normal_", "ones_", "uniform_", "xavier_uniform_", "zeros_"]
+
 
 def _set(t: Tensor, values: Tensor) -> Tensor:
     t._value, t._node, t._rec = values.reshape(list(t.shape))._values(), None, None
@@ -45,4 +47,4 @@ def xavier_uniform_(t: Tensor, gain: float = 1.0, generator: Any = None) -> Tens
 
 
 def __getattr__(name: str) -> Any:
-    raise refuse(f"torch.nn.init.{name}", "nn")
+    raise refuse(f"torch.nn.init.{name}", "init")

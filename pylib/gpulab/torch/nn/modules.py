@@ -1,14 +1,17 @@
-"""torch.nn modules of the subset: Module, Parameter, Linear, Sequential, ModuleList, the
-activations, Dropout, Embedding, LayerNorm and the two losses."""
+"""torch.nn modules of the subset: Module, Parameter, Linear, Sequential, ModuleList, Dropout,
+Embedding, LayerNorm, convolution and pooling, the losses, and a module for each op the op
+library declares an `nn` name for (`DECLARED`: ReLU, GELU, ELU, ...)."""
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from typing import Any, Self
 
-from .. import creation
+from ...functional import Entry
+from .. import _library, creation
 from .._dtype import float32
 from .._random import pick
 from .._refuse import refuse
@@ -341,33 +344,6 @@ class ModuleList(Module):
         return iter(self._modules.values())
 
 
-class ReLU(Module):
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-
-    def forward(self, x: Tensor) -> Tensor:
-        return x.relu()
-
-
-class GELU(Module):
-    def __init__(self, approximate: str = "none") -> None:
-        super().__init__()
-        self.approximate = approximate
-
-    def forward(self, x: Tensor) -> Tensor:
-        return F.gelu(x, self.approximate)
-
-
-class Sigmoid(Module):
-    def forward(self, x: Tensor) -> Tensor:
-        return x.sigmoid()
-
-
-class Tanh(Module):
-    def forward(self, x: Tensor) -> Tensor:
-        return x.tanh()
-
-
 class Softmax(Module):
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()
@@ -584,3 +560,45 @@ class NLLLoss(Module):
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.nll_loss(input, target, reduction=self.reduction)
+
+
+# -- modules of the op library's declarations ---------------------------------------------------
+
+
+def _declared_module(name: str, entry: Entry, fn: Any) -> type[Module]:
+    """nn.<name>: the constructor takes the function's keywords (and `inplace` where torch's
+    takes it), forward(input) calls the functional form with them."""
+    params = [p.replace(annotation=p.empty) for p in entry.keywords()]
+    if entry.inplace:
+        params.append(inspect.Parameter("inplace", _library.ANY, default=False))
+    sig = inspect.Signature(params)
+    keys = [p.name for p in params]
+
+    def __init__(self: Module, *args: Any, **kwargs: Any) -> None:
+        Module.__init__(self)
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as err:
+            raise TypeError(f"nn.{name}(): {err}") from None
+        bound.apply_defaults()
+        for key, value in bound.arguments.items():
+            setattr(self, key, value)
+
+    def forward(self: Module, input: Tensor) -> Tensor:
+        return fn(input, **{k: getattr(self, k) for k in keys})
+
+    def extra_repr(self: Module) -> str:
+        return ", ".join(f"{k}={getattr(self, k)!r}" for k in keys)
+
+    doc = f"torch.nn.{name}{sig}: forward is gpulab.functional.{entry.name}. {entry.doc}"
+    return type(
+        name,
+        (Module,),
+        {"__init__": __init__, "forward": forward, "extra_repr": extra_repr, "__doc__": doc},
+    )
+
+
+DECLARED: dict[str, type[Module]] = {
+    name: _declared_module(name, entry, fn) for name, (entry, fn) in _library.modules().items()
+}
+globals().update(DECLARED)
