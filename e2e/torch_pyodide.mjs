@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 
 import { createPythonGPUAdapter } from '../backends-js/src/python-adapter.mjs';
 import { createRuntime } from '../backends-js/src/runtime.mjs';
+import { installGpulab } from '../backends-js/test/pyodide-gpulab.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const pyodideDir = path.dirname(createRequire(import.meta.url).resolve('pyodide/pyodide.mjs'));
@@ -15,14 +16,17 @@ const { loadPyodide } = await import(path.join(pyodideDir, 'pyodide.mjs'));
 
 const [backend, ...names] = process.argv.slice(2);
 const pyodide = await loadPyodide({ indexURL: `${pyodideDir}/` });
-pyodide.FS.mkdirTree('/gpulab');
-pyodide.FS.mount(pyodide.FS.filesystems.NODEFS, { root: path.join(root, 'pylib') }, '/gpulab');
+// the package as the page's wheel holds it (its links to the op table read as files; a NODEFS
+// mount would leave them dangling); the fixtures mounted from the tests folder
+installGpulab(pyodide, path.join(root, 'pylib', 'gpulab'));
+pyodide.FS.mkdirTree('/gpulab-tests');
+pyodide.FS.mount(pyodide.FS.filesystems.NODEFS, { root: path.join(root, 'pylib', 'tests') }, '/gpulab-tests');
 const runtime = await createRuntime({ backend });
 createPythonGPUAdapter(pyodide, runtime, { allowExecute: true });
 pyodide.globals.set('names', pyodide.toPy(names));
 const out = await pyodide.runPythonAsync(`
 import json, sys
-sys.path[:0] = ['/gpulab', '/gpulab/tests']
+sys.path[:0] = ['/pkgs', '/gpulab-tests']
 assert 'numpy' not in sys.modules
 import gpulab.torch as torch
 from torch_fixtures import fixtures as fx
