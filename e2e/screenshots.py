@@ -19,9 +19,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from gpulab.conformance.browser import launch
 from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
-from gpulab.conformance.browser import launch
 from e2e.test_playground import (
     cell,
     open_notebook,

@@ -5,17 +5,19 @@
 import { nodeError } from './errors.mjs';
 import { table, operandNames, operandField } from './optable.mjs';
 
-/** @typedef {'float32'|'int32'|'uint32'|'bool'|'q4_k'|'q6_k'} Dtype */
+/** @typedef {'float32'|'int32'|'uint32'|'bool'|'q4_k'|'q6_k'|'q8_0'|'q4_0'} Dtype */
 /** @typedef {Float32Array|Int32Array|Uint32Array|Uint8Array} TypedData */
 
 /** @type {Record<string, {bytes: number, since: number, doc: string}>} */
 export const DTYPES = table.dtypes;
 export const DTYPE_NAMES = Object.freeze(Object.keys(DTYPES));
+/** The block-quantized dtypes (rows with a `block`): their data are bytes. */
+export const BLOCK_DTYPES = Object.freeze(DTYPE_NAMES.filter((name) => DTYPES[name].block));
 
 /** The typed array of each dtype: bool is one byte per element (0 or 1). */
 export const TYPED_ARRAY = Object.freeze({
   float32: Float32Array, int32: Int32Array, uint32: Uint32Array, bool: Uint8Array,
-  q4_k: Uint8Array, q6_k: Uint8Array,
+  ...Object.fromEntries(BLOCK_DTYPES.map((name) => [name, Uint8Array])),
 });
 
 /**
@@ -52,8 +54,7 @@ const RANGES = {
   int32: [-2147483648, 2147483647, 'an integer in -2147483648..2147483647'],
   uint32: [0, 4294967295, 'an integer in 0..4294967295'],
   bool: [0, 1, '0, 1, true or false'],
-  q4_k: [0, 255, 'a byte in 0..255'],
-  q6_k: [0, 255, 'a byte in 0..255'],
+  ...Object.fromEntries(BLOCK_DTYPES.map((name) => [name, [0, 255, 'a byte in 0..255']])),
 };
 
 const NON_FINITE = new Map([['nan', NaN], ['inf', Infinity], ['-inf', -Infinity]]);
@@ -216,7 +217,7 @@ export function toTypedData(value, dtype, shape, node, name) {
   if (value instanceof Ctor) return checked(value, dtype, node, name);
   if (isTyped) {
     if (dtype !== 'float32') checkIntegral(list, dtype, node, name);
-    if (dtype === 'q4_k' || dtype === 'q6_k') return Uint8Array.from(/** @type {ArrayLike<number>} */ (list));
+    if (blockOf(dtype)) return Uint8Array.from(/** @type {ArrayLike<number>} */ (list));
     return Ctor.from(/** @type {ArrayLike<number>} */ (list));
   }
   const out = new Ctor(count);

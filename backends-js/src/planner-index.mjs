@@ -9,6 +9,8 @@ export const INDEX_WG = 64;
 const PASS = { read: 0, write: 1, fill: 2, gather: 3, add: 4 };
 const INDEX_OPS = new Set(['index_select', 'gather', 'index_add', 'scatter_add']);
 const V4_OPS = ['slice', 'slice_scatter', 'concat', 'pad', ...INDEX_OPS];
+// ops with a check word: the index ops and dequantize_rows (quant.wgsl)
+const CHECKED_OPS = new Set([...INDEX_OPS, 'dequantize_rows']);
 
 /** @param {number[]} shape */
 const count = (shape) => shape.reduce((a, b) => a * b, 1);
@@ -27,16 +29,17 @@ const pad4 = (v, fill) => [...new Array(4 - v.length).fill(fill), ...v];
 const word = (/** @type {number} */ v) => /** @type {[string, number]} */ (['u32', v >>> 0]);
 
 /**
- * The check buffer (allocated at the first v4 node) and, for an index op, its word.
+ * The check buffer (allocated at the first node that binds it) and, for an index op or
+ * dequantize_rows, its word.
  * @param {any} ctx @param {any} node
  */
-function checkBuffer(ctx, node) {
+export function checkBuffer(ctx, node) {
   if (ctx.checkBuffer === undefined) {
-    const slots = ctx.checked.order.filter((id) => INDEX_OPS.has(ctx.node(id).op)).length;
+    const slots = ctx.checked.order.filter((id) => CHECKED_OPS.has(ctx.node(id).op)).length;
     ctx.checkBuffer = ctx.allocate(node, Math.max(4, slots), 'check');
   }
   let slot = 0;
-  if (INDEX_OPS.has(node.op)) {
+  if (CHECKED_OPS.has(node.op)) {
     slot = ctx.checks.length;
     ctx.checks.push({ node: node.id, word: slot });
   }

@@ -6,14 +6,14 @@
 // Per-op rules live in a registry keyed by op name (RULES below), not in a switch.
 
 import { GpuLabError, nodeError } from './errors.mjs';
-import { DTYPE_NAMES, blockOf, storedLength } from './dtypes.mjs';
+import { BLOCK_DTYPES, DTYPE_NAMES, blockOf, storedLength } from './dtypes.mjs';
 import {
   familyCodes, familyKernel, familyOps, fusableMap1, langDtypes, scalarAttrs,
 } from './kernel-table.mjs';
 import { clampWords, DTYPE_CODE } from './clamp-bounds.mjs';
 import { dropoutWords } from './hash-uniform.mjs';
 import { STUDENT_DTYPES, STUDENT_RULES } from './planner-student.mjs';
-import { INDEX_DTYPES, INDEX_RULES } from './planner-index.mjs';
+import { INDEX_DTYPES, INDEX_RULES, checkBuffer } from './planner-index.mjs';
 import { WINDOW_RULES, convGemm, planConvPass } from './planner-window.mjs';
 import { convBias, findEpilogues, planEpilogue } from './planner-epilogue.mjs';
 import { findMulti, planAdamMulti, planCrossEntropyPair } from './planner-multi.mjs';
@@ -790,11 +790,49 @@ export function quantVec(rows, blocks, kind) {
   return kind === 'q4_k' ? { QL: ql, MR: rows, UNROLL: 2 } : { QL: ql, MR: rows };
 }
 
-/** @type {Rule} */
-function planMatmulQ(ctx, node) {
+/** quant.wgsl's kind codes (dequantize's p.n). */
+const QUANT_KIND = { q4_k: 0, q6_k: 1, q8_0: 2, q4_0: 3 };
+/** quant.wgsl matmul_q32's KIND32 for the 32-value block kinds. */
+const KIND32 = { q8_0: 0, q4_0: 1 };
+const QUANT32_ROWS = 8; // rows of x one matmul_q32 workgroup takes (its Rows8)
+
+/**
+ * quant.wgsl matmul_q32's overrides for x of `rows` rows and weight rows of `blocks` 32-value
+ * blocks (twin of planner.py quant32): QL lanes per weight row so that each walks about 4 to 8
+ * quarter blocks, MR rows of x per workgroup.
+ * @param {number} rows @param {number} blocks @param {'q8_0' | 'q4_0'} kind
+ */
+export function quant32(rows, blocks, kind) {
+  const quarters = blocks * 4;
+  const ql = quarters <= 32 ? 8 : quarters <= 128 ? 16 : 32;
+  return { QL: ql, MR: Math.min(rows, QUANT32_ROWS), KIND32: KIND32[kind] };
+}
+
+/**
+ * matmul_q of a q8_0 / q4_0 weight: matmul_q32.
+ * @param {PlanContext} ctx @param {CheckedNode} node @param {'q8_0' | 'q4_0'} kind
+ */
+function planMatmulQ32(ctx, node, kind) {
   const [n, k] = ctx.operandShape(node, 1);
   const rows = count(node.shape) / n;
-  const q6 = operandDtypeAt(ctx, node, 1) === 'q6_k';
+  const o = quant32(rows, k / 32, kind);
+  const groups = Math.ceil(n / (QUANT_VEC_GROUP / o.QL));
+  ctx.dispatch(node, 'quant:matmul_q32', o,
+    u32s(rows, n, k, k / 32, groups, 0, 0, 0, 0, 0, 0, 0),
+    [ctx.operand(node, 0), ctx.operand(node, 1), ctx.output(node)],
+    groups * Math.ceil(rows / QUANT32_ROWS));
+}
+
+/** @type {Rule} */
+function planMatmulQ(ctx, node) {
+  const kind = operandDtypeAt(ctx, node, 1);
+  if (kind === 'q8_0' || kind === 'q4_0') {
+    planMatmulQ32(ctx, node, kind);
+    return;
+  }
+  const [n, k] = ctx.operandShape(node, 1);
+  const rows = count(node.shape) / n;
+  const q6 = kind === 'q6_k';
   const a = ctx.operand(node, 0);
   const b = ctx.operand(node, 1);
   const out = ctx.output(node);
@@ -816,11 +854,27 @@ function planMatmulQ(ctx, node) {
 /** @type {Rule} */
 function planDequantize(ctx, node) {
   const n = count(node.shape);
-  const kind = operandDtypeAt(ctx, node, 0) === 'q6_k' ? 1 : 0;
+  const kind = QUANT_KIND[operandDtypeAt(ctx, node, 0)];
   const a = ctx.operand(node, 0);
   const out = ctx.output(node);
   ctx.dispatch(node, 'quant:dequantize', {}, u32s(n, kind, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), [a, out],
     Math.ceil(n / ELEMENTWISE_WG));
+}
+
+/**
+ * Rows idx of a quantized [N, K]; an index out of range records its position in the node's
+ * check word (planner-index.mjs checkBuffer).
+ * @type {Rule}
+ */
+function planDequantizeRows(ctx, node) {
+  const total = count(node.shape);
+  const [n, k] = ctx.operandShape(node, 0);
+  const kind = QUANT_KIND[operandDtypeAt(ctx, node, 0)];
+  const { buffer, slot } = checkBuffer(ctx, node);
+  ctx.dispatch(node, 'quant:dequantize_rows', {},
+    u32s(total, kind, k, n, slot, 0, 0, 0, 0, 0, 0, 0),
+    [ctx.operand(node, 0), ctx.operand(node, 1), ctx.output(node), buffer],
+    Math.ceil(total / ELEMENTWISE_WG), 2);
 }
 
 /** matmul_fixed: matmul's batch params, frac_bits last; one output per thread. @type {Rule} */
@@ -872,6 +926,7 @@ export const RULES = {
   ...STUDENT_RULES,  // wgsl, wgsl_output (planner-student.mjs)
   matmul_q: planMatmulQ,
   dequantize: planDequantize,
+  dequantize_rows: planDequantizeRows,
   matmul_fixed: planMatmulFixed,
   ...INDEX_RULES,  // the v4 selection ops (planner-index.mjs)
   ...WINDOW_RULES,  // the v6 window ops (planner-window.mjs)
@@ -896,8 +951,9 @@ export const RULE_DTYPES = {
   ...Object.fromEntries([...Object.keys(MAP_BITS_OP), ...Object.keys(EXTREMES_OP)]
     .map((op) => [op, ['float32', 'int32']])),
   ...STUDENT_DTYPES,
-  // dequantize is judged by its operand's dtype (matmul_q by its float32 result)
-  dequantize: ['q4_k', 'q6_k'],
+  // dequantize(_rows) is judged by its operand's dtype (matmul_q by its float32 result)
+  dequantize: BLOCK_DTYPES,
+  dequantize_rows: BLOCK_DTYPES,
   ...INDEX_DTYPES,
 };
 

@@ -113,6 +113,13 @@ export const SELECT_RULES = {
     return ctx.shapes[0].map((d, k) => (k === axis ? idx[0] : d));
   },
 
+  // rows idx of a block-quantized [N, K] (its input node checked the rank and K) -> [M, K]
+  dequantize_rows(ctx) {
+    const idx = ctx.shapes[1];
+    requireRank(ctx, 'idx', idx, 1);
+    return [idx[0], ctx.shapes[0][1]];
+  },
+
   gather(ctx) {
     const axis = indexAxis(ctx);
     requireWithin(ctx, axis, ctx.shapes[1]);

@@ -590,8 +590,8 @@ function inferDtypes(nodes, topo, byId) {
 }
 
 /**
- * Block-quantized tensors are weights read by matmul_q and dequantize only: no output is one
- * (so no backend reads blocks back). @param {{name: string, id: number}[]} outputs
+ * Block-quantized tensors are weights read by matmul_q, dequantize and dequantize_rows only:
+ * no output is one (so no backend reads blocks back). @param {{name: string, id: number}[]} outputs
  * @param {Map<number, CheckedNode>} byId
  */
 function checkOutputDtypes(outputs, byId) {
@@ -599,7 +599,7 @@ function checkOutputDtypes(outputs, byId) {
     const node = byId.get(o.id);
     if (blockOf(node.dtype)) {
       throw nodeError('VALIDATION', node, `output "${o.name}" is a ${node.dtype} tensor; only ` +
-        'matmul_q and dequantize read one (output its dequantize)');
+        'matmul_q, dequantize and dequantize_rows read one (output its dequantize)');
     }
   }
 }

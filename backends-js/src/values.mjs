@@ -13,6 +13,12 @@ const INT32_MIN = -(2 ** 31);
 const INT32_MAX = 2 ** 31 - 1;
 
 /**
+ * The axis an op's idx picks along: its `axis` attribute, 0 for dequantize_rows (rows).
+ * @param {{attrs: Record<string, any>}} node
+ */
+export const indexAxisOf = (node) => node.attrs.axis ?? 0;
+
+/**
  * The out-of-range message, at validation (VALIDATION) and from kernels at run time (BACKEND:
  * every backend says it so; a GPU reports the position, `value` undefined, as its kernels
  * clamp the read and record only where).
@@ -20,9 +26,10 @@ const INT32_MAX = 2 ** 31 - 1;
  * @param {number[]} a operand a's shape @param {number} p @param {number} [value]
  */
 export function indexError(code, node, a, p, value) {
-  const n = a[node.attrs.axis];
+  const axis = indexAxisOf(node);
+  const n = a[axis];
   const held = value === undefined ? `an index at idx[${p}] out of range` : `idx[${p}] = ${value}, out of range`;
-  return nodeError(code, node, `operand idx holds ${held} for axis ${node.attrs.axis} of a ` +
+  return nodeError(code, node, `operand idx holds ${held} for axis ${axis} of a ` +
     `${fmt(a)} (valid 0..${n - 1})`);
 }
 
@@ -36,7 +43,7 @@ function checkIndexData(node, byId) {
   const idx = byId.get(node.operands[slot]);
   if (idx.op !== 'input' || !idx.data) return;
   const a = byId.get(node.operands[0]).shape;
-  const n = a[node.attrs.axis];
+  const n = a[indexAxisOf(node)];
   const data = idx.data;
   for (let p = 0; p < data.length; p++) {
     if (data[p] < 0 || data[p] >= n) throw indexError('VALIDATION', node, a, p, data[p]);

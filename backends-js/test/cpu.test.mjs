@@ -330,8 +330,8 @@ function q4kBlock() {
   return { bytes: b, want };
 }
 
-async function quantOp(graphNodes) {
-  const r = await runtime.execute({ version: 2, nodes: graphNodes, outputs: [{ name: 'o', id: 9 }] });
+async function quantOp(graphNodes, version = 2) {
+  const r = await runtime.execute({ version, nodes: graphNodes, outputs: [{ name: 'o', id: 9 }] });
   return r.outputs.o;
 }
 
@@ -361,6 +361,34 @@ test('q6_k: d * int8 scale * (q - 32), 6-bit quants from ql and qh', async () =>
   }
   const w = { id: 0, op: 'input', shape: [1, 256], dtype: 'q6_k', data: b };
   same((await quantOp([w, { id: 9, op: 'dequantize', a: 0 }])).data, want);
+});
+
+test('q8_0 and q4_0: d * q and d * (nibble - 8); dequantize_rows decodes only the rows asked', async () => {
+  covered.add('dequantize_rows');
+  // two q8_0 blocks (rows of 32): d = 0.5 then -2, quants -128..127 stepping
+  const q8 = new Uint8Array(68);
+  q8.set([0x00, 0x38], 0); q8.set([0x00, 0xc0], 34);
+  for (let j = 0; j < 32; j++) { q8[2 + j] = (j * 9 - 128) & 0xff; q8[36 + j] = (j * 5) & 0xff; }
+  const want8 = [];
+  for (let j = 0; j < 32; j++) want8.push(0.5 * ((((j * 9 - 128) & 0xff) << 24) >> 24));
+  for (let j = 0; j < 32; j++) want8.push(-2 * ((((j * 5) & 0xff) << 24) >> 24));
+  const w8 = { id: 0, op: 'input', shape: [2, 32], dtype: 'q8_0', data: q8 };
+  same((await quantOp([w8, { id: 9, op: 'dequantize', a: 0 }], 7)).data, want8);
+  const idx = { id: 1, op: 'input', shape: [3], dtype: 'int32', data: [1, 0, 1] };
+  const rows = await quantOp([w8, idx, { id: 9, op: 'dequantize_rows', a: 0, idx: 1 }], 7);
+  assert.deepEqual(rows.shape, [3, 32]);
+  same(rows.data, [...want8.slice(32), ...want8.slice(0, 32), ...want8.slice(32)]);
+  // one q4_0 block: d = 0.25, byte j = j | (15 - j) << 4: values j - 8 then 7 - j
+  const q4 = new Uint8Array(18);
+  q4.set([0x00, 0x34], 0);
+  for (let j = 0; j < 16; j++) q4[2 + j] = j | ((15 - j) << 4);
+  const want4 = [...Array.from({ length: 16 }, (_, j) => 0.25 * (j - 8)),
+    ...Array.from({ length: 16 }, (_, j) => 0.25 * (7 - j))];
+  const w4 = { id: 0, op: 'input', shape: [1, 32], dtype: 'q4_0', data: q4 };
+  same((await quantOp([w4, { id: 9, op: 'dequantize', a: 0 }], 7)).data, want4);
+  const x = { id: 1, op: 'input', shape: [1, 32], data: new Float32Array(32).fill(1) };
+  same((await quantOp([w4, x, { id: 9, op: 'matmul_q', a: 1, b: 0 }], 7)).data,
+    [want4.reduce((a, b) => a + b, 0)]);
 });
 
 test('matmul_fixed: round half even to fixed point, int64 sums past 2^32, saturation', async () => {

@@ -94,7 +94,8 @@ test('an int32 input is a node at int32: a backend whose input kernel is float32
 
 test('opKernelDtypes: the dtypes of the variable the kernel goes by', () => {
   assert.deepEqual(opKernelDtypes('relu'), ['float32']);
-  assert.deepEqual(opKernelDtypes('input').sort(), ['bool', 'float32', 'int32', 'q4_k', 'q6_k', 'uint32']);
+  assert.deepEqual(opKernelDtypes('input').sort(),
+    ['bool', 'float32', 'int32', 'q4_0', 'q4_k', 'q6_k', 'q8_0', 'uint32']);
   assert.deepEqual(opKernelDtypes('full'), ['float32']);
   assert.deepEqual(opKernelDtypes('no-such-op'), []);
 });

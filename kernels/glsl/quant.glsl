@@ -1,9 +1,11 @@
-// Issue 14 on WebGL2: ggml's q4_k / q6_k blocks decoded in the shader (DEQUANT: one value per
-// fragment; MATMUL_Q: out[r, c] = sum_k x[r, k] * w[c, k], ascending k from 0.0, each weight
-// value decoded where it is used, never stored as float32) and matmul_fixed (FIXED: int32
-// fixed point, 64-bit sums as (lo, hi) uint pairs: GLSL ES 3.00 has no 64-bit integers, no
+// Block-quantized weights on WebGL2: ggml's q4_k / q6_k / q8_0 / q4_0 blocks decoded in the
+// shader (DEQUANT: one value per fragment; DEQUANT_ROWS: value j of row idx[r] per fragment;
+// MATMUL_Q: out[r, c] = sum_k x[r, k] * w[c, k], ascending k from 0.0, each weight value
+// decoded where it is used, never stored as float32) and matmul_fixed (FIXED: int32 fixed
+// point, 64-bit sums as (lo, hi) uint pairs: GLSL ES 3.00 has no 64-bit integers, no
 // uaddCarry, no umulExtended, no findMSB). The rules are docs/protocol.md's; the WGSL twin is
-// kernels/wgsl/quant.wgsl. Defines: DEQUANT or MATMUL_Q with Q6K (else q4_k); FIXED.
+// kernels/wgsl/quant.wgsl. Defines: DEQUANT, DEQUANT_ROWS or MATMUL_Q with Q6K, Q80 or Q40
+// (else q4_k); FIXED.
 // A quantized tensor is an R32UI texture of its bytes packed 4 to a word.
 precision highp usampler2D;
 uniform highp usampler2D u_q;   // the quantized weight
@@ -12,6 +14,10 @@ uniform sampler2D u_b;          // matmul_fixed: b
 uniform ivec4 u_dims;           // matmul_q: (N, K, 0, 0); matmul_fixed: (M, N, K, frac_bits)
 uniform ivec4 u_strides;        // matmul_fixed: (b1, a_s0, a_s1, b_s0)
 uniform int u_bs1;              // matmul_fixed: b_s1
+#if defined(DEQUANT_ROWS)
+precision highp isampler2D;
+uniform highp isampler2D u_idx; // dequantize_rows: the row indices (checked by a check pass)
+#endif
 
 uint wordAt(int i) {
   int w = textureSize(u_q, 0).x;
@@ -76,14 +82,46 @@ float q6kValue(int blk, int j) {
   return (d * float(sc)) * float(q);
 }
 
+// q8_0: 34 bytes per 32 values, y = d * q (q an int8)
+float q80Value(int blk, int j) {
+  int base = blk * 34;
+  float d = halfToFloat(byteAt(base) | (byteAt(base + 1) << 8));
+  return d * float(sext8(byteAt(base + 2 + j)));
+}
+
+// q4_0: 18 bytes per 32 values, y = d * (q - 8); byte j holds values j (low) and j + 16 (high)
+float q40Value(int blk, int j) {
+  int base = blk * 18;
+  uint b = byteAt(base + 2 + j % 16);
+  uint q = j >= 16 ? (b >> 4) : (b & 15u);
+  float d = halfToFloat(byteAt(base) | (byteAt(base + 1) << 8));
+  return d * float(int(q) - 8);
+}
+
 #if defined(Q6K)
 float quantValue(int i) { return q6kValue(i / 256, i % 256); }
+#elif defined(Q80)
+float quantValue(int i) { return q80Value(i / 32, i % 32); }
+#elif defined(Q40)
+float quantValue(int i) { return q40Value(i / 32, i % 32); }
 #else
 float quantValue(int i) { return q4kValue(i / 256, i % 256); }
 #endif
 
 #if defined(DEQUANT)
 uint kernelWord(int i) { return floatBitsToUint(quantValue(i)); }
+#endif
+
+#if defined(DEQUANT_ROWS)
+// u_dims: (N, K); a row out of range writes 0 (the node's check pass reports it)
+uint kernelWord(int i) {
+  int k = u_dims.y;
+  int r = i / k;
+  int w = textureSize(u_idx, 0).x;
+  int row = texelFetch(u_idx, ivec2(r % w, r / w), 0).r;
+  if (row < 0 || row >= u_dims.x) return 0u;
+  return floatBitsToUint(quantValue(row * k + (i - r * k)));
+}
 #endif
 
 #if defined(MATMUL_Q)

@@ -1,11 +1,13 @@
-// Issue 14 on WebGPU / wgpu: ggml's q4_k and q6_k blocks decoded in the kernel (entry points
-// `dequantize`, `matmul_q4k`, `matmul_q6k`: a @ w.T, the float weight is never stored) and
-// `matmul_fixed` (int32 fixed-point operands, 64-bit sums as (lo, hi) u32 pairs: WGSL has no
-// i64). The rules are docs/protocol.md's; the numpy twin is pylib/gpulab/quant.py.
+// Block-quantized weights on WebGPU / wgpu: ggml's q4_k, q6_k, q8_0 and q4_0 blocks decoded in
+// the kernel (entry points `dequantize`, `dequantize_rows`, `matmul_q4k`, `matmul_q6k`, their
+// `_vec` GEMVs and `matmul_q32` for the 32-value kinds: a @ w.T, the float weight is never
+// stored) and `matmul_fixed` (int32 fixed-point operands, 64-bit sums as (lo, hi) u32 pairs:
+// WGSL has no i64). The rules are docs/protocol.md's; the numpy twin is pylib/gpulab/quant.py.
 //
 // A quantized tensor is its blocks' bytes packed 4 to a little-endian u32 (the last word
 // zero-padded). q4_k blocks are 144 bytes (36 words, word-aligned); q6_k blocks are 210 bytes,
-// so every other block starts on a half word: q6_k reads bytes and 16-bit halves by address.
+// q8_0 34 and q4_0 18, so every other block starts on a half word: those kinds read bytes and
+// 16-bit halves by address.
 //
 // Decoding is exact: f16 -> f32 by bits (subnormals and -0 kept, no flush), then products of a
 // f16 by small integers, which fit in f32's 24 bits, so a fused multiply-add gives the same bits.
@@ -27,6 +29,9 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> yd: array<f32>;
 @group(0) @binding(2) var<storage, read> fb: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
+// dequantize_rows: the row indices (binding 2) and the plan's check words (binding 4)
+@group(0) @binding(2) var<storage, read> ridx: array<i32>;
+@group(0) @binding(4) var<storage, read_write> qerr: array<atomic<u32>>;
 
 // ---- decoding, shared by every entry point (values in, no buffer access) ----
 
@@ -91,13 +96,59 @@ fn q6k_value(i: u32) -> f32 {
   return (d * f32(sc)) * f32(q);
 }
 
-// p.m: the value count, p.n: 0 for q4_k, 1 for q6_k
+// q8_0: 34 bytes per 32 values, y = d * q (q an int8)
+fn q8_0_value(i: u32) -> f32 {
+  let base = (i / 32u) * 34u;
+  let d = half_f32(wd_byte(base) | (wd_byte(base + 1u) << 8u));
+  return d * f32(sext8(wd_byte(base + 2u + i % 32u)));
+}
+
+// q4_0: 18 bytes per 32 values, y = d * (q - 8); byte j holds values j (low) and j + 16 (high)
+fn q4_0_value(i: u32) -> f32 {
+  let base = (i / 32u) * 18u;
+  let j = i % 32u;
+  let b = wd_byte(base + 2u + j % 16u);
+  let q = select(b & 15u, b >> 4u, j >= 16u);
+  let d = half_f32(wd_byte(base) | (wd_byte(base + 1u) << 8u));
+  return d * f32(i32(q) - 8);
+}
+
+// value i of the weight, kind 0 q4_k, 1 q6_k, 2 q8_0, 3 q4_0
+fn quant_value(kind: u32, i: u32) -> f32 {
+  switch (kind) {
+    case 0u: { return q4k_value(i); }
+    case 1u: { return q6k_value(i); }
+    case 2u: { return q8_0_value(i); }
+    default: { return q4_0_value(i); }
+  }
+}
+
+// p.m: the value count, p.n: the kind (quant_value's)
 @compute @workgroup_size(64)
 fn dequantize(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
               @builtin(local_invocation_index) lid: u32) {
   let i = (wid.x + nwg.x * (wid.y + nwg.y * wid.z)) * 64u + lid;
   if (i >= p.m) { return; }
-  yd[i] = select(q4k_value(i), q6k_value(i), p.n == 1u);
+  yd[i] = quant_value(p.n, i);
+}
+
+// ---- dequantize_rows: out[r, j] = value j of row idx[r] of the weight [N, K] ----
+// p.m: the output's value count (M * K), p.n: the kind, p.k: K, p.nb: N, p.groups_n: the
+// node's check word. An index outside 0..N-1 records its position (the smallest, atomicMin) and
+// writes 0 (the run then fails with BACKEND: the programs read the check words).
+@compute @workgroup_size(64)
+fn dequantize_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                   @builtin(local_invocation_index) lid: u32) {
+  let i = (wid.x + nwg.x * (wid.y + nwg.y * wid.z)) * 64u + lid;
+  if (i >= p.m) { return; }
+  let r = i / p.k;
+  let row = ridx[r];
+  if (row < 0 || u32(row) >= p.nb) {
+    atomicMin(&qerr[p.groups_n], r);
+    out[i] = 0.0;
+    return;
+  }
+  out[i] = quant_value(p.n, u32(row) * p.k + i % p.k);
 }
 
 // ---- matmul_q: out[r, c] = sum_k x[r, k] * w[c, k] ----
@@ -435,6 +486,95 @@ fn matmul_q6k_vec(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups
     }
   }
   vec_reduce_store(acc, lid, t, col);
+}
+
+// ---- matmul_q32: q8_0 / q4_0 weights (32-value blocks) against x of any rows ----
+// A workgroup of 128 threads computes 128 / QL weight rows (output columns) for up to 8 rows of
+// x (MR: min(M, 8), a pipeline constant; the row groups of a larger x are further workgroups,
+// each reading the weight again: batch-1 decoding is the case this kernel is for). QL lanes (an
+// override: 8, 16 or 32) share a weight row and walk its quarter blocks (8 values each: 8 bytes
+// of q8_0, or 8 bytes of q4_0 and their low or high nibbles) in steps of QL; every quarter is
+// decoded once and used for every row of x, then the QL partial sums of a row are added as a
+// tree in workgroup memory. Order: each lane sums its quarters in ascending order (8 products
+// each, ascending k), then the tree. KIND32: 0 q8_0 (34-byte blocks), 1 q4_0 (18-byte blocks).
+
+override KIND32: u32 = 0u;
+
+// the 4 bytes of a word as signed values
+fn sbytes(w: u32) -> vec4<f32> {
+  return vec4<f32>(f32(sext8(w & 255u)), f32(sext8((w >> 8u) & 255u)),
+                   f32(sext8((w >> 16u) & 255u)), f32(sext8(w >> 24u)));
+}
+
+// s plus 8 products: x's 8 values at vec4 index at (two vec4s) with lo, hi
+fn dot8_into(s: f32, at: u32, lo: vec4<f32>, hi: vec4<f32>) -> f32 {
+  return dot4_into(dot4_into(s, x4[at], lo), x4[at + 1u], hi);
+}
+
+// every row of x (row r's 8 values at vec4 index at + r * kq) against one quarter's values
+fn rows_dot8(acc: Rows8, at: u32, kq: u32, rows: u32, lo: vec4<f32>, hi: vec4<f32>) -> Rows8 {
+  var o = acc;
+  o.r0 = dot8_into(o.r0, at, lo, hi);
+  if (MR > 1u && rows > 1u) { o.r1 = dot8_into(o.r1, at + kq, lo, hi); }
+  if (MR > 2u && rows > 2u) { o.r2 = dot8_into(o.r2, at + 2u * kq, lo, hi); }
+  if (MR > 3u && rows > 3u) { o.r3 = dot8_into(o.r3, at + 3u * kq, lo, hi); }
+  if (MR > 4u && rows > 4u) { o.r4 = dot8_into(o.r4, at + 4u * kq, lo, hi); }
+  if (MR > 5u && rows > 5u) { o.r5 = dot8_into(o.r5, at + 5u * kq, lo, hi); }
+  if (MR > 6u && rows > 6u) { o.r6 = dot8_into(o.r6, at + 6u * kq, lo, hi); }
+  if (MR > 7u && rows > 7u) { o.r7 = dot8_into(o.r7, at + 7u * kq, lo, hi); }
+  return o;
+}
+
+// vec_reduce_store for rows m0 .. m0 + rows - 1
+fn vec_reduce_store_rows(acc: Rows8, lid: u32, t: u32, col: u32, m0: u32, rows: u32) {
+  for (var r = 0u; r < MR; r++) { vred[r * VG + lid] = row_of(acc, r); }
+  workgroupBarrier();
+  for (var s = QL / 2u; s > 0u; s = s / 2u) {
+    if (t < s) {
+      for (var r = 0u; r < MR; r++) { vred[r * VG + lid] += vred[r * VG + lid + s]; }
+    }
+    workgroupBarrier();
+  }
+  if (t == 0u && col < p.n) {
+    for (var r = 0u; r < rows; r++) { out[(m0 + r) * p.n + col] = vred[r * VG + lid]; }
+  }
+}
+
+// p.m: rows of x (all batch axes), p.n: N, p.k: K, p.nb: K / 32, p.groups_n: ceil(N / (VG / QL))
+@compute @workgroup_size(128)
+fn matmul_q32(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+              @builtin(local_invocation_index) lid: u32) {
+  let g = wid.x + nwg.x * (wid.y + nwg.y * wid.z);
+  let col = (g % p.groups_n) * (VG / QL) + lid / QL;
+  let m0 = (g / p.groups_n) * 8u;
+  let rows = min(MR, p.m - m0);
+  let t = lid % QL;
+  let kq = p.k / 4u;
+  let bb = select(18u, 34u, KIND32 == 0u); // bytes per block
+  var acc = Rows8(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+  if (col < p.n) {
+    let row = col * p.nb * bb;
+    for (var s = t; s < p.nb * 4u; s += QL) {
+      let b = s / 4u;
+      let part = s % 4u;
+      let base = row + b * bb;
+      let d = half_f32(wq_half(base));
+      var lo: vec4<f32>;
+      var hi: vec4<f32>;
+      if (KIND32 == 0u) {
+        let w = wq_pair(base + 2u + part * 8u);
+        lo = d * sbytes(w.x);
+        hi = d * sbytes(w.y);
+      } else { // quarters 0, 1: low nibbles of bytes 0..15; quarters 2, 3: their high nibbles
+        let w = wq_pair(base + 2u + (part % 2u) * 8u);
+        let sh = (part / 2u) * 4u;
+        lo = d * (nib_lo(w.x >> sh) - vec4<f32>(8.0));
+        hi = d * (nib_lo(w.y >> sh) - vec4<f32>(8.0));
+      }
+      acc = rows_dot8(acc, (m0 * p.k + b * 32u + part * 8u) / 4u, kq, rows, lo, hi);
+    }
+  }
+  vec_reduce_store_rows(acc, lid, t, col, m0, rows);
 }
 
 // ---- matmul_fixed: one output per thread, products summed as 64-bit (lo, hi) pairs ----

@@ -43,6 +43,8 @@ __all__ = [
 ]
 
 DTYPES: dict[str, dict[str, Any]] = optable.load()["dtypes"]
+# the block-quantized dtypes (rows with a `block`): their data are bytes in every map below
+BLOCK_DTYPES = tuple(name for name, row in DTYPES.items() if "block" in row)
 
 
 def _typecode(size: int, signed: bool) -> str:
@@ -58,16 +60,14 @@ TYPECODE = {
     "int32": _typecode(4, True),
     "uint32": _typecode(4, False),
     "bool": "B",
-    "q4_k": "B",
-    "q6_k": "B",
+    **{name: "B" for name in BLOCK_DTYPES},
 }
 DTYPE_NUMPY = {
     "float32": "<f4",
     "int32": "<i4",
     "uint32": "<u4",
     "bool": "u1",
-    "q4_k": "u1",
-    "q6_k": "u1",
+    **{name: "u1" for name in BLOCK_DTYPES},
 }
 
 # inclusive ranges of the integer-like dtypes, and what a message calls them
@@ -75,8 +75,7 @@ RANGES = {
     "int32": (-2147483648, 2147483647, "an integer in -2147483648..2147483647"),
     "uint32": (0, 4294967295, "an integer in 0..4294967295"),
     "bool": (0, 1, "0, 1, true or false"),
-    "q4_k": (0, 255, "a byte in 0..255"),
-    "q6_k": (0, 255, "a byte in 0..255"),
+    **{name: (0, 255, "a byte in 0..255") for name in BLOCK_DTYPES},
 }
 NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
@@ -432,8 +431,7 @@ NUMPY_VALUE = {
     "int32": "int32",
     "uint32": "uint32",
     "bool": "bool",
-    "q4_k": "uint8",
-    "q6_k": "uint8",
+    **{name: "uint8" for name in BLOCK_DTYPES},
 }
 
 

@@ -222,14 +222,20 @@ class Tensor:
 
     @property
     def T(self) -> Any:
-        """The transpose; of a q4_k / q6_k weight, a view only `x @ w.T` (matmul_q) takes."""
+        """The transpose; of a block-quantized weight, a view only `x @ w.T` (matmul_q) takes."""
         if self.dtype in QUANTIZED_DTYPES:
             return QuantizedTranspose(self)
         return self.transpose()
 
     def dequantize(self) -> Tensor:
-        """The float32 values of a q4_k / q6_k tensor [N, K] (ggml's decode, exact)."""
+        """The float32 values of a block-quantized tensor [N, K] (ggml's decode, exact)."""
         return self.graph.op("dequantize", a=self)
+
+    def dequantize_rows(self, idx: Any) -> Tensor:
+        """Rows idx (int32 [M], a Tensor or a list) of a block-quantized tensor [N, K] as
+        float32 [M, K]: an embedding lookup that decodes only those rows (exact)."""
+        rows = idx if isinstance(idx, Tensor) else self.graph.tensor(list(idx), dtype="int32")
+        return self.graph.op("dequantize_rows", a=self, idx=rows)
 
     def matmul_fixed(self, other: Any, frac_bits: int = 16) -> Tensor:
         """self @ other in fixed point (docs/protocol.md "matmul_fixed"): each operand
@@ -507,10 +513,11 @@ class Graph:
         return self._source("input", _with_dtype({"shape": list(target), "data": values}, dtype))
 
     def quantized(self, raw: Any, kind: str = "q4_k", shape: Sequence[int] = ()) -> Tensor:
-        """A block-quantized weight: `raw` the bytes of ggml q4_k / q6_k blocks (bytes,
-        bytearray, memoryview, a uint8 numpy array, e.g. a GGUF tensor's `data`) holding a
-        float [N, K] (K a multiple of 256), row-major. Use it as `x @ w.T` (decoded inside the
-        kernel) or `w.dequantize()`."""
+        """A block-quantized weight: `raw` the bytes of ggml q4_k / q6_k / q8_0 / q4_0 blocks
+        (bytes, bytearray, memoryview, a uint8 numpy array, e.g. a GGUF tensor's `data`)
+        holding a float [N, K] (K a multiple of the kind's block: 256, or 32 for q8_0 / q4_0),
+        row-major. Use it as `x @ w.T` (decoded inside the kernel), `w.dequantize()` or
+        `w.dequantize_rows(idx)` (an embedding lookup)."""
         if kind not in QUANTIZED_DTYPES:
             raise GpuLabError(
                 "VALIDATION",

@@ -814,15 +814,15 @@ def _infer_dtypes(topo: list[int], by_id: dict[int, CheckedNode]) -> None:
 
 
 def _check_output_dtypes(outputs: list[Output], by_id: dict[int, CheckedNode]) -> None:
-    """Block-quantized tensors are weights read by matmul_q and dequantize only: no output is
-    one (so no backend reads blocks back). Twin of validate.mjs checkOutputDtypes."""
+    """Block-quantized tensors are weights read by matmul_q, dequantize and dequantize_rows
+    only: no output is one (so no backend reads blocks back). Twin of validate.mjs checkOutputDtypes."""
     for out in outputs:
         node = by_id[out.id]
         if DTYPES[node.dtype].get("block"):
             raise _fail(
                 "VALIDATION",
                 f'{label(node.id, node.op)}: output "{out.name}" is a {node.dtype} tensor; '
-                "only matmul_q and dequantize read one (output its dequantize)",
+                "only matmul_q, dequantize and dequantize_rows read one (output its dequantize)",
                 node.id,
             )
 

@@ -1,8 +1,8 @@
-"""Block-quantized weights (ggml's q4_k and q6_k) and fixed-point products, in numpy.
+"""Block-quantized weights (ggml's q4_k, q6_k, q8_0 and q4_0) and fixed-point products, in numpy.
 
-- `dequantize(raw, kind, shape)`: the float32 values of q4_k / q6_k bytes, decoded as ggml's
-  `dequantize_row_q4_K` / `dequantize_row_q6_K` do (every product is exact in float32, so the
-  decode is exact; gguf-py's `gguf.quants.dequantize` gives the same bits: pylib/tests/test_quant.py).
+- `dequantize(raw, kind, shape)`: the float32 values of q4_k / q6_k / q8_0 / q4_0 bytes, decoded
+  as ggml's `dequantize_row_*` do (every product is exact in float32, so the decode is exact;
+  gguf-py's `gguf.quants.dequantize` gives the same bits: pylib/tests/test_quant.py).
 - `quantize_q4_k(array)`, `quantize_q6_k(array)`: ports of ggml's reference quantizers
   `quantize_row_q4_K_ref` / `quantize_row_q6_K_ref` (ggml/src/ggml-quants.c), float32 step for
   step, vectorised over blocks (sums stay sequential: `np.add.accumulate`). gguf-py has no q4_k /
@@ -21,18 +21,23 @@ from typing import Any
 import numpy as np
 
 QK = 256
-BLOCK_BYTES = {"q4_k": 144, "q6_k": 210}
+BLOCK_BYTES = {"q4_k": 144, "q6_k": 210, "q8_0": 34, "q4_0": 18}
+BLOCK_VALUES = {"q4_k": 256, "q6_k": 256, "q8_0": 32, "q4_0": 32}
 GROUP_MAX_EPS = np.float32(1e-15)
 F32 = np.float32
 
 __all__ = [
     "BLOCK_BYTES",
+    "BLOCK_VALUES",
     "dequantize",
+    "dequantize_rows",
     "fixed_to_float",
+    "kind_of",
     "matmul_fixed",
     "quantize",
     "quantize_q4_k",
     "quantize_q6_k",
+    "tagged",
     "to_fixed",
 ]
 
@@ -90,13 +95,52 @@ def decode_q6_k(blocks: np.ndarray) -> np.ndarray:
     return (scale * q.astype(F32)).reshape(-1, QK)
 
 
-DECODERS = {"q4_k": decode_q4_k, "q6_k": decode_q6_k}
+def decode_q8_0(blocks: np.ndarray) -> np.ndarray:
+    """[B, 34] -> [B, 32] float32: y = d * q (q int8; the product is exact)."""
+    d = _half(blocks[:, 0:2])[:, None]
+    return d * blocks[:, 2:34].view(np.int8).astype(F32)
+
+
+def decode_q4_0(blocks: np.ndarray) -> np.ndarray:
+    """[B, 18] -> [B, 32] float32: y = d * (q - 8); byte j holds value j in its low nibble and
+    value j + 16 in its high one."""
+    d = _half(blocks[:, 0:2])[:, None]
+    qs = blocks[:, 2:18]
+    q = np.concatenate([qs & 15, qs >> 4], axis=1).astype(np.int8) - np.int8(8)
+    return d * q.astype(F32)
+
+
+DECODERS = {"q4_k": decode_q4_k, "q6_k": decode_q6_k, "q8_0": decode_q8_0, "q4_0": decode_q4_0}
 
 
 def dequantize(raw: Any, kind: str, shape: tuple[int, int]) -> np.ndarray:
-    """The float32 [N, K] values of q4_k / q6_k bytes (ggml's decode, exact)."""
+    """The float32 [N, K] values of block-quantized bytes (ggml's decode, exact)."""
     n, k = shape
     return DECODERS[kind](blocks_of(raw, kind)).reshape(n, k)
+
+
+def dequantize_rows(raw: Any, kind: str, shape: tuple[int, int], rows: Any) -> np.ndarray:
+    """The float32 values of rows `rows` of a block-quantized [N, K] (only those rows decoded)."""
+    n, k = shape
+    per_row = k // BLOCK_VALUES[kind]
+    picked = blocks_of(raw, kind).reshape(n, per_row, -1)[np.asarray(rows, dtype=np.int64)]
+    return DECODERS[kind](picked.reshape(-1, BLOCK_BYTES[kind])).reshape(-1, k)
+
+
+def tagged(raw: np.ndarray, kind: str) -> np.ndarray:
+    """The bytes of a block-quantized tensor viewed as one record per block whose field is
+    named by its kind (q4_k and q4_0 take the same bytes for the same shape, so the kernels
+    tell them apart by this tag; `blocks_of` reads the bytes back)."""
+    record = np.dtype([(kind, np.uint8, (BLOCK_BYTES[kind],))])
+    return np.ascontiguousarray(raw).reshape(-1).view(np.uint8).view(record)
+
+
+def kind_of(raw: np.ndarray) -> str:
+    """The kind a `tagged` array carries."""
+    names = raw.dtype.names or ()
+    if len(names) != 1 or names[0] not in BLOCK_BYTES:
+        raise ValueError(f"not a tagged block-quantized array (dtype {raw.dtype})")
+    return names[0]
 
 
 # ---------------------------------------------------------------------------------------------

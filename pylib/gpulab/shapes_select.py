@@ -114,6 +114,12 @@ def _index_select(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
     return tuple(idx[0] if k == axis else d for k, d in enumerate(shapes[0])), attrs
 
 
+def _dequantize_rows(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
+    """Rows idx of a block-quantized [N, K] (its input node checked the rank and K) -> [M, K]."""
+    _require_rank("idx", shapes[1], 1)
+    return (shapes[1][0], shapes[0][1]), attrs
+
+
 def _gather(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
     axis = _index_axis(shapes, attrs)
     _require_within(shapes[0], axis, shapes[1])
@@ -164,6 +170,7 @@ SELECT_RULES = {
     "slice": _slice,
     "slice_scatter": _slice_scatter,
     "index_select": _index_select,
+    "dequantize_rows": _dequantize_rows,
     "gather": _gather,
     "index_add": _index_add,
     "scatter_add": _scatter_add,

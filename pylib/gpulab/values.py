@@ -35,12 +35,17 @@ def _first_bad(data: Any, n: int) -> int | None:
     return int(bad[0]) if bad.size else None
 
 
+def index_axis_of(node: Any) -> int:
+    """The axis an op's idx picks along: its `axis` attribute, 0 for dequantize_rows (rows)."""
+    return int(node.attrs.get("axis", 0))
+
+
 def index_error(
     code: str, node: Any, a_shape: Any, p: int, value: int | None = None
 ) -> GpuLabError:
     """The out-of-range message, at validation (VALIDATION) and from kernels at run time
     (BACKEND; a GPU reports the position only, `value` None): twin of values.mjs indexError."""
-    axis = node.attrs["axis"]
+    axis = index_axis_of(node)
     n = a_shape[axis]
     held = (
         f"an index at idx[{p}] out of range"
@@ -63,8 +68,7 @@ def _check_index_data(node: Any, operands: list[Any]) -> None:
     if idx.op != "input" or idx.data is None:
         return
     a = operands[0].shape
-    axis = node.attrs["axis"]
-    n = a[axis]
+    n = a[index_axis_of(node)]
     p = _first_bad(idx.data, n)
     if p is not None:
         raise index_error("VALIDATION", node, a, p, idx.data[p])

@@ -19,7 +19,13 @@ from gpulab import quant
 from gpulab.errors import GpuLabError
 from gpulab.graph import Graph
 
-QTYPE = {"q4_k": gguf.GGMLQuantizationType.Q4_K, "q6_k": gguf.GGMLQuantizationType.Q6_K}
+QTYPE = {
+    "q4_k": gguf.GGMLQuantizationType.Q4_K,
+    "q6_k": gguf.GGMLQuantizationType.Q6_K,
+    "q8_0": gguf.GGMLQuantizationType.Q8_0,
+    "q4_0": gguf.GGMLQuantizationType.Q4_0,
+}
+KINDS = tuple(QTYPE)
 SPECIAL_F16 = [
     0x7BFF,
     0xFBFF,
@@ -34,7 +40,7 @@ SPECIAL_F16 = [
     0x3C00,
     0xBC00,
 ]
-F16_FIELDS = {"q4_k": (0, 2), "q6_k": (208,)}
+F16_FIELDS = {"q4_k": (0, 2), "q6_k": (208,), "q8_0": (0,), "q4_0": (0,)}
 
 
 def random_blocks(kind: str, n_blocks: int, seed: int, special: bool) -> np.ndarray:
@@ -59,16 +65,25 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and np.array_equal(a.view(np.uint32), b.view(np.uint32))
 
 
-@pytest.mark.parametrize("kind", ["q4_k", "q6_k"])
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("special", [False, True])
 def test_decode_is_gguf_py_bit_for_bit(kind: str, special: bool) -> None:
     blocks = random_blocks(kind, 4 * 64, seed=7 + special, special=special)
     ref = gguf_values(blocks, kind, 4)
-    got = quant.dequantize(blocks.tobytes(), kind, (4, 64 * 256))
+    got = quant.dequantize(blocks.tobytes(), kind, (4, 64 * quant.BLOCK_VALUES[kind]))
     assert same_bits(got, ref)
     if special:  # the cases asked for are really there
         assert np.any(np.signbit(ref) & (ref == 0)), "a -0 value"
-        assert np.nanmax(np.abs(ref)) > 6e6, "65504 * 63 * 15 and the like"
+        assert np.nanmax(np.abs(ref)) > 5e5, "65504 * 8, 65504 * 127, 65504 * 63 * 15 and the like"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_rows_decode_as_the_whole_tensor_does(kind: str) -> None:
+    per = quant.BLOCK_VALUES[kind]
+    blocks = random_blocks(kind, 5 * 2, seed=5, special=True)
+    whole = quant.dequantize(blocks.tobytes(), kind, (5, 2 * per))
+    rows = [4, 0, 4, 2]
+    assert same_bits(quant.dequantize_rows(blocks.tobytes(), kind, (5, 2 * per), rows), whole[rows])
 
 
 def run_graph(backend: str, **outputs: object) -> dict:
@@ -89,21 +104,50 @@ def backends() -> list[str]:
 
 
 @pytest.mark.parametrize("backend", backends())
-@pytest.mark.parametrize("kind", ["q4_k", "q6_k"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_every_native_executor_decodes_as_gguf_py(
     backend: str, kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GPULAB_ALLOW_SOFTWARE", "1")
-    blocks = random_blocks(kind, 3 * 2, seed=3, special=True)
+    k = 2 * quant.BLOCK_VALUES[kind] if kind in ("q4_k", "q6_k") else 576  # 18 q8_0/q4_0 blocks
+    per_row = k // quant.BLOCK_VALUES[kind]
+    blocks = random_blocks(kind, 3 * per_row, seed=3, special=True)
     g = Graph()
-    w = g.quantized(blocks.tobytes(), kind, (3, 512))
-    x = g.tensor(np.arange(2 * 512, dtype=np.float32).reshape(2, 512) % 7 - 3)
-    out = run_graph(backend, graph=g, w=w.dequantize(), y=x @ w.T)
+    w = g.quantized(blocks.tobytes(), kind, (3, k))
+    xs = np.arange(2 * k, dtype=np.float32).reshape(2, k) % 7 - 3
+    x = g.tensor(xs)
+    out = run_graph(backend, graph=g, w=w.dequantize(), y=x @ w.T, r=w.dequantize_rows([2, 0, 2]))
     ref = gguf_values(blocks, kind, 3)
     assert same_bits(np.asarray(out["w"]["array"], np.float32), ref)
-    want = (np.arange(2 * 512).reshape(2, 512) % 7 - 3) @ ref.astype(np.float64).T
-    scale = np.abs(np.arange(2 * 512).reshape(2, 512) % 7 - 3) @ np.abs(ref.astype(np.float64)).T
+    assert same_bits(np.asarray(out["r"]["array"], np.float32), ref[[2, 0, 2]])
+    want = xs.astype(np.float64) @ ref.astype(np.float64).T
+    scale = np.abs(xs.astype(np.float64)) @ np.abs(ref.astype(np.float64)).T
     assert np.all(np.abs(out["y"]["array"] - want) <= 1.5e-6 * scale + 1e-30)
+
+
+@pytest.mark.parametrize("backend", backends())
+def test_rows_out_of_range_at_run_time_are_refused_naming_the_node(
+    backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fed (or computed) index past the table: BACKEND naming the position, the session
+    poisoned; a constant one is refused at validation."""
+    monkeypatch.setenv("GPULAB_ALLOW_SOFTWARE", "1")
+    g = Graph()
+    w = g.quantized(random_blocks("q8_0", 3, seed=1, special=False).tobytes(), "q8_0", (3, 32))
+    idx = g.input([2], name="idx", dtype="int32")
+    session = g.prepare(feeds=[idx], backend=backend, r=w.dequantize_rows(idx))
+    try:
+        ok = session.run({"idx": np.array([2, 0], np.int32)})["outputs"]["r"]["array"]
+        assert np.asarray(ok).shape == (2, 32)
+        with pytest.raises(GpuLabError) as err:
+            session.run({"idx": np.array([1, 3], np.int32)})
+        assert err.value.code == "BACKEND"
+        assert "(dequantize_rows): operand idx holds" in err.value.message
+        assert "idx[1]" in err.value.message and "valid 0..2" in err.value.message
+    finally:
+        session.dispose()
+    with pytest.raises(GpuLabError, match=r"idx\[0\] = -1, out of range for axis 0"):
+        g.run(backend="cpu-python", r=w.dequantize_rows([-1]))
 
 
 @pytest.mark.parametrize("kind,bound", [("q4_k", 0.08), ("q6_k", 0.02)])
@@ -181,12 +225,16 @@ def test_the_api_refuses_what_the_protocol_refuses() -> None:
     square = g.quantized(bytes(256 * 144), "q4_k", (256, 256))
     with pytest.raises(GpuLabError, match="operand b must be float32, got q4_k"):
         x @ square
-    with pytest.raises(GpuLabError, match="is a q4_k tensor; only matmul_q and dequantize"):
+    with pytest.raises(GpuLabError, match="is a q4_k tensor; only matmul_q, dequantize"):
         g.run(backend="cpu-python", w=w)
     with pytest.raises(GpuLabError, match="holds 100 bytes"):
         g.quantized(bytes(100), "q6_k", (1, 256))
-    with pytest.raises(GpuLabError, match="kind must be one of q4_k, q6_k"):
-        g.quantized(bytes(144), "q8_0", (1, 256))
+    with pytest.raises(GpuLabError, match="kind must be one of q4_k, q6_k, q8_0, q4_0"):
+        g.quantized(bytes(144), "q5_0", (1, 256))
+    with pytest.raises(
+        GpuLabError, match="a q4_0 tensor has shape \\[N, K\\] with K a multiple of 32"
+    ):
+        g.quantized(bytes(18), "q4_0", (1, 16))
     assert g.to_dict(y=x @ w.T)["nodes"][0]["data"] == {"base64": "A" * 384}  # 288 zero bytes
 
 

@@ -1,10 +1,19 @@
-//! Issue 14: ggml's q4_k / q6_k blocks (their bytes in memory as uploaded) decoded as ggml
-//! decodes them, inside `matmul_q` (a @ w.T: each weight row decoded into `scratch`, K floats,
-//! then dot products in ascending k from 0.0, each product and sum rounded: no contraction)
-//! and `dequantize_q4k` / `dequantize_q6k`; and `matmul_fixed` (int32 fixed point, i64 sums
-//! wrapping, one rounding). Rules: docs/protocol.md; twins: cpu/quant.mjs, pylib/gpulab/quant.py.
+//! Block-quantized weights: ggml's q4_k / q6_k / q8_0 / q4_0 blocks (their bytes in memory as
+//! uploaded; kind 0, 1, 2, 3) decoded as ggml decodes them, inside `matmul_q` (a @ w.T: each
+//! weight row decoded into `scratch`, K floats, then dot products in ascending k from 0.0, each
+//! product and sum rounded: no contraction), `dequantize` and `dequantize_rows`; and
+//! `matmul_fixed` (int32 fixed point, i64 sums wrapping, one rounding). Rules:
+//! docs/protocol.md; twins: cpu/quant.mjs, pylib/gpulab/quant.py.
 
-const QK: usize = 256;
+/// Values and bytes per block of each kind.
+fn block(kind: u32) -> (usize, usize) {
+    match kind {
+        1 => (256, 210),
+        2 => (32, 34),
+        3 => (32, 18),
+        _ => (256, 144),
+    }
+}
 
 /// An IEEE binary16 as f32, exactly (subnormals and -0 kept).
 fn half(h: u32) -> f32 {
@@ -51,7 +60,7 @@ unsafe fn decode_q4k(w: *const u8, blk: usize, out: *mut f32) {
 unsafe fn decode_q6k(w: *const u8, blk: usize, out: *mut f32) {
     let b = w.add(blk * 210);
     let d = half(byte(b, 208) | (byte(b, 209) << 8));
-    for i in 0..QK {
+    for i in 0..256 {
         let (h, t, l) = (i >> 7, (i >> 5) & 3, i & 31);
         let ql = byte(b, h * 64 + l + (t & 1) * 32);
         let nib = if t < 2 { ql & 15 } else { ql >> 4 };
@@ -62,15 +71,55 @@ unsafe fn decode_q6k(w: *const u8, blk: usize, out: *mut f32) {
     }
 }
 
-unsafe fn decode(kind: u32, w: *const u8, blk: usize, out: *mut f32) {
-    if kind == 1 { decode_q6k(w, blk, out) } else { decode_q4k(w, blk, out) }
+/// Block `blk` of q8_0 bytes into out[0..32]: y = d * q (q an int8).
+unsafe fn decode_q8_0(w: *const u8, blk: usize, out: *mut f32) {
+    let b = w.add(blk * 34);
+    let d = half(byte(b, 0) | (byte(b, 1) << 8));
+    for j in 0..32 {
+        *out.add(j) = d * (*b.add(2 + j) as i8) as f32;
+    }
 }
 
-/// `count` values of a q4_k (kind 0) or q6_k (kind 1) tensor.
+/// Block `blk` of q4_0 bytes into out[0..32]: y = d * (q - 8); byte j holds values j and j + 16.
+unsafe fn decode_q4_0(w: *const u8, blk: usize, out: *mut f32) {
+    let b = w.add(blk * 18);
+    let d = half(byte(b, 0) | (byte(b, 1) << 8));
+    for j in 0..16 {
+        let q = byte(b, 2 + j);
+        *out.add(j) = d * ((q & 15) as i32 - 8) as f32;
+        *out.add(j + 16) = d * ((q >> 4) as i32 - 8) as f32;
+    }
+}
+
+unsafe fn decode(kind: u32, w: *const u8, blk: usize, out: *mut f32) {
+    match kind {
+        1 => decode_q6k(w, blk, out),
+        2 => decode_q8_0(w, blk, out),
+        3 => decode_q4_0(w, blk, out),
+        _ => decode_q4k(w, blk, out),
+    }
+}
+
+/// `count` values of a tensor of `kind`.
 #[no_mangle]
 pub unsafe extern "C" fn dequantize(w: *const u8, out: *mut f32, count: usize, kind: u32) {
-    for blk in 0..count / QK {
-        decode(kind, w, blk, out.add(blk * QK));
+    let (per, _) = block(kind);
+    for blk in 0..count / per {
+        decode(kind, w, blk, out.add(blk * per));
+    }
+}
+
+/// out[m, k] = rows idx[0..m] of a [N, k] tensor of `kind` (the caller checked every index).
+#[no_mangle]
+pub unsafe extern "C" fn dequantize_rows(w: *const u8, idx: *const i32, out: *mut f32, m: usize,
+                                         k: usize, kind: u32) {
+    let (per, bytes) = block(kind);
+    let row_bytes = (k / per) * bytes;
+    for r in 0..m {
+        let wr = w.add(*idx.add(r) as usize * row_bytes);
+        for blk in 0..k / per {
+            decode(kind, wr, blk, out.add(r * k + blk * per));
+        }
     }
 }
 
@@ -78,11 +127,12 @@ pub unsafe extern "C" fn dequantize(w: *const u8, out: *mut f32, count: usize, k
 #[no_mangle]
 pub unsafe extern "C" fn matmul_q(x: *const f32, w: *const u8, out: *mut f32, rows: usize,
                                   n: usize, k: usize, kind: u32, scratch: *mut f32) {
-    let row_bytes = (k / QK) * if kind == 1 { 210 } else { 144 };
+    let (per, bytes) = block(kind);
+    let row_bytes = (k / per) * bytes;
     for c in 0..n {
         let wr = w.add(c * row_bytes);
-        for blk in 0..k / QK {
-            decode(kind, wr, blk, scratch.add(blk * QK));
+        for blk in 0..k / per {
+            decode(kind, wr, blk, scratch.add(blk * per));
         }
         for r in 0..rows {
             let xr = x.add(r * k);

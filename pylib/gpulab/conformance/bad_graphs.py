@@ -96,7 +96,7 @@ def top_level_rows() -> list[dict]:
         # the version is checked before anything in the nodes
         row(
             "order/unknown_version_before_unknown_op",
-            graph([{"id": 0, "op": "frobnicate"}], out=[{"name": "y", "id": 0}], version=7),
+            graph([{"id": 0, "op": "frobnicate"}], out=[{"name": "y", "id": 0}], version=99),
             "UNSUPPORTED_VERSION",
             None,
         ),
@@ -1272,12 +1272,14 @@ def v4_rows() -> list[dict]:
 
 
 def quant_rows() -> list[dict]:
-    """Issue 14: q4_k / q6_k inputs ([N, K], K a multiple of 256, the blocks' bytes), the ops
-    that read them, matmul_fixed's frac_bits."""
+    """Block-quantized inputs ([N, K], K a multiple of the block: 256 for q4_k / q6_k, 32 for
+    q8_0 / q4_0; the blocks' bytes), the ops that read them, matmul_fixed's frac_bits."""
 
     def q(node_id: int, shape: list, kind: str = "q4_k", nbytes: int | None = None) -> Node:
-        size = {"q4_k": 144, "q6_k": 210}[kind]
-        count = nbytes if nbytes is not None else shape[0] * shape[1] // 256 * size
+        size, per = {"q4_k": (144, 256), "q6_k": (210, 256), "q8_0": (34, 32), "q4_0": (18, 32)}[
+            kind
+        ]
+        count = nbytes if nbytes is not None else shape[0] * shape[1] // per * size
         return {
             "id": node_id,
             "op": "input",
@@ -1285,6 +1287,12 @@ def quant_rows() -> list[dict]:
             "dtype": kind,
             "data": {"base64": base64.b64encode(bytes(count)).decode()},
         }
+
+    def ints(node_id: int, shape: list, values: list) -> Node:
+        return {"id": node_id, "op": "input", "shape": shape, "dtype": "int32", "data": values}
+
+    def rows_of(a: int, idx: int) -> Node:
+        return {"id": 2, "op": "dequantize_rows", "a": a, "idx": idx}
 
     x = inp(1, [2, 256])
     mq = {"id": 2, "op": "matmul_q", "a": 1, "b": 0}
@@ -1316,7 +1324,7 @@ def quant_rows() -> list[dict]:
             graph([q(0, [1, 256])], out=0),
             "VALIDATION",
             0,
-            "only matmul_q and dequantize",
+            "only matmul_q, dequantize and dequantize_rows",
         ),
         row(
             "quant/version_1",
@@ -1330,7 +1338,7 @@ def quant_rows() -> list[dict]:
             graph([inp(0, [3, 256]), x, mq]),
             "VALIDATION",
             2,
-            "operand b must be q4_k or q6_k",
+            "operand b must be q4_k, q6_k, q8_0 or q4_0",
         ),
         row(
             "quant/matmul_q_inner_differs",
@@ -1352,6 +1360,58 @@ def quant_rows() -> list[dict]:
             "VALIDATION",
             1,
             "got q4_k",
+        ),
+        row(
+            "quant/q4_0_k_not_multiple_of_32",
+            graph([q(0, [2, 48], "q4_0", nbytes=0)], version=7),
+            "VALIDATION",
+            0,
+            "k a multiple of 32",
+        ),
+        row(
+            "quant/q8_0_wrong_byte_length",
+            graph([q(0, [2, 64], "q8_0", 135), inp(1, [1, 64]), mq], version=7),
+            "VALIDATION",
+            0,
+            "needs 136",
+        ),
+        row(
+            "quant/q8_0_version_6",
+            graph([q(0, [1, 32], "q8_0"), {"id": 1, "op": "dequantize", "a": 0}], version=6),
+            "UNSUPPORTED_VERSION",
+            0,
+            "q8_0 is a version 7 dtype",
+        ),
+        row(
+            "quant/dequantize_rows_index_out_of_range",
+            graph(
+                [q(0, [3, 32], "q4_0"), ints(1, [2], [2, 3]), rows_of(0, 1)],
+                version=7,
+            ),
+            "VALIDATION",
+            2,
+            "idx[1] = 3, out of range for axis 0",
+        ),
+        row(
+            "quant/dequantize_rows_idx_rank_2",
+            graph([q(0, [3, 32], "q4_0"), ints(1, [1, 2], [0, 1]), rows_of(0, 1)], version=7),
+            "VALIDATION",
+            2,
+            "operand idx must have rank 1",
+        ),
+        row(
+            "quant/dequantize_rows_of_floats",
+            graph([inp(0, [3, 32]), ints(1, [2], [0, 1]), rows_of(0, 1)], version=7),
+            "VALIDATION",
+            2,
+            "operand a must be q4_k, q6_k, q8_0 or q4_0, got float32",
+        ),
+        row(
+            "quant/dequantize_rows_version_6",
+            graph([q(0, [3, 256]), ints(1, [1], [0]), rows_of(0, 1)], version=6),
+            "UNSUPPORTED_VERSION",
+            2,
+            "dequantize_rows is a version 7 op",
         ),
         row(
             "quant/frac_bits_31",

@@ -99,7 +99,7 @@ class Builder:
         return np.round(self.rng.uniform(lo, hi, size=math.prod(shape)), digits)
 
     def quantized(self, kind: str, shape: Shape, raw: bytes) -> int:
-        """A q4_k / q6_k input [N, K]: its blocks' bytes as {"base64": ...}."""
+        """A block-quantized input [N, K]: its blocks' bytes as {"base64": ...}."""
         return self._add(
             {
                 "op": "input",
@@ -2395,12 +2395,20 @@ F16_SPECIAL = [
 ]
 
 
+# bytes and values of a block, and where its f16 fields are
+BLOCK_LAYOUT = {
+    "q4_k": (144, 256, [0, 2]),
+    "q6_k": (210, 256, [208]),
+    "q8_0": (34, 32, [0]),
+    "q4_0": (18, 32, [0]),
+}
+
+
 def random_blocks(b: Builder, kind: str, n: int, k: int, special: bool = False) -> bytes:
     """Random block bytes whose f16 fields are finite (ggml never writes inf/NaN scales);
     `special` draws them from F16_SPECIAL (65504, subnormals, -0, ...)."""
-    size = {"q4_k": 144, "q6_k": 210}[kind]
-    blocks = b.rng.integers(0, 256, size=(n * k // 256, size), dtype=np.uint8)
-    fields = [0, 2] if kind == "q4_k" else [208]
+    size, values, fields = BLOCK_LAYOUT[kind]
+    blocks = b.rng.integers(0, 256, size=(n * k // values, size), dtype=np.uint8)
     for at in fields:
         if special:
             bits = np.array(F16_SPECIAL, np.uint16)[
@@ -2415,11 +2423,17 @@ def random_blocks(b: Builder, kind: str, n: int, k: int, special: bool = False) 
 
 
 def quantized_weight(b: Builder, kind: str, n: int, k: int) -> int:
-    """A weight quantized by gpulab.quant (ggml's reference quantizer) from random floats."""
+    """A weight quantized from random floats by ggml's reference quantizer: gpulab.quant's
+    ports (q4_k, q6_k) or gguf-py's (q8_0, q4_0)."""
     from gpulab import quant
 
     w = b.rng.standard_normal((n, k)).astype(np.float32) * 0.5
-    return b.quantized(kind, [n, k], quant.quantize(w, kind))
+    if kind in quant.QUANTIZERS:
+        return b.quantized(kind, [n, k], quant.quantize(w, kind))
+    import gguf  # gguf-py: a test dependency, as the generator is
+
+    raw = gguf.quants.quantize(w, gguf.GGMLQuantizationType[kind.upper()])
+    return b.quantized(kind, [n, k], raw.tobytes())
 
 
 def small_ints(b: Builder, shape: Shape) -> int:
@@ -2499,6 +2513,78 @@ def quant_cases() -> list[dict]:
                 lambda b, kind=kind: [
                     small_ints(b, [2, 256]),
                     b.quantized(kind, [8, 256], random_blocks(b, kind, 8, 256, True)),
+                ],
+            )
+        )
+    return cases
+
+
+def quant32_cases() -> list[dict]:
+    """q8_0 and q4_0 (32-value blocks): dequantize, dequantize_rows and matmul_q (quant.wgsl
+    matmul_q32: rows past one workgroup's 8, each of its QL widths 8, 16 and 32)."""
+    cases = []
+    for kind in ("q8_0", "q4_0"):
+        for n, k in ((1, 32), (5, 96)):
+            cases.append(
+                single(
+                    f"dequantize/{kind}_random_{n}x{k}",
+                    "dequantize",
+                    lambda b, n=n, k=k, kind=kind: [
+                        b.quantized(kind, [n, k], random_blocks(b, kind, n, k))
+                    ],
+                )
+            )
+        cases.append(
+            single(
+                f"dequantize/{kind}_special_scales",
+                "dequantize",
+                lambda b, kind=kind: [
+                    b.quantized(kind, [12, 64], random_blocks(b, kind, 12, 64, True))
+                ],
+            )
+        )
+        cases.append(
+            single(
+                f"dequantize_rows/{kind}_rows",
+                "dequantize_rows",
+                lambda b, kind=kind: [
+                    b.quantized(kind, [7, 64], random_blocks(b, kind, 7, 64)),
+                    b.ints([5], [6, 0, 3, 3, 6]),
+                ],
+            )
+        )
+        shapes = [([1, 32], 1), ([1, 576], 5), ([3, 64], 9), ([9, 32], 17), ([2, 3, 64], 7)]
+        shapes.append(([2, 1280], 3))
+        for sa, n in shapes:
+            name = f"matmul_q/{kind}_{'x'.join(map(str, sa))}_n{n}"
+            cases.append(
+                single(
+                    name,
+                    "matmul_q",
+                    lambda b, sa=sa, n=n, kind=kind: [
+                        small_ints(b, sa),
+                        quantized_weight(b, kind, n, sa[-1]),
+                    ],
+                )
+            )
+        cases.append(
+            single(
+                f"matmul_q/{kind}_special_scales",
+                "matmul_q",
+                lambda b, kind=kind: [
+                    small_ints(b, [2, 64]),
+                    b.quantized(kind, [8, 64], random_blocks(b, kind, 8, 64, True)),
+                ],
+            )
+        )
+    for kind in ("q4_k", "q6_k"):
+        cases.append(
+            single(
+                f"dequantize_rows/{kind}_rows",
+                "dequantize_rows",
+                lambda b, kind=kind: [
+                    b.quantized(kind, [3, 256], random_blocks(b, kind, 3, 256)),
+                    b.ints([2], [2, 0]),
                 ],
             )
         )
@@ -2685,6 +2771,7 @@ FAMILIES: list[Callable[[], list[dict]]] = [
     v4_chain_cases,
     large_v4_cases,
     quant_cases,
+    quant32_cases,
     matmul_fixed_cases,
     autograd_cases,
     conv2d_cases,

@@ -190,7 +190,8 @@ def _input(node: Mapping, _: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     if dtype in BLOCK_BYTES:  # its decoded values [N, K] (exact float32 values)
         n, k = _dims(node["shape"])
         raw = np.frombuffer(base64.b64decode(node["data"]["base64"]), dtype=np.uint8)
-        value = decode_blocks(raw.astype(np.int64).reshape(n, k // 256, BLOCK_BYTES[dtype]))
+        blocks = raw.astype(np.int64).reshape(n, k // BLOCK_VALUES[dtype], BLOCK_BYTES[dtype])
+        value = decode_blocks(blocks, dtype)
         return value, _zeros(value)
     value = decode_values(node["data"], dtype)
     value = value.reshape(_dims(node["shape"]))
@@ -450,7 +451,8 @@ def _matmul_in_k_order32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 # what float32 gives. A quantized input's reference holds its decoded values [N, K] (held as
 # float32 values by evaluate, like a float32 node's).
 
-BLOCK_BYTES = {"q4_k": 144, "q6_k": 210}
+BLOCK_BYTES = {"q4_k": 144, "q6_k": 210, "q8_0": 34, "q4_0": 18}
+BLOCK_VALUES = {"q4_k": 256, "q6_k": 256, "q8_0": 32, "q4_0": 32}
 
 
 def _f16(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -495,15 +497,38 @@ def _decode_q6k(blocks: np.ndarray) -> np.ndarray:
     return f32(value)
 
 
-def decode_blocks(value: np.ndarray) -> np.ndarray:
-    """A q4_k / q6_k input's reference ([N, K / 256, bytes]) as its float values [N, K]."""
-    decode = _decode_q4k if value.shape[-1] == BLOCK_BYTES["q4_k"] else _decode_q6k
-    return decode(value).reshape(value.shape[0], -1)
+def _decode_q8_0(blocks: np.ndarray) -> np.ndarray:
+    """[..., 34] int64 bytes -> [..., 32] float64: d * int8 q."""
+    d = _f16(blocks[..., 0], blocks[..., 1])[..., None]
+    q = blocks[..., 2:34]
+    return f32(d * np.where(q > 127, q - 256, q))
+
+
+def _decode_q4_0(blocks: np.ndarray) -> np.ndarray:
+    """[..., 18] int64 bytes -> [..., 32] float64: d * (nibble - 8), byte j holding values j
+    (low nibble) and j + 16 (high nibble)."""
+    d = _f16(blocks[..., 0], blocks[..., 1])[..., None]
+    q = blocks[..., 2:18]
+    return f32(d * (np.concatenate([q & 15, q >> 4], axis=-1) - 8))
+
+
+DECODE = {"q4_k": _decode_q4k, "q6_k": _decode_q6k, "q8_0": _decode_q8_0, "q4_0": _decode_q4_0}
+
+
+def decode_blocks(value: np.ndarray, dtype: str) -> np.ndarray:
+    """A block-quantized input's reference ([N, K / block, bytes]) as its float values [N, K]."""
+    return DECODE[dtype](value).reshape(value.shape[0], -1)
 
 
 @kernel("dequantize")
 def _dequantize(_: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return ops[0], _zeros(ops[0])
+
+
+@kernel("dequantize_rows")
+def _dequantize_rows(_: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    out = np.take(ops[0], ops[1].astype(np.int64), axis=0)
+    return out, _zeros(out)
 
 
 @kernel("matmul_q")
@@ -1138,7 +1163,7 @@ def _stored(ref: NodeRef, override: np.ndarray | None) -> np.ndarray:
     """A node's value as its consumers see it: the backend's own (override), else the float32
     every backend must hold (a sum's fixed-order bits, else the rounded reference); integer
     dtypes are held exactly."""
-    if ref.dtype not in ("float32", *BLOCK_BYTES):  # q4_k / q6_k: their decoded values
+    if ref.dtype not in ("float32", *BLOCK_BYTES):  # block dtypes: their decoded values
         held = ref.value if override is None else np.asarray(override).astype(np.int64)
         return held.reshape(ref.value.shape)
     if override is not None:

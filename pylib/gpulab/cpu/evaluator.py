@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .. import support
-from ..dtypes import DTYPES, as_numpy
+from ..dtypes import DTYPES, as_numpy, block_of
 from ..errors import GpuLabError
 from ..protocol import CheckedGraph, CheckedNode, label
 from .deadline import check as check_deadline
@@ -131,7 +131,7 @@ class CpuProgram:
                 raise GpuLabError(
                     "VALIDATION", f"{label(node.id, node.op)}: no value fed for this step", node.id
                 )
-            return as_numpy(step[node.id], node.dtype, node.shape)
+            return _tag_blocks(node, as_numpy(step[node.id], node.dtype, node.shape))
         if node.id in self._state:
             return self._state[node.id]
         return self._constants[node.id]
@@ -166,4 +166,14 @@ def _input_value(node: CheckedNode) -> Any:
             "and list it in feeds)",
             node.id,
         )
-    return as_numpy(node.data, node.dtype, node.shape).copy()
+    return _tag_blocks(node, as_numpy(node.data, node.dtype, node.shape).copy())
+
+
+def _tag_blocks(node: CheckedNode, value: Any) -> Any:
+    """A block-quantized input's bytes as records named by its kind (quant.tagged): q4_k and
+    q4_0 take the same bytes for one shape, so the kernels read the kind from the value."""
+    if not block_of(node.dtype):
+        return value
+    from ..quant import tagged
+
+    return tagged(value, node.dtype)

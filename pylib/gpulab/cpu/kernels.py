@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import quant
 from ..protocol import CheckedNode
+from ..values import index_error
 from .fixed_reduce import fixed_max, fixed_reduce, fixed_sum, reduced_count
 
 Kernel = Callable[[CheckedNode, list[np.ndarray]], np.ndarray]
@@ -243,22 +244,30 @@ def _life(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
     return born_or_kept.astype(F32)
 
 
-# Issue 14: q4_k / q6_k weights (the bytes arrive flat; [N, K] is the node's) and matmul_fixed.
-
-
-def _quant_kind(raw: np.ndarray, n: int, k: int) -> str:
-    per_block = raw.size // (n * k // quant.QK)
-    return next(kind for kind, size in quant.BLOCK_BYTES.items() if size == per_block)
-
+# Block-quantized weights (their bytes arrive as quant.tagged records: the kind is the record's
+# field name; [N, K] is the node's) and matmul_fixed.
 
 # (cpu-python's supports() checks every dtype a node touches: the result's and the operands')
-QUANT_DTYPES = ("float32", "q4_k", "q6_k")
+QUANT_DTYPES = ("float32", *quant.BLOCK_BYTES)
 
 
 @register("dequantize", dtypes=QUANT_DTYPES)
 def _dequantize(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
     n, k = node.shape
-    return quant.dequantize(args[0], _quant_kind(args[0], n, k), (n, k))
+    return quant.dequantize(args[0], quant.kind_of(args[0]), (n, k))
+
+
+@register("dequantize_rows", dtypes=(*QUANT_DTYPES, "int32"))
+def _dequantize_rows(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
+    raw, idx = args
+    kind = quant.kind_of(raw)
+    k = node.shape[1]
+    n = raw.size * quant.BLOCK_VALUES[kind] // k
+    bad = np.flatnonzero((idx < 0) | (idx >= n))
+    if bad.size:
+        p = int(bad[0])
+        raise index_error("BACKEND", node, (n, k), p, int(idx[p]))
+    return quant.dequantize_rows(raw, kind, (n, k), idx)
 
 
 @register("matmul_q", dtypes=QUANT_DTYPES)
@@ -266,7 +275,7 @@ def _matmul_q(node: CheckedNode, args: list[np.ndarray]) -> np.ndarray:
     # the decoded weight is a numpy temporary of this kernel (cpu-python has no device)
     a, raw = args
     n, k = node.shape[-1], a.shape[-1]
-    w = quant.dequantize(raw, _quant_kind(raw, n, k), (n, k))
+    w = quant.dequantize(raw, quant.kind_of(raw), (n, k))
     with np.errstate(all="ignore"):
         return _f32(np.matmul(a, w.T))
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .. import clamp_bounds, hash_uniform, optable
-from ..dtypes import block_of, stored_length
+from ..dtypes import BLOCK_DTYPES, block_of, stored_length
 from ..errors import GpuLabError
 from ..kernel_table import (
     family_codes,
@@ -26,7 +26,7 @@ from ..kernel_table import (
 )
 from ..protocol import CheckedGraph, CheckedNode, label
 from .planner_epilogue import conv_bias, find_epilogues, plan_epilogue
-from .planner_index import INDEX_DTYPES, INDEX_RULES
+from .planner_index import INDEX_DTYPES, INDEX_RULES, check_buffer
 from .planner_multi import find_multi, plan_adam_multi, plan_cross_entropy_pair
 from .planner_student import STUDENT_DTYPES, STUDENT_RULES
 from .planner_window import WINDOW_RULES, conv_gemm, plan_conv_pass
@@ -829,10 +829,43 @@ def _plan_block_input(ctx: _PlanContext, node: CheckedNode) -> int:
     return buffer_id
 
 
-def _plan_matmul_q(ctx: _PlanContext, node: CheckedNode) -> None:
+QUANT_KIND = {"q4_k": 0, "q6_k": 1, "q8_0": 2, "q4_0": 3}  # quant.wgsl's kind codes
+KIND32 = {"q8_0": 0, "q4_0": 1}  # matmul_q32's KIND32
+QUANT32_ROWS = 8  # rows of x one matmul_q32 workgroup takes (its Rows8)
+
+
+def quant32(rows: int, blocks: int, kind: str) -> dict[str, int]:
+    """quant.wgsl matmul_q32's overrides for x of `rows` rows and weight rows of `blocks`
+    32-value blocks (twin of planner.mjs quant32): QL lanes per weight row so that each walks
+    about 4 to 8 quarter blocks, MR rows of x per workgroup."""
+    quarters = blocks * 4
+    ql = 8 if quarters <= 32 else 16 if quarters <= 128 else 32
+    return {"QL": ql, "MR": min(rows, QUANT32_ROWS), "KIND32": KIND32[kind]}
+
+
+def _plan_matmul_q32(ctx: _PlanContext, node: CheckedNode, kind: str) -> None:
+    """matmul_q of a q8_0 / q4_0 weight: matmul_q32."""
     n, k = ctx.operand_shape(node, 1)
     rows = _count(node.shape) // n
+    o = quant32(rows, k // 32, kind)
+    groups = _ceil_div(n, QUANT_VEC_GROUP // o["QL"])
+    ctx.dispatch(
+        node,
+        "quant:matmul_q32",
+        o,
+        _u32s(rows, n, k, k // 32, groups, *[0] * 7),
+        [ctx.operand(node, 0), ctx.operand(node, 1), ctx.output(node)],
+        groups * _ceil_div(rows, QUANT32_ROWS),
+    )
+
+
+def _plan_matmul_q(ctx: _PlanContext, node: CheckedNode) -> None:
     kind = _dtype(ctx.node(node.operands[1]))
+    if kind in KIND32:
+        _plan_matmul_q32(ctx, node, kind)
+        return
+    n, k = ctx.operand_shape(node, 1)
+    rows = _count(node.shape) // n
     a = ctx.operand(node, 0)
     b = ctx.operand(node, 1)
     out = ctx.output(node)
@@ -864,7 +897,7 @@ def _plan_matmul_q(ctx: _PlanContext, node: CheckedNode) -> None:
 
 def _plan_dequantize(ctx: _PlanContext, node: CheckedNode) -> None:
     n = _count(node.shape)
-    kind = 1 if _dtype(ctx.node(node.operands[0])) == "q6_k" else 0
+    kind = QUANT_KIND[_dtype(ctx.node(node.operands[0]))]
     a = ctx.operand(node, 0)
     out = ctx.output(node)
     ctx.dispatch(
@@ -874,6 +907,24 @@ def _plan_dequantize(ctx: _PlanContext, node: CheckedNode) -> None:
         _u32s(n, kind, *[0] * 10),
         [a, out],
         _ceil_div(n, ELEMENTWISE_WG),
+    )
+
+
+def _plan_dequantize_rows(ctx: _PlanContext, node: CheckedNode) -> None:
+    """Rows idx of a quantized [N, K]; an index out of range records its position in the
+    node's check word (planner_index.check_buffer)."""
+    total = _count(node.shape)
+    n, k = ctx.operand_shape(node, 0)
+    kind = QUANT_KIND[_dtype(ctx.node(node.operands[0]))]
+    buffer, slot = check_buffer(ctx, node)
+    ctx.dispatch(
+        node,
+        "quant:dequantize_rows",
+        {},
+        _u32s(total, kind, k, n, slot, *[0] * 7),
+        [ctx.operand(node, 0), ctx.operand(node, 1), ctx.output(node), buffer],
+        _ceil_div(total, ELEMENTWISE_WG),
+        2,
     )
 
 
@@ -980,6 +1031,7 @@ RULES: dict[str, Rule] = {
     **STUDENT_RULES,  # wgsl, wgsl_output (planner_student.py)
     "matmul_q": _plan_matmul_q,
     "dequantize": _plan_dequantize,
+    "dequantize_rows": _plan_dequantize_rows,
     "matmul_fixed": _plan_matmul_fixed,
     **INDEX_RULES,  # the v4 selection ops (planner_index.py)
     **WINDOW_RULES,  # the v6 window ops (planner_window.py)
@@ -998,8 +1050,9 @@ RULE_DTYPES: dict[str, tuple[str, ...]] = {
     **{op: tuple(lang_dtypes(op, "wgsl")) for op in [*UNARY_OP, *BINARY_OP, *REDUCE_OP]},
     **STUDENT_DTYPES,
     # support.check_kernels checks every dtype a node touches: the weight's and the result's
-    "matmul_q": ("float32", "q4_k", "q6_k"),
-    "dequantize": ("float32", "q4_k", "q6_k"),
+    "matmul_q": ("float32", *BLOCK_DTYPES),
+    "dequantize": ("float32", *BLOCK_DTYPES),
+    "dequantize_rows": ("float32", "int32", *BLOCK_DTYPES),
     **INDEX_DTYPES,
 }
 

@@ -18,6 +18,7 @@ INDEX_WG = 64
 PASS = {"read": 0, "write": 1, "fill": 2, "gather": 3, "add": 4}
 INDEX_OPS = ("index_select", "gather", "index_add", "scatter_add")
 V4_OPS = ("slice", "slice_scatter", "concat", "pad", *INDEX_OPS)
+CHECKED_OPS = (*INDEX_OPS, "dequantize_rows")  # ops with a check word (quant.wgsl's too)
 
 
 def _strides(shape: list[int]) -> list[int]:
@@ -36,13 +37,14 @@ def _word(v: int) -> list[Any]:
     return ["u32", int(v) & 0xFFFFFFFF]
 
 
-def _check_buffer(ctx: Any, node: Any) -> tuple[int, int]:
-    """The check buffer (allocated at the first v4 node) and, for an index op, its word."""
+def check_buffer(ctx: Any, node: Any) -> tuple[int, int]:
+    """The check buffer (allocated at the first node that binds it) and, for an index op or
+    dequantize_rows, its word."""
     if ctx.check_buffer is None:
-        slots = sum(1 for i in ctx.checked.order if ctx.node(i).op in INDEX_OPS)
+        slots = sum(1 for i in ctx.checked.order if ctx.node(i).op in CHECKED_OPS)
         ctx.check_buffer = ctx.allocate(node, max(4, slots), "check")
     slot = 0
-    if node.op in INDEX_OPS:
+    if node.op in CHECKED_OPS:
         slot = len(ctx.checks)
         ctx.checks.append({"node": node.id, "word": slot})
     return ctx.check_buffer, slot
@@ -51,7 +53,7 @@ def _check_buffer(ctx: Any, node: Any) -> tuple[int, int]:
 def _pass(ctx: Any, node: Any, name: str, domain: list[int], a: int, out: int, **o: Any) -> None:
     """One pass of index.wgsl over `domain` (its element count is the dispatch size)."""
     rank = len(domain)
-    buffer, slot = _check_buffer(ctx, node)
+    buffer, slot = check_buffer(ctx, node)
     n = math.prod(domain)
 
     def vec(v: list[int] | None) -> list[list[Any]]:

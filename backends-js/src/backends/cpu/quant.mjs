@@ -1,12 +1,15 @@
-// Issue 14's kernels on the JS CPU backend: ggml's q4_k / q6_k blocks decoded as ggml decodes
-// them (dequantize, and inside matmul_q: a @ b.T), and matmul_fixed (fixed-point operands,
-// 64-bit integer sums). docs/protocol.md "Block-quantized weights" and "matmul_fixed" give the
-// rules; pylib/gpulab/quant.py is the numpy twin, kernels/wgsl/quant.wgsl the GPU one.
+// Block-quantized weights on the JS CPU backend: ggml's q4_k / q6_k / q8_0 / q4_0 blocks
+// decoded as ggml decodes them (dequantize, dequantize_rows, and inside matmul_q: a @ b.T), and
+// matmul_fixed (fixed-point operands, 64-bit integer sums). docs/protocol.md "Block-quantized
+// weights" and "matmul_fixed" give the rules; pylib/gpulab/quant.py is the numpy twin,
+// kernels/wgsl/quant.wgsl the GPU one.
 import { registerKernel } from './registry.mjs';
 import { batchIndex } from './layout.mjs';
+import { indexError } from '../../values.mjs';
 
-const QK = 256;
-export const BLOCK_BYTES = { q4_k: 144, q6_k: 210 };
+export const BLOCK_BYTES = { q4_k: 144, q6_k: 210, q8_0: 34, q4_0: 18 };
+export const BLOCK_VALUES = { q4_k: 256, q6_k: 256, q8_0: 32, q4_0: 32 };
+const QUANT_DTYPES = Object.keys(BLOCK_BYTES);
 
 /** An IEEE binary16 as a number (exact; subnormals and -0 kept). @param {number} h */
 export function halfToFloat(h) {
@@ -47,7 +50,7 @@ function decodeQ4k(bytes, blk, out, o) {
 function decodeQ6k(bytes, blk, out, o) {
   const at = blk * 210;
   const d = halfToFloat(bytes[at + 208] | (bytes[at + 209] << 8));
-  for (let i = 0; i < QK; i++) {
+  for (let i = 0; i < 256; i++) {
     const h = i >> 7;
     const t = (i >> 5) & 3;
     const l = i & 31;
@@ -59,21 +62,54 @@ function decodeQ6k(bytes, blk, out, o) {
   }
 }
 
-const DECODE = { q4_k: decodeQ4k, q6_k: decodeQ6k };
+/** Decode block `blk` of q8_0 bytes: y = d * q, q an int8 (exact). */
+function decodeQ80(bytes, blk, out, o) {
+  const at = blk * 34;
+  const d = halfToFloat(bytes[at] | (bytes[at + 1] << 8));
+  for (let j = 0; j < 32; j++) out[o + j] = Math.fround(d * ((bytes[at + 2 + j] << 24) >> 24));
+}
+
+/** Decode block `blk` of q4_0 bytes: y = d * (q - 8); byte j holds values j and j + 16. */
+function decodeQ40(bytes, blk, out, o) {
+  const at = blk * 18;
+  const d = halfToFloat(bytes[at] | (bytes[at + 1] << 8));
+  for (let j = 0; j < 16; j++) {
+    const b = bytes[at + 2 + j];
+    out[o + j] = Math.fround(d * ((b & 15) - 8));
+    out[o + j + 16] = Math.fround(d * ((b >> 4) - 8));
+  }
+}
+
+const DECODE = { q4_k: decodeQ4k, q6_k: decodeQ6k, q8_0: decodeQ80, q4_0: decodeQ40 };
 
 /**
- * The float32 values of a q4_k / q6_k tensor's bytes, `count` of them.
- * @param {Uint8Array} bytes @param {'q4_k'|'q6_k'} dtype @param {number} count
+ * The float32 values of a block-quantized tensor's bytes, `count` of them.
+ * @param {Uint8Array} bytes @param {keyof BLOCK_BYTES} dtype @param {number} count
  */
 export function dequantize(bytes, dtype, count, out = new Float32Array(count)) {
   const decode = DECODE[dtype];
-  for (let blk = 0; blk < count / QK; blk++) decode(bytes, blk, out, blk * QK);
+  const per = BLOCK_VALUES[dtype];
+  for (let blk = 0; blk < count / per; blk++) decode(bytes, blk, out, blk * per);
   return out;
 }
 
 registerKernel('dequantize', (out, [a], node, _shapes, [dtype]) => {
   dequantize(/** @type {Uint8Array} */ (a), dtype, out.length, out);
-}, { dtypes: ['q4_k', 'q6_k'] });
+}, { dtypes: QUANT_DTYPES });
+
+// rows idx of a [N, K]: each row's blocks decoded straight into its place in out
+registerKernel('dequantize_rows', (out, [a, idx], node, [sa], [dtype]) => {
+  const [n, k] = sa;
+  const per = BLOCK_VALUES[dtype];
+  const rowBytes = (k / per) * BLOCK_BYTES[dtype];
+  for (let p = 0; p < idx.length; p++) {
+    if (idx[p] < 0 || idx[p] >= n) throw indexError('BACKEND', node, sa, p, idx[p]);
+  }
+  for (let p = 0; p < idx.length; p++) {
+    const row = /** @type {Uint8Array} */ (a).subarray(idx[p] * rowBytes, (idx[p] + 1) * rowBytes);
+    for (let blk = 0; blk < k / per; blk++) DECODE[dtype](row, blk, out, p * k + blk * per);
+  }
+}, { dtypes: QUANT_DTYPES });
 
 // a @ b.T: each row of b decoded once into float32 (a row's scratch, never the whole weight),
 // then every dot product in ascending k from 0.0, each product and sum rounded to float32.
@@ -83,10 +119,11 @@ registerKernel('matmul_q', (out, [a, b], node, [, sb], [, dtype]) => {
   const row = new Float32Array(k);
   const f = Math.fround;
   const decode = DECODE[dtype];
-  const rowBytes = (k / QK) * BLOCK_BYTES[dtype];
+  const per = BLOCK_VALUES[dtype];
+  const rowBytes = (k / per) * BLOCK_BYTES[dtype];
   for (let c = 0; c < n; c++) {
     const rowData = /** @type {Uint8Array} */ (b).subarray(c * rowBytes, (c + 1) * rowBytes);
-    for (let blk = 0; blk < k / QK; blk++) decode(rowData, blk, row, blk * QK);
+    for (let blk = 0; blk < k / per; blk++) decode(rowData, blk, row, blk * per);
     for (let r = 0; r < rows; r++) {
       let acc = 0;
       for (let i = 0; i < k; i++) acc = f(acc + f(a[r * k + i] * row[i]));

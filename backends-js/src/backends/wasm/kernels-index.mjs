@@ -4,7 +4,7 @@
 // and the value (values.mjs, the words of every CPU lane). index_add and scatter_add copy a,
 // then add the sources in row-major order: the protocol's fixed order.
 import { numel, stridesOf } from '../../shapes.mjs';
-import { indexError } from '../../values.mjs';
+import { indexAxisOf, indexError } from '../../values.mjs';
 import { registerKernel } from './registry.mjs';
 
 const DTYPES = { dtypes: ['float32', 'int32'] };
@@ -26,11 +26,14 @@ function sliceWalk(shape, slices) {
     s: slices.map(([, , step], k) => step * st[k]) };
 }
 
-/** Throws BACKEND for the first index outside 0..n-1 of operand 1 (idx) at pointer `at`. */
-function checker(ctx) {
+/**
+ * Throws BACKEND for the first index outside 0..n-1 of operand 1 (idx) at pointer `at`; n is
+ * a's extent along the op's axis (its rows for dequantize_rows).
+ */
+export function checker(ctx) {
   const { node, exports, shape } = ctx;
   const count = numel(shape(1));
-  const n = shape(0)[node.attrs.axis];
+  const n = shape(0)[indexAxisOf(node)];
   return (/** @type {number} */ at) => {
     const idx = new Int32Array(exports.memory.buffer, at, count);
     for (let p = 0; p < count; p++) {

@@ -2,7 +2,8 @@
 // the softmax family, layout ops, life, and the data ops (input, full).
 import { numel } from '../../shapes.mjs';
 import { registerKernel } from './registry.mjs';
-import { DTYPE_NAMES } from '../../dtypes.mjs';
+import { BLOCK_DTYPES, DTYPE_NAMES } from '../../dtypes.mjs';
+import { checker } from './kernels-index.mjs';
 import { clampWords, DTYPE_CODE } from '../../clamp-bounds.mjs';
 
 /** Inputs are uploaded or fed by the program (as 32-bit words, any dtype): no per-step work. */
@@ -161,15 +162,29 @@ for (const [op, code] of Object.entries(EXTREMES_OP)) {
   }, V3_DTYPES);
 }
 
-// Issue 14 (kernels/wasm/src/quant.rs): q4_k / q6_k bytes decoded in the kernel, matmul_fixed.
-/** @param {import('./registry.mjs').PlanContext} ctx @param {number} i 0 q4_k, 1 q6_k */
-const quantKind = (ctx, i) => (ctx.dtype(i) === 'q6_k' ? 1 : 0);
+// Block-quantized weights (kernels/wasm/src/quant.rs): q4_k / q6_k / q8_0 / q4_0 bytes decoded
+// in the kernel; matmul_fixed.
+const QUANT_KIND = { q4_k: 0, q6_k: 1, q8_0: 2, q4_0: 3 };
+/** @param {import('./registry.mjs').PlanContext} ctx @param {number} i */
+const quantKind = (ctx, i) => QUANT_KIND[ctx.dtype(i)];
 
 registerKernel('dequantize', (ctx) => {
   const { exports, node, operand, out } = ctx;
   const [a, n, kind] = [operand(0), numel(node.shape), quantKind(ctx, 0)];
   return (p) => exports.dequantize(p[a], p[out], n, kind);
-}, { dtypes: ['q4_k', 'q6_k'] });
+}, { dtypes: BLOCK_DTYPES });
+
+// rows idx of a [N, K]: the indices checked first (BACKEND naming the first bad one)
+registerKernel('dequantize_rows', (ctx) => {
+  const { exports, node, operand, shape, out } = ctx;
+  const [a, idx, kind] = [operand(0), operand(1), quantKind(ctx, 0)];
+  const [m, k] = node.shape;
+  const check = checker(ctx);
+  return (p) => {
+    check(p[idx]);
+    exports.dequantize_rows(p[a], p[idx], p[out], m, k, kind);
+  };
+}, { dtypes: BLOCK_DTYPES });
 
 registerKernel('matmul_q', (ctx) => {
   const { exports, node, operand, shape, out, scratch } = ctx;

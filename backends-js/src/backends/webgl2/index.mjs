@@ -10,8 +10,11 @@ import { pad4, registerKernel, stridesOf } from './registry.mjs';
 /** Padded rank-4 strides of `shape` (0 on the padding). @param {number[]} shape */
 const strides4 = (shape) => [...new Array(4 - shape.length).fill(0), ...stridesOf(shape)];
 
-/** The check pass of an index op: its idx's out-of-range positions, one word per texel row. */
-function checkPass(node, k) {
+/**
+ * The check pass of an index op (or dequantize_rows): its idx's positions out of 0..size-1,
+ * one word per texel row. size: a's extent along the op's axis unless given.
+ */
+export function checkPass(node, k, size = k.shape(node.operands[0])[node.attrs.axis]) {
   const idx = node.operands[1];
   const count = k.shape(idx).reduce((a, b) => a * b, 1);
   const width = Math.min(count, k.maxTextureSize);
@@ -19,7 +22,7 @@ function checkPass(node, k) {
   const target = k.check(rows);
   return { shader: 'index.glsl', defines: { WORDS_OUT: 1, IDX_OP: 5, A_INT: 1, OUT_UINT: 1 },
     inputs: { u_a: k.slot(idx), u_idx: k.slot(idx) },
-    uniforms: { u_size: ['i', k.shape(node.operands[0])[node.attrs.axis]], u_icount: ['i', count] },
+    uniforms: { u_size: ['i', size], u_icount: ['i', count] },
     target };
 }
 

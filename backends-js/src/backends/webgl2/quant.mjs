@@ -1,15 +1,36 @@
-// Issue 14 on WebGL2 (kernels/glsl/quant.glsl): q4_k / q6_k bytes (an R32UI texture of words)
-// decoded in the shader by dequantize and matmul_q (a @ b.T), and matmul_fixed's int32 fixed
-// point with 64-bit sums as uint pairs. One output element per fragment.
+// Block-quantized weights on WebGL2 (kernels/glsl/quant.glsl): q4_k / q6_k / q8_0 / q4_0 bytes
+// (an R32UI texture of words) decoded in the shader by dequantize, dequantize_rows and matmul_q
+// (a @ b.T), and matmul_fixed's int32 fixed point with 64-bit sums as uint pairs. One output
+// element per fragment.
 import { registerKernel, sizeOf } from './registry.mjs';
+import { checkPass } from './index.mjs';
+import { BLOCK_DTYPES } from '../../dtypes.mjs';
+
+/** quant.glsl's define of each kind (q4_k has none). */
+const KIND_DEFINE = { q6_k: 'Q6K', q8_0: 'Q80', q4_0: 'Q40' };
 
 /** @param {import('./registry.mjs').KernelContext} k @param {number} id */
-const kindDefines = (k, id) => (k.node(id).dtype === 'q6_k' ? { Q6K: 1 } : {});
+const kindDefines = (k, id) => {
+  const define = KIND_DEFINE[k.node(id).dtype];
+  return define ? { [define]: 1 } : {};
+};
 
 registerKernel('dequantize', (node, k) => [{
   shader: 'quant.glsl', defines: { DEQUANT: 1, WORDS_OUT: 1, ...kindDefines(k, node.operands[0]) },
   inputs: { u_q: k.slot(node.operands[0]) }, uniforms: {}, target: k.out,
-}], { dtypes: ['q4_k', 'q6_k'] });
+}], { dtypes: BLOCK_DTYPES });
+
+// the index check pass of index.mjs (rows out of range: BACKEND after the step), then the rows
+registerKernel('dequantize_rows', (node, k) => {
+  const [a, idx] = node.operands;
+  const [n, kk] = k.shape(a);
+  return [checkPass(node, k, n), {
+    shader: 'quant.glsl',
+    defines: { DEQUANT_ROWS: 1, WORDS_OUT: 1, ...kindDefines(k, a) },
+    inputs: { u_q: k.slot(a), u_idx: k.slot(idx) }, uniforms: { u_dims: ['i4', [n, kk, 0, 0]] },
+    target: k.out,
+  }];
+}, { dtypes: BLOCK_DTYPES });
 
 registerKernel('matmul_q', (node, k) => {
   const [a, b] = node.operands;

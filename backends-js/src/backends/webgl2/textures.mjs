@@ -14,7 +14,7 @@
 // would flush the small integers, float denormals, and may quiet NaN patterns). Integer
 // textures are never filtered or blended; copies between them are blits (docs/webgl2.md).
 import { GpuLabError } from '../../errors.mjs';
-import { fromDeviceWords, toDeviceWords } from '../../dtypes.mjs';
+import { blockOf, fromDeviceWords, toDeviceWords } from '../../dtypes.mjs';
 
 /**
  * @typedef {object} Tex
@@ -36,8 +36,8 @@ import { fromDeviceWords, toDeviceWords } from '../../dtypes.mjs';
 /** The texture kind of a tensor of `dtype`. @param {string} dtype @returns {TexKind} */
 export function texKindOf(dtype) {
   if (dtype === 'int32') return 'int';
-  // a q4_k / q6_k tensor is its bytes packed 4 to a word (quant.glsl reads them)
-  if (dtype === 'q4_k' || dtype === 'q6_k') return 'uint';
+  // a block-quantized tensor is its bytes packed 4 to a word (quant.glsl reads them)
+  if (blockOf(dtype)) return 'uint';
   return dtype === 'uint32' || dtype === 'bool' ? 'uint' : 'float';
 }
 
