@@ -41,6 +41,7 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "hardswish": [{}],
     "softsign": [{}],
     "mish": [{}],
+    "softplus": [{}, {"beta": 2.0}, {"beta": 0.5, "threshold": 5.0}],
 }
 # ONNX op type -> attribute sets its onnx.reference test runs
 ONNX_CASES: dict[str, list[dict[str, Any]]] = {

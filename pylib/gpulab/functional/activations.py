@@ -204,7 +204,12 @@ def softsign(x: Tensor) -> Tensor:
     return x / (x.abs() + 1.0)
 
 
-@declare(onnx=onnx("Softplus", since=1))
+@declare(
+    functional="softplus",
+    nn="Softplus",
+    aten="softplus.default",
+    onnx=onnx("Softplus", since=1),
+)
 def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta x)) / beta, or x where beta x > threshold (torch's form).
 
