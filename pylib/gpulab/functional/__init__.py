@@ -14,29 +14,7 @@ composite needs no gradient rule. A frontend keeps only its argument parsers and
 
 from __future__ import annotations
 
-from .activations import (
-    SELU_ALPHA,
-    SELU_SCALE,
-    celu,
-    elu,
-    gelu,
-    gelu_grad,
-    hard_sigmoid,
-    hardsigmoid,
-    hardswish,
-    leaky_relu,
-    mish,
-    relu,
-    selu,
-    shrink,
-    sigmoid,
-    softplus,
-    softsign,
-    tanh,
-    threshold,
-    threshold_grad,
-)
-from .elementwise import expm1, log1p
+from . import activations, elementwise  # noqa: F401  (their @declare fill the library)
 from .layers import (
     SQRT2,
     adaptive_avg_pool2d,
@@ -72,6 +50,10 @@ from .layers import (
 )
 from .library import ENTRIES, Entry, Onnx, by_name, declare, entries, onnx_names
 
+# every entry of the library is gpulab.functional.<its name>
+globals().update({name: entry.fn for name, entry in ENTRIES.items()})
+SELU_ALPHA, SELU_SCALE = activations.SELU_ALPHA, activations.SELU_SCALE
+
 __all__ = [
     "ENTRIES",
     "SELU_ALPHA",
@@ -86,51 +68,32 @@ __all__ = [
     "batch_stats",
     "broadcast_to",
     "by_name",
-    "celu",
     "conv2d_im2col",
     "declare",
-    "elu",
     "embedding",
     "entries",
     "erf",
-    "expm1",
     "flatten",
-    "gelu",
-    "gelu_grad",
     "gelu_tanh",
     "gelu_tanh_grad",
-    "hard_sigmoid",
-    "hardsigmoid",
-    "hardswish",
     "interpolate",
     "l2_normalize",
     "layer_norm",
     "layer_norm_stats",
-    "leaky_relu",
     "linear",
     "linear_t",
-    "log1p",
     "masked_fill",
     "masked_mean",
     "max_pool2d_grad",
     "max_pool2d_indices",
-    "mish",
     "mse_loss",
     "nll_loss",
     "nll_loss_grad",
     "one_hot",
     "onnx_expand",
     "onnx_names",
-    "relu",
-    "selu",
-    "shrink",
-    "sigmoid",
-    "softplus",
-    "softsign",
     "squeeze",
-    "tanh",
-    "threshold",
-    "threshold_grad",
     "unsqueeze",
     "window_taps",
 ]
+__all__ += list(ENTRIES)

@@ -242,27 +242,3 @@ def shrink(x: Tensor, lambd: float = 0.5, bias: float = 0.0) -> Tensor:
     """ONNX's Shrink: x + bias below -lambd, x - bias above lambd, 0 between."""
     g = x.graph
     return g.where(x < -lambd, x + bias, g.where(x > lambd, x - bias, 0.0))
-
-
-__all__ = [
-    "SELU_ALPHA",
-    "SELU_SCALE",
-    "celu",
-    "elu",
-    "gelu",
-    "gelu_grad",
-    "hard_sigmoid",
-    "hardsigmoid",
-    "hardswish",
-    "leaky_relu",
-    "mish",
-    "relu",
-    "selu",
-    "shrink",
-    "sigmoid",
-    "softplus",
-    "softsign",
-    "tanh",
-    "threshold",
-    "threshold_grad",
-]
