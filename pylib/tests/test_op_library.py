@@ -42,6 +42,7 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "softsign": [{}],
     "mish": [{}],
     "softplus": [{}, {"beta": 2.0}, {"beta": 0.5, "threshold": 5.0}],
+    "hardshrink": [{}, {"lambd": 3.0}],
 }
 # ONNX op type -> attribute sets its onnx.reference test runs
 ONNX_CASES: dict[str, list[dict[str, Any]]] = {

@@ -242,3 +242,17 @@ def shrink(x: Tensor, lambd: float = 0.5, bias: float = 0.0) -> Tensor:
     """ONNX's Shrink: x + bias below -lambd, x - bias above lambd, 0 between."""
     g = x.graph
     return g.where(x < -lambd, x + bias, g.where(x > lambd, x - bias, 0.0))
+
+
+@declare(
+    torch="hardshrink",
+    method="hardshrink",
+    functional="hardshrink",
+    nn="Hardshrink",
+)
+def hardshrink(x: Tensor, lambd: float = 0.5) -> Tensor:
+    """x where |x| > lambd, else 0 (ONNX's Shrink with bias 0).
+
+    No aten name: torch's Autograd kernel of aten.hardshrink is a Python decomposition (abs,
+    le, where), so a compiled graph never holds it."""
+    return shrink(x, lambd, 0.0)
