@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 
 from ..errors import GpuLabError
-from ..graph import Tensor
+from ..graph import Graph, Tensor
 
 # -- shapes ------------------------------------------------------------------------------------
 
@@ -106,6 +106,72 @@ def attention(
             scores.graph.where(mask, scores, -math.inf) if mask.dtype == "bool" else scores + mask
         )
     return scores.softmax(axis=-1) @ v
+
+
+def causal_mask(g: Graph, rows: int, cols: int) -> Tensor:
+    """torch's is_causal mask: bool [rows, cols], row i attends columns j <= i (top-left)."""
+    return g.tensor([[j <= i for j in range(cols)] for i in range(rows)], dtype="bool")
+
+
+def _attention_probs(
+    q: Tensor, k: Tensor, mask: Tensor | None, scale: float | None, causal: bool
+) -> tuple[Tensor, Tensor, Tensor | None]:
+    """(probabilities, masked scaled scores, the rows every key is masked from or None):
+    softmax of q @ k^T * scale + mask, a row masked everywhere all 0 (torch's fused kernels
+    give such a row 0 output and 0 gradient, not softmax's NaN)."""
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    g = q.graph
+    scores = (q @ k.transpose()) * scale
+    masks = [causal_mask(g, q.shape[-2], k.shape[-2])] if causal else []
+    masks += [mask] if mask is not None else []
+    for m in masks:
+        scores = g.where(m, scores, -math.inf) if m.dtype == "bool" else scores + m
+    if not masks:
+        return scores.softmax(axis=-1), scores, None
+    dead = scores.max(axis=-1, keepdim=True).eq(-math.inf)
+    return g.where(dead, 0.0, scores.softmax(axis=-1)), scores, dead
+
+
+def attention_lse(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    scale: float | None = None,
+    causal: bool = False,
+) -> tuple[Tensor, Tensor]:
+    """torch's fused attention forward (`_scaled_dot_product_flash_attention_for_cpu`):
+    (softmax(q @ k^T * scale + mask) @ v, the rows' natural logsumexp of the masked scaled
+    scores [..., L]); causal adds torch's is_causal mask; a row masked everywhere gives 0
+    output and 0 logsumexp, as torch's kernel does."""
+    probs, scores, dead = _attention_probs(q, k, mask, scale, causal)
+    top = scores.max(axis=-1, keepdim=True)
+    if dead is not None:
+        top = q.graph.where(dead, 0.0, top)
+    lse = (scores - top).exp().sum(axis=-1, keepdim=True).log() + top
+    if dead is not None:
+        lse = q.graph.where(dead, 0.0, lse)
+    return probs @ v, squeeze(lse, -1)
+
+
+def attention_grad(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    dout: Tensor,
+    mask: Tensor | None = None,
+    scale: float | None = None,
+    causal: bool = False,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """(dq, dk, dv) of attention_lse's output, recomputed from q, k, v alone (nothing the
+    forward saved is read, so it is right whichever side ran the forward):
+    dv = P^T dO, dS = P * (dO V^T - rowsum(P * dO V^T)), dq = dS K * scale, dk = dS^T Q * scale."""
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    probs, _, _ = _attention_probs(q, k, mask, scale, causal)
+    dv = probs.transpose() @ dout
+    dp = dout @ v.transpose()
+    ds = probs * (dp - (probs * dp).sum(axis=-1, keepdim=True))
+    return (ds @ k) * scale, (ds.transpose() @ q) * scale, dv
 
 
 def l2_normalize(x: Tensor, axis: int = -1, eps: float = 1e-12) -> Tensor:

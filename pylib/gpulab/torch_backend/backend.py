@@ -25,6 +25,7 @@ from torch._dynamo.backends.common import aot_autograd
 from ..errors import GpuLabError
 from .lower import scan
 from .partition import compile_parts
+from .region import MixedRegion, make_partition
 from .runner import RECORDS, CompiledGraph, Options, Record, SymbolicGraph
 from .table import DECOMPOSITIONS, LOWERING_ERRORS
 
@@ -42,7 +43,7 @@ def compile_graph(
     ops = sum(found.ops.values())
     static = _static_inputs() if kind == "inference" else []
     if found.symbolic and not found.unmapped:
-        return SymbolicGraph(gm, label, options, static)  # specialized per call's shapes
+        return SymbolicGraph(gm, label, options, static, kind)  # specialized per call's shapes
     if found.symbolic:
         return _eager(gm, label, ops, f"symbolic shapes and {_unmapped(found)}", kind, options)
     if found.unmapped:
@@ -126,12 +127,36 @@ def backend(
 ) -> Any:
     """The dynamo backend registered as "gpulab" (torch.compile's `options` arrive here)."""
     opts = Options.parse(options)
-    return aot_autograd(
-        fw_compiler=partial(compile_graph, kind="forward", options=opts),
-        bw_compiler=partial(compile_graph, kind="backward", options=opts),
-        inference_compiler=partial(compile_graph, kind="inference", options=opts),
-        decompositions=DECOMPOSITIONS,
-    )(gm, example_inputs)
+    try:
+        return aot_autograd(
+            fw_compiler=partial(compile_graph, kind="forward", options=opts),
+            bw_compiler=partial(compile_graph, kind="backward", options=opts),
+            inference_compiler=partial(compile_graph, kind="inference", options=opts),
+            decompositions=DECOMPOSITIONS,
+            partition_fn=make_partition(opts.partition),
+        )(gm, example_inputs)
+    except MixedRegion as err:  # region.py: the whole region in eager PyTorch, or refused
+        return _eager_region(gm, err.reason, opts)
+
+
+def _eager_region(gm: torch.fx.GraphModule, reason: str, options: Options) -> Any:
+    """dynamo's graph as it is: forward and backward by eager PyTorch's own autograd."""
+    _COUNT["graphs"] += 1
+    label = f"region#{_COUNT['graphs']}"
+    ops = sum(1 for n in gm.graph.nodes if n.op in ("call_function", "call_method"))
+    if options.strict:
+        raise GpuLabError(
+            "UNSUPPORTED", f"gpulab backend (strict): the region cannot run on gpulab: {reason}"
+        )
+    record = Record(label, ops=ops, reason=reason)
+    RECORDS.append(record)
+    _say(options, f"{label} (forward and backward) runs in eager PyTorch: {reason}")
+
+    def run(*args: Any) -> Any:
+        record.calls += 1
+        return gm.forward(*args)
+
+    return run
 
 
 def register() -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 import torch.fx
+from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
 
 from ..errors import GpuLabError
 from ..graph import Graph, Tensor
@@ -112,11 +113,16 @@ def lower(gm: torch.fx.GraphModule, make_input: MakeInput = fed_input) -> Lowere
 
 
 def _constant(g: Graph, value: Any) -> Tensor:
-    if not isinstance(value, torch.Tensor):
+    """A tensor constant of the graph (get_attr: `torch.tensor(...)` in the model's code) as
+    data of the protocol graph. aot_autograd compiles under its FakeTensorMode, so the real
+    tensor is read with that mode set aside."""
+    if not isinstance(value, torch.Tensor) or isinstance(value, FakeTensor):
         raise GpuLabError("UNSUPPORTED", f"a graph attribute of type {type(value).__name__}")
     kind = protocol_dtype(value.dtype)
-    data = value.detach().cpu().contiguous()
-    return g.tensor(data.to(torch.int32 if kind == "int32" else data.dtype).numpy(), dtype=kind)
+    with unset_fake_temporarily():
+        data = value.detach().cpu().contiguous()
+        data = data.to(torch.int32 if kind == "int32" else data.dtype).numpy().copy()
+    return g.tensor(data, dtype=kind)
 
 
 def _call(g: Graph, node: torch.fx.Node, env: dict[torch.fx.Node, Any]) -> Any:

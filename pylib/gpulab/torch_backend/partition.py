@@ -16,6 +16,7 @@ import torch
 import torch.fx
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
+from torch.fx.passes.utils.fuser_utils import fuse_as_graphmodule, topo_sort
 
 from ..errors import GpuLabError
 from .table import LOWERING_ERRORS, refusal
@@ -26,10 +27,25 @@ class _Lowerable(OperatorSupportBase):
         return node.op == "call_function" and not refusal(node)
 
 
+def _partitioner(gm: torch.fx.GraphModule) -> CapabilityBasedPartitioner:
+    return CapabilityBasedPartitioner(gm, _Lowerable(), allows_single_node_partition=False)
+
+
 def split(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """gm with its lowerable parts as submodules (call_module nodes named fused_N)."""
-    partitioner = CapabilityBasedPartitioner(gm, _Lowerable(), allows_single_node_partition=False)
+    partitioner = _partitioner(gm)
     return partitioner.fuse_partitions(partitioner.propose_partitions())
+
+
+def partitions(gm: torch.fx.GraphModule) -> list[tuple[list[torch.fx.Node], torch.fx.GraphModule]]:
+    """The partitions `split` would make, each (gm's nodes in it, its submodule), leaving gm
+    as it is."""
+    found = []
+    for i, part in enumerate(_partitioner(gm).propose_partitions()):
+        nodes = topo_sort(list(part.nodes))
+        sub, _, _ = fuse_as_graphmodule(gm, nodes, f"fused_{i}", part.nodes)
+        found.append((nodes, sub))
+    return found
 
 
 class _Part(torch.nn.Module):

@@ -100,9 +100,9 @@ class CompiledGraph:
         self.static = set(static)
         self._boxed_call = True  # in the instance dict: dynamo's disable() wrapper copies it
         self.record = Record(label)
-        RECORDS.append(self.record)
         probe = lower(gm)  # builds once now: a lowering error surfaces at compile time
         self.record.nodes = len(probe.graph._nodes)
+        RECORDS.append(self.record)  # only a graph that lowered: a refusal is recorded eager
         self._session: Any = None
         self._lowered: Lowered | None = None
         self._key: tuple | None = None
@@ -211,10 +211,16 @@ class SymbolicGraph:
     one whose lowering refuses runs the graph eagerly for those shapes."""
 
     def __init__(
-        self, gm: torch.fx.GraphModule, label: str, options: Options, static: Sequence[int] = ()
+        self,
+        gm: torch.fx.GraphModule,
+        label: str,
+        options: Options,
+        static: Sequence[int] = (),
+        kind: str = "inference",
     ) -> None:
         self._boxed_call = True
         self.gm, self.label, self.options, self.static = gm, label, options, list(static)
+        self.kind = kind
         self.record = Record(label, reason="symbolic shapes: specialized per call's shapes")
         RECORDS.append(self.record)
         self._by_shape: dict[tuple, Any] = {}
@@ -240,6 +246,12 @@ class SymbolicGraph:
                 static_gm, f"{self.label}.shape{index}", self.options, self.static
             )
         except GpuLabError as err:
+            if self.kind == "backward":  # region.py's rule: never eager over our forward
+                raise GpuLabError(
+                    "UNSUPPORTED",
+                    f"{self.label}: the backward for these shapes cannot run on gpulab "
+                    f"({err.message}) and may not run eagerly over a gpulab forward",
+                ) from err
             self.record.extra[f"shape{index}"] = f"eager: {err.message}"
             return self.gm.forward
         self.record.extra[f"shape{index}"] = compiled.record.label

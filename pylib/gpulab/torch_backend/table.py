@@ -186,8 +186,7 @@ def _sub(cx: Ctx, a: Any, b: Any, alpha: Any = 1) -> Tensor:
 
 @lowers(aten.rsub.Scalar, aten.rsub.Tensor)
 def _rsub(cx: Ctx, a: Any, b: Any, alpha: Any = 1) -> Tensor:
-    a, b = _promote(cx, a, b)
-    return b - (a if alpha == 1 else a * alpha)
+    return _int_exact(cx, lambda p, q: q - (p if alpha == 1 else p * alpha), a, b)
 
 
 @lowers(aten.mul.Tensor, aten.mul.Scalar)
@@ -268,6 +267,17 @@ def _minimum(cx: Ctx, a: Tensor, b: Tensor) -> Tensor:
 @lowers(aten.clamp.default)
 def _clamp(cx: Ctx, a: Tensor, lo: Any = None, hi: Any = None) -> Tensor:
     return a.clamp(lo, hi)
+
+
+@lowers(aten.hardtanh.default)
+def _hardtanh(cx: Ctx, a: Tensor, lo: Any = -1.0, hi: Any = 1.0) -> Tensor:
+    return a.clamp(float(lo), float(hi))
+
+
+@lowers(aten.hardtanh_backward.default)
+def _hardtanh_backward(cx: Ctx, grad: Tensor, a: Tensor, lo: Any, hi: Any) -> Tensor:
+    """grad where lo < a < hi, else 0 (torch: the bounds themselves get no gradient)."""
+    return cx.g.where(a > float(lo), cx.g.where(a < float(hi), grad, 0.0), 0.0)
 
 
 @lowers(aten.clamp_min.default)
@@ -438,6 +448,57 @@ def _softmax(cx: Ctx, a: Tensor, dim: int, half_to_float: bool = False) -> Tenso
 @lowers(aten._log_softmax.default)
 def _log_softmax(cx: Ctx, a: Tensor, dim: int, half_to_float: bool = False) -> Tensor:
     return a.log_softmax(axis=dim)
+
+
+def _no_dropout(node: torch.fx.Node) -> str:
+    """Fused attention lowers without dropout (torch's dropout draws from its generator)."""
+    dropout = node.args[3] if len(node.args) > 3 else node.kwargs.get("dropout_p", 0.0)
+    return "" if not dropout else f"dropout_p={dropout}"
+
+
+@lowers(aten._scaled_dot_product_flash_attention_for_cpu.default)
+def _sdpa(
+    cx: Ctx,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    *,
+    attn_mask: Any = None,
+    scale: Any = None,
+) -> tuple[Tensor, Tensor]:
+    """(output, logsumexp) of torch's fused CPU attention (functional.attention_lse)."""
+    return F.attention_lse(q, k, v, attn_mask, scale, is_causal)
+
+
+@lowers(aten._scaled_dot_product_flash_attention_for_cpu_backward.default)
+def _sdpa_backward(
+    cx: Ctx,
+    grad: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    out: Tensor,
+    logsumexp: Tensor,
+    dropout_p: float,
+    is_causal: bool,
+    *,
+    attn_mask: Any = None,
+    scale: Any = None,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """(dq, dk, dv), recomputed from q, k, v (functional.attention_grad): the saved output and
+    logsumexp are not read, so it holds whoever computed them."""
+    return F.attention_grad(q, k, v, grad, attn_mask, scale, is_causal)
+
+
+def _no_dropout_backward(node: torch.fx.Node) -> str:
+    dropout = node.args[6] if len(node.args) > 6 else node.kwargs.get("dropout_p", 0.0)
+    return "" if not dropout else f"dropout_p={dropout}"
+
+
+CONDITIONS[aten._scaled_dot_product_flash_attention_for_cpu.default] = _no_dropout
+CONDITIONS[aten._scaled_dot_product_flash_attention_for_cpu_backward.default] = _no_dropout_backward
 
 
 @lowers(aten.native_layer_norm.default)
@@ -747,13 +808,14 @@ def _convolution(
 
 
 def _plain_conv(node: torch.fx.Node) -> str:
-    """convolution_backward lowers for 2-D, groups 1, dilation 1, padding <= kernel - 1."""
-    _, _, w, _, _, padding, dilation, transposed, _, groups, _ = node.args
+    """convolution_backward lowers for 2-D, not transposed, padding <= the dilated kernel - 1
+    (any groups, strides and dilations)."""
+    _, _, w, _, _, padding, dilation, transposed, _, _, _ = node.args
     kernel = w.meta["val"].shape[2:] if isinstance(w, torch.fx.Node) else ()
-    if transposed or groups != 1 or list(dilation) != [1, 1] or len(kernel) != 2:
-        return "only 2-D, groups 1, dilation 1, not transposed"
-    if any(p > k - 1 for p, k in zip(padding, kernel, strict=True)):
-        return "padding past kernel - 1"
+    if transposed or len(kernel) != 2:
+        return "only 2-D, not transposed"
+    if any(p > (k - 1) * d for p, k, d in zip(padding, kernel, dilation, strict=True)):
+        return "padding past the dilated kernel - 1"
     return ""
 
 
@@ -766,34 +828,49 @@ def _convolution_backward(
     bias_sizes: Any,
     stride: Sequence[int],
     padding: Sequence[int],
-    dilation: Any,
+    dilation: Sequence[int],
     transposed: bool,
     output_padding: Any,
     groups: int,
     mask: Sequence[bool],
 ) -> tuple[Any, Any, Any]:
     """(grad_input, grad_weight, grad_bias) of conv2d, each a conv2d or a sum:
-    grad_weight = conv2d(x as [C, N, H, W], gy as [M, N, oH, oW], dilation = stride);
-    grad_input = conv2d(gy with stride - 1 zeros between its taps (index_add), the kernel
-    flipped (index_select) and transposed, padding kernel - 1 - padding)."""
-    sh, sw = stride
-    kh, kw = w.shape[2], w.shape[3]
+    grad_weight = conv2d(x as [C/g, g*N, H, W], gy as [M, N, oH, oW], dilation = stride,
+    stride = dilation, groups g), its first kH x kW taps; grad_input = conv2d(gy with
+    stride - 1 zeros between its taps (index_add), the kernel flipped (index_select) and
+    transposed within each group, dilation as the forward's, padding dilated kernel - 1 -
+    padding, groups g)."""
+    g = groups
+    n, c, h, wd = x.shape
+    m, cg, kh, kw = w.shape
+    (sh, sw), (dh, dw) = stride, dilation
     gx = gw = gb = None
     if mask[2]:
         gb = gy.sum(axis=3).sum(axis=2).sum(axis=0)
     if mask[1]:
-        full = x.permute([1, 0, 2, 3]).conv2d(
-            gy.permute([1, 0, 2, 3]), padding=list(padding), dilation=[sh, sw]
+        xs = x.reshape([n, g, cg, h * wd]).permute([2, 1, 0, 3]).reshape([cg, g * n, h, wd])
+        full = xs.conv2d(
+            gy.permute([1, 0, 2, 3]),
+            padding=list(padding),
+            stride=[dh, dw],
+            dilation=[sh, sw],
+            groups=g,
         )
         gw = full[:, :, :kh, :kw].permute([1, 0, 2, 3])
     if mask[0]:
         up = _spread(cx.g, _spread(cx.g, gy, 2, sh), 3, sw)
         flipped = w.index_select(2, list(range(kh - 1, -1, -1)))
-        flipped = flipped.index_select(3, list(range(kw - 1, -1, -1))).permute([1, 0, 2, 3])
-        ph, pw = kh - 1 - padding[0], kw - 1 - padding[1]
-        rh = x.shape[2] - (up.shape[2] + 2 * ph - kh + 1)  # rows the strides never reached
-        rw = x.shape[3] - (up.shape[3] + 2 * pw - kw + 1)
-        gx = up.conv2d(flipped, padding=[ph, pw, ph + rh, pw + rw])
+        flipped = flipped.index_select(3, list(range(kw - 1, -1, -1)))
+        flipped = (
+            flipped.reshape([g, m // g, cg, kh * kw])
+            .permute([0, 2, 1, 3])
+            .reshape([c, m // g, kh, kw])
+        )
+        eh, ew = (kh - 1) * dh + 1, (kw - 1) * dw + 1  # the dilated kernel
+        ph, pw = eh - 1 - padding[0], ew - 1 - padding[1]
+        rh = h - (up.shape[2] + 2 * ph - eh + 1)  # rows the strides never reached
+        rw = wd - (up.shape[3] + 2 * pw - ew + 1)
+        gx = up.conv2d(flipped, padding=[ph, pw, ph + rh, pw + rw], dilation=[dh, dw], groups=g)
     return gx, gw, gb
 
 
