@@ -23,10 +23,14 @@ CPU = {"backend": "cpu-python", "verbose": False}
 
 @pytest.fixture(scope="module", autouse=True)
 def _dynamo_room() -> Iterator[None]:
+    """Room for this module's recompiles; on leaving, dynamo's caches are cleared: the shapes
+    seen here (the same nn.Conv2d / nn.Sequential code) would otherwise make a later module's
+    first compile of that code symbolic (automatic dynamic)."""
     limit = torch._dynamo.config.recompile_limit
     torch._dynamo.config.recompile_limit = 64
     yield
     torch._dynamo.config.recompile_limit = limit
+    torch._dynamo.reset()
 
 
 def _grads_vs_float64(
