@@ -744,30 +744,19 @@ class Tensor:
             )
         return _reduce(self.float(), "mean", dim, keepdim, float32)
 
-    def var(
-        self,
-        dim: Any = None,
-        unbiased: bool | None = None,
-        keepdim: bool = False,
-        *,
-        correction: float | None = None,
-    ) -> Tensor:
-        """sum((x - mean)^2) / (n - correction), correction 1 by default (unbiased)."""
-        c = correction if correction is not None else (0 if unbiased is False else 1)
+    def var(self, *args: Any, **kwargs: Any) -> Tensor:
+        """torch's overloads: var(unbiased), var(dim, unbiased, keepdim=False),
+        var(dim=None, *, correction=1, keepdim=False): sum((x - mean)^2) / (n - correction)."""
+        dim, correction, keepdim = _variance_args("var", args, kwargs)
         dims = _reduce_dims(self, dim)
         n = self.numel() if dims is None else math.prod(self.shape[d] for d in dims)
         d = self.float() - self.float().mean(dim, keepdim=True)
-        return (d * d).sum(dim, keepdim=keepdim) / max(n - c, 0)
+        return (d * d).sum(dim, keepdim=keepdim) / max(n - correction, 0)
 
-    def std(
-        self,
-        dim: Any = None,
-        unbiased: bool | None = None,
-        keepdim: bool = False,
-        *,
-        correction: float | None = None,
-    ) -> Tensor:
-        return self.var(dim, unbiased, keepdim, correction=correction).sqrt()
+    def std(self, *args: Any, **kwargs: Any) -> Tensor:
+        """The square root of var, with var's overloads."""
+        dim, correction, keepdim = _variance_args("std", args, kwargs)
+        return self.var(dim, keepdim=keepdim, correction=correction).sqrt()
 
     def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
         """The 2-norm (p 2 or "fro"), 1-norm or inf-norm over dim (all elements by default)."""
@@ -1172,6 +1161,34 @@ def _index_tensor(index: Any, what: str) -> Tensor:
     if idx.dtype not in (int64, int32):
         raise RuntimeError(f"{what}(): Expected dtype int64 for index, got {idx.dtype.name}")
     return idx
+
+
+def _variance_args(name: str, args: tuple, kwargs: dict) -> tuple[Any, float, bool]:
+    """(dim, correction, keepdim) of var/std as torch reads them: a bool first argument is
+    `unbiased` (var(True)), else the overloads (dim, unbiased, keepdim) and (dim, *,
+    correction, keepdim); unbiased and correction together are refused (TypeError), as torch does."""
+    names = ("unbiased",) if args and isinstance(args[0], bool) else ("dim", "unbiased", "keepdim")
+    if len(args) > len(names):
+        raise TypeError(f"{name}() takes at most {len(names)} positional arguments here")
+    given = dict(zip(names, args, strict=False))
+    unknown = set(kwargs) - {"dim", "unbiased", "keepdim", "correction"}
+    twice = set(given) & set(kwargs)
+    if unknown or twice:
+        raise TypeError(f"{name}() got unexpected or repeated arguments {sorted(unknown | twice)}")
+    given.update(kwargs)
+    if names == ("unbiased",) and set(given) - {"unbiased"}:
+        raise TypeError(f"{name}(unbiased) takes no other argument")
+    unbiased, correction = given.get("unbiased"), given.get("correction")
+    if unbiased is not None and correction is not None:
+        raise TypeError(f"{name}(): cannot specify both unbiased and correction")
+    if unbiased is not None and not isinstance(unbiased, bool):
+        raise TypeError(f"{name}(): unbiased must be a bool, got {type(unbiased).__name__}")
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    dim = given.get("dim")
+    if isinstance(dim, (list, tuple)) and not dim:
+        dim = None  # an empty dim list reduces every axis
+    return dim, correction, bool(given.get("keepdim", False))
 
 
 def _reduce_dims(t: Tensor, dim: Any) -> list[int] | None:
