@@ -41,6 +41,7 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "hardswish": [{}],
     "softsign": [{}],
     "mish": [{}],
+    "silu": [{}],
     "softplus": [{}, {"beta": 2.0}, {"beta": 0.5, "threshold": 5.0}],
     "hardshrink": [{}, {"lambd": 3.0}],
 }

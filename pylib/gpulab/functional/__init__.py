@@ -9,12 +9,22 @@ wherever it comes from, and the one autograd differentiates it through its proto
 composite needs no gradient rule. A frontend keeps only its argument parsers and its glue.
 
 - `activations`: relu, gelu, elu, softplus, ... (`elementwise`: log1p, expm1);
-- `layers`: shapes, linear, normalizations, attention, losses, pooling and convolution helpers.
+- `layers`: shapes, linear, normalizations, attention, losses, pooling and convolution helpers;
+- `language`: the llama family's RMSNorm, SiLU / SwiGLU, rotary embeddings, cached attention.
 """
 
 from __future__ import annotations
 
 from . import activations, elementwise  # noqa: F401  (their @declare fill the library)
+from .language import (
+    cached_attention,
+    kv_cache_write,
+    rms_norm,
+    rope,
+    rotate_half,
+    swap_pairs,
+    swiglu,
+)
 from .layers import (
     SQRT2,
     adaptive_avg_pool2d,
@@ -72,6 +82,7 @@ __all__ = [
     "batch_stats",
     "broadcast_to",
     "by_name",
+    "cached_attention",
     "conv2d_im2col",
     "declare",
     "embedding",
@@ -81,6 +92,7 @@ __all__ = [
     "gelu_tanh",
     "gelu_tanh_grad",
     "interpolate",
+    "kv_cache_write",
     "l2_normalize",
     "layer_norm",
     "layer_norm_stats",
@@ -96,7 +108,12 @@ __all__ = [
     "one_hot",
     "onnx_expand",
     "onnx_names",
+    "rms_norm",
+    "rope",
+    "rotate_half",
     "squeeze",
+    "swap_pairs",
+    "swiglu",
     "unsqueeze",
     "window_taps",
 ]
