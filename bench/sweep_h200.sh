@@ -4,7 +4,7 @@
 # PyTorch eager and CUDA graph (TF32 off). Prints the markdown table and the target check;
 # writes $OUT/sweep.json, $OUT/sweep.png and the per-point log $OUT/sweep.err. Then what bounds
 # the largest points gpulab runs: per-dispatch GPU timestamps next to cuBLAS fp32 on the same
-# matmul shapes (bench/archive/sweep_profile.py, $OUT/sweep_profile.md).
+# matmul shapes (bench/sweep_profile.py, $OUT/sweep_profile.md).
 #   run(command="bash bench/sweep_h200.sh <commit>", carry=[".gl", ".whl", ".perfdev"])
 #   bash bench/sweep_h200.sh --cpu    # here: a tiny sweep on lavapipe against PyTorch CPU
 set -u
@@ -15,7 +15,7 @@ if [ "${1:-}" = "--cpu" ]; then
   export PYTHONPATH=$PWD/pylib:$PWD XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp} OMP_NUM_THREADS=1
   "$PY" -m gpulab bench --sweep --backends wgpu --allow-software --torch-device cpu \
     --sizes 16,64 --batches 8,32 --json "$OUT/sweep.json" --png "$OUT/sweep.png" || exit 1
-  exec "$PY" bench/archive/sweep_profile.py --point 2x16x8 --allow-software --no-torch --runs 2
+  exec "$PY" bench/sweep_profile.py --point 2x16x8 --allow-software --no-torch --runs 2
 fi
 COMMIT=${1:-unknown}
 source bench/h200_setup.sh  # the carried loaders and wgpu wheels; OUT
@@ -35,6 +35,6 @@ if [ "$rc" = 124 ] && [ -f "$OUT/sweep.json" ]; then
 fi
 cat "$OUT/sweep.err" | grep -iv warn | tail -30
 echo "== per-dispatch timestamps of the largest points vs cuBLAS ($(date -u +%H:%M:%S))"
-timeout 120 python3 bench/archive/sweep_profile.py --point 2x4096x4096 --point 4x1024x4096 --runs 10 \
+timeout 120 python3 bench/sweep_profile.py --point 2x4096x4096 --point 4x1024x4096 --runs 10 \
   2>&1 | tee "$OUT/sweep_profile.md"
 echo "== end ($(date -u +%H:%M:%S))"

@@ -4,7 +4,8 @@ plan gives the bits of the unfused one (planner-multi.mjs's MULTI_FUSIONS emptie
 as many Adam parameters a dispatch as the adapter's storage-buffer limit allows. Chromium
 reports 10 for SwiftShader (its limit tiers), one parameter: here the pair runs, the
 multi-tensor Adam only where a device allows 15 or more (wgpu-py on lavapipe, 32: its tests
-are pylib/tests/test_multi_fusion.py; node + Dawn on the H200: bench/fusestep_h200.sh)."""
+are pylib/tests/test_multi_fusion.py; node + Dawn on the H200:
+bench/archive/fusestep_h200.sh)."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ def test_node_wasm_passes_the_conformance_corpus():
 SESSION_JS = """
 async () => {
   const { createRuntime } = await import('/backends-js/src/runtime.mjs');
-  const { mlpData, mlpStepGraph } = await import('/bench/wasm/mlp.mjs');
+  const { mlpData, mlpStepGraph } = await import('/backends-js/src/models/mlp.mjs');
   const bits = (a) => Array.from(new Uint32Array(Float32Array.from(a).buffer));
   const rt = await createRuntime({ backend: 'wasm' });
   const data = mlpData({ seed: 5, batches: 5 });

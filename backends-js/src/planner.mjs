@@ -511,8 +511,8 @@ function matmulStep(ctx, node) {
  * conv2d: im2col (window.wgsl OP 5) + the tiled matmul kernel, w [M, cg, kh, kw] read as
  * [G, M/G, K] against the columns [N, G, K, P] (+ the bias, OP 6), where the product takes a
  * tiled kernel with at least 8 output channels per group; else the direct kernel (depthwise,
- * tiny convs). bench/conv2d.py measured both (docs/protocol.md "The v6 window ops"). Twin:
- * native/planner.py _plan_conv2d.
+ * tiny convs). bench/archive/conv2d.py measured both (docs/protocol.md "The v6 window ops").
+ * Twin: native/planner.py _plan_conv2d.
  * @type {Rule}
  */
 function planConv2d(ctx, node) {

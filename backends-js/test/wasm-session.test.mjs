@@ -1,10 +1,10 @@
 // Prepared sessions on the wasm backend, through the runtime: N session steps equal N chained
-// executes bit for bit (the MLP Adam step of bench/wasm), carries (pointer swaps and staged
-// copies), resident downloads, and poisoning by a non-finite read-back.
+// executes bit for bit (the MLP Adam step of src/models/mlp.mjs), carries (pointer swaps and
+// staged copies), resident downloads, and poisoning by a non-finite read-back.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRuntime } from '../src/runtime.mjs';
-import { mlpData, mlpStepGraph } from '../../bench/wasm/mlp.mjs';
+import { mlpData, mlpStepGraph } from '../src/models/mlp.mjs';
 
 const bits = (a) => Array.from(new Uint32Array(Float32Array.from(a).buffer));
 const PARAMS = ['w1', 'b1', 'w2', 'b2'];

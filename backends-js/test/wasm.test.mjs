@@ -9,7 +9,7 @@ import { createBackend, name } from '../src/backends/wasm.mjs';
 import { createRuntime } from '../src/runtime.mjs';
 import { validateGraph } from '../src/validate.mjs';
 import { GpuLabError } from '../src/errors.mjs';
-import { random } from '../../bench/wasm/mlp.mjs';
+import { random } from '../src/models/mlp.mjs';
 
 const f = Math.fround;
 const rnd = random(7);

@@ -6,7 +6,7 @@
 //     bench/dawn/sgemm.mjs [--sizes 4096,4000] [--reps 20]
 import { parseArgs } from 'node:util';
 import { createRuntime } from '/backends-js/src/runtime.mjs';
-import { random } from '/bench/wasm/mlp.mjs';
+import { random } from '/backends-js/src/models/mlp.mjs';
 
 const { values } = parseArgs({ options: {
   sizes: { type: 'string', default: '4096,4000' },

@@ -1,11 +1,11 @@
-// The wasm benchmark page: times the MLP Adam step (bench/wasm/mlp.mjs) on our wasm and cpu
-// backends (per execute, per single-step run of a prepared session, per step at 8 steps per
+// The wasm benchmark page: times the MLP Adam step (backends-js/src/models/mlp.mjs) on our wasm
+// and cpu backends (per execute, per single-step run of a prepared session, per step at 8 steps per
 // run) and TensorFlow.js's wasm backend doing the same step from the same weights, and checks
 // the losses agree. Measurements are interleaved round by round (every contender once per
 // round), so a burst of load on a shared machine hits all of them alike.
 // Result: window.benchResult (read by bench/wasm/run.py) and a table in the page.
 import { createRuntime } from '/backends-js/src/runtime.mjs';
-import { ADAM, SIZES, mlpData, mlpStepGraph } from './mlp.mjs';
+import { ADAM, SIZES, mlpData, mlpStepGraph } from '/backends-js/src/models/mlp.mjs';
 
 const params = new URLSearchParams(location.search);
 const ITERATIONS = Math.max(20, Number(params.get('iterations') ?? 30));

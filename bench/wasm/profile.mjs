@@ -4,7 +4,7 @@
 // by one), the GFLOP/s of the two large matmuls, and the parts of one execute.
 import { createBackend } from '../../backends-js/src/backends/wasm.mjs';
 import { validateGraph } from '../../backends-js/src/validate.mjs';
-import { mlpData, mlpStepGraph } from './mlp.mjs';
+import { mlpData, mlpStepGraph } from '../../backends-js/src/models/mlp.mjs';
 
 const ROUNDS = 50;
 const data = mlpData({ batches: 1 });

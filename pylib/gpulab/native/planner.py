@@ -970,7 +970,7 @@ def _plan_conv2d(ctx: _PlanContext, node: CheckedNode) -> None:
     """conv2d: im2col (window.wgsl OP 5) + the tiled matmul kernel, w read as [G, M/G, K]
     against the columns [N, G, K, P] (+ the bias, OP 6), where the product takes a tiled
     kernel with at least 8 output channels per group; else the direct kernel (twin of
-    planner.mjs planConv2d; bench/conv2d.py measured both)."""
+    planner.mjs planConv2d; bench/archive/conv2d.py measured both)."""
     shapes = [ctx.operand_shape(node, k) for k in range(len(node.operands))]
     g = conv_gemm(node, shapes)
     batch = g["n"] * g["groups"]

@@ -22,7 +22,8 @@ from ..protocol import CheckedNode
 if TYPE_CHECKING:
     from .planner import _PlanContext
 
-EPILOGUE_MAP2 = epilogue_map2()  # op -> binary.wgsl OP code; bench/unfused.py empties it
+# op -> binary.wgsl OP code; the fusion A/B (bench/archive/unfused.py) empties it
+EPILOGUE_MAP2 = epilogue_map2()
 UNARY_OP = family_codes("map1")
 
 
@@ -110,7 +111,7 @@ def conv_bias(has_bias: bool) -> dict[str, int]:
     """The epilogue of conv2d's matmul (planner._plan_conv2d) that adds its bias per output
     channel (`EPI_BCAST` 4: row r of batch matrix bi reads bias[(bi % groups) * M/G + r]), in
     place of window.wgsl's OP 6 pass over the result: the same float32 add of the finished sum.
-    {} when there is no bias, or the add is not an epilogue op (bench/unfused.py)."""
+    {} when there is no bias, or the add is not an epilogue op (bench/archive/unfused.py)."""
     if not has_bias or "add" not in EPILOGUE_MAP2:
         return {}
     return {"EPI_OP": 1 + EPILOGUE_MAP2["add"], "EPI_SIDE": 0, "EPI_BCAST": 4}

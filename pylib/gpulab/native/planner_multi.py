@@ -25,7 +25,7 @@ from typing import Any
 MULTI_ADAM_MAX = 8  # pylib/gpulab/codegen/adam_multi.py SIZES ends here
 ADAM_STORAGE = 7  # storage bindings per parameter: m, v, g, w read; m', v', w' written
 ELEMENTWISE_WG = 64
-# what the planners group (bench/unfused.py empties it: the A/B arm of the benchmarks)
+# what the planners group (bench/archive/unfused.py empties it: the A/B arm of the benchmarks)
 MULTI_FUSIONS = {"adam_multi", "cross_entropy_pair"}
 
 

@@ -3,7 +3,7 @@
 // convolution: each output's dot product over (c, kh, kw) ascending, every product and sum
 // rounded to float32 (Math.fround), taps in the padding reading zeros, then + bias. (im2col
 // would only copy the input kH x kW times here: JS has no BLAS to hand the matmul to;
-// bench/conv2d.mjs measures both.)
+// bench/archive/conv2d.py measures both.)
 import { registerKernel } from './registry.mjs';
 import { convOperands, windowParams, sourceFraction, nearestIndex, linearTaps } from '../../conv-geometry.mjs';
 

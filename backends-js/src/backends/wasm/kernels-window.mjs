@@ -22,8 +22,8 @@ function words(node, shapes) {
 }
 
 // conv2d's matmul form where a group has at least GEMM_MIN_CHANNELS output channels and the
-// columns fit GEMM_MAX_COLS floats of scratch (bench/conv2d.py: 3-17x faster than the direct
-// loop for dense convs, slower for depthwise and tiny ones)
+// columns fit GEMM_MAX_COLS floats of scratch (bench/archive/conv2d.py: 3-17x faster than the
+// direct loop for dense convs, slower for depthwise and tiny ones)
 const GEMM_MIN_CHANNELS = 16;
 const GEMM_MAX_COLS = 1 << 24;
 

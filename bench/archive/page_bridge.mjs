@@ -1,17 +1,17 @@
 // What the Pyodide bridge costs per `await g.run_async(...)` of the 784-256-10 MLP Adam step:
 // Pyodide in node, gpulab from a pylib tree, the JS cpu runtime, 20 runs after one warm-up.
 //
-//   node bench/page_bridge.mjs [--pylib pylib] [--runs 20] [--backend cpu]
+//   node bench/archive/page_bridge.mjs [--pylib pylib] [--runs 20] [--backend cpu]
 //
 // Prints the median / min of the whole call as Python sees it and of the runtime's own
 // execute (timed by a wrapper), and their difference: the bridge (to_js of the graph, the
 // answer's conversion back). Weights come from Python's `random` (the page has no numpy).
-import { installGpulab } from '../backends-js/test/pyodide-gpulab.mjs';
+import { installGpulab } from '../../backends-js/test/pyodide-gpulab.mjs';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const arg = (name, fallback) => {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? process.argv[i + 1] : fallback;

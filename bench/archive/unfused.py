@@ -1,11 +1,11 @@
 """Run a script or module with the planners' issue-15 fusions off (docs/plan.md "Fusion": map
 fusion, the matmul epilogue, planner_multi's multi-tensor Adam and cross-entropy pair), or with
-`--epilogue` only the matmul epilogue off: the A/B arms of bench/fusion_h200.sh,
-bench/epilogue_h200.sh and bench/fusestep_h200.sh.
+`--epilogue` only the matmul epilogue off: the A/B arms of bench/archive/fusion_h200.sh,
+bench/archive/epilogue_h200.sh and bench/archive/fusestep_h200.sh.
 
-    python3 bench/unfused.py -m gpulab bench --backends wgpu --runs 30
-    python3 bench/unfused.py --epilogue bench/execute_mlp.py --backend wgpu --runs 50
-    GPULAB_UNFUSE=multi python3 bench/unfused.py -m gpulab bench ...   # only planner_multi's
+    python3 bench/archive/unfused.py -m gpulab bench --backends wgpu --runs 30
+    python3 bench/archive/unfused.py --epilogue bench/execute_mlp.py --backend wgpu --runs 50
+    GPULAB_UNFUSE=multi python3 bench/archive/unfused.py -m gpulab bench ...   # only planner_multi's
 
 GPULAB_UNFUSE, when set, names what goes (comma-separated: `map`, `epilogue`, `multi`; `none`
 keeps every fusion), in place of the default (all) or `--epilogue`.

@@ -4,8 +4,8 @@ iteration walking its own window) against the im2col composite of gpulab.functio
 (conv2d_im2col: kH*kW strided slices, concat, then the lane's tiled matmul), same graph
 otherwise, same data.
 
-    python bench/conv2d.py                         # cpu-python, wgpu (software ok), node cpu + wasm
-    python bench/conv2d.py --lanes wgpu,torch --shapes large --reps 20   # bench/conv2d_h200.sh
+    python bench/archive/conv2d.py                         # cpu-python, wgpu (software ok), node cpu + wasm
+    python bench/archive/conv2d.py --lanes wgpu,torch --shapes large --reps 20   # bench/archive/conv2d_h200.sh
 
 Lane `torch` times torch.nn.functional.conv2d alone (CUDA if there is one, else the CPU) in
 the direct column, for reference.
@@ -32,7 +32,7 @@ from gpulab import functional as F
 from gpulab.errors import GpuLabError
 from gpulab.protocol import validate
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # name: (x shape, w shape, padding, groups)
 SHAPES: dict[str, dict[str, tuple]] = {
     "small": {

@@ -1,9 +1,9 @@
 #!/bin/bash
 # Issue 15's matmul epilogue on the lent H200 in one device command (docs/benchmarks.md):
-#   run(command="bash bench/epilogue_h200.sh <commit>", carry=[".gl", ".whl", ".perfdev"])
-#   bash bench/epilogue_h200.sh --cpu    # here, on lavapipe (software: correctness, not speed)
+#   run(command="bash bench/archive/epilogue_h200.sh <commit>", carry=[".gl", ".whl", ".perfdev"])
+#   bash bench/archive/epilogue_h200.sh --cpu    # here, on lavapipe (software: correctness, not speed)
 # The whole corpus on wgpu and node-webgpu, then the MLP step with the matmul epilogue and
-# without it (`bench/unfused.py --epilogue`: every other fusion stays; 15 vs 18 dispatches
+# without it (`bench/archive/unfused.py --epilogue`: every other fusion stays; 15 vs 18 dispatches
 # before planner_multi, the counts printed first) in interleaved rounds:
 # gpulab bench (wgpu vs torch CUDA eager + graph),
 # bench/execute_mlp.py, node + Dawn's MLP (the JS planner's same plan) and
@@ -29,7 +29,7 @@ if [ "${1:-}" = "--cpu" ]; then
   python3 -m gpulab.conformance --allow-software --executor wgpu --op matmul --op chain \
     --report /tmp/epilogue_conf | grep -E "Verdict|^\| (matmul|chain) "
   python3 bench/execute_mlp.py --backend wgpu --runs 3 | tail -2
-  python3 bench/unfused.py --epilogue bench/execute_mlp.py --backend wgpu --runs 3 | tail -2
+  python3 bench/archive/unfused.py --epilogue bench/execute_mlp.py --backend wgpu --runs 3 | tail -2
   exit 0
 fi
 COMMIT=${1:-unknown}
@@ -48,11 +48,11 @@ RUNS=${RUNS:-30}
 for round in 1 2; do
   log "round $round: gpulab bench with the epilogue, then without"
   python3 -m gpulab bench --backends wgpu --torch-device cuda --runs "$RUNS" | grep "^|"
-  python3 bench/unfused.py --epilogue -m gpulab bench --backends wgpu --torch-device cuda \
+  python3 bench/archive/unfused.py --epilogue -m gpulab bench --backends wgpu --torch-device cuda \
     --runs "$RUNS" | grep "^|"
   log "round $round: execute_mlp with, then without"
   python3 bench/execute_mlp.py --backend wgpu --runs 50 | tail -2
-  python3 bench/unfused.py --epilogue bench/execute_mlp.py --backend wgpu --runs 50 | tail -2
+  python3 bench/archive/unfused.py --epilogue bench/execute_mlp.py --backend wgpu --runs 50 | tail -2
 done
 log "node + Dawn MLP (bench/dawn/mlp.mjs), with the epilogue"
 python3 -c 'import json; from gpulab.benchmarks.browser import fixture; print(json.dumps(fixture(0)))' \
@@ -62,6 +62,6 @@ python3 -c 'import json; from gpulab.benchmarks.browser import fixture; print(js
 log "native_lab (dispatch-bound figures), with then without"
 PICK="^==|sum of|one pass|empty|session run|carry|dispatches only"
 python3 bench/native_lab.py --skip variants,small 2>&1 | grep -E "$PICK"
-python3 bench/unfused.py --epilogue bench/native_lab.py --skip variants,small 2>&1 | grep -E "$PICK"
+python3 bench/archive/unfused.py --epilogue bench/native_lab.py --skip variants,small 2>&1 | grep -E "$PICK"
 log "end"
 } 2>&1 | tee "$OUT/epilogue_h200.log"

@@ -1,8 +1,8 @@
 """What bounds the sweep's large points (issue 15 target 6): GPU timestamps per dispatch of the
 MLP step at one sweep point, next to cuBLAS (TF32 off) on the same matmul shapes.
 
-    python bench/archive/sweep_profile.py --point 2x4096x4096 --point 4x1024x4096   # LAYERSxHIDDENxBATCH
-    python bench/archive/sweep_profile.py --point 4x32x64 --allow-software --no-torch  # here: lavapipe
+    python bench/sweep_profile.py --point 2x4096x4096 --point 4x1024x4096   # LAYERSxHIDDENxBATCH
+    python bench/sweep_profile.py --point 4x32x64 --allow-software --no-torch  # here: lavapipe
 
 The step is prepared as `gpulab bench --sweep` prepares it (gpulab.models.mlp, weights and batch
 resident, parameters and Adam state carried), run once, and its recorded dispatches replayed
@@ -24,11 +24,10 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repo root
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/ (gpu_timestamps)
+from gpu_timestamps import FEATURES, per_dispatch
 from gpulab.errors import GpuLabError
 from gpulab.native.wgpu_executor import open_executor
-
-from bench.gpu_timestamps import FEATURES, per_dispatch
 
 
 def point_program(executor: Any, layers: int, hidden: int, batch: int) -> tuple[Any, Any]:

@@ -1,8 +1,8 @@
 #!/bin/bash
 # Issue 15's multi-node dispatches (planner_multi.py: multi-tensor Adam, the cross-entropy pair)
 # on the lent H200 in one device command (docs/benchmarks.md), prints markdown:
-#   run(command="bash bench/fusestep_h200.sh <commit>", carry=[".gl", ".whl", ".perfdev"])
-#   bash bench/fusestep_h200.sh --cpu    # here: the same arms on lavapipe (wgpu), no torch/Dawn
+#   run(command="bash bench/archive/fusestep_h200.sh <commit>", carry=[".gl", ".whl", ".perfdev"])
+#   bash bench/archive/fusestep_h200.sh --cpu    # here: the same arms on lavapipe (wgpu), no torch/Dawn
 # The MLP step (784-256-10, Adam, batch 64) in three arms, interleaved rounds: fused (11
 # dispatches), GPULAB_UNFUSE=multi (15: the map fusion and the matmul epilogue, without
 # planner_multi) and every issue-15 fusion off (20), each by gpulab bench and native_lab.py; then node + Dawn's MLP (the JS
@@ -15,7 +15,7 @@ if [ "${1:-}" = "--cpu" ]; then
   RUNS=${RUNS:-3}
   for arm in none multi map,epilogue,multi; do
     echo "== arm: off=$arm"
-    GPULAB_UNFUSE=$arm "$PY" bench/unfused.py -m gpulab bench --backends wgpu --allow-software \
+    GPULAB_UNFUSE=$arm "$PY" bench/archive/unfused.py -m gpulab bench --backends wgpu --allow-software \
       --torch-device none --runs "$RUNS" | grep "^|"
   done
   exit 0
@@ -40,14 +40,14 @@ RUNS=${RUNS:-30}
 for round in 1 2; do
   for arm in none multi map,epilogue,multi; do
     log "round $round, issue-15 fusions off: $arm; gpulab bench"
-    GPULAB_UNFUSE=$arm python3 bench/unfused.py -m gpulab bench --backends wgpu \
+    GPULAB_UNFUSE=$arm python3 bench/archive/unfused.py -m gpulab bench --backends wgpu \
       --torch-device cuda --runs "$RUNS" | grep "^|"
   done
 done
 PICK="^==|sum of|one pass|empty|session run|dispatches only"
 for arm in none multi map,epilogue,multi; do
   log "native_lab, issue-15 fusions off: $arm"
-  GPULAB_UNFUSE=$arm python3 bench/unfused.py bench/native_lab.py --skip variants,small 2>&1 \
+  GPULAB_UNFUSE=$arm python3 bench/archive/unfused.py bench/native_lab.py --skip variants,small 2>&1 \
     | grep -E "$PICK"
 done
 log "node + Dawn: the adapter's maxStorageBuffersPerShaderStage, then the MLP (fused)"

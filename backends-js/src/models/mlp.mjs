@@ -1,7 +1,10 @@
-// The benchmark model as one protocol graph: a 784-256-10 MLP training step with Adam at
-// batch 64 (forward, cross-entropy on one-hot targets, backward with protocol ops, Adam updates
-// of all four parameters), plus deterministic data so every backend and TensorFlow.js start from
-// the same weights. Used by bench/wasm/index.html and by the wasm backend's tests.
+// The benchmark model as one protocol graph, built by hand in JS: a 784-256-10 MLP training step
+// with Adam at batch 64 (forward, cross-entropy on one-hot targets, backward with protocol ops,
+// Adam updates of all four parameters), plus deterministic data so every backend and
+// TensorFlow.js start from the same weights. The wasm benchmark page (bench/wasm/) and the wasm
+// backend's tests (backends-js/test/, e2e/test_wasm_browser.py) build the same step from here;
+// it lives in the package so neither depends on the other. gpulab.models.mlp builds the same
+// step in Python (the browser benchmark's fixture), from its own data.
 
 export const SIZES = Object.freeze({ batch: 64, input: 784, hidden: 256, classes: 10 });
 export const ADAM = Object.freeze({ lr: 0.001, beta1: 0.9, beta2: 0.999, eps: 1e-8 });
