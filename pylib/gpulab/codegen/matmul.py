@@ -27,8 +27,8 @@ R128 = {"bm": 128, "bn": 128, "bk": 8}
 # each one to kernels/wgsl/<name>.wgsl; the planners pick among them by name (planner
 # MATMUL_KERNELS).
 SHIPPED: dict[str, dict[str, Any]] = {
-    # Measured on the H200 with bench/sgemm_lab.py (2026-12-01, docs/benchmarks.md "SGEMM
-    # variants"): walk "k" reads whole 32-byte sectors of a, where rows first strides a by K
+    # Measured on the H200 with bench/sgemm_lab.py (2026-12-01, docs/benchmarks.md "SGEMM",
+    # "Kernel variants"): walk "k" reads whole 32-byte sectors of a, where rows first strides a by K
     # (29.6 TFLOP/s against 37.2 at K = 4096 for scalar a); named accumulators +2% (not for
     # matmul_rb_a4: -0.5%); 128x256, 256x128, BK 16 or 4, 64-wide tiles, 128 threads, a grouped
     # tile order, an 8x4 warp, an XOR swizzle and inlined loads were all slower or no faster.
