@@ -1,4 +1,4 @@
-// Issue 16's examples: the MLP trained the PyTorch way (`import torch` is gpulab.torch in the
+// The PyTorch examples: the MLP trained the PyTorch way (`import torch` is gpulab.torch in the
 // page: web/py/torch_shim.py), and torch.compile(step, training=True) with a prepared session
 // and a live loss plot. Both use the awaitable forms, so they run in every browser (JSPI or not).
 

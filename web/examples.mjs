@@ -161,7 +161,7 @@ view = display.animate(sim, "heat", feeds={paint: display.brush(radius=3, value=
                        vmin=0.0, vmax=1.0, title="heat: paint with the mouse")
 print(f"live on {sim.backend}: press and drag to paint heat")`;
 
-// ---- issue 21: your own WGSL kernels (docs/playground.md "Your own WGSL kernels") ----
+// ---- your own WGSL kernels (docs/playground.md "Your own WGSL kernels") ----
 
 const WGSL_SAXPY = `from gpulab import Graph
 

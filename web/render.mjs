@@ -203,7 +203,7 @@ export function renderError(output, error, editorLines) {
   const box = el('div', { class: 'error', role: 'alert' });
   const where = error.line ? ` (line ${error.line})` : '';
   const context = error.title ? ` ${error.title}` : '';
-  // a WGSL error (issue 21): its first line in the title, the shader's line shown marked below
+  // a WGSL error: its first line in the title, the shader's line shown marked below
   const wgsl = parseWgslError(error.message);
   const message = wgsl ? wgsl.head : error.message;
   box.append(el('p', { class: 'error-title', text: `${error.type}${where}${context}: ${message}` }));

@@ -9,7 +9,7 @@
 const INDEX = 'gpulab-notebooks';
 const PREFIX = 'gpulab-notebook:';
 const TAB = 'gpulab-tab-notebook';
-const LEGACY = 'gpulab-playground-cells'; // one unnamed notebook of sources (before issue 12)
+const LEGACY = 'gpulab-playground-cells'; // the old single unnamed notebook's sources
 
 /** @typedef {{id: string, name: string, updated: number}} Entry */
 /** @typedef {{source: string, log?: any[]}} StoredCell */

@@ -1,4 +1,4 @@
-// A student's WGSL error (issue 21) under the cell: the compiler's or the binding checker's
+// A student's WGSL error under the cell: the compiler's or the binding checker's
 // message ends with the offending line of the shader ("   9 | let meta = ...") and, for
 // compiler errors, a caret line; both executors write that form (wgsl-op.mjs,
 // webgpu/student.mjs, native/student.py). Shown as a block of the shader with that line marked.

@@ -1,8 +1,8 @@
-// The cost model (issue 11, defect 14): a graph's estimated time on a CPU backend, from the op
-// table's cost_model (ns per result element of each op, matmul-like ops per flop), known from
-// the checked graph before any work, so a graph that would hold the backend for minutes (an
-// 8192^3 matmul on cpu: ~25 min) is refused with LIMIT instead. Python twin:
-// pylib/gpulab/quotas.py graph_cost_s (compared on the corpus by pylib/tests/test_hostile.py).
+// The cost model (docs/protocol.md "Cost model"): a graph's estimated time on a CPU backend, from
+// the op table's cost_model (ns per result element of each op, matmul-like ops per flop), known
+// from the checked graph before any work, so a graph that would hold the backend for minutes (an
+// 8192^3 matmul on cpu: ~25 min) is refused with LIMIT instead. Python twin: pylib/gpulab/quotas.py
+// graph_cost_s (compared on the corpus by pylib/tests/test_hostile.py).
 import { GpuLabError } from './errors.mjs';
 import { table } from './optable.mjs';
 import { numel } from './shapes.mjs';

@@ -1,6 +1,7 @@
 // The kernel table (kernels/ops.json): how the map1, map2 and reduce families compute each op.
 // The planners read their OP codes here (the Python twin, gpulab/kernel_table.py, reads the
-// package copy), the webgl2 and wasm backends their op lists: no hand-kept list of op names.
+// same file through the package's link), the webgl2 and wasm backends their op lists: no hand-kept
+// list of op names.
 import { kernelFile } from './kernel-files.mjs';
 import { opSpec } from './optable.mjs';
 

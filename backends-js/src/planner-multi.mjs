@@ -1,4 +1,4 @@
-// Multi-node dispatches (issue 15), twin of pylib/gpulab/native/planner_multi.py
+// Multi-node dispatches, twin of pylib/gpulab/native/planner_multi.py
 // (e2e/test_plans_equal.py compares the plans; docs/plan.md "Fusion"):
 // - multi-tensor Adam: the adam_step-fused parameter updates (planner.mjs `adamFused`) that
 //   share a step counter t and do not depend on each other are grouped, in graph order, into

@@ -1,4 +1,4 @@
-// The planner's rules for the student ops (issue 21), twin of pylib/gpulab/native/planner_student.py
+// The planner's rules for the student ops, twin of pylib/gpulab/native/planner_student.py
 // (e2e/test_plans_equal.py compares the plans). A `wgsl` node is one dispatch of kernel "wgsl"
 // (the program compiles the node's own source, not a file) with the binding convention's
 // order: inputs, then one buffer per result; its params go in the step's uniform words in the

@@ -1,4 +1,4 @@
-// The planner's rules for the protocol-v6 window ops (issue 18: conv2d, max_pool2d,
+// The planner's rules for the protocol-v6 window ops (conv2d, max_pool2d,
 // avg_pool2d, resize), twin of pylib/gpulab/native/planner_window.py (e2e/test_plans_equal.py
 // compares the plans). Each op is one dispatch of kernels/wgsl/window.wgsl, one invocation
 // per output element (OP: 0 conv2d, 1 max_pool2d, 2 avg_pool2d, 3 resize nearest, 4 resize

@@ -741,7 +741,7 @@ function planSelect(ctx, node) {
   Math.ceil(n / ELEMENTWISE_WG));
 }
 
-// ---- issue 14: q4_k / q6_k weights and matmul_fixed (quant.wgsl) ----
+// ---- block-quantized weights (q4_k / q6_k) and matmul_fixed (quant.wgsl) ----
 
 /**
  * A q4_k / q6_k input: a buffer of its bytes packed 4 to a u32 word (the last zero-padded).

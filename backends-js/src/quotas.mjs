@@ -1,4 +1,4 @@
-// Quotas for untrusted notebooks (issue 11): what one runtime may hold on its backend at once.
+// Quotas for untrusted notebooks: what one runtime may hold on its backend at once.
 // A graph's cost is known from its checked graph before any device work (so a quota refuses
 // with LIMIT before it): device memory = every live node's tensor in 32-bit words (bool is
 // stored as u32 on GPUs; no buffer reuse is assumed, so it is an upper bound), one buffer or
@@ -21,7 +21,7 @@ const WHAT = { memoryBytes: 'bytes of device memory', buffers: 'buffers/textures
 
 /**
  * A node's device memory: its tensor in 32-bit words; a student's wgsl node holds every result
- * it declares, and wgsl_output is a view of one of them (issue 21).
+ * it declares, and wgsl_output is a view of one of them.
  * @param {{op: string, shape: number[], attrs: Record<string, any>}} node
  */
 function nodeBytes(node) {

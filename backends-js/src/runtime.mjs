@@ -58,7 +58,7 @@ function backendFailure(err, context) {
  * @param {RuntimeOptions} [options]
  */
 export async function createRuntime(options = {}) {
-  const quotas = createQuotas(options.quotas); // issue 11: what untrusted code may hold
+  const quotas = createQuotas(options.quotas); // what untrusted code may hold
   const hooks = options.hooks ?? {};
   const { opened, attempts } = await chooseBackend({ ...options, hooks });
   const backends = new BackendSet({ ...options, hooks }, opened, attempts);

@@ -1,4 +1,4 @@
-// The loop budget of students' kernels (issue 21): before compiling, every `loop`, `for` and
+// The loop budget of students' kernels: before compiling, every `loop`, `for` and
 // `while` of the student's source is counted, so a kernel whose loops run past
 // `max_loop_iterations` (B, the op table's limits) sets a flag the runner reads back (BACKEND
 // naming the budget) and a loop that never ends stops. Neither software adapter can interrupt

@@ -1,4 +1,4 @@
-// The student `wgsl` op and its `wgsl_output` projection (issue 21, protocol version 5): the
+// The student `wgsl` op and its `wgsl_output` projection (protocol version 5): the
 // validator's part. Attribute checkers (source size, results, workgroup counts, params), the
 // shape and dtype rules, and the binding convention checked against the source by the scanner
 // (wgsl-scan.mjs) before any device work. Twin: pylib/gpulab/wgsl_check.py (same checks in the

@@ -1,4 +1,4 @@
-// A small WGSL binding scanner (issue 21): what a student's module declares at module scope
+// A small WGSL binding scanner: what a student's module declares at module scope
 // (resource variables with their @group/@binding, structs, entry points), read WITHOUT a
 // compiler so the validator can check the binding convention before any device work.
 // Twin: pylib/gpulab/wgsl_scan.py; pylib/tests/test_wgsl_twins.py runs both on a corpus of

@@ -1,4 +1,4 @@
-"""The kernel table: gpulab/kernels/ops.json, a byte copy of kernels/ops.json (`make gen`).
+"""The kernel table: gpulab/kernels/ops.json, a link to kernels/ops.json (a copy in the wheel).
 
 How the map1, map2 and reduce families compute each op: the native planner reads the OP codes
 here, as the JS planner does through backends-js/src/kernel-table.mjs (the twin).

@@ -1,4 +1,4 @@
-"""The op table: gpulab/ops.json, a byte copy of backends-js/src/ops.json (the single source).
+"""The op table: gpulab/ops.json, a link to backends-js/src/ops.json (the single source).
 
 Loaded with importlib.resources so it works from a wheel, an editable install and in Pyodide.
 """

@@ -142,7 +142,7 @@ def output_to_py(js_output: Any) -> OutputEntry:
 
 def _entries(js_object: Any) -> list[tuple[Any, Any]]:
     """(key, value) of a JS object's own properties, read in JS: an output may be named
-    `to_py`, `typeof` or `__class__`, which getattr on a JsProxy finds first (issue 11)."""
+    `to_py`, `typeof` or `__class__`, which getattr on a JsProxy finds first."""
     if isinstance(js_object, dict):
         return list(js_object.items())
     from js import Object

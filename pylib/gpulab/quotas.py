@@ -1,4 +1,4 @@
-"""Quotas for untrusted notebooks (issue 11): the Python twin of backends-js/src/quotas.mjs.
+"""Quotas for untrusted notebooks: the Python twin of backends-js/src/quotas.mjs.
 
 A graph's device cost from its checked graph, before any device work: memory = every live
 node's tensor in 32-bit words (bool is stored as u32 on GPUs; no reuse assumed: an upper
@@ -24,12 +24,12 @@ QUOTAS = {"memory_bytes": (256 * MIB, 1536 * MIB), "buffers": (4096, 4096), "pip
 WHAT = {"memory_bytes": "bytes of device memory", "buffers": "buffers", "pipelines": "pipelines"}
 SOURCES = ("input", "full")
 
-# The cost model (issue 11, defect 14), the op table's cost_model, read by both languages (JS
-# twin: backends-js/src/cost.mjs graphCostS, compared on the corpus): estimated seconds of one
-# evaluation on a CPU backend, ns per result element of each op (measured: on cpu-python the
-# median op about 4 ns, gelu/gelu_grad, which evaluate erf in numpy, over a thousand times
-# more) and per flop for matmul-like ops. An upper-ish estimate, not a promise: it refuses the
-# request that would hold the server for minutes.
+# The cost model (docs/protocol.md "Cost model"), the op table's cost_model, read by both languages
+# (JS twin: backends-js/src/cost.mjs graphCostS, compared on the corpus): estimated seconds of one
+# evaluation on a CPU backend, ns per result element of each op (measured: on cpu-python the median
+# op about 4 ns, gelu/gelu_grad, which evaluate erf in numpy, over a thousand times more) and per
+# flop for matmul-like ops. An upper-ish estimate, not a promise: it refuses the request that would
+# hold the server for minutes.
 COST_MODEL: dict[str, Any] = optable.load()["cost_model"]
 FLOP_OPS = frozenset(COST_MODEL["flop_ops"])
 WINDOW_OPS = frozenset(COST_MODEL["window_ops"])
@@ -42,7 +42,7 @@ DEADLINE_S = 30.0
 
 def _node_bytes(node: Any) -> int:
     """A node's device memory: its tensor in 32-bit words; a student's wgsl node holds every
-    result it declares, and wgsl_output is a view of one of them (issue 21)."""
+    result it declares, and wgsl_output is a view of one of them."""
     if node.op == "wgsl":
         return sum(element_count(r["shape"]) * 4 for r in node.attrs["results"])
     return 0 if node.op == "wgsl_output" else element_count(node.shape) * 4
@@ -55,7 +55,7 @@ def graph_cost(checked: CheckedGraph) -> dict[str, int]:
     for node_id in checked.order:
         node = checked.by_id[node_id]
         memory += _node_bytes(node)
-        if node.op == "wgsl":  # one pipeline per student source (issue 21)
+        if node.op == "wgsl":  # one pipeline per student source
             kernels.add(("wgsl", node.attrs["source"]))
         elif node.op not in SOURCES and node.op != "wgsl_output":
             kernels.add((node.op, node.dtype))

@@ -128,7 +128,7 @@ def start(
     routes: list[Route] = [
         endpoint,
         generated,
-        ModelFiles(),  # /models/all-MiniLM-L6-v2/...: the installed checkpoint (issue 19)
+        ModelFiles(),  # /models/all-MiniLM-L6-v2/...: the installed checkpoint
         Mount("/backends-js/", root / "backends-js"),
         Mount("/kernels/", root / "kernels"),
     ]

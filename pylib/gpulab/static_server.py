@@ -58,7 +58,7 @@ class Handler(SimpleHTTPRequestHandler):
             super().do_HEAD()
 
     def list_directory(self, path: str) -> None:  # type: ignore[override]
-        self.send_error(404, "File not found")  # no listings (issue 11, defect 19)
+        self.send_error(404, "File not found")  # no directory listings
 
     def do_POST(self) -> None:
         if not self._route():

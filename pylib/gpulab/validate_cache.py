@@ -1,4 +1,4 @@
-"""`protocol.validate` cached by the raw graph's structure (issue 15, target 3: execute <= 2 ms).
+"""`protocol.validate` cached by the raw graph's structure (for execute <= 2 ms).
 
 A training loop calling `Graph.run`, or the benchmark's "execute" mode, validates a graph of
 the same structure again and again: only the input data changes, and the structural checks

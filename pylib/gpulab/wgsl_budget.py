@@ -1,4 +1,4 @@
-"""The loop budget of students' kernels (issue 21): the twin of backends-js/src/wgsl-budget.mjs.
+"""The loop budget of students' kernels: the twin of backends-js/src/wgsl-budget.mjs.
 
 Before compiling, every `loop`, `for` and `while` of the student's source is counted twice:
 `_gpulab_iters` (var<private>) counts the invocation's loop entries and iterations over every

@@ -1,4 +1,4 @@
-"""The student `wgsl` op and its `wgsl_output` projection (issue 21, protocol version 5): the
+"""The student `wgsl` op and its `wgsl_output` projection (protocol version 5): the
 validator's part, twin of backends-js/src/wgsl-op.mjs (same checks, same order, same words).
 
 Attribute checkers (source size, results, workgroup counts, params), the node rules for shapes

@@ -1,4 +1,4 @@
-"""A small WGSL binding scanner (issue 21): the twin of backends-js/src/wgsl-scan.mjs.
+"""A small WGSL binding scanner: the twin of backends-js/src/wgsl-scan.mjs.
 
 What a student's module declares at module scope (resource variables with @group/@binding,
 structs, @compute entry points), read without a compiler so the validator can check the binding

@@ -1,4 +1,4 @@
-"""`import torch` in the page: GPU Lab's PyTorch subset, `gpulab.torch` (issue 16).
+"""`import torch` in the page: GPU Lab's PyTorch subset, `gpulab.torch`.
 
 The worker writes this file as /home/pyodide/torch.py, so only the page has a module named
 `torch`; natively nothing shadows the real one (there, `import gpulab.torch as torch`). On

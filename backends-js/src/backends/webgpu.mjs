@@ -108,7 +108,7 @@ function plannerLimits(device, minMatmulWorkgroups, lower = {}) {
  * @param {{allowSoftware?: boolean, softwareHint?: string, hooks?: Record<string, any>}} [opts]
  */
 export async function createBackend({ allowSoftware = false, softwareHint, deadlineMs, hooks: given = {} } = {}) {
-  const deadline = deadlineOption(deadlineMs); // issue 11: per-submission deadline
+  const deadline = deadlineOption(deadlineMs); // the per-submission deadline
   /** @type {Record<string, any>} */
   const hooks = given && typeof given === 'object' ? given : {};
   const { adapter, facts, software } = await acquireAdapter({ allowSoftware, softwareHint });
@@ -116,7 +116,7 @@ export async function createBackend({ allowSoftware = false, softwareHint, deadl
   const counters = { submits: 0 };
   const pool = new BufferPool(gpu.device, { maxBufferSize: hooks.maxBufferSize });
   const kernels = new PipelineCache(gpu, kernelUrl, hooks);
-  const student = new StudentKernels(gpu); // issue 21: students' own WGSL
+  const student = new StudentKernels(gpu); // students' own WGSL kernels
   const ctx = { gpu, pool, kernels, student, counters, hooks, software, deadlineMs: deadline };
   const info = {
     vendor: facts.vendor,

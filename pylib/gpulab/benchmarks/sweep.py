@@ -1,4 +1,4 @@
-"""`gpulab bench --sweep`: cost curves of the MLP Adam step (issue 15, target 6).
+"""`gpulab bench --sweep`: cost curves of the MLP Adam step.
 
 The training step of gpulab.models.mlp (forward, cross-entropy, backward, Adam; float32) at
 hidden width 256, 1024, 4096 x batch 64, 512, 4096, as 784-h-10 (2 layers) and 784-h-h-h-10
@@ -279,7 +279,7 @@ def adapters(result: dict[str, Any]) -> list[str]:
 
 
 def check(result: dict[str, Any]) -> list[str]:
-    """Issue 15 target 6 per depth: <= 1.5x eager at the largest point, ahead at the smallest
+    """The cost-curve target per depth: <= 1.5x eager at the largest point, ahead at the smallest
     (of the points the backend ran; the ones it refused are named with their reason)."""
     lines = []
     for backend in result["backends"]:

@@ -1,4 +1,4 @@
-"""The matmul epilogue (issue 15): WGSL that every matmul kernel applies to a finished output.
+"""The matmul epilogue: WGSL that every matmul kernel applies to a finished output.
 
 The planners (docs/plan.md "Fusion") fold a map2 node whose kernel-table row says `epilogue`
 (add, sub, mul) and that reads a matmul's product into the matmul's dispatch, with the fusable

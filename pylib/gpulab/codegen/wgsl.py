@@ -107,5 +107,5 @@ def outputs() -> dict[Path, bytes]:
         for dtype in tables.family_dtypes(family):
             name = tables.kernel_name(family, dtype)
             out[OUT / f"{name}.wgsl"] = render(template, slots(family, dtype)).encode()
-    out.update(adam_multi.outputs())  # the multi-tensor Adam kernels (issue 15)
+    out.update(adam_multi.outputs())  # the multi-tensor Adam kernels
     return out

@@ -770,7 +770,7 @@ def dtype_rows() -> list[dict]:
 
 
 def select_rows() -> list[dict]:
-    """The v3 select ops (issue 13): a graph labelled version 2, operand dtypes (the whole
+    """The v3 select ops: a graph labelled version 2, operand dtypes (the whole
     message: both validators word it the same), attributes, shapes."""
 
     def v3(*nodes: Node) -> dict:
@@ -932,7 +932,7 @@ def select_rows() -> list[dict]:
 
 
 def hostile_rows() -> list[dict]:
-    """Issue 11: what a hostile notebook sends (the JS-only form of None, undefined, is tested
+    """What a hostile notebook sends (the JS-only form of None, undefined, is tested
     in backends-js/test/hostile.test.mjs and by the twin test's page view)."""
     big = 2**53
     deep: Any = [1]
@@ -1435,7 +1435,7 @@ def quant_rows() -> list[dict]:
 
 
 def v6_rows() -> list[dict]:
-    """Protocol v6, the window ops (issue 18): channel counts, groups, kernels bigger than the
+    """Protocol v6, the window ops: channel counts, groups, kernels bigger than the
     padded input, bias shape, attributes (pairs, padding, modes refused by name), rank, pools
     whose window holds no element, the MAC and resize limits, versions. Each names the node and
     the operand or attribute."""

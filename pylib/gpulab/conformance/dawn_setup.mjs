@@ -1,4 +1,4 @@
-// Preload for running the page's WebGPU backend unchanged under node with Dawn (issue 15):
+// Preload for running the page's WebGPU backend unchanged under node with Dawn:
 //   node --import ./pylib/gpulab/conformance/dawn_setup.mjs pylib/gpulab/conformance/node_executor.mjs webgpu < cases
 //   node --import ./pylib/gpulab/conformance/dawn_setup.mjs bench/dawn/mlp.mjs --runs 50
 // It gives node what a page has and the backend expects, without touching the runtime:

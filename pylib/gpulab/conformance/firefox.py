@@ -43,7 +43,7 @@ from .layout import SUITE_DIR, JsRuntime, default_runtime
 PAGE_PATH = "/pylib/gpulab/conformance/firefox.html"
 REPORT_PATH = "/api/lane-report"
 CASES_PATH = "/api/lane-cases"
-MAX_REPORT = 512 * 1024 * 1024  # one batch of results may be ~100 MB (the issue-14 cases on cpu)
+MAX_REPORT = 512 * 1024 * 1024  # one batch of results may be ~100 MB (the q4_k / q6_k cases on cpu)
 
 # A quiet profile: no first-run pages, telemetry, updates or service calls (there is no network
 # but the registries; these only save Firefox the time of failing to reach them).

@@ -805,8 +805,8 @@ def _integers_as_floats() -> dict:
 
 
 def _matmul_epilogues() -> dict:
-    """Map2 nodes the planners fold into the matmul whose product they read (issue 15,
-    docs/plan.md "Fusion"): a bias + relu, a row minus the product, a product gated by
+    """Map2 nodes the planners fold into the matmul whose product they read
+    (docs/plan.md "Fusion"): a bias + relu, a row minus the product, a product gated by
     positive(z), a column [M, 1] and a scalar operand, on shapes that take matmul_rb_v4, matmul
     and matmul_small on a software adapter; and products that must stay unfused (an output,
     read twice, a [B, 1, N] operand).
@@ -1333,7 +1333,7 @@ def large_v3_cases() -> list[dict]:
     return cases
 
 
-# ---- non-finite agreement (issue 11, defect 18; docs/protocol.md "Numerics") -----------------
+# ---- non-finite agreement (docs/protocol.md "Numerics") ----------------------------------------
 
 # gelu_grad's forward inputs and upstream gradients: every non-finite x against finite, zero
 # and non-finite g; finite x against infinite g (gelu' is far from 0 at 1, -1 and 0).
@@ -2118,7 +2118,7 @@ def large_v4_cases() -> list[dict]:
     return cases
 
 
-# ---- protocol v6: the window ops (conv2d, max_pool2d, avg_pool2d, resize; issue 18) -------
+# ---- protocol v6: the window ops (conv2d, max_pool2d, avg_pool2d, resize) -----------------
 
 
 def conv(b: Builder, x: int, w: int, bias: int | None = None, **attrs: object) -> int:
@@ -2375,7 +2375,7 @@ def window_chain_cases() -> list[dict]:
     return [b.case("chain")]
 
 
-# ---- issue 14: q4_k / q6_k weights decoded in matmul_q and dequantize; matmul_fixed --------
+# ---- q4_k / q6_k weights decoded in matmul_q and dequantize; matmul_fixed -----------------
 
 QUANT_KINDS = ("q4_k", "q6_k")
 # f16 bit patterns for scales: extreme, subnormal, signed zeros, negative, ordinary
@@ -2678,7 +2678,7 @@ def matmul_fixed_cases() -> list[dict]:
     return cases
 
 
-# ---- issue 16: gradient graphs from gpulab.autograd (every lane runs what g.grad records) -----
+# ---- gradient graphs from gpulab.autograd (every lane runs what g.grad records) ------------
 
 
 def _autograd_case(

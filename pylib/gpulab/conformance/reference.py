@@ -445,7 +445,7 @@ def _matmul_in_k_order32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return acc.astype(np.float64)
 
 
-# ---- issue 14: q4_k / q6_k weights, matmul_fixed ------------------------------------------
+# ---- q4_k / q6_k weights, matmul_fixed ----------------------------------------------------
 # An independent float64 decode of ggml's formulas (not gpulab.quant, the code under test):
 # every product is exact, so y = d * sc * q - dmin * m in float64 rounded once to float32 is
 # what float32 gives. A quantized input's reference holds its decoded values [N, K] (held as

@@ -1,4 +1,4 @@
-"""The server's per-request deadline on cpu-python (issue 11, defect 14).
+"""The server's per-request deadline on cpu-python.
 
 numpy work in a thread cannot be interrupted, so the deadline is cooperative: a cpu-python
 program run inside `deadline(seconds)` checks the clock before each node and, once the time

@@ -196,7 +196,7 @@ def mse_loss(a: Tensor, b: Tensor, reduction: str = "mean") -> Tensor:
     )
 
 
-# -- issue 17: the torch.compile backend's composites (gpulab.torch_backend) -------------------
+# -- the torch.compile backend's composites (gpulab.torch_backend) ----------------------------
 # aten ops that are not one protocol op; every frontend that meets them can share these.
 
 SQRT2 = math.sqrt(2.0)
@@ -403,7 +403,7 @@ def avg_pool2d_grad(
     return grad[:, :, top : top + h, left : left + w]
 
 
-# -- issue 18: ONNX ----------------------------------------------------------------------------
+# -- ONNX's composites (gpulab.onnx) -----------------------------------------------------------
 
 
 def onnx_expand(t: Tensor, shape: Sequence[int]) -> Tensor:
@@ -472,7 +472,7 @@ def conv2d_im2col(
     return y.reshape([n, m, oh, ow])
 
 
-# -- issue 19: MiniLM (sentence embeddings) ----------------------------------------------------
+# -- MiniLM's composites (sentence embeddings, gpulab.models.minilm) ---------------------------
 
 
 def linear_t(x: Tensor, weight_t: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -491,7 +491,7 @@ def masked_mean(x: Tensor, mask: Tensor, eps: float = 1e-9) -> Tensor:
     return total / m.sum(axis=-2).maximum(eps)
 
 
-# -- issue 18 (convops): torch's interpolate and adaptive pooling over the v6 window ops ---------
+# -- torch's interpolate and adaptive pooling over the v6 window ops ---------------------------
 
 _INTERPOLATE_MODES = {
     # torch mode -> (resize mode, coordinate_transformation_mode, nearest_mode)

@@ -1,4 +1,4 @@
-"""The per-submission deadline of the native wgpu executor (issue 11 "Quotas", default 2 s).
+"""The per-submission deadline of the native wgpu executor (docs/protocol.md, default 2 s).
 
 A run waits for its read-back at most the deadline: the wait (wgpu's map_sync) happens on a
 helper thread, and past the deadline the device is destroyed, the executor marked lost with a

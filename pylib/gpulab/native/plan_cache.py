@@ -1,4 +1,4 @@
-"""Plans and one-shot programs of the wgpu executor, cached by graph structure (issue 15).
+"""Plans and one-shot programs of the wgpu executor, cached by graph structure.
 
 A repeated `Graph.run` of the same shapes (a training loop calling `execute`, the benchmark's
 "execute" mode) used to plan the graph, take its buffers from the pool, pack its params and

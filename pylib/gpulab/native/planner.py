@@ -791,7 +791,7 @@ def _plan_select(ctx: _PlanContext, node: CheckedNode) -> None:
     )
 
 
-# ---- issue 14: q4_k / q6_k weights and matmul_fixed (quant.wgsl) ----
+# ---- block-quantized weights (q4_k / q6_k) and matmul_fixed (quant.wgsl) ----
 
 QUANT_MB = 8  # rows of x one matmul_q workgroup takes (quant.wgsl MB)
 QUANT_GROUPS = 8  # its groups of 32 lanes

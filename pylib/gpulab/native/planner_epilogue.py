@@ -1,4 +1,4 @@
-"""Matmul epilogue fusion (issue 15; docs/plan.md "Fusion"): a map2 node folded into the
+"""Matmul epilogue fusion (docs/plan.md "Fusion"): a map2 node folded into the
 dispatch of the matmul whose product it reads.
 
 A map2 node whose op the kernel table marks `epilogue` (add, sub, mul: one rounding, no helper)

@@ -1,4 +1,4 @@
-"""The planner's rules for the protocol-v4 selection ops (issue 13b), twin of
+"""The planner's rules for the protocol-v4 selection ops, twin of
 backends-js/src/planner-index.mjs (e2e/test_plans_equal.py compares the plans).
 
 Every op is one or more passes of kernels/wgsl/index.wgsl (OP override: 0 read, 1 write,

@@ -1,4 +1,4 @@
-"""Multi-node dispatches (issue 15), twin of backends-js/src/planner-multi.mjs
+"""Multi-node dispatches, twin of backends-js/src/planner-multi.mjs
 (e2e/test_plans_equal.py compares the plans; docs/plan.md "Fusion"):
 
 - multi-tensor Adam: the adam_step-fused parameter updates (planner.py `adam_fused`) that

@@ -1,4 +1,4 @@
-"""The planner's rules for the student ops (issue 21), twin of backends-js/src/planner-student.mjs.
+"""The planner's rules for the student ops, twin of backends-js/src/planner-student.mjs.
 
 A `wgsl` node is one dispatch of kernel "wgsl" (the program compiles the node's own source)
 with the binding convention's order: inputs, then one buffer per result; its params are the

@@ -47,7 +47,7 @@ from .student import budget_message, student_pipeline
 STEPS_PER_SUBMIT = 1
 
 # Host-side switches of a run, each an executor hook so one process measures both arms
-# (bench/gpu_timestamps.py --ab; issue 15 target 2); the defaults are what is measured to win.
+# (bench/gpu_timestamps.py --ab); the defaults are what is measured to win.
 # - hooks["encode"]: "wgpu-py" (the wgpu-py methods) or "raw": the pass's hot loop of
 #   set_pipeline / set_bind_group / dispatch_workgroups called straight on wgpu-native's C
 #   functions (wgpu-py's `lib`), skipping wgpu-py's per-call Python (an offsets array and the
@@ -73,7 +73,7 @@ ENCODE = "raw"
 MAP_MODE = "READ_NOSYNC"
 # pre_encode + "direct" won the H200's interleaved A/B at 342a9d8 (40 rounds, twice, us per step
 # median / min): 1 step 278 / 199 and 343 / 197 against the defaults then 493 / 385 and 526 / 426;
-# 8 steps 175 / 140 and 215 / 143 against 209 / 177 and 267 / 178 (docs/benchmarks.md, issue 15).
+# 8 steps 175 / 140 and 215 / 143 against 209 / 177 and 267 / 178 (docs/benchmarks.md).
 PRE_ENCODE = True
 WAIT = "direct"
 
@@ -484,7 +484,7 @@ class WgpuProgram:
     def max_steps_per_run(self) -> int | None:
         """How many steps' feeds fit the one staging buffer of a run (the device's
         max-buffer-size), or None when there are no feeds; Session splits longer runs so a
-        valid request never fails on the staging buffer (issue 11, defect 5)."""
+        valid request never fails on the staging buffer."""
         per_step = sum(size for _, _, size in self._feeds)
         if per_step == 0:
             return None

@@ -1,4 +1,4 @@
-"""Students' own WGSL kernels on the native wgpu executor (issue 21), twin of
+"""Students' own WGSL kernels on the native wgpu executor, twin of
 backends-js/src/backends/webgpu/student.mjs.
 
 A plan step of kernel "wgsl" compiles its node's source. naga's errors become BACKEND errors

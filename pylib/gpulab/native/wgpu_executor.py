@@ -289,7 +289,7 @@ def _usage(kind: str) -> int:
 
 
 def kernel_source(kernel: str) -> str:
-    """A WGSL file shipped with the package (a byte copy of kernels/wgsl/<kernel>.wgsl)."""
+    """A WGSL file of the package: kernels/wgsl/<kernel>.wgsl (a link here, a copy in the wheel)."""
     path = resources.files("gpulab").joinpath("kernels", "wgsl", f"{kernel}.wgsl")
     try:
         return path.read_text(encoding="utf-8")

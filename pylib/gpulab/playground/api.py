@@ -11,7 +11,7 @@ must be this server's (a foreign page gets 403, so no other site can drive the n
 through a student's browser, and DNS rebinding is refused by the Host check). Bodies are
 bounded (413) and graphs are validated before anything runs (400 with the validator's error).
 
-Hostile input (issue 11): Content-Length must be a plain decimal number (no sign, no spaces, no
+Hostile input: Content-Length must be a plain decimal number (no sign, no spaces, no
 `_`); the body is read with exactly that bound and the handler's socket timeout; a body nested
 deeper than the JSON parser can follow is 400 VALIDATION; the answer's size is known from the
 validated graph (every output counted, also outputs naming the same node) and refused with

@@ -1,4 +1,4 @@
-"""torch.compile of the subset (issue 16 items 3-4; docs/torch.md "torch.compile").
+"""torch.compile of the subset (docs/torch.md "torch.compile").
 
 - `torch.compile(model)(x)` records the forward pass into one graph and returns a pending
   result (gpulab.torch._pending.Pending): `.submit(callback, on_error=None)` (the seed's

@@ -1,4 +1,4 @@
-// The per-submission deadline (issue 11 "Quotas", default 2 s): a run or download whose
+// The per-submission deadline (docs/protocol.md, default 2 s): a run or download whose
 // submitted work is not done by then destroys the device, so the session is poisoned (the
 // error names the deadline) and the runtime must be recreated. Software adapters cannot
 // interrupt a running shader (docs/protocol.md "Quotas" says what was measured); destroying the

@@ -314,7 +314,7 @@ export class WebGpuProgram {
 
   /**
    * Run the session steps and read back `readIds` after the last one: in one submission when
-   * every step's feeds fit one staging buffer, else in parts that do (issue 11, defect 5: 17
+   * every step's feeds fit one staging buffer, else in parts that do (a hostile feed list: 17
    * steps of 64 MiB feeds overflowed maxBufferSize and poisoned the session); carries persist
    * between parts and only the last part reads back, so the result is the same.
    * @param {Array<Map<number, Float32Array>>} steps one feed map per session step

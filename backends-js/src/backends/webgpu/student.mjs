@@ -1,4 +1,4 @@
-// Students' own WGSL kernels on the WebGPU backend (issue 21): a plan step of kernel "wgsl"
+// Students' own WGSL kernels on the WebGPU backend: a plan step of kernel "wgsl"
 // compiles the node's source (not a kernels/wgsl file). Compiler errors come from
 // getCompilationInfo() as BACKEND errors with the line, column and message, the offending line
 // and a caret (the form wgsl-op.mjs gives binding errors, which the notebook highlights). The
