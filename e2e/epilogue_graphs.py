@@ -1,4 +1,4 @@
-"""Graphs for the matmul epilogue (planner_epilogue.py, issue 15; docs/plan.md "Fusion"):
+"""Graphs for the matmul epilogue (planner_epilogue.py; docs/plan.md "Fusion"):
 products folded into every epilogue slot (op, side, broadcast, PRE, POST) and products that
 must stay unfused. Used by pylib/tests/test_matmul_epilogue.py (bits on wgpu, the plan) and
 e2e/test_matmul_epilogue_webgpu.py (bits on Chromium's WebGPU)."""

@@ -1,4 +1,4 @@
-"""The Firefox lane (issue 12): the system's Firefox ESR runs the conformance corpus on wasm, cpu
+"""The Firefox lane: the system's Firefox ESR runs the conformance corpus on wasm, cpu
 and webgl2 (and records that WebGPU is not offered on Linux) and the playground's first example,
 and reports to a test server; the conformance runner judges the results. Firefox runs on a
 virtual X display (Xvfb) of its own: headless Firefox opens no WebGL context here.

@@ -1,4 +1,4 @@
-"""The fuzz lane (issue 11): random and mutated graphs from the op table, run through both
+"""The fuzz lane: random and mutated graphs from the op table, run through both
 validators and the cpu, wasm (JS) and cpu-python executors.
 
 Every graph must give, on every side, a protocol answer: a result or a GpuLabError with a code
@@ -152,7 +152,7 @@ def _attr(rng: random.Random, kind: str, default: Any) -> Any:
         return rng.choice([0, 1, -1, 2, 40])
     if kind == "scalar":
         return rng.choice([0, -1, 2.5, "nan", 2**31])
-    # the v6 window ops (issue 18)
+    # the v6 window ops
     if kind == "pair":
         return rng.choice([[1, 1], [2, 1], [1, 2], [2, 2], [3, 1], [0, 1], [1]])
     if kind == "pads4":

@@ -1,4 +1,4 @@
-"""Graphs for the planners' multi-node dispatches (planner_multi.py, issue 15): many Adam
+"""Graphs for the planners' multi-node dispatches (planner_multi.py): many Adam
 parameters (adam_m + adam_v + adam_update each) of many sizes and hyperparameters, some
 gradients reading an earlier parameter's new weight, and cross-entropy pairs in either order.
 Used by pylib/tests/test_multi_fusion.py (bits on wgpu, sound plans) and

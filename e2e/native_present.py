@@ -1,4 +1,4 @@
-"""The live view's native path (issue 20), for tests: a native wgpu session's kept output drawn
+"""The live view's native path, for tests: a native wgpu session's kept output drawn
 by the same render shader as the browser's WebGPU presenter (backends-js/src/present/
 present.wgsl: the same bytes) into an offscreen rgba8unorm texture, read back as pixels or PNG.
 

@@ -1,4 +1,4 @@
-"""Students' WGSL kernels (issue 21) as protocol graphs: the corpus both lanes run.
+"""Students' WGSL kernels as protocol graphs: the corpus both lanes run.
 
 Each case is built with `Graph.wgsl` (the API a student uses) into a plain-JSON graph, with a
 numpy reference. e2e/test_student_wgsl.py runs every case in Chromium's WebGPU (SwiftShader)

@@ -1,4 +1,4 @@
-"""Live views (display.animate, issue 20), driven in headless Chromium at the page: frames in
+"""Live views (display.animate), driven in headless Chromium at the page: frames in
 order, the pixels of a known pattern (a glider after N steps), frames that change, the rate
 within the pacing, input (clicks toggle the expected cells, a key pauses), the end of a view
 (Stop, a re-run, a lost device) and, on WebGPU, frames that make no buffer map (counted in the

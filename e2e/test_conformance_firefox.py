@@ -1,4 +1,4 @@
-"""`gpulab conformance --lane firefox-*` (issue 22): the system's Firefox ESR runs selected corpus
+"""`gpulab conformance --lane firefox-*`: the system's Firefox ESR runs selected corpus
 cases on wasm and webgl2 through the command, with the same reports as every other lane; WebGPU,
 which Linux Firefox does not offer, is UNAVAILABLE with the browser's reason (exit 2), and a
 broken kernel on a Firefox lane fails the run naming op and lane."""

@@ -332,7 +332,7 @@ def test_the_bad_graph_suite_runs_through_a_lane(tmp_path: Path) -> None:
 
 
 def test_the_onnx_node_suite_runs_through_the_command(tmp_path) -> None:
-    """Issue 18: `--suite onnx-node` judges ONNX's node tests against their expected outputs."""
+    """`--suite onnx-node` judges ONNX's node tests against their expected outputs."""
     cases = "Relu,test_conv_with_strides_padding,test_attention_3d"
     assert (
         cli.main(

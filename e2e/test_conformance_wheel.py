@@ -1,4 +1,4 @@
-"""`gpulab conformance` from an installed wheel (issue 22's "Done when"), end to end.
+"""`gpulab conformance` from an installed wheel, end to end.
 
 The wheel is built from a copy of this checkout's files (tracked and untracked, not ignored: what
 a fresh clone plus the work in progress would hold) with `pip wheel --no-deps

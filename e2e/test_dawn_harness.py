@@ -1,8 +1,9 @@
-"""The node + Dawn harness (pylib/gpulab/conformance/dawn_setup.mjs, issue 15): what it adds to node without
+"""The node + Dawn harness (pylib/gpulab/conformance/dawn_setup.mjs): what it adds to node without
 touching the runtime, checked here where Dawn has no GPU (it refuses lavapipe): file: fetches
 of kernels, the browser pages' absolute imports, navigator.gpu from the module GPULAB_DAWN
 names, and the node-webgpu conformance lane answering UNAVAILABLE (never passing) without it.
-The real lane runs on the GPU machine: docs/benchmarks.md "node + Dawn"."""
+The real lane runs on the GPU machine: docs/benchmarks.md "MLP training step, the JS
+WebGPU backend under node + Dawn"."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Firefox lane (issue 12): Debian's firefox-esr, driven without an automation protocol
+"""The Firefox lane: Debian's firefox-esr, driven without an automation protocol
 (e2e/firefox_lane.py says why), runs the conformance corpus on wasm, cpu and webgl2, records that
 WebGPU is not offered, and runs the playground's first example on wasm, cpu and webgl2, and the
 Life and MLP examples on wasm.

@@ -1,4 +1,4 @@
-"""The fuzz lane (issue 11, e2e/fuzz.py): 20 000 seeded random and mutated graphs through both
+"""The fuzz lane (e2e/fuzz.py): 20 000 seeded random and mutated graphs through both
 validators and the cpu, wasm and cpu-python executors (no non-protocol exception, the same
 code and node on both sides, the same output shapes and dtypes on every executor), and a
 hypothesis search natively. GPULAB_FUZZ=<count> runs more (the 200 000-graph run of the issue:

@@ -1,4 +1,4 @@
-"""MiniLM in the page (issue 19): `from gpulab.models import minilm; model = minilm.load()` in a
+"""MiniLM in the page: `from gpulab.models import minilm; model = minilm.load()` in a
 notebook cell fetches the checkpoint that `gpulab serve` serves from the installed package (a
 progress bar while it loads), and `model.encode` on wasm and on webgpu (SwiftShader: software,
 labelled) matches sentence-transformers run here natively: cosine >= 0.99999 per sentence. Then

@@ -1,4 +1,4 @@
-"""The live view's native path (issue 20): a wgpu session on lavapipe drawn by the browser's
+"""The live view's native path: a wgpu session on lavapipe drawn by the browser's
 WebGPU render shader (present.wgsl, the same bytes) into an offscreen texture, read back and
 written as a PNG: a glider after 8 steps at the cells numpy's Life puts it, and colours equal to
 colors.mjs's tables (read from the JS module through node)."""

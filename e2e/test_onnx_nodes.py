@@ -1,4 +1,4 @@
-"""ONNX's node tests as an external conformance suite (issue 18), the fast lanes: every case of
+"""ONNX's node tests as an external conformance suite, the fast lanes: every case of
 the installed onnx wheel is loaded by gpulab.onnx or refused with a precise message (never a
 crash), and every case that loads passes on cpu-python, wgpu (lavapipe) and node's JS cpu.
 All six lanes with the reports: `python -m e2e.onnx_nodes` (docs/onnx.md)."""

@@ -1,4 +1,4 @@
-"""The digits CNN in the page (issue 18): gpulab.onnx loads the shipped .onnx bytes in Pyodide
+"""The digits CNN in the page: gpulab.onnx loads the shipped .onnx bytes in Pyodide
 (the same protobuf reader and lowering as natively) and classifies the test images on every
 backend, matching onnxruntime (run here natively) within 1e-5; the example cell draws each digit
 and prints its class and probabilities."""

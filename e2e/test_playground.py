@@ -4,7 +4,8 @@ server (offline Pyodide, the gpulab wheel built at start, /api/execute).
 WebGPU here is SwiftShader and WebGL2 is ANGLE on SwiftShader: software adapters, so the tests
 that use them tick "allow software adapters" (the page then labels the results as software).
 Screenshots go to reports/screenshots/ (git-ignored); set GPULAB_SCREENSHOT_DIR=docs/screenshots
-to refresh the README's copies.
+to refresh the README's copies. "Defect N" below is the number in the notebook's list of
+observed defects (`issues show 12`, "Fix (observed defects)").
 """
 
 from __future__ import annotations
@@ -264,7 +265,7 @@ def test_loading_shows_progress_and_backend(page: Page, playground_url: str) -> 
     attempts = page.get_by_label("Backend attempts")
     expect(attempts).to_contain_text("webgpu:")
     expect(attempts).to_contain_text("software")
-    # the refusals point at the page's checkbox, not at a JS option (issue 12, defect 9), and
+    # the refusals point at the page's checkbox, not at a JS option (defect 9), and
     # name their backend once
     expect(attempts).to_contain_text('tick "Allow software adapters" in the toolbar')
     expect(attempts).not_to_contain_text("allowSoftware")
@@ -924,7 +925,7 @@ def test_stop_unavailable_without_isolation_restart_works(page: Page, playground
 
 
 # ---------------------------------------------------------------------------------------------
-# Stop lands within 1 s: time.sleep, a print loop; a stopped run never writes again (issue 12)
+# Stop lands within 1 s: time.sleep, a print loop; a stopped run never writes again
 
 STOP_WITHIN_MS = 1_000
 QUIET_AFTER_STOP_S = 10
@@ -1037,7 +1038,7 @@ def test_print_loop_keeps_the_page_responsive_and_stops_within_a_second(notebook
 
 
 # ---------------------------------------------------------------------------------------------
-# Work is never lost: named notebooks, Undo, outputs kept, tabs isolated (issue 12, defect 3)
+# Work is never lost: named notebooks, Undo, outputs kept, tabs isolated (defect 3)
 
 
 def notebook_select(page: Page) -> Locator:
@@ -1248,7 +1249,7 @@ g.run(v=g.tensor([1.0, 2.0]) * 3)""",
 
 
 # ---------------------------------------------------------------------------------------------
-# Look: a phone's width, dark mode (issue 12)
+# Look: a phone's width, dark mode
 
 
 def luminance(css_colour: str) -> float:
@@ -1338,7 +1339,7 @@ r""",
     expect(table.locator("tbody tr").nth(1)).to_contain_text(
         "softmax: reduction (≤ 8 ulps + a scale term)"
     )
-    # judged as the conformance runner does (issue 12, defect 6): a verdict per output
+    # judged as the conformance runner does (defect 6): a verdict per output
     expect(table.locator("tbody tr").first.locator(".verdict-pass")).to_have_text("pass")
     expect(table.locator("tbody tr").nth(1).locator(".verdict-pass")).to_contain_text("pass")
     expect(view.locator("p.verdict")).to_contain_text("all 2 outputs within the protocol tolerance")
@@ -1377,7 +1378,7 @@ def test_compare_judges_with_the_runners_rule(notebook: Page) -> None:
 
 def test_compare_explains_why_session_cells_cannot(notebook: Page) -> None:
     """A cell that only ran session steps: Compare is greyed and the cell says why and what
-    to do instead (issue 12, defect 6)."""
+    to do instead (defect 6)."""
     page = notebook
     run_program(
         page,
@@ -1502,7 +1503,7 @@ def test_api_execute_refuses_oversized_body_before_reading_it(playground_url: st
 
 
 # ---------------------------------------------------------------------------------------------
-# Result data in the page (issue 12, defect 9: `data` was always a flat list)
+# Result data in the page (defect 9: `data` was always a flat list)
 
 
 def test_result_entries_give_shape_and_nested_tolist_in_the_page(notebook: Page) -> None:
@@ -1525,7 +1526,7 @@ for name in ("m", "s", "c"):
 
 
 def test_editor_highlights_the_matching_bracket(notebook: Page) -> None:
-    """Bracket matching (issue 12's editor): with the cursor after a closing bracket, it and
+    """Bracket matching (the CodeMirror editor): with the cursor after a closing bracket, it and
     its partner are marked; a closing bracket of the wrong kind is marked as unmatched."""
     editor = cell(notebook, 1).get_by_role("textbox")
     set_code(notebook, 1, "y = f(g[1], (2))")

@@ -1,4 +1,4 @@
-"""display.plot through the vendored uPlot (issue 12): several series with a legend, axes,
+"""display.plot through the vendored uPlot: several series with a legend, axes,
 values under the cursor, updates in place and appends, the theme, and the .ipynb picture.
 
 Driven in headless Chromium on the page `gpulab serve` serves (helpers of test_playground).

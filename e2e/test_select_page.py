@@ -1,4 +1,4 @@
-"""Issue 13's Python API in the page: the same program (graph.py's maximum, minimum, the
+"""The v3 select ops' Python API in the page: the same program (graph.py's maximum, minimum, the
 comparison operators, eq/ne, cast, where, rand, dropout, and a dropout session fed a uint32
 counter per step) prints the same values in Pyodide, on each page backend, as natively on
 cpu-python. Value reprs are exact (float32 values held as Python floats), so equal text is

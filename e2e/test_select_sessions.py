@@ -1,4 +1,4 @@
-"""Issue 13's dropout session on the page backends in headless Chromium: 5 session steps fed
+"""The dropout session on the page backends in headless Chromium: 5 session steps fed
 counters 0..4 equal 5 chained executes bit for bit, and successive counters give different
 masks (backends-js/test/dropout-session.mjs; the node backends run it in
 dropout-session.test.mjs, cpu-python and wgpu in pylib/tests/test_v3_ops.py). WebGPU and

@@ -1,4 +1,4 @@
-"""Students' own WGSL kernels (issue 21) on both lanes that run them: Chromium's WebGPU
+"""Students' own WGSL kernels on both lanes that run them: Chromium's WebGPU
 (SwiftShader) and native wgpu (lavapipe), both software adapters, allowed explicitly.
 
 The same graphs (e2e/student_kernels.py) give integer results bit for bit and elementwise float
@@ -237,7 +237,7 @@ def test_server_quotas_refuse_a_wgsl_graph_before_work():
     Quotas(memory_bytes=cost["memory_bytes"]).check(checked)
 
 
-# A deliberately slow kernel (issue 11: "a deliberately slow graph on the software adapters"):
+# A deliberately slow kernel ("a deliberately slow graph on the software adapters"):
 # n LCG steps per invocation, 64 invocations per workgroup. A loop that never ends cannot be
 # used for the deadline: the loop budget stops it first (max_loop_iterations, below). Without
 # the budget SwiftShader could not interrupt it and wedged WebGPU for the whole browser

@@ -1,4 +1,4 @@
-"""gpulab.torch in the page (issue 16): `import torch` is the subset there, and the torch
+"""gpulab.torch in the page: `import torch` is the subset there, and the torch
 fixture files (pylib/tests/torch_fixtures/fixtures.py, the same file the native tests use) run
 on every page backend (webgpu on SwiftShader and webgl2 on ANGLE/SwiftShader are software
 adapters, admitted and labelled so) against real PyTorch's results, computed here natively at

@@ -521,12 +521,12 @@ def test_every_dtype_round_trips_bit_for_bit(gl_page: Any, where: str) -> None:
     assert scenario(gl_page, "typedRoundTrips", where)["problems"] == []
 
 
-# ---- quotas (issue 11) ----
+# ---- quotas ----
 
 
 @pytest.mark.parametrize("where", WHERE)
 def test_quotas_refuse_with_limit_before_any_gl_work(gl_page: Any, where: str) -> None:
-    """The runtime's quotas on WebGL2 (issue 11): device memory, textures and shader programs
+    """The runtime's quotas on WebGL2: device memory, textures and shader programs
     past the quota, and a graph beside an open session's share, are LIMIT naming the quota, and
     the backend made no texture or program for them."""
     r = scenario(gl_page, "quotas", where)
@@ -548,10 +548,10 @@ def test_quotas_refuse_with_limit_before_any_gl_work(gl_page: Any, where: str) -
 
 @pytest.mark.parametrize("where", WHERE)
 def test_dispose_stops_a_long_run_between_steps(gl_page: Any, where: str) -> None:
-    """Issue 11, defect 14: runtime.dispose() or session.dispose() stops a session run of about
-    20 s of steps between steps (DISPOSED), and the session stays disposed, not poisoned. The
-    steps already queued to the GPU process still run (a few seconds on SwiftShader), so the
-    bound is half the run (it ran all 20 s before)."""
+    """Cancellation between steps (hostile-input defect 14, `issues show 11`): runtime.dispose() or
+    session.dispose() stops a session run of about 20 s of steps between steps (DISPOSED), and the
+    session stays disposed, not poisoned. The steps already queued to the GPU process still run (a
+    few seconds on SwiftShader), so the bound is half the run (it ran all 20 s before)."""
     r = scenario(gl_page, "cancelBetweenSteps", where)
     for how in ("runtime", "session"):
         got = r[how]
@@ -560,7 +560,7 @@ def test_dispose_stops_a_long_run_between_steps(gl_page: Any, where: str) -> Non
         assert got["state"] == "disposed", got
 
 
-# ---- protocol v4: the index ops' run-time check (issue 13b) ----
+# ---- protocol v4: the index ops' run-time check ----
 
 
 def test_fed_index_out_of_range_is_backend_then_state(gl_page: Any) -> None:

@@ -584,7 +584,7 @@ def test_every_dtype_round_trips_bit_for_bit(wg):
     assert problems == []
 
 
-# ---- quotas (issue 11) ----
+# ---- quotas ----
 
 
 def test_quotas_refuse_with_limit_before_device_work(wg):
@@ -619,9 +619,9 @@ def test_quotas_refuse_with_limit_before_device_work(wg):
 
 
 def test_defect5_run_past_max_buffer_size_is_split_not_poisoned(wg):
-    """Issue 11, defect 5: a valid run whose steps' feeds together pass the device's
-    maxBufferSize (17 x 64 MiB) poisoned the session. With the limit lowered to 3 steps' feeds
-    (hooks.maxBufferSize, enforced by the pool as the device would), 10 steps run as 3+3+3+1
+    """Hostile-input defect 5 (`issues show 11`): a valid run whose steps' feeds together pass the
+    device's maxBufferSize (17 x 64 MiB) poisoned the session. With the limit lowered to 3 steps'
+    feeds (hooks.maxBufferSize, enforced by the pool as the device would), 10 steps run as 3+3+3+1
     submissions, the carry persists across them, and the result is the cpu backend's."""
     r = wg(
         open_runtime("maxBufferSize: 3 * 4096 + 100")

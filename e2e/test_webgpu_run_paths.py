@@ -1,4 +1,4 @@
-"""The browser WebGPU backend's run paths (issue 15): carries that ping-pong between two
+"""The browser WebGPU backend's run paths: carries that ping-pong between two
 recordings of the bind groups instead of being copied, and a submission per step (the default
 on hardware adapters; software ones keep one per run) give the same bits as the copy path in
 one submission, for every read-back, download and later run. Headless Chromium, SwiftShader

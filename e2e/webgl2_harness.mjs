@@ -717,7 +717,7 @@ export async function typedRoundTrips() {
   }
 }
 
-// ---- quotas (issue 11) ---------------------------------------------------------------------
+// ---- quotas ---------------------------------------------------------------------------------
 
 /**
  * The runtime's quotas on WebGL2: device memory, textures ("buffers") and shader programs
@@ -752,9 +752,9 @@ export async function quotas() {
 }
 
 /**
- * Cancellation between steps (issue 11, defect 14): a session run of about 20 s of steps,
- * disposed (the runtime or the session) 100 ms in: how it ended, after how long, and the
- * session's state.
+ * Cancellation between steps (hostile-input defect 14, `issues show 11`): a session run of
+ * about 20 s of steps, disposed (the runtime or the session) 100 ms in: how it ended, after how
+ * long, and the session's state.
  */
 export async function cancelBetweenSteps() {
   const out = {};

@@ -312,7 +312,7 @@ test('reduce_max/min (IEEE maximum: NaN propagates, -0 < +0), argmax/argmin (fir
   assert.deepEqual([...(await op('argmax', { a: [[3], [-0, 0, -0]] }, {}, 3)).data], [0], '-0 ties +0');
 });
 
-// ---- issue 14: q4_k / q6_k weights and matmul_fixed (the corpus checks every lane) ----
+// ---- q4_k / q6_k weights and matmul_fixed (the corpus checks every lane) ----
 
 /** One q4_k block: d 1, dmin 0.5, scales 1..8, mins 0..7, quants l % 16 (low) and 15 - l % 16. */
 function q4kBlock() {

@@ -1,4 +1,4 @@
-// The dropout session check of issue 13, shared by the node test (cpu, wasm) and the page tests
+// The dropout session check, shared by the node test (cpu, wasm) and the page tests
 // (webgpu, webgl2, e2e/test_select_sessions.py): a state carried through dropout for 5 session
 // steps fed counters 0..4 against 5 chained executes (the state through the host), and the
 // masks of successive steps.

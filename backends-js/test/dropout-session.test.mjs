@@ -1,6 +1,6 @@
-// Issue 13: 5 dropout session steps fed counters 0..4 equal 5 chained executes bit for bit, and
-// different counters give different masks, on the node backends (cpu, wasm); the page backends
-// run the same check (dropout-session.mjs) in e2e/test_select_sessions.py.
+// Dropout in sessions: 5 dropout session steps fed counters 0..4 equal 5 chained executes bit for
+// bit, and different counters give different masks, on the node backends (cpu, wasm); the page
+// backends run the same check (dropout-session.mjs) in e2e/test_select_sessions.py.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRuntime } from '../src/runtime.mjs';

@@ -1,4 +1,5 @@
-// Issue 11 (hostile input), the JS half: each test is named by the review's defect number.
+// Hostile input, the JS half: each test is named by its defect's number in the adversarial
+// review's ranked list (`issues show 11`, "Defects (ranked)").
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { validateGraph } from '../src/validate.mjs';

@@ -1,4 +1,4 @@
-// Live views (issue 20) in node: the colour tables, the presenter registry, Session.advance /
+// Live views in node: the colour tables, the presenter registry, Session.advance /
 // present on the CPU backend, the animator's checks, its pacing and back-pressure (a fake
 // presenter, a page that acknowledges or does not), and the bounded input streams.
 import { test } from 'node:test';

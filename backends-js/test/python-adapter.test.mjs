@@ -383,7 +383,7 @@ gi = Graph()
 ints = await gi.run_async(i=gi.tensor([1, -2, 3], dtype="int32"))
 iv = ints["outputs"]["i"]
 print("int32 out", iv["dtype"], type(iv._flat).__name__, iv._flat.format, iv["data"])
-# a q4_k weight (issue 14): d 1, the first sub-block's scale 1, every quant 1: 32 ones
+# a q4_k weight: d 1, the first sub-block's scale 1, every quant 1: 32 ones
 gq = Graph()
 block = bytes([0x00, 0x3C, 0, 0, 1] + [0] * 11 + [0x11] * 128)
 wq = gq.quantized(block, "q4_k", (1, 256))

@@ -1,4 +1,4 @@
-// Quotas for untrusted notebooks (issue 11): device memory, buffers/textures and pipelines a
+// Quotas for untrusted notebooks: device memory, buffers/textures and pipelines a
 // runtime may hold, refused with LIMIT before any backend work, on every node backend.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

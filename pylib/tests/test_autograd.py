@@ -1,4 +1,4 @@
-"""gpulab.autograd: every op row with a `grad` field, checked two ways (issue 16 item 1).
+"""gpulab.autograd: every op row with a `grad` field, checked two ways.
 
 1. Finite differences in float64: the forward graph and the gradient graph are both evaluated
    with the float64 reference kernels (pylib/gpulab/conformance/reference.py, no float32 rounding between

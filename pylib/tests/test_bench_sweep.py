@@ -1,4 +1,4 @@
-"""`gpulab bench --sweep` (issue 15 target 6): a tiny sweep on cpu-python against PyTorch CPU.
+"""`gpulab bench --sweep`: a tiny sweep on cpu-python against PyTorch CPU.
 
 Checks the JSON a sweep writes, that gpulab and PyTorch measured the same training step (their
 losses after 8 steps from the same weights agree, at 2 and 4 layers), that the PNG is a PNG,

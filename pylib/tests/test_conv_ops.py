@@ -1,4 +1,4 @@
-"""The protocol-v6 window ops (issue 18: conv2d, max_pool2d, avg_pool2d, resize) against the
+"""The protocol-v6 window ops (conv2d, max_pool2d, avg_pool2d, resize) against the
 field's implementations, not only our own float64 reference: every corpus case of these ops
 runs on cpu-python and is compared with onnxruntime (one ONNX node: Conv, MaxPool,
 AveragePool, Resize with sizes; every attribute variant the protocol has) and, where torch

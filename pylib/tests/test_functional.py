@@ -68,7 +68,7 @@ def test_bad_axis_names_the_shape() -> None:
 
 
 def test_masked_mean_is_sentence_transformers_pooling() -> None:
-    """Issue 19: mean over the kept tokens, a row with none gives zeros (clamp 1e-9); linear_t
+    """masked_mean: mean over the kept tokens, a row with none gives zeros (clamp 1e-9); linear_t
     (the weight given as [in, out]) is torch's linear."""
     rng = np.random.default_rng(1)
     x = rng.standard_normal((3, 4, 5)).astype(np.float32)

@@ -1,6 +1,6 @@
-"""Issue 11 (hostile input), the native Python half: defects 4, 8, 9, 10 and 16, each test named
-by its defect number (the server's: test_hostile_server.py; the JS twin:
-backends-js/test/hostile.test.mjs)."""
+"""Hostile input, the native Python half: defects 4, 8, 9, 10 and 16, each test named by its
+defect's number in the adversarial review's ranked list (`issues show 11`, "Defects (ranked)";
+the server's: test_hostile_server.py; the JS twin: backends-js/test/hostile.test.mjs)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Issue 11 (hostile input), the server's half: defects 1, 2, 12 and 19, each test named by its
-defect number. The server is started without the Pyodide site (no wheel build): the execute
-route and the mounts only."""
+"""Hostile input, the server's half: defects 1, 2, 12, 14 and 19, each test named by its defect's
+number in the adversarial review's ranked list (`issues show 11`, "Defects (ranked)"). The server is
+started without the Pyodide site (no wheel build): the execute route and the mounts only."""
 
 from __future__ import annotations
 

@@ -328,7 +328,7 @@ def test_page_feeds_are_buffers_of_their_dtype():
 @pytest.mark.parametrize("shape", [(), (3,), (2, 3), (2, 0, 3), (2, 1, 2, 2)])
 def test_output_tolist_nests_by_shape_as_numpy(shape: tuple[int, ...]) -> None:
     """result["outputs"][name].tolist(): the values nested by shape, native and page entries
-    alike (issue 12, defect 9); `data` stays flat."""
+    alike (the notebook's observed defect 9, `issues show 12`); `data` stays flat."""
     import array
 
     arr = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)

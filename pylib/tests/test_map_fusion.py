@@ -1,5 +1,5 @@
 """The planners fold fusable map1 ops (kernel table `fuse`: relu, positive, neg, abs) into a
-map2 dispatch (binary.wgsl PRE_A / PRE_B / POST, docs/plan.md "Fusion"; issue 15). Fused runs
+map2 dispatch (binary.wgsl PRE_A / PRE_B / POST, docs/plan.md "Fusion"). Fused runs
 must give the bits of the unfused ones, and of numpy; the plan must show the fusion. (The two
 planners' equality, fusion included, is e2e/test_plans_equal.py.)"""
 

@@ -1,6 +1,6 @@
 """The planners fold a map2 node (kernel table `epilogue`: add, sub, mul) that reads a matmul's
 product into the matmul's dispatch, with the map1 ops map fusion folded into it (docs/plan.md
-"Fusion"; issue 15). Every matmul kernel applies it to its finished sum: fused runs must give
+"Fusion"). Every matmul kernel applies it to its finished sum: fused runs must give
 the bits of unfused ones, on random data and on special values; the plan must fold exactly the
 nodes the rule allows. (The graphs: e2e/epilogue_graphs.py; the two planners' equality on
 them: e2e/test_plans_equal.py over the corpus case chain/matmul_epilogues; Chromium's WebGPU:

@@ -1,4 +1,4 @@
-"""Multi-node dispatches (docs/plan.md "Fusion", issue 15; planner_multi.py): the planners
+"""Multi-node dispatches (docs/plan.md "Fusion"; planner_multi.py): the planners
 group independent adam_step updates into one adam_multiK dispatch, as far as the device's
 storage-buffer limit allows, and pair cross_entropy with cross_entropy_grad of the same
 operands into one cross_entropy_pair dispatch. Fused runs must give the bits of the unfused

@@ -1,6 +1,6 @@
 """An output that is a carried input reads the value its step used (docs/protocol.md
 "Prepared sessions"; the cpu executors' answer), on the wgpu executor's ping-pong path too:
-it read the carried (next) value there until issue 15's JS twin of ping-pong found it."""
+it read the carried (next) value there until the JS twin of ping-pong found it."""
 
 from __future__ import annotations
 

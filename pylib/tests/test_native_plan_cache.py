@@ -1,4 +1,4 @@
-"""The wgpu executor's plan cache (issue 15, target 3): a repeated execute of the same graph
+"""The wgpu executor's plan cache: a repeated execute of the same graph
 structure re-plans nothing and creates no buffer, pipeline or bind group, only re-uploads the
 data; a different shape, attr or dtype misses; results are bit-equal to an uncached executor
 on the same (new) data. lavapipe here (software, allowed explicitly)."""

@@ -1,4 +1,4 @@
-"""gpulab.onnx (issue 18): the digits CNN against onnxruntime, refusals at load, limits, and a
+"""gpulab.onnx: the digits CNN against onnxruntime, refusals at load, limits, and a
 fuzz of the protobuf reader. The node-test suite is e2e/test_onnx_nodes.py."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 14: q4_k / q6_k blocks and matmul_fixed natively.
+"""Block-quantized weights: q4_k / q6_k blocks and matmul_fixed natively.
 
 - the decode is bit for bit gguf-py's `gguf.quants.dequantize` (the reference, a test
   dependency) on random blocks whose f16 scales include 65504, subnormals and -0, in

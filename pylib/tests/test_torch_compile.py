@@ -1,4 +1,4 @@
-"""torch.compile of gpulab.torch (issue 16 items 3-4), natively on cpu-python against real
+"""torch.compile of gpulab.torch, natively on cpu-python against real
 PyTorch (CPU): prepared sessions of the torch fixtures (torch_fixtures/fixtures.py) match
 torch per step after sync(), and all steps in one submission; a direct compiled call equals
 the eager step bit for bit; torch.compile(model)(x) equals model(x); dropout in a prepared

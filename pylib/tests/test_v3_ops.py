@@ -114,7 +114,7 @@ def test_int32_in_int32_out(backend: str, monkeypatch: pytest.MonkeyPatch) -> No
     assert got["argmin"].tolist() == 0
 
 
-# ---- the select ops of issue 13: maximum, minimum, masks, where, cast, rand, dropout ----------
+# ---- the v3 select ops: maximum, minimum, masks, where, cast, rand, dropout --------------------
 
 
 def _ops(graph: dict) -> dict[str, dict]:

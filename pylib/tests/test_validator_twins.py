@@ -186,7 +186,7 @@ SELECT_OPS = {*SELECT_BINARY, "where", "cast", "hash_uniform", "dropout"}
 
 
 def select_nodes(rng: random.Random, node_id: int, earlier: list[int]) -> list[dict]:
-    """The v3 select ops (issue 13) with good and bad operands and attributes."""
+    """The v3 select ops with good and bad operands and attributes."""
     pick = rng.choice
     return [
         {"id": node_id, "op": pick(SELECT_BINARY), "a": pick(earlier), "b": pick(earlier)},
@@ -278,7 +278,7 @@ def _agree(graphs: list[dict]) -> dict[str, int]:
         assert "crash" not in page, page["crash"]
         py_view = python_view(graph)
         assert py_view == js_view, json.dumps(graph)
-        # the page (None -> undefined) agrees too (issue 11, defects 11 and 17)
+        # the page (None -> undefined) agrees too (hostile-input defects 11 and 17)
         assert {k: v for k, v in py_view.items() if k != "message"} == page, json.dumps(graph)
         kinds["ok" if "ok" in py_view else "error"] += 1
         kinds["message"] += "message" in py_view
@@ -296,7 +296,7 @@ def test_python_and_js_validators_agree():
 
 
 def test_validators_agree_on_the_select_ops():
-    """maximum..ge, where, cast, hash_uniform, dropout among the random nodes (issue 13)."""
+    """maximum..ge, where, cast, hash_uniform, dropout among the random nodes."""
     rng = random.Random(20261201)
     graphs = [mutate(random_graph(rng, select=True), rng) for _ in range(COUNT)]
     used = sum(
@@ -454,7 +454,7 @@ def test_python_and_js_validators_agree_on_v4_ops():
     assert kinds["index"] >= 5 and kinds["variadic"] >= 50, kinds
 
 
-# ---- protocol v6: the window ops (issue 18: conv2d's variadic bias, pairs, padding, modes)
+# ---- protocol v6: the window ops (conv2d's variadic bias, pairs, padding, modes)
 
 V6_PAIRS = [[1, 1], [2, 1], [1, 3], [2, 2], [3, 3], [0, 1], [1], [1, 2, 3], [1.5, 1], [-1, 2]]
 V6_PADS = [

@@ -1,4 +1,4 @@
-"""The WGSL binding scanners and the wgsl op's checks are twins (issue 21): on a corpus of
+"""The WGSL binding scanners and the wgsl op's checks are twins: on a corpus of
 sources (the examples' kernels, comments, nesting, odd spacing, hostile text) both scanners give
 the same declarations, and on graphs built around those sources both validators give the same
 first error (code, node and message word for word) or the same checked shapes and dtypes."""

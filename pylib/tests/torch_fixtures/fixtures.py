@@ -1,4 +1,4 @@
-"""Model / loss / optimizer fixtures of the torch subset (issue 16 item 5), run the same way
+"""Model / loss / optimizer fixtures of the torch subset, run the same way
 by real PyTorch (the oracle, natively) and by gpulab.torch (natively, in prepared sessions and
 in the page).
 
