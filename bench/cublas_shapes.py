@@ -1,4 +1,4 @@
-"""cuBLAS float32 (TF32 off) through PyTorch on the SGEMM shapes of issue 15, the peer of
+"""cuBLAS float32 (TF32 off) through PyTorch on the SGEMM shapes of docs/benchmarks.md, the peer of
 `python -m gpulab.native.bench_matmul --shape M,K,N` (GPU machine only).
 
     python3 bench/cublas_shapes.py [--reps 50]

@@ -1,6 +1,6 @@
 #!/bin/bash
-# The JS WebGPU backend under node + Dawn on the lent H200, in one device command (issue 15,
-# target 5; docs/benchmarks.md):
+# The JS WebGPU backend under node + Dawn on the lent H200, in one device command
+# (docs/benchmarks.md "MLP training step, the JS WebGPU backend under node + Dawn"):
 #   run(command="bash bench/dawn_h200.sh <commit>", carry=[".gl", ".whl", ".perfdev"])
 # (the carried folders: bench/h200_perf.sh's header). Prints markdown:
 # 1. the node-webgpu conformance lane (the whole corpus, hardware adapter);

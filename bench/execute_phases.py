@@ -1,4 +1,4 @@
-"""Where one native `Graph.run` of the MLP step goes, phase by phase (issue 15, target 3).
+"""Where one native `Graph.run` of the MLP step goes, phase by phase.
 
     PYTHONPATH=pylib python3 bench/execute_phases.py --runs 50 [--allow-software]
 

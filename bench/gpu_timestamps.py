@@ -1,4 +1,4 @@
-"""GPU timestamps of the MLP step's plan on wgpu: what bounds a step (issue 15, targets 1-2).
+"""GPU timestamps of the MLP step's plan on wgpu: what bounds a step.
 
     python bench/gpu_timestamps.py --runs 50                      # a hardware adapter
     python bench/gpu_timestamps.py --runs 5 --allow-software      # here: lavapipe (software)

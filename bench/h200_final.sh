@@ -1,6 +1,6 @@
 #!/bin/bash
-# Issue 15's final measurements on the lent H200, every table of docs/benchmarks.md "Issue 15:
-# final run" from ONE device call at one commit:
+# The final measurements on the lent H200, every table of docs/benchmarks.md marked "final
+# run" from ONE device call at one commit:
 #   run(command="bash bench/h200_final.sh <commit>", carry=[".gl", ".whl", ".perfdev"])
 # Runs, in order: bench/h200_perf.sh (conformance on wgpu and node-webgpu, gpulab bench twice,
 # execute_mlp, node + Dawn MLP, execute_phases, native_lab; its SGEMM lines skipped), 

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Issue 15's measurements on the lent H200, in one device command (docs/benchmarks.md "H200"):
+# The MLP step's measurements on the lent H200, in one device command (docs/benchmarks.md,
+# "MLP training step, native on the H200"):
 #   run(command="bash bench/h200_perf.sh <commit>", carry=[".gl", ".whl", ".perfdev"])
 # Carried (git-excluded folders of the checkout, made on the development machine):
 #   .gl        Vulkan/EGL loader debs (the device README's "Headless rendering")

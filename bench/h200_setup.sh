@@ -1,4 +1,4 @@
-# Sourced by the H200 device scripts (h200_perf.sh, h200_check.sh, quant_h200.sh): unpacks the
+# Sourced by the H200 device scripts (bench/*_h200.sh, h200_perf.sh; bench/README.md): unpacks the
 # carried folders of the checkout (.gl: Vulkan/EGL loader debs; .whl: wgpu-py and its wheels for
 # Python 3.12; .perfdev: node and npm webgpu's dawn.node, xz) and exports what the lanes need.
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig

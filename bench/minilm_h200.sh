@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 19's MiniLM throughput on the H200 in one device command (docs/benchmarks.md "MiniLM"):
+# MiniLM throughput on the H200 in one device command (docs/benchmarks.md "MiniLM"):
 #   run(command="bash bench/minilm_h200.sh <commit>", carry=[".gl", ".whl", ".perfdev"])
 # Locally (no GPU, no setup): bash bench/minilm_h200.sh --cpu   (cpu-python/wgpu vs torch CPU)
 # Weights are random (seeded normal) for the shapes of bench/minilm_config.json, the

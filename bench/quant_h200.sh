@@ -1,9 +1,9 @@
 #!/bin/bash
-# Issue 14's H200 measurement in one device command (docs/benchmarks.md "q4_k matmul"):
+# The quantized matmul on the H200 in one device command (docs/benchmarks.md "Quantized matmul"):
 #   run(command="bash bench/quant_h200.sh <commit>", carry=[".gl", ".whl", ".perfdev"])
 # bench/h200_setup.sh unpacks the carried folders (Vulkan loader debs, wgpu wheels, node + Dawn).
 # Prints the machine, then bench/quant_matmul.py's table (wgpu q4_k matmul_q vs torch fp32
-# cuBLAS, TF32 off, same process), then issue 14's corpus on wgpu and node-webgpu (Dawn).
+# cuBLAS, TF32 off, same process), then the quantized ops' corpus on wgpu and node-webgpu (Dawn).
 set -u
 COMMIT=${1:-unknown}
 source bench/h200_setup.sh  # the carried loaders, wheels, node + Dawn
@@ -23,7 +23,7 @@ python3 bench/quant_matmul.py --reps 200 --no-torch --batches 1,5,6,8 \
   --variants "${QUANT_VARIANTS:-vec:8:2,vec:16:1,vec:16:2,vec:32:2,split:2}" | grep "^|"
 python3 bench/quant_matmul.py --kind q6_k --reps 200 --no-torch --batches 1,5,8 \
   --variants "${QUANT6_VARIANTS:-vec:8:1,vec:16:1,vec:32:1,split:2}" | grep "^|"
-log "issue 14's corpus on wgpu and node-webgpu (Dawn)"
+log "the quantized ops' corpus on wgpu and node-webgpu (Dawn)"
 python3 -m gpulab.conformance --executor wgpu --executor node-webgpu --op matmul_q \
   --op dequantize --op matmul_fixed --report "$OUT/conf" > "$OUT/conf.txt" 2>&1
 echo "conformance exit $?"

@@ -1,6 +1,6 @@
 """x @ w.T with a q4_k (or --kind q6_k) weight on the wgpu executor (matmul_q: the blocks decoded inside the
 kernel) next to PyTorch fp32 x @ W.T with the dequantized weight on CUDA (cuBLAS, TF32 off),
-in the same process (issue 14, docs/benchmarks.md "q4_k matmul").
+in the same process (docs/benchmarks.md "Quantized matmul").
 
     python bench/quant_matmul.py                          # 4096x4096 and 11008x4096, batch 1, 16
     python bench/quant_matmul.py --shapes 256x512 --batches 1 --allow-software --no-torch

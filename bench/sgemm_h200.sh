@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 15's SGEMM shapes on the lent H200 in one device command (docs/benchmarks.md "SGEMM"):
+# The SGEMM shapes on the lent H200 in one device command (docs/benchmarks.md "SGEMM"):
 #   run(command="bash bench/sgemm_h200.sh <commit>", carry=[".gl", ".whl", ".perfdev"])
 # (.perfdev only for the node + Dawn lines; without it they are skipped.) Local smoke on
 # lavapipe, small shapes, no cuBLAS: bash bench/sgemm_h200.sh --cpu

@@ -1,5 +1,5 @@
-"""SGEMM variants of pylib/gpulab/codegen/matmul.py on issue 15's shapes, in one GPU run: every variant
-the shape allows (a4 needs K % 4 == 0, b4 needs N % 4 == 0) timed in interleaved rounds, its
+"""SGEMM variants of pylib/gpulab/codegen/matmul.py on the SGEMM shapes, in one GPU run: every
+variant the shape allows (a4 needs K % 4 == 0, b4 needs N % 4 == 0) timed in interleaved rounds, its
 bits checked against the shipped matmul.wgsl on the same data.
 
     python3 bench/sgemm_lab.py --reps 20 --rounds 2 [--json out.json]      # the GPU machine

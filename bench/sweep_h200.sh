@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 15 target 6 on the lent H200: `gpulab bench --sweep`, the MLP Adam step (float32) at
+# Cost curves on the lent H200: `gpulab bench --sweep`, the MLP Adam step (float32) at
 # hidden 256/1024/4096 x batch 64/512/4096, 784-h-10 and 784-h-h-h-10, on wgpu (Vulkan) against
 # PyTorch eager and CUDA graph (TF32 off). Prints the markdown table and the target check;
 # writes $OUT/sweep.json, $OUT/sweep.png and the per-point log $OUT/sweep.err. Then what bounds

@@ -1,4 +1,4 @@
-"""What bounds the sweep's large points (issue 15 target 6): GPU timestamps per dispatch of the
+"""What bounds the sweep's large points: GPU timestamps per dispatch of the
 MLP step at one sweep point, next to cuBLAS (TF32 off) on the same matmul shapes.
 
     python bench/sweep_profile.py --point 2x4096x4096 --point 4x1024x4096   # LAYERSxHIDDENxBATCH

@@ -1,7 +1,7 @@
 #!/bin/bash
-# Issue 17 on the lent H200: torch.compile(model, backend="gpulab") (its graphs on wgpu: Vulkan
-# on the H200) vs torch.compile's default (inductor) and eager CUDA, on the MLP training step
-# and a MiniLM-sized encoder block (bench/torch_backend.py); prints a markdown table.
+# The dynamo backend on the lent H200: torch.compile(model, backend="gpulab") (its graphs on
+# wgpu: Vulkan on the H200) vs torch.compile's default (inductor) and eager CUDA, on the MLP
+# training step and a MiniLM-sized encoder block (bench/torch_backend.py); prints a markdown table.
 #   run(command="bash bench/torch_backend_h200.sh <commit>", carry=[".gl", ".whl", ".perfdev"])
 #   bash bench/torch_backend_h200.sh --cpu     # here: CPU torch, cpu-python, small shapes
 set -u

@@ -1,8 +1,8 @@
 #!/bin/bash
-# Issue 16 on the lent H200: gpulab.torch's torch.compile(step, training=True) on wgpu (Vulkan on
-# the H200) against eager PyTorch on CUDA, the seed's step (784-256-10 MLP, batch 64, Adam):
-# per compiled call, per prepared.step, per step at 8 steps per steps() (bench/torch_step.py).
-# Prints a markdown table.
+# The compiled training step on the lent H200: gpulab.torch's torch.compile(step, training=True)
+# on wgpu (Vulkan on the H200) against eager PyTorch on CUDA, the seed's step (784-256-10 MLP,
+# batch 64, Adam): per compiled call, per prepared.step, per step at 8 steps per steps()
+# (bench/torch_step.py). Prints a markdown table.
 #   run(command="bash bench/torch_step_h200.sh <commit>", carry=[".gl", ".whl", ".perfdev"])
 #   bash bench/torch_step_h200.sh --cpu     # here: cpu-python against PyTorch on the CPU
 set -u

@@ -1,4 +1,4 @@
-"""conv2d two ways on each lane (issue 18: "direct or im2col + matmul, your choice, measured"):
+"""conv2d two ways on each lane (the choice "direct or im2col + matmul", measured):
 the protocol op `conv2d` (every lane's kernel is direct: one output per invocation / loop
 iteration walking its own window) against the im2col composite of gpulab.functional
 (conv2d_im2col: kH*kW strided slices, concat, then the lane's tiled matmul), same graph

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 18's conv2d measurement on the lent H200 in one device command (the lead runs it):
+# The conv2d measurement on the lent H200 in one device command (the lead runs it):
 #   run(command="bash bench/archive/conv2d_h200.sh <commit>", carry=[".gl", ".whl", ".perfdev"])
 #   bash bench/archive/conv2d_h200.sh --cpu      # here: no device, the small shapes on cpu-python + torch CPU
 # Prints the machine, then bench/archive/conv2d.py's markdown table: the conv2d op (wgpu on the

@@ -1,5 +1,5 @@
 // Measures the JS cpu and wasm backends' cost per result element of every op, and matmul's
-// per flop (issue 11, defect 14): the numbers behind the op table's cost_model.
+// per flop: the numbers behind the op table's cost_model.
 // `node bench/archive/cost_model.mjs [cpu|wasm] [log2 elements]`: one line of JSON per op, ns/element
 // (the median of 3 runs of one prepared step, fed once), and the matmul ns/flop.
 import { createRuntime } from '../../backends-js/src/runtime.mjs';

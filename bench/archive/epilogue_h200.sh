@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 15's matmul epilogue on the lent H200 in one device command (docs/benchmarks.md):
+# The matmul epilogue on the lent H200 in one device command (docs/benchmarks.md):
 #   run(command="bash bench/archive/epilogue_h200.sh <commit>", carry=[".gl", ".whl", ".perfdev"])
 #   bash bench/archive/epilogue_h200.sh --cpu    # here, on lavapipe (software: correctness, not speed)
 # The whole corpus on wgpu and node-webgpu, then the MLP step with the matmul epilogue and

@@ -1,13 +1,13 @@
 #!/bin/bash
-# Issue 15's multi-node dispatches (planner_multi.py: multi-tensor Adam, the cross-entropy pair)
+# The multi-node dispatches (planner_multi.py: multi-tensor Adam, the cross-entropy pair)
 # on the lent H200 in one device command (docs/benchmarks.md), prints markdown:
 #   run(command="bash bench/archive/fusestep_h200.sh <commit>", carry=[".gl", ".whl", ".perfdev"])
 #   bash bench/archive/fusestep_h200.sh --cpu    # here: the same arms on lavapipe (wgpu), no torch/Dawn
 # The MLP step (784-256-10, Adam, batch 64) in three arms, interleaved rounds: fused (11
 # dispatches), GPULAB_UNFUSE=multi (15: the map fusion and the matmul epilogue, without
-# planner_multi) and every issue-15 fusion off (20), each by gpulab bench and native_lab.py; then node + Dawn's MLP (the JS
-# WebGPU backend, planner-multi.mjs) with the adapter's storage-buffer limit, which decides
-# how many Adam parameters one dispatch takes (7 each + 1).
+# planner_multi) and map, epilogue and multi off (20), each by gpulab bench and native_lab.py; then
+# node + Dawn's MLP (the JS WebGPU backend, planner-multi.mjs) with the adapter's storage-buffer
+# limit, which decides how many Adam parameters one dispatch takes (7 each + 1).
 set -u
 if [ "${1:-}" = "--cpu" ]; then
   PY=${PY:-.venv/bin/python}
@@ -39,14 +39,14 @@ grep -E "Verdict|^\| (wgpu|node-webgpu) " "$OUT/conf/conformance.md" | head -4
 RUNS=${RUNS:-30}
 for round in 1 2; do
   for arm in none multi map,epilogue,multi; do
-    log "round $round, issue-15 fusions off: $arm; gpulab bench"
+    log "round $round, fusions off: $arm; gpulab bench"
     GPULAB_UNFUSE=$arm python3 bench/archive/unfused.py -m gpulab bench --backends wgpu \
       --torch-device cuda --runs "$RUNS" | grep "^|"
   done
 done
 PICK="^==|sum of|one pass|empty|session run|dispatches only"
 for arm in none multi map,epilogue,multi; do
-  log "native_lab, issue-15 fusions off: $arm"
+  log "native_lab, fusions off: $arm"
   GPULAB_UNFUSE=$arm python3 bench/archive/unfused.py bench/native_lab.py --skip variants,small 2>&1 \
     | grep -E "$PICK"
 done

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 15's map fusion on the lent H200 in one device command (docs/benchmarks.md):
+# The map fusion on the lent H200 in one device command (docs/benchmarks.md):
 #   run(command="bash bench/archive/fusion_h200.sh <commit>", carry=[".gl", ".whl", ".perfdev"])
 # The whole corpus on wgpu and node-webgpu, then the MLP step (15 dispatches fused, 20 with
 # bench/archive/unfused.py) in interleaved rounds: gpulab bench (wgpu vs torch CUDA eager + graph) and

@@ -1,6 +1,7 @@
 #!/bin/bash
-# Wave-2 ops on the lent H200 in one device command: the whole corpus on wgpu (Vulkan, NVIDIA)
-# and node-webgpu (Dawn), and the native live-view path (bench/archive/live_views.py --native).
+# The ops added on 2026-12-01, on the lent H200 in one device command: the whole corpus on wgpu
+# (Vulkan, NVIDIA) and node-webgpu (Dawn), and the native live-view path
+# (bench/archive/live_views.py --native).
 #   run(command="bash bench/archive/h200_check.sh <commit>", carry=[".gl", ".whl", ".perfdev"])
 # bench/h200_setup.sh unpacks the carried folders (shared with h200_perf.sh, quant_h200.sh).
 set -u

@@ -1,4 +1,4 @@
-"""Frames per second and frame-to-page latency of the playground's live views (issue 20).
+"""Frames per second and frame-to-page latency of the playground's live views.
 
     .venv/bin/python bench/archive/live_views.py [--seconds 6] [--sizes 48,256] [--backends webgpu,...]
 

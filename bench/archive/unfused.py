@@ -1,4 +1,4 @@
-"""Run a script or module with the planners' issue-15 fusions off (docs/plan.md "Fusion": map
+"""Run a script or module with the planners' fusions off (docs/plan.md "Fusion": map
 fusion, the matmul epilogue, planner_multi's multi-tensor Adam and cross-entropy pair), or with
 `--epilogue` only the matmul epilogue off: the A/B arms of bench/archive/fusion_h200.sh,
 bench/archive/epilogue_h200.sh and bench/archive/fusestep_h200.sh.

@@ -1,4 +1,4 @@
-// Interleaved A/B rounds of the JS WebGPU backend's run paths on the MLP step (issue 15):
+// Interleaved A/B rounds of the JS WebGPU backend's run paths on the MLP step:
 // one runtime, one session per arm (the arms are backend hooks, read at prepare), each round
 // timing every arm's single-step and 8-step runs in a rotated order, so a drifting machine
 // hits every arm alike. The arms' last losses must be the same bits: every arm has run the

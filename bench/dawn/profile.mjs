@@ -1,4 +1,4 @@
-// Where a run of the JS WebGPU backend spends its time, from outside the runtime (issue 15):
+// Where a run of the JS WebGPU backend spends its time, from outside the runtime:
 // `installProfile()` wraps the WebGPU API's prototype methods (GPUQueue, GPUDevice,
 // GPUCommandEncoder, GPUComputePassEncoder, GPUBuffer) so each call is counted and timed with
 // performance.now, and, where the adapter offers "timestamp-query", adds timestampWrites to
