@@ -61,7 +61,7 @@ def test_tiny_sweep_writes_every_field_and_the_losses_agree(tmp_path, capsys):
         # off by far more than float32 rounding
         assert abs(ours["loss"] - eager["loss"]) < LOSS_TOL
         assert point["loss_diff"] == abs(ours["loss"] - eager["loss"])
-    assert "no tensor cores" in text and "Issue 15 target 6" in text
+    assert "no tensor cores" in text and "The cost-curve target" in text
     assert "| 784-16-16-16-10 | 8 |" in text
     assert png.startswith(PNG_MAGIC) and len(png) > 5000
     # --report re-draws the table and the plot from the JSON alone

@@ -83,7 +83,7 @@ def test_masked_mean_is_sentence_transformers_pooling() -> None:
     np.testing.assert_allclose(_np(out["outputs"]["y"]), linear64(x, w, b), rtol=2e-6, atol=2e-6)
 
 
-def test_issue17_composites_match_torch() -> None:
+def test_torch_backend_composites_match_torch() -> None:
     """The torch.compile backend's composites: erf, tanh-gelu and its gradient, layer norm with
     its saved mean/rstd, nll_loss and its gradient (ignore_index rows left out)."""
     rng = np.random.default_rng(2)

@@ -351,7 +351,8 @@ def _report(result: dict[str, Any], png: str | None) -> None:
     print(f"\n{NO_TENSOR_CORES}.\nFLOPs: {FLOPS_RULE}.\n{result['timing']}.")
     print("adapters: " + "; ".join(adapters(result)))
     print(f"{result['machine']}, {result['date']}, sweep wall {result['wall_s']} s")
-    print("\nIssue 15 target 6:\n" + "\n".join(check(result)))
+    target = "The cost-curve target (<= 1.5x eager at the largest point, ahead at the smallest)"
+    print(f"\n{target}:\n" + "\n".join(check(result)))
     if png:
         plot(result, png)
 
