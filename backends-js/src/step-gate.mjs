@@ -1,5 +1,5 @@
-// Cancellation between steps: the CPU backends run a session's steps (and
-// a graph's nodes) in one call, which would block dispose() until the whole run ends. A gate
+// Cancellation between steps: the CPU backends run a session's steps (and a graph's nodes) in
+// one call, which would block dispose() until the whole run ends. A gate
 // awaited before each step and node gives the event loop a turn every SLICE_MS of work, so a
 // dispose() (or a worker message) gets in, and then refuses with DISPOSED if the program was
 // disposed meanwhile. Bounded by the cost model: one node runs at most the backend's limit.

@@ -1,7 +1,7 @@
 // The cost model and cancellation between steps (defect 14 of the hostile-input review's ranked
-// list, `issues show 11`): a graph estimated past a
-// CPU backend's limit is refused with LIMIT naming the estimate and the limit before any work,
-// and dispose() stops a long run between its steps (or an execute between its nodes).
+// list, `issues show 11`): a graph estimated past a CPU backend's limit is refused with LIMIT
+// naming the estimate and the limit before any work, and dispose() stops a long run between its
+// steps (or an execute between its nodes).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRuntime } from '../src/runtime.mjs';

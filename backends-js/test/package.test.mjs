@@ -1,6 +1,6 @@
 // The npm package works when installed (the notebook's observed defect 10, `issues show 12`):
-// `npm pack` in backends-js, install
-// the tarball into an empty project with no registry, and run the README's JS example there.
+// `npm pack` in backends-js, install the tarball into an empty project with no registry, and run
+// the README's JS example there.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
