@@ -13,9 +13,7 @@ from collections.abc import Callable
 from ..graph import Tensor
 from .ctx import NodeCtx, Op
 from .fold import elementwise, foldable
-from .values import HELD_DTYPES, Const, Value, dtype_of
-
-ONNX_TO_DTYPE = {1: "float32", 6: "int32", 7: "int32", 9: "bool"}
+from .values import HELD_DTYPES, ONNX_DTYPES, Const, Value, dtype_of
 
 
 def f32(t: Tensor) -> Tensor:
@@ -199,7 +197,7 @@ def _where(cx: NodeCtx) -> list[Value]:
 
 
 def _cast_to(cx: NodeCtx, to: int) -> list[Value]:
-    dtype = ONNX_TO_DTYPE.get(to) or (HELD_DTYPES.get(to) if cx.hold else None)
+    dtype = ONNX_DTYPES.get(to) or (HELD_DTYPES.get(to) if cx.hold else None)
     if dtype is None:
         from .proto import DATA_TYPES
 

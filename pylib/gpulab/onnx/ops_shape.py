@@ -14,7 +14,7 @@ from ..graph import Tensor
 from .ctx import NodeCtx, Op
 from .fold import foldable, reshape, strides, take
 from .limits import LIMITS
-from .values import Const, Value, const_of, dtype_of
+from .values import ONNX_DTYPES, Const, Value, const_of, dtype_of
 
 INT64_MAX = 2**63 - 1
 
@@ -488,9 +488,7 @@ def _eye_like(cx: NodeCtx) -> list[Value]:
     rows, cols = v.shape
     dtype = dtype_of(v)
     if cx.has_attr("dtype"):
-        from .ops_math import ONNX_TO_DTYPE
-
-        dtype = ONNX_TO_DTYPE.get(cx.attr("dtype"), None)
+        dtype = ONNX_DTYPES.get(cx.attr("dtype"), None)
         if dtype is None:
             raise cx.fail(f"attribute 'dtype' = {cx.attr('dtype')} is not supported")
     vals = [1 if c - r == k else 0 for r in range(rows) for c in range(cols)]

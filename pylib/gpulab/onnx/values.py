@@ -14,6 +14,7 @@ import struct
 from dataclasses import dataclass
 
 from ..errors import GpuLabError
+from ..functional.dtypes import onnx_dtypes
 from ..graph import Graph, Tensor
 from .limits import LIMITS
 from .proto import DATA_TYPES, TensorProto
@@ -21,14 +22,11 @@ from .proto import DATA_TYPES, TensorProto
 TYPECODE = {"float32": "f", "int32": "i", "bool": "B", "int64": "q"}
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
-# ONNX element type -> the gpulab dtype it is held in (int64 narrowed to int32, range checked).
-ONNX_DTYPES = {1: "float32", 6: "int32", 7: "int32", 9: "bool"}
-# With load(hold_32bit=True) also: DOUBLE and FLOAT16 as float32 (DOUBLE rounded to float32,
-# FLOAT16 exact in it; BFLOAT16 stays refused: ONNX's bfloat16 results round every step to 8
-# bits, further than ONNX's own rtol 1e-3 from a float32 computation) and the 8/16-bit integers as int32 (exact; their arithmetic is
-# refused, as it would not wrap at 8 or 16 bits).
-HELD_DTYPES = {10: "float32", 11: "float32", 2: "int32", 3: "int32", 4: "int32", 5: "int32"}
-NARROW_INTS = {2, 3, 4, 5}
+# ONNX element type -> the gpulab dtype it is held in (int64 narrowed to int32, range checked);
+# HELD_DTYPES: only with load(hold_32bit=True). The frontends' one dtype map says why.
+ONNX_DTYPES = onnx_dtypes(hold=False)
+HELD_DTYPES = onnx_dtypes(hold=True)
+NARROW_INTS = {code for code, dtype in HELD_DTYPES.items() if dtype == "int32"}
 
 
 @dataclass

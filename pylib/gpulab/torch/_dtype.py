@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..functional.dtypes import torch_dtypes
+
 
 class dtype:
     """A torch dtype: `name` as torch prints it, `device` the protocol dtype it is held as."""
@@ -28,21 +30,12 @@ class dtype:
         return self.name
 
 
-float32 = dtype("float32", "float32", 4)
-int64 = dtype("int64", "int32", 8)
-int32 = dtype("int32", "int32", 4)
-bool_ = dtype("bool", "bool", 1)
+# one dtype object per row of the frontends' dtype map that torch takes
+_MADE = {d.name: dtype(d.name, d.held_as, d.itemsize) for d in torch_dtypes()}
+float32, int64, int32, bool_ = (_MADE[n] for n in ("float32", "int64", "int32", "bool"))
 
-DTYPES = {
-    "float32": float32,
-    "float": float32,
-    "int64": int64,
-    "long": int64,
-    "int32": int32,
-    "int": int32,
-    "bool": bool_,
-}
-NUMPY_NAMES = {float32: "float32", int64: "int64", int32: "int32", bool_: "bool"}
+DTYPES = {alias: _MADE[d.name] for d in torch_dtypes() for alias in (d.name, *d.aliases)}
+NUMPY_NAMES = {made: name for name, made in _MADE.items()}
 
 
 def as_dtype(d: Any) -> dtype:

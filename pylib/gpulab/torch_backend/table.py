@@ -29,12 +29,13 @@ from torch._decomp import core_aten_decompositions
 
 from .. import functional as F
 from ..errors import GpuLabError
+from ..functional.dtypes import torch_dtypes
 from ..graph import Graph, Tensor
 
 aten = torch.ops.aten
 
-# torch dtype -> protocol dtype (int64 travels as int32: checked on the way in)
-DTYPES = {torch.float32: "float32", torch.int64: "int32", torch.int32: "int32", torch.bool: "bool"}
+# torch dtype -> the protocol dtype it is held in (the frontends' one dtype map)
+DTYPES = {getattr(torch, d.name): d.held_as for d in torch_dtypes()}
 
 
 @dataclass
