@@ -41,9 +41,9 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "hardswish": [{}],
     "softsign": [{}],
     "mish": [{}],
-    "silu": [{}],
     "softplus": [{}, {"beta": 2.0}, {"beta": 0.5, "threshold": 5.0}],
     "hardshrink": [{}, {"lambd": 3.0}],
+    "silu": [{}],
 }
 # ONNX op type -> attribute sets its onnx.reference test runs
 ONNX_CASES: dict[str, list[dict[str, Any]]] = {
@@ -62,6 +62,7 @@ ONNX_CASES: dict[str, list[dict[str, Any]]] = {
     "Softplus": [{}],
     "Mish": [{}],
     "Shrink": [{}, {"lambd": 1.0, "bias": 0.25}],
+    "Swish": [{}, {"alpha": 1.5}],
 }
 # entries the frontends reach only as the backward of another (their cases: that one's)
 BACKWARD_OF = {"gelu_grad": "gelu", "threshold_grad": "relu"}

@@ -237,6 +237,12 @@ def mish(x: Tensor) -> Tensor:
     return x * softplus(x).tanh()
 
 
+@declare(onnx=onnx("Swish", since=24, alpha=1.0))
+def swish(x: Tensor, alpha: float = 1.0) -> Tensor:
+    """x * sigmoid(alpha x) (ONNX's Swish; alpha 1 is language.silu, torch's F.silu)."""
+    return x * (x if alpha == 1.0 else x * alpha).sigmoid()
+
+
 @declare(onnx=onnx("Shrink", since=9, lambd=0.5, bias=0.0))
 def shrink(x: Tensor, lambd: float = 0.5, bias: float = 0.0) -> Tensor:
     """ONNX's Shrink: x + bias below -lambd, x - bias above lambd, 0 between."""

@@ -10,10 +10,16 @@ from ..graph import Tensor
 from .library import declare
 
 
-def rms_norm(x: Tensor, weight: Tensor | None = None, eps: float = 1e-6) -> Tensor:
-    """x / sqrt(mean(x^2) + eps) over the last axis, times weight (transformers' LlamaRMSNorm,
-    llama.cpp's rms_norm)."""
-    y = x / ((x * x).mean(axis=-1, keepdim=True) + eps).sqrt()
+def rms_norm(x: Tensor, weight: Tensor | None = None, eps: float = 1e-6, axes: int = 1) -> Tensor:
+    """x / sqrt(mean(x^2) + eps) over the last `axes` axes, times weight (transformers'
+    LlamaRMSNorm, llama.cpp's rms_norm, ONNX's RMSNormalization)."""
+    shape = list(x.shape)
+    if axes == 1:
+        flat = x
+    else:
+        flat = x.reshape(shape[: len(shape) - axes] + [math.prod(shape[len(shape) - axes :])])
+    y = flat / ((flat * flat).mean(axis=-1, keepdim=True) + eps).sqrt()
+    y = y.reshape(shape) if axes != 1 else y
     return y * weight if weight is not None else y
 
 

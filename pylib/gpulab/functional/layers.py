@@ -305,6 +305,28 @@ def batch_norm(
     return y + _per_channel(bias, x.ndim) if bias is not None else y
 
 
+def batch_norm_eval(
+    x: Tensor,
+    mean: Tensor,
+    var: Tensor,
+    weight: Tensor | None,
+    bias: Tensor | None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Batch norm from running statistics (inference; aten's no-training form, ONNX's
+    BatchNormalization): batch_norm with rstd = 1 / sqrt(var + eps)."""
+    return batch_norm(x, mean, 1.0 / (var + eps).sqrt(), weight, bias)
+
+
+def instance_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float = 1e-5) -> Tensor:
+    """Per sample and channel of [N, C, ...]: layer_norm over the spatial axes, then the
+    channel's weight and bias ([C])."""
+    n, c = x.shape[0], x.shape[1]
+    flat = x.reshape([n, c, math.prod(x.shape[2:])])
+    y = layer_norm(flat, None, None, eps).reshape(list(x.shape))
+    return y * _per_channel(weight, x.ndim) + _per_channel(bias, x.ndim)
+
+
 def batch_stats(x: Tensor, eps: float) -> tuple[Tensor, Tensor, Tensor]:
     """Per channel (axis 1) of [N, C, ...]: (mean, rstd = 1 / sqrt(biased var + eps), the
     unbiased variance torch keeps in running_var)."""

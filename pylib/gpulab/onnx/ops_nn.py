@@ -258,41 +258,28 @@ def _hardmax(cx: NodeCtx) -> list[Value]:
 # -- normalizations ---------------------------------------------------------------------------
 
 
-def _layer_norm(cx: NodeCtx) -> list[Value]:
-    x = cx.t(0)
-    axis = _axis(cx, cx.attr("axis", -1), x.ndim)
-    eps = cx.attr("epsilon", 1e-5)
+def _stashed_float(cx: NodeCtx) -> None:
     if cx.attr("stash_type", 1) != 1:
         raise cx.fail("attribute 'stash_type' other than 1 (float) is not supported")
-    lead, inner = list(x.shape[:axis]), math.prod(x.shape[axis:])
-    flat = x.reshape(lead + [inner]) if axis != x.ndim - 1 else x
-    y = F.layer_norm(flat, None, None, eps)
-    y = y.reshape(list(x.shape)) if axis != x.ndim - 1 else y
-    y = y * cx.t(1)
-    if cx.has(2):
-        y = y + cx.t(2)
-    if cx.outputs_wanted() == 1:
-        return [y]
-    # Mean and InvStdDev: the statistics, shaped X.shape[:axis] + [1] * (rank - axis)
-    stat_shape = lead + [1] * (x.ndim - axis)
-    mu = flat.mean(axis=-1, keepdim=True)
-    d = flat - mu
-    inv = 1.0 / ((d * d).mean(axis=-1, keepdim=True) + eps).sqrt()
-    return [y, mu.reshape(stat_shape), inv.reshape(stat_shape)]
+
+
+def _layer_norm(cx: NodeCtx) -> list[Value]:
+    """gpulab.functional.layer_norm_stats over the axes from `axis`; Mean and InvStdDev are
+    its statistics, shaped X.shape[:axis] + [1] * (rank - axis)."""
+    x = cx.t(0)
+    axis = _axis(cx, cx.attr("axis", -1), x.ndim)
+    _stashed_float(cx)
+    bias = cx.t(2) if cx.has(2) else None
+    y, mean, rstd = F.layer_norm_stats(x, cx.t(1), bias, cx.attr("epsilon", 1e-5), x.ndim - axis)
+    return [y] if cx.outputs_wanted() == 1 else [y, mean, rstd]
 
 
 def _rms_norm(cx: NodeCtx) -> list[Value]:
     cx.only_first_output()
     x = cx.t(0)
     axis = _axis(cx, cx.attr("axis", -1), x.ndim)
-    eps = cx.attr("epsilon", 1e-5)
-    if cx.attr("stash_type", 1) != 1:
-        raise cx.fail("attribute 'stash_type' other than 1 (float) is not supported")
-    lead, inner = list(x.shape[:axis]), math.prod(x.shape[axis:])
-    flat = x.reshape(lead + [inner]) if axis != x.ndim - 1 else x
-    y = flat / ((flat * flat).mean(axis=-1, keepdim=True) + eps).sqrt()
-    y = y.reshape(list(x.shape)) if axis != x.ndim - 1 else y
-    return [y * cx.t(1)]
+    _stashed_float(cx)
+    return [F.rms_norm(x, cx.t(1), cx.attr("epsilon", 1e-5), x.ndim - axis)]
 
 
 def _trilu(cx: NodeCtx) -> list[Value]:
@@ -309,12 +296,6 @@ def _trilu(cx: NodeCtx) -> list[Value]:
     return [cx.g.where(mask, x, 0.0 if x.dtype == "float32" else 0)]
 
 
-def _swish(cx: NodeCtx) -> list[Value]:
-    x = cx.t(0)
-    alpha = cx.attr("alpha", 1.0)
-    return [x * (x * alpha if alpha != 1.0 else x).sigmoid()]
-
-
 def _swiglu(cx: NodeCtx) -> list[Value]:
     """SwiGLU (opset 28): Swish_alpha(A) * B, A and B of one shape (no broadcasting)."""
     a, b = cx.t(0), cx.t(1)
@@ -322,13 +303,7 @@ def _swiglu(cx: NodeCtx) -> list[Value]:
         raise cx.fail(f"inputs of types {a.dtype}, {b.dtype} (float only)")
     if list(a.shape) != list(b.shape):
         raise cx.invalid(f"A {list(a.shape)} and B {list(b.shape)} differ in shape")
-    alpha = cx.attr("alpha", 1.0)
-    return [a * (a * alpha if alpha != 1.0 else a).sigmoid() * b]
-
-
-def _channel(t: Tensor, rank: int) -> Tensor:
-    """A [C] vector shaped [C, 1, ..., 1] to broadcast over an NC... tensor."""
-    return t.reshape([t.shape[0]] + [1] * (rank - 2))
+    return [F.swish(a, cx.attr("alpha", 1.0)) * b]
 
 
 def _batch_norm(cx: NodeCtx) -> list[Value]:
@@ -338,19 +313,12 @@ def _batch_norm(cx: NodeCtx) -> list[Value]:
         raise cx.fail("the running mean/var outputs (training) are not supported")
     if cx.opset < 7 and cx.attr("is_test", 0) == 0:
         raise cx.fail("training mode is not supported")
-    x = cx.t(0)
-    scale, bias, mean, var = (_channel(cx.t(i), x.ndim) for i in (1, 2, 3, 4))
-    eps = cx.attr("epsilon", 1e-5)
-    return [(x - mean) / (var + eps).sqrt() * scale + bias]
+    x, scale, bias, mean, var = (cx.t(i) for i in range(5))
+    return [F.batch_norm_eval(x, mean, var, scale, bias, cx.attr("epsilon", 1e-5))]
 
 
 def _instance_norm(cx: NodeCtx) -> list[Value]:
-    x = cx.t(0)
-    eps = cx.attr("epsilon", 1e-5)
-    n, c = x.shape[0], x.shape[1]
-    flat = x.reshape([n, c, math.prod(x.shape[2:])])
-    y = F.layer_norm(flat, None, None, eps).reshape(list(x.shape))
-    return [y * _channel(cx.t(1), x.ndim) + _channel(cx.t(2), x.ndim)]
+    return [F.instance_norm(cx.t(0), cx.t(1), cx.t(2), cx.attr("epsilon", 1e-5))]
 
 
 def _global_pool(op: str) -> Op:
@@ -404,6 +372,5 @@ NN_OPS: dict[str, Op] = {
     "LpNormalization": Op(_lp_norm, frozenset({"axis", "p"})),
     "RMSNormalization": Op(_rms_norm, frozenset({"axis", "epsilon", "stash_type"})),
     "Trilu": Op(_trilu, frozenset({"upper"}), (1,)),
-    "Swish": Op(_swish, frozenset({"alpha"})),
     "SwiGLU": Op(_swiglu, frozenset({"alpha"})),
 }

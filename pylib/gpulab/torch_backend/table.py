@@ -523,7 +523,7 @@ def _batch_norm_eval(
     momentum: float,
     eps: float,
 ) -> tuple[Tensor]:
-    return (F.batch_norm(x, running_mean, 1.0 / (running_var + eps).sqrt(), weight, bias),)
+    return (F.batch_norm_eval(x, running_mean, running_var, weight, bias, eps),)
 
 
 @lowers(aten._native_batch_norm_legit_functional.default)
