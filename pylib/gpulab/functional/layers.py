@@ -120,10 +120,17 @@ def _attention_probs(
     softmax of q @ k^T * scale + mask, a row masked everywhere all 0 (torch's fused kernels
     give such a row 0 output and 0 gradient, not softmax's NaN)."""
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    g = q.graph
     scores = (q @ k.transpose()) * scale
-    masks = [causal_mask(g, q.shape[-2], k.shape[-2])] if causal else []
-    masks += [mask] if mask is not None else []
+    masks = [causal_mask(q.graph, q.shape[-2], k.shape[-2])] if causal else []
+    return masked_softmax(scores, masks + ([mask] if mask is not None else []))
+
+
+def masked_softmax(scores: Tensor, masks: Sequence[Tensor]) -> tuple[Tensor, Tensor, Tensor | None]:
+    """(probabilities, masked scores, the rows every key is masked from or None): softmax over
+    the last axis of scores with each mask applied (bool: False is -inf; float: added), a row
+    masked everywhere all 0 (torch's fused attention and ONNX's Attention give such a row 0,
+    not softmax's NaN)."""
+    g = scores.graph
     for m in masks:
         scores = g.where(m, scores, -math.inf) if m.dtype == "bool" else scores + m
     if not masks:

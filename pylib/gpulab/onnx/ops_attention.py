@@ -1,12 +1,14 @@
 """ONNX Attention (opsets 23+) as a composite, following onnx.reference's op_attention: heads
 split from 3-D inputs, past key/value joined, grouped-query heads repeated, the scale applied to
 Q and K (sqrt each), softcap, a bias from the mask (bool or float, padded to the key length),
-causal and sliding-window masks built at load, a softmax that leaves fully masked rows 0."""
+causal and sliding-window masks built at load, gpulab.functional's masked_softmax (a row masked
+everywhere is 0, as in torch's fused attention)."""
 
 from __future__ import annotations
 
 import math
 
+from .. import functional as F
 from ..graph import Tensor
 from .ctx import NodeCtx, Op
 from .values import Value
@@ -103,18 +105,7 @@ def _attention(cx: NodeCtx) -> list[Value]:
         scores = (scores / softcap).tanh() * softcap
     qk_out = scores
     mode = cx.attr("qk_matmul_output_mode", 0)
-    if bias is None:
-        probs = scores.softmax(axis=-1)
-        with_bias = scores
-    else:
-        with_bias = scores + bias
-        m = with_bias.max(axis=-1, keepdim=True)
-        m = g.where(m.eq(-math.inf), 0.0, m)
-        e = (with_bias - m).exp()
-        s = e.sum(axis=-1, keepdim=True)
-        probs = e / g.where(s.eq(0.0), 1.0, s)
-        masked = bias.max(axis=-1, keepdim=True).eq(-math.inf)
-        probs = g.where(masked, 0.0, probs)
+    probs, with_bias, _ = F.masked_softmax(scores, [bias] if bias is not None else [])
     if mode == 2:
         qk_out = with_bias
     elif mode == 3:
