@@ -44,6 +44,8 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "softplus": [{}, {"beta": 2.0}, {"beta": 0.5, "threshold": 5.0}],
     "hardshrink": [{}, {"lambd": 3.0}],
     "silu": [{}],
+    "hardtanh": [{}, {"min_val": -0.5, "max_val": 3.0}],
+    "relu6": [{}],
 }
 # ONNX op type -> attribute sets its onnx.reference test runs
 ONNX_CASES: dict[str, list[dict[str, Any]]] = {
@@ -65,7 +67,7 @@ ONNX_CASES: dict[str, list[dict[str, Any]]] = {
     "Swish": [{}, {"alpha": 1.5}],
 }
 # entries the frontends reach only as the backward of another (their cases: that one's)
-BACKWARD_OF = {"gelu_grad": "gelu", "threshold_grad": "relu"}
+BACKWARD_OF = {"gelu_grad": "gelu", "threshold_grad": "relu", "hardtanh_grad": "hardtanh"}
 # declared aten overloads dynamo does not emit for these calls (each still lowers if met)
 NOT_TRACED = {"aten.selu.default": "F.selu traces to aten.elu(x, alpha, scale)"}
 # x domains other than the real line

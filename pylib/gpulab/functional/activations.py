@@ -198,6 +198,34 @@ def hardswish(x: Tensor) -> Tensor:
     return g.where(x <= -3.0, 0.0, g.where(x >= 3.0, x, x * (x + 3.0) / 6.0))
 
 
+@declare(
+    functional="hardtanh",
+    nn="Hardtanh",
+    inplace=True,
+    aten="hardtanh.default",
+)
+def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """x clamped to [min_val, max_val].
+
+    The bounds belong to the constant pieces, so the slope there is torch's 0 (a clamp's
+    gradient would pass there)."""
+    g = x.graph
+    return g.where(x <= min_val, min_val, g.where(x >= max_val, max_val, x))
+
+
+@declare(aten="hardtanh_backward.default")
+def hardtanh_grad(dy: Tensor, x: Tensor, min_val: float, max_val: float) -> Tensor:
+    """dy where min_val < x < max_val, else 0 (aten's hardtanh_backward)."""
+    g = dy.graph
+    return g.where(x > min_val, g.where(x < max_val, dy, 0.0), 0.0)
+
+
+@declare(functional="relu6", nn="ReLU6", inplace=True)
+def relu6(x: Tensor) -> Tensor:
+    """hardtanh(x, 0, 6) (torch traces F.relu6 to aten.hardtanh)."""
+    return hardtanh(x, 0.0, 6.0)
+
+
 @declare(functional="softsign", nn="Softsign", onnx=onnx("Softsign", since=1))
 def softsign(x: Tensor) -> Tensor:
     """x / (1 + |x|)."""

@@ -270,17 +270,6 @@ def _clamp(cx: Ctx, a: Tensor, lo: Any = None, hi: Any = None) -> Tensor:
     return a.clamp(lo, hi)
 
 
-@lowers(aten.hardtanh.default)
-def _hardtanh(cx: Ctx, a: Tensor, lo: Any = -1.0, hi: Any = 1.0) -> Tensor:
-    return a.clamp(float(lo), float(hi))
-
-
-@lowers(aten.hardtanh_backward.default)
-def _hardtanh_backward(cx: Ctx, grad: Tensor, a: Tensor, lo: Any, hi: Any) -> Tensor:
-    """grad where lo < a < hi, else 0 (torch: the bounds themselves get no gradient)."""
-    return cx.g.where(a > float(lo), cx.g.where(a < float(hi), grad, 0.0), 0.0)
-
-
 @lowers(aten.clamp_min.default)
 def _clamp_min(cx: Ctx, a: Tensor, lo: Any) -> Tensor:
     return a.clamp(lo, None)
