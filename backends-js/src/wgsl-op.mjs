@@ -12,6 +12,7 @@ import { nodeError } from './errors.mjs';
 import { LIMITS } from './optable.mjs';
 import { DTYPE_NAMES } from './dtypes.mjs';
 import { lineIndex, scanWgsl } from './wgsl-scan.mjs';
+import { checkBounds, refusalMessage } from './wgsl-bounds.mjs';
 
 /** The element type a dtype has in a WGSL buffer (bool is a u32 0/1 word on GPUs). */
 export const WGSL_ELEMENT = Object.freeze({ float32: 'f32', int32: 'i32', uint32: 'u32', bool: 'u32' });
@@ -278,6 +279,12 @@ export function checkConvention(node, inputs) {
     const e = expected[missing];
     throw fail(null, `the source declares nothing at @group(0) @binding(${missing}) for ${e.label}: ` +
       `expected ${wants(e)}`);
+  }
+  // then the source's bounds (wgsl-bounds.mjs), before any compiler sees it
+  const refusal = checkBounds(source, node.attrs.workgroups);
+  if (refusal) {
+    const { message, line } = refusalMessage(source, refusal);
+    throw nodeError(/** @type {any} */ (refusal.code), node, `${message}\n${sourceLine(source, line)}`);
   }
 }
 

@@ -16,6 +16,7 @@ from typing import Any
 from . import optable
 from .dtypes import DTYPES
 from .errors import GpuLabError
+from .wgsl_bounds import check_bounds, refusal_message
 from .wgsl_scan import scan_wgsl
 
 WGSL_ELEMENT = {"float32": "f32", "int32": "i32", "uint32": "u32", "bool": "u32"}
@@ -418,8 +419,19 @@ def _is_array_of(type_: str, element: str, atomic_ok: bool) -> bool:
 
 
 def check_convention(node: Any, inputs: list[Any]) -> None:
-    """VALIDATION naming the node, the binding and the source line at the first mismatch."""
+    """VALIDATION naming the node, the binding and the source line at the first mismatch;
+    then the source's bounds (wgsl_bounds.py): LIMIT (or VALIDATION) at the first one passed,
+    before any compiler sees the source."""
     _Convention(node, inputs).check()
+    source = node.attrs["source"]
+    refusal = check_bounds(source, list(node.attrs["workgroups"]))
+    if refusal is not None:
+        message, at = refusal_message(source, refusal)
+        raise GpuLabError(
+            refusal.code,
+            f"{_label(node)}: {message}\n{source_line(source, at['line'])}",
+            node.id,
+        )
 
 
 def param_words(source: str, params: dict[str, Any]) -> list[tuple[str, float | int]]:
