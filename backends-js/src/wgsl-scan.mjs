@@ -14,9 +14,11 @@ const ID = '[A-Za-z_][A-Za-z0-9_]*';
 const LINE_BREAKS = '\n\v\f\r\u0085\u2028\u2029';
 const ATTR = `@${WS}*${ID}(?:${WS}*\\([^()]*\\))?${WS}*`;
 // Each run of attributes is found once (matchAll is linear over them); what follows a run is
-// then matched at its end (sticky), and a declaration's type is read up to the next `;` or `=`
-// found by a binary search over their offsets (stopsOf): no pattern here rescans the rest of
-// the source (`:([^;=]*);` at every `@group(0) var a:` made 128 KB take 0.93 s, 1 MiB minutes).
+// then matched at its end (sticky), and a declaration's type is read up to the next stop
+// (`;` `=` `@` `{` `}`: a type holds none of them) found by a binary search over their offsets
+// (stopsOf): no pattern here rescans the rest of the source (`:([^;=]*);` at every
+// `@group(0) var a:` made 128 KB take 0.93 s, 1 MiB minutes). The stop `@` also keeps
+// declarations' types apart: n heads before one `;` each read only up to the next head.
 const ATTR_RUN = new RegExp(`(?:${ATTR})+`, 'g');
 const VAR_HEAD = new RegExp(`var${WS}*(?:<([^<>]*)>)?${WS}*(${ID})${WS}*:`, 'y');
 const FN_TAIL = new RegExp(`fn${WS}+(${ID})`, 'y');
@@ -58,7 +60,8 @@ export function stripComments(source) {
 
 /**
  * 1-based line and column of offsets in one text (line starts found once, then a binary search
- * per offset). @param {string} text
+ * per offset); the column in UTF-16 units, as the page's compiler counts (wgsl_scan.py's
+ * line_index counts the same). @param {string} text
  */
 export function lineIndex(text) {
   const starts = [0];
@@ -76,12 +79,12 @@ export function lineIndex(text) {
 }
 
 /**
- * The first `;` or `=` at or after an offset (code.length when none): every stop's offset is
- * found once, then each question is a binary search. @param {string} code
+ * The first stop (`;` `=` `@` `{` `}`) at or after an offset (code.length when none): every
+ * stop's offset is found once, then each question is a binary search. @param {string} code
  */
 function stopsOf(code) {
   const offsets = [];
-  for (let i = 0; i < code.length; i++) if (code[i] === ';' || code[i] === '=') offsets.push(i);
+  for (let i = 0; i < code.length; i++) if (';=@{}'.includes(code[i])) offsets.push(i);
   return (/** @type {number} */ pos) => {
     let lo = 0;
     let hi = offsets.length;

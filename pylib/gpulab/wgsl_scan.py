@@ -20,12 +20,14 @@ LINE_BREAKS = "\n\v\f\r\u0085\u2028\u2029"
 ID = "[A-Za-z_][A-Za-z0-9_]*"
 ATTR = f"@{WS}*{ID}(?:{WS}*\\([^()]*\\))?{WS}*"
 # Each run of attributes is found once; what follows a run is matched at its end, and a
-# declaration's type is read up to the next `;` or `=` found by a forward-only search
-# (_Stops), so no pattern rescans the rest of the source (a 1 MiB hostile source stays
-# linear: `:([^;=]*);` matched at every `@group(0) var a:` took 126 s for 256 KB).
+# declaration's type is read up to the next stop (`;` `=` `@` `{` `}`: a type holds none of
+# them) found by a binary search (_Stops), so no pattern rescans the rest of the source (a 1 MiB
+# hostile source stays linear: `:([^;=]*);` matched at every `@group(0) var a:` took 126 s for
+# 256 KB). The stop `@` also keeps declarations' types apart: n heads before one `;` each read
+# only up to the next head, not n copies of the rest of the source.
 ATTR_RUN = re.compile(f"(?:{ATTR})+")
 VAR_HEAD = re.compile(f"var{WS}*(?:<([^<>]*)>)?{WS}*({ID}){WS}*:")
-STOP = re.compile("[;=]")
+STOP = re.compile("[;=@{}]")
 FN_TAIL = re.compile(f"fn{WS}+({ID})")
 STRUCT_DECL = re.compile(f"struct{WS}+({ID}){WS}*\\{{([^{{}}]*)\\}}")
 ATTR_ONE = re.compile(f"@{WS}*({ID})(?:{WS}*\\(([^()]*)\\))?")
@@ -75,7 +77,7 @@ def strip_comments(source: str) -> str:
 
 
 class _Stops:
-    """The first `;` or `=` at or after a position: every stop's offset found once, then a
+    """The first stop (`;` `=` `@` `{` `}`) at or after a position: every stop's offset found once, then a
     binary search per question (linear over the whole scan, in any order of questions)."""
 
     def __init__(self, code: str) -> None:
@@ -89,15 +91,22 @@ class _Stops:
         return self.offsets[k] if k < len(self.offsets) else self.end
 
 
+ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+
 def line_index(text: str) -> Callable[[int], tuple[int, int]]:
-    """offset -> (line, column), 1-based (line starts found once, then a binary search)."""
+    """offset -> (line, column), 1-based, the column in UTF-16 units as the JS twin and the
+    page's compiler count (a character past U+FFFF is two): line starts and such characters
+    found once, then binary searches."""
     import bisect
 
     starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    astral = [m.start() for m in ASTRAL.finditer(text)]
 
     def at(offset: int) -> tuple[int, int]:
         k = bisect.bisect_right(starts, offset) - 1
-        return k + 1, offset - starts[k] + 1
+        wide = bisect.bisect_left(astral, offset) - bisect.bisect_left(astral, starts[k])
+        return k + 1, offset - starts[k] + 1 + wide
 
     return at
 

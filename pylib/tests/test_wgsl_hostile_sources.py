@@ -81,6 +81,12 @@ HOSTILE_MIB = {
     "var-template-open": ("@a var<x" * (MIB // 8 + 1))[:MIB],
     "attribute-paren-open": ("@a(" * (MIB // 3 + 1))[:MIB],
     "struct-open": ("struct a{" * (MIB // 9 + 1))[:MIB],
+    # n declaration heads before one `;`: each type read to that `;` was n copies of the rest
+    # (quadratic in time and in the scan's size; 64 KB took seconds, 1 MiB never ended)
+    "var-heads-then-one-semicolon": ("@group(0) var a:" * (MIB // 16))[: MIB - 1] + ";",
+    "var-heads-in-a-function": (
+        "fn main() { o[0] = " + "@group(0) var a:" * ((MIB - 30) // 16) + "1.0; }"
+    ),
 }
 
 
@@ -92,5 +98,15 @@ def test_the_binding_scan_of_a_hostile_mebibyte_is_linear_in_both_scanners(name)
     py = _scan_in_subprocess(source, timeout=60)
     (js,) = _js([source], timeout=60)
     assert js["scan"] == py
-    if name == "var-without-semicolon":
-        assert py["vars"] == []  # no declaration ends: nothing is read as one
+    if name in ("var-without-semicolon", "var-heads-then-one-semicolon"):
+        assert py["vars"] == []  # no declaration ends before the next head: none is read
+
+
+def test_a_column_counts_utf16_units_in_both_scanners():
+    """A character past U+FFFF before a declaration is two UTF-16 units, as the page's compiler
+    and the bounds' messages count: both scanners give the same column (Python counted one)."""
+    source = "\U0001f600" + VAR + "\n\U0001f600\U0001f600 " + VAR.replace(" o:", " p:")
+    py = scan_wgsl(source)
+    assert [(v["line"], v["column"]) for v in py["vars"]] == [(1, 3), (2, 6)]
+    (js,) = _js([source])
+    assert js["scan"] == py
