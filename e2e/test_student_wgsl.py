@@ -127,6 +127,63 @@ def test_heat_stencil_session_carries_state_on_both_lanes(wg):
     assert abs(float(last.sum()) - 100.0) < 1e-3  # heat is conserved
 
 
+# ---- every buffer a student's kernel can read starts zeroed --------------------------------
+
+ZERO_N = 1024
+# copies x into its result unless x[0] is the "quiet" value: then it writes nothing
+COPY_UNLESS_QUIET = """@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> o: array<f32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3u) {
+  if (x[0] != 12345.0 && id.x < arrayLength(&o)) { o[id.x] = x[id.x]; }
+}
+"""
+NOTHING = """@group(0) @binding(0) var<storage, read_write> o: array<f32>;
+@compute @workgroup_size(1)
+fn main() { }
+"""
+
+
+def test_a_student_kernel_that_writes_nothing_reads_zeros_in_the_page(wg):
+    """The page's twin of pylib/tests/test_student_zeroed.py: a disposed session's buffers go
+    back to the pool; the next graph's kernel that writes nothing reads zeros from them; a
+    session step that writes nothing reads zeros, not the step before's values."""
+    from gpulab import Graph
+
+    g = Graph()
+    x = g.input((ZERO_N,), "float32")
+    o = g.wgsl(
+        COPY_UNLESS_QUIET,
+        inputs=[x],
+        outputs={"o": ((ZERO_N,), "float32")},
+        workgroups=ZERO_N // 64,
+    )
+    copy = g.to_dict(o=o)
+    g2 = Graph()
+    nothing = g2.to_dict(o=g2.wgsl(NOTHING, outputs={"o": ((ZERO_N,), "float32")}, workgroups=1))
+    r = wg.evaluate(
+        """async ({copy, nothing, x, n}) => {
+      const rt = await window.wg.runtime.createRuntime({backend: 'webgpu', allowSoftware: true});
+      const secret = Float32Array.from({length: n}, (_, i) => i + 1);
+      const quiet = new Float32Array(n).fill(12345);
+      const s = await rt.prepare(copy, {feeds: [x], outputs: ['o']});
+      const first = await s.run([{[x]: secret}]);
+      const second = await s.run([{[x]: quiet}]);
+      s.dispose();
+      const after = [];
+      for (let i = 0; i < 3; i++) after.push(Array.from((await rt.execute(nothing)).outputs.o.data));
+      rt.dispose();
+      return {first: Array.from(first.outputs.o.data), second: Array.from(second.outputs.o.data),
+        after};
+    }""",
+        {"copy": copy, "nothing": nothing, "x": x.id, "n": ZERO_N},
+    )
+    assert r["first"] == list(range(1, ZERO_N + 1))
+    assert not any(r["second"])
+    for values in r["after"]:
+        assert not any(values)
+
+
 # ---- errors: line and column on both lanes ------------------------------------------------
 
 LOCATED = re.compile(r"at line (\d+), column (\d+): ")

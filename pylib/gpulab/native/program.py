@@ -113,6 +113,10 @@ class WgpuProgram:
         self._recorded: list[list[tuple[Any, Any, list[int]]]] = []
         self._raw: list[list[tuple[Any, ...]]] = []  # the same as C handles (ENCODE)
         self._swap: dict[int, int] = {}  # plan buffer -> its ping-pong partner
+        # per recording: the (buffer, bytes) of students' results, cleared before each step
+        self._student_clears: list[list[tuple[Any, int]]] = []
+        # pooled value buffers nothing writes at prepare, cleared before the first step (_allocate)
+        self._pending_clears: list[tuple[Any, int]] = []
         self._carried_inputs: set[int] = set()  # plan buffers of carried inputs (swap keys)
         self._parity = 0  # 1: the next step runs the swapped recording
         self._staging: Any = None
@@ -146,8 +150,30 @@ class WgpuProgram:
         return node_id, buffer_id, self._sizes[buffer_id]
 
     def _allocate(self) -> None:
-        for size in self._sizes:
-            self._buffers.append(self._ex.acquire(size))
+        """The value buffers. WebGPU's rule, made the pool's: every buffer a program can read
+        starts zeroed. wgpu zeroes a new buffer; one that came back from the pool still holds
+        its last program's values (a student's kernel that writes nothing read a disposed
+        session's data), so those nothing writes at prepare are cleared at the start of the
+        first step encoded: in the run's own submission, before any dispatch reads them."""
+        reused = []
+        for buffer_id, size in enumerate(self._sizes):
+            buffer, again = self._ex.acquire_reused(size)
+            self._buffers.append(buffer)
+            if again:
+                reused.append(buffer_id)
+        # written before anything reads them: uploads, the check words, and the feeds (copied
+        # in before each step: a clear in the step would wipe the first step's feed)
+        written = {up["buffer"] for up in self.plan["uploads"]}
+        written |= {b["id"] for b in self.plan["buffers"] if b["kind"] == "check"}
+        written |= {buffer_id for _, buffer_id, _ in self._feeds}
+        written |= {
+            self._buffer_of[i]
+            for i in self._extra_inputs
+            if self._checked.by_id[i].data is not None
+        }
+        self._pending_clears = [
+            (self._buffers[b], self._sizes[b]) for b in reused if b not in written
+        ]
 
     @property
     def device_bytes(self) -> int:
@@ -242,8 +268,23 @@ class WgpuProgram:
                 group = device.create_bind_group(layout=layout, entries=entries)
                 recorded.append((pipeline, group, step["dispatch"]))
             self._recorded.append(recorded)
+            self._student_clears.append(self._results_of_students(swapped))
             # the C handles for hooks["encode"] == "raw" (the objects above keep them alive)
             self._raw.append([(p._internal, g._internal, *d) for p, g, d in recorded])
+
+    def _results_of_students(self, swapped: bool) -> list[tuple[Any, int]]:
+        """The result buffers of the students' steps in one recording. A student's kernel may
+        write only some of its results, or nothing: each step clears them first, so what it
+        does not write reads zeros, never a parked program's last run or the session's last
+        step (N session steps equal N chained executes). Our kernels write every element."""
+        clears = []
+        for step in self.plan["steps"]:
+            if step["kernel"] != "wgsl":
+                continue
+            for buffer_id in step["bindings"][-step.get("writes", 1) :]:
+                physical = self._swap.get(buffer_id, buffer_id) if swapped else buffer_id
+                clears.append((self._buffers[physical], self._sizes[buffer_id]))
+        return clears
 
     def _pipeline(self, step: dict[str, Any]) -> tuple[Any, Any, int, int | None, int | None]:
         """(pipeline, layout, first storage binding, uniform binding or None, loop-budget flag
@@ -543,6 +584,11 @@ class WgpuProgram:
         """Encode step `index` (its feed copies, its pass) into `encoder`."""
         for offset, dst, size in self._step_feed_copies[index]:
             encoder.copy_buffer_to_buffer(self._staging, offset, dst, 0, size)
+        clears, self._pending_clears = self._pending_clears, []
+        if self._student_clears:
+            clears += self._student_clears[self._parity]
+        for buffer, size in clears:
+            encoder.clear_buffer(buffer, 0, size)
         if self._recorded:
             raw = self._ex.hooks.get("encode", ENCODE) == "raw" and _raw_calls() is not None
             compute = encoder.begin_compute_pass()
@@ -682,6 +728,7 @@ class WgpuProgram:
             if buf is not None:
                 self._ex.release(buf, kind)
         self._buffers, self._scratch, self._recorded, self._raw = [], [], [], []
+        self._student_clears = []
         self._uniform = self._staging = self._readback = None
 
     def _check_alive(self) -> None:

@@ -5,7 +5,8 @@ host.py calls it for the first graph, never at import. `WgpuExecutor.prepare(che
 carry, keep)` plans the graph (planner.py, the twin of the browser's planner.mjs) and returns a
 `WgpuProgram` (program.py); plans and one-shot programs are cached by graph structure
 (plan_cache.py), so a repeated execute of the same shapes only uploads data. Pipelines are created once per (kernel, overrides) and cached;
-buffers come from a pool keyed by size and go back to it when a program is disposed.
+buffers come from a pool keyed by size and go back to it when a program is disposed; a
+program clears the value buffers that come back from it before its first step reads them.
 Everything wgpu raises after validation (WGSL errors, validation errors, out of memory, a lost
 device) becomes GpuLabError("BACKEND", message).
 """
@@ -241,6 +242,14 @@ class WgpuExecutor:
             return free.pop()
         self.counters["buffers_created"] += 1
         return self.device.create_buffer(size=size, usage=_usage(kind))
+
+    def acquire_reused(self, nbytes: int) -> tuple[Any, bool]:
+        """A storage buffer (acquire) and whether it came back from the pool: then it still
+        holds its last program's values, which the program clears before reading it (WebGPU's
+        rule that every buffer a program can read starts zeroed; wgpu zeroes new ones)."""
+        created = self.counters["buffers_created"]
+        buf = self.acquire(nbytes)
+        return buf, self.counters["buffers_created"] == created
 
     def release(self, buf: Any, kind: str = "storage") -> None:
         """Give a buffer back to the pool (destroyed when the pool is full)."""

@@ -94,6 +94,10 @@ export class WebGpuProgram {
     this.scratch = new Map();
     /** @type {Map<number, Slot>} student node -> its loop-budget flag word (wgsl-budget.mjs) */
     this.flags = new Map();
+    /** @type {Slot[][]} per recording: students' result slots, cleared before each step */
+    this.studentClears = [];
+    /** @type {Slot[]} pooled value slots nothing writes at init, cleared before the first step */
+    this.pendingClears = [];
     this.disposed = false;
   }
 
@@ -126,14 +130,33 @@ export class WebGpuProgram {
     }
   }
 
+  /**
+   * The value slots. WebGPU's rule, made the pool's: every buffer a program can read starts
+   * zeroed. A new buffer is; one that came back from the pool still holds its last program's
+   * values (a student's kernel that writes nothing read a disposed session's data), so those
+   * nothing writes at init are cleared at the start of the first step encoded: in the run's
+   * own submission, before any dispatch reads them (native: program.py, the same rule).
+   */
   allocate() {
-    for (const b of this.plan.buffers) {
-      this.slots.set(b.id, this.newSlot(b.elements, `buffer ${b.id}`));
-    }
+    const { pool } = this.ctx;
+    /** @type {number[]} */
+    const reused = [];
+    const add = (/** @type {number} */ id, /** @type {number} */ elements, /** @type {string} */ label) => {
+      const before = pool.reused;
+      this.slots.set(id, this.newSlot(elements, label));
+      if (pool.reused !== before) reused.push(id);
+    };
+    for (const b of this.plan.buffers) add(b.id, b.elements, `buffer ${b.id}`);
     for (const id of this.extraInputs) {
-      const elements = this.node(id).shape.reduce((a, d) => a * d, 1);
-      this.slots.set(this.bufferIdOf(id), this.newSlot(elements, `input ${id}`));
+      add(this.bufferIdOf(id), this.node(id).shape.reduce((a, d) => a * d, 1), `input ${id}`);
     }
+    // written before anything reads them: uploads, the check words, and the feeds (written
+    // before each step: a clear in the step would wipe the first step's feed)
+    const written = new Set((this.plan.uploads || []).map((u) => u.buffer));
+    for (const b of this.plan.buffers) if (b.kind === 'check') written.add(b.id);
+    for (const id of this.feedIds) written.add(this.bufferIdOf(id));
+    for (const id of this.extraInputs) if (this.node(id).data) written.add(this.bufferIdOf(id));
+    this.pendingClears = reused.filter((id) => !written.has(id)).map((id) => this.slotOf(id));
   }
 
   /** @param {number} elements @param {string} label */
@@ -225,6 +248,17 @@ export class WebGpuProgram {
       const group = device.createBindGroup({ layout: k.layout, entries, label: step.kernel });
       return { pipeline: k.pipeline, group, dispatch: step.dispatch };
     });
+    const clears = (/** @type {boolean} */ swapped) => this.plan.steps.flatMap((step) => {
+      if (step.kernel !== 'wgsl') return [];
+      return step.bindings.slice(-(step.writes ?? 1)).map((id) => {
+        const slot = this.slotOf(id);
+        return swapped ? { buffer: this.slotOf(this.swap.get(id) ?? id).buffer, bytes: slot.bytes } : slot;
+      });
+    });
+    // A student's kernel may write only some of its results, or nothing: each step clears them
+    // first, so what it does not write reads zeros, never the session's last step (N session
+    // steps equal N chained executes). Our kernels write every element.
+    this.studentClears = this.swap.size ? [clears(false), clears(true)] : [clears(false)];
     return this.swap.size ? [record(false), record(true)] : [record(false)];
   }
 
@@ -492,6 +526,9 @@ export class WebGpuProgram {
    */
   encodeSteps(encoder) {
     const commands = this.recorded[this.parity] ?? [];
+    const clears = [...this.pendingClears, ...(this.studentClears[this.parity] ?? [])];
+    this.pendingClears = [];
+    for (const slot of clears) encoder.clearBuffer(slot.buffer, 0, slot.bytes);
     this.stepsEncoded += 1;
     if (this.swap.size) this.parity = 1 - this.parity;
     if (!commands.length) return;
