@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
-    from gpulab.server import start
+    from gpulab.server import start, stop
 
     srv = start("127.0.0.1", 0)
     url = f"http://127.0.0.1:{srv.server_address[1]}"
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"{name}: done")
             browser.close()
     finally:
-        srv.shutdown()
+        stop(srv)
 
 
 if __name__ == "__main__":

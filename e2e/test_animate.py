@@ -37,11 +37,11 @@ GLIDER = [(1, 2), (2, 3), (3, 1), (3, 2), (3, 3)]
 
 @pytest.fixture(scope="session")
 def playground_url():
-    from gpulab.server import start
+    from gpulab.server import start, stop
 
     srv = start("127.0.0.1", 0)
     yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
+    stop(srv)
 
 
 @pytest.fixture(scope="module", params=BACKENDS)

@@ -77,11 +77,11 @@ def expected_more_ops() -> dict[str, list[float]]:
 @pytest.fixture(scope="session")
 def playground_url():
     """`gpulab serve` on a free loopback port (the same code path as the CLI)."""
-    from gpulab.server import start
+    from gpulab.server import start, stop
 
     srv = start("127.0.0.1", 0)
     yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
+    stop(srv)
 
 
 @pytest.fixture(scope="module")

@@ -18,11 +18,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def server():
-    from gpulab.server import start
+    from gpulab.server import start, stop
 
     srv = start("127.0.0.1", 0)
     yield srv.server_address[1]
-    srv.shutdown()
+    stop(srv)
 
 
 def get(port: int, path: str, headers: dict[str, str] | None = None) -> tuple[int, dict, bytes]:

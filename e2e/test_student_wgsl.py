@@ -593,11 +593,11 @@ def test_compile_errors_after_a_loop_keep_their_column_on_both_lanes(wg):
 
 @pytest.fixture(scope="module")
 def playground_url():
-    from gpulab.server import start
+    from gpulab.server import start, stop
 
     srv = start("127.0.0.1", 0)
     yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
+    stop(srv)
 
 
 def test_notebook_example_runs_and_a_broken_shader_shows_the_line(browser, playground_url):

@@ -1052,10 +1052,21 @@ def _shape_and_flat(data: Any, dtype: str) -> tuple[Shape, Any]:
     )
 
 
+# Deeper nesting than any rank the protocol allows, by far: past it a list is refused here
+# (flattening it recursively hit Python's recursion limit at about 1000)
+MAX_NESTING = 64
+
+
 def _nested_shape(data: Any) -> Shape:
     shape = []
     level = data
     while isinstance(level, (list, tuple)):
+        if len(shape) == MAX_NESTING:
+            raise GpuLabError(
+                "VALIDATION",
+                f"g.tensor(): a list nested more than {MAX_NESTING} deep is not a tensor "
+                f"(a tensor's rank is at most {optable.limits()['max_rank']})",
+            )
         shape.append(len(level))
         if not level:
             break

@@ -544,7 +544,8 @@ def _check_top_level(graph: Any) -> int:
             f"(it knows {optable.protocol_versions()})",
         )
     for key in ("nodes", "outputs"):
-        if not isinstance(graph[key], list) or not graph[key]:
+        # a tuple too, as the page takes it (Pyodide's toJs makes it an Array)
+        if not isinstance(graph[key], list | tuple) or not graph[key]:
             raise _fail("VALIDATION", f"'{key}' must be a non-empty list")
     if len(graph["nodes"]) > lim["max_nodes"]:
         raise _fail(

@@ -4,11 +4,15 @@ What is served (all from this checkout, never a CDN):
 - `/` the notebook (web/); `/vendor/pyodide/` the Pyodide core with a generated lock file, the
   micropip wheel and a wheel of this very `gpulab`, built at start (web/vendor/, git-ignored);
 - `/backends-js/` and `/kernels/` (the JS runtime reads its kernels from there);
-- `POST /api/execute`, the native half of "Compare with native";
+- `POST /api/execute`, the native half of "Compare with native", run in a child process
+  (gpulab.playground.native_child: a crash in naga or the driver, or a shader past its deadline,
+  ends that process and a warm spare answers the next request; the server goes on);
 - `/models/all-MiniLM-L6-v2/` MiniLM's checkpoint from the installed `gpulab[models]` package
   (gpulab.playground.models; a 404 that says how to install it otherwise).
 Every answer carries COOP/COEP (static_server), so the page is cross-origin isolated and its Stop
-button can interrupt Python through a SharedArrayBuffer.
+button can interrupt Python through a SharedArrayBuffer. Every request must name this server in
+its Host header (HostCheck: a foreign name resolving to this address, DNS rebinding, gets 403
+for the static files as the API does).
 """
 
 from __future__ import annotations
@@ -18,13 +22,14 @@ import socket
 import sys
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from gpulab.errors import GpuLabError
-from gpulab.playground.api import ExecuteEndpoint, Executor, default_executor
+from gpulab.playground.api import ExecuteEndpoint, Executor
 from gpulab.playground.models import ModelFiles
+from gpulab.playground.native_child import ChildExecutor
 from gpulab.playground.vendor import link_npm_files, prepare_index
 from gpulab.playground.wheel import build_wheel, project_version, wheel_name
 from gpulab.quotas import Quotas
@@ -98,6 +103,22 @@ def prepare_site(root: Path) -> MemoryFiles:
     )
 
 
+@dataclass
+class HostCheck:
+    """The first route: a request whose Host header does not name this server gets 403 (a
+    foreign name resolving to 127.0.0.1 must not read the site through a student's browser);
+    `allowed` is filled once the server has its port."""
+
+    allowed: set[str] = field(default_factory=set)
+
+    def __call__(self, handler: SimpleHTTPRequestHandler) -> bool:
+        host = (handler.headers.get("Host") or "").lower()
+        if host in self.allowed:
+            return False
+        handler.send_error(403, f"Host {host!r} is not this server")
+        return True
+
+
 def allowed_hosts(host: str, port: int) -> set[str]:
     """Host header values naming this server (the page may be opened by name or by address;
     bound to every interface, also by this machine's name and address)."""
@@ -117,24 +138,68 @@ def allowed_hosts(host: str, port: int) -> set[str]:
 def start(
     host: str = "127.0.0.1",
     port: int = 0,
-    executor: Executor = default_executor,
+    executor: Executor | None = None,
     quotas: Quotas | None = None,
 ) -> ThreadingHTTPServer:
     """Prepare the site and serve it in a daemon thread (tests use port 0: a free port).
-    `quotas`: what one /api/execute graph may take (default: gpulab.quotas' defaults)."""
+    `quotas`: what one /api/execute graph may take (default: gpulab.quotas' defaults);
+    `executor`: what runs its graphs (default: a child process, server_executor)."""
     root = find_repo_root()
-    generated = prepare_site(root)
-    endpoint = ExecuteEndpoint(set(), executor, quotas=quotas)
+    return serve(root, prepare_site(root), host, port, executor, quotas)
+
+
+def server_executor(quotas: Quotas) -> ChildExecutor:
+    """The server's native executor: each graph runs in a child process killed past the
+    deadline or replaced after a crash (native_child.py); started now, so the first request
+    finds a warm process."""
+    executor = ChildExecutor(deadline_s=quotas.deadline_s)
+    executor.start()
+    return executor
+
+
+def serve(
+    root: Path,
+    generated: MemoryFiles,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    executor: Executor | None = None,
+    quotas: Quotas | None = None,
+) -> ThreadingHTTPServer:
+    """The server of `start` from prepared files (tests pass none: no wheel build). The
+    executor is the server's `executor` attribute; `stop` closes it."""
+    quotas = quotas if quotas is not None else Quotas()
+    run = executor if executor is not None else server_executor(quotas)
+    hosts = HostCheck()
+    endpoint = ExecuteEndpoint(set(), run, quotas=quotas)
     routes: list[Route] = [
+        hosts,
         endpoint,
         generated,
         ModelFiles(),  # /models/all-MiniLM-L6-v2/...: the installed checkpoint
         Mount("/backends-js/", root / "backends-js"),
         Mount("/kernels/", root / "kernels"),
     ]
-    srv = start_server(root / "web", host=host, port=port, routes=routes)
-    endpoint.allowed_hosts = allowed_hosts(host, srv.server_address[1])
+    try:
+        srv = start_server(root / "web", host=host, port=port, routes=routes)
+    except OSError:
+        _close(run)
+        raise
+    hosts.allowed = endpoint.allowed_hosts = allowed_hosts(host, srv.server_address[1])
+    srv.executor = run  # type: ignore[attr-defined]
     return srv
+
+
+def stop(srv: ThreadingHTTPServer) -> None:
+    """Stop serving and end the executor's processes."""
+    srv.shutdown()
+    srv.server_close()
+    _close(getattr(srv, "executor", None))
+
+
+def _close(executor: object) -> None:
+    close = getattr(executor, "close", None)
+    if callable(close):
+        close()
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -174,7 +239,7 @@ def main(args: Sequence[str] | argparse.Namespace | None = None) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        srv.shutdown()
+        stop(srv)
     return 0
 
 

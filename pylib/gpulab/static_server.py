@@ -64,6 +64,17 @@ class Handler(SimpleHTTPRequestHandler):
         if not self._route():
             self.send_error(404, "no such endpoint")
 
+    def _other_method(self) -> None:
+        """PUT, DELETE, PATCH, OPTIONS: a route may answer them (the API answers 405 with its
+        Allow); elsewhere 405 naming what is served (http.server's default was 501 HTML)."""
+        if not self._route():
+            self.send_response(405)
+            self.send_header("Allow", "GET, HEAD")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _other_method
+
     def log_message(self, format: str, *args: object) -> None:
         pass  # quiet: tests and the playground print their own progress
 

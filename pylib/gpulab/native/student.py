@@ -12,12 +12,18 @@ shader does not use and the bind group would not match).
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from typing import Any
 
 from .. import optable
 from ..errors import GpuLabError
 from ..wgsl_budget import Insertion, budget_loops, original_column
 from ..wgsl_check import source_line
+
+# Compiled kernels kept per executor, least recently used dropped first: each holds naga's
+# module and a pipeline (about 1 MB natively), and a notebook (or a hostile client of the server)
+# can send any number of distinct sources. Programs that hold a dropped pipeline keep it alive.
+MAX_STUDENT_KERNELS = 32
 
 LOCATION = re.compile(r"┌─ [^\n:]*:(\d+):(\d+)")
 REASON = re.compile(r"Shader '[^']*' (?:parsing|validation) error: ([^\n]*)")
@@ -67,9 +73,10 @@ def student_pipeline(executor: Any, node: Any) -> tuple[Any, Any, int, int, int 
     inputs = len(node.operands)
     storage = inputs + len(node.attrs["results"])
     uniform = bool(node.attrs["params"])
-    cache = executor.__dict__.setdefault("_student", {})
+    cache: OrderedDict = executor.__dict__.setdefault("_student", OrderedDict())
     key = (storage, inputs, uniform, node.attrs["source"])
     if key in cache:
+        cache.move_to_end(key)
         return cache[key]
     device = executor.device
     source = node.attrs["source"]
@@ -108,5 +115,8 @@ def student_pipeline(executor: Any, node: Any) -> tuple[Any, Any, int, int, int 
             node.id,
         ) from None
     executor.counters["pipelines"] += 1
-    cache[key] = (pipeline, layout, 0, storage, flag_at if budgeted.loops else None)
-    return cache[key]
+    made = cache[key] = (pipeline, layout, 0, storage, flag_at if budgeted.loops else None)
+    limit = int(getattr(executor, "hooks", {}).get("max_student_kernels", MAX_STUDENT_KERNELS))
+    while len(cache) > limit:
+        cache.popitem(last=False)
+    return made

@@ -142,7 +142,14 @@ class ExecuteEndpoint:
         if path != "/api/execute":
             return False
         if handler.command != "POST":
-            self._send(handler, 405, error_body("VALIDATION", "use POST with a JSON graph"))
+            self._send(
+                handler,
+                405,
+                error_body(
+                    "VALIDATION", f"{handler.command} on /api/execute: use POST with a JSON graph"
+                ),
+                {"Allow": "POST"},
+            )
             return True
         refusal = self._refusal(handler)
         if refusal:
@@ -236,7 +243,12 @@ class ExecuteEndpoint:
             )
 
     @staticmethod
-    def _send(handler: BaseHTTPRequestHandler, status: int, body: dict) -> None:
+    def _send(
+        handler: BaseHTTPRequestHandler,
+        status: int,
+        body: dict,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         try:
             data = json.dumps(body, allow_nan=False).encode()
         except (ValueError, TypeError, RecursionError, MemoryError) as exc:
@@ -249,6 +261,8 @@ class ExecuteEndpoint:
         handler.send_response(status)
         handler.send_header("Content-Type", "application/json")
         handler.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            handler.send_header(name, value)
         handler.end_headers()
         if handler.command != "HEAD":
             handler.wfile.write(data)

@@ -35,11 +35,13 @@ def cache_dir() -> Path:
 
 
 class ModelFiles:
-    """The route: serves the files above, each made once (a lock per server)."""
+    """The route: serves the files above, each made once. A lock per file: a quantized
+    variant takes seconds to make, and config.json must not wait behind it."""
 
     def __init__(self) -> None:
         self._files: dict[str, bytes] = {}
-        self._lock = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()  # held only to find a file's lock
 
     def __call__(self, handler: SimpleHTTPRequestHandler) -> bool:
         path = handler.path.split("?", 1)[0]
@@ -63,7 +65,9 @@ class ModelFiles:
         return True
 
     def file(self, name: str) -> bytes:
-        with self._lock:
+        with self._guard:
+            lock = self._locks.setdefault(name, threading.Lock())  # names: the fixed list above
+        with lock:
             if name not in self._files:
                 self._files[name] = self._make(name)
             return self._files[name]
