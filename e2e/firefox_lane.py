@@ -50,7 +50,9 @@ def start_lane_server(reports: Reports) -> ThreadingHTTPServer:
         Mount("/e2e/", ROOT / "e2e"),
         Mount("/pylib/gpulab/conformance/", ROOT / "pylib/gpulab/conformance"),
     ]
-    return start_server(ROOT / "web", host="127.0.0.1", port=0, routes=routes)
+    srv = start_server(ROOT / "web", host="127.0.0.1", port=0, routes=routes)
+    reports.serve_on(srv.server_address[1])  # reports from the lane's own page only
+    return srv
 
 
 @dataclass

@@ -205,6 +205,9 @@ export function createPythonGPUAdapter(pyodide, runtime, {
 
     /** Run one graph; resolves with the runtime's result (plain JS). */
     execute(graph) {
+      // the grant first: a page without it answers PERMISSION whatever it was sent
+      const refused = refusal();
+      if (refused) return Promise.reject(refused);
       let plain;
       try { plain = toPlain(graph); } catch (err) { return Promise.reject(err); }
       return request(() => runtime.execute(plain));
@@ -239,6 +242,8 @@ export function createPythonGPUAdapter(pyodide, runtime, {
 
     /** Prepare a session; resolves with a handle {id, run, download, dispose}. */
     prepare(graph, options = {}) {
+      const refused = refusal(); // the grant first, as execute
+      if (refused) return Promise.reject(refused);
       if (typeof runtime.prepare !== 'function') {
         return Promise.reject(adapterError('UNAVAILABLE', 'this runtime has no prepared sessions'));
       }

@@ -62,6 +62,16 @@ test('without allowExecute every request is refused with PERMISSION', async () =
   assert.equal(runtime.calls, 0, 'nothing reached the runtime');
 });
 
+test('without allowExecute a graph that is not JSON is refused with PERMISSION, not VALIDATION', async () => {
+  const { runtime } = gatedRuntime();
+  const adapter = createPythonGPUAdapter(null, runtime);
+  await assert.rejects(adapter.execute('{not json'), (e) => e.code === 'PERMISSION');
+  await assert.rejects(adapter.prepare('{not json', '{'), (e) => e.code === 'PERMISSION');
+  const granted = createPythonGPUAdapter(null, runtime, { allowExecute: true });
+  await assert.rejects(granted.execute('{not json'), (e) => e.code === 'VALIDATION');
+  assert.equal(runtime.calls, 0, 'nothing reached the runtime');
+});
+
 test('the Python module answers a refusal as an error envelope, releasing callbacks', async () => {
   const py = fakePyodide();
   const { runtime } = gatedRuntime();

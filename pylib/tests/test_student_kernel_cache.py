@@ -48,3 +48,16 @@ def test_compiled_student_kernels_are_bounded_least_recently_used_first():
         assert len(ex._student) == 3
     finally:
         ex.dispose()
+
+
+def test_the_page_keeps_as_many_compiled_kernels_as_the_native_executor():
+    import re
+    from pathlib import Path
+
+    from gpulab.native.student import MAX_STUDENT_KERNELS
+
+    js = (
+        Path(__file__).resolve().parents[2] / "backends-js/src/backends/webgpu/student.mjs"
+    ).read_text()
+    found = re.search(r"export const MAX_STUDENT_KERNELS = (\d+);", js)
+    assert found is not None and int(found.group(1)) == MAX_STUDENT_KERNELS

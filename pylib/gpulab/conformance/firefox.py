@@ -100,20 +100,42 @@ def firefox_version(binary: str) -> str:
 
 
 class Reports:
-    """What the page POSTed, in order; `wait_done` blocks until it said "done" (or "error")."""
+    """What the page POSTed, in order; `wait_done` blocks until it said "done" (or "error").
+
+    Only the lane's own page may report: the Host header must name this server
+    (`allowed_hosts`, set once the server has its port: DNS rebinding is refused) and an
+    Origin, which browsers send with every POST, must be this server's (another site's page
+    cannot forge a report). A body that is not a JSON object with a string `kind` is 400."""
 
     def __init__(self) -> None:
         self.items: list[dict] = []
         self.cond = threading.Condition()
+        self.allowed_hosts: set[str] = set()
+
+    def serve_on(self, port: int) -> None:
+        """Accept reports sent to the loopback server on `port` (after it started)."""
+        self.allowed_hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
 
     def __call__(self, handler: SimpleHTTPRequestHandler) -> bool:
         if handler.command != "POST" or handler.path != REPORT_PATH:
             return False
-        length = int(handler.headers.get("Content-Length") or 0)
-        if not 0 < length <= MAX_REPORT:
-            handler.send_error(413 if length else 411)
+        refusal = self._refusal(handler)
+        if refusal:
+            _answer(handler, 403, refusal)
             return True
-        body = json.loads(handler.rfile.read(length))
+        text = handler.headers.get("Content-Length") or "0"
+        length = int(text) if text.isascii() and text.isdecimal() else -1
+        if not 0 < length <= MAX_REPORT:
+            _answer(
+                handler,
+                413 if length > MAX_REPORT else 411 if length == 0 else 400,
+                f"Content-Length {text!r}: a report is 1 to {MAX_REPORT} bytes",
+            )
+            return True
+        body = _report(handler.rfile.read(length))
+        if isinstance(body, str):
+            _answer(handler, 400, body)
+            return True
         with self.cond:
             self.items.append(body)
             self.cond.notify_all()
@@ -121,6 +143,15 @@ class Reports:
         handler.send_header("Content-Length", "0")
         handler.end_headers()
         return True
+
+    def _refusal(self, handler: SimpleHTTPRequestHandler) -> str | None:
+        host = (handler.headers.get("Host") or "").lower()
+        if host not in self.allowed_hosts:
+            return f"Host {host!r} is not this lane's server"
+        origin = handler.headers.get("Origin")
+        if origin is not None and origin.lower() != f"http://{host}":
+            return f"a report from Origin {origin!r} refused: only the lane's page reports"
+        return None
 
     def wait_done(self, timeout_s: float, alive: Callable[[], bool]) -> bool:
         deadline = time.monotonic() + timeout_s
@@ -134,6 +165,26 @@ class Reports:
 
     def of(self, kind: str) -> list[dict]:
         return [r for r in self.items if r["kind"] == kind]
+
+
+def _report(raw: bytes) -> dict | str:
+    """The report, or why it is not one."""
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        return f"a report is JSON: {type(exc).__name__}: {exc}"[:300]
+    if not isinstance(body, dict) or not isinstance(body.get("kind"), str):
+        return "a report is a JSON object with a string 'kind'"
+    return body
+
+
+def _answer(handler: SimpleHTTPRequestHandler, status: int, message: str) -> None:
+    data = json.dumps({"error": message}).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
 
 
 class CaseBatches:
@@ -279,6 +330,7 @@ def run_firefox(
     reports, batches = Reports(), CaseBatches(cases)
     routes = [reports, batches, *suite_routes(runtime)]
     srv = start_server(SUITE_DIR, host="127.0.0.1", port=0, routes=routes)
+    reports.serve_on(srv.server_address[1])
     url = _lane_url(
         srv.server_address[1],
         backend,

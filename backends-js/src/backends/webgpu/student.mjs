@@ -41,11 +41,19 @@ export function compileError(node, source, errors, insertions = []) {
     `${sourceLine(source, first.lineNum)}\n${caret}`, node.id);
 }
 
+/**
+ * Compiled kernels kept per device, least recently used dropped first (a notebook can send any
+ * number of distinct sources; native/student.py keeps the same count). Programs that hold a
+ * dropped pipeline keep it alive.
+ */
+export const MAX_STUDENT_KERNELS = 32;
+
 /** Pipelines of students' kernels on one device, by source (a kernel is compiled once). */
 export class StudentKernels {
-  /** @param {import('./device.mjs').GpuDevice} gpu */
-  constructor(gpu) {
+  /** @param {import('./device.mjs').GpuDevice} gpu @param {number} [max] kernels kept */
+  constructor(gpu, max = MAX_STUDENT_KERNELS) {
     this.gpu = gpu;
+    this.max = max;
     /** @type {Map<string, Promise<import('./kernels.mjs').Kernel & {firstStorage: number, uniformBinding: number, budgetBinding: number|null}>>} */
     this.cache = new Map();
     this.pipelinesCreated = 0;
@@ -60,10 +68,17 @@ export class StudentKernels {
     const uniform = Object.keys(node.attrs.params).length > 0;
     const key = `${storage}|${node.operands.length}|${uniform}|${node.attrs.source}`;
     let p = this.cache.get(key);
-    if (!p) {
-      p = this.build(node, storage, uniform);
+    if (p) {
+      this.cache.delete(key); // a Map keeps insertion order: re-inserted, it is the newest
       this.cache.set(key, p);
-      p.catch(() => this.cache.delete(key));
+      return p;
+    }
+    p = this.build(node, storage, uniform);
+    this.cache.set(key, p);
+    p.catch(() => { if (this.cache.get(key) === p) this.cache.delete(key); });
+    for (const oldest of this.cache.keys()) {
+      if (this.cache.size <= this.max) break;
+      this.cache.delete(oldest);
     }
     return p;
   }
