@@ -22,6 +22,13 @@ import {
 } from './transfer.mjs';
 
 const UNIFORM = () => GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST;
+/**
+ * A run part's feeds staging buffer stays at most this big (and within maxBufferSize):
+ * SwiftShader cannot allocate a buffer of exactly its maxBufferSize (256 MiB), so 16 steps of
+ * 64 MiB feeds, split into parts of 4, poisoned the session; parts of 64 MiB cost one submission
+ * per 64 MiB of feeds.
+ */
+export const MAX_STAGING_BYTES = 64 * 1024 * 1024;
 
 /**
  * @typedef {import('./plan-data.mjs').Plan} Plan
@@ -367,10 +374,11 @@ export class WebGpuProgram {
     return this.runPart(steps.slice(steps.length - rest), readIds, steps.length - rest);
   }
 
-  /** How many steps' feeds fit one staging buffer (the pool's maxBufferSize). */
+  /** How many steps' feeds fit one staging buffer (MAX_STAGING_BYTES, the pool's maxBufferSize). */
   maxStepsPerRun() {
     const perStep = this.feedIds.reduce((sum, id) => sum + this.slotOfNode(id).bytes, 0);
-    return perStep ? Math.max(1, Math.floor(this.ctx.pool.maxBufferSize / perStep)) : Infinity;
+    const staging = Math.min(this.ctx.pool.maxBufferSize, MAX_STAGING_BYTES);
+    return perStep ? Math.max(1, Math.floor(staging / perStep)) : Infinity;
   }
 
   /**
