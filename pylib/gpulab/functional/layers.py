@@ -9,6 +9,7 @@ Frontends add their composites here (one section each, below) rather than writin
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Sequence
 
 from ..errors import GpuLabError
@@ -531,11 +532,20 @@ _INTERPOLATE_MODES = {
 
 
 def interpolate(
-    x: Tensor, size: Sequence[int], mode: str = "nearest", align_corners: bool | None = None
+    x: Tensor,
+    size: Sequence[int],
+    mode: str = "nearest",
+    align_corners: bool | None = None,
+    scale: Sequence[float] | None = None,
 ) -> Tensor:
     """torch.nn.functional.interpolate of an NCHW x to `size` (h, w) with mode nearest,
-    nearest-exact or bilinear (align_corners as torch), as the protocol's resize; other modes
-    are refused by name."""
+    nearest-exact or bilinear (align_corners as torch); other modes are refused by name.
+
+    `scale`: torch's scale_factor per axis when it is not recomputed (torch's default): the
+    coordinate map then steps by float32(1 / scale), not in / out. Where the two steps are the
+    same float32 (every integer factor), or align_corners ignores the scale, this is the
+    protocol's resize; else the map is torch's own source indices (and float32 weights,
+    bilinear) taken with index_select, so it matches torch's kernel where resize cannot."""
     if mode not in _INTERPOLATE_MODES:
         raise GpuLabError(
             "VALIDATION",
@@ -543,12 +553,78 @@ def interpolate(
         )
     if align_corners is not None and mode != "bilinear":
         raise GpuLabError("VALIDATION", f"interpolate: align_corners is for bilinear, not {mode}")
+    steps = [None, None] if scale is None or align_corners else [_step(s) for s in scale]
+    ins = (x.shape[2], x.shape[3])
+    if any(st is not None and st != _step(None, n, o) for st, n, o in zip(steps, ins, size)):
+        return _interpolate_taps(x, size, mode, steps)
     resize_mode, coords, rounding = _INTERPOLATE_MODES[mode]
     if align_corners:
         coords = "align_corners"
     return x.resize(
         size, mode=resize_mode, coordinate_transformation_mode=coords, nearest_mode=rounding
     )
+
+
+def _f32(v: float) -> float:
+    """v rounded to float32 (one rounding of an exact or double result: as float32 math)."""
+    return float(struct.unpack("f", struct.pack("f", v))[0])
+
+
+def _step(scale: float | None, n_in: int = 0, n_out: int = 1) -> float:
+    """torch's compute_scales_value<float>: float32(1 / scale) when a scale > 0 is given, else
+    float32(in) / out."""
+    if scale is not None and scale > 0:
+        return _f32(1.0 / scale)
+    return _f32(n_in / n_out)
+
+
+def _source_taps(
+    mode: str, n_in: int, n_out: int, step: float | None
+) -> list[tuple[int, int, float, float]]:
+    """Per output index, torch CPU's (index0, index1, lambda0, lambda1) along one axis
+    (UpSample.h: nearest_idx, nearest_exact_idx, compute_source_index_and_lambda), its float
+    arithmetic done in float32; nearest modes take index0 with weight 1."""
+    st = _step(None, n_in, n_out) if step is None else step
+    taps = []
+    for o in range(n_out):
+        if mode == "nearest":
+            if n_out == n_in or n_out == 2 * n_in:
+                i = o if n_out == n_in else o >> 1
+            else:
+                i = min(math.floor(_f32(o * st)), n_in - 1)
+            taps.append((i, i, 1.0, 0.0))
+        elif mode == "nearest-exact":
+            i = min(math.floor(_f32((o + 0.5) * st)), n_in - 1)
+            taps.append((i, i, 1.0, 0.0))
+        elif n_out == n_in:
+            taps.append((o, o, 1.0, 0.0))
+        else:
+            real = max(_f32(_f32(st * _f32(o + 0.5)) - 0.5), 0.0)
+            i0 = min(math.floor(real), n_in - 1)
+            lam1 = min(max(_f32(real - i0), 0.0), 1.0)
+            taps.append((i0, i0 + (1 if i0 < n_in - 1 else 0), _f32(1.0 - lam1), lam1))
+    return taps
+
+
+def _interpolate_taps(
+    x: Tensor, size: Sequence[int], mode: str, steps: Sequence[float | None]
+) -> Tensor:
+    """interpolate with torch's source indices: per axis (width, then height, as torch's
+    h0 * (w0 * x00 + w1 * x01) + h1 * (...)) index_select of the sources, weighted (bilinear)."""
+    g = x.graph
+    out = x
+    for axis, n_out, step in ((3, size[1], steps[1]), (2, size[0], steps[0])):
+        taps = _source_taps(mode, x.shape[axis], n_out, step)
+        first = out.index_select(axis, [t[0] for t in taps])
+        if mode != "bilinear":
+            out = first
+            continue
+        shape = [1, 1, 1, 1]
+        shape[axis] = n_out
+        w0 = g.tensor([t[2] for t in taps]).reshape(*shape)
+        w1 = g.tensor([t[3] for t in taps]).reshape(*shape)
+        out = w0 * first + w1 * out.index_select(axis, [t[1] for t in taps])
+    return out
 
 
 def adaptive_avg_pool2d(x: Tensor, output_size: Sequence[int]) -> Tensor:

@@ -324,18 +324,26 @@ def interpolate(
     scale_factor: Any = None,
     mode: str = "nearest",
     align_corners: bool | None = None,
-    **kwargs: Any,
+    recompute_scale_factor: bool | None = None,
+    antialias: bool = False,
 ) -> Tensor:
-    """gpulab.functional.interpolate (nearest, nearest-exact, bilinear) of [N, C, H, W]; a
-    scale_factor becomes the size floor(H * s), floor(W * s)."""
-    if size is None:
-        if scale_factor is None:
-            raise ValueError("either size or scale_factor should be defined")
-        sh, sw = (
-            (scale_factor, scale_factor) if isinstance(scale_factor, (int, float)) else scale_factor
-        )
-        size = [math.floor(input.shape[2] * sh), math.floor(input.shape[3] * sw)]
-    node = GF.interpolate(input._f(), _pair_of(size), mode, align_corners)
+    """gpulab.functional.interpolate (nearest, nearest-exact, bilinear) of [N, C, H, W]. A
+    scale_factor gives the size floor(H * s), floor(W * s) and, unless recompute_scale_factor,
+    the coordinate map (torch's default: a non-integer s maps by 1 / s, not by the sizes)."""
+    if antialias:
+        raise refuse("F.interpolate(antialias=True)", "nn.functional")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None and recompute_scale_factor:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    scale = None
+    if scale_factor is not None:
+        pair = scale_factor if isinstance(scale_factor, (list, tuple)) else [scale_factor] * 2
+        scale = [float(f) for f in pair]
+        size = [math.floor(float(n) * f) for n, f in zip(input.shape[2:], scale, strict=True)]
+        if recompute_scale_factor:
+            scale = None
+    node = GF.interpolate(input._f(), _pair_of(size), mode, align_corners, scale)
     return Tensor._result(node, float32, input, op="interpolate")
 
 

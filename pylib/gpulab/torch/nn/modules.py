@@ -518,9 +518,10 @@ class Upsample(Module):
         scale_factor: Any = None,
         mode: str = "nearest",
         align_corners: bool | None = None,
+        recompute_scale_factor: bool | None = None,
     ) -> None:
         super().__init__()
-        self.args = (size, scale_factor, mode, align_corners)
+        self.args = (size, scale_factor, mode, align_corners, recompute_scale_factor)
 
     def forward(self, x: Tensor) -> Tensor:
         return F.interpolate(x, *self.args)
