@@ -109,7 +109,9 @@ def open_executor(name: str, allow_software: bool) -> Any:
         try:
             config.opened[key] = opener(allow_software)
         except GpuLabError as err:
-            config.opened[key] = err
+            # kept without its traceback: its frames would hold the first caller's locals
+            # (gpulab.torch's live tensors) for the life of the process
+            config.opened[key] = GpuLabError(err.code, err.message)
     found = config.opened[key]
     if isinstance(found, GpuLabError):
         raise GpuLabError(found.code, found.message)

@@ -129,3 +129,20 @@ def test_cpu_python_refuses_an_op_without_a_kernel(monkeypatch):
     with pytest.raises(GpuLabError) as info:
         host.execute(EXP, backend="cpu-python")
     assert info.value.code == "UNSUPPORTED"  # not BACKEND wrapping a KeyError
+
+
+def test_a_cached_open_failure_keeps_no_frames(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A device that fails to open is remembered as its error, without the traceback: its
+    frames would keep the first caller's locals (live tensors) alive for the process."""
+
+    def failing_open(allow_software: bool) -> None:
+        held = [object()]  # a local of the failing call's frames
+        raise GpuLabError("UNAVAILABLE", f"test: no adapter ({len(held)})")
+
+    monkeypatch.setitem(executors.EXECUTORS, executors.WGPU, failing_open)
+    monkeypatch.setattr(executors.config, "opened", {})
+    for _ in range(2):
+        with pytest.raises(GpuLabError, match="UNAVAILABLE.*test: no adapter"):
+            executors.open_executor(executors.WGPU, False)
+    cached = executors.config.opened[(executors.WGPU, False)]
+    assert isinstance(cached, GpuLabError) and cached.__traceback__ is None
