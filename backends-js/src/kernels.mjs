@@ -11,12 +11,20 @@ import { opSpec } from './optable.mjs';
  * program needs to run it (cpu: `run`, wasm: `plan`, webgl2: `build` + fusion flags, webgpu:
  * `plan`, the planner's rule).
  * @typedef {{op: string, backend: string, dtypes: readonly string[], [impl: string]: any}} KernelConfig
- * @typedef {{id: number, op: string, dtype: string, reason: string}} Missing
+ * @typedef {{id: number, op: string, dtype: string, reason: string, at?: string}} Missing
+ *   at: what a kernel that exists lacks beyond dtypes ("rank 5"), for the message
  * @typedef {{ok: boolean, missing: Missing[]}} Support
  */
 
 /** Every kernel has handled float32 only until it says otherwise. */
 export const DEFAULT_DTYPES = Object.freeze(['float32']);
+
+/**
+ * Every kernel handles tensors of rank <= 4 (the rank of protocol versions 1 to 6) until it says
+ * otherwise (`maxRank`); a node with a tensor of a higher rank is UNSUPPORTED on a backend whose
+ * kernel for its op does not say so ("webgl2 has no kernel for permute at rank 5").
+ */
+export const DEFAULT_MAX_RANK = 4;
 
 /** @type {Map<string, KernelConfig>} keyed `${backend}/${op}` */
 const KERNELS = new Map();
@@ -37,19 +45,30 @@ export function registerKernel(config) {
   const key = keyOf(op, backend);
   if (KERNELS.has(key)) throw new Error(`the kernel for ${op} on ${backend} is already registered`);
   const dtypes = Object.freeze([...(config.dtypes ?? DEFAULT_DTYPES)]);
-  const entry = Object.freeze({ ...config, dtypes });
+  const entry = Object.freeze({ ...config, dtypes, maxRank: config.maxRank ?? DEFAULT_MAX_RANK });
   KERNELS.set(key, entry);
   return entry;
 }
 
 /**
  * A backend's registration function in its old short form, `(op, impl, opts)`: the impl goes
- * under `implKey`, opts (dtypes, fusion flags) beside it. The kernel modules keep one line each.
- * @param {string} backend @param {string} implKey
+ * under `implKey`, opts (dtypes, fusion flags, maxRank) beside it, over the backend's
+ * `defaults`. The kernel modules keep one line each.
+ * @param {string} backend @param {string} implKey @param {Record<string, any>} [defaults]
  * @returns {(op: string, impl: any, opts?: Record<string, any>) => KernelConfig}
  */
-export function registrarFor(backend, implKey) {
-  return (op, impl, opts = {}) => registerKernel({ ...opts, op, backend, [implKey]: impl });
+export function registrarFor(backend, implKey, defaults = {}) {
+  return (op, impl, opts = {}) => registerKernel({ ...defaults, ...opts, op, backend,
+    [implKey]: impl });
+}
+
+/**
+ * The highest rank among a node's result and operands.
+ * @param {{shape?: number[], operands?: number[]}} node @param {{byId: Map<number, any>}} checked
+ */
+export function nodeRank(node, checked) {
+  const ranks = (node.operands ?? []).map((ref) => checked.byId.get(ref)?.shape?.length ?? 0);
+  return Math.max(node.shape?.length ?? 0, ...ranks);
 }
 
 /** @param {string} op @param {string} backend @returns {KernelConfig|undefined} */
@@ -124,6 +143,9 @@ export function supportsGraph(backend, checked, { without = [] } = {}) {
       missing.push({ id, op: node.op, dtype, reason: `no ${node.op} kernel` });
     } else if (!kernel.dtypes.includes(dtype) || hidden.has(`${node.op}:${dtype}`)) {
       missing.push({ id, op: node.op, dtype, reason: `no ${node.op} kernel at ${dtype}` });
+    } else if (nodeRank(node, checked) > kernel.maxRank) {
+      const at = `rank ${nodeRank(node, checked)}`;
+      missing.push({ id, op: node.op, dtype, reason: `no ${node.op} kernel at ${at}`, at });
     }
   }
   return { ok: missing.length === 0, missing };
@@ -136,7 +158,7 @@ export function supportsGraph(backend, checked, { without = [] } = {}) {
  */
 export function unsupportedError(backend, missing) {
   const first = missing[0];
-  const atDtype = /kernel at /.test(first.reason) ? ` at ${first.dtype}` : '';
+  const atDtype = first.at ? ` at ${first.at}` : /kernel at /.test(first.reason) ? ` at ${first.dtype}` : '';
   const more = missing.length > 1 ? `; ${missing.length - 1} more node(s) unsupported ` +
     `(${[...new Set(missing.slice(1).map((m) => m.op))].join(', ')})` : '';
   return new GpuLabError('UNSUPPORTED',

@@ -58,6 +58,14 @@ def check_graph(checked: CheckedGraph, has_kernel: Callable[[CheckedNode], str |
 
 
 FLOAT32_ONLY = ("float32",)
+# Every kernel handles tensors of rank <= 4 (the rank of protocol versions 1 to 6) until it says
+# otherwise (`ranks[op]`): twin of kernels.mjs DEFAULT_MAX_RANK.
+DEFAULT_MAX_RANK = 4
+
+
+def node_rank(node: CheckedNode, checked: CheckedGraph) -> int:
+    """The highest rank among a node's result and operands."""
+    return max([len(node.shape)] + [len(checked.by_id[i].shape) for i in node.operands])
 
 
 def check_kernels(
@@ -65,11 +73,15 @@ def check_kernels(
     ops: Container[str],
     dtypes: Mapping[str, Sequence[str]] | None = None,
     default: Sequence[str] = FLOAT32_ONLY,
+    ranks: Mapping[str, int] | None = None,
+    default_rank: int = DEFAULT_MAX_RANK,
 ) -> Support:
-    """The usual answer: a node is supported when its op has a kernel (`ops`) and every dtype
-    it touches (its result and its operands') is one the kernel takes (`dtypes[op]`, else
-    `default`)."""
+    """The usual answer: a node is supported when its op has a kernel (`ops`), every dtype it
+    touches (its result and its operands') is one the kernel takes (`dtypes[op]`, else
+    `default`) and no tensor of it has a rank past the kernel's (`ranks[op]`, else
+    `default_rank`)."""
     table = dtypes or {}
+    rank_of = ranks or {}
 
     def reason(node: CheckedNode) -> str | None:
         if node.op not in ops:
@@ -77,7 +89,12 @@ def check_kernels(
         allowed = table.get(node.op, default)
         used = [node_dtype(node)] + [node_dtype(checked.by_id[i]) for i in node.operands]
         bad = next((d for d in used if d not in allowed), None)
-        return None if bad is None else no_kernel(node.op, bad)
+        if bad is not None:
+            return no_kernel(node.op, bad)
+        rank = node_rank(node, checked)
+        if rank > rank_of.get(node.op, default_rank):
+            return no_kernel(node.op, f"rank {rank}")
+        return None
 
     return check_graph(checked, reason)
 

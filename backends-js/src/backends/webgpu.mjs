@@ -57,13 +57,15 @@ function loadPlanner() {
 
 /**
  * The planner's rules as this backend's kernels in the shared registry (once: the planner
- * module is loaded once per page). A rule's dtypes are planner.RULE_DTYPES[op], else float32.
+ * module is loaded once per page). A rule's dtypes are planner.RULE_DTYPES[op], else float32;
+ * its rank planner.RULE_RANKS[op], else 4.
  * @param {typeof import('../planner.mjs')} planner
  */
 function registerRules(planner) {
   for (const [op, plan] of Object.entries(planner.RULES)) {
     if (getKernel(op, name)) continue;
-    registerKernel({ op, backend: name, plan, dtypes: planner.RULE_DTYPES?.[op] ?? DEFAULT_DTYPES });
+    registerKernel({ op, backend: name, plan, dtypes: planner.RULE_DTYPES?.[op] ?? DEFAULT_DTYPES,
+      maxRank: planner.RULE_RANKS?.[op] });
   }
 }
 

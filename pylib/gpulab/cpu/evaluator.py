@@ -11,7 +11,7 @@ import platform
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .. import support
+from .. import optable, support
 from ..dtypes import DTYPES, as_numpy, block_of
 from ..errors import GpuLabError
 from ..protocol import CheckedGraph, CheckedNode, label
@@ -49,7 +49,9 @@ class CpuExecutor:
         ops = {"input", *kernels.KERNELS}  # inputs are read by the evaluator itself
         # ... as numpy arrays of any dtype (dtypes.as_numpy)
         dtypes = {**getattr(kernels, "KERNEL_DTYPES", {}), "input": tuple(DTYPES)}
-        return support.check_kernels(checked, ops, dtypes)
+        # numpy walks any number of axes: every kernel handles max_rank
+        rank = optable.limits()["max_rank"]
+        return support.check_kernels(checked, ops, dtypes, default_rank=rank)
 
     def prepare(
         self,

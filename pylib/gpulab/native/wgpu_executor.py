@@ -131,8 +131,14 @@ class WgpuExecutor:
 
     def supports(self, checked: CheckedGraph) -> support.Support:
         """Before any device work: every node needs a planner rule (planner.RULES) taking its
-        dtypes (planner.RULE_DTYPES, float32 where a rule declares none)."""
-        return support.check_kernels(checked, self.rules, getattr(planner, "RULE_DTYPES", None))
+        dtypes (planner.RULE_DTYPES, float32 where a rule declares none) and its ranks
+        (planner.RULE_RANKS, 4 where a rule declares none)."""
+        return support.check_kernels(
+            checked,
+            self.rules,
+            getattr(planner, "RULE_DTYPES", None),
+            ranks=getattr(planner, "RULE_RANKS", None),
+        )
 
     @property
     def rules(self) -> Mapping[str, Any]:

@@ -2,6 +2,7 @@
 // 'cpu'. A kernel module calls registerKernel(op, run, {dtypes}) for each op it implements.
 
 import { registrarFor, getKernel as lookup } from '../../kernels.mjs';
+import { LIMITS } from '../../optable.mjs';
 
 /**
  * A kernel writes its result into `out` (preallocated, node.shape) from its operand values.
@@ -11,8 +12,11 @@ import { registrarFor, getKernel as lookup } from '../../kernels.mjs';
 
 export const BACKEND = 'cpu';
 
-/** registerKernel(op, run, {dtypes}) -> {op, backend: 'cpu', run, dtypes} in the shared registry. */
-export const registerKernel = registrarFor(BACKEND, 'run');
+/**
+ * registerKernel(op, run, {dtypes}) -> {op, backend: 'cpu', run, dtypes} in the shared registry.
+ * The CPU kernels walk any number of axes: every one handles max_rank.
+ */
+export const registerKernel = registrarFor(BACKEND, 'run', { maxRank: LIMITS.max_rank });
 
 /** @param {string} op @returns {Kernel|undefined} */
 export function getKernel(op) {
