@@ -11,6 +11,7 @@ import { BackendSet, chooseBackend } from './backends/choice.mjs';
 import { Session, checkInputsProvided, resolveSessionOptions } from './session.mjs';
 import { createQuotas } from './quotas.mjs';
 import { checkCost } from './cost.mjs';
+import { lowerGraph, prepareLowered } from './lowering.mjs';
 
 export { GpuLabError } from './errors.mjs';
 export { validateGraph } from './validate.mjs';
@@ -95,7 +96,7 @@ export async function createRuntime(options = {}) {
     checkCost(checked, backend.name, 'execute', quotas.maxCostS); // before any backend work
     let program;
     try {
-      program = await backend.prepare(checked, { feeds: [], carry: new Map(), keep: [] });
+      program = await prepareLowered(backend, checked, { feeds: [], carry: new Map(), keep: [] });
     } catch (err) {
       throw backendFailure(err, 'prepare');
     }
@@ -139,7 +140,7 @@ export async function createRuntime(options = {}) {
     checkCost(checked, backend.name, 'prepare', quotas.maxCostS); // the cost of one step
     let program;
     try {
-      program = await backend.prepare(checked,
+      program = await prepareLowered(backend, checked,
         { feeds: resolved.feeds, carry: resolved.carry, keep: resolved.keep });
     } catch (err) {
       ensureLive();
@@ -211,7 +212,7 @@ export async function createRuntime(options = {}) {
         throw new GpuLabError('UNAVAILABLE', `the planner (planner.mjs) could not be loaded: ` +
           `${err instanceof Error ? err.message : err}`, null, { cause: err });
       }
-      return planner.planGraph(checked, planOptions);
+      return planner.planGraph(lowerGraph(checked)?.checked ?? checked, planOptions);
     },
 
     /** Release the backend and every open session; later calls refuse with DISPOSED. */

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from . import executors
 from .errors import GpuLabError
 from .executors import AUTO, CPU, WGPU, configure, gpu_enabled, software_allowed
+from .lowering import prepare_lowered
 from .protocol import CheckedGraph, label
 from .results import output_entry, run_stats
 from .validate_cache import validate
@@ -100,7 +101,7 @@ class NativeHost:
         out_ids = [o.id for o in checked.outputs]
 
         def run_once(executor: Any) -> dict[int, Any]:
-            program = executor.prepare(checked, feeds=[], carry={}, keep=[])
+            program = prepare_lowered(executor, checked, feeds=[], carry={}, keep=[])
             try:
                 return program.run([{}], out_ids)
             finally:
@@ -159,8 +160,8 @@ class NativeHost:
         )
 
         def prepare_on(executor: Any) -> Any:
-            return executor.prepare(
-                checked, feeds=plan.feeds, carry=plan.carry_ids, keep=plan.keep_ids
+            return prepare_lowered(
+                executor, checked, feeds=plan.feeds, carry=plan.carry_ids, keep=plan.keep_ids
             )
 
         executor, program, attempts, fallback = executors.run_with_fallback(
