@@ -13,6 +13,8 @@ export const LIMITS = Object.freeze({ ...table.limits });
 export const PROTOCOL_VERSIONS = Object.freeze([...table.protocol_versions]);
 export const REDUCE_LANES = table.reduce_lanes;
 export const ERROR_CODES = Object.freeze(Object.keys(table.error_codes));
+/** Features of any node's tensors that need a later version (docs/protocol.md step 6). */
+export const TENSOR_FEATURES = Object.freeze({ ...table.tensor_features });
 
 /** @param {string} op @returns {OpSpec|undefined} */
 export function opSpec(op) {

@@ -24,6 +24,10 @@ function requireNchw(ctx, name, s) {
   if (s.length !== 4) {
     throw fail(ctx, `operand ${name} must be [N, C, H, W] (rank 4), got ${name} ${fmt(s)}`);
   }
+  // N or C may be 0 (an empty result); a window over an empty plane has nothing to read
+  if (s[2] === 0 || s[3] === 0) {
+    throw fail(ctx, `operand ${name} ${fmt(s)} has an empty plane (H and W must be >= 1)`);
+  }
 }
 
 /**
@@ -115,6 +119,7 @@ export const CONV_RULES = {
     if (w.length !== 4) {
       throw fail(ctx, `operand w must be [M, C / groups, kH, kW] (rank 4), got w ${fmt(w)}`);
     }
+    if (w[2] === 0 || w[3] === 0) throw fail(ctx, `operand w ${fmt(w)} has an empty kernel (kH and kW must be >= 1)`);
     const { groups } = ctx.attrs;
     if (a[1] % groups !== 0) {
       throw fail(ctx, `groups ${groups} does not divide a ${fmt(a)}'s ${a[1]} channels`);
@@ -131,6 +136,9 @@ export const CONV_RULES = {
         `${fmt(w)}), got ${fmt(ctx.shapes[0])}`);
     }
     const out = [a[0], w[0], ...windowOut(ctx, a, [w[2], w[3]])];
+    if (a[1] === 0 && numel(out) > 0) {
+      throw fail(ctx, `a ${fmt(a)} has no input channel: each result would sum no element`);
+    }
     checkMacs(ctx, out, w[1] * w[2] * w[3]);
     return out;
   },

@@ -49,26 +49,55 @@ function sliceShape(ctx) {
   const out = [];
   ctx.attrs.slices = slices.map((entry, k) => {
     const { start, stop, step, count } = sliceIndices(entry, a[k]);
-    if (count === 0) {
-      throw fail(ctx, `slices[${k}] = [${entry.map(String).join(', ')}] selects no element of ` +
-        `axis ${k} (size ${a[k]}); empty selections are refused`);
-    }
     out.push(count);
     return [start, stop < 0 ? null : stop, step];
   });
   return out;
 }
 
-/** The `axis` attribute normalized against operand a. @param {RuleContext} ctx */
+/**
+ * The `axis` attribute normalized against operand a (a rank-0 a takes 0 or -1, as PyTorch).
+ * @param {RuleContext} ctx
+ */
 function indexAxis(ctx) {
   const a = ctx.shapes[0];
-  const rank = a.length;
+  const rank = Math.max(a.length, 1);
   const axis = ctx.attrs.axis;
   if (axis < -rank || axis >= rank) {
     throw fail(ctx, `axis ${axis} is out of range for a ${fmt(a)} (allowed ${-rank}..${rank - 1})`);
   }
   ctx.attrs.axis = axis < 0 ? axis + rank : axis;
   return ctx.attrs.axis;
+}
+
+/** @param {Shape} s */
+const numel = (s) => s.reduce((p, d) => p * d, 1);
+
+/** The extent of a's axis (a rank-0 a: its one element). @param {Shape} a @param {number} axis */
+const extentOf = (a, axis) => (a.length === 0 ? 1 : a[axis]);
+
+/**
+ * An index into an empty axis is never in range: a non-empty idx along an axis of size 0 is
+ * refused here, whatever its values (fed indices included).
+ * @param {RuleContext} ctx @param {number} axis @param {Shape} idx
+ */
+function requireIndexable(ctx, axis, idx) {
+  const a = ctx.shapes[0];
+  if (extentOf(a, axis) === 0 && numel(idx) > 0) {
+    throw fail(ctx, `axis ${axis} of a ${fmt(a)} is empty: no index of idx ${fmt(idx)} is in range`);
+  }
+}
+
+/**
+ * The idx of index_select / index_add: rank 1, or for a rank-0 a one element of rank <= 1
+ * (PyTorch: an index to a scalar holds one value). @param {RuleContext} ctx @param {Shape} idx
+ */
+function requireIndexList(ctx, idx) {
+  if (ctx.shapes[0].length > 0) {
+    requireRank(ctx, 'idx', idx, 1);
+  } else if (idx.length > 1 || numel(idx) !== 1) {
+    throw fail(ctx, `operand idx must hold one index with rank <= 1 for a rank-0 a, got idx ${fmt(idx)}`);
+  }
 }
 
 /** @param {RuleContext} ctx @param {string} name @param {Shape} shape @param {number} rank */
@@ -109,7 +138,8 @@ export const SELECT_RULES = {
   index_select(ctx) {
     const axis = indexAxis(ctx);
     const idx = ctx.shapes[1];
-    requireRank(ctx, 'idx', idx, 1);
+    requireIndexList(ctx, idx);
+    requireIndexable(ctx, axis, idx);
     return ctx.shapes[0].map((d, k) => (k === axis ? idx[0] : d));
   },
 
@@ -123,15 +153,17 @@ export const SELECT_RULES = {
   gather(ctx) {
     const axis = indexAxis(ctx);
     requireWithin(ctx, axis, ctx.shapes[1]);
+    requireIndexable(ctx, axis, ctx.shapes[1]);
     return [...ctx.shapes[1]];
   },
 
   index_add(ctx) {
     const axis = indexAxis(ctx);
     const [a, idx, src] = ctx.shapes;
-    requireRank(ctx, 'idx', idx, 1);
+    requireIndexList(ctx, idx);
     requireShape(ctx, 'src', src, a.map((d, k) => (k === axis ? idx[0] : d)),
       "a's shape with axis replaced by len(idx):");
+    requireIndexable(ctx, axis, idx);
     return [...a];
   },
 
@@ -140,10 +172,14 @@ export const SELECT_RULES = {
     const [a, idx, src] = ctx.shapes;
     requireWithin(ctx, axis, idx);
     requireShape(ctx, 'src', src, idx, "idx's shape");
+    requireIndexable(ctx, axis, idx);
     return [...a];
   },
 
   concat(ctx) {
+    if (ctx.shapes[0].length === 0) {
+      throw fail(ctx, `operand tensors[0] ${fmt(ctx.shapes[0])} has rank 0; concat needs rank >= 1`);
+    }
     const axis = indexAxis(ctx);
     const first = ctx.shapes[0];
     let total = 0;

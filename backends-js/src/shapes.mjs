@@ -3,7 +3,7 @@
 // type-checked), returns the result shape, and may normalize attributes in place (axis made
 // non-negative, reshape's -1 resolved). A new op with an existing rule needs nothing here.
 import { nodeError } from './errors.mjs';
-import { LIMITS } from './optable.mjs';
+import { LIMITS, opSpec } from './optable.mjs';
 import { SELECT_RULES } from './shapes-select.mjs';
 import { CONV_RULES } from './shapes-conv.mjs';
 
@@ -38,7 +38,7 @@ export function broadcastShapes(a, b) {
     const da = i <= a.length ? a[a.length - i] : 1;
     const db = i <= b.length ? b[b.length - i] : 1;
     if (da !== db && da !== 1 && db !== 1) return null;
-    out[rank - i] = Math.max(da, db);
+    out[rank - i] = da === 1 ? db : da; // (an axis of 0 against 1 is 0, as NumPy)
   }
   return out;
 }
@@ -55,12 +55,20 @@ export function stridesOf(shape) {
 }
 
 /**
- * Normalize an axis for a tensor of `rank`, or return null when it is out of range.
+ * Normalize an axis for a tensor of `rank`, or return null when it is out of range. A rank-0
+ * tensor takes axis 0 or -1 (as PyTorch: its one element is one axis of length 1).
  * @param {number} axis @param {number} rank
  */
 export function normalizeAxis(axis, rank) {
-  if (axis < -rank || axis >= rank) return null;
-  return axis < 0 ? axis + rank : axis;
+  const r = Math.max(rank, 1);
+  if (axis < -r || axis >= r) return null;
+  return axis < 0 ? axis + r : axis;
+}
+
+/** The range message of an axis: "allowed -2..1" (rank 0: -1..0). @param {number} rank */
+export function axisRange(rank) {
+  const r = Math.max(rank, 1);
+  return `allowed ${-r}..${r - 1}`;
 }
 
 /** @param {RuleContext} ctx @param {string} detail */
@@ -98,7 +106,7 @@ function requireAxis(ctx, attr = 'axis') {
   const axis = normalizeAxis(ctx.attrs[attr], rank);
   if (axis === null) {
     throw fail(ctx, `axis ${ctx.attrs[attr]} is out of range for a ${formatShape(ctx.shapes[0])} ` +
-      `(allowed ${-rank}..${rank - 1})`);
+      `(${axisRange(rank)})`);
   }
   ctx.attrs[attr] = axis;
   return axis;
@@ -190,6 +198,11 @@ export const SHAPE_RULES = {
     let known = 1;
     for (const d of target) if (d !== -1) known *= d;
     const resolved = [...target];
+    if (hole >= 0 && known === 0) {
+      // PyTorch's rule: with a 0 beside it, -1 could be any size
+      throw fail(ctx, `cannot reshape a ${formatShape(a)} to ${formatShape(target)}: with a 0 ` +
+        'among the sizes, -1 could be any size');
+    }
     if (hole >= 0) {
       if (total % known !== 0) {
         throw fail(ctx, `cannot reshape a ${formatShape(a)} (${total} elements) to ` +
@@ -233,10 +246,17 @@ export const SHAPE_RULES = {
 
   reduce(ctx) {
     const a = ctx.shapes[0];
-    if (ctx.attrs.axis === null) return ctx.attrs.keepdim ? a.map(() => 1) : [];
-    const axis = requireAxis(ctx);
-    if (ctx.attrs.keepdim) return a.map((d, i) => (i === axis ? 1 : d));
-    return a.filter((_, i) => i !== axis);
+    if (ctx.attrs.axis !== null) requireAxis(ctx);
+    const axis = ctx.attrs.axis;
+    const out = axis === null ? (ctx.attrs.keepdim ? a.map(() => 1) : [])
+      : ctx.attrs.keepdim ? a.map((d, i) => (i === axis ? 1 : d)) : a.filter((_, i) => i !== axis);
+    // a rank-0 tensor's one axis is the whole tensor
+    const reduced = axis === null || a.length === 0 ? numel(a) : a[axis];
+    if (reduced === 0 && numel(out) > 0 && opSpec(ctx.node.op).over_empty === 'refused') {
+      throw fail(ctx, `${ctx.node.op} over no element is undefined: ` +
+        (axis === null ? `a ${formatShape(a)} is empty` : `axis ${axis} of a ${formatShape(a)} is empty`));
+    }
+    return out;
   },
 
   same_axis(ctx) {

@@ -2,7 +2,7 @@
 // that this file and its Python twin (pylib/gpulab/protocol.py) report the same first error.
 // It returns the checked graph of docs/architecture.md or throws a GpuLabError.
 import { GpuLabError, nodeError } from './errors.mjs';
-import { LIMITS, PROTOCOL_VERSIONS, opSpec, operandNames } from './optable.mjs';
+import { LIMITS, PROTOCOL_VERSIONS, TENSOR_FEATURES, opSpec, operandNames } from './optable.mjs';
 import { checkValues } from './values.mjs';
 import { DTYPES, DTYPE_NAMES, blockOf, blockShapeProblem, resultDtype, toTypedData } from './dtypes.mjs';
 import { SHAPE_RULES, numel, formatShape, sameShape } from './shapes.mjs';
@@ -118,10 +118,10 @@ const ATTR_CHECKS = {
       throw nodeError('LIMIT', node, `${name} ${show(value)} has rank ${value.length}, more ` +
         `than max_rank ${LIMITS.max_rank}`);
     }
-    const bad = firstBad(value, (d) => isInt(d) && d >= 1);
+    const bad = firstBad(value, (d) => isInt(d) && d >= 0);
     if (bad >= 0) {
       throw nodeError('VALIDATION', node, `${name} ${show(value)} has a dimension that is not ` +
-        `an integer >= 1: ${show(value[bad])}`);
+        `an integer >= 0: ${show(value[bad])}`);
     }
     const count = numel(value);
     if (count > LIMITS.max_elements) {
@@ -153,6 +153,12 @@ const ATTR_CHECKS = {
         `got ${show(value)}`);
     }
     return value;
+  },
+
+  // a required axis (the selection ops): an integer in -max_rank..max_rank-1, checked against
+  // the operand's rank by the shape rule
+  dim(value, node, name, attrs) {
+    return ATTR_CHECKS.int(value, node, name, attrs, { min: -LIMITS.max_rank, max: LIMITS.max_rank - 1 });
   },
 
   float(value, node, name) {
@@ -265,8 +271,8 @@ const ATTR_CHECKS = {
   },
 
   reshape(value, node, name) {
-    if (!Array.isArray(value) || firstBad(value, (d) => isInt(d) && (d >= 1 || d === -1)) >= 0) {
-      throw nodeError('VALIDATION', node, `${name} must be a list of integers >= 1 or -1, got ` +
+    if (!Array.isArray(value) || firstBad(value, (d) => isInt(d) && d >= -1) >= 0) {
+      throw nodeError('VALIDATION', node, `${name} must be a list of integers >= 0 or -1, got ` +
         `${show(value)}`);
     }
     if (value.filter((d) => d === -1).length > 1) {
@@ -621,25 +627,43 @@ const FEATURE_USED = {
 };
 
 /**
- * The version a node needs and why: the highest of its op's `since`, its dtype's `since` and
- * the versions of the features it uses; the reason is the first of those (op, dtype, features
- * in table order) that reaches it.
+ * When a node uses a feature of the table's `tensor_features` (any op): its result shape, or an
+ * axis attribute on a rank-0 operand a.
+ * @type {Record<string, (node: CheckedNode, shapes: Shape[]) => boolean>}
+ */
+const TENSOR_FEATURE_USED = {
+  high_rank: (node) => node.shape.length > 4,
+  zero_size: (node) => node.shape.includes(0),
+  scalar_axis: (node, shapes) => node.attrs.axis != null && shapes[0]?.length === 0,
+};
+const TENSOR_FEATURE_SINCE = Object.entries(TENSOR_FEATURES).map(([name, { since }]) => [name, since]);
+
+/**
+ * The version a node needs and why: the highest of its op's `since`, its dtype's `since`, the
+ * versions of the features it uses and of its tensor features; the reason is the first of
+ * those (op, dtype, features, tensor features in table order) that reaches it.
  * @param {CheckedNode} node @param {Map<number, CheckedNode>} byId
- * @returns {{need: number, why: string}}
+ * @returns {{need: number, why: () => string}}
  */
 export function versionNeeded(node, byId) {
+  // reasons as [version, say]: the message is made only for the one reported (a long graph
+  // checks every node, and most need nothing past their op)
   const spec = opSpec(node.op);
   const shapes = node.operands.map((ref) => byId.get(ref).shape);
-  const reasons = [[spec.since, `${node.op} is a version ${spec.since} op`]];
+  const reasons = [[spec.since, () => `${node.op} is a version ${spec.since} op`]];
   const dtypeSince = DTYPES[node.dtype].since;
-  reasons.push([dtypeSince, `its dtype ${node.dtype} is a version ${dtypeSince} dtype`]);
-  for (const [feature, version] of Object.entries(spec.features ?? {})) {
-    if (FEATURE_USED[feature](shapes, node.attrs)) {
-      reasons.push([version, `its use of ${feature} is a version ${version} feature`]);
-    }
+  reasons.push([dtypeSince, () => `its dtype ${node.dtype} is a version ${dtypeSince} dtype`]);
+  const feature = (/** @type {string} */ name, /** @type {number} */ version) =>
+    reasons.push([version, () => `its use of ${name} is a version ${version} feature`]);
+  for (const [name, version] of Object.entries(spec.features ?? {})) {
+    if (FEATURE_USED[name](shapes, node.attrs)) feature(name, version);
   }
-  const need = Math.max(...reasons.map(([v]) => v));
-  return { need, why: reasons.find(([v]) => v === need)[1] };
+  for (const [name, since] of TENSOR_FEATURE_SINCE) {
+    if (TENSOR_FEATURE_USED[name](node, shapes)) feature(name, since);
+  }
+  let need = 0;
+  for (const [v] of reasons) need = Math.max(need, v);
+  return { need, why: () => reasons.find(([v]) => v === need)[1]() };
 }
 
 /** @param {CheckedNode[]} nodes @param {number} declared @param {Map<number, CheckedNode>} byId */
@@ -649,7 +673,7 @@ function checkVersion(nodes, declared, byId) {
     const { need, why } = versionNeeded(node, byId);
     if (need > declared) {
       throw new GpuLabError('UNSUPPORTED_VERSION', `node ${node.id} (${node.op}): needs ` +
-        `version ${need} (${why}), the graph declares version ${declared}`, node.id);
+        `version ${need} (${why()}), the graph declares version ${declared}`, node.id);
     }
     required = Math.max(required, need);
   }

@@ -19,6 +19,12 @@ const INT32_MAX = 2 ** 31 - 1;
 export const indexAxisOf = (node) => node.attrs.axis ?? 0;
 
 /**
+ * The indices an axis takes: its size (a rank-0 a, indexed along axis 0 as PyTorch does: 1).
+ * @param {number[]} a @param {number} axis
+ */
+export const axisExtent = (a, axis) => (a.length === 0 ? 1 : a[axis]);
+
+/**
  * The out-of-range message, at validation (VALIDATION) and from kernels at run time (BACKEND:
  * every backend says it so; a GPU reports the position, `value` undefined, as its kernels
  * clamp the read and record only where).
@@ -27,7 +33,7 @@ export const indexAxisOf = (node) => node.attrs.axis ?? 0;
  */
 export function indexError(code, node, a, p, value) {
   const axis = indexAxisOf(node);
-  const n = a[axis];
+  const n = axisExtent(a, axis);
   const held = value === undefined ? `an index at idx[${p}] out of range` : `idx[${p}] = ${value}, out of range`;
   return nodeError(code, node, `operand idx holds ${held} for axis ${axis} of a ` +
     `${fmt(a)} (valid 0..${n - 1})`);
@@ -43,7 +49,7 @@ function checkIndexData(node, byId) {
   const idx = byId.get(node.operands[slot]);
   if (idx.op !== 'input' || !idx.data) return;
   const a = byId.get(node.operands[0]).shape;
-  const n = a[indexAxisOf(node)];
+  const n = axisExtent(a, indexAxisOf(node));
   const data = idx.data;
   for (let p = 0; p < data.length; p++) {
     if (data[p] < 0 || data[p] >= n) throw indexError('VALIDATION', node, a, p, data[p]);

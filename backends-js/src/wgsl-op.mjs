@@ -168,7 +168,13 @@ function checkShape(value, node, where) {
  * @type {Record<string, (node: Node, operands: Node[]) => number[]>}
  */
 export const NODE_SHAPE_RULES = {
-  wgsl(node) {
+  wgsl(node, inputs) {
+    // every input is bound as a buffer, and WebGPU has no zero-size binding
+    const empty = inputs.findIndex((n) => n.shape.includes(0));
+    if (empty >= 0) {
+      throw nodeError('VALIDATION', node, `operand inputs[${empty}] [${inputs[empty].shape.join(', ')}] ` +
+        'is empty: a zero-size tensor cannot be bound to a student kernel');
+    }
     return [...node.attrs.results[0].shape];
   },
   wgsl_output(node, [of]) {

@@ -7,13 +7,15 @@ import { validateGraph } from '../src/validate.mjs';
 import { SHAPE_RULES, broadcastShapes, numel, normalizeAxis } from '../src/shapes.mjs';
 import { table } from '../src/optable.mjs';
 
+const LATEST = Math.max(...table.protocol_versions);
+
 /** Shape of node 9 = op(inputs of the given shapes) with attrs, via the validator. */
 function shapeOf(op, shapes, attrs = {}) {
   const names = ['a', 'b', 'c', 't'];
   const nodes = shapes.map((shape, i) => ({ id: i, op: 'full', shape, value: 1 }));
   const node = { id: 9, op, ...attrs };
   shapes.forEach((_, i) => { node[names[i]] = i; });
-  const checked = validateGraph({ version: 2, nodes: [...nodes, node], outputs: [{ name: 'o', id: 9 }] });
+  const checked = validateGraph({ version: LATEST, nodes: [...nodes, node], outputs: [{ name: 'o', id: 9 }] });
   return checked.byId.get(9).shape;
 }
 
@@ -67,7 +69,11 @@ test('reduce: all or one axis, keepdim, negative axes', () => {
   assert.deepEqual(shapeOf('mean', [[2, 3, 4]], { axis: -1, keepdim: true }), [2, 3, 1]);
   assert.deepEqual(shapeOf('sum', [[5]], { axis: 0 }), []);
   refused('sum', [[2, 3]], { axis: 2 });
-  refused('mean', [[]], { axis: 0 });
+  // a rank-0 tensor takes axis 0 or -1 (PyTorch), normalized to a reduction over all
+  assert.deepEqual(shapeOf('mean', [[]], { axis: 0 }), []);
+  assert.deepEqual(shapeOf('argmax', [[]], { axis: -1, keepdim: true }), []);
+  refused('mean', [[]], { axis: 1 });
+  refused('mean', [[]], { axis: -2 });
 });
 
 test('reshape: -1 resolved, element counts equal', () => {
@@ -90,7 +96,8 @@ test('permute, transpose and the remaining rules', () => {
   assert.deepEqual(shapeOf('transpose', [[4, 2, 3]]), [4, 3, 2]);
   refused('transpose', [[3]]);
   assert.deepEqual(shapeOf('softmax', [[2, 3]], { axis: 0 }), [2, 3]);
-  refused('softmax', [[]]);
+  assert.deepEqual(shapeOf('softmax', [[]]), []); // rank 0: axis -1 is its one element
+  refused('softmax', [[]], { axis: 1 });
   assert.deepEqual(shapeOf('cross_entropy', [[4, 3], [4, 3]]), []);
   refused('cross_entropy', [[4, 3, 1], [4, 3, 1]]);
   assert.deepEqual(shapeOf('cross_entropy_grad', [[4, 3], [4, 3]]), [4, 3]);
@@ -105,8 +112,8 @@ test('permute, transpose and the remaining rules', () => {
   refused('life', [[4, 5, 1]]);
 });
 
-test('v4 selection rules: slice clamps as Python, refuses empty axes; gather, concat, pad', () => {
-  const g = (nodes, out) => validateGraph({ version: 4, nodes, outputs: [{ name: 'y', id: out }] });
+test('v4 selection rules: slice clamps as Python, selects empty axes; gather, concat, pad', () => {
+  const g = (nodes, out) => validateGraph({ version: LATEST, nodes, outputs: [{ name: 'y', id: out }] });
   const x = { id: 0, op: 'input', shape: [5, 4], data: new Array(20).fill(0) };
   const i = { id: 1, op: 'input', shape: [2, 4], dtype: 'int32', data: new Array(8).fill(1) };
   const shapeOf = (node) => g([x, i, { id: 9, ...node }], 9).byId.get(9).shape;
@@ -116,8 +123,7 @@ test('v4 selection rules: slice clamps as Python, refuses empty axes; gather, co
     { code: 'VALIDATION', node: 9, message: /operand idx must have rank 1, got idx \[2, 4\]/ });
   assert.deepEqual(shapeOf({ op: 'concat', tensors: [0, 0, 0], axis: -1 }), [5, 12]);
   assert.deepEqual(shapeOf({ op: 'pad', a: 0, widths: [[0, 0], [3, 1]] }), [5, 8]);
-  assert.throws(() => shapeOf({ op: 'slice', a: 0, slices: [[3, 1, 1], [null, null, 1]] }),
-    { code: 'VALIDATION', node: 9, message: /empty selections are refused/ });
+  assert.deepEqual(shapeOf({ op: 'slice', a: 0, slices: [[3, 1, 1], [null, null, 1]] }), [0, 4]);
   assert.throws(() => shapeOf({ op: 'concat', tensors: [0, 1], axis: 1 }),
     { code: 'VALIDATION', node: 9, message: /tensors\[1\] \[2, 4\] does not match/ });
 });

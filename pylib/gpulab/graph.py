@@ -669,13 +669,15 @@ class Graph:
                 **_emitted_attrs("wgsl", attrs),
             }
         )
-        self._versions[node_id] = node_version("wgsl", [t.shape for t in ins], attrs, dtype)
+        self._versions[node_id] = node_version("wgsl", [t.shape for t in ins], attrs, dtype, shape)
         made = [Tensor(self, node_id, "wgsl", shape, dtype)]
         self._tensors[node_id] = made[0]
         for i, r in enumerate(attrs["results"][1:], start=1):
             out_id = len(self._nodes)
             self._nodes.append({"id": out_id, "op": "wgsl_output", "a": node_id, "index": i})
-            self._versions[out_id] = node_version("wgsl_output", [shape], {}, r["dtype"])
+            self._versions[out_id] = node_version(
+                "wgsl_output", [shape], {}, r["dtype"], tuple(r["shape"])
+            )
             made.append(Tensor(self, out_id, "wgsl_output", tuple(r["shape"]), r["dtype"]))
             self._tensors[out_id] = made[-1]
         return made[0] if len(made) == 1 else tuple(made)
@@ -906,7 +908,7 @@ class Graph:
         if data is not None:
             node["data"] = data
         self._nodes.append(node)
-        self._versions[node_id] = node_version(op, shapes, attrs, dtype)
+        self._versions[node_id] = node_version(op, shapes, attrs, dtype, shape)
         t = Tensor(self, node_id, op, shape, dtype)
         self._tensors[node_id] = t
         return t

@@ -28,6 +28,12 @@ def limits() -> dict[str, int]:
     return load()["limits"]
 
 
+def tensor_features() -> dict[str, dict[str, Any]]:
+    """Features of any node's tensors that need a later version (high_rank, zero_size,
+    scalar_axis)."""
+    return dict(load()["tensor_features"])
+
+
 def protocol_versions() -> list[int]:
     """The graph versions this host knows."""
     return list(load()["protocol_versions"])

@@ -17,7 +17,7 @@ from typing import Any
 from . import optable
 from .dtypes import DTYPES, as_number, block_shape_problem, result_dtype, to_typed
 from .errors import GpuLabError
-from .shapes import SHAPE_RULES, Shape, ShapeError, element_count
+from .shapes import SHAPE_RULES, Shape, ShapeError, element_count, reduce_shape
 from .shapes_conv import ConvLimitError
 from .values import check_values
 from .wgsl_check import ATTR_CHECKERS as WGSL_ATTR_CHECKERS
@@ -154,16 +154,17 @@ def _check_shape(value: Any, where: str, node: int | None, _: dict) -> Shape:
     if len(value) > lim["max_rank"]:
         raise _fail(
             "LIMIT",
-            f"{where}: shape {_show(list(value))} has rank {len(value)} > {lim['max_rank']}",
+            f"{where}: shape {_show(list(value))} has rank {len(value)} > max_rank "
+            f"{lim['max_rank']}",
             node,
         )
     dims = []
     for d in value:
         n = _as_int(d)
-        if n is None or n < 1:
+        if n is None or n < 0:
             raise _fail(
                 "VALIDATION",
-                f"{where}: shape {_show(list(value))} must hold integers >= 1 (got {_show(d)})",
+                f"{where}: shape {_show(list(value))} must hold integers >= 0 (got {_show(d)})",
                 node,
             )
         dims.append(n)
@@ -207,6 +208,13 @@ def _check_int(value: Any, where: str, node: int | None, _: dict, spec: dict) ->
             node,
         )
     return n
+
+
+def _check_dim(value: Any, where: str, node: int | None, checked: dict) -> int:
+    """A required axis (the selection ops): an integer in -max_rank..max_rank-1, checked against
+    the operand's rank by the shape rule."""
+    rank = optable.limits()["max_rank"]
+    return _check_int(value, where, node, checked, {"min": -rank, "max": rank - 1})
 
 
 def _check_value(value: Any, where: str, node: int | None, _: dict) -> float:
@@ -297,10 +305,10 @@ def _check_reshape(value: Any, where: str, node: int | None, _: dict) -> tuple[i
     # order as in the JS twin: entries, then the -1 count, then the rank limit
     lim = optable.limits()
     dims = [_as_int(d) for d in value] if isinstance(value, (list, tuple)) else [None]
-    if any(d is None or (d < 1 and d != -1) for d in dims):
+    if any(d is None or d < -1 for d in dims):
         raise _fail(
             "VALIDATION",
-            f"{where}: shape must be a list of integers >= 1 or -1, got {_show(value)}",
+            f"{where}: shape must be a list of integers >= 0 or -1, got {_show(value)}",
             node,
         )
     if dims.count(-1) > 1:
@@ -410,6 +418,7 @@ ATTR_CHECKERS = {
     "uint32": _check_uint32,
     "probability": _check_probability,
     "axis": _check_axis,
+    "dim": _check_dim,
     "bool": _check_bool,
     "perm": _check_perm,
     "reshape": _check_reshape,
@@ -457,8 +466,11 @@ def infer_node(
     node_id: int, op: str, attrs: dict[str, Any], operand_shapes: list[Shape]
 ) -> tuple[Shape, dict[str, Any]]:
     """Result shape and normalized attrs by the op's shape rule; VALIDATION naming the node."""
-    rule = SHAPE_RULES[optable.ops()[op]["shape_rule"]]
+    name = optable.ops()[op]["shape_rule"]
+    rule = SHAPE_RULES[name]
     try:
+        if name == "reduce":  # the only rule that reads the op (over_empty: refused or not)
+            return reduce_shape(op, operand_shapes[0], attrs)
         return rule(operand_shapes, attrs)
     except ShapeError as err:
         raise _fail("VALIDATION", f"{label(node_id, op)}: {err}", node_id) from None
@@ -479,18 +491,39 @@ FEATURE_USED = {
 }
 
 
+# features of any node's tensors (the op table's `tensor_features`): its result shape, or an
+# axis attribute on a rank-0 operand a
+TENSOR_FEATURE_USED = {
+    "high_rank": lambda shape, shapes, attrs: len(shape) > 4,
+    "zero_size": lambda shape, shapes, attrs: 0 in shape,
+    "scalar_axis": lambda shape, shapes, attrs: (
+        attrs.get("axis") is not None and bool(shapes) and len(shapes[0]) == 0
+    ),
+}
+
+
 def node_version(
-    op: str, operand_shapes: list[Shape], attrs: dict[str, Any], dtype: str = "float32"
+    op: str,
+    operand_shapes: list[Shape],
+    attrs: dict[str, Any],
+    dtype: str = "float32",
+    shape: Shape = (),
 ) -> int:
-    """The version a node needs: the highest of its op's `since`, its dtype's `since` and the
-    versions (`features`: feature -> version) of the features it uses."""
-    return node_version_reason(op, operand_shapes, attrs, dtype)[0]
+    """The version a node needs: the highest of its op's `since`, its dtype's `since`, the
+    versions (`features`: feature -> version) of the features it uses and of its tensor
+    features (`tensor_features`)."""
+    return node_version_reason(op, operand_shapes, attrs, dtype, shape)[0]
 
 
 def node_version_reason(
-    op: str, operand_shapes: list[Shape], attrs: dict[str, Any], dtype: str = "float32"
+    op: str,
+    operand_shapes: list[Shape],
+    attrs: dict[str, Any],
+    dtype: str = "float32",
+    shape: Shape = (),
 ) -> tuple[int, str]:
-    """(version, why): why names the first of op, dtype, features (table order) reaching it."""
+    """(version, why): why names the first of op, dtype, features, tensor features (table
+    order) reaching it."""
     row = optable.ops()[op]
     reasons = [(row["since"], f"{op} is a version {row['since']} op")]
     since = DTYPES[dtype]["since"]
@@ -498,6 +531,10 @@ def node_version_reason(
     for feature, version in row.get("features", {}).items():
         if FEATURE_USED[feature](operand_shapes, attrs):
             reasons.append((version, f"its use of {feature} is a version {version} feature"))
+    for feature, spec in optable.tensor_features().items():
+        if TENSOR_FEATURE_USED[feature](shape, operand_shapes, attrs):
+            since = spec["since"]
+            reasons.append((since, f"its use of {feature} is a version {since} feature"))
     need = max(v for v, _ in reasons)
     return need, next(why for v, why in reasons if v == need)
 
@@ -810,7 +847,7 @@ def _infer_dtypes(topo: list[int], by_id: dict[int, CheckedNode]) -> None:
                 label(node.id, node.op), node.id, row, [o.dtype for o in operands], node.attrs
             )
         node.version, node.why = node_version_reason(
-            node.op, [o.shape for o in operands], node.attrs, node.dtype
+            node.op, [o.shape for o in operands], node.attrs, node.dtype, node.shape
         )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from . import optable
 from .shapes_conv import CONV_RULES, ConvShapeError
 from .shapes_select import SELECT_RULES, SelectShapeError
 
@@ -68,7 +69,7 @@ def broadcast_shapes(a: Shape, b: Shape) -> Shape | None:
     for x, y in zip(pa, pb):
         if x != y and x != 1 and y != 1:
             return None
-        out.append(max(x, y))
+        out.append(y if x == 1 else x)  # (an axis of 0 against 1 is 0, as NumPy)
     return tuple(out)
 
 
@@ -132,6 +133,12 @@ def _reshape(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
     a, target = shapes[0], tuple(attrs["shape"])
     count = element_count(a)
     known = element_count(tuple(d for d in target if d != -1))
+    if -1 in target and known == 0:
+        # PyTorch's rule: with a 0 beside it, -1 could be any size
+        raise ShapeError(
+            f"cannot reshape {_show(a)} to {list(target)}: with a 0 among the sizes, -1 could "
+            "be any size"
+        )
     if -1 in target:
         if count % known:
             raise ShapeError(f"cannot reshape {_show(a)} ({count} elements) to {list(target)}")
@@ -174,19 +181,39 @@ def _matmul_q(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
 
 
 def normalize_axis(axis: int, rank: int, shape: Shape) -> int:
-    if not -rank <= axis < rank:
+    """A non-negative axis; a rank-0 tensor takes 0 or -1 (as PyTorch: its one element is one
+    axis of length 1)."""
+    r = max(rank, 1)
+    if not -r <= axis < r:
         raise ShapeError(f"axis {axis} is out of range for shape {_show(shape)} (rank {rank})")
-    return axis % rank
+    return axis % r
+
+
+def reduce_shape(op: str, a: Shape, attrs: Attrs) -> tuple[Shape, Attrs]:
+    """The reduce rule of `op`: its result and normalized attrs (a rank-0 a takes axis 0). An
+    op whose `over_empty` is "refused" (max, min, argmax, argmin) refuses a non-empty result
+    over no element."""
+    keep = bool(attrs.get("keepdim", False))
+    axis = attrs.get("axis")
+    if axis is not None:
+        axis = normalize_axis(axis, len(a), a)
+    if axis is None or len(a) == 0:
+        out: Shape = (1,) * len(a) if keep else ()
+    else:
+        out = a[:axis] + ((1,) if keep else ()) + a[axis + 1 :]
+    # a rank-0 tensor's one axis is the whole tensor
+    reduced = element_count(a) if axis is None or len(a) == 0 else a[axis]
+    if reduced == 0 and element_count(out) > 0 and optable.ops()[op].get("over_empty") == "refused":
+        where = (
+            f"a {_show(a)} is empty" if axis is None else f"axis {axis} of a {_show(a)} is empty"
+        )
+        raise ShapeError(f"{op} over no element is undefined: {where}")
+    return out, {**attrs, "axis": axis, "keepdim": keep}
 
 
 def _reduce(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
-    a = shapes[0]
-    keep = bool(attrs.get("keepdim", False))
-    if attrs.get("axis") is None:
-        return ((1,) * len(a) if keep else ()), {**attrs, "axis": None, "keepdim": keep}
-    axis = normalize_axis(attrs["axis"], len(a), a)
-    out = a[:axis] + ((1,) if keep else ()) + a[axis + 1 :]
-    return out, {**attrs, "axis": axis, "keepdim": keep}
+    # the rule of sum and mean (validation runs reduce_shape with the op: infer_node)
+    return reduce_shape("sum", shapes[0], attrs)
 
 
 def _same_axis(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:

@@ -31,6 +31,9 @@ def _fmt(shape: Any) -> str:
 def _require_nchw(name: str, s: Shape) -> None:
     if len(s) != 4:
         raise ConvShapeError(f"operand {name} must be [N, C, H, W] (rank 4), got {name} {_fmt(s)}")
+    # N or C may be 0 (an empty result); a window over an empty plane has nothing to read
+    if s[2] == 0 or s[3] == 0:
+        raise ConvShapeError(f"operand {name} {_fmt(s)} has an empty plane (H and W must be >= 1)")
 
 
 def window_axis(
@@ -111,6 +114,8 @@ def _conv2d(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
     _require_nchw("a", a)
     if len(w) != 4:
         raise ConvShapeError(f"operand w must be [M, C / groups, kH, kW] (rank 4), got w {_fmt(w)}")
+    if w[2] == 0 or w[3] == 0:
+        raise ConvShapeError(f"operand w {_fmt(w)} has an empty kernel (kH and kW must be >= 1)")
     groups = attrs["groups"]
     if a[1] % groups:
         raise ConvShapeError(f"groups {groups} does not divide a {_fmt(a)}'s {a[1]} channels")
@@ -129,6 +134,8 @@ def _conv2d(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
             f"{_fmt(w)}), got {_fmt(shapes[0])}"
         )
     out = (a[0], w[0], *_window_out(a, [w[2], w[3]], attrs))
+    if a[1] == 0 and math.prod(out) > 0:
+        raise ConvShapeError(f"a {_fmt(a)} has no input channel: each result would sum no element")
     _check_macs(out, w[1] * w[2] * w[3])
     return out, attrs
 

@@ -54,12 +54,6 @@ def _slice_shape(shapes: list[Shape], attrs: Attrs) -> Shape:
     normal = []
     for k, entry in enumerate(slices):
         start, stop, step, count = slice_indices(entry, a[k])
-        if count == 0:
-            shown = ", ".join(_js(v) for v in entry)
-            raise SelectShapeError(
-                f"slices[{k}] = [{shown}] selects no element of axis {k} "
-                f"(size {a[k]}); empty selections are refused"
-            )
         out.append(count)
         normal.append([start, None if stop < 0 else stop, step])
     attrs["slices"] = normal
@@ -67,8 +61,9 @@ def _slice_shape(shapes: list[Shape], attrs: Attrs) -> Shape:
 
 
 def _index_axis(shapes: list[Shape], attrs: Attrs) -> int:
+    """The axis normalized against a (a rank-0 a takes 0 or -1, as PyTorch)."""
     a = shapes[0]
-    rank = len(a)
+    rank = max(len(a), 1)
     axis = attrs["axis"]
     if axis < -rank or axis >= rank:
         raise SelectShapeError(
@@ -92,6 +87,27 @@ def _require_within(a: Shape, axis: int, idx: Shape) -> None:
             )
 
 
+def _require_indexable(a: Shape, axis: int, idx: Shape) -> None:
+    """An index into an empty axis is never in range: a non-empty idx along an axis of size
+    0 is refused here, whatever its values (fed indices included)."""
+    extent = 1 if len(a) == 0 else a[axis]
+    if extent == 0 and math.prod(idx) > 0:
+        raise SelectShapeError(
+            f"axis {axis} of a {_fmt(a)} is empty: no index of idx {_fmt(idx)} is in range"
+        )
+
+
+def _require_index_list(a: Shape, idx: Shape) -> None:
+    """The idx of index_select / index_add: rank 1, or for a rank-0 a one element of rank <= 1
+    (PyTorch: an index to a scalar holds one value)."""
+    if len(a) > 0:
+        _require_rank("idx", idx, 1)
+    elif len(idx) > 1 or math.prod(idx) != 1:
+        raise SelectShapeError(
+            f"operand idx must hold one index with rank <= 1 for a rank-0 a, got idx {_fmt(idx)}"
+        )
+
+
 def _require_shape(name: str, got: Shape, want: Shape, what: str) -> None:
     if tuple(got) != tuple(want):
         raise SelectShapeError(f"operand {name} {_fmt(got)} must have {what} {_fmt(want)}")
@@ -110,7 +126,8 @@ def _slice_scatter(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
 def _index_select(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
     axis = _index_axis(shapes, attrs)
     idx = shapes[1]
-    _require_rank("idx", idx, 1)
+    _require_index_list(shapes[0], idx)
+    _require_indexable(shapes[0], axis, idx)
     return tuple(idx[0] if k == axis else d for k, d in enumerate(shapes[0])), attrs
 
 
@@ -123,15 +140,17 @@ def _dequantize_rows(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
 def _gather(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
     axis = _index_axis(shapes, attrs)
     _require_within(shapes[0], axis, shapes[1])
+    _require_indexable(shapes[0], axis, shapes[1])
     return tuple(shapes[1]), attrs
 
 
 def _index_add(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
     axis = _index_axis(shapes, attrs)
     a, idx, src = shapes
-    _require_rank("idx", idx, 1)
+    _require_index_list(a, idx)
     want = tuple(idx[0] if k == axis else d for k, d in enumerate(a))
     _require_shape("src", src, want, "a's shape with axis replaced by len(idx):")
+    _require_indexable(a, axis, idx)
     return a, attrs
 
 
@@ -140,10 +159,15 @@ def _scatter_add(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
     a, idx, src = shapes
     _require_within(a, axis, idx)
     _require_shape("src", src, idx, "idx's shape")
+    _require_indexable(a, axis, idx)
     return a, attrs
 
 
 def _concat(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
+    if len(shapes[0]) == 0:
+        raise SelectShapeError(
+            f"operand tensors[0] {_fmt(shapes[0])} has rank 0; concat needs rank >= 1"
+        )
     axis = _index_axis(shapes, attrs)
     first = shapes[0]
     total = 0

@@ -40,13 +40,19 @@ def index_axis_of(node: Any) -> int:
     return int(node.attrs.get("axis", 0))
 
 
+def axis_extent(a_shape: Any, axis: int) -> int:
+    """The indices an axis takes: its size (a rank-0 a, indexed along axis 0 as PyTorch does:
+    1). Twin of values.mjs axisExtent."""
+    return 1 if len(a_shape) == 0 else int(a_shape[axis])
+
+
 def index_error(
     code: str, node: Any, a_shape: Any, p: int, value: int | None = None
 ) -> GpuLabError:
     """The out-of-range message, at validation (VALIDATION) and from kernels at run time
     (BACKEND; a GPU reports the position only, `value` None): twin of values.mjs indexError."""
     axis = index_axis_of(node)
-    n = a_shape[axis]
+    n = axis_extent(a_shape, axis)
     held = (
         f"an index at idx[{p}] out of range"
         if value is None
@@ -68,7 +74,7 @@ def _check_index_data(node: Any, operands: list[Any]) -> None:
     if idx.op != "input" or idx.data is None:
         return
     a = operands[0].shape
-    n = a[index_axis_of(node)]
+    n = axis_extent(a, index_axis_of(node))
     p = _first_bad(idx.data, n)
     if p is not None:
         raise index_error("VALIDATION", node, a, p, idx.data[p])

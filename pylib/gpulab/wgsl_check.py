@@ -203,6 +203,15 @@ def _label(node: Any) -> str:
 
 
 def wgsl_shape(node: Any, operands: list[Any]) -> tuple[int, ...]:
+    # every input is bound as a buffer, and WebGPU has no zero-size binding
+    empty = next((i for i, n in enumerate(operands) if 0 in n.shape), None)
+    if empty is not None:
+        raise GpuLabError(
+            "VALIDATION",
+            f"{_label(node)}: operand inputs[{empty}] {list(operands[empty].shape)} is empty: "
+            "a zero-size tensor cannot be bound to a student kernel",
+            node.id,
+        )
     return tuple(node.attrs["results"][0]["shape"])
 
 

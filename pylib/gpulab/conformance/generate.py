@@ -157,6 +157,15 @@ def node_shapes(graph: dict) -> dict[int, tuple[int, ...]]:
     return {i: r.value.shape for i, r in evaluate(_every_node(graph)).items()}
 
 
+def _needs_v7(node: dict, shapes: list[Shape], result: Shape) -> bool:
+    """The tensor features (op table `tensor_features`): a result of rank > 4 or with a
+    dimension of 0, an axis on a rank-0 operand a."""
+    spec = OPS[node["op"]]["attrs"].get("axis")
+    axis = node.get("axis", spec.get("default") if spec else None)
+    scalar_axis = spec is not None and axis is not None and len(shapes[0]) == 0
+    return len(result) > 4 or 0 in result or scalar_axis
+
+
 def required_version(graph: dict, shapes: dict[int, tuple[int, ...]] | None = None) -> int:
     """The lowest protocol version the graph's ops, dtypes and their uses need
     (docs/protocol.md: an op's `since`, its result dtype's `since`, the features it uses)."""
@@ -169,6 +178,8 @@ def required_version(graph: dict, shapes: dict[int, tuple[int, ...]] | None = No
         need = max(
             OPS[node["op"]]["since"], dtype_since, 2 if _needs_v2(node, operand_shapes) else 1
         )
+        if _needs_v7(node, operand_shapes, shapes[node["id"]]):
+            need = max(need, 7)
         version = max(version, need)
     return version
 
@@ -2738,6 +2749,13 @@ def autograd_cases() -> list[dict]:
     ]
 
 
+def shape_cases() -> list[dict]:
+    """The version-7 tensor features: cases_shapes.py (it builds on this module's Builder)."""
+    from gpulab.conformance.cases_shapes import shape_cases as build
+
+    return build()
+
+
 FAMILIES: list[Callable[[], list[dict]]] = [
     source_cases,
     binary_cases,
@@ -2778,6 +2796,7 @@ FAMILIES: list[Callable[[], list[dict]]] = [
     pool2d_cases,
     resize_cases,
     window_chain_cases,
+    shape_cases,
 ]
 
 

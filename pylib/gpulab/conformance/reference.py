@@ -308,7 +308,7 @@ def _reshape(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarr
 def _reduce_args(node: Mapping, a: np.ndarray) -> tuple[int | None, bool, int]:
     axis = _attr(node, "axis")
     keepdim = bool(_attr(node, "keepdim"))
-    if axis is None:
+    if axis is None or a.ndim == 0:  # a rank-0 a's axis 0 (or -1) is the whole tensor
         return None, keepdim, a.size
     axis = _norm_axis(int(axis), a.ndim)  # type: ignore[arg-type]
     return axis, keepdim, a.shape[axis]
@@ -320,6 +320,8 @@ def protocol_sum32(a: np.ndarray, axis: int | None, keepdim: bool) -> np.ndarray
     x = a.astype(np.float32)
     moved = x.reshape(-1) if axis is None else np.moveaxis(x, axis, -1)
     n = moved.shape[-1]
+    if moved.size == 0:  # a sum over no element is +0.0 (docs/protocol.md "Zero-size tensors")
+        return np.sum(x, axis=axis, keepdims=keepdim, dtype=np.float32)
     rows = moved.reshape(-1, n)
     chunks = -(-n // REDUCE_LANES)
     # chunk 0 is the lanes' starting +0.0; padding with +0.0 is neutral (a lane that starts at
@@ -367,7 +369,7 @@ def _softmax_axis(node: Mapping, a: np.ndarray) -> int:
 
 def _softmax_parts(a: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, int]:
     """z = a - max and S = sum(exp(z)) along axis (kept), and the lane chain length."""
-    m = np.max(a, axis=axis, keepdims=True)
+    m = np.max(a, axis=axis, keepdims=True, initial=-np.inf)  # (an empty axis: no row)
     z = a - m
     s = np.sum(np.exp(z), axis=axis, keepdims=True)
     return z, s, _lane_chain(a.shape[axis])
@@ -378,7 +380,20 @@ def _times_chain(sm: np.ndarray, z: np.ndarray, chain: int) -> np.ndarray:
     return np.where(sm == 0, 0.0, np.abs(sm) * (np.abs(z) + chain))
 
 
+def _rank0_as_vector(fn: Kernel) -> Kernel:
+    """A rank-0 operand a (axis 0 or -1, as PyTorch's dim of a scalar) is the vector [a]."""
+
+    def run(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        if ops[0].ndim > 0:
+            return fn(node, ops)
+        value, scale = fn({**node, "axis": 0}, [np.reshape(o, (-1,)) for o in ops])
+        return value.reshape(()), np.reshape(scale, ())
+
+    return run
+
+
 @kernel("softmax")
+@_rank0_as_vector
 def _softmax(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     a = ops[0]
     z, s, chain = _softmax_parts(a, _softmax_axis(node, a))
@@ -387,6 +402,7 @@ def _softmax(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarr
 
 
 @kernel("log_softmax")
+@_rank0_as_vector
 def _log_softmax(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     a = ops[0]
     z, s, chain = _softmax_parts(a, _softmax_axis(node, a))
@@ -397,6 +413,8 @@ def _log_softmax(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.n
 @kernel("cross_entropy")
 def _cross_entropy(_: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     a, b = ops
+    if a.size == 0:  # the mean over no row, or over rows of no class: NaN, as PyTorch
+        return np.asarray(np.nan), np.asarray(0.0)
     z, s, chain = _softmax_parts(a, 1)
     log_s = np.log(s)
     ls = z - log_s
@@ -517,7 +535,8 @@ DECODE = {"q4_k": _decode_q4k, "q6_k": _decode_q6k, "q8_0": _decode_q8_0, "q4_0"
 
 def decode_blocks(value: np.ndarray, dtype: str) -> np.ndarray:
     """A block-quantized input's reference ([N, K / block, bytes]) as its float values [N, K]."""
-    return DECODE[dtype](value).reshape(value.shape[0], -1)
+    decoded = DECODE[dtype](value)  # [N, blocks, elements]: N may be 0
+    return decoded.reshape(decoded.shape[0], decoded.shape[1] * decoded.shape[2])
 
 
 @kernel("dequantize")
@@ -903,6 +922,7 @@ def _slice_scatter(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np
 
 
 @kernel("index_select")
+@_rank0_as_vector
 def _index_select(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     a, idx = ops
     out = np.take(a, idx.astype(np.int64), axis=_v4_axis(node, a.ndim))
@@ -910,6 +930,7 @@ def _index_select(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.
 
 
 @kernel("gather")
+@_rank0_as_vector
 def _gather(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     a, idx = ops
     axis = _v4_axis(node, a.ndim)
@@ -922,6 +943,7 @@ def _gather(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarra
 
 
 @kernel("index_add")
+@_rank0_as_vector
 def _index_add(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     a, idx, src = ops
     axis = _v4_axis(node, a.ndim)
@@ -936,6 +958,7 @@ def _index_add(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.nda
 
 
 @kernel("scatter_add")
+@_rank0_as_vector
 def _scatter_add(node: Mapping, ops: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     a, idx, src = ops
     axis = _v4_axis(node, a.ndim)

@@ -397,7 +397,7 @@ def _expand(cx: NodeCtx) -> list[Value]:
     for x, y in zip(a, b):
         if x != y and 1 not in (x, y):
             raise cx.invalid(f"shape {list(t.shape)} does not broadcast to {target}")
-        out.append(max(x, y) if 1 in (x, y) else x)
+        out.append((y if x == 1 else x) if 1 in (x, y) else x)
     _no_empty(cx, out)
     return [via_int(t, lambda x: F.onnx_expand(x, out))]
 
