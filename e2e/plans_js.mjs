@@ -4,6 +4,7 @@
 // set, and writes {name: [plan or {error: {code, message}} per limit set]} on stdout.
 import { validateGraph } from '../backends-js/src/validate.mjs';
 import { planGraph } from '../backends-js/src/planner.mjs';
+import { loweredChecked } from '../backends-js/src/lowering.mjs';
 
 async function readStdin() {
   const chunks = [];
@@ -29,7 +30,7 @@ async function main() {
     const checked = attempt(() => validateGraph(graph));
     out[name] = limits.map((/** @type {Record<string, number>} */ lim) => (
       'error' in /** @type {object} */ (checked) ? checked
-        : attempt(() => planGraph(/** @type {any} */ (checked), lim))));
+        : attempt(() => planGraph(/** @type {any} */ (loweredChecked(/** @type {any} */ (checked))), lim))));
   }
   process.stdout.write(JSON.stringify(out));
 }

@@ -25,6 +25,7 @@ from gpulab.conformance.generate import values
 from gpulab.conformance.runner import load_cases
 from gpulab.errors import GpuLabError
 from gpulab.kernel_table import family_ops, graph_version, plain_ops, scalar_attrs
+from gpulab.lowering import lowered_checked
 from gpulab.native.planner import plan_graph
 from gpulab.protocol import validate
 
@@ -178,7 +179,7 @@ def _python_plans(graph: dict) -> list[Any]:
     plans: list[Any] = []
     for limits in LIMIT_SETS:
         try:
-            plans.append(plan_graph(checked, limits))
+            plans.append(plan_graph(lowered_checked(checked), limits))  # what executors get
         except GpuLabError as err:
             plans.append({"error": {"code": err.code}})
     return plans

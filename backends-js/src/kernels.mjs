@@ -5,6 +5,7 @@
 // device work. A missing kernel is a fact the registry reports, never a load failure.
 import { GpuLabError } from './errors.mjs';
 import { opSpec } from './optable.mjs';
+import { loweredChecked } from './lowering.mjs';
 
 /**
  * A registered kernel: its op, its backend, the dtypes it handles, and whatever the backend's
@@ -126,13 +127,15 @@ export function opKernelDtypes(op) {
  * Which nodes of a checked graph `backend` has no kernel for.
  * @param {string} backend
  * @param {{nodes: {id: number, op: string, operands: number[], dtype?: string}[],
- *   order: number[], byId: Map<number, any>}} checked
+ *   order: number[], byId: Map<number, any>}} given
  * @param {{without?: Iterable<string>}} [options] without: `op` or `op:dtype` entries to treat
  *   as having no kernel (a test hook: the runtime's hooks.withoutKernels)
  * @returns {Support}
  */
-export function supportsGraph(backend, checked, { without = [] } = {}) {
+export function supportsGraph(backend, given, { without = [] } = {}) {
   const hidden = new Set(without);
+  // judged on what the kernels will see: zero-size tensors gone, ranks past 4 coalesced
+  const checked = /** @type {any} */ (loweredChecked(/** @type {any} */ (given)));
   /** @type {Missing[]} */
   const missing = [];
   for (const id of checked.order) {
@@ -148,7 +151,10 @@ export function supportsGraph(backend, checked, { without = [] } = {}) {
       missing.push({ id, op: node.op, dtype, reason: `no ${node.op} kernel at ${at}`, at });
     }
   }
-  return { ok: missing.length === 0, missing };
+  // a reshape the lowering made is named by the graph's node that reads it
+  const own = missing.filter((m) => given.byId.has(m.id));
+  const named = own.length > 0 ? own : missing;
+  return { ok: named.length === 0, missing: named };
 }
 
 /**

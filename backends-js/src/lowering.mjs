@@ -15,6 +15,7 @@
 import { GpuLabError } from './errors.mjs';
 import { opSpec } from './optable.mjs';
 import { allocTyped } from './dtypes.mjs';
+import { lowerRank } from './lowering-rank.mjs';
 
 /**
  * @typedef {import('./validate.mjs').CheckedGraph} CheckedGraph
@@ -101,10 +102,27 @@ function overRank0(node, byId, fresh) {
 }
 
 /**
- * The graph a backend runs, or null when `checked` needs no lowering.
+ * The graph a backend runs, or null when `checked` needs no lowering: zero-size tensors and
+ * rank-0 axes first, then ranks past 4 (lowering-rank.mjs).
  * @param {CheckedGraph} checked @returns {Lowered|null}
  */
 export function lowerGraph(checked) {
+  const first = lowerEmpty(checked);
+  const ranked = lowerRank(first ? first.checked : checked);
+  if (!ranked) return first;
+  return { checked: ranked, empty: first ? first.empty : new Map() };
+}
+
+/** The graph a backend's kernels see (what `supports` judges). @param {CheckedGraph} checked */
+export function loweredChecked(checked) {
+  return lowerGraph(checked)?.checked ?? checked;
+}
+
+/**
+ * Zero-size tensors and rank-0 axes lowered, or null when the graph has neither.
+ * @param {CheckedGraph} checked @returns {Lowered|null}
+ */
+function lowerEmpty(checked) {
   const { byId } = checked;
   const needs = checked.nodes.some((n) => isEmpty(n.shape) || rank0Kind(n, byId));
   if (!needs) return null;

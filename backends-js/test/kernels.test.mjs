@@ -93,17 +93,18 @@ test('an int32 input is a node at int32: a backend whose input kernel is float32
 });
 
 test('a kernel handles rank <= 4 unless it says more: a higher rank is UNSUPPORTED by name', () => {
-  const nodes = [{ id: 0, op: 'input', shape: [1, 2, 1, 2, 1], data: [1, 2, 3, 4] },
-    { id: 1, op: 'relu', a: 0 }];
+  // five axes that no permute keeps adjacent: no view of rank <= 4 (lowering-rank.mjs)
+  const nodes = [{ id: 0, op: 'input', shape: [2, 3, 2, 3, 2], data: new Array(72).fill(1) },
+    { id: 1, op: 'permute', a: 0, dims: [4, 2, 0, 3, 1] }];
   const checked = validateGraph({ version: 7, nodes, outputs: [{ name: 'r', id: 1 }] });
-  registerKernel({ op: 'input', backend: 'test-f', maxRank: 8 });
-  registerKernel({ op: 'relu', backend: 'test-f' });
+  registerKernel({ op: 'input', backend: 'test-f' });
+  registerKernel({ op: 'reshape', backend: 'test-f', maxRank: 8 });
+  registerKernel({ op: 'permute', backend: 'test-f' });
   const { missing } = supportsGraph('test-f', checked);
-  assert.deepEqual(missing, [{ id: 1, op: 'relu', dtype: 'float32', reason: 'no relu kernel at rank 5',
+  assert.deepEqual(missing, [{ id: 1, op: 'permute', dtype: 'float32', reason: 'no permute kernel at rank 5',
     at: 'rank 5' }]);
-  assert.match(unsupportedError('test-f', missing).message, /^test-f has no kernel for relu at rank 5 \(node 1\)$/);
-  registerKernel({ op: 'input', backend: 'test-g', maxRank: 8 });
-  registerKernel({ op: 'relu', backend: 'test-g', maxRank: 8 });
+  assert.match(unsupportedError('test-f', missing).message, /^test-f has no kernel for permute at rank 5 \(node 1\)$/);
+  for (const op of ['input', 'reshape', 'permute']) registerKernel({ op, backend: 'test-g', maxRank: 8 });
   assert.deepEqual(supportsGraph('test-g', checked), { ok: true, missing: [] });
   assert.deepEqual(supportsGraph('cpu', checked), { ok: true, missing: [] }, 'the JS CPU walks any rank');
 });

@@ -28,6 +28,7 @@ from typing import Any
 from . import optable
 from .dtypes import TYPECODE, alloc_typed
 from .errors import GpuLabError
+from .lowering_rank import lower_rank
 from .protocol import CheckedGraph, CheckedNode
 
 # ops that read an axis of operand a: on a rank-0 a they run on a [1] view of it
@@ -145,7 +146,23 @@ def _over_rank0(
 
 
 def lower_graph(checked: CheckedGraph) -> Lowered | None:
-    """The graph an executor runs, or None when `checked` needs no lowering."""
+    """The graph an executor runs, or None when `checked` needs no lowering: zero-size
+    tensors and rank-0 axes first, then ranks past 4 (lowering_rank.py)."""
+    first = _lower_empty(checked)
+    ranked = lower_rank(first.checked if first else checked)
+    if ranked is None:
+        return first
+    return Lowered(ranked, first.empty if first else {})
+
+
+def lowered_checked(checked: CheckedGraph) -> CheckedGraph:
+    """The graph an executor's kernels see (what `supports` judges)."""
+    lowered = lower_graph(checked)
+    return lowered.checked if lowered else checked
+
+
+def _lower_empty(checked: CheckedGraph) -> Lowered | None:
+    """Zero-size tensors and rank-0 axes lowered, or None when the graph has neither."""
     by_id = checked.by_id
     if not any(_is_empty(n.shape) or _rank0_kind(n, by_id) for n in checked.nodes):
         return None

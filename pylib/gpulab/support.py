@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import GpuLabError
+from .lowering import lowered_checked
 from .protocol import CheckedGraph, CheckedNode
 
 
@@ -82,6 +83,9 @@ def check_kernels(
     `default_rank`)."""
     table = dtypes or {}
     rank_of = ranks or {}
+    # judged on what the kernels will see: zero-size tensors gone, ranks past 4 coalesced
+    given = checked.by_id
+    checked = lowered_checked(checked)
 
     def reason(node: CheckedNode) -> str | None:
         if node.op not in ops:
@@ -96,7 +100,10 @@ def check_kernels(
             return no_kernel(node.op, f"rank {rank}")
         return None
 
-    return check_graph(checked, reason)
+    found = check_graph(checked, reason)
+    # a reshape the lowering made is named by the graph's node that reads it
+    own = [m for m in found.missing if m["id"] in given]
+    return Support(own or found.missing)
 
 
 def no_kernel(op: str, dtype: str | None = None) -> str:
