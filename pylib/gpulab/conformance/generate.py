@@ -2756,6 +2756,13 @@ def shape_cases() -> list[dict]:
     return build()
 
 
+def rank_cases() -> list[dict]:
+    """Rank 5 to 8: cases_rank.py (it builds on this module's Builder)."""
+    from gpulab.conformance.cases_rank import rank_cases as build
+
+    return build()
+
+
 FAMILIES: list[Callable[[], list[dict]]] = [
     source_cases,
     binary_cases,
@@ -2797,6 +2804,7 @@ FAMILIES: list[Callable[[], list[dict]]] = [
     resize_cases,
     window_chain_cases,
     shape_cases,
+    rank_cases,
 ]
 
 
