@@ -21,7 +21,7 @@ import { loweredChecked } from './lowering.mjs';
 export const DEFAULT_DTYPES = Object.freeze(['float32']);
 
 /**
- * Every kernel handles tensors of rank <= 4 (the rank of protocol versions 1 to 6) until it says
+ * Every kernel handles tensors of rank <= 4 (the rank of protocol versions 1 to 7) until it says
  * otherwise (`maxRank`); a node with a tensor of a higher rank is UNSUPPORTED on a backend whose
  * kernel for its op does not say so ("webgl2 has no kernel for permute at rank 5").
  */

@@ -24,7 +24,7 @@ import { sliceIndices } from './shapes-select.mjs';
  *   a node rewritten: its operands' views (null: as the operand is), attrs, its result's view
  */
 
-/** The rank every kernel handles (protocol versions 1 to 6): kernels.mjs DEFAULT_MAX_RANK. */
+/** The rank every kernel handles (protocol versions 1 to 7): kernels.mjs DEFAULT_MAX_RANK. */
 export const KERNEL_RANK = 4;
 /** The dtypes every lane's reshape takes (a view or a copy of 32-bit words). */
 export const RESHAPE_DTYPES = ['float32', 'int32'];

@@ -147,6 +147,7 @@ export const SELECT_RULES = {
   dequantize_rows(ctx) {
     const idx = ctx.shapes[1];
     requireRank(ctx, 'idx', idx, 1);
+    requireIndexable(ctx, 0, idx);
     return [idx[0], ctx.shapes[0][1]];
   },
 

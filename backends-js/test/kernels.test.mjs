@@ -96,7 +96,7 @@ test('a kernel handles rank <= 4 unless it says more: a higher rank is UNSUPPORT
   // five axes that no permute keeps adjacent: no view of rank <= 4 (lowering-rank.mjs)
   const nodes = [{ id: 0, op: 'input', shape: [2, 3, 2, 3, 2], data: new Array(72).fill(1) },
     { id: 1, op: 'permute', a: 0, dims: [4, 2, 0, 3, 1] }];
-  const checked = validateGraph({ version: 7, nodes, outputs: [{ name: 'r', id: 1 }] });
+  const checked = validateGraph({ version: 8, nodes, outputs: [{ name: 'r', id: 1 }] });
   registerKernel({ op: 'input', backend: 'test-f' });
   registerKernel({ op: 'reshape', backend: 'test-f', maxRank: 8 });
   registerKernel({ op: 'permute', backend: 'test-f' });

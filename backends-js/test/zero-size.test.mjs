@@ -8,7 +8,7 @@ import { createRuntime } from '../src/runtime.mjs';
 import { validateGraph } from '../src/validate.mjs';
 import { lowerGraph, prepareLowered } from '../src/lowering.mjs';
 
-const V = 7;
+const V = 8;
 const out = (...ids) => ids.map((id) => ({ name: `o${id}`, id }));
 
 /** A backend that records the checked graphs it is given and never runs anything. */

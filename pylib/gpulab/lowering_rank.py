@@ -28,7 +28,7 @@ from .protocol import CheckedGraph, CheckedNode
 from .shapes_select import slice_indices
 
 Shape = tuple[int, ...]
-# the rank every kernel handles (protocol versions 1 to 6); support.DEFAULT_MAX_RANK
+# the rank every kernel handles (protocol versions 1 to 7); support.DEFAULT_MAX_RANK
 KERNEL_RANK = 4
 # a node rewritten: its operands' views (None: as the operand is), its attrs and its result's view
 Plan = tuple[list[Shape | None], dict[str, Any], Shape]

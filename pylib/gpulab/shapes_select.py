@@ -134,6 +134,7 @@ def _index_select(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
 def _dequantize_rows(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
     """Rows idx of a block-quantized [N, K] (its input node checked the rank and K) -> [M, K]."""
     _require_rank("idx", shapes[1], 1)
+    _require_indexable(shapes[0], 0, shapes[1])
     return (shapes[1][0], shapes[0][1]), attrs
 
 

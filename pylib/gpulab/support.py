@@ -59,7 +59,7 @@ def check_graph(checked: CheckedGraph, has_kernel: Callable[[CheckedNode], str |
 
 
 FLOAT32_ONLY = ("float32",)
-# Every kernel handles tensors of rank <= 4 (the rank of protocol versions 1 to 6) until it says
+# Every kernel handles tensors of rank <= 4 (the rank of protocol versions 1 to 7) until it says
 # otherwise (`ranks[op]`): twin of kernels.mjs DEFAULT_MAX_RANK.
 DEFAULT_MAX_RANK = 4
 

@@ -145,7 +145,7 @@ def test_nested_lists_infer_shape_and_ragged_is_refused():
         g.tensor([1, 2, 3], shape=[2, 2])
     assert info.value.code == "VALIDATION" and "3 values" in info.value.message
     assert g.tensor([]).shape == (0,) and g.tensor([[], []]).shape == (2, 0)  # zero-size
-    assert g.tensor([[[[[1]]]]]).shape == (1, 1, 1, 1, 1)  # rank 5 (version 7)
+    assert g.tensor([[[[[1]]]]]).shape == (1, 1, 1, 1, 1)  # rank 5 (version 8)
     with pytest.raises(GpuLabError) as info:
         g.tensor([[[[[[[[[1]]]]]]]]])
     assert info.value.code == "LIMIT"

@@ -19,7 +19,7 @@ from gpulab.protocol import validate
 from gpulab.support import check_kernels
 
 ROOT = Path(__file__).resolve().parents[2]
-V = 7
+V = 8
 
 
 def _out(*ids: int) -> list[dict]:

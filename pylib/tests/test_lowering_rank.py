@@ -12,7 +12,7 @@ from gpulab.lowering import lower_graph
 from gpulab.lowering_rank import KERNEL_RANK, coalesce_broadcast
 from gpulab.protocol import validate
 
-V = 7
+V = 8
 
 
 def _ranks(graph: dict) -> list[tuple[int, str, int]]:

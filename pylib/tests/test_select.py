@@ -32,7 +32,7 @@ X = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
         (None, 2, Ellipsis, None, 1),
         (-1, -1, -1),
         (slice(2, -5, -1),),
-        (slice(2, 2),),  # an empty selection (version 7)
+        (slice(2, 2),),  # an empty selection (version 8)
         (slice(None), slice(3, 1)),
     ],
 )

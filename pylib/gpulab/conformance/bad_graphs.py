@@ -204,7 +204,7 @@ def attr_rows() -> list[dict]:
     rows += [
         row(
             "attr/rank_9",
-            graph([{"id": 0, "op": "full", "shape": [1] * 9, "value": 1}], version=7),
+            graph([{"id": 0, "op": "full", "shape": [1] * 9, "value": 1}], version=8),
             "LIMIT",
             0,
         ),
@@ -1061,13 +1061,13 @@ def v4_rows() -> list[dict]:
             5,
             "has rank 2",
         ),
-        # an empty selection is a zero-size result: version 7 (bad_graphs_shapes.py)
+        # an empty selection is a zero-size result: version 8 (bad_graphs_shapes.py)
         row(
-            "v4/slice_empty_needs_v7",
+            "v4/slice_empty_needs_v8",
             v4({**sl, "slices": [[2, 2, 1], [N, N, 1]]}),
             "UNSUPPORTED_VERSION",
             5,
-            "version 7",
+            "version 8",
         ),
         row(
             "v4/slice_scatter_src_shape",

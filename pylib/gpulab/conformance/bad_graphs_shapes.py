@@ -1,4 +1,4 @@
-"""Bad graphs of the version-7 tensor features (docs/protocol.md "Zero-size tensors", "Rank-0
+"""Bad graphs of the version-8 tensor features (docs/protocol.md "Zero-size tensors", "Rank-0
 axes"): each feature at a version that does not know it, rank 9, and the zero-size graphs whose
 result would be undefined (an extreme over no element, an index into an empty axis, -1 beside
 a 0, a window op over an empty plane, a student kernel bound to an empty tensor).
@@ -10,7 +10,7 @@ from typing import Any
 
 from gpulab.conformance.bad_graphs import Node, graph, inp, row
 
-V7 = 7
+V8 = 8
 SAXPY = """struct Params { a: f32, n: u32 }
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read> y: array<f32>;
@@ -29,7 +29,7 @@ def ints(node_id: int, shape: list[int], data: list[int]) -> Node:
 
 
 def _on(op: str, *inputs: Node, **attrs: Any) -> dict:
-    """op over the inputs (operands a, idx, src / a, w in that order), at version 7."""
+    """op over the inputs (operands a, idx, src / a, w in that order), at version 8."""
     names = {
         1: ["a"],
         2: ["a", "w"] if op == "conv2d" else ["a", "idx"],
@@ -38,11 +38,11 @@ def _on(op: str, *inputs: Node, **attrs: Any) -> dict:
     node = {"id": 9, "op": op, **{n: i["id"] for n, i in zip(names, inputs, strict=True)}, **attrs}
     if op == "conv2d":
         node["bias"] = []
-    return graph([*inputs, node], version=V7)
+    return graph([*inputs, node], version=V8)
 
 
 def version_rows() -> list[dict]:
-    """A version-7 feature in a graph that declares 6: refused as a version, naming the node."""
+    """A version-8 feature in a graph that declares 7: refused as a version, naming the node."""
     scalar = inp(0, [], [1.5])
     return [
         row(
@@ -83,13 +83,13 @@ def rank_rows() -> list[dict]:
     """max_rank is 8: a shape, a reshape or a student result of rank 9 is LIMIT."""
     return [
         row(
-            "limit/input_rank_9", graph([inp(0, [1] * 9, [0])], version=V7), "LIMIT", 0, "max_rank"
+            "limit/input_rank_9", graph([inp(0, [1] * 9, [0])], version=V8), "LIMIT", 0, "max_rank"
         ),
         row(
             "limit/reshape_rank_9",
             graph(
                 [inp(0, [2]), {"id": 1, "op": "reshape", "a": 0, "shape": [1] * 8 + [2]}],
-                version=V7,
+                version=V8,
             ),
             "LIMIT",
             1,
@@ -102,7 +102,7 @@ def rank_rows() -> list[dict]:
                     {"id": 0, "op": "input", "shape": [], "dtype": "uint32", "data": [0]},
                     {"id": 1, "op": "hash_uniform", "counter": 0, "shape": [1] * 9},
                 ],
-                version=V7,
+                version=V8,
             ),
             "LIMIT",
             1,
@@ -187,6 +187,17 @@ def empty_rows() -> list[dict]:
             "empty",
         ),
         row(
+            "empty/dequantize_rows_of_an_empty_table",
+            _on(
+                "dequantize_rows",
+                {"id": 0, "op": "input", "shape": [0, 32], "dtype": "q8_0", "data": {"base64": ""}},
+                ints(1, [2], [0, 0]),
+            ),
+            "VALIDATION",
+            9,
+            "empty",
+        ),
+        row(
             "empty/conv2d_without_input_channels",
             _on("conv2d", inp(0, [1, 0, 4, 4], []), inp(1, [2, 0, 3, 3], [])),
             "VALIDATION",
@@ -237,7 +248,7 @@ def empty_rows() -> list[dict]:
                         "params": {"a": 2.0, "n": 4},
                     },
                 ],
-                version=V7,
+                version=V8,
             ),
             "VALIDATION",
             5,
@@ -283,7 +294,7 @@ def scalar_axis_rows() -> list[dict]:
             "scalar_axis/concat_rank_0",
             graph(
                 [s, inp(1, [], [1.0]), {"id": 9, "op": "concat", "tensors": [0, 1], "axis": 0}],
-                version=V7,
+                version=V8,
             ),
             "VALIDATION",
             9,

@@ -1,4 +1,4 @@
-"""Corpus cases of rank 5 to 8 (docs/protocol.md "Rank 5 to 8", version 7): every family at a
+"""Corpus cases of rank 5 to 8 (docs/protocol.md "Rank 5 to 8", version 8): every family at a
 rank past 4, small shapes (rank 8 of 2x1x3x1x2x1x2x3 is 72 elements). Each one coalesces to
 rank <= 4 (gpulab.lowering_rank), so every lane runs it on its rank-4 kernels; the numpy
 reference computes it at its own rank. generate.py lists `rank_cases` among its families.

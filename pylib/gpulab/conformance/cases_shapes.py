@@ -141,6 +141,13 @@ def _dequantize(b: Builder) -> None:
     _outs(b, b.op("dequantize", b.quantized("q4_k", [0, 256], b"")))
 
 
+def _dequantize_rows(b: Builder) -> None:
+    # no row asked of an empty table, nor of a table of one row (its blocks all zero)
+    no_idx = _empty(b, [0], "int32")
+    _outs(b, b.op("dequantize_rows", b.quantized("q8_0", [0, 32], b""), no_idx))
+    _outs(b, b.op("dequantize_rows", b.quantized("q4_0", [1, 32], bytes(18)), no_idx))
+
+
 def _optimizer(op: str) -> Build:
     return lambda b: _outs(b, b.op(op, _empty(b, [0, 2]), _empty(b, [0, 2]), **_scalar_attrs(op)))
 
@@ -259,6 +266,7 @@ BY_OP: dict[str, Build] = {
     ),
     "matmul_q": _matmul_q,
     "dequantize": _dequantize,
+    "dequantize_rows": _dequantize_rows,
     "adam_update": _adam_update,
     "slice": _slice,
     "slice_scatter": _slice_scatter,

@@ -157,7 +157,7 @@ def node_shapes(graph: dict) -> dict[int, tuple[int, ...]]:
     return {i: r.value.shape for i, r in evaluate(_every_node(graph)).items()}
 
 
-def _needs_v7(node: dict, shapes: list[Shape], result: Shape) -> bool:
+def _needs_v8(node: dict, shapes: list[Shape], result: Shape) -> bool:
     """The tensor features (op table `tensor_features`): a result of rank > 4 or with a
     dimension of 0, an axis on a rank-0 operand a."""
     spec = OPS[node["op"]]["attrs"].get("axis")
@@ -178,8 +178,8 @@ def required_version(graph: dict, shapes: dict[int, tuple[int, ...]] | None = No
         need = max(
             OPS[node["op"]]["since"], dtype_since, 2 if _needs_v2(node, operand_shapes) else 1
         )
-        if _needs_v7(node, operand_shapes, shapes[node["id"]]):
-            need = max(need, 7)
+        if _needs_v8(node, operand_shapes, shapes[node["id"]]):
+            need = max(need, 8)
         version = max(version, need)
     return version
 
