@@ -105,7 +105,7 @@ def prepare_site(root: Path) -> MemoryFiles:
 
 @dataclass
 class HostCheck:
-    """The first route: a request whose Host header does not name this server gets 403 (a
+    """The route before the files: a request whose Host header does not name this server gets 403 (a
     foreign name resolving to 127.0.0.1 must not read the site through a student's browser);
     `allowed` is filled once the server has its port."""
 
@@ -172,8 +172,8 @@ def serve(
     hosts = HostCheck()
     endpoint = ExecuteEndpoint(set(), run, quotas=quotas)
     routes: list[Route] = [
-        hosts,
-        endpoint,
+        endpoint,  # checks Host itself, answering the API's JSON PERMISSION
+        hosts,  # every other path
         generated,
         ModelFiles(),  # /models/all-MiniLM-L6-v2/...: the installed checkpoint
         Mount("/backends-js/", root / "backends-js"),

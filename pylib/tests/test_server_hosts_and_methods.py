@@ -43,6 +43,15 @@ def test_static_files_answer_only_this_servers_host(port, path):
         assert request(port, "GET", path)[0] == 200
 
 
+def test_the_api_answers_a_foreign_host_with_its_own_json_permission_error(port):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("POST", "/api/execute", body=b"{}", headers={"Host": f"evil.example:{port}"})
+    response = conn.getresponse()
+    body = response.read()
+    conn.close()
+    assert response.status == 403 and b'"code": "PERMISSION"' in body and b"evil.example" in body
+
+
 @pytest.mark.parametrize("method", ["PUT", "DELETE", "PATCH", "OPTIONS"])
 def test_other_methods_on_the_api_answer_405_with_allow(port, method):
     status, headers, body = request(
