@@ -22,6 +22,7 @@ from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
 
 from ..errors import GpuLabError
 from ..graph import Graph, Tensor
+from .packing import Slot, pack
 from .table import ATEN_TABLE, Ctx, name, protocol_dtype, refusal
 
 
@@ -69,8 +70,9 @@ class Lowered:
     graph: Graph
     inputs: list[Tensor | None]  # per placeholder: its Tensor (None: not used)
     fed: list[int]  # placeholder indices fed every call
-    outputs: dict[str, Tensor]  # protocol outputs by name
+    outputs: dict[str, Tensor]  # protocol outputs by name (packed past max_outputs)
     specs: list[OutSpec]
+    slots: dict[str, Slot] = field(default_factory=dict)  # a spec's name -> its packed place
 
 
 MakeInput = Callable[[Graph, int, torch.fx.Node], Tensor]
@@ -104,12 +106,13 @@ def lower(gm: torch.fx.GraphModule, make_input: MakeInput = fed_input) -> Lowere
             env[node] = _call(g, node, env)
         elif node.op == "output":
             outputs, specs = _outputs(node.args[0], env, input_ids)
+            outputs, slots = pack(outputs)
     fed = [
         i
         for i, t in enumerate(inputs)
         if t is not None and t.op == "input" and g._nodes[t.id].get("data") is None
     ]
-    return Lowered(g, inputs, fed, outputs, specs)
+    return Lowered(g, inputs, fed, outputs, specs, slots)
 
 
 def _constant(g: Graph, value: Any) -> Tensor:

@@ -10,6 +10,7 @@ when a static input changed (its storage or its version counter: an in-place upd
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ import torch.fx
 from ..errors import GpuLabError
 from ..graph import Graph, Tensor
 from .lower import Lowered, fed_input, lower
+from .packing import Slot
 from .table import protocol_dtype
 
 INT32 = np.iinfo(np.int32)
@@ -118,7 +120,9 @@ class CompiledGraph:
         device = _device(args)
         out = []
         for spec in self._lowered.specs:
-            if spec.kind == "tensor":
+            if spec.kind == "tensor" and spec.name in self._lowered.slots:
+                out.append(_unpack(outputs, self._lowered.slots[spec.name], spec.dtype, device))
+            elif spec.kind == "tensor":
                 out.append(to_torch(outputs[spec.name], spec.dtype, device))
             elif spec.kind == "input":
                 out.append(args[spec.index])
@@ -189,6 +193,14 @@ class CompiledGraph:
         if self._session is not None:
             self._session.dispose()
             self._session = None
+
+
+def _unpack(outputs: dict[str, Any], slot: Slot, dtype: Any, device: torch.device) -> Any:
+    """An output packed past max_outputs (packing.py): its slice of the pack, reshaped."""
+    flat = np.asarray(outputs[slot.pack]["array"]).reshape(-1)
+    size = math.prod(slot.shape)
+    part = flat[slot.offset : slot.offset + size].reshape(slot.shape)
+    return to_torch({"array": part}, dtype, device)
 
 
 def _constant_input(g: Graph, value: Any, node: torch.fx.Node) -> Tensor:
