@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 from ..errors import GpuLabError
 from ..graph import Graph, Tensor
+from .attrs import COMMON, WIDENS, Spec
+from .limits import LIMITS
 from .proto import ATTR_TYPES, DATA_TYPES, Attribute, Node
 from .values import NARROW_INTS, Const, Value, dtype_of, materialize, tensor_const
 
@@ -42,14 +44,24 @@ _MISSING = object()
 @dataclass
 class Op:
     """An operator's lowering: `fn(cx) -> [values]`, the attributes it reads (any other one is
-    refused at load naming it), which inputs must be known at load, and the opsets it has
-    these semantics in (`since` .. `until`, None = to the latest)."""
+    refused at load naming it), which inputs must be known at load, the opsets it has these
+    semantics in (`since` .. `until`, None = to the latest), and the specs of its attributes
+    whose type or range differs from the name's usual one (attrs.COMMON)."""
 
     fn: Callable[[NodeCtx], list[Value]]
     attrs: frozenset[str] = field(default_factory=frozenset)
     const_inputs: tuple[int, ...] = ()
     since: int = 1
     until: int | None = None
+    types: Mapping[str, Spec] = field(default_factory=dict)
+    specs: dict[str, Spec] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        unread = sorted(set(self.types) - set(self.attrs))
+        if unread:
+            raise ValueError(f"specs for attributes the op does not read: {unread}")
+        # every attribute an op reads has a spec: a name missing from COMMON fails at import
+        self.specs = {name: self.types.get(name) or COMMON[name] for name in self.attrs}
 
     def __call__(self, cx: NodeCtx) -> list[Value]:
         if cx.opset < self.since:
@@ -61,6 +73,7 @@ class Op:
             raise cx.fail(
                 f"{cx.node.op_type} of opset {cx.opset} (supported: {self.since}-{self.until})"
             )
+        cx.specs = self.specs
         for name in cx.node.attrs:
             if name not in self.attrs:
                 raise cx.fail(f"attribute {name!r} is not supported")
@@ -92,6 +105,7 @@ class NodeCtx:
         named = f" {node.name!r}" if node.name else ""
         self.label = f"node {index}{named} ({node.op_type})"
         self.macs = 0
+        self.specs: Mapping[str, Spec] = {}  # the op's attribute specs (set by Op.__call__)
 
     # -- refusals --------------------------------------------------------------------------
 
@@ -138,14 +152,56 @@ class NodeCtx:
             )
         return v
 
-    def ints(self, i: int, what: str = "") -> list[int]:
+    def ints(self, i: int, what: str = "", most: int | None = None) -> list[int]:
+        """A known-at-load integer input's values; `most` bounds how many (a shape, axes or
+        pads: the rank limit), checked before they are read."""
         c = self.c(i, what)
         if c.dtype not in ("int32", "int64"):
             raise self.fail(f"input {i} ({what}) must hold integers, holds {c.dtype}")
+        if most is not None:
+            self.at_most(c.size, most, f"input {i} ({what})")
         return c.ints()
 
-    def floats(self, i: int, what: str = "") -> list[float]:
-        return [float(x) for x in self.c(i, what).data]
+    def floats(self, i: int, what: str = "", most: int | None = None) -> list[float]:
+        c = self.c(i, what)
+        if most is not None:
+            self.at_most(c.size, most, f"input {i} ({what})")
+        return [float(x) for x in c.data]
+
+    def one(self, i: int, what: str, integer: bool = False) -> int | float:
+        """The one value of a known-at-load input (a count, a bound, a depth)."""
+        c = self.c(i, what)
+        if integer and c.dtype not in ("int32", "int64"):
+            raise self.fail(f"input {i} ({what}) must hold integers, holds {c.dtype}")
+        if c.size != 1:
+            raise self.invalid(f"input {i} ({what}) must hold one value, holds {c.size}")
+        return c.data[0]
+
+    def at_most(self, count: int, most: int, what: str) -> None:
+        """LIMIT when `what` holds more than `most` values (a shape, axes, pads: the rank
+        limit), before they are read."""
+        if count > most:
+            raise self.limit(f"{what} holds {count} values, more than {most}")
+
+    # -- sizes, checked before anything of that size is made --------------------------------
+
+    def limit(self, message: str) -> GpuLabError:
+        return GpuLabError("LIMIT", f"onnx: {self.label}: {message}")
+
+    def elements(self, shape: list[int] | tuple[int, ...], what: str) -> int:
+        """The element count of `shape` (rank first, then the product), or LIMIT naming the
+        node and what would have that shape (max_rank, max_elements)."""
+        if len(shape) > LIMITS["max_rank"]:
+            raise self.limit(f"{what} would have rank {len(shape)} > {LIMITS['max_rank']}")
+        n = 1
+        for d in shape:
+            n *= max(int(d), 0)
+        if n > LIMITS["max_elements"]:
+            raise self.limit(
+                f"{what} would have shape {list(shape)}: {n} elements > max_elements "
+                f"{LIMITS['max_elements']}"
+            )
+        return n
 
     # -- attributes ------------------------------------------------------------------------
 
@@ -153,12 +209,30 @@ class NodeCtx:
         return name in self.node.attrs
 
     def attr(self, name: str, default=_MISSING):
+        """The attribute's value, of the type its spec says and within its range (else
+        VALIDATION naming the node and the attribute), or `default` when it is absent."""
         a = self.node.attrs.get(name)
         if a is None:
             if default is _MISSING:
                 raise self.invalid(f"attribute {name!r} is required")
             return default
-        return self._attr_value(a)
+        spec = self.specs.get(name)
+        if spec is None:
+            return self._attr_value(a)
+        kind = ATTR_TYPES.get(a.type, f"type {a.type}")
+        if a.has_graph or kind in ("GRAPH", "GRAPHS"):
+            raise self.fail(f"attribute {a.name!r} is a subgraph (not supported)")
+        if kind != spec.kind and (spec.kind, kind) not in WIDENS:
+            raise self.invalid(f"attribute {name!r} must be of type {spec.kind}, is {kind}")
+        value = self._attr_value(a)
+        if spec.kind == "FLOAT":
+            value = float(value)
+        elif spec.kind == "FLOATS":
+            value = [float(v) for v in value]
+        why = spec.problem(value)
+        if why is not None:
+            raise self.invalid(f"attribute {name!r} {why}")
+        return value
 
     def _attr_value(self, a: Attribute):
         kind = ATTR_TYPES.get(a.type, "UNDEFINED")

@@ -26,8 +26,27 @@ def strides(shape: Sequence[int]) -> list[int]:
 
 
 def foldable(*values: object) -> bool:
-    """Every value a Const, none too large to fold."""
-    return all(isinstance(v, Const) and v.size <= LIMITS["max_fold_elements"] for v in values)
+    """Every value a Const, none too large to fold, nor their broadcast together (two
+    [65536, 1] x [1, 65536] constants would fold to 2^32 elements)."""
+    most = LIMITS["max_fold_elements"]
+    if not all(isinstance(v, Const) and v.size <= most for v in values):
+        return False
+    shape: tuple[int, ...] | None = ()
+    for v in values:
+        shape = broadcast_shapes(shape, v.shape) if shape is not None else None  # type: ignore[union-attr]
+    return shape is None or math.prod(shape) <= most
+
+
+def _check_fold_size(shape: Sequence[int]) -> None:
+    """A folded result's size, before its values are made (callers check with foldable; this
+    is the backstop)."""
+    n = math.prod(shape)
+    if n > LIMITS["max_fold_elements"]:
+        raise GpuLabError(
+            "LIMIT",
+            f"onnx: a constant of shape {list(shape)} ({n} elements) would be folded at load, "
+            f"more than max_fold_elements {LIMITS['max_fold_elements']}",
+        )
 
 
 def _at(c: Const, index: Sequence[int], shape: Sequence[int]) -> object:
@@ -47,6 +66,7 @@ def elementwise(consts: Sequence[Const], fn: Callable[..., object], dtype: str) 
         raise GpuLabError(
             "VALIDATION", f"onnx: shapes {[list(c.shape) for c in consts]} do not broadcast"
         )
+    _check_fold_size(shape)
     values = [
         fn(*(_at(c, idx, shape) for c in consts))
         for idx in itertools.product(*(range(n) for n in shape))
@@ -56,6 +76,7 @@ def elementwise(consts: Sequence[Const], fn: Callable[..., object], dtype: str) 
 
 def take(c: Const, shape: Sequence[int], source: Callable[[tuple[int, ...]], int]) -> Const:
     """A Const of `shape` whose element at index i is c.data[source(i)] (a flat index)."""
+    _check_fold_size(shape)
     values = [c.data[source(idx)] for idx in itertools.product(*(range(n) for n in shape))]
     return const_of(c.dtype, shape, values)
 

@@ -115,6 +115,21 @@ def _input_specs(
     return specs
 
 
+class LoweredGraph(Graph):
+    """The Graph a model is lowered onto: it refuses a node past the protocol's max_nodes as
+    the node is added (LIMIT), so a lowering that makes a node per step of a size the model
+    gives (a window's taps, a group, a TopK round) stops there instead of building millions;
+    the protocol would refuse such a graph at run anyway."""
+
+    def _append(self, op: str, operands: Any, raw: dict[str, Any]) -> Tensor:
+        if len(self._nodes) >= LIMITS["max_nodes"]:
+            raise GpuLabError(
+                "LIMIT",
+                f"the lowered graph would have more than max_nodes {LIMITS['max_nodes']} nodes",
+            )
+        return super()._append(op, operands, raw)
+
+
 class Model:
     """A loaded ONNX model: `inputs` (name, shape, dtype), `outputs` (names), `run`,
     `prepare`, `to_dict`."""
@@ -151,7 +166,7 @@ class Model:
         self.output_types = {o.name: o.elem_type for o in proto.graph.outputs}
         if not self.outputs:
             raise GpuLabError("VALIDATION", "onnx: the graph has no outputs")
-        g = Graph()
+        g = LoweredGraph()
         placeholders = {
             s.name: g.input(list(s.shape), name=s.name, dtype=s.dtype) for s in self.inputs
         }
@@ -216,7 +231,7 @@ class Model:
         return out
 
     def _trace_with(self, inputs: Mapping[str, Any]) -> tuple[Graph, dict[str, Tensor]]:
-        g = Graph()
+        g = LoweredGraph()
         given = dict(inputs)
         sources = {}
         for s in self.inputs:

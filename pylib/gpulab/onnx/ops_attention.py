@@ -6,17 +6,21 @@ everywhere is 0, as in torch's fused attention)."""
 
 from __future__ import annotations
 
+import array
 import math
 
 from .. import functional as F
 from ..graph import Tensor
+from .attrs import Spec
 from .ctx import NodeCtx, Op
-from .values import Value
+from .values import Value, int_range
 
 
-def _heads(t: Tensor, heads: int) -> Tensor:
+def _heads(cx: NodeCtx, t: Tensor, heads: int, name: str) -> Tensor:
     """[B, S, H*D] -> [B, H, S, D]."""
     b, s, hidden = t.shape
+    if hidden % heads:
+        raise cx.invalid(f"attribute {name!r} = {heads} does not divide {hidden}")
     return t.reshape([b, s, heads, hidden // heads]).permute([0, 2, 1, 3])
 
 
@@ -51,7 +55,8 @@ def _attention(cx: NodeCtx) -> list[Value]:
     three_d = q.ndim == 3
     if three_d:
         hq, hkv = cx.attr("q_num_heads"), cx.attr("kv_num_heads")
-        q, k, v = _heads(q, hq), _heads(k, hkv), _heads(v, hkv)
+        q = _heads(cx, q, hq, "q_num_heads")
+        k, v = _heads(cx, k, hkv, "kv_num_heads"), _heads(cx, v, hkv, "kv_num_heads")
     elif q.ndim != 4:
         raise cx.invalid(f"Q has rank {q.ndim} (3 or 4)")
     past = cx.has(4)
@@ -68,13 +73,14 @@ def _attention(cx: NodeCtx) -> list[Value]:
     # masks known at load: causal, sliding window, padded keys (nonpad_kv_seqlen)
     causal = bool(cx.attr("is_causal", 0))
     left, right = cx.attr("left_window_size", -1), cx.attr("right_window_size", -1)
-    nonpad = cx.ints(6, "nonpad_kv_seqlen") if cx.has(6) else None
+    nonpad = cx.ints(6, "nonpad_kv_seqlen", most=_b) if cx.has(6) else None
     if nonpad is not None and past:
         raise cx.invalid("nonpad_kv_seqlen with past_key")
     past_len = cx.v(4).shape[2] if past else 0
     offsets = [n - sq for n in nonpad] if nonpad is not None else [past_len]
     bias: Tensor | None = None
     if causal or left >= 0 or right >= 0 or nonpad is not None:
+        cx.elements([len(offsets), sq, skv], "the attention mask")
         flags = _allowed(sq, skv, offsets, causal or False, left, right)
         if nonpad is not None:
             flags = [
@@ -96,7 +102,8 @@ def _attention(cx: NodeCtx) -> list[Value]:
     if hq != hkv:
         if hq % hkv:
             raise cx.invalid(f"{hq} query heads for {hkv} key heads")
-        idx = g.tensor([h // (hq // hkv) for h in range(hq)], dtype="int32")
+        group = hq // hkv
+        idx = g.tensor(array.array("i", [h // group for h in int_range(0, hq)]), dtype="int32")
         k, v = k.index_select(1, idx), v.index_select(1, idx)
     scores = (q * root) @ (k * root).transpose()
     cx.macs += scores.size * d + scores.size * v.shape[-1]
@@ -136,5 +143,6 @@ ATTENTION_OPS: dict[str, Op] = {
             }
         ),
         (6,),
+        {"scale": Spec("FLOAT", low=0.0, finite=True)},  # its square root scales Q and K
     ),
 }

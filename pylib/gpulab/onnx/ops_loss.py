@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..graph import Tensor
 from .ctx import NodeCtx, Op
-from .values import Value
+from .values import INT32_MAX, INT32_MIN, Value, int_range
 
 
 def _class_last(x: Tensor) -> Tensor:
@@ -23,12 +23,14 @@ def nll(cx: NodeCtx, logp: Tensor, target: Tensor, weight: Tensor | None) -> Ten
     x = _class_last(logp)
     classes = x.shape[-1]
     labels = target.reshape(list(target.shape) + [1])
-    iota = g.tensor(list(range(classes)), dtype="int32")
+    iota = g.tensor(int_range(0, classes), dtype="int32")
     hot = labels.eq(iota).cast("float32")  # [N, d..., C]; out-of-range labels: all zero
     picked = (x * hot).sum(axis=-1)
     w = (hot * weight).sum(axis=-1) if weight is not None else None
-    if cx.has_attr("ignore_index"):
-        keep = target.ne(g.tensor(cx.attr("ignore_index"), dtype="int32")).cast("float32")
+    ignore = cx.attr("ignore_index", None)
+    # labels are held as int32: an ignore_index outside int32 matches none of them
+    if ignore is not None and INT32_MIN <= ignore <= INT32_MAX:
+        keep = target.ne(g.tensor(ignore, dtype="int32")).cast("float32")
         w = keep if w is None else w * keep
     loss = -picked if w is None else -(picked * w)
     if reduction == "none":

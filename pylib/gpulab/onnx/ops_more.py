@@ -4,14 +4,16 @@ intermediate as the reshape-transpose definition would need)."""
 
 from __future__ import annotations
 
+import array
 import math
 
 from ..graph import Tensor
 from .ctx import NodeCtx, Op
+from .limits import LIMITS
 from .ops_math import _floor_exact, _rounded, f32
 from .ops_nn import _reduce_axes, reduce_axes
 from .ops_shape import _axis, via_int
-from .values import Value
+from .values import Value, int_range
 
 
 def _reduce_prod(cx: NodeCtx) -> list[Value]:
@@ -32,10 +34,12 @@ def _reduce_prod(cx: NodeCtx) -> list[Value]:
 
 def _center_crop_pad(cx: NodeCtx) -> list[Value]:
     t = cx.t(0)
-    target = cx.ints(1, "shape")
+    target = cx.ints(1, "shape", most=LIMITS["max_rank"])
     axes = [_axis(cx, a, t.ndim) for a in cx.attr("axes", list(range(t.ndim)))]
-    if len(axes) != len(target):
+    if len(axes) != len(target) or len(set(axes)) != len(axes):
         raise cx.invalid(f"shape {target} for axes {axes}")
+    if any(d < 1 for d in target):
+        raise cx.fail(f"shape {target}: zero-size and negative sizes are not supported")
     out = t
     for a, want in zip(axes, target):
         have = out.shape[a]
@@ -71,7 +75,7 @@ def _permuted(t: Tensor, out_shape: list[int], source) -> Tensor:
     """out[flat index o] = t[source(n, c, h, w of o)] as one index_select of the flat t."""
     n, c, h, w = out_shape
     st = [t.shape[1] * t.shape[2] * t.shape[3], t.shape[2] * t.shape[3], t.shape[3], 1]
-    idx = []
+    idx = array.array("i")
     for a in range(n):
         for b in range(c):
             for y in range(h):
@@ -136,7 +140,7 @@ def _topk(cx: NodeCtx) -> list[Value]:
     from .ops_shape import concat
 
     x = cx.t(0)
-    k = cx.ints(1, "K")[0]
+    k = int(cx.one(1, "K", integer=True))
     axis = _axis(cx, cx.attr("axis", -1), x.ndim)
     largest = bool(cx.attr("largest", 1))
     if not cx.attr("sorted", 1):
@@ -146,6 +150,11 @@ def _topk(cx: NodeCtx) -> list[Value]:
         raise cx.fail(f"K = {k} for an axis of {n} (zero-size results are not supported)")
     if x.dtype == "bool":
         raise cx.fail("bool input")
+    if 3 * k > LIMITS["max_nodes"]:  # each round: an arg op, a gather, a where
+        raise cx.limit(
+            f"K = {k} rounds of {'argmax' if largest else 'argmin'} would make {3 * k} nodes, "
+            f"more than max_nodes {LIMITS['max_nodes']}"
+        )
     g = cx.g
     worst = (
         (-math.inf if largest else math.inf)
@@ -154,7 +163,7 @@ def _topk(cx: NodeCtx) -> list[Value]:
     )
     shape = [1] * x.ndim
     shape[axis] = n
-    iota = g.tensor(list(range(n)), shape=shape, dtype="int32")
+    iota = g.tensor(int_range(0, n), shape=shape, dtype="int32")
     cur, values, indices = x, [], []
     for _ in range(k):
         idx = g.op("argmax" if largest else "argmin", a=cur, axis=axis, keepdim=True)
@@ -180,10 +189,10 @@ def _scatter_elements(cx: NodeCtx) -> list[Value]:
     # each position written once (ONNX leaves repeated indices undefined for "none"): the
     # updates summed into zeros, taken where some index hit
     g = cx.g
-    zero = 0.0 if data.dtype == "float32" else 0
-    zeros = g.tensor([zero] * data.size, shape=list(data.shape), dtype=data.dtype)
-    ones = g.tensor([1] * updates.size, shape=list(updates.shape), dtype="int32")
-    hits = g.tensor([0] * data.size, shape=list(data.shape), dtype="int32")
+    code = "f" if data.dtype == "float32" else "i"
+    zeros = g.tensor(array.array(code, [0]) * data.size, shape=list(data.shape), dtype=data.dtype)
+    ones = g.tensor(array.array("i", [1]) * updates.size, shape=list(updates.shape), dtype="int32")
+    hits = g.tensor(array.array("i", [0]) * data.size, shape=list(data.shape), dtype="int32")
     hit = hits.scatter_add(axis, idx, ones) > g.tensor(0, dtype="int32")
     placed = zeros.scatter_add(axis, idx, updates)
     return [g.where(hit, placed, data)]
@@ -208,7 +217,7 @@ def _reverse_sequence(cx: NodeCtx) -> list[Value]:
         raise cx.invalid(f"sequence_lens must be [{batch}] integers, is {list(lens.shape)}")
     pair = [1, 1]
     pair[time_axis] = steps
-    t = cx.g.tensor([float(i) for i in range(steps)], shape=pair)
+    t = cx.g.tensor(array.array("f", range(steps)), shape=pair)
     pair = [1, 1]
     pair[batch_axis] = batch
     n = f32(lens).maximum(0.0).minimum(float(steps)).reshape(pair)
@@ -244,11 +253,15 @@ def _rotary(cx: NodeCtx) -> list[Value]:
         if not heads:
             raise cx.invalid("a 3-D input needs num_heads")
         b, s, hidden = x.shape
+        if hidden % heads:
+            raise cx.invalid(f"attribute 'num_heads' = {heads} does not divide {hidden}")
         t = x.reshape([b, s, heads, hidden // heads])
     else:
         raise cx.invalid(f"input of rank {x.ndim} (3 or 4)")
     b, s, _h, d = t.shape
     rot = cx.attr("rotary_embedding_dim", 0) or d
+    if rot > d or rot % 2:
+        raise cx.invalid(f"attribute 'rotary_embedding_dim' = {rot} for heads of {d} (even, <= d)")
     half = rot // 2
     cos, sin = cx.t(1), cx.t(2)
     if cx.has(3):
@@ -290,6 +303,8 @@ def _grid_sample(cx: NodeCtx) -> list[Value]:
     x, grid = cx.t(0), cx.t(1)
     if x.ndim != 4 or x.dtype != "float32":
         raise cx.fail(f"input of rank {x.ndim} / type {x.dtype} (2-D float only)")
+    if grid.ndim != 4 or grid.shape[0] != x.shape[0] or grid.shape[3] != 2:
+        raise cx.invalid(f"grid of shape {list(grid.shape)} for X {list(x.shape)}")
     mode = {"bilinear": "linear", "linear": "linear", "nearest": "nearest"}.get(
         cx.attr("mode", "linear")
     )
@@ -384,6 +399,11 @@ def _einsum(cx: NodeCtx) -> list[Value]:
     terms = lhs.split(",")
     if len(terms) != cx.n_inputs or len(terms) > 2:
         raise cx.fail(f"equation {eq!r}: one or two operands are supported")
+    letters = "".join(terms) + rhs
+    if not all(ch.isascii() and ch.isalpha() for ch in letters) or "->" in rhs:
+        raise cx.invalid(f"attribute 'equation' {eq!r}: terms of ASCII letters expected")
+    if len(set(rhs)) != len(rhs) or any(ch not in lhs for ch in rhs):
+        raise cx.invalid(f"attribute 'equation' {eq!r}: each output letter once, from an input")
     if "->" not in eq:
         counts = {ch: lhs.count(ch) for ch in lhs if ch.isalpha()}
         rhs = "".join(sorted(ch for ch, k in counts.items() if k == 1))

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import array
 import math
 
 from .. import functional as F
 from ..graph import Tensor
 from .ctx import NodeCtx, Op
+from .limits import LIMITS
 from .ops_math import f32
-from .ops_shape import _axis
-from .values import Value
+from .ops_shape import _axis, diagonal_mask
+from .values import Value, int_range
+
+RANK = LIMITS["max_rank"]
 
 # -- matrix products --------------------------------------------------------------------------
 
@@ -63,9 +67,10 @@ def _reduce_axes(cx: NodeCtx, rank: int) -> list[int] | None:
     """The reduced axes (sorted), or None for all; [] for none (noop_with_empty_axes)."""
     since = _REDUCE_AXES_INPUT_SINCE.get(cx.node.op_type, 18)
     if cx.opset >= since:
-        axes = cx.ints(1, "axes") if cx.has(1) else []
+        axes = cx.ints(1, "axes", most=RANK) if cx.has(1) else []
     else:
         axes = list(cx.attr("axes", []))
+        cx.at_most(len(axes), RANK, "attribute 'axes'")
     if not axes:
         return [] if cx.attr("noop_with_empty_axes", 0) else None
     norm = sorted({_axis(cx, a, rank) for a in axes})
@@ -141,7 +146,9 @@ def _arg(kind: str) -> Op:
             return [cx.g.op(kind, a=t, axis=axis, keepdim=keep)]
         # the last index on ties: the first of the reversed axis, counted from the end
         n = t.shape[axis]
-        rev = t.index_select(axis, cx.g.tensor(list(range(n - 1, -1, -1)), dtype="int32"))
+        backwards = int_range(0, n)
+        backwards.reverse()
+        rev = t.index_select(axis, cx.g.tensor(backwards, dtype="int32"))
         first = cx.g.op(kind, a=rev, axis=axis, keepdim=keep)
         return [((first.cast("float32") * -1.0) + float(n - 1)).cast("int32")]
 
@@ -168,17 +175,20 @@ def _rows(kind: str) -> Op:
 
 
 def cumulative(cx: NodeCtx, xf: Tensor, axis: int, exclusive: bool, reverse: bool) -> Tensor:
-    """Running sums of float32 xf along axis: a matmul by the [n, n] triangle of ones."""
+    """Running sums of float32 xf along axis: a matmul by the [n, n] triangle of ones (row j,
+    input j: a one in column i where output i adds input j)."""
     n = xf.shape[axis]
-
-    def takes(j: int, i: int) -> bool:  # does output i add input j?
-        if reverse:
-            return j > i if exclusive else j >= i
-        return j < i if exclusive else j <= i
-
-    tri = cx.g.tensor(
-        [1.0 if takes(j, i) else 0.0 for j in range(n) for i in range(n)], shape=[n, n]
-    )
+    cx.elements([n, n], f"the triangle of a running sum over {n} elements")
+    one, zero = array.array("f", [1.0]), array.array("f", [0.0])
+    rows = array.array("f")
+    for j in range(n):
+        if reverse:  # output i adds inputs i (or i + 1) .. n - 1: ones before column `upto`
+            upto = min(n, max(0, j + (0 if exclusive else 1)))
+            rows.extend(one * upto + zero * (n - upto))
+        else:  # output i adds inputs 0 .. i (or i - 1): ones from column `start`
+            start = min(n, j + (1 if exclusive else 0))
+            rows.extend(zero * start + one * (n - start))
+    tri = cx.g.tensor(rows, shape=[n, n])
     if xf.ndim == 1:
         y = (xf.reshape([1, n]) @ tri).reshape([n])
     elif axis == xf.ndim - 1:
@@ -193,7 +203,7 @@ def cumulative(cx: NodeCtx, xf: Tensor, axis: int, exclusive: bool, reverse: boo
 
 def _cumsum(cx: NodeCtx) -> list[Value]:
     x = cx.t(0)
-    axis = _axis(cx, cx.ints(1, "axis")[0], x.ndim)
+    axis = _axis(cx, int(cx.one(1, "axis", integer=True)), x.ndim)
     y = cumulative(cx, f32(x), axis, bool(cx.attr("exclusive", 0)), bool(cx.attr("reverse", 0)))
     return [y if x.dtype == "float32" else y.cast(x.dtype)]
 
@@ -204,7 +214,7 @@ def _cumprod(cx: NodeCtx) -> list[Value]:
     from .ops_math import _floor_exact, _rounded
 
     x = cx.t(0)
-    axis = _axis(cx, cx.ints(1, "axis")[0], x.ndim)
+    axis = _axis(cx, int(cx.one(1, "axis", integer=True)), x.ndim)
     excl, rev = bool(cx.attr("exclusive", 0)), bool(cx.attr("reverse", 0))
     g = cx.g
     xf = f32(x)
@@ -220,18 +230,24 @@ def _cumprod(cx: NodeCtx) -> list[Value]:
 
 def _onehot(cx: NodeCtx) -> list[Value]:
     idx = cx.t(0)
-    depth = int(cx.c(1, "depth").data[0])
+    raw_depth = cx.one(1, "depth")
+    if not math.isfinite(raw_depth) or raw_depth < 1:
+        raise cx.invalid(f"depth {raw_depth} (input 1) must be at least 1")
+    depth = int(raw_depth)
     values = cx.t(2)
     axis = cx.attr("axis", -1)
     rank = idx.ndim + 1
     axis = _axis(cx, axis, rank)
-    i = f32(idx)
-    i = cx.g.where(i < 0.0, i + float(depth), i).cast("int32")
     shape = list(idx.shape)
     shape.insert(axis, 1)
     iota_shape = [1] * rank
     iota_shape[axis] = depth
-    iota = cx.g.tensor(list(range(depth)), shape=iota_shape, dtype="int32")
+    out_shape = list(idx.shape)
+    out_shape.insert(axis, depth)
+    cx.elements(out_shape, f"the one-hot of depth {depth}")
+    i = f32(idx)
+    i = cx.g.where(i < 0.0, i + float(depth), i).cast("int32")
+    iota = cx.g.tensor(int_range(0, depth), shape=iota_shape, dtype="int32")
     hot = i.reshape(shape).eq(iota)
     off = values.index_select(0, cx.g.tensor([0], dtype="int32")).reshape([])
     on = values.index_select(0, cx.g.tensor([1], dtype="int32")).reshape([])
@@ -251,7 +267,7 @@ def _hardmax(cx: NodeCtx) -> list[Value]:
     best = x.argmax(axis=axis, keepdim=True)
     shape = [1] * x.ndim
     shape[axis] = n
-    iota = cx.g.tensor(list(range(n)), shape=shape, dtype="int32")
+    iota = cx.g.tensor(int_range(0, n), shape=shape, dtype="int32")
     return [iota.eq(best).cast("float32").reshape(list(t.shape))]
 
 
@@ -286,11 +302,10 @@ def _trilu(cx: NodeCtx) -> list[Value]:
     x = cx.t(0)
     if x.ndim < 2:
         raise cx.invalid("Trilu takes rank >= 2")
-    k = cx.ints(1, "k")[0] if cx.has(1) else 0
+    k = int(cx.one(1, "k", integer=True)) if cx.has(1) else 0
     upper = cx.attr("upper", 1)
     n, m = x.shape[-2], x.shape[-1]
-    keep = [(j - i >= k) if upper else (j - i <= k) for i in range(n) for j in range(m)]
-    mask = cx.g.tensor([int(b) for b in keep], shape=[n, m], dtype="bool")
+    mask = diagonal_mask(cx, n, m, k, "ge" if upper else "le")
     if x.dtype == "bool":
         return [cx.g.where(mask, x.cast("int32"), 0).cast("bool")]
     return [cx.g.where(mask, x, 0.0 if x.dtype == "float32" else 0)]

@@ -7,6 +7,7 @@ window's count / a p-norm. 3-D windows would need rank 5 and are refused.
 
 from __future__ import annotations
 
+import array
 import math
 
 from .. import functional as F
@@ -138,12 +139,15 @@ def _conv(cx: NodeCtx) -> list[Value]:
 
 def _counts(n: int, b: int, e: int, k: int, s: int, dil: int, o: int, include: bool) -> list:
     """Per output position of one axis: how many window taps fall inside the counted
-    region (the input, or the input and its explicit pads)."""
+    region (the input, or the input and its explicit pads): the taps t in 0..k-1 with
+    lo <= start + t * dil < hi, counted without visiting them."""
     lo, hi = (-b, n + e) if include else (0, n)
     out = []
     for p in range(o):
         start = p * s - b
-        out.append(sum(1 for t in range(k) if lo <= start + t * dil < hi))
+        first = max(0, -((start - lo) // dil))  # ceil((lo - start) / dil)
+        last = min(k - 1, (hi - 1 - start) // dil)
+        out.append(max(0, last - first + 1))
     return out
 
 
@@ -242,8 +246,20 @@ def _spread(x: Tensor, axis: int, stride: int) -> Tensor:
     widths = [[0, 0] for _ in x.shape]
     widths[axis] = [0, 1]
     padded = x.pad(widths, 0.0)
-    idx = [j // stride if j % stride == 0 else n for j in range((n - 1) * stride + 1)]
+    # element j, then stride - 1 picks of the zero row (index n), for each but the last
+    idx = array.array("i")
+    gap = array.array("i", [n]) * (stride - 1)
+    for j in range(n - 1):
+        idx.append(j)
+        idx.extend(gap)
+    idx.append(n - 1)
     return padded.index_select(axis, x.graph.tensor(idx, dtype="int32"))
+
+
+def _backwards(n: int) -> array.array:
+    idx = array.array("i", range(n))
+    idx.reverse()
+    return idx
 
 
 def _conv_transpose(cx: NodeCtx) -> list[Value]:
@@ -257,20 +273,34 @@ def _conv_transpose(cx: NodeCtx) -> list[Value]:
     x4, w4 = _as_2d(cx, x), _as_2d(cx, w)
     groups = cx.attr("group", 1)
     c, mg, kh, kw = w4.shape
+    if x.shape[1] != c or c % groups:
+        raise cx.invalid(f"X has {x.shape[1]} channels, W {list(w.shape)} with group {groups}")
+    k = x.ndim - 2
+    kernel = list(cx.attr("kernel_shape", list(w.shape[2:])))
+    if kernel != list(w.shape[2:]):
+        raise cx.invalid(f"kernel_shape {kernel} differs from W's {list(w.shape[2:])}")
     kernel = [kh, kw]
-    strides = _two(list(cx.attr("strides", [1] * (x.ndim - 2))), 1)
-    dil = _two(list(cx.attr("dilations", [1] * (x.ndim - 2))), 1)
-    outpad = _two(list(cx.attr("output_padding", [0] * (x.ndim - 2))), 0)
+    lists = {
+        name: list(cx.attr(name, [fill] * k))
+        for name, fill in (("strides", 1), ("dilations", 1), ("output_padding", 0))
+    }
+    for name, values in lists.items():
+        if len(values) != k:
+            raise cx.invalid(f"attribute {name!r} {values} for {k} spatial axes")
+    strides, dil = _two(lists["strides"], 1), _two(lists["dilations"], 1)
+    outpad = _two(lists["output_padding"], 0)
     spatial = list(x4.shape[2:])
     auto = cx.attr("auto_pad", "NOTSET")
-    k = x.ndim - 2
     begin, end = [0, 0], [0, 0]
     full = [
         strides[d] * (spatial[d] - 1) + outpad[d] + (kernel[d] - 1) * dil[d] + 1 for d in range(2)
     ]
     if cx.has_attr("output_shape") or auto in ("SAME_UPPER", "SAME_LOWER"):
+        given = list(cx.attr("output_shape", [1] * k))
+        if len(given) != k:
+            raise cx.invalid(f"attribute 'output_shape' {given} for {k} spatial axes")
         want = (
-            _two(list(cx.attr("output_shape", [])), 1)
+            _two(given, 1)
             if cx.has_attr("output_shape")
             else [spatial[d] * strides[d] for d in range(2)]
         )
@@ -281,16 +311,19 @@ def _conv_transpose(cx: NodeCtx) -> list[Value]:
                 (small, total - small) if auto == "SAME_UPPER" else (total - small, small)
             )
     elif auto == "NOTSET":
-        pads = (
-            _two(list(cx.attr("pads", [0] * 2 * k))[:k], 0),
-            _two(list(cx.attr("pads", [0] * 2 * k))[k:], 0),
-        )
-        begin, end = list(pads[0]), list(pads[1])
+        given = list(cx.attr("pads", [0] * 2 * k))
+        if len(given) != 2 * k:
+            raise cx.invalid(f"attribute 'pads' {given} for {k} spatial axes")
+        begin, end = _two(given[:k], 0), _two(given[k:], 0)
     elif auto != "VALID":
         raise cx.fail(f"attribute 'auto_pad' = {auto!r} is not supported")
     out = [full[d] - begin[d] - end[d] for d in range(2)]
     if min(out) <= 0:
         raise cx.fail(f"output size {out}: zero-size tensors are not supported")
+    n = x4.shape[0]
+    spread_shape = [n, c] + [(spatial[d] - 1) * strides[d] + 1 for d in range(2)]
+    cx.elements(spread_shape, f"the input spread by strides {strides}")
+    cx.elements([n, mg * groups, *out], f"the result (strides {strides}, pads, output_shape)")
     spread = _spread(_spread(x4, 2, strides[0]), 3, strides[1])
     lo = [(kernel[d] - 1) * dil[d] - begin[d] for d in range(2)]
     hi = [(kernel[d] - 1) * dil[d] - end[d] + outpad[d] for d in range(2)]
@@ -300,8 +333,8 @@ def _conv_transpose(cx: NodeCtx) -> list[Value]:
         ]
         spread = cx.g.op("slice", a=spread, slices=crop)
         lo, hi = [max(0, v) for v in lo], [max(0, v) for v in hi]
-    flipped = w4.index_select(2, cx.g.tensor(list(range(kh - 1, -1, -1)), dtype="int32"))
-    flipped = flipped.index_select(3, cx.g.tensor(list(range(kw - 1, -1, -1)), dtype="int32"))
+    flipped = w4.index_select(2, cx.g.tensor(_backwards(kh), dtype="int32"))
+    flipped = flipped.index_select(3, cx.g.tensor(_backwards(kw), dtype="int32"))
     cg = c // groups
     parts = []
     for gi in range(groups):

@@ -11,11 +11,13 @@ does, giving each output position its input taps and weights. Nearest picks one 
 
 from __future__ import annotations
 
+import array
 import math
 
 from ..errors import GpuLabError
 from ..graph import Tensor
 from .ctx import NodeCtx, Op
+from .ops_shape import _axis
 from .values import Value
 
 MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric")
@@ -115,29 +117,43 @@ def _resize(cx: NodeCtx) -> list[Value]:
     if nearest not in ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil"):
         raise cx.fail(f"attribute 'nearest_mode' = {nearest!r}")
     rank = x.ndim
-    axes = [a % rank for a in cx.attr("axes", list(range(rank)))]
+    axes = [_axis(cx, a, rank) for a in cx.attr("axes", list(range(rank)))]
+    if not axes or len(set(axes)) != len(axes):
+        raise cx.invalid(f"attribute 'axes' {axes} must name distinct axes")
     shape = list(x.shape)
     scales = [1.0] * rank
     sizes = list(shape)
     if cx.has(3):
-        given = cx.ints(3, "sizes")
+        given = cx.ints(3, "sizes", most=rank)
+        if len(given) != len(axes):
+            raise cx.invalid(f"sizes {given} for axes {axes}")
         for a, s in zip(axes, given):
             sizes[a] = s
             scales[a] = s / shape[a]
         policy = cx.attr("keep_aspect_ratio_policy", "stretch")
+        if policy not in ("stretch", "not_larger", "not_smaller"):
+            raise cx.fail(f"attribute 'keep_aspect_ratio_policy' = {policy!r}")
         if policy != "stretch":
             pick = min if policy == "not_larger" else max
             s = pick(scales[a] for a in axes)
             scales = [s if d in axes else 1.0 for d in range(rank)]
             sizes = [int(s * shape[d] + 0.5) if d in axes else shape[d] for d in range(rank)]
+        what = f"sizes {given}"
     elif cx.has(2):
-        for a, s in zip(axes, cx.floats(2, "scales")):
+        given_scales = cx.floats(2, "scales", most=rank)
+        if len(given_scales) != len(axes):
+            raise cx.invalid(f"scales {given_scales} for axes {axes}")
+        if not all(math.isfinite(s) and s > 0 for s in given_scales):
+            raise cx.invalid(f"scales {given_scales} must be finite and positive")
+        for a, s in zip(axes, given_scales):
             scales[a] = s
             sizes[a] = int(s * shape[a])
+        what = f"scales {given_scales}"
     else:
         raise cx.invalid("neither scales nor sizes is given")
     if any(s <= 0 for s in sizes):
         raise cx.fail(f"output size {sizes}: zero-size tensors are not supported")
+    cx.elements(sizes, f"the result of {what}")
     a = cx.attr("cubic_coeff_a", -0.75)
     excl = bool(cx.attr("exclude_outside", 0))
     v6 = _resize_op(cx, x, mode, ctm, nearest, excl, scales, sizes)
@@ -152,6 +168,7 @@ def _resize(cx: NodeCtx) -> list[Value]:
             idx = cx.g.tensor([max(r, key=r.get) for r in rows], dtype="int32")
             out = out.index_select(d, idx)
             continue
+        cx.elements([shape[d], sizes[d]], f"the weights of resized axis {d}")
         weights = [r.get(i, 0.0) for i in range(shape[d]) for r in rows]  # [in, out]
         w = cx.g.tensor(weights, shape=[shape[d], sizes[d]])
         out = _along(out, d, lambda t, w=w: t @ w)
@@ -207,16 +224,20 @@ def _upsample(cx: NodeCtx) -> list[Value]:
     elif cx.has_attr("scales"):
         raise cx.invalid("attribute 'scales' is an input from opset 9 on")
     else:
-        scales = cx.floats(1, "scales")
+        scales = cx.floats(1, "scales", most=x.ndim)
     if len(scales) != x.ndim:
         raise cx.invalid(f"{len(scales)} scales for an input of rank {x.ndim}")
-    if any(s < 1 or not float(s).is_integer() for s in scales):
+    if any(not s >= 1 or not float(s).is_integer() for s in scales):
         raise cx.fail(f"scales {scales}: only whole numbers >= 1 are supported")
+    whole = [int(s) for s in scales]
+    cx.elements([n * s for n, s in zip(x.shape, whole)], f"the result of scales {scales}")
     out = x
-    for d, s in enumerate(int(s) for s in scales):
-        if s != 1:
-            n = x.shape[d] * s
-            out = out.index_select(d, cx.g.tensor([i // s for i in range(n)], dtype="int32"))
+    for d, s in enumerate(whole):
+        if s != 1:  # each index of the axis s times over
+            idx = array.array("i")
+            for i in range(x.shape[d]):
+                idx.extend(array.array("i", [i]) * s)
+            out = out.index_select(d, cx.g.tensor(idx, dtype="int32"))
     return [out]
 
 

@@ -7,14 +7,18 @@ model's shape arithmetic is resolved at load.
 
 from __future__ import annotations
 
+import array
 import math
 
 from .. import functional as F
 from ..graph import Tensor
+from .attrs import FLOAT, INTS
 from .ctx import NodeCtx, Op
 from .fold import foldable, reshape, strides, take
 from .limits import LIMITS
-from .values import ONNX_DTYPES, Const, Value, const_of, dtype_of
+from .values import ONNX_DTYPES, Const, Value, const_of, dtype_of, int_range
+
+RANK = LIMITS["max_rank"]
 
 INT64_MAX = 2**63 - 1
 
@@ -60,8 +64,9 @@ def _reshape(cx: NodeCtx) -> list[Value]:
     v = cx.v(0)
     if cx.opset < 5:
         target = list(cx.attr("shape"))
+        cx.at_most(len(target), RANK, "attribute 'shape'")
     else:
-        target = cx.ints(1, "shape")
+        target = cx.ints(1, "shape", most=RANK)
     allowzero = cx.attr("allowzero", 0)
     shape = list(v.shape)
     out = []
@@ -99,8 +104,11 @@ def _flatten(cx: NodeCtx) -> list[Value]:
 
 def _axes_attr_or_input(cx: NodeCtx, since: int, index: int = 1) -> list[int] | None:
     if cx.opset >= since:
-        return cx.ints(index, "axes") if cx.has(index) else None
-    return cx.attr("axes", None)
+        return cx.ints(index, "axes", most=RANK) if cx.has(index) else None
+    axes = cx.attr("axes", None)
+    if axes is not None:
+        cx.at_most(len(axes), RANK, "attribute 'axes'")
+    return axes
 
 
 def _squeeze(cx: NodeCtx) -> list[Value]:
@@ -145,9 +153,12 @@ def _dropout(cx: NodeCtx) -> list[Value]:
         if any(mode.data):
             raise cx.fail("training mode (training_mode = true) is not supported")
     out: list[Value] = [cx.v(0)]
-    if cx.outputs_wanted() > 1:
-        shape = cx.v(0).shape
-        out.append(const_of("bool", shape, [1] * math.prod(shape)))
+    if cx.outputs_wanted() > 1:  # the mask: all true
+        shape = list(cx.v(0).shape)
+        if math.prod(shape) <= LIMITS["max_fold_elements"]:
+            out.append(const_of("bool", shape, [1] * math.prod(shape)))
+        else:
+            out.append(cx.g.full(shape, 1.0) > 0.0)
     return out
 
 
@@ -190,9 +201,10 @@ def _concat(cx: NodeCtx) -> list[Value]:
         if len(v.shape) != rank:
             raise cx.invalid("inputs of different ranks")
     nonempty = [v for v in vals if v.shape[axis] != 0]
-    if foldable(*vals) and vals[0].dtype != "float32":
-        shape = list(vals[0].shape)
-        shape[axis] = sum(v.shape[axis] for v in vals)
+    shape = list(vals[0].shape)
+    shape[axis] = sum(v.shape[axis] for v in vals)
+    small = math.prod(shape) <= LIMITS["max_fold_elements"]
+    if small and all(foldable(v) for v in vals) and vals[0].dtype != "float32":
         data: list = []
         outer = math.prod(shape[:axis])
         for o in range(outer):
@@ -221,11 +233,13 @@ def _split(cx: NodeCtx) -> list[Value]:
     n = t.shape[axis]
     parts = len(cx.node.outputs)
     if cx.opset >= 13 and cx.has(1):
-        sizes = cx.ints(1, "split")
+        sizes = cx.ints(1, "split", most=parts)
     elif cx.opset < 13 and cx.has_attr("split"):
         sizes = list(cx.attr("split"))
     else:
-        parts = cx.attr("num_outputs", parts)
+        wanted = cx.attr("num_outputs", parts)
+        if wanted != parts:
+            raise cx.invalid(f"attribute 'num_outputs' = {wanted}, the node has {parts} outputs")
         chunk = -(-n // parts)
         sizes = [min(chunk, n - i * chunk) for i in range(parts)]
     if sum(sizes) != n or len(sizes) != len(cx.node.outputs):
@@ -263,12 +277,13 @@ def _slice(cx: NodeCtx) -> list[Value]:
     shape = list(v.shape)
     if cx.opset < 10:
         starts, ends = list(cx.attr("starts")), list(cx.attr("ends"))
+        cx.at_most(len(starts), RANK, "attribute 'starts'")
         axes = list(cx.attr("axes", list(range(len(starts)))))
         steps = [1] * len(starts)
     else:
-        starts, ends = cx.ints(1, "starts"), cx.ints(2, "ends")
-        axes = cx.ints(3, "axes") if cx.has(3) else list(range(len(starts)))
-        steps = cx.ints(4, "steps") if cx.has(4) else [1] * len(starts)
+        starts, ends = cx.ints(1, "starts", most=RANK), cx.ints(2, "ends", most=RANK)
+        axes = cx.ints(3, "axes", most=RANK) if cx.has(3) else list(range(len(starts)))
+        steps = cx.ints(4, "steps", most=RANK) if cx.has(4) else [1] * len(starts)
     if not len(starts) == len(ends) == len(axes) == len(steps):
         raise cx.invalid("starts, ends, axes and steps differ in length")
     slices: list[list] = [[0, d, 1] for d in shape]
@@ -316,8 +331,12 @@ def _gather(cx: NodeCtx) -> list[Value]:
     idx_v = cx.v(1)
     out_shape = list(data.shape[:axis]) + list(idx_v.shape) + list(data.shape[axis + 1 :])
     _no_empty(cx, out_shape)
-    if foldable(data, idx_v):
+    small = math.prod(out_shape) <= LIMITS["max_fold_elements"]
+    if small and foldable(data) and foldable(idx_v):
         vals = idx_v.ints()
+        bad = [x for x in vals if not -dim <= x < dim]
+        if bad:
+            raise cx.invalid(f"index {bad[0]} is out of range for an axis of size {dim}")
         norm = [x % dim for x in vals]
         st = strides(data.shape)
         ia = len(idx_v.shape)
@@ -358,15 +377,22 @@ def _pad(cx: NodeCtx) -> list[Value]:
     rank = t.ndim
     if cx.opset < 11:
         pads = list(cx.attr("pads", cx.attr("paddings", [0] * 2 * rank)))
+        cx.at_most(len(pads), 2 * RANK, "attribute 'pads'")
         value = cx.attr("value", 0.0)
         axes = list(range(rank))
     else:
-        pads = cx.ints(1, "pads")
+        pads = cx.ints(1, "pads", most=2 * RANK)
         value = 0.0
         if cx.has(2):
             c = cx.c(2, "constant_value")
             value = c.data[0] if c.size else 0.0
-        axes = [_axis(cx, a, rank) for a in cx.ints(3, "axes")] if cx.has(3) else list(range(rank))
+        axes = (
+            [_axis(cx, a, rank) for a in cx.ints(3, "axes", most=RANK)]
+            if cx.has(3)
+            else list(range(rank))
+        )
+    if t.dtype == "int32" and not math.isfinite(value):
+        raise cx.invalid(f"the pad value {value} for int32 data")
     if len(pads) != 2 * len(axes):
         raise cx.invalid(f"pads {pads} for {len(axes)} axes")
     widths = [[0, 0] for _ in range(rank)]
@@ -389,7 +415,9 @@ def _pad(cx: NodeCtx) -> list[Value]:
 
 def _expand(cx: NodeCtx) -> list[Value]:
     t = cx.t(0)
-    target = cx.ints(1, "shape")
+    target = cx.ints(1, "shape", most=RANK)
+    if any(d < 0 for d in target):
+        raise cx.invalid(f"shape {target} has a negative dimension")
     rank = max(len(target), t.ndim)
     a = [1] * (rank - t.ndim) + list(t.shape)
     b = [1] * (rank - len(target)) + list(target)
@@ -399,21 +427,24 @@ def _expand(cx: NodeCtx) -> list[Value]:
             raise cx.invalid(f"shape {list(t.shape)} does not broadcast to {target}")
         out.append((y if x == 1 else x) if 1 in (x, y) else x)
     _no_empty(cx, out)
+    cx.elements(out, f"the result of expanding to {target}")
     return [via_int(t, lambda x: F.onnx_expand(x, out))]
 
 
 def _tile(cx: NodeCtx) -> list[Value]:
     t = cx.t(0)
-    reps = cx.ints(1, "repeats")
+    reps = cx.ints(1, "repeats", most=RANK)
     if len(reps) != t.ndim:
         raise cx.invalid(f"repeats {reps} for rank {t.ndim}")
+    if any(r < 0 for r in reps):
+        raise cx.invalid(f"repeats {reps} has a negative count")
+    if 0 in reps:
+        raise cx.fail("a repeat of 0 (zero-size result) is not supported")
+    cx.elements([n * r for n, r in zip(t.shape, reps)], f"the result of repeats {reps}")
     out = t
     for axis, r in enumerate(reps):
-        if r == 0:
-            raise cx.fail("a repeat of 0 (zero-size result) is not supported")
-        if r > 1:
-            n = out.shape[axis]
-            idx = cx.g.tensor([i % n for i in range(n * r)], dtype="int32")
+        if r > 1:  # the axis' indices 0..n-1, r times over
+            idx = cx.g.tensor(int_range(0, out.shape[axis]) * r, dtype="int32")
             out = via_int(out, lambda x, a=axis, i=idx: x.index_select(a, i))
     return [out]
 
@@ -449,11 +480,15 @@ def _constant(cx: NodeCtx) -> list[Value]:
 
 
 def _constant_of_shape(cx: NodeCtx) -> list[Value]:
-    shape = cx.ints(0, "input")
+    shape = cx.ints(0, "input", most=RANK)
     value = cx.attr("value", None)
+    if value is not None and value.size != 1:
+        raise cx.invalid(f"attribute 'value' must hold one element, holds {value.size}")
     dtype, x = ("float32", 0.0) if value is None else (value.dtype, value.data[0])
-    n = math.prod(shape)
+    if any(d < 0 for d in shape):
+        raise cx.invalid(f"shape {shape} has a negative dimension")
     _no_empty(cx, shape)
+    n = cx.elements(shape, "the result")
     if n <= LIMITS["max_fold_elements"]:
         return [const_of(dtype, shape, [x] * n)]
     if dtype == "float32":
@@ -462,19 +497,26 @@ def _constant_of_shape(cx: NodeCtx) -> list[Value]:
 
 
 def _range(cx: NodeCtx) -> list[Value]:
-    start, limit, delta = (cx.c(i, name) for i, name in enumerate(("start", "limit", "delta")))
-    s, lim, d = start.data[0], limit.data[0], delta.data[0]
+    names = ("start", "limit", "delta")
+    s, lim, d = (cx.one(i, name) for i, name in enumerate(names))
+    dtypes = {cx.c(i).dtype for i in range(3)}
+    if len(dtypes) != 1 or dtypes & {"bool"}:
+        raise cx.invalid(f"start, limit and delta of types {sorted(dtypes)} (one numeric type)")
+    for name, x in zip(names, (s, lim, d)):
+        if not math.isfinite(x):
+            raise cx.invalid(f"{name} is {x}")
     if d == 0:
         raise cx.invalid("delta is 0")
     n = max(0, math.ceil((lim - s) / d))
     if n == 0:
         raise cx.fail("an empty Range is not supported")
     if n > LIMITS["max_fold_elements"]:
-        raise cx.fail(f"a Range of {n} elements is more than max_fold_elements")
-    dtype = start.dtype
+        raise cx.limit(
+            f"a Range of {n} elements is more than max_fold_elements "
+            f"{LIMITS['max_fold_elements']} (it is computed at load)"
+        )
+    dtype = cx.c(0).dtype
     if dtype == "float32":
-        import array
-
         vals = array.array("f", [s + i * d for i in range(n)])
         return [Const("float32", (n,), vals)]
     return [const_of(dtype, [n], [s + i * d for i in range(n)])]
@@ -491,8 +533,22 @@ def _eye_like(cx: NodeCtx) -> list[Value]:
         dtype = ONNX_DTYPES.get(cx.attr("dtype"), None)
         if dtype is None:
             raise cx.fail(f"attribute 'dtype' = {cx.attr('dtype')} is not supported")
-    vals = [1 if c - r == k else 0 for r in range(rows) for c in range(cols)]
-    return [const_of(dtype, [rows, cols], vals)]
+    if rows * cols <= LIMITS["max_fold_elements"]:
+        vals = [1 if c - r == k else 0 for r in range(rows) for c in range(cols)]
+        return [const_of(dtype, [rows, cols], vals)]
+    hot = diagonal_mask(cx, rows, cols, k, "eq")
+    return [hot if dtype == "bool" else hot.cast(dtype)]
+
+
+def diagonal_mask(cx: NodeCtx, rows: int, cols: int, k: int, compare: str) -> Tensor:
+    """The bool [rows, cols] mask of `col <compare> row + k` (eq: the k-th diagonal, ge: on and
+    above it, le: on and below it), compared on the device from two int32 ranges (no
+    rows x cols list at load; k is clamped to where the comparison still means the same)."""
+    k = max(-(rows + cols), min(rows + cols, k))
+    g = cx.g
+    shifted = g.tensor(int_range(k, rows + k), shape=[rows, 1], dtype="int32")
+    col = g.tensor(int_range(0, cols), shape=[1, cols], dtype="int32")
+    return g.op(compare, a=col, b=shifted)
 
 
 SHAPE_OPS: dict[str, Op] = {
@@ -508,7 +564,13 @@ SHAPE_OPS: dict[str, Op] = {
     "Slice": Op(_slice, frozenset({"starts", "ends", "axes"}), (1, 2, 3, 4)),
     "Gather": Op(_gather, frozenset({"axis"})),
     "GatherElements": Op(_gather_elements, frozenset({"axis"})),
-    "Pad": Op(_pad, frozenset({"mode", "pads", "paddings", "value"}), (1, 2, 3)),
+    # Pad's pads may crop (negative); its `value` (before opset 11) is a float
+    "Pad": Op(
+        _pad,
+        frozenset({"mode", "pads", "paddings", "value"}),
+        (1, 2, 3),
+        {"pads": INTS, "value": FLOAT},
+    ),
     "Expand": Op(_expand, frozenset(), (1,)),
     "Tile": Op(_tile, frozenset(), (1,)),
     "Shape": Op(_shape, frozenset({"start", "end"})),

@@ -227,6 +227,18 @@ class _Counter:
             )
 
 
+_CONTINUED = bytes(range(0x80, 0x100))
+
+
+def _varint_count(r: Reader, span: tuple[int, int]) -> int:
+    """How many varints a packed span holds, counted at C speed without decoding them (a
+    span of more than 10 x max_list_values bytes is refused unread: it holds more)."""
+    n = span[1] - span[0]
+    if n > 10 * LIMITS["max_list_values"]:
+        return n // 10
+    return len(r.raw(span).translate(None, _CONTINUED))
+
+
 def _ints(
     r: Reader, wire: int, value, out: list[int], count: _Counter, what: str, signed32: bool = False
 ) -> None:
@@ -238,9 +250,9 @@ def _ints(
         return
     if wire != 2:
         raise _bad(f"{what}: wire type {wire} for a repeated int")
+    count.list_items(_varint_count(r, value), what)
     sub = r.sub(value, what)
     while sub.pos < sub.end:
-        count.list_items(1, what)
         out.append(conv(sub.varint()))
 
 
@@ -267,6 +279,13 @@ def _expect(wire: int, want: int, what: str) -> None:
 
 # Typed repeated fields of TensorProto: field number -> (array typecode, data types it holds).
 _TYPED_FIELDS = {4: "f", 5: "i", 7: "q", 10: "d", 11: "Q"}
+_FIELD_NAMES = {
+    4: "float_data",
+    5: "int32_data",
+    7: "int64_data",
+    10: "double_data",
+    11: "uint64_data",
+}
 # int32_data also carries these types' values, one element per entry.
 _INT32_CARRIED = {"INT32", "INT16", "INT8", "UINT16", "UINT8", "BOOL", "FLOAT16", "BFLOAT16"}
 
@@ -276,18 +295,17 @@ def _packed_varints(
 ) -> None:
     if wire == 0:
         items = [value]
+        count.list_items(1, what)
     elif wire == 2:
+        # counted before decoding: a packed field of n bytes holds between n / 10 and n
+        # varints, exactly as many as bytes without the continuation bit
+        count.list_items(_varint_count(r, value), what)
         sub = r.sub(value, what)
         items = []
         while sub.pos < sub.end:
             items.append(sub.varint())
-            if len(items) > LIMITS["max_elements"]:
-                raise GpuLabError(
-                    "LIMIT", f"onnx: {what} holds more than {LIMITS['max_elements']} elements"
-                )
     else:
         raise _bad(f"{what}: wire type {wire} for a repeated int")
-    count.list_items(len(items), what)
     conv = _signed32 if code == "i" else (_signed64 if code == "q" else (lambda v: v))
     out.extend(conv(v) for v in items)
 
@@ -330,7 +348,7 @@ def read_tensor(r: Reader, span, count: _Counter, what: str) -> TensorProto:
                 code,
                 typed.setdefault(number, array.array(code)),
                 count,
-                f"{what} field {number}",
+                f"{what} {_FIELD_NAMES[number]}",
             )
         elif number == 14:
             _expect(wire, 0, f"{what} data_location")
@@ -344,14 +362,7 @@ def read_tensor(r: Reader, span, count: _Counter, what: str) -> TensorProto:
         if sys.byteorder == "big":  # pragma: no cover - every supported host is little-endian
             buf.byteswap()
         t.raw = buf.tobytes()
-        t_field = {
-            4: "float_data",
-            5: "int32_data",
-            7: "int64_data",
-            10: "double_data",
-            11: "uint64_data",
-        }[number]
-        _typed_ok(t, t_field, what)
+        _typed_ok(t, _FIELD_NAMES[number], what)
     return t
 
 

@@ -55,6 +55,12 @@ class Const:
 Value = Tensor | Const
 
 
+def int_range(start: int, stop: int) -> array.array:
+    """int32 start, start + 1, ..., stop - 1 as one buffer (built at C speed: an index tensor
+    as long as a model's dimension is no per-element Python list)."""
+    return array.array("i", range(start, stop))
+
+
 def const_of(dtype: str, shape, values) -> Const:
     shape = tuple(int(d) for d in shape)
     data = array.array(TYPECODE[dtype], [bool(v) for v in values] if dtype == "bool" else values)

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import array
 import math
+import operator
 from collections.abc import Sequence
 from typing import Any
 
+from .. import optable
+from ..errors import GpuLabError
 from ._dtype import as_dtype, bool_, dtype, float32, int32, int64
 from ._random import Generator, pick
 from .tensor import Tensor, _fill_value
 
 INT32_RANGE = (-(2**31), 2**31 - 1)
+INT64_RANGE = (-(2**63), 2**63 - 1)
 
 
 def _flatten(data: Any) -> tuple[list[int], list[Any]]:
@@ -80,10 +84,87 @@ def from_numpy(arr: Any) -> Tensor:
     return tensor(arr)
 
 
-def _shape(size: Sequence[Any]) -> list[int]:
+# -- sizes: torch's rules and errors, then the protocol's element limit ------------------------
+
+
+def _index(value: Any) -> int | None:
+    """An int-like size entry (int, numpy integer, a 0-d integer tensor) as an int; None for
+    anything else (float, str, bool: torch refuses a bool size)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
+def _sequence_size(fn: str, size: Any, position: int = 1) -> list[int]:
+    """A size given as one sequence (`full((2, 3), x)`, `randint(0, 5, (2,))`)."""
+    if not isinstance(size, (list, tuple)):
+        raise TypeError(
+            f"{fn}(): argument 'size' (position {position}) must be tuple of ints, "
+            f"not {type(size).__name__}"
+        )
+    return _entries(fn, size)
+
+
+def _entries(fn: str, items: Sequence[Any]) -> list[int]:
+    dims = []
+    for pos, item in enumerate(items, start=1):
+        n = _index(item)
+        if n is None:
+            raise TypeError(
+                f"{fn}(): argument 'size' failed to unpack the object at pos {pos} with error "
+                f'"type must be tuple of ints,but got {type(item).__name__}"'
+            )
+        if not INT64_RANGE[0] <= n <= INT64_RANGE[1]:  # torch's first line, word for word
+            raise TypeError(
+                f"{fn}(): argument 'size' failed to unpack the object at pos {pos} with error "
+                f'"Overflow when unpacking long long'
+            )
+        dims.append(n)
+    return dims
+
+
+def _size_args(fn: str, size: Sequence[Any]) -> list[int]:
+    """A size given as varargs or one sequence (`zeros(2, 3)`, `zeros((2, 3))`)."""
     if len(size) == 1 and isinstance(size[0], (list, tuple)):
-        return [int(n) for n in size[0]]
-    return [int(n) for n in size]
+        return _entries(fn, size[0])
+    if len(size) == 1 and _index(size[0]) is None:
+        raise TypeError(
+            f"{fn}(): argument 'size' (position 1) must be tuple of ints, "
+            f"not {type(size[0]).__name__}"
+        )
+    return _entries(fn, size)
+
+
+def checked_size(fn: str, dims: Sequence[int]) -> list[int]:
+    """torch's refusal of a negative dimension (RuntimeError, its message), then LIMIT when
+    the tensor would hold more than the protocol's max_elements: checked before anything of
+    that size is allocated."""
+    dims = list(dims)
+    bad = next((d for d in dims if d < 0), None)
+    if bad is not None:
+        if fn == "zeros":
+            raise RuntimeError(f"{fn}: Dimension size must be non-negative.")
+        raise RuntimeError(f"Trying to create tensor with negative dimension {bad}: {dims}")
+    _limit(fn, dims, math.prod(dims))
+    return dims
+
+
+def size_of(fn: str, dims: Sequence[Any]) -> list[int]:
+    """A module's parameter shape checked as torch's `fn` (e.g. "empty") checks its size."""
+    return checked_size(fn, _entries(fn, dims))
+
+
+def _limit(fn: str, dims: Sequence[int], n: int) -> None:
+    limit = int(optable.limits()["max_elements"])
+    if n > limit:
+        raise GpuLabError(
+            "LIMIT",
+            f"{fn}(): size {list(dims)} has {n} elements, more than the protocol's "
+            f"max_elements {limit}",
+        )
 
 
 def full(
@@ -104,20 +185,32 @@ def full(
             else float32
         )
     )
-    shape = [int(n) for n in size]
+    shape = checked_size("full", _sequence_size("full", size))
+    return _filled(shape, fill_value, dt, requires_grad)
+
+
+def _filled(shape: list[int], fill_value: Any, dt: dtype, requires_grad: bool) -> Tensor:
     return Tensor._leaf_of(_fill_value(fill_value, shape, dt), shape, dt, requires_grad)
 
 
+def _filled_like_torch(
+    fn: str, size: Sequence[Any], value: int, dtype: Any, requires_grad: bool
+) -> Tensor:
+    shape = checked_size(fn, _size_args(fn, size))
+    dt = as_dtype(dtype) if dtype is not None else float32
+    return _filled(shape, float(value) if dt is float32 else value, dt, requires_grad)
+
+
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    return full(_shape(size), 0.0 if dtype is None else 0, dtype, requires_grad=requires_grad)
+    return _filled_like_torch("zeros", size, 0, dtype, requires_grad)
 
 
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    return full(_shape(size), 1.0 if dtype is None else 1, dtype, requires_grad=requires_grad)
+    return _filled_like_torch("ones", size, 1, dtype, requires_grad)
 
 
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    return zeros(*size, dtype=dtype, requires_grad=requires_grad)
+    return _filled_like_torch("empty", size, 0, dtype, requires_grad)
 
 
 def zeros_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
@@ -143,8 +236,13 @@ def arange(
     if end is None:
         start, end = 0, start
     if step == 0:
-        raise RuntimeError("arange: step must be nonzero")
+        raise RuntimeError("step must be nonzero")
+    if not all(math.isfinite(v) for v in (start, end)):
+        raise RuntimeError(f"unsupported range: {start} -> {end}")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     n = max(0, math.ceil((end - start) / step))
+    _limit("arange", [n], n)
     is_int = all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end, step))
     dt = as_dtype(dtype) if dtype is not None else (int64 if is_int else float32)
     values = [start + i * step for i in range(n)]
@@ -152,6 +250,14 @@ def arange(
 
 
 def linspace(start: float, end: float, steps: int, dtype: Any = None) -> Tensor:
+    if _index(steps) is None:
+        raise TypeError(
+            f"linspace(): argument 'steps' (position 3) must be int, not {type(steps).__name__}"
+        )
+    steps = operator.index(steps)
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    _limit("linspace", [steps], steps)
     if steps == 1:
         return tensor([float(start)])
     step = (end - start) / (steps - 1)
@@ -160,9 +266,21 @@ def linspace(start: float, end: float, steps: int, dtype: Any = None) -> Tensor:
 
 def eye(n: int, m: int | None = None, dtype: Any = None) -> Tensor:
     m = n if m is None else m
-    return tensor(
-        [[1.0 if i == j else 0.0 for j in range(m)] for i in range(n)], dtype=dtype or float32
-    )
+    for name, position, v in (("n", 1, n), ("m", 2, m)):
+        if _index(v) is None:
+            raise TypeError(
+                f"eye(): argument '{name}' (position {position}) must be int, "
+                f"not {type(v).__name__}"
+            )
+        if operator.index(v) < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
+    n, m = operator.index(n), operator.index(m)
+    _limit("eye", [n, m], n * m)
+    dt = as_dtype(dtype) if dtype is not None else float32
+    flat = [0] * (n * m)
+    for i in range(min(n, m)):
+        flat[i * m + i] = 1
+    return Tensor._leaf_of(pack(flat, dt), [n, m], dt)
 
 
 def randn(
@@ -173,7 +291,7 @@ def randn(
     requires_grad: bool = False,
 ) -> Tensor:
     """Standard normals from our counter-hash stream (gpulab.torch._random: not torch's)."""
-    shape = _shape(size)
+    shape = checked_size("randn", _size_args("randn", size))
     values = pick(generator).normals(math.prod(shape))
     return Tensor._leaf_of(pack(values, float32), shape, float32, requires_grad)
 
@@ -186,7 +304,7 @@ def rand(
     requires_grad: bool = False,
 ) -> Tensor:
     """Uniforms in [0, 1) from our counter-hash stream (not torch's)."""
-    shape = _shape(size)
+    shape = checked_size("rand", _size_args("rand", size))
     values = pick(generator).uniforms(math.prod(shape))
     return Tensor._leaf_of(pack(values, float32), shape, float32, requires_grad)
 
@@ -203,7 +321,11 @@ def randint(
     """Integers in [low, high) from our stream: floor(u * (high - low)) + low."""
     if high is None:
         low, high = 0, low
-    shape = [int(n) for n in size]
+    shape = checked_size("randint", _sequence_size("randint", size, 3))
+    if low >= high:
+        raise RuntimeError(
+            f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
+        )
     us = pick(generator).uniforms(math.prod(shape))
     values = [low + min(int(u * (high - low)), high - low - 1) for u in us]
     dt = as_dtype(dtype) if dtype is not None else int64

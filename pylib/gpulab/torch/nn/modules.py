@@ -44,6 +44,7 @@ class Parameter(Tensor):
 def _uniform(shape: list[int], bound: float) -> Tensor:
     """U(-bound, bound) from our stream (the distribution of torch's default init, not its
     numbers: fixtures load their weights)."""
+    shape = creation.size_of("empty", shape)  # torch's errors, the element limit: first
     u = pick(None).uniforms(math.prod(shape))
     return Tensor._leaf_of(
         creation.pack([(2.0 * v - 1.0) * bound for v in u], float32), shape, float32
@@ -273,6 +274,7 @@ class Linear(Module):
         dtype: Any = None,
     ) -> None:
         super().__init__()
+        creation.size_of("empty", [out_features, in_features])  # before the bound's sqrt
         self.in_features, self.out_features = in_features, out_features
         bound = 1.0 / math.sqrt(in_features) if in_features else 0.0
         self.weight = Parameter(_uniform([out_features, in_features], bound))
