@@ -53,7 +53,7 @@ class Op:
     const_inputs: tuple[int, ...] = ()
     since: int = 1
     until: int | None = None
-    types: Mapping[str, Spec] = field(default_factory=dict)
+    types: Mapping[str, Spec] = field(default_factory=dict, kw_only=True)
     specs: dict[str, Spec] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:

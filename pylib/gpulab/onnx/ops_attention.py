@@ -143,6 +143,6 @@ ATTENTION_OPS: dict[str, Op] = {
             }
         ),
         (6,),
-        {"scale": Spec("FLOAT", low=0.0, finite=True)},  # its square root scales Q and K
+        types={"scale": Spec("FLOAT", low=0.0, finite=True)},  # its square root scales Q and K
     ),
 }

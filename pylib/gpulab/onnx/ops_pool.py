@@ -31,13 +31,7 @@ def _window(cx: NodeCtx, x: Tensor, kernel: list[int], ceil_mode: bool = False):
         raise cx.invalid(
             f"kernel {kernel}, strides {strides}, dilations {dil}, pads {pads} for {k} spatial axes"
         )
-    # a mutated model can say anything: a window must have taps, a stride and a dilation
-    bad = [v for v in (*kernel, *strides, *dil) if not isinstance(v, int) or v < 1]
-    if bad or any(not isinstance(v, int) or v < 0 for v in pads):
-        raise cx.invalid(
-            f"kernel {kernel}, strides {strides} and dilations {dil} must be integers >= 1 "
-            f"and pads {pads} integers >= 0"
-        )
+    # (kernel_shape, strides and dilations are >= 1 and pads >= 0: their specs, attrs.COMMON)
     begin, end, extra, out = [], [], [], []
     for d in range(k):
         n, s, dk = spatial[d], strides[d], (kernel[d] - 1) * dil[d] + 1

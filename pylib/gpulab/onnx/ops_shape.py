@@ -569,7 +569,7 @@ SHAPE_OPS: dict[str, Op] = {
         _pad,
         frozenset({"mode", "pads", "paddings", "value"}),
         (1, 2, 3),
-        {"pads": INTS, "value": FLOAT},
+        types={"pads": INTS, "value": FLOAT},
     ),
     "Expand": Op(_expand, frozenset(), (1,)),
     "Tile": Op(_tile, frozenset(), (1,)),
