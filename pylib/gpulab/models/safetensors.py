@@ -26,8 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from gpulab.errors import GpuLabError
+from gpulab.models import untrusted_json
 
 MAX_HEADER_BYTES = 100 * 1024 * 1024  # the reference implementation's limit
+MAX_RANK = 8  # checked before a shape's product is taken (a checkpoint's tensors have <= 5)
 ITEM_BYTES = {
     "F64": 8,
     "F32": 4,
@@ -145,10 +147,7 @@ def _parse_header(view: memoryview) -> tuple[dict[str, TensorInfo], dict[str, st
             f"header length {n} does not fit the file ({len(view)} bytes, at most "
             f"{MAX_HEADER_BYTES} of header)"
         )
-    try:
-        header = json.loads(bytes(view[8 : 8 + n]).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as err:
-        raise _bad(f"the header is not JSON: {err}") from None
+    header = untrusted_json.loads(view[8 : 8 + n], "the header", "safetensors")
     if not isinstance(header, dict):
         raise _bad("the header is not a JSON object")
     metadata = header.pop("__metadata__", None) or {}
@@ -164,23 +163,33 @@ def _entry(name: str, entry: Any, base: int, size: int) -> TensorInfo:
     if not isinstance(entry, dict):
         raise _bad("its entry is not an object", name)
     dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
-    if dtype not in ITEM_BYTES:
-        raise _bad(f"unknown dtype {dtype!r} (known: {', '.join(ITEM_BYTES)})", name)
+    if not isinstance(dtype, str) or dtype not in ITEM_BYTES:
+        raise _bad(f"unknown dtype {_short(dtype)} (known: {', '.join(ITEM_BYTES)})", name)
+    if isinstance(shape, list) and len(shape) > MAX_RANK:
+        raise _bad(f"shape of rank {len(shape)}, more than {MAX_RANK}", name)
     if not isinstance(shape, list) or not all(_count(d) for d in shape):
-        raise _bad(f"shape {shape!r} is not a list of non-negative integers", name)
+        raise _bad(f"shape {_short(shape)} is not a list of non-negative integers", name)
     if (
         not isinstance(offsets, list)
         or len(offsets) != 2
         or not all(_count(o) for o in offsets)
         or offsets[0] > offsets[1]
     ):
-        raise _bad(f"data_offsets {offsets!r} is not [begin, end] with 0 <= begin <= end", name)
+        raise _bad(
+            f"data_offsets {_short(offsets)} is not [begin, end] with 0 <= begin <= end", name
+        )
     if offsets[1] > size:
         raise _bad(f"data_offsets {offsets} run past the data ({size} bytes)", name)
     want = math.prod(shape) * ITEM_BYTES[dtype]
     if offsets[1] - offsets[0] != want:
         raise _bad(f"holds {offsets[1] - offsets[0]} bytes but {dtype} {shape} needs {want}", name)
     return TensorInfo(name, dtype, tuple(shape), base + offsets[0], base + offsets[1])
+
+
+def _short(value: Any, most: int = 80) -> str:
+    """A header value as a message shows it: its repr, cut (a file may hold megabytes)."""
+    text = repr(value)
+    return text if len(text) <= most else text[:most] + "..."
 
 
 def _count(x: Any) -> bool:

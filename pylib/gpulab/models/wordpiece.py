@@ -17,13 +17,13 @@ test sentences, pylib/tests/test_minilm.py):
 
 from __future__ import annotations
 
-import json
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gpulab.errors import GpuLabError
+from gpulab.models import untrusted_json
 
 # Rust's char::is_whitespace (the White_Space property), which the library's split uses.
 WHITESPACE = frozenset(
@@ -62,6 +62,40 @@ def _is_punctuation(c: str) -> bool:
     ).startswith("P")
 
 
+def _bad(why: str) -> GpuLabError:
+    return GpuLabError("VALIDATION", f"tokenizer.json: {why}")
+
+
+def _check_spec(spec: Any) -> None:
+    """The fields the tokenizer reads, of the types it reads them as (a file someone else
+    made is refused by what is wrong with it, not by the TypeError it would cause)."""
+    if not isinstance(spec, dict):
+        raise _bad("is not a JSON object")
+    model = spec.get("model")
+    if not isinstance(model, dict) or model.get("type") != "WordPiece":
+        kind = model.get("type") if isinstance(model, dict) else None
+        raise _bad(f"the model is not a WordPiece model with a vocab (type {kind!r:.40})")
+    vocab = model.get("vocab")
+    if not isinstance(vocab, dict) or not vocab:
+        raise _bad("the model's vocab is not a non-empty object")
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in vocab.values()):
+        raise _bad("a vocab id is not a non-negative integer")
+    for key, kind in (("continuing_subword_prefix", str), ("unk_token", str)):
+        if key in model and not isinstance(model[key], kind):
+            raise _bad(f"the model's {key!r} is not a string")
+    chars = model.get("max_input_chars_per_word", 100)
+    if isinstance(chars, bool) or not isinstance(chars, int) or chars < 0:
+        raise _bad("the model's 'max_input_chars_per_word' is not a non-negative integer")
+    norm = spec.get("normalizer")
+    if norm is not None and not isinstance(norm, dict):
+        raise _bad("the normalizer is not an object")
+    added = spec.get("added_tokens", [])
+    if not isinstance(added, list) or not all(
+        isinstance(t, dict) and isinstance(t.get("content"), str) for t in added
+    ):
+        raise _bad("added_tokens is not a list of objects with a string 'content'")
+
+
 @dataclass
 class Encoding:
     """One sentence's token ids (with [CLS]/[SEP]) and its attention mask."""
@@ -74,13 +108,8 @@ class WordPiece:
     """The tokenizer of one tokenizer.json (as a dict, or read with `from_file`)."""
 
     def __init__(self, spec: dict[str, Any], max_length: int = 256) -> None:
-        model = spec.get("model") or {}
-        if model.get("type") != "WordPiece" or not isinstance(model.get("vocab"), dict):
-            raise GpuLabError(
-                "VALIDATION",
-                "tokenizer.json: the model is not a WordPiece "
-                f"model with a vocab (type {model.get('type')!r})",
-            )
+        _check_spec(spec)
+        model = spec["model"]
         norm = spec.get("normalizer") or {}
         self.vocab: dict[str, int] = model["vocab"]
         self.prefix: str = model.get("continuing_subword_prefix", "##")
@@ -91,7 +120,7 @@ class WordPiece:
         self.clean_text = bool(norm.get("clean_text", True))
         self.chinese = bool(norm.get("handle_chinese_chars", True))
         self.added = sorted(
-            (t["content"] for t in spec.get("added_tokens", []) if t.get("content") in self.vocab),
+            (t["content"] for t in spec.get("added_tokens", []) if t["content"] in self.vocab),
             key=len,
             reverse=True,
         )
@@ -107,7 +136,9 @@ class WordPiece:
 
     @classmethod
     def from_file(cls, path: str | Path, max_length: int = 256) -> WordPiece:
-        return cls(json.loads(Path(path).read_text(encoding="utf-8")), max_length)
+        return cls(
+            untrusted_json.loads(Path(path).read_bytes(), str(path), "WordPiece"), max_length
+        )
 
     def _special(self, token: str) -> int:
         if token not in self.vocab:
