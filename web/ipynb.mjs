@@ -88,17 +88,38 @@ export function toPy(name, cells) {
 
 const text = (value) => (Array.isArray(value) ? value.join('') : String(value ?? ''));
 
-/** An output of an imported notebook as a log entry (text, or a PNG picture). */
+/** nbformat's multiline string: a string, or a list of strings. */
+const isMultiline = (value) => typeof value === 'string' || (Array.isArray(value) && value.every((v) => typeof v === 'string'));
+const isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value);
+
+/** Why an output does not follow nbformat 4 in what the import reads, or '' if it does. */
+function outputProblem(output) {
+  if (!isObject(output)) return 'not an object';
+  if (output.output_type === 'stream') {
+    return typeof output.name === 'string' && isMultiline(output.text) ? '' : 'a stream without name and text';
+  }
+  if (output.output_type === 'error') {
+    if (typeof output.ename !== 'string' || typeof output.evalue !== 'string') return 'an error without ename and evalue';
+    return Array.isArray(output.traceback) && output.traceback.every((l) => typeof l === 'string')
+      ? '' : 'an error whose traceback is not a list of lines';
+  }
+  if (output.output_type === 'execute_result' || output.output_type === 'display_data') {
+    return isObject(output.data) && Object.values(output.data).every(isMultiline) ? '' : 'a result whose data is not text';
+  }
+  return `an unknown output_type ${JSON.stringify(output.output_type)?.slice(0, 40)}`;
+}
+
+/** An output of an imported notebook (checked by outputProblem) as a log entry (text, or a PNG picture). */
 function entryOf(output) {
   if (output.output_type === 'stream') {
     return { kind: 'stream', payload: { segments: [{ stream: output.name === 'stderr' ? 'stderr' : 'stdout', text: text(output.text) }] } };
   }
   if (output.output_type === 'error') {
     return { kind: 'error', payload: { type: output.ename, message: output.evalue,
-      traceback: (output.traceback ?? []).join('\n'), line: null } };
+      traceback: output.traceback.join('\n'), line: null } };
   }
-  const plain = output.data?.['text/plain'];
-  const png = output.data?.['image/png'];
+  const plain = output.data['text/plain'];
+  const png = output.data['image/png'];
   if (png !== undefined) {
     const data = text(png).replace(/\s+/g, '');
     // only base64 text becomes a picture (shown as an <img> of a data: URL, never markup)
@@ -107,17 +128,45 @@ function entryOf(output) {
   return plain === undefined ? null : { kind: 'text', payload: { text: text(plain) } };
 }
 
-/** Parse an .ipynb: {name, cells: [{source, log}]}; throws with a clear message if it is not one. */
+/** A code cell's outputs as log entries; what cannot be read is skipped and described. */
+function logOf(cell, where, skipped) {
+  if (cell.outputs == null) return []; // absent (nbformat requires the list; a missing one holds nothing)
+  if (!Array.isArray(cell.outputs)) {
+    skipped.push(`${where}: its outputs are not a list`);
+    return [];
+  }
+  const log = [];
+  cell.outputs.forEach((output, i) => {
+    const problem = outputProblem(output);
+    if (problem) skipped.push(`${where}, output ${i + 1}: ${problem}`);
+    else log.push(entryOf(output));
+  });
+  return log.filter(Boolean);
+}
+
+/**
+ * Parse an .ipynb: {name, cells: [{source, log}], skipped}; throws with a clear message if it is
+ * not a notebook at all. A cell or an output that does not follow nbformat is left out and
+ * described in `skipped` (one bad output does not refuse the notebook).
+ */
 export function fromIpynb(json, fallbackName) {
   const nb = typeof json === 'string' ? JSON.parse(json) : json;
   if (!nb || nb.nbformat !== 4 || !Array.isArray(nb.cells)) {
     throw new Error('not a Jupyter notebook of format 4 (nbformat: 4 with a list of cells)');
   }
-  const cells = nb.cells.map((cell) => {
+  const skipped = [];
+  const cells = [];
+  nb.cells.forEach((cell, i) => {
+    const where = `cell ${i + 1}`;
+    if (!isObject(cell) || !(cell.source === undefined || isMultiline(cell.source))) {
+      skipped.push(`${where}: not a cell with a source`);
+      return;
+    }
     const source = text(cell.source);
-    if (cell.cell_type === 'markdown') return { source, kind: 'markdown' };
-    if (cell.cell_type !== 'code') return { source: source.split('\n').map((l) => `# ${l}`.trimEnd()).join('\n') };
-    return { source, log: (cell.outputs ?? []).map(entryOf).filter(Boolean) };
+    if (cell.cell_type === 'markdown') cells.push({ source, kind: 'markdown' });
+    else if (cell.cell_type !== 'code') cells.push({ source: source.split('\n').map((l) => `# ${l}`.trimEnd()).join('\n') });
+    else cells.push({ source, log: logOf(cell, where, skipped) });
   });
-  return { name: nb.metadata?.gpulab?.name ?? fallbackName, cells };
+  const name = typeof nb.metadata?.gpulab?.name === 'string' ? nb.metadata.gpulab.name : fallbackName;
+  return { name, cells, skipped };
 }

@@ -25,13 +25,15 @@ export function createNotebooks({ notebook, examples, isBusy }) {
   let saveTimer = null;
   let undoAction = null;
 
+  /** @returns {'saved'|'saved without outputs'|'not saved'|undefined} (undefined: nothing shown) */
   function save() {
     clearTimeout(saveTimer);
     saveTimer = null;
-    if (!current.id) return;
+    if (!current.id) return undefined;
     const outcome = saveNotebook(current.id, { name: current.name, cells: notebook.serialize() });
     if (outcome !== 'saved') ui.note.textContent = `Storage is full: notebook ${outcome}.`;
     refreshList();
+    return outcome;
   }
 
   function saveSoon() {
@@ -47,9 +49,10 @@ export function createNotebooks({ notebook, examples, isBusy }) {
   }
 
   /** Show notebook `id` (held by this tab); another tab's notebook opens as a copy. A new
-   * notebook (`fresh`) is shown at once: no other tab can hold its new id. */
+   * notebook (`fresh`) is shown at once: no other tab can hold its new id. Returns how its
+   * save went (undefined when it was not opened: a cell is running). */
   async function open(id, stored, fresh = false) {
-    if (isBusy()) { ui.note.textContent = 'A cell is running: Stop it before switching notebooks.'; refreshList(); return; }
+    if (isBusy()) { ui.note.textContent = 'A cell is running: Stop it before switching notebooks.'; refreshList(); return undefined; }
     if (current.id) save();
     let nb = stored ?? loadNotebook(id) ?? { name: freshName(), cells: [{ source: '' }] };
     ui.note.textContent = '';
@@ -64,8 +67,9 @@ export function createNotebooks({ notebook, examples, isBusy }) {
     setTabNotebook(id);
     notebook.load(nb.cells.length ? nb.cells : [{ source: '' }]);
     ui.name.value = nb.name;
-    save();
+    const outcome = save();
     document.body.dataset.notebook = id; // the tests wait for this after New / Example
+    return outcome;
   }
 
   /** A new notebook (from an example's cells, or one empty cell); the old one stays listed. */
@@ -114,16 +118,33 @@ export function createNotebooks({ notebook, examples, isBusy }) {
     setTimeout(() => URL.revokeObjectURL(url), 10_000);
   }
 
+  /** What an import did: stored or not (the storage-full warning kept), outputs skipped. */
+  function importNote(fileName, outcome, skipped) {
+    const stored = {
+      saved: `Imported ${fileName} as a new notebook.`,
+      'saved without outputs': `Imported ${fileName} as a new notebook, but storage is full: it was saved without its outputs.`,
+      'not saved': `Opened ${fileName} as a new notebook, but storage is full: it was not saved (export it to keep it).`,
+    }[outcome];
+    if (!skipped.length) return stored;
+    const shown = skipped.slice(0, 3).join('; ') + (skipped.length > 3 ? '; …' : '');
+    const count = `${skipped.length} malformed ${skipped.length === 1 ? 'part was' : 'parts were'} skipped`;
+    return `${stored} ${count} (${shown}).`;
+  }
+
   const fileName = (ext) => `${current.name.replace(/[^\w.-]+/g, '_') || 'notebook'}.${ext}`;
 
+  /** Import an .ipynb as a new notebook; the note says what was stored and what was skipped. */
   async function importFile(file) {
+    let nb;
     try {
-      const nb = fromIpynb(await file.text(), file.name.replace(/\.ipynb$/i, ''));
-      await open(newId(), { name: freshName(nb.name), cells: nb.cells }, true);
-      ui.note.textContent = `Imported ${file.name} as a new notebook.`;
+      nb = fromIpynb(await file.text(), file.name.replace(/\.ipynb$/i, ''));
     } catch (err) {
       ui.note.textContent = `Could not import ${file.name}: ${err.message}`;
+      return;
     }
+    const outcome = await open(newId(), { name: freshName(nb.name), cells: nb.cells }, true);
+    if (outcome === undefined) return; // not opened: open() said why
+    ui.note.textContent = importNote(file.name, outcome, nb.skipped);
   }
 
   $('export-ipynb').addEventListener('click', () => download(fileName('ipynb'), 'application/x-ipynb+json',
