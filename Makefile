@@ -15,7 +15,7 @@ serve: setup
 # Everything: node tests, Python tests, the conformance corpus on every lane, Playwright.
 test: setup
 	node --test --test-concurrency=2 backends-js/test/
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 # Before every commit (at most 3 minutes on 2 cores): the node tests, the Python units and the
 # conformance corpus on the CPU lanes (cpu-python, node-cpu), leaving out what is marked `slow`
@@ -29,7 +29,7 @@ test-js: setup
 	node --test --test-concurrency=2 backends-js/test/
 
 test-py: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 lint: setup
 	$(PY) -m ruff check pylib e2e bench scripts
