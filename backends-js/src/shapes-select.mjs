@@ -146,6 +146,7 @@ export const SELECT_RULES = {
   // rows idx of a block-quantized [N, K] (its input node checked the rank and K) -> [M, K]
   dequantize_rows(ctx) {
     const idx = ctx.shapes[1];
+    requireRank(ctx, 'a', ctx.shapes[0], 2);
     requireRank(ctx, 'idx', idx, 1);
     requireIndexable(ctx, 0, idx);
     return [idx[0], ctx.shapes[0][1]];

@@ -132,7 +132,9 @@ def _index_select(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
 
 
 def _dequantize_rows(shapes: list[Shape], attrs: Attrs) -> tuple[Shape, Attrs]:
-    """Rows idx of a block-quantized [N, K] (its input node checked the rank and K) -> [M, K]."""
+    """Rows idx of a block-quantized [N, K] -> [M, K] (the table's rank is checked here too: the
+    dtype check comes after the shape rule, so a float32 vector reaches it)."""
+    _require_rank("a", shapes[0], 2)
     _require_rank("idx", shapes[1], 1)
     _require_indexable(shapes[0], 0, shapes[1])
     return (shapes[1][0], shapes[0][1]), attrs

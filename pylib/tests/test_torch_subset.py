@@ -411,6 +411,7 @@ def test_ops_outside_the_subset_refused() -> None:
 def test_async_step_matches_sync() -> None:
     """step_async / item_async (the page without JSPI) give what step / item give."""
     import asyncio
+    import concurrent.futures
 
     from torch_fixtures import fixtures as fx
 
@@ -430,7 +431,11 @@ def test_async_step_matches_sync() -> None:
             losses.append(first)
         return losses
 
-    assert asyncio.run(train()) == [s["loss"] for s in sync]
+    # a loop of its own in a thread of its own: under pytest-xdist a browser test's Playwright
+    # (sync API) may have left this worker's thread marked as running an event loop
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        losses = pool.submit(asyncio.run, train()).result()
+    assert losses == [s["loss"] for s in sync]
     assert b.params() == sync[-1]["params"]
 
 
