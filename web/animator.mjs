@@ -17,7 +17,20 @@ export const ACK_WAIT_MS = 1000;
 const MAX_FPS = 120;
 
 const invalid = (message, node = null) => new GpuLabError('VALIDATION', message, node);
-const now = () => performance.now();
+
+/**
+ * What the loop reads the time from and sleeps with. The worker uses the real one; a test passes
+ * virtual time (backends-js/test/present.test.mjs), so pacing is checked exactly, not against a
+ * busy machine's wall clock.
+ * @typedef {{now: () => number, setTimeout: (fn: () => void, ms: number) => unknown,
+ *   clearTimeout: (timer: unknown) => void}} Clock
+ * @type {Clock}
+ */
+export const REAL_CLOCK = {
+  now: () => performance.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (timer) => clearTimeout(/** @type {any} */ (timer)),
+};
 
 /**
  * What display.animate sends (web/py/animate.py).
@@ -70,13 +83,17 @@ export function checkSpec(session, spec) {
 
 /** A wait that ends after `ms` or at wake(), whichever is first. */
 class Waker {
-  constructor() { /** @type {(() => void)|null} */ this.resolve = null; }
+  /** @param {Clock} clock */
+  constructor(clock) {
+    this.clock = clock;
+    /** @type {(() => void)|null} */ this.resolve = null;
+  }
 
   /** @param {number} ms */
   sleep(ms) {
     return new Promise((resolve) => {
-      const timer = setTimeout(() => { this.resolve = null; resolve(); }, Math.max(0, ms));
-      this.resolve = () => { clearTimeout(timer); this.resolve = null; resolve(); };
+      const timer = this.clock.setTimeout(() => { this.resolve = null; resolve(); }, Math.max(0, ms));
+      this.resolve = () => { this.clock.clearTimeout(timer); this.resolve = null; resolve(); };
     });
   }
 
@@ -86,20 +103,21 @@ class Waker {
 export class Animation {
   /**
    * @param {{id: number, cellId: string|number, session: any, spec: AnimateSpec,
-   *   post: (msg: any) => void, onEnd: (a: Animation) => void}} opts
+   *   post: (msg: any) => void, onEnd: (a: Animation) => void, clock?: Clock}} opts
    */
-  constructor({ id, cellId, session, spec, post, onEnd }) {
+  constructor({ id, cellId, session, spec, post, onEnd, clock = REAL_CLOCK }) {
     this.id = id;
     this.cellId = cellId;
     this.session = session;
     this.spec = spec;
     this.post = post;
     this.onEnd = onEnd;
+    this.clock = clock;
     this.view = checkSpec(session, spec);
     this.fps = Math.min(MAX_FPS, Math.max(1, Number(spec.fps) || 60));
     this.input = new InputStreams();
     this.feeds = new FeedBuilder(this.view, this.view.feeds);
-    this.waker = new Waker();
+    this.waker = new Waker(clock);
     this.seq = 0;
     this.unacked = 0;
     this.maxUnacked = 0;
@@ -139,6 +157,7 @@ export class Animation {
 
   async loop() {
     const interval = 1000 / this.fps;
+    const now = () => this.clock.now();
     let next = now();
     while (this.state === 'running') {
       if (this.paused) { await this.waker.sleep(ACK_WAIT_MS); continue; }
@@ -161,6 +180,7 @@ export class Animation {
 
   /** One step and its frame. */
   async frame() {
+    const now = () => this.clock.now();
     const t0 = now();
     const feeds = this.feeds.build(this.input.take());
     await this.session.advance(feeds ? [feeds] : 1);

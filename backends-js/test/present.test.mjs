@@ -113,70 +113,151 @@ test('animate checks: kept 2-D output, every fed input given, feed sizes', async
   rt.dispose();
 });
 
-/** An animation on a fake presenter that counts draws; `acks`: acknowledge every frame. */
-async function runFor(ms, { fps, acks, frames = null }) {
+/**
+ * Virtual time for the animator (its `clock`): timers fire only when the test advances it, so
+ * the pacing is checked exactly and a loaded machine cannot make a frame late. The loop sleeps
+ * on one timer at a time: a timer pending means the loop is asleep and every frame it was going
+ * to make is made. The wall-clock rate is measured by bench/archive/live_views.py.
+ */
+class VirtualClock {
+  constructor() {
+    this.t = 0;
+    /** @type {Map<number, {at: number, fn: () => void}>} */
+    this.timers = new Map();
+    this.nextId = 1;
+    /** @type {(() => void)|null} */
+    this.onSchedule = null;
+  }
+
+  now() { return this.t; }
+
+  setTimeout(fn, ms) {
+    const id = this.nextId++;
+    this.timers.set(id, { at: this.t + ms, fn });
+    this.onSchedule?.();
+    return id;
+  }
+
+  clearTimeout(id) { this.timers.delete(id); }
+
+  /** Resolves once the loop sleeps on a timer, or has ended. @param {Promise<void>} ended */
+  asleep(ended) {
+    if (this.timers.size) return Promise.resolve();
+    return Promise.race([ended, new Promise((resolve) => { this.onSchedule = resolve; })]);
+  }
+
+  /**
+   * Run the loop until virtual time `until`: wait until it sleeps, fire the earliest timer due
+   * before `until`, again; then the clock reads `until`. @param {number} until @param {Promise<void>} ended
+   */
+  async runUntil(until, ended) {
+    for (;;) {
+      await this.asleep(ended);
+      const [id, timer] = [...this.timers].sort((a, b) => a[1].at - b[1].at)[0] ?? [];
+      if (!timer || timer.at >= until) break;
+      this.timers.delete(id);
+      this.t = Math.max(this.t, timer.at);
+      timer.fn();
+    }
+    this.t = Math.max(this.t, until);
+  }
+}
+
+/**
+ * An animation on a fake presenter that counts draws, in virtual time. `acks`: the page
+ * acknowledges every frame as it arrives; `drawMs`: virtual time each draw takes. Each posted
+ * message is kept with the virtual time it was posted at (`at`).
+ */
+async function startAnimation({ fps, acks, frames = null, drawMs = 0, pauseKey = ' ' }) {
   const { rt, s } = await prepareLife([1]);
+  const clock = new VirtualClock();
   const draws = [];
   registerPresenter('cpu', { open: () => ({ readsBack: true, close() {},
-    async draw(program, id) { draws.push(await program.download(id)); } }) });
+    async draw(program, id) { draws.push(await program.download(id)); clock.t += drawMs; } }) });
   const posted = [];
+  /** @type {() => void} */
+  let ended = () => {};
+  const endedPromise = new Promise((resolve) => { ended = resolve; });
+  /** @type {Animation} */
   let anim;
   const post = (msg) => {
-    posted.push(msg);
-    if (acks && msg.type === 'anim-frame') setTimeout(() => anim.ack(msg.seq), 1);
+    posted.push({ ...msg, at: clock.now() });
+    if (acks && msg.type === 'anim-frame') anim.ack(msg.seq);
   };
-  anim = new Animation({ id: 1, cellId: 'c', session: s, post, onEnd: () => {},
-    spec: { output: 'board', feeds: [[1, { kind: 'toggle' }]], fps, frames, pauseKey: ' ' } });
+  anim = new Animation({ id: 1, cellId: 'c', session: s, post, onEnd: () => ended(), clock,
+    spec: { output: 'board', feeds: [[1, { kind: 'toggle' }]], fps, frames, pauseKey } });
   anim.start(/** @type {any} */ ({}));
-  await new Promise((r) => setTimeout(r, ms));
-  anim.end('stopped');
-  rt.dispose();
-  return { anim, posted, draws, state: s.state };
+  const frameTimes = () => posted.filter((m) => m.type === 'anim-frame').map((m) => m.at);
+  /** Run the loop for `ms` more virtual time. @param {number} ms */
+  const runFor = (ms) => clock.runUntil(clock.t + ms, endedPromise);
+  const stop = () => { anim.end('stopped'); rt.dispose(); };
+  return { anim, posted, draws, session: s, clock, frameTimes, runFor, stop };
 }
 
 test('frames are paced to fps, in order, and the view ends cleanly', async () => {
-  const { posted, draws, state } = await runFor(1000, { fps: 25, acks: true });
+  const { posted, draws, session, frameTimes, runFor, stop } = await startAnimation({ fps: 25, acks: true });
+  await runFor(1000);
+  stop();
+  // one frame every 40 ms of virtual time: 25 in a second, none early, none skipped
+  assert.deepEqual(frameTimes(), Array.from({ length: 25 }, (_, k) => k * 40));
   const frames = posted.filter((m) => m.type === 'anim-frame');
-  assert.ok(frames.length >= 10 && frames.length <= 27, `${frames.length} frames at 25 fps in 1 s`);
   assert.deepEqual(frames.map((f) => f.seq), frames.map((_, i) => i + 1));
   assert.ok(frames.every((f) => f.unacked <= MAX_UNACKED));
   assert.equal(draws.length, frames.length);
   const end = posted.at(-1);
   assert.equal(end.type, 'anim-end');
   assert.equal(end.reason, 'stopped');
-  assert.equal(state, 'disposed'); // the view owned the session
+  assert.equal(session.state, 'disposed'); // the view owned the session
+});
+
+test('frames slower than fps follow each other without a catch-up burst', async () => {
+  // each draw takes 100 ms at 25 fps (40 ms a frame): as fast as the draws allow, never two
+  // frames at once to make up the late ones (the loop never sleeps: frames= ends it)
+  const { frameTimes, runFor, stop } = await startAnimation({ fps: 25, acks: true, drawMs: 100,
+    frames: 10 });
+  await runFor(1000);
+  stop();
+  // posted as each draw ends: every frame starts when the one before it ended
+  assert.deepEqual(frameTimes(), Array.from({ length: 10 }, (_, k) => (k + 1) * 100));
 });
 
 test('a page that stops acknowledging slows the loop to one frame per second', async () => {
-  const { posted, anim } = await runFor(ACK_WAIT_MS * 2.5, { fps: 60, acks: false });
-  const frames = posted.filter((m) => m.type === 'anim-frame');
-  // 2 frames unacknowledged, then one per ACK_WAIT_MS: 4 in 2.5 s, never a growing queue
-  assert.equal(frames.length, MAX_UNACKED + 2, `${frames.length} frames`);
+  const { anim, frameTimes, runFor, stop } = await startAnimation({ fps: 60, acks: false });
+  await runFor(ACK_WAIT_MS * 2.5);
+  stop();
+  // MAX_UNACKED frames at the frame rate, then one per ACK_WAIT_MS: never a growing queue
+  const times = frameTimes();
+  assert.equal(times.length, MAX_UNACKED + 2, `frames at ${times}`);
+  assert.deepEqual(times.slice(0, MAX_UNACKED), [0, 1000 / 60]);
+  const late = times.slice(MAX_UNACKED).map((t, i) => t - times[MAX_UNACKED - 1] - (i + 1) * ACK_WAIT_MS);
+  assert.ok(late.every((d) => Math.abs(d) < 1e-9), `frames at ${times}`);
   assert.ok(anim.maxUnacked <= MAX_UNACKED);
 });
 
-test('frames= ends the view after that many frames; the pause key pauses', async () => {
-  const { posted } = await runFor(600, { fps: 60, acks: true, frames: 5 });
-  assert.equal(posted.filter((m) => m.type === 'anim-frame').length, 5);
+test('frames= ends the view after that many frames', async () => {
+  const { posted, frameTimes, runFor, stop } = await startAnimation({ fps: 60, acks: true, frames: 5 });
+  await runFor(1000);
+  stop(); // ended already: nothing more is posted
+  assert.equal(frameTimes().length, 5);
   assert.equal(posted.at(-1).reason, 'done');
-  const { rt, s } = await prepareLife([1]);
-  const msgs = [];
-  let anim;
-  const post = (m) => { msgs.push(m); if (m.type === 'anim-frame') setTimeout(() => anim.ack(m.seq), 1); };
-  anim = new Animation({ id: 2, cellId: 'c', session: s, post, onEnd: () => {},
-    spec: { output: 'board', feeds: [[1, { kind: 'toggle' }]], fps: 50, frames: null, pauseKey: ' ' } });
-  anim.start(/** @type {any} */ ({}));
-  await new Promise((r) => setTimeout(r, 200));
+  assert.equal(posted.filter((m) => m.type === 'anim-end').length, 1);
+  assert.equal(posted.at(-1).at, frameTimes().at(-1)); // it ended at its last frame
+});
+
+test('the pause key pauses: no frame while paused, the next one at once when resumed', async () => {
+  const { anim, posted, frameTimes, runFor, stop } = await startAnimation({ fps: 50, acks: true });
+  await runFor(200);
+  assert.equal(frameTimes().length, 10);
   anim.addInput([{ type: 'keydown', seq: 1, key: ' ' }]);
-  const at = msgs.filter((m) => m.type === 'anim-frame').length;
-  await new Promise((r) => setTimeout(r, 400));
-  assert.equal(msgs.filter((m) => m.type === 'anim-frame').length, at, 'frames while paused');
-  assert.ok(msgs.some((m) => m.type === 'anim-state' && m.paused));
+  assert.deepEqual(posted.at(-1), { type: 'anim-state', animId: 1, paused: true, seq: 10, at: 200 });
+  await runFor(3 * ACK_WAIT_MS); // past the paused loop's own wake-ups
+  assert.equal(frameTimes().length, 10, 'frames while paused');
   anim.addInput([{ type: 'keydown', seq: 2, key: ' ' }]);
-  await new Promise((r) => setTimeout(r, 200));
-  assert.ok(msgs.filter((m) => m.type === 'anim-frame').length > at + 2, 'resumed');
-  anim.end('stopped');
-  rt.dispose();
+  await runFor(200);
+  stop();
+  const resumedAt = 200 + 3 * ACK_WAIT_MS;
+  assert.ok(posted.some((m) => m.type === 'anim-state' && !m.paused && m.at === resumedAt));
+  assert.deepEqual(frameTimes().slice(10), Array.from({ length: 10 }, (_, k) => resumedAt + k * 20));
 });
 
 test('input streams keep at most 256 events each, dropping the oldest', () => {
