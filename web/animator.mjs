@@ -163,7 +163,9 @@ export class Animation {
       if (this.paused) { await this.waker.sleep(ACK_WAIT_MS); continue; }
       if (this.unacked >= MAX_UNACKED) { await this.waitForAck(); continue; }
       if (now() < next) { await this.waker.sleep(next - now()); continue; }
-      next = Math.max(next + interval, now()); // late frames are not made up in a burst
+      // the next frame is one interval after this one, or after its slot if this one is late:
+      // late frames are not made up in a burst (after a pause or an ack wait too)
+      next = Math.max(next, now()) + interval;
       await this.frame();
       if (this.spec.frames && this.seq >= this.spec.frames) this.end('done');
     }
