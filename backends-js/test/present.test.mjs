@@ -127,6 +127,7 @@ class VirtualClock {
     this.nextId = 1;
     /** @type {(() => void)|null} */
     this.onSchedule = null;
+    this.until = Infinity;
   }
 
   now() { return this.t; }
@@ -140,9 +141,15 @@ class VirtualClock {
 
   clearTimeout(id) { this.timers.delete(id); }
 
-  /** Resolves once the loop sleeps on a timer, or has ended. @param {Promise<void>} ended */
+  /** Time passing while the loop works (a slow draw). @param {number} ms */
+  advance(ms) {
+    this.t += ms;
+    if (this.t >= this.until) this.onSchedule?.(); // a loop that never sleeps stops the run too
+  }
+
+  /** Resolves once the loop sleeps on a timer, has ended, or is past `until`. @param {Promise<void>} ended */
   asleep(ended) {
-    if (this.timers.size) return Promise.resolve();
+    if (this.timers.size || this.t >= this.until) return Promise.resolve();
     return Promise.race([ended, new Promise((resolve) => { this.onSchedule = resolve; })]);
   }
 
@@ -151,10 +158,11 @@ class VirtualClock {
    * before `until`, again; then the clock reads `until`. @param {number} until @param {Promise<void>} ended
    */
   async runUntil(until, ended) {
+    this.until = until;
     for (;;) {
       await this.asleep(ended);
       const [id, timer] = [...this.timers].sort((a, b) => a[1].at - b[1].at)[0] ?? [];
-      if (!timer || timer.at >= until) break;
+      if (!timer || timer.at >= until || this.t >= until) break;
       this.timers.delete(id);
       this.t = Math.max(this.t, timer.at);
       timer.fn();
@@ -173,7 +181,7 @@ async function startAnimation({ fps, acks, frames = null, drawMs = 0, pauseKey =
   const clock = new VirtualClock();
   const draws = [];
   registerPresenter('cpu', { open: () => ({ readsBack: true, close() {},
-    async draw(program, id) { draws.push(await program.download(id)); clock.t += drawMs; } }) });
+    async draw(program, id) { draws.push(await program.download(id)); clock.advance(drawMs); } }) });
   const posted = [];
   /** @type {() => void} */
   let ended = () => {};
@@ -215,7 +223,7 @@ test('frames slower than fps follow each other without a catch-up burst', async 
   // frames at once to make up the late ones (the loop never sleeps: frames= ends it)
   const { frameTimes, runFor, stop } = await startAnimation({ fps: 25, acks: true, drawMs: 100,
     frames: 10 });
-  await runFor(1000);
+  await runFor(2000); // it ends at its 10th frame
   stop();
   // posted as each draw ends: every frame starts when the one before it ended
   assert.deepEqual(frameTimes(), Array.from({ length: 10 }, (_, k) => (k + 1) * 100));
