@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { createRuntime } from '../src/runtime.mjs';
 import { QUOTAS, graphCost } from '../src/quotas.mjs';
 import { validateGraph } from '../src/validate.mjs';
+import { countingRegistry } from './work-counters.mjs';
 
 const MiB = 1024 * 1024;
 const chain = (n, ops = ['relu']) => ({ version: 2, nodes: [
@@ -43,12 +44,15 @@ test('graphCost: 32-bit words per live node, a buffer each, a pipeline per disti
 
 for (const backend of ['cpu', 'wasm']) {
   test(`${backend}: each quota refuses with LIMIT before any backend work, naming it`, async () => {
+    const { registry, prepared } = countingRegistry();
     const rt = await createRuntime({ backend, quotas: { memoryBytes: 4096, buffers: 3,
-      pipelines: 1 } });
+      pipelines: 1 }, hooks: { registry } });
     await rejects(rt.execute(chain(600)), 'LIMIT', /4800 bytes of device memory.*quotas\.memoryBytes/);
     await rejects(rt.execute(chain(4, ['relu', 'relu', 'relu'])), 'LIMIT', /quotas\.buffers/);
     await rejects(rt.execute(chain(4, ['relu', 'exp'])), 'LIMIT', /quotas\.pipelines/);
+    assert.equal(prepared.count, 0, 'no program was prepared for a refused graph');
     const r = await rt.execute(chain(4));
+    assert.equal(prepared.count, 1);
     assert.deepEqual([...r.outputs.y.data], [2, 2, 2, 2]);
     assert.deepEqual(rt.quotas.used, { memoryBytes: 0, buffers: 0, pipelines: 0 });
     rt.dispose();
@@ -66,10 +70,11 @@ for (const backend of ['cpu', 'wasm']) {
   });
 
   test(`${backend}: the default memory quota refuses a 2^26-element chain at once`, async () => {
-    const rt = await createRuntime({ backend });
-    const t0 = performance.now();
+    const { registry, prepared } = countingRegistry();
+    const rt = await createRuntime({ backend, hooks: { registry } });
     await rejects(rt.execute(chain(2 ** 26)), 'LIMIT', /268435456\b.*quotas\.memoryBytes/);
-    assert.ok(performance.now() - t0 < 1000, 'refused before any work');
+    assert.equal(prepared.count, 0, 'refused before any work: no program was prepared');
+    assert.deepEqual(rt.quotas.used, { memoryBytes: 0, buffers: 0, pipelines: 0 });
     rt.dispose();
   });
 }
