@@ -325,9 +325,7 @@ process.stdout.write(JSON.stringify(out));
 
 def test_defect14_server_refuses_a_graph_costing_minutes_before_work(port: int) -> None:
     """gelu_grad over 2^25 elements (260 bytes) took 28 s: over 2^24 it is past the estimate
-    already; two 4096^3 matmuls too."""
-    import time
-
+    already; two 4096^3 matmuls too. Refused before any work: the executor is never called."""
     CALLS.clear()
     gelu = {
         "version": 2,
@@ -349,11 +347,9 @@ def test_defect14_server_refuses_a_graph_costing_minutes_before_work(port: int) 
         "outputs": [{"name": "y", "id": 3}],
     }
     for graph in (gelu, matmul):
-        t0 = time.perf_counter()
         status, answer = execute(port, graph)
         assert status == 400 and answer["code"] == "LIMIT", answer
         assert "max_cost_s" in answer["message"] and "10 s" in answer["message"]
-        assert time.perf_counter() - t0 < 2
     assert CALLS == []
 
 
@@ -424,9 +420,9 @@ process.stdout.write(JSON.stringify(out));
 
 def test_defect14_server_deadline_stops_cpu_python_between_nodes() -> None:
     """A graph the cost model lets through but that runs long (many nodes) is stopped between
-    nodes past Quotas.deadline_s with LIMIT naming the deadline, and the server answers the next
-    request at once (it is not held)."""
-    import time
+    nodes past Quotas.deadline_s with LIMIT naming the deadline and the node it stopped before
+    (nodes were left: it did not run to the end), and the server answers the next request."""
+    import re
 
     from gpulab import host
     from gpulab.quotas import Quotas
@@ -448,15 +444,13 @@ def test_defect14_server_deadline_stops_cpu_python_between_nodes() -> None:
             ],
             "outputs": [{"name": "y", "id": depth}],
         }
-        t0 = time.perf_counter()
         status, answer = execute(number, slow)
-        took = time.perf_counter() - t0
         assert status == 400 and answer["code"] == "LIMIT", answer
         assert "deadline of 0.3 s (deadline_s)" in answer["message"], answer
-        assert took < 2.0, took
-        t1 = time.perf_counter()
+        stopped = re.match(r"node (\d+) \(gelu\): stopped before this node", answer["message"])
+        assert stopped and 1 <= int(stopped[1]) <= depth, answer
         status, answer = execute(number, full_graph([4]))
-        assert status == 200 and time.perf_counter() - t1 < 2.0, answer
+        assert status == 200 and set(answer["outputs"]) == {"y"}, answer
     finally:
         srv.shutdown()
     for bad in (0, -1.0, True, "3"):
