@@ -1,8 +1,12 @@
 """Live views (display.animate), driven in headless Chromium at the page: frames in
-order, the pixels of a known pattern (a glider after N steps), frames that change, the rate
-within the pacing, input (clicks toggle the expected cells, a key pauses), the end of a view
+order, the pixels of a known pattern (a glider after N steps), frames that keep coming and
+change, back-pressure, input (clicks toggle the expected cells, a key pauses), the end of a view
 (Stop, a re-run, a lost device) and, on WebGPU, frames that make no buffer map (counted in the
 worker by a test hook, backends-js/src/present/map-counter.mjs).
+
+The tests wait on the page's state (the frame log, the canvas) and count frames; they time
+nothing. The pacing itself is checked in virtual time by backends-js/test/present.test.mjs;
+the frame rate and latency on a real page are measured by bench/archive/live_views.py.
 
 WebGPU is SwiftShader and WebGL2 ANGLE on SwiftShader here (software adapters, allowed and
 labelled); a WebGPU canvas needs pylib/gpulab/conformance/browser.py's Vulkan flags (docs/playground.md).
@@ -139,6 +143,46 @@ def wait_ended(page: Page, n: int = 1, timeout: float = 60_000) -> None:
     expect(view(page, n)).to_have_attribute("data-state", "ended", timeout=timeout)
 
 
+def animation_frames(page: Page, count: int = 2) -> None:
+    """Wait for `count` of the page's animation frames (the compositor shows a canvas' new
+    frame by then)."""
+    page.evaluate(
+        """(count) => new Promise((resolve) => {
+        const tick = () => (--count > 0 ? requestAnimationFrame(tick) : resolve());
+        requestAnimationFrame(tick);
+    })""",
+        count,
+    )
+
+
+def wait_for_cells(page: Page, want: np.ndarray, timeout_s: float = 30, n: int = 1) -> np.ndarray:
+    """The canvas' cells once they equal `want` (checked after each pair of animation frames),
+    or what they show at the timeout."""
+    deadline = time.monotonic() + timeout_s
+    got = cells_of(page, n)
+    while not (got == want).all() and time.monotonic() < deadline:
+        animation_frames(page)
+        got = cells_of(page, n)
+    return got
+
+
+def anim_id(page: Page, n: int = 1) -> int:
+    return int(view(page, n).get_attribute("data-anim-id"))
+
+
+def wait_for_frames(page: Page, more: int, key: str = "received", n: int = 1) -> int:
+    """Wait until the frame log's `key` (frames "received", or the last "shown" seq) grew by
+    `more`; returns the new value."""
+    expr = "log.received" if key == "received" else "(log.seqs.at(-1) ?? 0)"
+    read = f"(id) => {{ const log = globalThis.gpulabAnimations.log(id); return {expr}; }}"
+    start = page.evaluate(read, anim_id(page, n))
+    page.wait_for_function(
+        f"([id, n]) => {{ const log = globalThis.gpulabAnimations.log(id); return {expr} >= n; }}",
+        arg=[anim_id(page, n), start + more],
+    )
+    return page.evaluate(read, anim_id(page, n))
+
+
 def test_glider_after_n_steps_in_order(live) -> None:
     backend, page = live
     run_program(page, life_program(frames=8))
@@ -150,31 +194,23 @@ def test_glider_after_n_steps_in_order(live) -> None:
     assert log["outOfOrder"] == 0
     assert log["maxUnacked"] <= 2
     want = life_reference(glider_board(), 8)
-    got = cells_of(page)
-    deadline = time.monotonic() + 3  # the compositor may show the last frame a moment later
-    while not (got == want).all() and time.monotonic() < deadline:
-        page.wait_for_timeout(100)
-        got = cells_of(page)
+    got = wait_for_cells(page, want)  # the compositor may show the last frame a moment later
     assert (got == want).all(), (
         f"alive at {np.argwhere(got).tolist()}, want {np.argwhere(want).tolist()}"
     )
     assert want.sum() == 5 and not (want == glider_board()).all()  # it moved
 
 
-def test_frames_change_at_the_paced_rate(live) -> None:
-    backend, page = live
+def test_frames_keep_coming_and_change(live) -> None:
+    _, page = live
     run_program(page, life_program(frames="None", fps=20))
     expect(view(page)).not_to_have_attribute("data-frames", "0")
     first = cells_of(page)
-    page.wait_for_timeout(2500)
+    wait_for_frames(page, 8, key="shown")  # the glider moves a cell every 4 steps
+    animation_frames(page)
     second = cells_of(page)
     assert not (first == second).all(), "the frames did not change"
     log = frame_log(page)
-    times = np.array(log["shownAt"])
-    recent = times[times > times[-1] - 2000]
-    rate = (len(recent) - 1) * 1000 / (recent[-1] - recent[0])
-    assert rate <= 20 * 1.15, f"{rate:.1f} fps is past the 20 fps pacing"
-    assert rate >= 4, f"{rate:.1f} fps on {backend}: the loop is stalling"
     assert log["maxUnacked"] <= 2
     seqs = log["seqs"]
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
@@ -204,28 +240,30 @@ def test_clicks_toggle_cells_and_a_key_pauses(live) -> None:
     want = glider_board()
     for r, c in clicks:
         want[r, c] = 1 - want[r, c]
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and not (cells_of(page) == want).all():
-        page.wait_for_timeout(200)
-    got = cells_of(page)
+    got = wait_for_cells(page, want)
     assert (got == want).all(), (
         f"alive at {np.argwhere(got).tolist()}, want {np.argwhere(want).tolist()}"
     )
-    # Space pauses: no frame for a second; again resumes
+    # Space pauses: the worker makes no frame while paused (the one in flight at most), though
+    # the page runs its animation frames and a click waits for the next step; again resumes
     canvas.focus()
     page.keyboard.press(" ")
     expect(view(page)).to_have_attribute("data-paused", "true")
-    page.wait_for_timeout(300)
-    before = frame_log(page)["seqs"][-1]
-    page.wait_for_timeout(1000)
-    assert frame_log(page)["seqs"][-1] == before, "frames kept coming while paused"
     expect(view(page).locator("figcaption")).to_contain_text("paused")
+    canvas.click(position={"x": 1 + 12 * SCALE + 5, "y": 1 + 12 * SCALE + 5})
+    animation_frames(page, 30)  # at 30 fps, some 15 frames' time for a loop that did not pause
+    canvas.focus()
     page.keyboard.press(" ")
     expect(view(page)).to_have_attribute("data-paused", "false")
-    page.wait_for_function(
-        "([id, n]) => globalThis.gpulabAnimations.log(id).seqs.at(-1) > n",
-        arg=[int(view(page).get_attribute("data-anim-id")), before + 3],
+    paused, resumed = frame_log(page)["states"][-2:]
+    assert paused["paused"] and not resumed["paused"], frame_log(page)["states"]
+    assert resumed["seq"] - paused["seq"] <= 1, f"frames while paused: {paused} -> {resumed}"
+    want[12, 12] = 1 - want[12, 12]  # the click made while paused is the next step's
+    got = wait_for_cells(page, want)
+    assert (got == want).all(), (
+        f"alive at {np.argwhere(got).tolist()}, want {np.argwhere(want).tolist()}"
     )
+    wait_for_frames(page, 3, key="shown")  # frames keep coming
 
 
 def test_rerun_ends_the_view(live) -> None:
@@ -314,13 +352,20 @@ def test_live_example_life_and_heat_brush(live, shot_dir: Path) -> None:  # noqa
     page.mouse.down()
     for i in range(10):
         page.mouse.move(box["x"] + box["width"] * (0.3 + 0.04 * i), y)
-        page.wait_for_timeout(50)
+        wait_for_frames(page, 1, key="shown", n=2)  # a step paints where the brush is now
     page.mouse.up()
-    page.wait_for_timeout(500)
-    after = decode_png(canvas.screenshot())[2:-2, 2:-2, :3].astype(int)
-    h = after.shape[0]
-    warm = np.abs(after - VIRIDIS_LOW).max(axis=2) > 30
-    assert warm[h // 2, int(after.shape[1] * 0.45)], "no heat where the brush went"
+    deadline = time.monotonic() + 30  # the frames that show the heat
+
+    def warm_now() -> np.ndarray:
+        animation_frames(page)
+        after = decode_png(canvas.screenshot())[2:-2, 2:-2, :3].astype(int)
+        return np.abs(after - VIRIDIS_LOW).max(axis=2) > 30
+
+    warm = warm_now()
+    h, w = warm.shape
+    while not warm[h // 2, int(w * 0.45)] and time.monotonic() < deadline:
+        warm = warm_now()
+    assert warm[h // 2, int(w * 0.45)], "no heat where the brush went"
     assert not warm[h // 8].any(), "heat far from the brush"
     if backend == "webgpu":
         save_shot(page.locator("main"), shot_dir / "live-views.png")
@@ -330,22 +375,22 @@ def test_live_example_life_and_heat_brush(live, shot_dir: Path) -> None:  # noqa
 
 
 def test_unacknowledged_frames_slow_the_loop_and_errors_are_clear(live) -> None:
-    """A page that stops acknowledging (the test hook holds the acks, as a hidden tab would)
-    gets about one frame per second and holds at most 4 frames; acknowledging again resumes.
-    view.stop() ends the view and disposes its session; bad arguments are refused clearly."""
+    """A page that stops acknowledging (the test hook holds the acks, as a hidden tab would):
+    the worker never runs more than 2 frames ahead of the acknowledgements (it waits, then sends
+    one more: about one a second, backends-js/test/present.test.mjs) and the page holds at most 4
+    (it drops the oldest); acknowledging again resumes. view.stop() ends the view and disposes
+    its session; bad arguments are refused clearly."""
     _, page = live
     run_program(page, life_program(frames="None", fps=60))
     expect(view(page)).not_to_have_attribute("data-frames", "0")
     page.evaluate("() => { globalThis.gpulabAnimations.holdAcks = true; }")
-    page.wait_for_timeout(500)
-    before = frame_log(page)["received"]
-    page.wait_for_timeout(3000)
-    held = frame_log(page)["received"] - before
-    assert held <= 5, f"{held} frames in 3 s without acknowledgements"
-    assert frame_log(page)["maxUnacked"] <= 2
+    wait_for_frames(page, 6)  # past 2 unacknowledged: each later one after an ack wait
+    log = frame_log(page)
+    assert log["maxUnacked"] <= 2, f"the worker ran {log['maxUnacked']} frames ahead"
+    assert log["droppedFrames"] >= 1, "the page kept every unacknowledged frame"
     page.evaluate("() => { globalThis.gpulabAnimations.holdAcks = false; }")
-    page.wait_for_timeout(1500)
-    assert frame_log(page)["received"] - before > held + 5, "did not resume"
+    wait_for_frames(page, 10, key="shown")  # resumed: frames shown again
+    assert frame_log(page)["maxUnacked"] <= 2
     page.get_by_role("button", name="+ Add cell").click()
     out = run_program(page, "view.stop()\nprint('disposed', s.disposed)", n=2)
     expect(out).to_contain_text("disposed True")

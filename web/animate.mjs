@@ -29,8 +29,11 @@ class LiveView {
     this.nextSeq = 1;
     /** @type {any[]} frames received, not yet acknowledged (the newest is what is shown) */
     this.pending = [];
+    // states: the worker's frame count at each pause and resume ({paused, seq}), so a test
+    // counts the frames made while paused instead of timing a quiet spell
     this.log = { seqs: [], shownAt: [], latencyMs: [], stepMs: [], presentMs: [], outOfOrder: 0,
-      maxUnacked: 0, received: 0, lastReceived: 0, droppedFrames: 0, paused: false, ended: null };
+      maxUnacked: 0, received: 0, lastReceived: 0, droppedFrames: 0, paused: false, states: [],
+      ended: null };
     this.canvas = el('canvas', { width: info.width, height: info.height, tabIndex: 0, role: 'img',
       'aria-label': `live view ${info.name}: ${info.title ?? `${info.height}×${info.width}`}` });
     this.canvas.style.width = `${info.width * info.scale}px`;
@@ -98,6 +101,9 @@ class LiveView {
     if (msg.seq !== this.log.lastReceived + 1) this.log.outOfOrder += 1;
     this.log.lastReceived = msg.seq;
     this.log.received += 1;
+    // the worker's count of frames the page had not acknowledged, for every frame (a page that
+    // holds its acknowledgements drops some unshown: they count too)
+    this.log.maxUnacked = Math.max(this.log.maxUnacked, msg.unacked);
     this.pending.push(msg);
     if (this.pending.length > MAX_PENDING) {
       this.pending.shift();
@@ -115,7 +121,6 @@ class LiveView {
         push(this.log.latencyMs, at - f.startedAt);
         push(this.log.stepMs, f.stepMs);
         push(this.log.presentMs, f.presentMs);
-        this.log.maxUnacked = Math.max(this.log.maxUnacked, f.unacked);
       }
       const newest = this.pending.at(-1).seq;
       this.pending = [];
@@ -133,6 +138,7 @@ class LiveView {
 
   onState(msg) {
     this.log.paused = msg.paused;
+    push(this.log.states, { paused: msg.paused, seq: msg.seq });
     this.figure.dataset.paused = String(msg.paused);
     this.caption.textContent = this.describe();
   }
