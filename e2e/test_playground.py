@@ -18,7 +18,6 @@ import math
 import os
 import re
 import struct
-import time
 import zlib
 from pathlib import Path
 
@@ -649,7 +648,8 @@ def test_run_all_stops_at_the_first_error(notebook: Page) -> None:
     expect(output(page, 1)).to_contain_text("one")
     expect(output(page, 2)).to_contain_text("ZeroDivisionError")
     expect(output(page, 2)).to_contain_text("stopped at this error: 1 queued cell was not run")
-    page.wait_for_timeout(500)
+    # nothing runs any more (the queue was emptied as cell 2 ended, else cell 3 would run now)
+    expect(page.get_by_role("button", name="Stop")).to_be_disabled()
     expect(cell(page, 3).locator(".prompt")).to_have_text("[ ]")
     expect(cell(page, 3).locator(".output")).to_be_empty()
 
@@ -740,10 +740,9 @@ def test_torch_compile_example_trains_with_a_live_plot(notebook: Page, shot_dir:
 
 def test_stop_interrupts_an_endless_loop(notebook: Page) -> None:
     page = notebook
-    set_code(page, 1, "n = 0\nwhile True:\n    n += 1\n")
+    set_code(page, 1, "import display\nn = 0\ndisplay.text('looping')\nwhile True:\n    n += 1\n")
     cell(page, 1).get_by_role("button", name="Run", exact=True).click()
-    expect(cell(page, 1).locator(".prompt")).to_have_text("[running]")
-    page.wait_for_timeout(500)
+    expect(output(page, 1)).to_contain_text("looping")  # the loop is running
     page.get_by_role("button", name="Stop").click()
     expect(cell(page, 1).locator(".prompt")).to_have_text(DONE, timeout=15_000)
     expect(output(page, 1)).to_contain_text("Stopped by the user")
@@ -756,9 +755,14 @@ def test_stop_cancels_a_long_session_run(notebook: Page) -> None:
     page = notebook
     out = run_program(page, LIFE_SESSION)
     expect(out).to_contain_text("ready")
-    set_code(page, 1, "for i in range(10**6):\n    life.run_steps(64)\n")
+    set_code(
+        page,
+        1,
+        "import display\nfor i in range(10**6):\n    life.run_steps(64)\n"
+        "    if i == 0:\n        display.text('stepping')\n",
+    )
     cell(page, 1).get_by_role("button", name="Run", exact=True).click()
-    page.wait_for_timeout(800)
+    expect(output(page, 1)).to_contain_text("stepping")  # the session run is under way
     page.get_by_role("button", name="Stop").click()
     expect(cell(page, 1).locator(".prompt")).to_have_text(DONE, timeout=15_000)
     expect(output(page, 1)).to_contain_text("Stopped by the user")
@@ -803,12 +807,22 @@ def test_stop_as_a_result_reaches_python_ends_the_run(notebook: Page, loop: str)
 
 
 def test_stop_at_many_moments_always_ends_the_run(notebook: Page) -> None:
+    """Stop right after Run, once the prompt says running, and after the 1st, 2nd, 10th and
+    100th result of a session loop (the cell says so as it goes): each run ends by Stop."""
     page = notebook
     expect(run_program(page, LIFE_SESSION)).to_contain_text("ready")
-    set_code(page, 1, "for i in range(10**6):\n    life.run_steps(64)\n    s = sum(range(50))\n")
-    for offset_ms in (0, 5, 20, 50, 120, 300, 700):
+    set_code(
+        page,
+        1,
+        "import display\nfor i in range(10**6):\n    life.run_steps(64)\n    s = sum(range(50))\n"
+        "    if i + 1 in (1, 2, 10, 100):\n        display.text(f'result {i + 1}.')\n",
+    )
+    for moment in (None, "[running]", "result 1.", "result 2.", "result 10.", "result 100."):
         cell(page, 1).get_by_role("button", name="Run", exact=True).click()
-        page.wait_for_timeout(offset_ms)
+        if moment == "[running]":
+            expect(cell(page, 1).locator(".prompt")).to_have_text("[running]")
+        elif moment:
+            expect(output(page, 1)).to_contain_text(moment)
         page.get_by_role("button", name="Stop").click()
         expect_stopped(page)
     expect(run_program(page, "print('alive', 6 * 7)")).to_contain_text("alive 42")
@@ -816,10 +830,15 @@ def test_stop_at_many_moments_always_ends_the_run(notebook: Page) -> None:
 
 def test_stop_ends_a_cell_awaiting_a_promise_that_never_settles(notebook: Page) -> None:
     page = notebook
-    set_code(page, 1, "import js\nawait js.Promise.new(lambda resolve, reject: None)\n")
+    set_code(
+        page,
+        1,
+        "import display, js\ndisplay.text('awaiting')\n"
+        "await js.Promise.new(lambda resolve, reject: None)\n",
+    )
     cell(page, 1).get_by_role("button", name="Run", exact=True).click()
-    expect(cell(page, 1).locator(".prompt")).to_have_text("[running]")
-    page.wait_for_timeout(300)
+    # the cell parks on the await right after it says so: Stop's message comes later
+    expect(output(page, 1)).to_contain_text("awaiting")
     page.get_by_role("button", name="Stop").click()  # no SIGINT can reach a parked coroutine
     expect_stopped(page)
     expect(output(page, 1)).to_contain_text("CancelledError")
@@ -856,7 +875,9 @@ def test_keyboard_editing_and_cells(notebook: Page) -> None:
     editor.press("Enter")  # auto-indent after ':'
     editor.press_sequentially("print('row', i)")  # brackets and quotes close and are typed over
     expect_code(page, 1, "for i in range(2):\n    print('row', i)")
-    page.wait_for_timeout(600)  # a separate undo step (edits within 500 ms are one)
+    # a separate undo step: edits within 500 ms join one, unless the cursor moved in between
+    editor.press("Home")
+    editor.press("End")
     editor.press("Shift+Tab")
     expect_code(page, 1, "for i in range(2):\nprint('row', i)")
     editor.press("Control+z")  # undo includes indentation
@@ -925,40 +946,8 @@ def test_stop_unavailable_without_isolation_restart_works(page: Page, playground
 
 
 # ---------------------------------------------------------------------------------------------
-# Stop lands within 1 s: time.sleep, a print loop; a stopped run never writes again
-
-STOP_WITHIN_MS = 1_000
-QUIET_AFTER_STOP_S = 10
-
-
-def arm_stop_timer(page: Page, n: int = 1) -> None:
-    """Record in the page when Stop is clicked and when cell n's prompt says the run ended."""
-    page.evaluate(
-        """(n) => {
-        const prompt = document.querySelectorAll('section.cell')[n - 1].querySelector('.prompt');
-        window.__stopAt = null; window.__endAt = null;
-        const obs = new MutationObserver(() => {
-            if (/^\\[\\d+\\]/.test(prompt.textContent) && window.__endAt === null) {
-                window.__endAt = performance.now(); obs.disconnect();
-            }
-        });
-        obs.observe(prompt, {childList: true, characterData: true, subtree: true});
-        document.getElementById('stop').addEventListener(
-            'click', () => { window.__stopAt = performance.now(); }, {once: true, capture: true});
-    }""",
-        n,
-    )
-
-
-def stop_and_time(page: Page, n: int = 1) -> tuple[float, float]:
-    """Press Stop; (ms from the click's handling to the run's end in the page, wall ms here
-    from before the click to the end, which includes a page too busy to take the click)."""
-    arm_stop_timer(page, n)
-    t0 = time.monotonic()
-    page.get_by_role("button", name="Stop").click()
-    expect(cell(page, n).locator(".prompt")).to_have_text(DONE, timeout=STOP_ENDS_WITHIN_MS)
-    wall = (time.monotonic() - t0) * 1000
-    return page.evaluate("window.__endAt - window.__stopAt"), wall
+# Stop during time.sleep and a print loop; a stopped run never writes again. How
+# long Stop takes, and the page's longest frame gap during a print loop: bench/stop_latency.py.
 
 
 def outputs_text(page: Page) -> str:
@@ -966,75 +955,72 @@ def outputs_text(page: Page) -> str:
     return "\n".join(page.locator("section.cell .output").all_inner_texts())
 
 
-def test_stop_during_time_sleep_within_a_second_and_never_resumes(notebook: Page) -> None:
-    """Defect 1: Stop during time.sleep lands within 1 s, and the stopped cell never resumes
-    (no changed globals, no output anywhere) while other cells run after it."""
+def test_stop_during_time_sleep_ends_the_cell_and_it_never_resumes(notebook: Page) -> None:
+    """Defect 1: Stop during time.sleep ends the run (by Stop, not the watchdog), and the stopped
+    cell never resumes: the next cell waits until past the moment the sleep would have ended
+    and sees the globals as Stop left them; no output appears anywhere."""
     page = notebook
     set_code(
         page,
         1,
-        "import time\nmarker = 'before'\ntime.sleep(6)\nmarker = 'resumed'\nprint('resumed')\n",
+        "import display, time\nmarker = 'before'\nwake_at = time.monotonic() + 5\n"
+        "display.text('sleeping')\ntime.sleep(5)\nmarker = 'resumed'\nprint('resumed')\n",
     )
     page.get_by_role("button", name="+ Add cell").click()
     set_code(
         page,
         2,
-        "import asyncio\nfor k in range(8):\n    await asyncio.sleep(1)\nprint('marker', marker)\n",
+        "import asyncio, time\nwhile time.monotonic() < wake_at + 1:\n    await asyncio.sleep(0.1)\n"
+        "print('marker', marker)\n",
     )
     cell(page, 1).get_by_role("button", name="Run", exact=True).click()
-    expect(cell(page, 1).locator(".prompt")).to_have_text("[running]")
-    page.wait_for_timeout(500)
-    in_page, wall = stop_and_time(page)
-    stopped_at = time.monotonic()
-    assert in_page < STOP_WITHIN_MS, f"Stop took {in_page:.0f} ms in the page"
-    expect(output(page, 1)).to_contain_text("Stopped by the user")
-    expect(output(page, 1)).not_to_contain_text("abandoned")
+    expect(output(page, 1)).to_contain_text("sleeping")  # in time.sleep now
+    page.get_by_role("button", name="Stop").click()
+    expect_stopped(page)
     first = output(page, 1).inner_text()
     out2 = run_cell(page, 2)  # runs past the moment the sleep would have ended
-    page.wait_for_timeout(max(0, (QUIET_AFTER_STOP_S - (time.monotonic() - stopped_at)) * 1000))
     expect(out2.locator(".stream.stdout")).to_have_text("marker before\n")
     assert output(page, 1).inner_text() == first, "the stopped cell wrote after Stop"
     assert "resumed" not in outputs_text(page)
-    print(f"stop during time.sleep: {in_page:.0f} ms in the page, {wall:.0f} ms wall")
 
 
-def frame_gaps(page: Page, ms: int) -> float:
-    """The longest gap between animation frames over `ms` (a frozen page has long gaps)."""
-    return page.evaluate(
-        """(ms) => new Promise((resolve) => {
-        let last = performance.now(); let worst = 0; const end = last + ms;
-        const tick = (t) => { worst = Math.max(worst, t - last); last = t;
-                              if (t < end) requestAnimationFrame(tick); else resolve(worst); };
-        requestAnimationFrame(tick);
-    })""",
-        ms,
-    )
+def dropped_lines(page: Page) -> int:
+    """The count in cell 1's "… N lines dropped" (0 before there is one)."""
+    found = re.search(r"… ([\d,]+) lines dropped", output(page, 1).inner_text())
+    return int(found[1].replace(",", "")) if found else 0
 
 
-def test_print_loop_keeps_the_page_responsive_and_stops_within_a_second(notebook: Page) -> None:
-    """Defect 2: `while True: print(i)` paints while it runs (output throttled, capped with
-    '… N lines dropped'), Stop lands within 1 s, nothing is written after Stop for 10 s."""
+def test_print_loop_keeps_the_page_responsive_and_stop_ends_it(notebook: Page) -> None:
+    """Defect 2: while `while True: print(i)` runs, the page shows its output as it comes
+    (throttled, capped with '… N lines dropped', the count growing) and takes clicks and
+    typing; Stop ends the run, and nothing is written after it: the next cell runs and prints
+    only its own line, and the stopped cell's output stays as Stop left it (head and tail)."""
     page = notebook
     set_code(page, 1, "i = 0\nwhile True:\n    print(i)\n    i += 1\n")
     cell(page, 1).get_by_role("button", name="Run", exact=True).click()
     expect(output(page, 1).locator(".stream.stdout")).to_contain_text("0\n1\n", timeout=30_000)
-    worst = frame_gaps(page, 2_000)
-    assert worst < 1_000, f"the page did not paint for {worst:.0f} ms during a print loop"
     expect(output(page, 1)).to_contain_text(re.compile(r"… [\d,]+ lines dropped"))
-    in_page, wall = stop_and_time(page)
-    assert in_page < STOP_WITHIN_MS, f"Stop took {in_page:.0f} ms in the page"
-    assert wall < 2 * STOP_WITHIN_MS + 1_000, f"Stop took {wall:.0f} ms from the click"
-    expect(output(page, 1)).to_contain_text("Stopped by the user")
+    seen = dropped_lines(page)
+    page.wait_for_function(
+        """(seen) => {
+        const text = document.querySelectorAll('section.cell .output')[0].innerText;
+        const found = /… ([\\d,]+) lines dropped/.exec(text);
+        return found && Number(found[1].replaceAll(',', '')) > seen;
+    }""",
+        arg=seen,
+    )  # the page keeps showing the loop's progress
+    page.get_by_role("button", name="+ Add cell").click()  # the page takes input meanwhile
+    set_code(page, 2, "print('next cell')")
+    expect_code(page, 2, "print('next cell')")
+    page.get_by_role("button", name="Stop").click()
+    expect_stopped(page)
     after = output(page, 1).inner_text()
     assert len(after) < 400_000, "the kept output is not capped"
-    page.wait_for_timeout(QUIET_AFTER_STOP_S * 1000)
-    assert output(page, 1).inner_text() == after, "output appeared after Stop"
     tail = output(page, 1).locator(".stream.stdout").last.inner_text().split()
     assert tail and tail[-1].isdigit(), "the last lines printed before Stop are kept"
-    print(
-        f"stop during a print loop: {in_page:.0f} ms in the page, {wall:.0f} ms wall, "
-        f"longest frame gap {worst:.0f} ms"
-    )
+    out2 = run_cell(page, 2)
+    expect(out2.locator(".stream.stdout")).to_have_text("next cell\n")
+    assert output(page, 1).inner_text() == after, "output appeared after Stop"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1047,6 +1033,16 @@ def notebook_select(page: Page) -> Locator:
 
 def notebook_names(page: Page) -> list[str]:
     return notebook_select(page).locator("option").all_inner_texts()
+
+
+def wait_saved(page: Page, text: str) -> None:
+    """Wait until this tab's notebook, as saved (web/store.mjs: debounced after each change),
+    holds `text`."""
+    page.wait_for_function(
+        """(text) => (localStorage.getItem(`gpulab-notebook:${document.body.dataset.notebook}`)
+            ?? '').includes(text)""",
+        arg=text,
+    )
 
 
 def name_notebook(page: Page, name: str) -> None:
@@ -1110,7 +1106,7 @@ g = Graph()
 g.run(v=g.tensor([1.0, 2.0]) * 3)""",
     )
     expect(out.locator("table")).to_contain_text("6.0")
-    page.wait_for_timeout(600)  # saving is debounced (300 ms)
+    wait_saved(page, "done after")  # the run's last line: its whole output is saved
     page.reload()
     expect(page.get_by_label("Notebook name")).to_have_value("reloaded")
     out = output(page, 1)
@@ -1131,7 +1127,7 @@ def test_two_tabs_never_overwrite_each_other(browser, playground_url: str) -> No
         open_notebook(first, playground_url, backend="cpu")
         name_notebook(first, "tab one")
         set_code(first, 1, "tab = 1")
-        first.wait_for_timeout(600)
+        wait_saved(first, "tab = 1")
         open_notebook(second, playground_url, backend="cpu")
         expect(second.get_by_label("Notebook name")).to_have_value("Untitled 1")
         expect(second.get_by_label("Notebook status")).to_contain_text(
@@ -1143,7 +1139,7 @@ def test_two_tabs_never_overwrite_each_other(browser, playground_url: str) -> No
         expect(second.get_by_label("Notebook name")).to_have_value("tab one (copy) 1")
         expect_code(second, 1, "tab = 1")
         set_code(second, 1, "tab = 'changed in the copy'")
-        second.wait_for_timeout(600)
+        wait_saved(second, "changed in the copy")
         first.reload()
         expect(first.get_by_label("Notebook name")).to_have_value("tab one")
         expect_code(first, 1, "tab = 1")
@@ -1177,14 +1173,16 @@ def test_markdown_cells_render_and_never_run_html(notebook: Page) -> None:
     expect(text).to_contain_text('<img src=x onerror="window.pwned=2">')
     expect(text.locator("img, script")).to_have_count(0)
     bad.click()
-    page.wait_for_timeout(300)
+    # a javascript: navigation or an inline handler would have run by the next animation
+    # frame's task
+    page.evaluate("() => new Promise((r) => requestAnimationFrame(() => setTimeout(r)))")
     assert page.evaluate("window.pwned") is None, "markdown ran HTML or a javascript: link"
     expect(cell(page, 1).get_by_role("textbox")).to_be_hidden()
     text.dblclick()  # back to editing
     expect(cell(page, 1).get_by_role("textbox")).to_be_visible()
     cell(page, 1).get_by_role("textbox").press("Shift+Enter")  # renders, moves on
     expect(text).to_be_visible()
-    page.wait_for_timeout(600)
+    wait_saved(page, '"kind":"markdown"')
     name = page.get_by_label("Notebook name").input_value()
     new_notebook(page)
     notebook_select(page).select_option(label=name)
