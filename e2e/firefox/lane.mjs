@@ -96,8 +96,10 @@ function figuresOf(cell) {
 async function runExample(id, backend) {
   const frame = /** @type {HTMLIFrameElement} */ (document.getElementById('playground'));
   const t0 = performance.now();
+  // the new document's load, not a fixed wait: the old one is ready too until it unloads
+  const loaded = new Promise((resolve) => { frame.addEventListener('load', resolve, { once: true }); });
   frame.src = `/?backend=${backend}&software=1`;
-  await sleep(200);
+  await loaded;
   const doc = () => frame.contentDocument;
   await until('the playground', () => doc()?.body?.dataset.ready === 'true', 120_000);
   const readyS = (performance.now() - t0) / 1000;
