@@ -548,9 +548,10 @@ def test_quotas_refuse_with_limit_before_any_gl_work(gl_page: Any, where: str) -
 
 @pytest.mark.parametrize("where", WHERE)
 def test_dispose_stops_a_long_run_between_steps(gl_page: Any, where: str) -> None:
-    """Cancellation between steps (hostile-input defect 14, `issues show 11`): runtime.dispose() or session.dispose(), arriving at the run's first
-    turn to the event loop, stops a session run of about 20 s of steps right there (DISPOSED; no
-    turn after it: it ran all 20 s before), and the session stays disposed, not poisoned."""
+    """Cancellation between steps (hostile-input defect 14, `issues show 11`): runtime.dispose()
+    or session.dispose(), arriving at the run's first turn to the event loop, stops a session run
+    of about 20 s of steps right there (DISPOSED; no turn after it: it ran all 20 s before), and
+    the session stays disposed, not poisoned."""
     r = scenario(gl_page, "cancelBetweenSteps", where)
     for how in ("runtime", "session"):
         got = r[how]

@@ -752,11 +752,12 @@ export async function quotas() {
 }
 
 /**
- * Cancellation between steps (hostile-input defect 14, `issues show 11`): a session run of about 20 s of steps,
- * disposed (the runtime or the session) at the run's first turn to the event loop (the step
- * gate yields with setTimeout(0) in a page or worker), ahead of the run's own resumption, as a
- * dispose() message that arrived meanwhile would: how it ended, how many turns the run took (1:
- * it stopped where the dispose() got in), and the session's state. Counted, not timed.
+ * Cancellation between steps (hostile-input defect 14, `issues show 11`): a session run of
+ * about 20 s of steps, disposed (the runtime or the session) at the run's first turn to the event
+ * loop (the step gate yields with setTimeout(0) in a page or worker), ahead of the run's own
+ * resumption, as a dispose() message that arrived meanwhile would: how it ended, how many turns
+ * the run took (1: it stopped where the dispose() got in), and the session's state. Counted, not
+ * timed.
  */
 export async function cancelBetweenSteps() {
   const out = {};
