@@ -344,3 +344,78 @@ def _retype(path: Path, spec: ModelSpec, name: str, qtype: object) -> Path:
     w.close()
     Path(str(path) + ".tmp").replace(path)
     return path
+
+
+def _rewrite(
+    src: Path,
+    dst: Path,
+    arch: str = "llama",
+    fields: dict[str, object] | None = None,
+    drop: tuple[str, ...] = (),
+    add: dict[str, np.ndarray] | None = None,
+) -> Path:
+    """src rewritten by gguf-py's writer: metadata values replaced (`fields`, same types),
+    tensors dropped or added (float32)."""
+    reader = gguf.GGUFReader(str(src))
+    w = gguf.GGUFWriter(str(dst), arch)
+    for key, field in reader.fields.items():
+        if key.startswith("GGUF.") or key == "general.architecture":
+            continue
+        value = (fields or {}).get(key, field.contents())
+        vtype = field.types[0]
+        if vtype == gguf.GGUFValueType.ARRAY:
+            w.add_key_value(key, value, vtype, sub_type=field.types[-1])
+        else:
+            w.add_key_value(key, value, vtype)
+    for t in reader.tensors:
+        if t.name not in drop:
+            shape = [int(x) for x in reversed(t.shape)]
+            w.add_tensor(t.name, np.asarray(t.data).reshape(shape))
+    for name, values in (add or {}).items():
+        w.add_tensor(name, values)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return dst
+
+
+@pytest.mark.parametrize(
+    ("edit", "code", "message"),
+    [
+        ({"drop": ("blk.0.ffn_down.weight",)}, "VALIDATION", "'blk.0.ffn_down.weight' is missing"),
+        (
+            {"add": {"blk.0.attn_q.bias": np.zeros(64, np.float32)}},
+            "UNSUPPORTED",
+            "'blk.0.attn_q.bias' has no place in the llama graph",
+        ),
+        (
+            {"fields": {"llama.feed_forward_length": 96}},
+            "VALIDATION",
+            "'blk.0.ffn_gate.weight' has shape [128, 64], expected [96, 64]",
+        ),
+        (
+            {"fields": {"llama.attention.head_count_kv": 3}},
+            "VALIDATION",
+            "head_count' (4) is not a multiple of head_count_kv (3)",
+        ),
+        ({"arch": "qwen2"}, "UNSUPPORTED", "architecture 'qwen2' is not built"),
+        (
+            {"fields": {"tokenizer.ggml.model": "bert"}},
+            "UNSUPPORTED",
+            "'tokenizer.ggml.model' is 'bert'",
+        ),
+    ],
+)
+def test_a_file_the_graph_cannot_compute_is_refused_naming_the_field(
+    tmp_path: Path, edit: dict, code: str, message: str
+) -> None:
+    """Model-level refusals at load (the reader's own are test_gguf's): a missing tensor, a
+    tensor with no place, a shape unlike the metadata's, bad head counts, another architecture,
+    another tokenizer -- each names the tensor or key."""
+    good = tmp_path / "good.gguf"
+    synthetic.write_llama_gguf(good, ModelSpec(n_layer=1))
+    bad = _rewrite(good, tmp_path / "bad.gguf", **edit)
+    with pytest.raises(GpuLabError) as err:
+        llm.load(bad)
+    assert err.value.code == code and message in err.value.message, err.value.message
