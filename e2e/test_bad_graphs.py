@@ -10,7 +10,9 @@ import pytest
 from gpulab.errors import GpuLabError
 from gpulab.protocol import validate
 
-ROWS = json.loads((Path(__file__).parents[1] / "pylib/gpulab/conformance/bad_graphs.json").read_text())
+ROWS = json.loads(
+    (Path(__file__).parents[1] / "pylib/gpulab/conformance/bad_graphs.json").read_text()
+)
 
 
 def test_table_is_large_and_varied() -> None:

@@ -14,6 +14,10 @@ from e2e.onnx_nodes.cases import NodeCase, translate_all
 from e2e.onnx_nodes.runner import FAST_LANES, judge, run_lane
 
 LOADED_AT_LEAST = 941  # measured on onnx 1.23.2 (without hold_32bit): a drop is a regression
+# measured on lavapipe, 2026-12-07: NLL/SCE losses over 5-7 axes (eq, lt) and DepthToSpace /
+# SpaceToDepth expanded (a rank-6 permute)
+WGPU_RANK_REFUSALS_AT_MOST = 21
+RANK_REFUSAL = re.compile(r"UNSUPPORTED: UNSUPPORTED: wgpu has no kernel for \w+ at rank [5-8] ")
 HELD_PASS_AT_LEAST = 88  # of the cases loaded with hold_32bit=True (DOUBLE, FLOAT16, int8..)
 
 
@@ -48,6 +52,11 @@ def test_loaded_cases_pass_on_the_fast_lanes(cases: list[NodeCase], lane: str) -
     assert info["available"], info
     held = {c.name for c in cases if c.held and c.graph is not None}
     failed = {name: why for name, why in verdicts.items() if why and name not in held}
+    # a GPU lane refuses by name a node whose tensors stay past rank 4 once coalesced
+    # (lowering_rank.py): a refusal, never a wrong number, and no more of them than measured
+    past_rank4 = {n for n, why in failed.items() if lane == "wgpu" and RANK_REFUSAL.match(why)}
+    assert len(past_rank4) <= WGPU_RANK_REFUSALS_AT_MOST, sorted(past_rank4)
+    failed = {n: why for n, why in failed.items() if n not in past_rank4}
     assert not failed, list(failed.items())[:10]
     assert len(verdicts) - len(held) >= LOADED_AT_LEAST
     # held cases compute at another precision than ONNX's reference: most, not all, pass

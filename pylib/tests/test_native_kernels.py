@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from gpulab.lowering import lowered_checked
 from gpulab.native.planner import plan_graph
 from gpulab.protocol import validate
 
@@ -114,7 +115,7 @@ def test_plans_match_each_kernels_params_bindings_and_overrides() -> None:
             limits = {"maxComputeWorkgroupStorageSize": storage}
             if storage == 32768:
                 limits["maxStorageBuffersPerShaderStage"] = 64  # up to 8 Adam parameters
-            plan = plan_graph(validate(graph), limits)
+            plan = plan_graph(lowered_checked(validate(graph)), limits)  # as executors do
             for step in plan["steps"]:
                 text = WGSL[step["kernel"]]
                 seen.add(step["kernel"])

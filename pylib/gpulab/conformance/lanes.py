@@ -19,6 +19,8 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..errors import GpuLabError
+from ..protocol import validate
 from .reference import OP_TABLE, operand_ids
 
 LANES_PATH = Path(__file__).with_name("lanes.json")
@@ -101,9 +103,28 @@ def listed_entry(graph: Mapping, entries: Mapping[str, str]) -> tuple[str, str] 
     if not entries:
         return None
     dtypes = node_dtypes(graph)
+    answered = _answered_without_kernel(graph)
     for node in graph["nodes"]:
+        if node["id"] in answered:
+            continue
         at = f"{node['op']}:{kernel_dtype(node, dtypes)}"
         for entry in (node["op"], at):
             if entry in entries:
                 return entry, entries[entry]
     return None
+
+
+def _answered_without_kernel(graph: Mapping) -> set[int]:
+    """The nodes no backend runs a kernel for: a zero-size one, and one that reads a zero-size
+    operand (the lowering answers both; lowering.py and lowering.mjs), so a lane that lacks the
+    op runs them anyway. A graph the validator refuses is judged on all its nodes."""
+    try:
+        checked = validate(graph)
+    except GpuLabError:
+        return set()
+    by_id = checked.by_id
+    return {
+        n.id
+        for n in checked.nodes
+        if 0 in n.shape or any(0 in by_id[ref].shape for ref in n.operands)
+    }
