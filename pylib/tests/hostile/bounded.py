@@ -4,8 +4,10 @@ the defect is back.
 
 The child inherits everything already imported (a fork), sets RLIMIT_AS to what it has mapped
 plus `memory` bytes, runs the call and sends back how it ended: its GpuLabError (code and
-message), another exception (type and message), or its return value's repr. A child that
-does not answer within `seconds` is killed: that is a hang guard, not a timing assertion.
+message), another exception (type and message), or its return value's repr. The hang guard
+counts the child's CPU time (RLIMIT_CPU: `seconds`), not the wall clock, so a loaded machine
+does not turn a slow run into a "hang"; a child blocked without using CPU is killed after
+WALL_FACTOR times as long on the wall clock. Neither is a timing assertion.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpulab.errors import GpuLabError
+
+WALL_FACTOR = 20  # a 2-core machine shared by ~25 busy processes gives a child ~1/12 of a core
 
 
 @dataclass
@@ -40,9 +44,11 @@ def _mapped_bytes() -> int:
     return 0
 
 
-def _child(fn: Callable[[], Any], memory: int, out: int) -> None:
+def _child(fn: Callable[[], Any], memory: int, cpu_seconds: float, out: int) -> None:
     limit = _mapped_bytes() + memory
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    cpu = max(1, int(cpu_seconds))  # a forked child's CPU time starts at zero
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))  # SIGXCPU ends it
     try:
         result = Outcome("ok", "", repr(fn())[:2000])
     except GpuLabError as err:
@@ -55,23 +61,26 @@ def _child(fn: Callable[[], Any], memory: int, out: int) -> None:
 
 
 def run_bounded(fn: Callable[[], Any], memory: int = 1 << 30, seconds: float = 120.0) -> Outcome:
-    """How fn() ends in a child allowed `memory` more bytes than the parent has mapped."""
+    """How fn() ends in a child allowed `memory` more bytes than the parent has mapped and
+    `seconds` of CPU time."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
         os.close(read_end)
         try:
-            _child(fn, memory, write_end)
+            _child(fn, memory, seconds, write_end)
         finally:
             os._exit(0)
     os.close(write_end)
     chunks: list[bytes] = []
     try:
         while True:
-            ready, _, _ = select.select([read_end], [], [], seconds)
+            ready, _, _ = select.select([read_end], [], [], seconds * WALL_FACTOR)
             if not ready:
                 os.kill(pid, signal.SIGKILL)
-                return Outcome("killed", "", f"no answer within {seconds} s (a hang)")
+                return Outcome(
+                    "killed", "", f"no answer within {seconds * WALL_FACTOR} s (a blocked child)"
+                )
             chunk = os.read(read_end, 1 << 16)
             if not chunk:
                 break
@@ -80,5 +89,7 @@ def run_bounded(fn: Callable[[], Any], memory: int = 1 << 30, seconds: float = 1
         os.close(read_end)
         _, status = os.waitpid(pid, 0)
     if not chunks:
+        if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
+            return Outcome("killed", "", f"used more than {seconds} s of CPU (a hang)")
         return Outcome("killed", "", f"the child ended without an answer (status {status})")
     return pickle.loads(b"".join(chunks))
