@@ -8,7 +8,9 @@ What is served (all from this checkout, never a CDN):
   (gpulab.playground.native_child: a crash in naga or the driver, or a shader past its deadline,
   ends that process and a warm spare answers the next request; the server goes on);
 - `/models/all-MiniLM-L6-v2/` MiniLM's checkpoint from the installed `gpulab[models]` package
-  (gpulab.playground.models; a 404 that says how to install it otherwise).
+  (gpulab.playground.models; a 404 that says how to install it otherwise);
+- `/models/llm/model.gguf` the local file of `--model PATH` (a GGUF language model for the page:
+  `await llm.load_async("/models/llm/model.gguf")`), streamed from disk.
 Every answer carries COOP/COEP (static_server), so the page is cross-origin isolated and its Stop
 button can interrupt Python through a SharedArrayBuffer. Every request must name this server in
 its Host header (HostCheck: a foreign name resolving to this address, DNS rebinding, gets 403
@@ -18,6 +20,7 @@ for the static files as the API does).
 from __future__ import annotations
 
 import argparse
+import shutil
 import socket
 import sys
 import threading
@@ -86,6 +89,36 @@ class MemoryFiles:
         return True
 
 
+MODEL_URL = "/models/llm/model.gguf"
+
+
+@dataclass(frozen=True)
+class LocalFile:
+    """Serve one file of this machine at one URL path (GET and HEAD), streamed from disk in
+    chunks (a model file may be larger than memory wants to hold twice)."""
+
+    url: str
+    path: Path
+
+    def __call__(self, handler: SimpleHTTPRequestHandler) -> bool:
+        if handler.command not in ("GET", "HEAD") or handler.path.split("?", 1)[0] != self.url:
+            return False
+        try:
+            size = self.path.stat().st_size
+            source = self.path.open("rb") if handler.command == "GET" else None
+        except OSError as err:
+            handler.send_error(404, f"{self.path.name}: {err.strerror}")
+            return True
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/octet-stream")
+        handler.send_header("Content-Length", str(size))
+        handler.end_headers()
+        if source is not None:
+            with source:
+                shutil.copyfileobj(source, handler.wfile, 1 << 20)
+        return True
+
+
 def prepare_site(root: Path) -> MemoryFiles:
     """Build the gpulab wheel and the offline Pyodide index; return the in-memory files."""
     version = project_version(root / "pyproject.toml")
@@ -140,12 +173,14 @@ def start(
     port: int = 0,
     executor: Executor | None = None,
     quotas: Quotas | None = None,
+    model: Path | None = None,
 ) -> ThreadingHTTPServer:
     """Prepare the site and serve it in a daemon thread (tests use port 0: a free port).
     `quotas`: what one /api/execute graph may take (default: gpulab.quotas' defaults);
-    `executor`: what runs its graphs (default: a child process, server_executor)."""
+    `executor`: what runs its graphs (default: a child process, server_executor);
+    `model`: a local file served at MODEL_URL."""
     root = find_repo_root()
-    return serve(root, prepare_site(root), host, port, executor, quotas)
+    return serve(root, prepare_site(root), host, port, executor, quotas, model)
 
 
 def server_executor(quotas: Quotas) -> ChildExecutor:
@@ -164,6 +199,7 @@ def serve(
     port: int = 0,
     executor: Executor | None = None,
     quotas: Quotas | None = None,
+    model: Path | None = None,
 ) -> ThreadingHTTPServer:
     """The server of `start` from prepared files (tests pass none: no wheel build). The
     executor is the server's `executor` attribute; `stop` closes it."""
@@ -179,6 +215,8 @@ def serve(
         Mount("/backends-js/", root / "backends-js"),
         Mount("/kernels/", root / "kernels"),
     ]
+    if model is not None:
+        routes.append(LocalFile(MODEL_URL, model))
     try:
         srv = start_server(root / "web", host=host, port=port, routes=routes)
     except OSError:
@@ -212,6 +250,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=256,
         help="device memory one /api/execute graph may take, in MiB (default 256, at most 1536)",
     )
+    parser.add_argument(
+        "--model",
+        metavar="PATH",
+        help=f"a local GGUF model file to serve to the page at {MODEL_URL}",
+    )
     return parser.parse_args(argv)
 
 
@@ -225,8 +268,17 @@ def main(args: Sequence[str] | argparse.Namespace | None = None) -> int:
     except GpuLabError as err:
         print(f"gpulab serve: {err.message}", file=sys.stderr)
         return 2
+    model = getattr(ns, "model", None)
+    if model is not None and not Path(model).is_file():
+        print(f"gpulab serve: --model {model}: no such file", file=sys.stderr)
+        return 2
     try:
-        srv = start(host, 8000 if port is None else int(port), quotas=quotas)
+        srv = start(
+            host,
+            8000 if port is None else int(port),
+            quotas=quotas,
+            model=Path(model) if model is not None else None,
+        )
     except OSError as err:  # port taken, address not ours, missing set-up files
         print(f"gpulab serve: cannot start on {host}:{port}: {err}", file=sys.stderr)
         return 1
@@ -234,6 +286,8 @@ def main(args: Sequence[str] | argparse.Namespace | None = None) -> int:
     print(
         f"GPU Lab playground: http://{shown}:{srv.server_address[1]}/  (Ctrl+C to stop)", flush=True
     )
+    if model is not None:
+        print(f"model {model} at http://{shown}:{srv.server_address[1]}{MODEL_URL}", flush=True)
     try:
         threading.Event().wait()  # the server runs in its own thread; wait for Ctrl+C
     except KeyboardInterrupt:
