@@ -46,6 +46,10 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "silu": [{}],
     "hardtanh": [{}, {"min_val": -0.5, "max_val": 3.0}],
     "relu6": [{}],
+    "sinh": [{}],
+    "cosh": [{}],
+    "asinh": [{}],
+    "acosh": [{}],
 }
 # ONNX op type -> attribute sets its onnx.reference test runs
 ONNX_CASES: dict[str, list[dict[str, Any]]] = {
@@ -65,6 +69,11 @@ ONNX_CASES: dict[str, list[dict[str, Any]]] = {
     "Mish": [{}],
     "Shrink": [{}, {"lambd": 1.0, "bias": 0.25}],
     "Swish": [{}, {"alpha": 1.5}],
+    "Sinh": [{}],
+    "Cosh": [{}],
+    "Asinh": [{}],
+    "Acosh": [{}],
+    "Atanh": [{}],
 }
 # entries the frontends reach only as the backward of another (their cases: that one's)
 BACKWARD_OF = {"gelu_grad": "gelu", "threshold_grad": "relu", "hardtanh_grad": "hardtanh"}
@@ -73,6 +82,9 @@ NOT_TRACED = {"aten.selu.default": "F.selu traces to aten.elu(x, alpha, scale)"}
 # x domains other than the real line
 DOMAINS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "log1p": lambda x: abs(x) * 0.9 - 0.9,  # (-1, inf); numpy arrays and torch tensors
+    "acosh": lambda x: abs(x) + 1.000001,  # (1, inf): 1 itself has an infinite slope
+    "Acosh": lambda x: abs(x) + 1.000001,
+    "Atanh": lambda x: x / (abs(x) + 1.0),  # (-1, 1)
 }
 EDGES = [-30, -20, -8, -3.5, -3, -1, -0.5, -1e-3, -1e-8, 0, 1e-8, 1e-3, 0.5, 1, 3, 3.5, 8, 20]
 

@@ -459,24 +459,6 @@ def _trig(kind: str) -> Op:
     return Op(lower)
 
 
-def _hyperbolic(kind: str) -> Op:
-    def lower(cx: NodeCtx) -> list[Value]:
-        x = cx.t(0)
-        if x.dtype != "float32":
-            raise cx.fail(f"input of type {x.dtype} (float only)")
-        if kind == "sinh":
-            return [(x.exp() - (-x).exp()) * 0.5]
-        if kind == "cosh":
-            return [(x.exp() + (-x).exp()) * 0.5]
-        if kind == "asinh":
-            return [(x + (x * x + 1.0).sqrt()).log()]
-        if kind == "acosh":
-            return [(x + (x * x - 1.0).sqrt()).log()]
-        return [((1.0 + x) / (1.0 - x)).log() * 0.5]  # atanh
-
-    return Op(lower)
-
-
 _TAN_PI_8 = math.sqrt(2.0) - 1.0
 
 
@@ -560,11 +542,6 @@ MATH_OPS.update(
         "Atan": _inverse_trig("atan"),
         "Asin": _inverse_trig("asin"),
         "Acos": _inverse_trig("acos"),
-        "Sinh": _hyperbolic("sinh"),
-        "Cosh": _hyperbolic("cosh"),
-        "Asinh": _hyperbolic("asinh"),
-        "Acosh": _hyperbolic("acosh"),
-        "Atanh": _hyperbolic("atanh"),
         "Erf": Op(_erf),
     }
 )
