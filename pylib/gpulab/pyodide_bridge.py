@@ -71,6 +71,14 @@ def _adapter() -> Any:
         raise GpuLabError("UNAVAILABLE", NO_ADAPTER) from None
 
 
+def _is_current(adapter: Any) -> bool:
+    """Whether `adapter` is the page's adapter now (JsProxy == compares the JS objects)."""
+    try:
+        return bool(_adapter() == adapter)
+    except GpuLabError:
+        return False
+
+
 def can_run_sync() -> bool:
     """True where `execute` can block on the GPU promise (JSPI)."""
     try:
@@ -332,9 +340,13 @@ class BrowserSession:
         feed_dtypes: dict[int, str] | None = None,
         input_names: dict[str, int] | None = None,
         backend: str | None = None,
+        adapter: Any = None,
     ) -> None:
         self.id = session_id
         self.backend = backend
+        # The adapter (one backend's runtime) that holds it: session ids are per adapter, so a
+        # session must never be run or disposed through the adapter of a later backend switch.
+        self._adapter = adapter
         self._feed_dtypes = dict(feed_dtypes or {})
         self._input_names = dict(input_names or {})
         self._disposed = False
@@ -343,7 +355,9 @@ class BrowserSession:
 
     @property
     def disposed(self) -> bool:
-        return self._disposed
+        """True once disposed, and once the page replaced the runtime it was prepared on (a
+        backend switch disposes every session)."""
+        return self._disposed or (self._adapter is not None and not _is_current(self._adapter))
 
     def __enter__(self) -> Self:
         return self
@@ -354,7 +368,15 @@ class BrowserSession:
     def _live(self) -> Any:
         if self._disposed:
             raise GpuLabError("DISPOSED", "the session was disposed")
-        return _adapter()
+        if self._adapter is None:
+            return _adapter()
+        if not _is_current(self._adapter):
+            raise GpuLabError(
+                "DISPOSED",
+                f"session {self.id} was disposed: the page switched backends since it was "
+                "prepared (every session lives in one backend's runtime)",
+            )
+        return self._adapter
 
     def _key_id(self, key: Any) -> int:
         if hasattr(key, "id") and hasattr(key, "graph"):
@@ -468,7 +490,7 @@ class BrowserSession:
             return
         self._disposed = True
         try:
-            _adapter().session_dispose(self.id)
+            (self._adapter if self._adapter is not None else _adapter()).session_dispose(self.id)
         except GpuLabError:
             pass  # the adapter is gone, and with it the session
 
@@ -551,7 +573,9 @@ def prepare(
         _to_js(graph), _to_js(_session_options(feeds, carry, resident, outputs))
     )
     session_id = int(_unwrap(_block_on(pending, adapter)))
-    return BrowserSession(session_id, _feed_dtypes(graph, feeds), input_names, _backend_name())
+    return BrowserSession(
+        session_id, _feed_dtypes(graph, feeds), input_names, _backend_name(), adapter
+    )
 
 
 async def prepare_async(
@@ -568,7 +592,9 @@ async def prepare_async(
         _to_js(graph), _to_js(_session_options(feeds, carry, resident, outputs))
     )
     session_id = int(_unwrap(await _wait_async(pending, adapter)))
-    return BrowserSession(session_id, _feed_dtypes(graph, feeds), input_names, _backend_name())
+    return BrowserSession(
+        session_id, _feed_dtypes(graph, feeds), input_names, _backend_name(), adapter
+    )
 
 
 def submit_prepare(
@@ -588,7 +614,9 @@ def submit_prepare(
     )
 
     def session(value: Any) -> BrowserSession:
-        return BrowserSession(int(value), _feed_dtypes(graph, feeds), input_names, _backend_name())
+        return BrowserSession(
+            int(value), _feed_dtypes(graph, feeds), input_names, _backend_name(), adapter
+        )
 
     when_done(pending, session, callback, on_error)
 
