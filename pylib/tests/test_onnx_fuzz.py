@@ -176,6 +176,7 @@ def _fuzz_load_time_inputs(seed: Seed) -> None:
     run()
 
 
+@pytest.mark.slow  # ~1 min of CPU for 157 seeds: `make test`, not test-fast
 @pytest.mark.parametrize("seed", SEEDS, ids=[s.label for s in SEEDS])
 def test_hostile_attributes_are_refused_by_name(seed: Seed) -> None:
     outcome = run_bounded(
@@ -187,6 +188,7 @@ def test_hostile_attributes_are_refused_by_name(seed: Seed) -> None:
 WITH_INITS = [s for s in SEEDS if s.initializers()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", WITH_INITS, ids=[s.label for s in WITH_INITS])
 def test_hostile_load_time_operands_are_refused_by_name(seed: Seed) -> None:
     outcome = run_bounded(
