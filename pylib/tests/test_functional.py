@@ -19,7 +19,9 @@ def linear64(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
     """torch's linear in float64: the oracle of a float32 product, whose summation order (and
     so its last bits) is each BLAS's own choice."""
     d = torch.float64
-    return TF.linear(torch.tensor(x, dtype=d), torch.tensor(w, dtype=d), torch.tensor(b, dtype=d)).numpy()
+    return TF.linear(
+        torch.tensor(x, dtype=d), torch.tensor(w, dtype=d), torch.tensor(b, dtype=d)
+    ).numpy()
 
 
 def test_composites_match_torch() -> None:

@@ -74,6 +74,7 @@ def test_defect10_absurd_step_counts_are_limit_with_the_documented_limit() -> No
     assert s.run_steps(3)["stats"]["steps"] == 3
 
 
+@pytest.mark.slow  # over ~10 s of CPU: make test, not test-fast
 def test_defect10_step_lists_are_bounded_too() -> None:
     g = Graph()
     x = g.input([1])

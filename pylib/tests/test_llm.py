@@ -110,6 +110,7 @@ def test_transformers_own_gguf_loader_agrees(tmpdir_module) -> None:
     )
 
 
+@pytest.mark.slow  # over ~10 s of CPU: make test, not test-fast
 @pytest.mark.parametrize("backend", backends())
 @pytest.mark.parametrize("name", ["f32", "q4_0-embd-q8_0"])
 def test_greedy_generation_matches_transformers(tmpdir_module, name: str, backend: str) -> None:
@@ -145,6 +146,7 @@ def test_tokens_per_submission_does_not_change_the_tokens(tmpdir_module, chunk: 
         {"temperature": 1.0, "top_k": 8, "top_p": 0.7},
     ],
 )
+@pytest.mark.slow  # over ~10 s of CPU: make test, not test-fast
 def test_a_seeded_sample_is_the_same_on_every_native_lane(tmpdir_module, sampling) -> None:
     model = llm.load(model_file(tmpdir_module, SPECS["q8_0-sampling"]))
     runs = {
@@ -180,6 +182,7 @@ def test_eos_ends_the_generation(tmpdir_module) -> None:
 DRAWS = 2000
 
 
+@pytest.mark.slow  # over ~10 s of CPU: make test, not test-fast
 def test_the_sampler_draws_from_the_softmax() -> None:
     """The device sampler alone: DRAWS draws of fixed logits through a session (one counter per
     step) follow softmax(logits / T); top_k keeps the k best, top_p the nucleus."""

@@ -102,6 +102,7 @@ def _run_forced(graph: dict, kernel: str | None, **limits: int) -> tuple[dict, l
         ex.dispose()
 
 
+@pytest.mark.slow  # over ~10 s of CPU: make test, not test-fast
 def test_matmul_within_the_protocol_bound_on_every_kernel() -> None:
     graph = _mixed_graph()
     eps = float(np.finfo(np.float32).eps)
@@ -120,6 +121,7 @@ def test_matmul_within_the_protocol_bound_on_every_kernel() -> None:
             assert np.all(err <= 8 * ulp + 4 * eps * scale), (kernel, out)
 
 
+@pytest.mark.slow  # over ~10 s of CPU: make test, not test-fast
 def test_matmul_kernels_and_split_dispatches_give_identical_bits(executor: Any) -> None:
     graph = _mixed_graph()
     base = _run(executor, graph)

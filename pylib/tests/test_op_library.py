@@ -281,6 +281,7 @@ def test_careful_numerics_keep_their_relative_accuracy_on_cpu_and_wgpu() -> None
 # -- torch.compile: every declared aten overload, lowered whole --------------------------------
 
 
+@pytest.mark.slow  # over ~10 s of CPU: make test, not test-fast
 def test_aten_overloads_lower_whole_and_match_eager() -> None:
     """One compiled module calls every entry with a torch name (and so, in its backward, the
     entries aten reaches as backward ops); strict: every aten op must lower, none runs eager."""

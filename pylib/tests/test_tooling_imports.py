@@ -18,6 +18,8 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SHADOWABLE = {"kernels", "scripts", "tools", "bench", "e2e"}
 TOOLING = ["gpulab.codegen", "gpulab.conformance", "gpulab.benchmarks"]
@@ -53,6 +55,7 @@ def test_the_check_finds_a_bare_import(tmp_path: Path) -> None:
     assert hits == ["kernels.gen", "bench.gpu_timestamps"]
 
 
+@pytest.mark.slow  # over ~10 s of CPU: make test, not test-fast
 def test_tooling_imports_and_gen_checks_with_every_shadowable_name_first(tmp_path: Path) -> None:
     # the situation that broke a fresh machine is real in this venv too: the PyPI `kernels`
     # (through transformers) is installed; raises PackageNotFoundError if the lock lost it
@@ -72,9 +75,23 @@ def test_tooling_imports_and_gen_checks_with_every_shadowable_name_first(tmp_pat
         "            importlib.import_module(info.name)\n"
         "print('imported')\n"
     )
-    done = subprocess.run([sys.executable, "-c", walk], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", walk],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert done.returncode == 0 and "imported" in done.stdout, done.stderr[-3000:]
-    gen = subprocess.run([sys.executable, "-m", "gpulab.codegen", "--check", "--no-wasm"],
-                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False)
+    gen = subprocess.run(
+        [sys.executable, "-m", "gpulab.codegen", "--check", "--no-wasm"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert gen.returncode == 0, gen.stderr[-3000:]

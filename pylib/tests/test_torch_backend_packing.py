@@ -17,6 +17,7 @@ from torch import nn
 CPU = {"backend": "cpu-python", "verbose": False}
 
 
+@pytest.mark.slow  # over ~10 s of CPU: make test, not test-fast
 def test_many_outputs_of_every_dtype_come_back_in_place() -> None:
     def fn(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         floats = [x * float(i) for i in range(150)]
@@ -37,6 +38,7 @@ def test_many_outputs_of_every_dtype_come_back_in_place() -> None:
     assert record.backend == "cpu-python" and record.reason == "", record
 
 
+@pytest.mark.slow  # over ~10 s of CPU: make test, not test-fast
 def test_deep_training_forward_past_max_outputs_runs_on_gpulab() -> None:
     """A 100-layer MLP's training forward saves more than 256 values for its backward."""
     torch.manual_seed(9)

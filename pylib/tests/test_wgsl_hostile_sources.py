@@ -90,6 +90,7 @@ HOSTILE_MIB = {
 }
 
 
+@pytest.mark.slow  # over ~10 s of CPU: make test, not test-fast
 @pytest.mark.parametrize("name", list(HOSTILE_MIB))
 def test_the_binding_scan_of_a_hostile_mebibyte_is_linear_in_both_scanners(name):
     """The only bound is a generous timeout (60 s per scanner for 1 MiB; linear scans take well
