@@ -7,6 +7,7 @@ e2e/webgpu_test.html (`window.wg`).
 
 from __future__ import annotations
 
+import pytest
 from gpulab.conformance.executors import _js_lane
 from gpulab.conformance.runner import check_results, load_cases
 
@@ -659,6 +660,54 @@ def test_defect5_run_past_max_buffer_size_is_split_not_poisoned(wg):
     assert r["state"] == "ready"
     # the carry went on: element 0 gained 0+1+...+9 then 0+1+2; element 1 a quarter more per step
     assert r["three"] == [45 + 3, 45 + 2.5 + 3 + 0.75]
+
+
+@pytest.mark.slow
+def test_sixteen_steps_of_64_mib_feeds_keep_the_session_usable(wg):
+    """A session run of 16 steps, each feeding a 64 MiB tensor (1 GiB of feeds), on the real
+    device limits (SwiftShader: maxBufferSize 256 MiB, which it cannot allocate in one buffer):
+    split into parts of 4 steps (256 MiB of staging) it poisoned the session. The run either
+    gives every element exactly (a carry that sums the feeds) or is refused with LIMIT naming
+    the size, and the same session then runs one more step with the right values."""
+    r = wg(
+        open_runtime()
+        + """
+        const n = 16 * 1024 * 1024;  // 64 MiB of float32 per feed
+        const graph = {version: 2, nodes: [{id: 0, op: 'input', shape: [n]},
+          {id: 1, op: 'input', shape: [n], data: new Float32Array(n)},
+          {id: 2, op: 'add', a: 0, b: 1}], outputs: [{name: 'w', id: 2}]};
+        const session = await rt.prepare(graph, {feeds: [0], carry: {1: 'w'}, outputs: ['w']});
+        // feed s holds (i % 7) + s: small integers, so every sum is exact in float32
+        const feed = (s) => { const f = new Float32Array(n); for (let i = 0; i < n; i++) f[i] = (i % 7) + s; return f; };
+        const steps = Array.from({length: 16}, (_, s) => ({0: feed(s)}));
+        const wrong = (w, k, extra) => {  // elements of w that are not the sum of k steps
+          let bad = 0, first = -1;
+          for (let i = 0; i < n; i++) {
+            if (w[i] !== k * (i % 7) + (k * (k - 1)) / 2 + extra) { bad++; if (first < 0) first = i; }
+          }
+          return {bad, first, at: first < 0 ? null : w[first]};
+        };
+        const big = await wg.settle(session.run(steps), 600000);
+        const bigCheck = big.ok ? wrong(big.value.outputs.w.data, 16, 0) : null;
+        const afterBig = session.state;
+        steps.length = 0;
+        const one = await wg.settle(session.run([{0: feed(16)}]), 600000);
+        // one more step adds (i % 7) + 16 to what the session held (nothing if refused)
+        const oneCheck = one.ok ? wrong(one.value.outputs.w.data, big.ok ? 17 : 1, big.ok ? 0 : 16) : null;
+        const state = session.state;
+        session.dispose(); rt.dispose();
+        return {big: big.ok ? {ok: true, check: bigCheck} : big, afterBig,
+          one: one.ok ? {ok: true, check: oneCheck} : one, state};
+        """
+    )
+    if r["big"]["ok"]:
+        assert r["big"]["check"]["bad"] == 0, r["big"]
+    else:  # a refusal names the limit and the size it refused
+        assert r["big"]["code"] == "LIMIT" and "MiB" in r["big"]["message"], r["big"]
+    assert r["afterBig"] == "ready", r
+    assert r["one"]["ok"] is True, r["one"]
+    assert r["one"]["check"]["bad"] == 0, r["one"]
+    assert r["state"] == "ready"
 
 
 def test_fed_index_out_of_range_is_backend_then_state(wg):
