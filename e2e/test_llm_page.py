@@ -13,6 +13,11 @@ each page lane (wasm, webgpu and webgl2 on software adapters, labelled; cpu) the
 - after a backend switch, the model's decode session of the lane before is never run on the
   new lane's runtime (whose session ids start again at 1): the first generation there prepares
   its own.
+
+Then the notebook example (web/examples-llm.mjs, "llm") finds the served model, loads it and
+streams a seeded sample into the cell output, the text equal to the same sample decoded
+natively; and a file chosen in `display.pick_file`'s picker loads the same model (read in
+chunks, a progress bar) under the page runtime's device memory quota, which the page reports.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from gpulab.models.llm.oracle import greedy_reference, reference_logits, referen
 from gpulab.models.llm.synthetic import ModelSpec
 from playwright.sync_api import Page, expect
 
-from e2e.test_playground import open_notebook, run_program
+from e2e.test_playground import DONE, cell, open_notebook, output, run_program, set_code
 
 torch = pytest.importorskip("torch")  # the oracle's
 transformers = pytest.importorskip("transformers")
@@ -133,3 +138,55 @@ def test_the_model_in_the_page_matches_transformers_on_every_lane(
         assert got["streamed"] == got["greedy"], lane
         assert got["sample"] == expected["sample"], lane
         assert got["again"] == expected["greedy"], lane
+
+
+EXAMPLE_PROMPT = "Once upon a time"
+EXAMPLE_SAMPLING = {"max_new_tokens": 48, "temperature": 0.8, "top_k": 40, "seed": 1}
+PICK = """import json
+import display
+from gpulab import pyodide_bridge
+file = await display.pick_file(".gguf", label="Open a GGUF model file")
+picked = await llm.load_async(file, label="picked model")
+print("QUOTA", pyodide_bridge.memory_quota())
+print("PICKED " + json.dumps(await picked.generate_async({prompt}, max_new_tokens=16)))
+"""
+
+
+def test_the_notebook_example_streams_text_and_a_picked_file_loads(
+    page: Page, model_url: str, model_path: Path, expected: dict
+) -> None:
+    native = llm.load(model_path)
+    ids = native.tokenizer.encode(EXAMPLE_PROMPT)
+    sample = native.generate(ids, backend="cpu-python", **EXAMPLE_SAMPLING)
+    text = EXAMPLE_PROMPT + native.tokenizer.decode(sample)
+    assert len(set(sample)) > 8, sample
+    open_notebook(page, model_url, backend="wasm")
+    page.get_by_label("Examples").select_option("llm")
+    cells = page.locator("section.cell")
+    expect(cells).to_have_count(2)
+    page.get_by_role("button", name="Run all").click()
+    expect(cells.nth(1)).to_have_attribute("data-status", "done", timeout=170_000)
+    expect(cells.first).to_have_attribute("data-status", "done")
+    expect(cells.first.locator(".stream.stdout")).to_contain_text("LLM(llama: 2 layers")
+    bar = cells.first.locator(".progress-output progress")
+    size = str(model_path.stat().st_size)
+    assert bar.get_attribute("value") == bar.get_attribute("max") == size
+    written = "".join(cells.nth(1).locator(".stream.stdout").all_inner_texts())
+    print(f"\nthe example wrote: {written!r}")
+    assert written.startswith(text), (written, text)
+    assert f"[{len(sample)} new tokens]" in written
+    # the picker: a cell waits on it; the chosen file is read in chunks with a progress bar
+    page.get_by_role("button", name="+ Add cell").click()
+    set_code(page, 3, PICK.format(prompt=PROMPT))
+    cell(page, 3).get_by_role("button", name="Run", exact=True).click()
+    picker = output(page, 3).get_by_label("Open a GGUF model file")
+    picker.set_input_files(str(model_path))
+    expect(cell(page, 3).locator(".prompt")).to_have_text(DONE, timeout=170_000)
+    out = output(page, 3).inner_text()
+    assert f"QUOTA {256 * 2**20}" in out, out
+    line = next((x for x in out.splitlines() if x.startswith("PICKED ")), None)
+    assert line is not None, out
+    assert json.loads(line[len("PICKED ") :]) == expected["greedy"]
+    bar = output(page, 3).get_by_label("picked model")
+    assert bar.get_attribute("value") == bar.get_attribute("max") == size
+    expect(picker).to_be_disabled()

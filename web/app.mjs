@@ -201,6 +201,12 @@ function onOutput({ runId, kind, payload }) {
   emit(cell, kind, payload);
 }
 
+// A file chosen in a cell's picker (display.pick_file, render.mjs) goes to the worker that waits
+// on it; the File itself is posted (structured clone: the bytes are read there, in chunks).
+document.addEventListener('gpulab-file', ({ detail }) => {
+  worker.postMessage({ type: 'file', id: detail.id, file: detail.file });
+});
+
 // ---------------------------------------------------------------------------------------------
 // Compare with native
 

@@ -3,7 +3,8 @@
 // again under its name replaces its entry (a 60-frame animation keeps one frame).
 import { renderPlot } from './plot.mjs';
 import {
-  appendBatch, el, renderCanvas, renderError, renderImage, renderProgress, renderTable, renderText,
+  appendBatch, el, renderCanvas, renderError, renderFilePicker, renderImage, renderProgress,
+  renderTable, renderText,
 } from './render.mjs';
 
 /** Kept characters of one cell's log (stream text mostly); past it outputs are not kept. */
@@ -17,6 +18,7 @@ const RENDERERS = {
   plot: (cell, p) => renderPlot(cell.output, p),
   progress: (cell, p) => renderProgress(cell.output, p), // a download's bar (display.progress)
   image: (cell, p) => renderImage(cell.output, p), // a picture an imported .ipynb brought
+  file: (cell, p) => renderFilePicker(cell.output, p), // display.pick_file: live, never kept
   error: (cell, p) => renderError(cell.output, p, cell.source().split('\n')),
   /** a line of the page's own: {text, class, role} (summaries, "Stopped by the user", hints) */
   line: (cell, p) => cell.output.append(el('p', { class: p.class, role: p.role ?? 'none', text: p.text })),
@@ -41,6 +43,7 @@ function storable(kind, payload) {
 /** Show `payload` in the cell and keep it in the cell's log. */
 export function emit(cell, kind, payload) {
   RENDERERS[kind]?.(cell, payload);
+  if (kind === 'file') return; // a picker answers the run that asked: a replayed one could not
   const entry = { kind, payload: storable(kind, payload) };
   if (kind === 'canvas' || kind === 'plot' || kind === 'progress') {
     const same = cell.log.findIndex((e) => e.kind === kind && e.payload.name === payload.name);

@@ -1,6 +1,7 @@
 // Example notebooks offered in the Examples menu: one list of cell sources each.
 
 import { COMPILE_EXAMPLES, TORCH_EXAMPLES } from './examples-torch.mjs';
+import { LLM_EXAMPLES } from './examples-llm.mjs';
 
 const FIRST = `from gpulab import Graph
 
@@ -342,4 +343,5 @@ export const EXAMPLES = [
   { id: 'onnx', title: 'An ONNX model: a digits CNN', cells: [ONNX_DIGITS] },
   { id: 'minilm', title: 'Semantic search with MiniLM', cells: [MINILM_SEARCH] },
   ...COMPILE_EXAMPLES,
+  ...LLM_EXAMPLES, // 'llm': a GGUF model streaming text, web/examples-llm.mjs
 ];

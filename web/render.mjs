@@ -192,6 +192,20 @@ export function renderProgress(output, { name, label, done, total }) {
   box.dataset.done = String(done >= total);
 }
 
+/** A file picker a cell waits on (`display.pick_file`): the chosen File goes to the worker
+ * through a bubbling `gpulab-file` event {id, file} that the page forwards (app.mjs). One pick:
+ * the input is disabled once a file is chosen. {id, accept, label}. */
+export function renderFilePicker(output, { id, accept, label }) {
+  const input = el('input', { type: 'file', accept: accept || '', 'aria-label': label });
+  input.addEventListener('change', () => {
+    const file = input.files?.[0];
+    if (!file) return;
+    input.disabled = true;
+    input.dispatchEvent(new CustomEvent('gpulab-file', { bubbles: true, detail: { id, file } }));
+  });
+  output.append(el('div', { class: 'file-picker' }, [el('span', { class: 'label', text: `${label} ` }), input]));
+}
+
 /** A PNG picture (from an imported .ipynb): an <img> of a data: URL of base64 checked text. */
 export function renderImage(output, { png, alt }) {
   const img = el('img', { src: `data:image/png;base64,${png}`, alt: alt || 'image', class: 'imported' });

@@ -38,6 +38,9 @@ const testHooks = {
 self.gpulabTestHooks = testHooks;
 /** The run whose stdout/outputs we are forwarding (one at a time: the page queues runs). */
 let currentRun = null;
+/** Cells waiting on a file picker (display.pick_file): request id -> resolve(File). */
+const filePicks = new Map();
+let nextFilePick = 1;
 /** Last graph (and its browser result) per cell, for "Compare with native". */
 const lastGraphs = new Map();
 
@@ -83,6 +86,7 @@ function recording(rt) {
   return {
     get backend() { return rt.backend; },
     get info() { return rt.info; },
+    get quotas() { return rt.quotas; }, // what a model loader checks a file against
     async execute(graph) {
       const result = await rt.execute(graph);
       if (currentRun) {
@@ -210,6 +214,16 @@ const notebookModule = {
     }
   },
   animation_stop: (id) => animations.stop({ animId: Number(id) }),
+  /** display.pick_file: show a file picker in the running cell; resolves with the File chosen
+   * (the page posts it: app.mjs), which Python then reads in chunks. */
+  pick_file(spec) {
+    const plain = spec?.toJs ? spec.toJs({ dict_converter: Object.fromEntries }) : spec;
+    if (!currentRun) return Promise.reject(new GpuLabError('STATE', 'display.pick_file runs only inside a cell'));
+    const id = nextFilePick++;
+    const chosen = new Promise((resolve) => filePicks.set(id, resolve));
+    notebookModule.emit('file', { id, accept: String(plain.accept ?? ''), label: String(plain.label ?? 'Choose a file') });
+    return chosen;
+  },
   /** An error the run cannot raise (a failed submit callback): shown in the cell, in order. */
   emit_error(error) {
     notebookModule.emit('error', error);
@@ -283,6 +297,7 @@ async function run({ runId, cellId, cellLabel, code }) {
     comparable: lastGraphs.has(cellId), sessionRuns: currentRun.sessionRuns ?? 0, ...outcome,
   };
   currentRun = null;
+  filePicks.clear(); // a picker of a finished (or stopped) run answers nobody
   post(done);
 }
 
@@ -410,6 +425,7 @@ self.onmessage = ({ data }) => {
   };
   const handler = handlers[data.type];
   if (data.type?.startsWith('anim-')) { animations.handle(data); return; } // never queued
+  if (data.type === 'file') { filePicks.get(data.id)?.(data.file); filePicks.delete(data.id); return; } // a running cell waits on it
   if (!handler) return;
   if (data.type === 'last-graph') { handler(data); return; }
   chain = chain.then(() => handler(data)).catch((err) => {

@@ -370,6 +370,8 @@ function pythonModule(adapter) {
     enter_wait: () => adapter.waitGate.enter(),
     leave_wait: () => adapter.waitGate.leave(),
     backend: () => adapter.runtime?.backend ?? null,
+    /** The runtime's device memory quota in bytes (quotas.memoryBytes), null if unknown. */
+    memory_quota: () => adapter.runtime?.quotas?.limit?.memoryBytes ?? null,
   };
 }
 

@@ -632,6 +632,14 @@ def _feed_dtypes(graph: Any, feeds: Any) -> dict[int, str]:
     }
 
 
+def memory_quota() -> int | None:
+    """The page runtime's device memory quota in bytes (its quotas.memoryBytes), None when the
+    adapter does not say."""
+    ask = getattr(_adapter(), "memory_quota", None)
+    value = ask() if ask is not None else None
+    return None if value is None else int(value)
+
+
 def _backend_name() -> str | None:
     name = _adapter().backend()
     return None if name is None else str(name)

@@ -30,6 +30,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from gpulab.errors import GpuLabError
+from gpulab.models.llm.model import SERVED_MODEL_URL
 from gpulab.playground.api import ExecuteEndpoint, Executor
 from gpulab.playground.models import ModelFiles
 from gpulab.playground.native_child import ChildExecutor
@@ -89,7 +90,7 @@ class MemoryFiles:
         return True
 
 
-MODEL_URL = "/models/llm/model.gguf"
+MODEL_URL = SERVED_MODEL_URL  # where the page looks for it: gpulab.models.llm.served_model
 
 
 @dataclass(frozen=True)

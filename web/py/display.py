@@ -7,6 +7,7 @@
     display.plot({"train": tr, "val": va}) # several series (a legend shows values on hover)
     display.plot([0.5], name="loss", append=True)   # add points to the plot's series
     display.progress(done, total, label="weights")  # a progress bar; again: updated in place
+    file = await display.pick_file(".gguf")  # a file picker; the File chosen (read in chunks)
 
 Outputs go to the running cell through the worker (`_notebook.emit`); repeated draws/plots with
 the same name update one canvas, so a loop animates. Pure Python: no numpy in the page.
@@ -145,10 +146,18 @@ def progress(done: float, total: float, label: str = "", name: str = "progress")
                        "total": float(total)})
 
 
+async def pick_file(accept: str = "", label: str = "Choose a file") -> Any:
+    """A file picker in the cell's output; waits until a file is chosen and returns it (a JS
+    File: .name, .size; gpulab.models' loaders read it in chunks, e.g.
+    `llm.load_async(await display.pick_file(".gguf"))`)."""
+    return await _notebook.pick_file(to_js({"accept": str(accept), "label": str(label)},
+                                           dict_converter=Object.fromEntries))
+
+
 # Live views (display.animate and its feeds) live in their own module: web/py/animate.py.
 from _display_animate import (  # noqa: E402
     Animation, animate, brush, key, pointer, pressed, toggles,
 )
 
-__all__ = ["Animation", "animate", "brush", "draw", "is_result", "key", "plot", "pointer",
-           "pressed", "progress", "show", "text", "toggles"]
+__all__ = ["Animation", "animate", "brush", "draw", "is_result", "key", "pick_file", "plot",
+           "pointer", "pressed", "progress", "show", "text", "toggles"]

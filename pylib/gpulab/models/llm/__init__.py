@@ -13,7 +13,16 @@ tests and benchmarks). docs/llm.md has the rest.
 
 from . import gguf
 from .config import Config
-from .model import LLM, load, load_async
+from .model import LLM, SERVED_MODEL_URL, load, load_async, served_model
 from .tokenizer import Tokenizer
 
-__all__ = ["LLM", "Config", "Tokenizer", "gguf", "load", "load_async"]
+__all__ = [
+    "LLM",
+    "SERVED_MODEL_URL",
+    "Config",
+    "Tokenizer",
+    "gguf",
+    "load",
+    "load_async",
+    "served_model",
+]

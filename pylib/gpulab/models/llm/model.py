@@ -42,8 +42,10 @@ from .weights import LlamaWeights, read_weights
 # Cache positions a session may hold in the page: its caches (2 * n_layer * n_head_kv * head_dim
 # floats a position) share the runtime's device quota with the weights (docs/llm.md).
 PAGE_CONTEXT_LIMIT = 2048
+# Where `gpulab serve --model PATH` serves its file to the page (gpulab.server).
+SERVED_MODEL_URL = "/models/llm/model.gguf"
 
-__all__ = ["LLM", "load", "load_async"]
+__all__ = ["LLM", "SERVED_MODEL_URL", "load", "load_async", "served_model"]
 
 
 def _in_page() -> bool:
@@ -290,11 +292,38 @@ def _is_url(source: Any) -> bool:
     return isinstance(source, str) and source.startswith(("/", "http://", "https://"))
 
 
-async def load_async(source: Any, label: str = "model") -> LLM:
-    """`load`, and in the page a URL too (e.g. "/models/llm/model.gguf", what `gpulab serve
-    --model PATH` serves), streamed into memory with a progress bar."""
-    if _in_page() and _is_url(source):
-        from gpulab.models.page_fetch import fetch_bytes
+def _is_page_file(source: Any) -> bool:
+    """A File (or Blob) the page opened: display.pick_file's answer."""
+    return all(hasattr(source, a) for a in ("slice", "size", "arrayBuffer"))
 
-        source = await fetch_bytes(source, label=label)
+
+async def load_async(source: Any, label: str = "model") -> LLM:
+    """`load`, and in the page a URL too (e.g. SERVED_MODEL_URL, what `gpulab serve --model
+    PATH` serves) or a File the page opened (`await display.pick_file(".gguf")`), streamed into
+    memory with a progress bar under `label`. A file larger than the page runtime's device
+    memory quota is refused (LIMIT, naming the quota) before it is read."""
+    if _in_page() and (_is_url(source) or _is_page_file(source)):
+        from gpulab.models.page_fetch import fetch_bytes, quota_check, read_file
+        from gpulab.pyodide_bridge import memory_quota
+
+        if _is_url(source):
+            check = quota_check(memory_quota(), source)
+            source = await fetch_bytes(source, label=label, check_size=check)
+        else:
+            check = quota_check(memory_quota(), str(source.name))
+            source = await read_file(source, label=label, check_size=check)
     return load(source)
+
+
+async def served_model() -> str | None:
+    """In the page: SERVED_MODEL_URL when the page's server serves a model (`gpulab serve
+    --model PATH`), else None; natively always None."""
+    if not _in_page():
+        return None
+    from js import Object, fetch  # type: ignore[import-not-found]
+    from pyodide.ffi import to_js  # type: ignore[import-not-found]
+
+    head = await fetch(
+        SERVED_MODEL_URL, to_js({"method": "HEAD"}, dict_converter=Object.fromEntries)
+    )
+    return SERVED_MODEL_URL if head.ok else None
