@@ -1,4 +1,4 @@
-// The PyTorch examples: the MLP trained the PyTorch way (`import torch` is gpulab.torch in the
+// The PyTorch examples: a character-level GPT trained on pasted text and sampled; the MLP trained the PyTorch way (`import torch` is gpulab.torch in the
 // page: web/py/torch_shim.py), and torch.compile(step, training=True) with a prepared session
 // and a live loss plot. Both use the awaitable forms, so they run in every browser (JSPI or not).
 
@@ -105,9 +105,103 @@ accuracy = sum((p > 0.5) == (y == 0) for p, y in zip(p_test.tolist(), yt.tolist(
 display.draw(p_grid.tolist(), shape=(G, G), name="ring", title="P(on the ring) on a 40x40 grid")
 print(f"test accuracy {accuracy:.1%}")`;
 
+const CHAR_DATA = `import random
+import display
+import torch   # in this page: gpulab.torch, a PyTorch subset that records GPU Lab graphs
+
+# The text to learn from: paste your own here (a few hundred characters or more), or upload a
+# .txt file: text = (await (await display.pick_file(".txt")).text())
+text = """First Citizen: Before we proceed any further, hear me speak.
+All: Speak, speak.
+First Citizen: You are all resolved rather to die than to famish?
+All: Resolved. resolved.
+First Citizen: First, you know Caius Marcius is chief enemy to the people.
+All: We know't, we know't.
+First Citizen: Let us kill him, and we'll have corn at our own price. Is't a verdict?
+All: No more talking on't; let it be done: away, away!"""
+chars = sorted(set(text))
+stoi = {c: i for i, c in enumerate(chars)}
+data = [stoi[c] for c in text]
+V, T, B = len(chars), 16, 16   # vocabulary, context, batch
+random.seed(0)
+
+def batch():
+    starts = [random.randrange(len(data) - T) for _ in range(B)]
+    x = [data[s : s + T] for s in starts]
+    y = [data[s + 1 : s + T + 1] for s in starts]
+    return torch.tensor(x), torch.tensor(y)
+
+print(f"{len(text)} characters, {V} distinct: {''.join(chars)!r}")`;
+
+const CHAR_MODEL = `# A GPT as small as they come: token and position embeddings, one transformer block (causal
+# self-attention, an MLP), a linear head over the characters.
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Block(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)   # each position sees the past
+        x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
+        return x + self.mlp(self.ln2(x))
+
+class CharGPT(nn.Module):
+    def __init__(self, vocab, ctx, d=32, heads=4):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(ctx, d)
+        self.block = Block(d, heads)
+        self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab)
+
+    def forward(self, idx):
+        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1]))
+        return self.head(self.ln(self.block(x)))
+
+torch.manual_seed(0)
+model = CharGPT(V, T)
+opt = torch.optim.Adam(model.parameters(), lr=0.01)
+print(sum(p.numel() for p in model.parameters()), "parameters")`;
+
+const CHAR_TRAIN = `# Train: predict every next character of random windows (cross-entropy) with Adam, each
+# step one graph run (forward, gradients and the update). The plot shows the loss as it falls.
+losses = []
+STEPS = 120
+for i in range(STEPS):
+    x, y = batch()
+    opt.zero_grad()
+    loss = F.cross_entropy(model(x).view(B * T, V), y.view(B * T))
+    loss.backward()
+    await opt.step_async()
+    if i % 5 == 4:
+        losses.append(loss.item())
+        display.plot(losses, name="char-loss", title="training loss (cross-entropy, nats/char)",
+                     xlabel="step / 5", ylabel="loss")
+print(f"loss {losses[0]:.3f} -> {losses[-1]:.3f} after {STEPS} steps")`;
+
+const CHAR_SAMPLE = `# Sample: feed the last T characters, draw the next one from the softmax of the last position.
+model.eval()
+out = list(text[:T])
+random.seed(1)
+with torch.no_grad():
+    for _ in range(120):
+        idx = torch.tensor([[stoi[c] for c in out[-T:]]])
+        probs = torch.softmax(model(idx)[0, -1], dim=0)
+        p = await probs.tolist_async()
+        out.append(chars[random.choices(range(V), weights=p)[0]])
+print("".join(out))`;
+
 /** @type {Array<{id: string, title: string, cells: string[]}>} */
 export const TORCH_EXAMPLES = [
   { id: 'mlp', title: 'Train a small MLP with Adam: loss.backward() (torch)', cells: [MLP_DATA, MLP_MODEL, MLP_TRAIN, MLP_EVAL] },
+  { id: 'char-gpt', title: 'Train a tiny character-level GPT, then sample from it (torch)', cells: [CHAR_DATA, CHAR_MODEL, CHAR_TRAIN, CHAR_SAMPLE] },
 ];
 
 /** @type {Array<{id: string, title: string, cells: string[]}>} */
