@@ -384,7 +384,9 @@ g.run(y=x)
     expect(alert).to_contain_text("line 7")
 
 
-@pytest.mark.parametrize("example", ["first", "life", "mlp", "mlp-manual", "live", "torch-compile"])
+@pytest.mark.parametrize(
+    "example", ["first", "life", "mlp", "mlp-manual", "live", "torch-compile", "char-gpt"]
+)
 def test_every_example_runs_without_jspi(page: Page, playground_url: str, example: str) -> None:
     """Defect 4: without JSPI (?jspi=off) every example runs to the end (two of three failed at
     g.prepare), and a synchronous session call names the awaitable forms."""
