@@ -10,8 +10,8 @@ import re
 import numpy as np
 import pytest
 
-from e2e.onnx_nodes.cases import NodeCase, translate_all
-from e2e.onnx_nodes.runner import FAST_LANES, judge, run_lane
+from e2e.onnx_nodes.cases import NodeCase, strict_graph, translate_all
+from e2e.onnx_nodes.runner import FAST_LANES, STRICT, judge, run_lane, strict_passed, summarize
 
 LOADED_AT_LEAST = 941  # measured on onnx 1.23.2 (without hold_32bit): a drop is a regression
 # measured on lavapipe, 2026-12-07: NLL/SCE losses over 5-7 axes (eq, lt) and DepthToSpace /
@@ -19,6 +19,10 @@ LOADED_AT_LEAST = 941  # measured on onnx 1.23.2 (without hold_32bit): a drop is
 WGPU_RANK_REFUSALS_AT_MOST = 21
 RANK_REFUSAL = re.compile(r"UNSUPPORTED: UNSUPPORTED: wgpu has no kernel for \w+ at rank [5-8] ")
 HELD_PASS_AT_LEAST = 88  # of the cases loaded with hold_32bit=True (DOUBLE, FLOAT16, int8..)
+# by the strict rule (the model as given, every input fed at run time), measured 2026-12-07 on
+# onnx 1.23.2: 849 load; 848 pass on cpu-python and node-cpu, 827 on wgpu (lavapipe: the 21
+# rank refusals above)
+STRICT_PASS_AT_LEAST = {"cpu-python": 848, "node-cpu": 848, "wgpu": 827}
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +63,7 @@ def test_loaded_cases_pass_on_the_fast_lanes(cases: list[NodeCase], lane: str) -
     failed = {n: why for n, why in failed.items() if n not in past_rank4}
     assert not failed, list(failed.items())[:10]
     assert len(verdicts) - len(held) >= LOADED_AT_LEAST
+    assert len(strict_passed(cases, verdicts)) >= STRICT_PASS_AT_LEAST[lane]
     # held cases compute at another precision than ONNX's reference: most, not all, pass
     assert sum(not why for name, why in verdicts.items() if name in held) >= HELD_PASS_AT_LEAST
 
@@ -99,3 +104,31 @@ def test_the_window_composites_pass_where_the_v6_ops_serve(
         assert not ops & {"conv2d", "max_pool2d", "avg_pool2d", "resize"}, c.name
     verdicts, _ = run_lane("cpu-python", composite)
     assert not {n: why for n, why in verdicts.items() if why}
+
+
+def test_the_strict_count_feeds_every_input_at_run_time(cases: list[NodeCase]) -> None:
+    """A case whose shape input the bound count gives at load is loaded again as given: it
+    counts strictly only when that load works and its own graph passes."""
+    by_name = {c.name: c for c in cases}
+    bound = by_name["test_reshape_reordered_all_dims"]  # Reshape's shape is a graph input
+    assert bound.bound == ["shape"] and bound.graph is not None
+    assert bound.strict_refusal and "must be known at load" in bound.strict_refusal["message"]
+    assert strict_graph(bound) is None
+    plain = by_name["test_conv_with_strides_padding"]  # nothing bound: one load, one graph
+    assert not plain.bound and strict_graph(plain) is plain.graph
+    verdicts = {bound.name: "", plain.name: ""}
+    assert strict_passed([bound, plain], verdicts) == {plain.name}
+    # a bound case that also loads strictly counts by its strict graph's verdict, not the bound
+    both = NodeCase(**{**vars(bound), "strict_graph": bound.graph, "strict_refusal": None})
+    assert strict_passed([both], {both.name: ""}) == set()
+    assert strict_passed([both], {both.name: "", both.name + STRICT: ""}) == {both.name}
+    lanes = {"cpu-python": {"verdicts": verdicts, "info": {}}}
+    row = summarize([bound, plain], lanes)["lanes"]["cpu-python"]
+    assert (row["passed_strict"], row["passed"]) == (1, 2)
+
+
+def test_every_strict_refusal_names_what_is_refused(cases: list[NodeCase]) -> None:
+    for c in cases:
+        if strict_graph(c) is None and not c.crash:
+            assert c.strict_refusal, c.name
+            assert c.strict_refusal["message"].startswith("onnx: "), (c.name, c.strict_refusal)

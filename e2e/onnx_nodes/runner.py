@@ -5,6 +5,11 @@ the graphs through gpulab.host; node-cpu / node-wasm and chromium-* send the sam
 graphs (JSON) to the JS runtime. A case passes on a lane when every output has the expected
 shape and |out - ref| <= atol + rtol * |ref| elementwise (NaN where the reference is NaN), as
 onnx.backend.test's assert_allclose; integer and bool outputs compare exactly.
+
+Two counts per lane: strict (the model as given, every graph input fed at run time, as ONNX's
+backend tests and ONNX Runtime define it) and bound (inputs that set a shape or attribute
+given as constants at load). A case with bound inputs whose model also loads strictly runs
+both graphs; its strict verdict is keyed `name + STRICT`.
 """
 
 from __future__ import annotations
@@ -16,16 +21,37 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpulab.conformance.executors import EXECUTORS, LaneRun
-from gpulab.conformance.onnx_nodes import NodeCase, judge
+from gpulab.conformance.onnx_nodes import NodeCase, judge, strict_graph
 
 FAST_LANES = ("cpu-python", "wgpu", "node-cpu")
 ALL_LANES = FAST_LANES + ("node-wasm", "chromium-webgl2", "chromium-webgpu")
+STRICT = "#strict"  # the verdict key of a case's strict graph, where it differs from the bound
+
+
+def _graphs(cases: Sequence[NodeCase]) -> list[tuple[str, NodeCase, dict]]:
+    """(verdict key, case, graph): every bound graph, and every strict graph of its own."""
+    out = [(c.name, c, c.graph) for c in cases if c.graph is not None]
+    out += [(c.name + STRICT, c, c.strict_graph) for c in cases if c.bound and c.strict_graph]
+    return out
+
+
+def strict_passed(cases: Sequence[NodeCase], verdicts: dict[str, str]) -> set[str]:
+    """The cases that pass by the strict rule: their strict graph ran and matched."""
+    out = set()
+    for c in cases:
+        if strict_graph(c) is None:
+            continue
+        key = c.name + STRICT if c.bound else c.name
+        if verdicts.get(key) == "":
+            out.add(c.name)
+    return out
 
 
 def run_lane(lane: str, cases: Sequence[NodeCase], **opts: object) -> tuple[dict, dict]:
-    """({case name: '' passed, or the failure}, lane info) for the loaded cases."""
-    loaded = [c for c in cases if c.graph is not None]
-    payload = [{"name": c.name, "graph": c.graph} for c in loaded]
+    """({verdict key: '' passed, or the failure}, lane info) for the loaded graphs: a case's
+    name for its bound graph, name + STRICT for a strict graph of its own."""
+    loaded = _graphs(cases)
+    payload = [{"name": key, "graph": graph} for key, _, graph in loaded]
     started = time.perf_counter()
     run: LaneRun = EXECUTORS[lane](payload, **opts)
     info = {
@@ -37,26 +63,28 @@ def run_lane(lane: str, cases: Sequence[NodeCase], **opts: object) -> tuple[dict
         "seconds": round(time.perf_counter() - started, 1),
     }
     verdicts = {}
-    for c in loaded:
+    for key, c, _ in loaded:
         if not run.info.available:
-            verdicts[c.name] = f"lane unavailable: {run.info.reason}"
+            verdicts[key] = f"lane unavailable: {run.info.reason}"
             continue
-        r = run.results.get(c.name)
+        r = run.results.get(key)
         if r is None:
-            verdicts[c.name] = "no result"
+            verdicts[key] = "no result"
         elif r.error:
-            verdicts[c.name] = f"{r.error.get('code')}: {r.error.get('message')}"
+            verdicts[key] = f"{r.error.get('code')}: {r.error.get('message')}"
         else:
-            verdicts[c.name] = judge(c, r.outputs)
+            verdicts[key] = judge(c, r.outputs)
     return verdicts, info
 
 
 def summarize(cases: Sequence[NodeCase], lanes: dict[str, dict]) -> dict:
-    """Per lane and per op: passed / loaded / total (a case counts for each op it uses)."""
+    """Per lane and per op: passed strictly, passed bound, loaded, total (a case counts for
+    each op it uses)."""
     total = len(cases)
     summary: dict = {
         "total": total,
         "loaded": sum(c.graph is not None for c in cases),
+        "loaded_strict": sum(strict_graph(c) is not None for c in cases),
         "crashed": sum(c.crash is not None for c in cases),
         "lanes": {},
         "ops": {},
@@ -65,21 +93,26 @@ def summarize(cases: Sequence[NodeCase], lanes: dict[str, dict]) -> dict:
     summary["held"] = len(held)
     for lane, data in lanes.items():
         verdicts = data["verdicts"]
+        bound = {c.name: verdicts.get(c.name) for c in cases if c.graph is not None}
         summary["lanes"][lane] = {
-            "passed": sum(v == "" for v in verdicts.values()),
-            "passed_held": sum(v == "" for n, v in verdicts.items() if n in held),
-            "loaded": len(verdicts),
+            "passed_strict": len(strict_passed(cases, verdicts)),
+            "passed": sum(v == "" for v in bound.values()),
+            "passed_held": sum(v == "" for n, v in bound.items() if n in held),
+            "loaded": len(bound),
             "total": total,
             "info": data["info"],
         }
+    strict = {lane: strict_passed(cases, data["verdicts"]) for lane, data in lanes.items()}
     for c in cases:
         for op in c.ops:
-            row = summary["ops"].setdefault(op, {"total": 0, "loaded": 0, "passed": {}})
+            row = summary["ops"].setdefault(
+                op, {"total": 0, "loaded": 0, "loaded_strict": 0, "passed": {}}
+            )
             row["total"] += 1
             row["loaded"] += c.graph is not None
-            for lane, data in lanes.items():
-                ok = data["verdicts"].get(c.name) == ""
-                row["passed"][lane] = row["passed"].get(lane, 0) + ok
+            row["loaded_strict"] += strict_graph(c) is not None
+            for lane in lanes:
+                row["passed"][lane] = row["passed"].get(lane, 0) + (c.name in strict[lane])
     return summary
 
 
@@ -91,36 +124,45 @@ def to_markdown(summary: dict, command: str) -> str:
         (
             f"`{command}` on {platform.node()} ({platform.machine()}), "
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Cases: onnx "
-            f"{_onnx_version()}'s node tests (collect_testcases), {summary['total']} in all; "
-            f"{summary['loaded']} load in gpulab.onnx, the others are refused at load with a "
-            f"message ({summary['crashed']} crashed). {summary['held']} of the loaded cases "
-            f"use DOUBLE, FLOAT16 or 8/16-bit integer tensors, loaded with "
-            f"`hold_32bit=True` (computed in float32 / held as int32: docs/onnx.md); the "
-            f"column `held` counts their passes."
+            f"{_onnx_version()}'s node tests (collect_testcases), {summary['total']} in all."
         ),
         "",
-        "| lane | passed | of which held | loaded | total | seconds | adapter |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        (
+            f"**strict** (the model as given, every graph input fed at run time, as ONNX's "
+            f"backend tests and ONNX Runtime define it): {summary['loaded_strict']} load. "
+            f"**bound** (inputs that set a shape or an attribute given as constants at load): "
+            f"{summary['loaded']} load. The others are refused at load with a message "
+            f"({summary['crashed']} crashed). {summary['held']} of the bound-loaded cases "
+            f"use DOUBLE, FLOAT16 or 8/16-bit integer tensors, loaded with "
+            f"`hold_32bit=True` (computed in float32 / held as int32: docs/onnx.md); the "
+            f"column `held` counts their bound passes."
+        ),
+        "",
+        "| lane | passed strict | passed bound | of which held | loaded bound | total "
+        "| seconds | adapter |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for lane, row in summary["lanes"].items():
         info = row["info"]
         adapter = info.get("adapter") or info.get("reason") or ""
         soft = " (software)" if info.get("software") else ""
         lines.append(
-            f"| {lane} | {row['passed']} | {row['passed_held']} | {row['loaded']} | "
+            f"| {lane} | {row['passed_strict']} | {row['passed']} | {row['passed_held']} | "
+            f"{row['loaded']} | "
             f"{row['total']} | "
             f"{info.get('seconds')} | {adapter}{soft} |"
         )
     lines += [
         "",
-        "Per operator (a case counts for every op its model uses):",
+        "Per operator (a case counts for every op its model uses; the lanes' columns count "
+        "strict passes):",
         "",
-        "| op | total | loaded | " + " | ".join(lanes) + " |",
-        "| --- | --- | --- | " + " | ".join("---" for _ in lanes) + " |",
+        "| op | total | loaded strict | loaded bound | " + " | ".join(lanes) + " |",
+        "| --- | --- | --- | --- | " + " | ".join("---" for _ in lanes) + " |",
     ]
     for op, row in sorted(summary["ops"].items()):
         lines.append(
-            f"| {op} | {row['total']} | {row['loaded']} | "
+            f"| {op} | {row['total']} | {row['loaded_strict']} | {row['loaded']} | "
             + " | ".join(str(row["passed"].get(lane, 0)) for lane in lanes)
             + " |"
         )
@@ -144,7 +186,13 @@ def write_reports(
             "refusal": c.refusal,
             "crash": c.crash,
             "held": c.held,
+            "bound": c.bound,
+            "strict_refusal": c.strict_refusal,
             "lanes": {lane: d["verdicts"].get(c.name) for lane, d in lanes.items()},
+            "lanes_strict": {
+                lane: d["verdicts"].get(c.name + (STRICT if c.bound else ""))
+                for lane, d in lanes.items()
+            },
         }
         for c in cases
     }
