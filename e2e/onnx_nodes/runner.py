@@ -138,8 +138,10 @@ def to_markdown(summary: dict, command: str) -> str:
             f"column `held` counts their bound passes."
         ),
         "",
-        "| lane | passed strict | passed bound | of which held | loaded bound | total "
-        "| seconds | adapter |",
+        (
+            "| lane | passed strict | passed bound | of which held | loaded bound | total "
+            "| seconds | adapter |"
+        ),
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for lane, row in summary["lanes"].items():
@@ -154,8 +156,10 @@ def to_markdown(summary: dict, command: str) -> str:
         )
     lines += [
         "",
-        "Per operator (a case counts for every op its model uses; the lanes' columns count "
-        "strict passes):",
+        (
+            "Per operator (a case counts for every op its model uses; the lanes' columns count "
+            "strict passes):"
+        ),
         "",
         "| op | total | loaded strict | loaded bound | " + " | ".join(lanes) + " |",
         "| --- | --- | --- | --- | " + " | ".join("---" for _ in lanes) + " |",
