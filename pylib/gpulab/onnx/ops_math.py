@@ -186,11 +186,15 @@ def _compare(name: str, fold_fn: Callable[[object, object], bool]) -> Op:
 
 
 def _where(cx: NodeCtx) -> list[Value]:
-    cond = cx.t(0)
     dtype = cx.dtype(1)
     if cx.dtype(2) != dtype:
         raise cx.invalid(f"X and Y of different types {dtype} and {cx.dtype(2)}")
-    a, b = cx.t(1), cx.t(2)
+    vals = [cx.v(i) for i in range(3)]
+    if foldable(*vals):  # a shape computed over constants (Where(Equal(s, -1), 1, s)) folds
+        same = vals[1].dtype == vals[2].dtype  # int64 stays int64 while folded (as Add's fold)
+        out_dtype = vals[1].dtype if same else dtype
+        return [elementwise(vals, lambda c, x, y: x if c else y, out_dtype)]
+    cond, a, b = cx.t(0), cx.t(1), cx.t(2)
     if dtype == "bool":
         return [cx.g.where(cond, a.cast("int32"), b.cast("int32")).cast("bool")]
     return [cx.g.where(cond, a, b)]
