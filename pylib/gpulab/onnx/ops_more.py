@@ -65,8 +65,6 @@ def _compress(cx: NodeCtx) -> list[Value]:
     else:
         axis, src = 0, t.reshape([t.size])
     keep = [i for i, c in enumerate(cond[: src.shape[axis]]) if c]
-    if not keep:
-        raise cx.fail("the condition selects nothing: zero-size tensors are not supported")
     idx = cx.g.tensor(keep, dtype="int32")
     return [via_int(src, lambda x: x.index_select(axis, idx))]
 

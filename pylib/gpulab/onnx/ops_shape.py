@@ -29,11 +29,6 @@ def _axis(cx: NodeCtx, axis: int, rank: int) -> int:
     return axis % rank
 
 
-def _no_empty(cx: NodeCtx, shape, what: str = "the result") -> None:
-    if any(d == 0 for d in shape):
-        raise cx.fail(f"{what} has shape {list(shape)}: zero-size tensors are not supported")
-
-
 def via_float(t: Tensor, fn) -> Tensor:
     """A float32-only layout op on any dtype: cast there and back (exact for bool, and for
     int32 below 2^24 in magnitude)."""
@@ -86,7 +81,6 @@ def _reshape(cx: NodeCtx) -> list[Value]:
         out[out.index(-1)] = math.prod(shape) // known
     if math.prod(out) != math.prod(shape) or any(d < 0 for d in out):
         raise cx.invalid(f"cannot reshape {shape} to {target}")
-    _no_empty(cx, out)
     return [reshape_value(cx, v, out)]
 
 
@@ -296,7 +290,6 @@ def _slice(cx: NodeCtx) -> list[Value]:
     out_shape = [
         len(range(*slice(lo, hi, st).indices(d))) for (lo, hi, st), d in zip(slices, shape)
     ]
-    _no_empty(cx, out_shape)
     if out_shape == shape and all(st == 1 for _, _, st in slices):
         return [v]
     if isinstance(v, Const) and foldable(v):
@@ -330,7 +323,6 @@ def _gather(cx: NodeCtx) -> list[Value]:
     dim = data.shape[axis]
     idx_v = cx.v(1)
     out_shape = list(data.shape[:axis]) + list(idx_v.shape) + list(data.shape[axis + 1 :])
-    _no_empty(cx, out_shape)
     small = math.prod(out_shape) <= LIMITS["max_fold_elements"]
     if small and foldable(data) and foldable(idx_v):
         vals = idx_v.ints()
@@ -365,7 +357,6 @@ def _gather_elements(cx: NodeCtx) -> list[Value]:
     t = cx.t(0)
     axis = _axis(cx, cx.attr("axis", 0), t.ndim)
     idx = _gather_indices(cx, 1, t.shape[axis])
-    _no_empty(cx, idx.shape)
     return [via_int(t, lambda x: x.gather(axis, idx))]
 
 
@@ -426,7 +417,6 @@ def _expand(cx: NodeCtx) -> list[Value]:
         if x != y and 1 not in (x, y):
             raise cx.invalid(f"shape {list(t.shape)} does not broadcast to {target}")
         out.append((y if x == 1 else x) if 1 in (x, y) else x)
-    _no_empty(cx, out)
     cx.elements(out, f"the result of expanding to {target}")
     return [via_int(t, lambda x: F.onnx_expand(x, out))]
 
@@ -438,8 +428,6 @@ def _tile(cx: NodeCtx) -> list[Value]:
         raise cx.invalid(f"repeats {reps} for rank {t.ndim}")
     if any(r < 0 for r in reps):
         raise cx.invalid(f"repeats {reps} has a negative count")
-    if 0 in reps:
-        raise cx.fail("a repeat of 0 (zero-size result) is not supported")
     cx.elements([n * r for n, r in zip(t.shape, reps)], f"the result of repeats {reps}")
     out = t
     for axis, r in enumerate(reps):
@@ -487,7 +475,6 @@ def _constant_of_shape(cx: NodeCtx) -> list[Value]:
     dtype, x = ("float32", 0.0) if value is None else (value.dtype, value.data[0])
     if any(d < 0 for d in shape):
         raise cx.invalid(f"shape {shape} has a negative dimension")
-    _no_empty(cx, shape)
     n = cx.elements(shape, "the result")
     if n <= LIMITS["max_fold_elements"]:
         return [const_of(dtype, shape, [x] * n)]

@@ -124,11 +124,6 @@ def check_dims(dims, what: str) -> tuple[int, ...]:
             raise GpuLabError(
                 "UNSUPPORTED", f"onnx: {what} has a dimension {d!r} that is not a static size"
             )
-        if d == 0:
-            raise GpuLabError(
-                "UNSUPPORTED",
-                f"onnx: {what} has shape {list(dims)}: zero-size tensors are not supported",
-            )
     n = math.prod(dims)
     if n > LIMITS["max_elements"]:
         raise GpuLabError("LIMIT", f"onnx: {what} has {n} elements > {LIMITS['max_elements']}")
