@@ -213,16 +213,45 @@ def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     return _filled_like_torch("empty", size, 0, dtype, requires_grad)
 
 
-def zeros_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return full(list(t.shape), 0, dtype or t.dtype, requires_grad=requires_grad)
+def zeros_like(
+    input: Tensor,
+    *,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    memory_format: Any = None,
+) -> Tensor:
+    """device=, layout= and memory_format= are accepted and change nothing (one device, dense
+    row-major values)."""
+    return full(list(input.shape), 0, dtype or input.dtype, requires_grad=requires_grad)
 
 
-def ones_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return full(list(t.shape), 1, dtype or t.dtype, requires_grad=requires_grad)
+def ones_like(
+    input: Tensor,
+    *,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    memory_format: Any = None,
+) -> Tensor:
+    """device=, layout= and memory_format= are accepted and change nothing (one device, dense
+    row-major values)."""
+    return full(list(input.shape), 1, dtype or input.dtype, requires_grad=requires_grad)
 
 
-def full_like(t: Tensor, fill_value: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return full(list(t.shape), fill_value, dtype or t.dtype, requires_grad=requires_grad)
+def full_like(
+    input: Tensor,
+    fill_value: Any,
+    *,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    memory_format: Any = None,
+) -> Tensor:
+    return full(list(input.shape), fill_value, dtype or input.dtype, requires_grad=requires_grad)
 
 
 def arange(
@@ -249,7 +278,20 @@ def arange(
     return Tensor._leaf_of(pack(values, dt), [n], dt, requires_grad)
 
 
-def linspace(start: float, end: float, steps: int, dtype: Any = None) -> Tensor:
+def linspace(
+    start: Any,
+    end: Any,
+    steps: int,
+    *,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """torch's values: start + i * step for the first half, end - (steps - 1 - i) * step for
+    the second (so both ends are exact), computed in float64 and rounded once; start and end
+    may be 0-dim tensors."""
+    start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
     if _index(steps) is None:
         raise TypeError(
             f"linspace(): argument 'steps' (position 3) must be int, not {type(steps).__name__}"
@@ -258,13 +300,29 @@ def linspace(start: float, end: float, steps: int, dtype: Any = None) -> Tensor:
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     _limit("linspace", [steps], steps)
+    dt = as_dtype(dtype) if dtype is not None else float32
     if steps == 1:
-        return tensor([float(start)])
-    step = (end - start) / (steps - 1)
-    return tensor([start + i * step for i in range(steps)], dtype=dtype or float32)
+        values = [start]
+    else:
+        step = (end - start) / (steps - 1)
+        half = steps // 2
+        values = [
+            start + i * step if i < half else end - (steps - 1 - i) * step for i in range(steps)
+        ]
+    if not dt.is_floating_point:  # torch truncates toward zero
+        values = [int(v) for v in values]
+    return tensor(values, dtype=dt, requires_grad=requires_grad).reshape(steps)
 
 
-def eye(n: int, m: int | None = None, dtype: Any = None) -> Tensor:
+def eye(
+    n: int,
+    m: int | None = None,
+    *,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     m = n if m is None else m
     for name, position, v in (("n", 1, n), ("m", 2, m)):
         if _index(v) is None:
@@ -280,7 +338,7 @@ def eye(n: int, m: int | None = None, dtype: Any = None) -> Tensor:
     flat = [0] * (n * m)
     for i in range(min(n, m)):
         flat[i * m + i] = 1
-    return Tensor._leaf_of(pack(flat, dt), [n, m], dt)
+    return Tensor._leaf_of(pack(flat, dt), [n, m], dt, requires_grad)
 
 
 def randn(

@@ -481,17 +481,17 @@ class Tensor:
     def type_as(self, other: Tensor) -> Tensor:
         return self.to(other.dtype)
 
-    def float(self) -> Tensor:
-        return self.to(float32)
+    def float(self, memory_format: Any = None) -> Tensor:
+        return self.to(float32)  # memory_format: strides only, values unchanged
 
-    def long(self) -> Tensor:
-        return self.to(int64)
+    def long(self, memory_format: Any = None) -> Tensor:
+        return self.to(int64)  # memory_format: strides only, values unchanged
 
-    def int(self) -> Tensor:
-        return self.to(int32)
+    def int(self, memory_format: Any = None) -> Tensor:
+        return self.to(int32)  # memory_format: strides only, values unchanged
 
-    def bool(self) -> Tensor:
-        return self.to(bool_)
+    def bool(self, memory_format: Any = None) -> Tensor:
+        return self.to(bool_)  # memory_format: strides only, values unchanged
 
     def cpu(self) -> Tensor:
         return self
@@ -920,7 +920,11 @@ class Tensor:
         n = self.shape[_axis(dim, self.ndim)]
         return self.split(max(1, -(-n // chunks)), dim)
 
-    def flip(self, *dims: Any) -> Tensor:
+    def flip(self, *dims: Any, **kwargs: Any) -> Tensor:
+        if kwargs:  # torch.flip(x, dims=...)
+            if set(kwargs) != {"dims"} or dims:
+                raise TypeError(f"flip() got unexpected arguments {sorted(kwargs)}")
+            dims = (kwargs["dims"],)
         axes = {_axis(d, self.ndim) for d in _dims(dims)}
         key = tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(self.ndim))
         return self[key]

@@ -148,18 +148,31 @@ def cross_entropy(
     reduction: str = "mean",
     label_smoothing: float = 0.0,
 ) -> Tensor:
-    """torch's cross_entropy for logits [N, C] (or [C]) with class indices (int) or class
-    probabilities (float) as target; weight and label_smoothing are refused by name
-    (ignore_index is accepted at its default only: targets must be in [0, C))."""
-    if weight is not None or label_smoothing:
-        raise refuse("F.cross_entropy(weight=..., label_smoothing=...)", "nn.functional")
-    if input.ndim not in (1, 2):
-        raise refuse(
-            f"F.cross_entropy of a rank-{input.ndim} input (give logits [N, C]: reshape first)",
-            "nn.functional",
-        )
-    x = input if input.ndim == 2 else input.unsqueeze(0)
+    """torch's cross_entropy for logits [C], [N, C] or [N, C, d1, ...] with class indices
+    (int: weight= and ignore_index= as nll_loss) or class probabilities (float, weight= per
+    class; mean over rows, as torch) as target; label_smoothing and the legacy
+    size_average/reduce are refused by name."""
+    if label_smoothing:
+        raise refuse("F.cross_entropy(label_smoothing=...)", "nn.functional")
+    _refuse_legacy(size_average, reduce, "cross_entropy")
     t = as_tensor_like(target)
+    if not t.dtype.is_floating_point and (
+        weight is not None or input.ndim > 2 or ignore_index != -100
+    ):
+        return nll_loss(
+            input.log_softmax(0 if input.ndim == 1 else 1),
+            t,
+            weight,
+            ignore_index=ignore_index,
+            reduction=reduction,
+        )
+    if t.dtype.is_floating_point and (weight is not None or input.ndim > 2):
+        axis = 0 if input.ndim == 1 else 1  # the class axis
+        terms = input.log_softmax(axis) * t
+        if weight is not None:  # per class: [C, 1, ...] against [N, C, d1, ...]
+            terms = terms * as_tensor_like(weight).reshape(-1, *([1] * (input.ndim - axis - 1)))
+        return _reduce(-terms.sum(axis), reduction, "cross_entropy")
+    x = input if input.ndim == 2 else input.unsqueeze(0)
     if t.dtype.is_floating_point:
         probs = t if t.ndim == 2 else t.unsqueeze(0)
     else:
@@ -173,19 +186,52 @@ def cross_entropy(
     return out if input.ndim == 2 or reduction != "none" else out.reshape([])
 
 
+def _refuse_legacy(size_average: Any, reduce: Any, what: str) -> None:
+    if size_average is not None or reduce is not None:
+        raise refuse(
+            f"F.{what}(size_average=, reduce=) (deprecated: give reduction=)", "nn.functional"
+        )
+
+
+def _classes_as_rows(input: Tensor, target: Tensor) -> tuple[Tensor, Tensor, tuple[int, ...]]:
+    """[C] / [N, C] / [N, C, d1, ...] scores as rows [M, C], the targets as [M], and the shape
+    of an unreduced loss ([] / [N] / [N, d1, ...])."""
+    if input.ndim == 1:
+        return input.unsqueeze(0), target.reshape(1), ()
+    if input.ndim == 2:
+        return input, target.reshape(-1), (input.shape[0],)
+    classes_last = input.permute(0, *range(2, input.ndim), 1)
+    shape = (input.shape[0], *input.shape[2:])
+    return classes_last.reshape(-1, input.shape[1]), target.reshape(-1), shape
+
+
 def nll_loss(
     input: Tensor,
     target: Tensor,
     weight: Tensor | None = None,
+    size_average: Any = None,
+    ignore_index: int = -100,
+    reduce: Any = None,
     reduction: str = "mean",
-    **kwargs: Any,
 ) -> Tensor:
-    """-input[n, target[n]] reduced (input: log-probabilities [N, C])."""
+    """torch's nll_loss: -weight[t] * input[n, t] for log-probabilities [C], [N, C] or
+    [N, C, d1, ...], rows whose target is ignore_index left out; mean divides by the summed
+    weights of the rows kept (NaN when none is, as torch). A target outside [0, C) that is not
+    ignore_index is the gather's error, never a silent zero."""
+    _refuse_legacy(size_average, reduce, "nll_loss")
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction (nll_loss)")
+    rows, t, shape = _classes_as_rows(input, as_tensor_like(target))
+    kept = t.ne(ignore_index)
+    safe = t.masked_fill(~kept, 0)  # ignored rows read class 0, weighted 0
+    picked = rows.gather(1, safe.reshape(-1, 1)).reshape(-1)
+    w = kept.float()
     if weight is not None:
-        raise refuse("F.nll_loss(weight=...)", "nn.functional")
-    t = as_tensor_like(target)
-    picked = input.gather(1, t.reshape(-1, 1)).reshape(-1)
-    return _reduce(-picked, reduction, "nll_loss")
+        w = as_tensor_like(weight).index_select(0, safe) * w
+    loss = -(picked * w)
+    if reduction == "none":
+        return loss.reshape(shape)
+    return loss.sum() if reduction == "sum" else loss.sum() / w.sum()
 
 
 def mse_loss(
