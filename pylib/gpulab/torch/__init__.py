@@ -16,10 +16,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _library, autograd, nn, optim
+from . import _library, autograd, cuda, nn, optim
 from ._dtype import bool_ as bool
 from ._dtype import dtype, float32, int32, int64
 from ._grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from ._memory_format import (
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    memory_format,
+    preserve_format,
+)
 from ._random import Generator, default_generator, initial_seed, manual_seed
 from ._refuse import Unsupported, refuse
 from ._tape import get_backend, set_backend
@@ -159,7 +166,11 @@ __all__ = [
     "autograd",
     "bool",
     "cat",
+    "channels_last",
+    "channels_last_3d",
     "compile",
+    "contiguous_format",
+    "cuda",
     "default_generator",
     "device",
     "dtype",
@@ -184,6 +195,7 @@ __all__ = [
     "long",
     "manual_seed",
     "matmul",
+    "memory_format",
     "nn",
     "no_grad",
     "numel",
@@ -191,6 +203,7 @@ __all__ = [
     "ones_like",
     "optim",
     "pow",
+    "preserve_format",
     "rand",
     "rand_like",
     "randint",

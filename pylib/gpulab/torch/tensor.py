@@ -759,14 +759,19 @@ class Tensor:
         return self.var(dim, keepdim=keepdim, correction=correction).sqrt()
 
     def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
-        """The 2-norm (p 2 or "fro"), 1-norm or inf-norm over dim (all elements by default)."""
+        """The 2-norm (p 2 or "fro"), 1-norm, inf / -inf norms or the nonzero count (p 0) over
+        dim (all elements by default)."""
         if p in ("fro", 2, 2.0):
             return (self.float() * self.float()).sum(dim, keepdim=keepdim).sqrt()
         if p in (1, 1.0):
             return self.float().abs().sum(dim, keepdim=keepdim)
         if p == math.inf:
             return self.float().abs().amax(dim, keepdim=keepdim)
-        raise refuse(f"Tensor.norm(p={p!r}) (2, 'fro', 1 and inf)", "tensor")
+        if p == -math.inf:
+            return self.float().abs().amin(dim, keepdim=keepdim)
+        if p in (0, 0.0):  # the count of nonzero elements (gradient 0, as torch)
+            return self.ne(0).float().sum(dim, keepdim=keepdim)
+        raise refuse(f"Tensor.norm(p={p!r}) (2, 'fro', 1, 0, inf and -inf)", "tensor")
 
     def max(self, dim: Any = None, keepdim: bool = False) -> Any:
         """max() of all elements; max(dim) -> (values, indices); max(other) elementwise."""
@@ -830,6 +835,10 @@ class Tensor:
             for d in sorted((_axis(d, self.ndim) for d in dim), reverse=True):
                 out = out.squeeze(d)
             return out
+        if self.ndim == 0:  # a 0-dim tensor squeezes to itself (dim 0 or -1 as torch allows)
+            if dim is not None:
+                _axis(dim, 0)
+            return self
         node = _via(self._n(), "reshape", lambda n: GF.squeeze(n, dim))
         return _layout_result(self, node, "squeeze")
 
@@ -845,6 +854,8 @@ class Tensor:
     def transpose(self, dim0: int, dim1: int) -> Tensor:
         order = list(range(self.ndim))
         a, b = _axis(dim0, self.ndim), _axis(dim1, self.ndim)
+        if a == b:  # a 0-dim tensor too: dims 0 / -1 name its one (absent) axis
+            return self
         order[a], order[b] = order[b], order[a]
         return self.permute(order)
 
@@ -940,8 +951,43 @@ class Tensor:
     def gather(self, dim: int, index: Any) -> Tensor:
         idx = _index_tensor(index, "gather")
         d = _axis(dim, self.ndim)
+        if self.ndim == 0 and idx.ndim <= 1:  # torch reads a 0-dim input as [1]
+            return self.reshape(1).gather(0, idx.reshape(-1)).reshape(tuple(idx.shape))
         node = _via(self._n(), "gather", lambda n: n.gather(d, idx._n()))
         return Tensor._result(node, self.dtype, self, idx, op="gather")
+
+
+def _accept_keepdims(fn: Any) -> Any:
+    """fn also taking numpy's spelling `keepdims=` (torch accepts it as keepdim's alias)."""
+
+    def wrapped(self: Tensor, *args: Any, keepdims: bool | None = None, **kwargs: Any) -> Any:
+        if keepdims is not None:
+            if "keepdim" in kwargs:
+                raise TypeError(f"{fn.__name__}() got both keepdim= and keepdims=")
+            kwargs["keepdim"] = keepdims
+        return fn(self, *args, **kwargs)
+
+    wrapped.__name__ = wrapped.__qualname__ = fn.__name__
+    wrapped.__doc__ = fn.__doc__
+    return wrapped
+
+
+for _reduction in (
+    "sum",
+    "mean",
+    "var",
+    "std",
+    "norm",
+    "max",
+    "min",
+    "amax",
+    "amin",
+    "argmax",
+    "argmin",
+    "any",
+    "all",
+):
+    setattr(Tensor, _reduction, _accept_keepdims(Tensor.__dict__[_reduction]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1272,6 +1318,8 @@ def _index(t: Tensor, key: Any) -> Tensor:
         raise refuse(
             "boolean-mask indexing (a data-dependent shape; use where/masked_fill)", "tensor"
         )
+    if pos < t.ndim:  # negative indices count from the end, as torch (x[:, [-1], :])
+        idx = where(idx.lt(0), idx + t.shape[pos], idx)
     if any(not (isinstance(k, slice) and k == slice(None)) for k in items[:pos]):
         head = t[tuple(k if i != pos else slice(None) for i, k in enumerate(items))]
         return head[tuple([slice(None)] * _kept_axes(items[:pos]) + [idx])]
@@ -1365,6 +1413,9 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     ts = [as_tensor_like(t) for t in tensors]
     if not ts:
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    # torch's legacy rule: a 1-D empty tensor joins anything (it is skipped)
+    kept = [t for t in ts if tuple(t.shape) != (0,)]
+    ts = kept or ts[:1]
     if len(ts) == 1:
         return ts[0]
     dt = ts[0].dtype

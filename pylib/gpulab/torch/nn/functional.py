@@ -35,7 +35,13 @@ __all__ += list(DECLARED)
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """input @ weight.T + bias (gpulab.functional.linear)."""
+    """input @ weight.T + bias (gpulab.functional.linear); a 1-D input is one row, a 1-D
+    weight one output feature (its axis dropped), as torch's matmul rules."""
+    if weight.ndim == 1:
+        out = linear(input, weight.unsqueeze(0), None).squeeze(-1)
+        return out if bias is None else out + bias
+    if input.ndim == 1:
+        return linear(input.unsqueeze(0), weight, bias).squeeze(0)
     node = GF.linear(input._f(), weight._f(), bias._f() if bias is not None else None)
     return Tensor._result(node, float32, input, weight, bias, op="linear")
 

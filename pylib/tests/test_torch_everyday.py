@@ -1,0 +1,89 @@
+"""Everyday PyTorch code that used to stop, each against real PyTorch (CPU): 0-dim tensors
+with dim=0/-1, device=/memory_format=/dims= keywords, negative list and tensor indices, 1-D
+input of F.linear, numpy's keepdims=, torch.cuda.is_available(), cat's skipped 1-D empty tensors, norm p=-inf and p=0."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import gpulab.torch as gt
+import pytest
+import torch
+
+X = [[[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]], [[0.5, 7.0, -1.5], [2.0, -3.0, 9.0]]]
+
+
+def _both(fn: Callable[[Any], Any]) -> tuple[Any, Any]:
+    ours, ref = fn(gt), fn(torch)
+    ours_l = ours.tolist() if isinstance(ours, gt.Tensor) else ours
+    ref_l = ref.tolist() if isinstance(ref, torch.Tensor) else ref
+    if isinstance(ref, torch.Tensor):
+        assert tuple(ours.shape) == tuple(ref.shape)
+        assert str(ours.dtype).replace("gpulab.", "") == str(ref.dtype)
+    return ours_l, ref_l
+
+
+CASES: dict[str, Callable[[Any], Any]] = {
+    "squeeze_0dim_dim0": lambda T: T.tensor(2.5).squeeze(0),
+    "squeeze_0dim_dim-1": lambda T: T.tensor(2.5).squeeze(-1),
+    "squeeze_0dim_dims": lambda T: T.tensor(2.5).squeeze((-1,)),
+    "transpose_0dim": lambda T: T.tensor(2.5).transpose(0, -1),
+    "gather_0dim": lambda T: T.tensor(2.5).gather(0, T.tensor([0, 0])),
+    "gather_0dim_0dim_index": lambda T: T.tensor(2.5).gather(-1, T.tensor(0)),
+    "argmax_0dim": lambda T: T.tensor(2.5).argmax(0),
+    "softmax_0dim": lambda T: T.tensor(2.5).softmax(-1),
+    "linspace_device": lambda T: T.linspace(-1, 2, 7, device="cpu"),
+    "linspace_tensor_ends": lambda T: T.linspace(T.tensor(0.1), T.tensor(1.0), 5),
+    "linspace_int": lambda T: T.linspace(-3, 8, 6, dtype=T.int64),
+    "eye_device": lambda T: T.eye(3, 4, device="cpu"),
+    "zeros_like_device": lambda T: T.zeros_like(T.tensor(X), device="cpu"),
+    "ones_like_dtype": lambda T: T.ones_like(T.tensor(X), dtype=T.int64, device="cpu"),
+    "full_like_device": lambda T: T.full_like(T.tensor(X), 7.5, device="cpu"),
+    "float_memory_format": lambda T: T.tensor([1, 2]).float(memory_format=T.preserve_format),
+    "long_memory_format": lambda T: T.tensor(X).long(memory_format=T.preserve_format),
+    "flip_dims_keyword": lambda T: T.flip(T.tensor(X), dims=(0, 2)),
+    "flip_method_dims_keyword": lambda T: T.tensor(X).flip(dims=[-1]),
+    "index_list_negative": lambda T: T.tensor(X)[:, [-1], :],
+    "index_list_negative_first": lambda T: T.tensor(X)[[-1, 0]],
+    "index_tensor_negative": lambda T: T.tensor(X)[:, :, T.tensor([-1, -3, 1])],
+    "linear_1d_input": lambda T: T.nn.functional.linear(
+        T.tensor([1.0, 2.0, 3.0]), T.tensor(X[0]), T.tensor([0.5, -0.5])
+    ),
+    "sum_keepdims": lambda T: T.tensor(X).sum(1, keepdims=True),
+    "amax_keepdims": lambda T: T.amax(T.tensor(X), -1, keepdims=True),
+    "cuda_is_available": lambda T: T.cuda.is_available(),
+    "cat_skips_empty_1d": lambda T: T.cat([T.tensor([]), T.tensor(X[0])], 1),
+    "norm_minus_inf": lambda T: T.tensor(X).norm(-float("inf"), 1),
+    "norm_zero": lambda T: T.tensor([[0.0, 2.0], [0.0, 0.0]]).norm(0, -1, keepdim=True),
+}
+
+
+@pytest.fixture(autouse=True)
+def cpu_python() -> Iterator[None]:
+    gt.set_backend("cpu-python")
+    yield
+    gt.set_backend(None)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_everyday_call_matches_torch(case: str) -> None:
+    ours, ref = _both(CASES[case])
+    if isinstance(ref, bool):
+        assert ours is ref
+    else:
+        torch.testing.assert_close(torch.tensor(ours), torch.tensor(ref), rtol=1e-6, atol=1e-6)
+
+
+def test_negative_index_gradient_matches_torch() -> None:
+    """x[:, [-1], :] scatters its gradient back to the last row, as torch."""
+    ours_x, ref_x = gt.tensor(X, requires_grad=True), torch.tensor(X, requires_grad=True)
+    (ours_x[:, [-1], :] * 3).sum().backward()
+    (ref_x[:, [-1], :] * 3).sum().backward()
+    assert ours_x.grad.tolist() == ref_x.grad.tolist()
+
+
+def test_out_of_range_index_is_refused() -> None:
+    """-3 on an axis of 2 is still out of range after wrapping: an error, never a value."""
+    with pytest.raises(Exception, match="out of range"):
+        gt.tensor(X)[:, [-3], :].tolist()
