@@ -62,6 +62,7 @@ def test_the_plan_folds_exactly_the_allowed_nodes() -> None:
     assert sum(i not in valued for i in products) == len(FUSED)  # folded: no buffer
 
 
+@pytest.mark.slow  # over ~10 s of CPU: make test, not test-fast
 @pytest.mark.parametrize("kernel", sorted(planner.MATMUL_TILES))
 def test_every_kernel_gives_the_unfused_bits(executor: Any, monkeypatch, kernel: str) -> None:
     for special in (True, False):

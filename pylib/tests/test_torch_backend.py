@@ -321,6 +321,7 @@ def test_batch_norm_train_and_eval_equal_eager() -> None:
     assert all(r.backend == "cpu-python" for r in _records(since)), _records(since)
 
 
+@pytest.mark.slow  # over ~10 s of CPU: make test, not test-fast
 def test_dynamic_shapes_specialize_per_call_shape() -> None:
     """dynamic=True (as dynamo's automatic dynamic after a shape change): the symbolic aten
     graphs get one gpulab specialization per input shape, each prepared once."""
@@ -416,6 +417,7 @@ def test_compile_step_refuses_what_it_cannot_do() -> None:
         tb.compile_step(model, torch.optim.Adam(model.parameters(), amsgrad=True), nn.MSELoss())
 
 
+@pytest.mark.slow  # over ~10 s of CPU: make test, not test-fast
 def test_explain_lists_mapped_ops_of_the_models() -> None:
     mlp = tb.explain(MLP(), torch.randn(8, 16), show=False)
     assert [g.kind for g in mlp.graphs] == ["forward", "backward"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import math
 
+import pytest
 from gpulab import optable
 from gpulab.errors import GpuLabError
 from gpulab.kernel_table import graph_version, plain_ops
@@ -253,6 +254,7 @@ JSON = st.recursive(
 )
 
 
+@pytest.mark.slow  # over ~10 s of CPU: make test, not test-fast
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(valid_graphs(), st.data(), JSON)
 def test_any_json_in_any_field_gives_a_gpulab_error_or_a_graph(graph, data, junk):

@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from gpulab.errors import GpuLabError
 from gpulab.kernel_table import plain_ops
 from gpulab.protocol import validate
@@ -351,6 +352,7 @@ RANDOM_GRAPH_OPS = {
 }
 
 
+@pytest.mark.slow  # over ~10 s of CPU: make test, not test-fast
 def test_python_and_js_validators_agree():
     rng = random.Random(20261130)
     seen = _agree([mutate(random_graph(rng), rng) for _ in range(COUNT)])
@@ -395,6 +397,7 @@ def random_select_graph(rng: random.Random) -> dict:
     }
 
 
+@pytest.mark.slow  # over ~10 s of CPU: make test, not test-fast
 def test_validators_agree_on_the_select_ops():
     """maximum..ge, where, cast, hash_uniform, dropout among the random nodes, and
     in small graphs of their own."""
@@ -527,6 +530,7 @@ V4_WORDS = {
 }
 
 
+@pytest.mark.slow  # over ~10 s of CPU: make test, not test-fast
 def test_python_and_js_validators_agree_on_v4_ops():
     """Both validators give the same first error (code, node) or the same checked graph on 3000
     random v4 graphs (mutated too), and word their index-data and variadic errors alike."""
@@ -650,6 +654,7 @@ V6_WORDS = {
 }
 
 
+@pytest.mark.slow  # over ~10 s of CPU: make test, not test-fast
 def test_python_and_js_validators_agree_on_v6_ops():
     """Both validators give the same first error (code, node) or the same checked graph on 3000
     random v6 graphs (mutated too), and word the shape rules' refusals alike."""
