@@ -1,4 +1,4 @@
-"""PyTorch's OpInfo database as a lane of gpulab.torch (gpulab/torch/opinfo_lane.py): every
+"""PyTorch's OpInfo database as a lane of gpulab.torch (gpulab/conformance/torch_opinfo.py): every
 float32 sample of every OpInfo gpulab.torch claims, forward and gradient, against PyTorch CPU
 and a float64 oracle. A wrong value fails; a refusal is counted, never passed.
 
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import gpulab.torch as gt
 import pytest
 import torch
-from gpulab.torch import opinfo_lane as lane
+from gpulab.conformance import torch_opinfo as lane
 
 # the sample the wgpu lane runs in `make test` (lavapipe is slow): the op library's declared
 # activations, a reduction, a loss and the layout/selection ops the models use most

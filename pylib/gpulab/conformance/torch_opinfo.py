@@ -16,7 +16,7 @@ sample, raised by both), `error` (any other exception from gpulab.torch: an uncl
 or `wrong` (a value, shape or dtype that differs: the worst defect). Random ops
 (`RANDOM`) are outside the subset: their values are our stream, not torch's (docs/torch.md).
 
-    python -m gpulab.torch.opinfo_lane [--backend cpu-python|wgpu] [--ops a,b] [--write-docs]
+    python -m gpulab.conformance.torch_opinfo [--backend cpu-python|wgpu] [--ops a,b] [--write-docs]
 
 prints the per-op counts; `--write-docs` puts the table into docs/torch.md between its
 `opinfo-lane` markers, with the machine, the command and the date.
@@ -40,8 +40,7 @@ from typing import Any
 import torch
 
 import gpulab.torch as gt
-
-from ._refuse import Unsupported, supported
+from gpulab.torch._refuse import Unsupported, supported
 
 # outputs drawn from a random stream: ours is not torch's, so no value can be compared
 RANDOM = frozenset(
@@ -421,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if ns.write_docs:
         when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-        cmd = "python -m gpulab.torch.opinfo_lane " + " ".join(argv or sys.argv[1:])
+        cmd = "python -m gpulab.conformance.torch_opinfo " + " ".join(argv or sys.argv[1:])
         head = (
             f"Measured {when} on {platform.node() or 'this machine'} ({os.cpu_count()} cores, "
             f"torch {torch.__version__}), backend {ns.backend}; command: `{cmd}`.\n\n"
