@@ -12,10 +12,11 @@ setup:
 serve: setup
 	$(PY) -m gpulab serve --host 127.0.0.1 --port 8000
 
-# Everything: node tests, Python tests, the conformance corpus on every lane, Playwright.
+# Everything: node tests, Python tests, the conformance corpus on every lane, Playwright; the 40
+# slowest tests are printed, so every run shows where its time goes.
 test: setup
 	node --test --test-concurrency=2 backends-js/test/
-	$(PY) -m pytest -q -n 2 --dist loadfile
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=40
 
 # Before every commit (at most 3 minutes on 2 cores): the node tests, the Python units and the
 # conformance corpus on the CPU lanes (cpu-python, node-cpu), leaving out what is marked `slow`
@@ -29,7 +30,7 @@ test-js: setup
 	node --test --test-concurrency=2 backends-js/test/
 
 test-py: setup
-	$(PY) -m pytest -q -n 2 --dist loadfile
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=40
 
 lint: setup
 	$(PY) -m ruff check pylib e2e bench scripts
