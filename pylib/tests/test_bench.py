@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import math
 
+import pytest
 from gpulab import bench
 
 
+@pytest.mark.slow  # an MLP trained end to end by the bench command
 def test_bench_rows_have_timings_and_decreasing_losses(tmp_path, capsys):
     out = tmp_path / "bench.json"
     rc = bench.main(

@@ -165,9 +165,10 @@ def test_one_submission_per_step_and_one_readback_per_run() -> None:
         ex.dispose()
 
 
+@pytest.mark.slow  # every kernel of the mixed graph compiled on lavapipe (~10 s of CPU)
 def test_pipelines_are_cached_and_buffers_reused(executor: Any) -> None:
     """Every buffer kind (values, params uniform, read-back, feed staging) comes from the pool:
-    after the first execute, 20 more create no buffer and no pipeline."""
+    after the first execute, 4 more create no buffer and no pipeline."""
     graph = _mixed_graph()
     graph["nodes"].append({"id": 31, "op": "input", "shape": [3]})
     graph["nodes"].append({"id": 32, "op": "neg", "a": 31})
@@ -184,7 +185,7 @@ def test_pipelines_are_cached_and_buffers_reused(executor: Any) -> None:
     _run_fed()
     pipelines = executor.counters["pipelines"]
     buffers = executor.counters["buffers_created"]
-    for _ in range(20):
+    for _ in range(4):
         _run_fed()
     assert executor.counters["pipelines"] == pipelines
     assert executor.counters["buffers_created"] == buffers

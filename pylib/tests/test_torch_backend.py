@@ -208,6 +208,7 @@ def encoder_training() -> tuple[list[tb.Record], dict, dict]:
     return _train_compare(EncoderBlock(), torch.randn(2, 5, 32), _mask())
 
 
+@pytest.mark.slow  # a transformer block trained both ways
 def test_encoder_block_forward_and_gradients_equal_eager(encoder_training) -> None:
     records, got, want = encoder_training
     assert [r.label.split("#")[0] for r in records] == ["forward", "backward"]

@@ -2,8 +2,8 @@
 float32 sample of every OpInfo gpulab.torch claims, forward and gradient, against PyTorch CPU
 and a float64 oracle. A wrong value fails; a refusal is counted, never passed.
 
-The full run on cpu-python (~1 min) and a documented sample on wgpu (lavapipe) are `slow`;
-the lane's own judging and the claim list run in `make test-fast`."""
+The full run on cpu-python (~1 min), the op library's ops and a documented sample on wgpu
+(lavapipe) are `slow`; the lane's own judging and the claim list run in `make test-fast`."""
 
 from __future__ import annotations
 
@@ -103,9 +103,10 @@ def test_judge_tolerance_is_float32_rounding() -> None:
     assert lane.judge(ref32.reshape(2, 1), ref32, exact, "x").startswith("x: shape")
 
 
+@pytest.mark.slow
 def test_the_op_library_ops_pass(cpu_python: None) -> None:
     """Every OpInfo of an op the op library declares: every float32 sample passes forward and
-    backward on cpu-python (a few seconds: in make test-fast)."""
+    backward on cpu-python (about 7 s of CPU: in make test)."""
     tallies = [lane.run_op(op, d) for op, d in lane.claimed() if d]
     assert len(tallies) >= 20
     bad = {
