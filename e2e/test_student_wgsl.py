@@ -433,13 +433,6 @@ SWITCH_AWAY_AND_BACK = """async ({endless, small, cpuGraph}) => {
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="open defect: after the deadline SwiftShader still runs the abandoned dispatch and "
-    "WebGPU cannot reopen until it ends (destroy() waits for the device's queue); a fix must "
-    "bound the work left running (e.g. a student's dispatch split into submissions on software "
-    "adapters)",
-)
 def test_after_a_deadline_the_page_switches_backend_away_and_back_and_webgpu_runs(
     browser_for_one_test, server_url
 ):

@@ -118,7 +118,7 @@ export async function createBackend({ allowSoftware = false, softwareHint, deadl
   const counters = { submits: 0 };
   const pool = new BufferPool(gpu.device, { maxBufferSize: hooks.maxBufferSize });
   const kernels = new PipelineCache(gpu, kernelUrl, hooks);
-  const student = new StudentKernels(gpu); // students' own WGSL kernels
+  const student = new StudentKernels(gpu, undefined, software); // students' kernels, chunked on software
   const ctx = { gpu, pool, kernels, student, counters, hooks, software, deadlineMs: deadline };
   const info = {
     vendor: facts.vendor,

@@ -28,14 +28,18 @@ export function deadlineOption(value) {
 }
 
 /**
- * Wait for the queue's submitted work, at most `ms`; past it destroy the device and throw.
- * @param {import('./device.mjs').GpuDevice} gpu @param {number} ms @param {string} what
+ * Wait for the queue's submitted work, at most `ms` since `since` (a run in chunks checks the
+ * one deadline of the run between its submissions: student-chunks.mjs); past it destroy the
+ * device and throw.
+ * @param {import('./device.mjs').GpuDevice} gpu @param {number|null} ms @param {string} what
+ * @param {number} [since] performance.now() when the deadline's clock started
  */
-export async function withinDeadline(gpu, ms, what) {
+export async function withinDeadline(gpu, ms, what, since = performance.now()) {
   if (ms === null) return;
   /** @type {ReturnType<typeof setTimeout> | undefined} */
   let timer;
-  const late = new Promise((resolve) => { timer = setTimeout(() => resolve('late'), ms); });
+  const left = Math.max(0, since + ms - performance.now());
+  const late = new Promise((resolve) => { timer = setTimeout(() => resolve('late'), left); });
   const done = gpu.device.queue.onSubmittedWorkDone().then(() => 'done');
   let first;
   try {

@@ -16,6 +16,9 @@ import { indexError } from '../../values.mjs';
 import { nodeBuffers, packUniforms, uploadData } from './plan-data.mjs';
 import { DEFAULT_DEADLINE_MS, withinDeadline } from './deadline.mjs';
 import { budgetMessage } from './student.mjs';
+import {
+  CHUNK_UNIFORM_BYTES, chunkAxis, chunkWords, nextChunk,
+} from './student-chunks.mjs';
 import { planSwap } from './pingpong.mjs';
 import {
   STORAGE, copyCarries, copyFeeds, encodeReads, readBack, stageFeeds, writeFeeds,
@@ -41,7 +44,11 @@ export const MAX_STAGING_BYTES = 64 * 1024 * 1024;
  *   hooks: {onSubmit?: () => void, stepsPerSubmit?: number, carryCopies?: boolean,
  *     feedPairs?: boolean},
  *   packParams: (params: Array<[string, number]>) => Uint8Array}} Context
- * @typedef {{pipeline: GPUComputePipeline, group: GPUBindGroup, dispatch: number[]}} Command
+ * @typedef {{uniform: GPUBuffer, workgroupSize: number[], count: number}} ChunkState a student
+ *   step run in chunks (student-chunks.mjs): its chunk uniform and the workgroups of its next
+ *   chunk, learnt from the last one's time
+ * @typedef {{pipeline: GPUComputePipeline, group: GPUBindGroup, dispatch: number[],
+ *   chunk?: ChunkState}} Command
  */
 
 /**
@@ -105,6 +112,7 @@ export class WebGpuProgram {
     this.studentClears = [];
     /** @type {Slot[]} pooled value slots nothing writes at init, cleared before the first step */
     this.pendingClears = [];
+    this.chunked = false; // a student step runs in chunks (software adapters: student-chunks.mjs)
     this.disposed = false;
   }
 
@@ -232,6 +240,15 @@ export class WebGpuProgram {
       this.owned.push(uniform);
       device.queue.writeBuffer(uniform, 0, packed.bytes);
     }
+    /** @type {Map<number, ChunkState>} step index -> its chunks' state (both recordings') */
+    const chunks = new Map();
+    pipelines.forEach((k, i) => {
+      if (!k.chunk) return;
+      const buffer = this.ctx.pool.acquire(UNIFORM(), CHUNK_UNIFORM_BYTES, 'chunk');
+      this.owned.push(buffer);
+      chunks.set(i, { uniform: buffer, workgroupSize: k.chunk.workgroupSize, count: 1 });
+    });
+    this.chunked = chunks.size > 0;
     const record = (/** @type {boolean} */ swapped) => this.plan.steps.map((step, i) => {
       const k = pipelines[i];
       // our kernels: the uniform at 0, storage from 1; a student's: storage from 0, then it
@@ -252,8 +269,13 @@ export class WebGpuProgram {
         const flag = this.budgetFlag(/** @type {number} */ (step.node));
         entries.push({ binding: k.budgetBinding, resource: { buffer: flag.buffer, offset: 0, size: 4 } });
       }
+      const chunk = chunks.get(i);
+      if (chunk) {
+        const resource = { buffer: chunk.uniform, offset: 0, size: CHUNK_UNIFORM_BYTES };
+        entries.push({ binding: k.chunk.binding, resource });
+      }
       const group = device.createBindGroup({ layout: k.layout, entries, label: step.kernel });
-      return { pipeline: k.pipeline, group, dispatch: step.dispatch };
+      return { pipeline: k.pipeline, group, dispatch: step.dispatch, chunk };
     });
     const clears = (/** @type {boolean} */ swapped) => this.plan.steps.flatMap((step) => {
       if (step.kernel !== 'wgsl') return [];
@@ -391,6 +413,7 @@ export class WebGpuProgram {
     const feeds = steps.map((s, i) => this.feedArrays(s, first + i));
     const carries = this.carriesSwap ? [] : [...this.carry].map(([input, output]) =>
       /** @type {[Slot, Slot]} */ ([this.slotOfNode(output), this.slotOfNode(input)]));
+    if (this.chunked) return this.runChunkedPart(feeds, readIds, carries);
     const { gpu, pool } = this.ctx;
     const every = this.stepsPerSubmit;
     // a submission per step (or per two with feed pairs): each step's feeds are written
@@ -436,10 +459,106 @@ export class WebGpuProgram {
       // Queue order: whoever reuses the feed staging buffer writes after this submission.
       if (staged) pool.release(/** @type {{buffer: GPUBuffer}} */ (staged).buffer);
     }
+    return this.finishRun(staging, readIds, reads);
+  }
+
+  /**
+   * The read-back of a run and its checks (loop budget, index checks).
+   * @param {import('./transfer.mjs').Staging | null} staging @param {number[]} readIds
+   * @param {Slot[]} reads
+   */
+  async finishRun(staging, readIds, reads) {
+    const { gpu, pool } = this.ctx;
     const values = await readBack(gpu, pool, staging, readIds, reads, 'run', this.dtypeOf);
     await this.readBudgetFlags();
     if (this.plan.checks) await this.readChecks();
     return values;
+  }
+
+  /**
+   * Steps of one run part on a software adapter whose program runs a student's kernel in
+   * chunks: each step's dispatches before a chunked one go in one submission, the chunked
+   * dispatch in submissions of a few workgroups (the run's deadline checked after each), the
+   * rest with the read-back and carries in one more. Feeds are written straight into the
+   * buffers each step reads (queue order puts them after the last step's submissions).
+   * @param {Uint32Array[][]} feeds @param {number[]} readIds @param {Array<[Slot, Slot]>} carries
+   * @returns {Promise<Map<number, Float32Array>>}
+   */
+  async runChunkedPart(feeds, readIds, carries) {
+    const { gpu, pool } = this.ctx;
+    const clock = { since: performance.now(), ms: this.deadlineMs() };
+    /** @type {Slot[]} */
+    let reads = [];
+    /** @type {import('./transfer.mjs').Staging | null} */
+    let staging = null;
+    try {
+      const last = feeds.length - 1;
+      for (let s = 0; s <= last; s++) {
+        await gpu.guard('run', () => writeFeeds(gpu.device.queue, this.feedSlotsAt(this.parity), feeds[s]));
+        const { clears, commands } = this.nextStep();
+        /** @type {Command[]} */
+        let pending = [];
+        const flush = (/** @type {boolean} */ final) => gpu.guard('run', () => {
+          const encoder = gpu.device.createCommandEncoder({ label: 'gpu-lab run' });
+          for (const slot of clears.splice(0)) encoder.clearBuffer(slot.buffer, 0, slot.bytes);
+          this.encodePass(encoder, pending);
+          pending = [];
+          if (final && s === last) {
+            reads = readIds.map((id) => this.slotOf(this.physical(this.bufferIdOf(id), true)));
+            staging = encodeReads(encoder, pool, reads);
+          }
+          if (final && carries.length) copyCarries(encoder, carries, (src) => this.scratchFor(src));
+          this.submit(encoder);
+        });
+        for (const c of commands) {
+          if (!c.chunk) {
+            pending.push(c);
+            continue;
+          }
+          await flush(false); // what comes before, and the step's clears
+          await this.dispatchInChunks(c, clock);
+        }
+        await flush(true);
+      }
+      await withinDeadline(gpu, clock.ms, 'run', clock.since);
+    } catch (err) {
+      if (staging) pool.release(/** @type {{buffer: GPUBuffer}} */ (staging).buffer);
+      throw err;
+    }
+    return this.finishRun(staging, readIds, reads);
+  }
+
+  /**
+   * A student's dispatch in submissions of `chunk.count` workgroups along its axis, each waited
+   * for within the run's deadline, so that past it at most one chunk is left running on the
+   * adapter. The count doubles while a chunk takes well under CHUNK_TARGET_MS.
+   * @param {Command} c @param {{since: number, ms: number|null}} clock
+   */
+  async dispatchInChunks(c, clock) {
+    const { gpu } = this.ctx;
+    const chunk = /** @type {ChunkState} */ (c.chunk);
+    const whole = [c.dispatch[0] ?? 1, c.dispatch[1] ?? 1, c.dispatch[2] ?? 1];
+    const axis = chunkAxis(whole);
+    for (let start = 0; start < whole[axis];) {
+      const count = Math.min(chunk.count, whole[axis] - start);
+      const began = performance.now();
+      await gpu.guard('run', () => {
+        gpu.device.queue.writeBuffer(chunk.uniform, 0, chunkWords(whole, chunk.workgroupSize, axis, start));
+        const encoder = gpu.device.createCommandEncoder({ label: 'gpu-lab run (chunk)' });
+        const pass = encoder.beginComputePass({ label: 'gpu-lab chunk' });
+        pass.setPipeline(c.pipeline);
+        pass.setBindGroup(0, c.group);
+        const size = [...whole];
+        size[axis] = count;
+        pass.dispatchWorkgroups(size[0], size[1], size[2]);
+        pass.end();
+        this.submit(encoder);
+      });
+      if (clock.ms === null) await gpu.race(gpu.device.queue.onSubmittedWorkDone(), 'run');
+      else await withinDeadline(gpu, clock.ms, 'run', clock.since);
+      if (count === chunk.count) chunk.count = nextChunk(count, performance.now() - began);
+      start += count;
+    }
   }
 
   /**
@@ -533,12 +652,26 @@ export class WebGpuProgram {
    * @param {GPUCommandEncoder} encoder
    */
   encodeSteps(encoder) {
+    const { clears, commands } = this.nextStep();
+    for (const slot of clears) encoder.clearBuffer(slot.buffer, 0, slot.bytes);
+    this.encodePass(encoder, commands);
+  }
+
+  /**
+   * The next session step's dispatches and the slots to clear before them; the step counts as
+   * encoded (ping-pong's parity moves on).
+   */
+  nextStep() {
     const commands = this.recorded[this.parity] ?? [];
     const clears = [...this.pendingClears, ...(this.studentClears[this.parity] ?? [])];
     this.pendingClears = [];
-    for (const slot of clears) encoder.clearBuffer(slot.buffer, 0, slot.bytes);
     this.stepsEncoded += 1;
     if (this.swap.size) this.parity = 1 - this.parity;
+    return { clears, commands };
+  }
+
+  /** Dispatches in one compute pass. @param {GPUCommandEncoder} encoder @param {Command[]} commands */
+  encodePass(encoder, commands) {
     if (!commands.length) return;
     const pass = encoder.beginComputePass({ label: 'gpu-lab step' });
     /** @type {GPUComputePipeline | null} */
