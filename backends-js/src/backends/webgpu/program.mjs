@@ -499,15 +499,17 @@ export class WebGpuProgram {
         /** @type {Command[]} */
         let pending = [];
         const flush = (/** @type {boolean} */ final) => gpu.guard('run', () => {
+          const ends = final && (s === last || carries.length > 0); // read-back or carries
+          if (!ends && !clears.length && !pending.length) return; // nothing to submit
           const encoder = gpu.device.createCommandEncoder({ label: 'gpu-lab run' });
           for (const slot of clears.splice(0)) encoder.clearBuffer(slot.buffer, 0, slot.bytes);
           this.encodePass(encoder, pending);
           pending = [];
-          if (final && s === last) {
+          if (ends && s === last) {
             reads = readIds.map((id) => this.slotOf(this.physical(this.bufferIdOf(id), true)));
             staging = encodeReads(encoder, pool, reads);
           }
-          if (final && carries.length) copyCarries(encoder, carries, (src) => this.scratchFor(src));
+          if (ends && carries.length) copyCarries(encoder, carries, (src) => this.scratchFor(src));
           this.submit(encoder);
         });
         for (const c of commands) {
