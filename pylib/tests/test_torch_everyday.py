@@ -1,6 +1,7 @@
 """Everyday PyTorch code that used to stop, each against real PyTorch (CPU): 0-dim tensors
 with dim=0/-1, device=/memory_format=/dims= keywords, negative list and tensor indices, 1-D
-input of F.linear, numpy's keepdims=, torch.cuda.is_available(), cat's skipped 1-D empty tensors, norm p=-inf and p=0."""
+input of F.linear, numpy's keepdims=, torch.cuda.is_available(), cat's skipped 1-D empty
+tensors, norm p=-inf and p=0, tril/triu, max_pool2d with return_indices."""
 
 from __future__ import annotations
 
@@ -56,7 +57,24 @@ CASES: dict[str, Callable[[Any], Any]] = {
     "cat_skips_empty_1d": lambda T: T.cat([T.tensor([]), T.tensor(X[0])], 1),
     "norm_minus_inf": lambda T: T.tensor(X).norm(-float("inf"), 1),
     "norm_zero": lambda T: T.tensor([[0.0, 2.0], [0.0, 0.0]]).norm(0, -1, keepdim=True),
+    "tril": lambda T: T.tril(T.arange(20.0).reshape(4, 5)),
+    "tril_batched_k1": lambda T: T.tensor(X).tril(1),
+    "tril_k_minus2": lambda T: T.arange(20.0).reshape(4, 5).tril(-2),
+    "tril_k_past_the_matrix": lambda T: T.arange(6.0).reshape(2, 3).tril(-7),
+    "triu": lambda T: T.triu(T.arange(20.0).reshape(4, 5)),
+    "triu_k2_int": lambda T: T.arange(20).reshape(4, 5).triu(2),
+    "triu_k_minus1_bool": lambda T: (T.arange(12).reshape(3, 4) > 4).triu(-1),
+    "triu_causal_mask": lambda T: T.triu(T.full((4, 4), float("-inf")), diagonal=1),
 }
+
+# max_pool2d(return_indices=True): (kernel, stride, padding, dilation, ceil_mode)
+POOLS = [
+    (2, None, 0, 1, False),
+    (3, 2, 1, 1, False),
+    ((2, 3), (1, 2), (1, 0), 1, True),
+    (2, 1, 0, 2, False),
+    (3, 2, 1, 1, True),
+]
 
 
 @pytest.fixture(autouse=True)
@@ -87,3 +105,48 @@ def test_out_of_range_index_is_refused() -> None:
     """-3 on an axis of 2 is still out of range after wrapping: an error, never a value."""
     with pytest.raises(Exception, match="out of range"):
         gt.tensor(X)[:, [-3], :].tolist()
+
+
+def test_tril_and_triu_gradients_match_torch() -> None:
+    ours_x, ref_x = gt.tensor(X, requires_grad=True), torch.tensor(X, requires_grad=True)
+    (ours_x.tril(-1) * 2 + ours_x.triu(1) * 3).sum().backward()
+    (ref_x.tril(-1) * 2 + ref_x.triu(1) * 3).sum().backward()
+    assert ours_x.grad.tolist() == ref_x.grad.tolist()
+
+
+def test_tril_of_a_vector_is_an_error_as_in_torch() -> None:
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        gt.tensor([1.0, 2.0]).tril()
+
+
+@pytest.mark.parametrize("pool", POOLS, ids=str)
+def test_max_pool2d_return_indices_matches_torch(pool: tuple) -> None:
+    """Values and torch's flat h * W + w indices (int64), through F.max_pool2d and the module;
+    the input has ties, so the first maximum of a window must win as in torch."""
+    kernel, stride, padding, dilation, ceil_mode = pool
+    data = (torch.arange(2 * 3 * 7 * 6) % 11).float().reshape(2, 3, 7, 6).tolist()
+
+    def run(T: Any) -> tuple[Any, Any]:
+        x = T.tensor(data)
+        direct = T.nn.functional.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode, True)
+        module = T.nn.MaxPool2d(kernel, stride, padding, dilation, True, ceil_mode)(x)
+        assert module[1].tolist() == direct[1].tolist()
+        return direct
+
+    (ours_v, ours_i), (ref_v, ref_i) = run(gt), run(torch)
+    assert ours_i.dtype == gt.int64 and tuple(ours_i.shape) == tuple(ref_i.shape)
+    assert ours_v.tolist() == ref_v.tolist()
+    assert ours_i.tolist() == ref_i.tolist()
+
+
+def test_a_failed_read_does_not_fail_the_reads_after_it() -> None:
+    """A tensor whose read failed (an index out of range) stays referenced, as a notebook
+    variable or a traceback keeps it: later reads of other tensors still work, and it still
+    fails when read again."""
+    bad = gt.tensor(X)[:, [-3], :]
+    with pytest.raises(Exception, match="out of range"):
+        bad.tolist()
+    assert gt.tensor(X).sum().item() == pytest.approx(torch.tensor(X).sum().item())
+    assert (gt.tensor(X) * 2).tolist() == (torch.tensor(X) * 2).tolist()
+    with pytest.raises(Exception, match="out of range"):
+        bad.tolist()

@@ -37,6 +37,7 @@ from .layers import (
     batch_stats,
     broadcast_to,
     conv2d_im2col,
+    diagonal_mask,
     embedding,
     erf,
     flatten,
@@ -60,6 +61,7 @@ from .layers import (
     one_hot,
     onnx_expand,
     squeeze,
+    triangle,
     unsqueeze,
     window_taps,
 )
@@ -89,6 +91,7 @@ __all__ = [
     "cached_attention",
     "conv2d_im2col",
     "declare",
+    "diagonal_mask",
     "embedding",
     "entries",
     "erf",
@@ -120,6 +123,7 @@ __all__ = [
     "squeeze",
     "swap_pairs",
     "swiglu",
+    "triangle",
     "unsqueeze",
     "window_taps",
 ]

@@ -8,6 +8,7 @@ Frontends add their composites here (one section each, below) rather than writin
 
 from __future__ import annotations
 
+import array
 import math
 import struct
 from collections.abc import Sequence
@@ -88,6 +89,23 @@ def embedding(idx: Tensor, table: Tensor) -> Tensor:
     flat = idx.reshape([idx.size]) if idx.ndim != 1 else idx
     rows = table.index_select(0, flat)
     return rows.reshape(list(idx.shape) + [table.shape[-1]])
+
+
+def diagonal_mask(g: Graph, rows: int, cols: int, k: int, compare: str) -> Tensor:
+    """The bool [rows, cols] mask of `col <compare> row + k` (eq: the k-th diagonal, ge: on and
+    above it, le: on and below it), compared on the device from two int32 ranges (no
+    rows x cols list on the host; k is clamped to where the comparison still means the same)."""
+    k = max(-(rows + cols), min(rows + cols, k))
+    shifted = g.tensor(array.array("i", range(k, rows + k)), shape=[rows, 1], dtype="int32")
+    col = g.tensor(array.array("i", range(cols)), shape=[1, cols], dtype="int32")
+    return g.op(compare, a=col, b=shifted)
+
+
+def triangle(x: Tensor, k: int = 0, upper: bool = False) -> Tensor:
+    """torch's tril (upper=False: keeps col <= row + k) and triu (upper=True: col >= row + k)
+    over the last two axes, ONNX's Trilu; the rest zeroed (float32 or int32 x, rank >= 2)."""
+    mask = diagonal_mask(x.graph, x.shape[-2], x.shape[-1], k, "ge" if upper else "le")
+    return x.graph.where(mask, x, 0.0 if x.dtype == "float32" else 0)
 
 
 def masked_fill(x: Tensor, mask: Tensor, value: float) -> Tensor:

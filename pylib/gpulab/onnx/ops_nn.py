@@ -10,7 +10,7 @@ from ..graph import Tensor
 from .ctx import NodeCtx, Op
 from .limits import LIMITS
 from .ops_math import f32
-from .ops_shape import _axis, diagonal_mask
+from .ops_shape import _axis
 from .values import Value, int_range
 
 RANK = LIMITS["max_rank"]
@@ -304,11 +304,9 @@ def _trilu(cx: NodeCtx) -> list[Value]:
         raise cx.invalid("Trilu takes rank >= 2")
     k = int(cx.one(1, "k", integer=True)) if cx.has(1) else 0
     upper = cx.attr("upper", 1)
-    n, m = x.shape[-2], x.shape[-1]
-    mask = diagonal_mask(cx, n, m, k, "ge" if upper else "le")
     if x.dtype == "bool":
-        return [cx.g.where(mask, x.cast("int32"), 0).cast("bool")]
-    return [cx.g.where(mask, x, 0.0 if x.dtype == "float32" else 0)]
+        return [F.triangle(x.cast("int32"), k, bool(upper)).cast("bool")]
+    return [F.triangle(x, k, bool(upper))]
 
 
 def _swiglu(cx: NodeCtx) -> list[Value]:

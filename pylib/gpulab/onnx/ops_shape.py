@@ -523,19 +523,8 @@ def _eye_like(cx: NodeCtx) -> list[Value]:
     if rows * cols <= LIMITS["max_fold_elements"]:
         vals = [1 if c - r == k else 0 for r in range(rows) for c in range(cols)]
         return [const_of(dtype, [rows, cols], vals)]
-    hot = diagonal_mask(cx, rows, cols, k, "eq")
+    hot = F.diagonal_mask(cx.g, rows, cols, k, "eq")
     return [hot if dtype == "bool" else hot.cast(dtype)]
-
-
-def diagonal_mask(cx: NodeCtx, rows: int, cols: int, k: int, compare: str) -> Tensor:
-    """The bool [rows, cols] mask of `col <compare> row + k` (eq: the k-th diagonal, ge: on and
-    above it, le: on and below it), compared on the device from two int32 ranges (no
-    rows x cols list at load; k is clamped to where the comparison still means the same)."""
-    k = max(-(rows + cols), min(rows + cols, k))
-    g = cx.g
-    shifted = g.tensor(int_range(k, rows + k), shape=[rows, 1], dtype="int32")
-    col = g.tensor(int_range(0, cols), shape=[1, cols], dtype="int32")
-    return g.op(compare, a=col, b=shifted)
 
 
 SHAPE_OPS: dict[str, Op] = {

@@ -111,6 +111,8 @@ _METHODS = (
     "split",
     "chunk",
     "flip",
+    "tril",
+    "triu",
     "index_select",
     "gather",
     "masked_fill",

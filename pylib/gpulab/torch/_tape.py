@@ -5,7 +5,9 @@ Execution model (docs/torch.md):
   record) and returns a lazy Tensor (a node, no value);
 - `.item()`, `.tolist()`, `.numpy()`, `repr`, and a Python branch on a value run the Graph
   once (`Graph.run`) for the tensor asked and every other still-referenced pending tensor of
-  that record, so the values come back together;
+  that record, so the values come back together; when that run fails, it runs again for the
+  tensor asked alone, and the others are set aside (filled only when asked for), so one bad
+  tensor (an index out of range, kept alive by its traceback) does not fail every later read;
 - `optimizer.step()` records the update in the same Graph, runs it once (forward, backward and
   update together) and starts a new record: parameters and optimizer state hold concrete values
   again, read back from that run.
@@ -24,6 +26,7 @@ import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..errors import GpuLabError
 from ..graph import Graph
 from ..graph import Tensor as Node
 
@@ -93,6 +96,7 @@ class Record:
         self.runs = 0
         self.retained = Alive()  # results that asked for retain_grad() (weakly)
         self.last_id = -1  # the highest node id seen (the graph's size, for RESET_NODES)
+        self.set_aside: set[int] = set()  # node ids of pending tensors a failed run carried
 
     def constant(self, t: Tensor) -> Node:
         """t's value as an input node of this record."""
@@ -149,7 +153,14 @@ def _plan(record: Record, wanted: Sequence[tuple[Any, Node]], extra: Iterable[Te
     from ..optable import limits
 
     budget = limits()["max_outputs"]
-    pending = [t for t in extra if t._value is None and t._node is not None and t._rec is record]
+    pending = [
+        t
+        for t in extra
+        if t._value is None
+        and t._node is not None
+        and t._rec is record
+        and t._node.id not in record.set_aside
+    ]
     plan: Plan = []
     for start in range(0, max(len(wanted), 1), budget):
         chunk = list(wanted[start : start + budget])
@@ -177,15 +188,29 @@ def _after(record: Record) -> None:
         TAPE.reset()
 
 
+def _set_aside(record: Record, extra: Iterable[Tensor]) -> bool:
+    """After a failed run: the pending tensors it carried besides the ones asked for are filled
+    only when asked for from now on. True if there were any (the run is worth repeating)."""
+    ids = {t._node.id for chunk in _plan(record, [], extra) for t in chunk[1]}
+    record.set_aside |= ids
+    return bool(ids)
+
+
 def run(
     record: Record, wanted: Sequence[tuple[Any, Node]], extra: Iterable[Tensor] = ()
 ) -> list[Any]:
     """Run record's Graph once for `wanted` (owner, node) pairs, also filling every pending
     tensor in `extra` that fits the output limit; returns the flat values of `wanted`."""
+    extra = list(extra)
     results: list[Any] = []
-    for chunk, others, outputs in _plan(record, wanted, extra):
-        out = record.graph.run(backend=_BACKEND["name"], **outputs)["outputs"]
-        results += _apply(record, chunk, others, out)
+    try:
+        for chunk, others, outputs in _plan(record, wanted, extra):
+            out = record.graph.run(backend=_BACKEND["name"], **outputs)["outputs"]
+            results += _apply(record, chunk, others, out)
+    except GpuLabError:
+        if not _set_aside(record, extra):
+            raise
+        return run(record, wanted)
     _after(record)
     return results
 
@@ -194,10 +219,16 @@ async def run_async(
     record: Record, wanted: Sequence[tuple[Any, Node]], extra: Iterable[Tensor] = ()
 ) -> list[Any]:
     """`run` awaiting the GPU (in the page: works without JSPI)."""
+    extra = list(extra)
     results: list[Any] = []
-    for chunk, others, outputs in _plan(record, wanted, extra):
-        out = (await record.graph.run_async(backend=_BACKEND["name"], **outputs))["outputs"]
-        results += _apply(record, chunk, others, out)
+    try:
+        for chunk, others, outputs in _plan(record, wanted, extra):
+            out = (await record.graph.run_async(backend=_BACKEND["name"], **outputs))["outputs"]
+            results += _apply(record, chunk, others, out)
+    except GpuLabError:
+        if not _set_aside(record, extra):
+            raise
+        return await run_async(record, wanted)
     _after(record)
     return results
 

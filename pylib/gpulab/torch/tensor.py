@@ -931,6 +931,14 @@ class Tensor:
         n = self.shape[_axis(dim, self.ndim)]
         return self.split(max(1, -(-n // chunks)), dim)
 
+    def tril(self, diagonal: int = 0) -> Tensor:
+        """The lower triangle of the last two axes (col <= row + diagonal), the rest 0."""
+        return _triangle(self, diagonal, upper=False, name="tril")
+
+    def triu(self, diagonal: int = 0) -> Tensor:
+        """The upper triangle of the last two axes (col >= row + diagonal), the rest 0."""
+        return _triangle(self, diagonal, upper=True, name="triu")
+
     def flip(self, *dims: Any, **kwargs: Any) -> Tensor:
         if kwargs:  # torch.flip(x, dims=...)
             if set(kwargs) != {"dims"} or dims:
@@ -1283,6 +1291,15 @@ def _extreme(t: Tensor, dim: Any, keepdim: bool, which: str) -> Any:
     values = _reduce_select(t, op, dim, keepdim)
     indices = _arg(t, "argmax" if which == "max" else "argmin", dim, keepdim)
     return values_indices(values, indices)
+
+
+def _triangle(t: Tensor, diagonal: Any, upper: bool, name: str) -> Tensor:
+    if t.ndim < 2:
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+    if isinstance(diagonal, bool) or not isinstance(diagonal, int):
+        raise TypeError(f"{name}(): argument 'diagonal' must be int, not {type(diagonal).__name__}")
+    node = _via(t._n(), "where", lambda n: GF.triangle(n, diagonal, upper))
+    return Tensor._result(node, t.dtype, t, op=name)
 
 
 def _arg(t: Tensor, op: str, dim: int | None, keepdim: bool) -> Tensor:

@@ -345,10 +345,17 @@ def max_pool2d(
     ceil_mode: bool = False,
     return_indices: bool = False,
 ) -> Tensor:
-    if return_indices:
-        raise refuse("F.max_pool2d(return_indices=True)", "nn.functional")
-    node = input._f().max_pool2d(kernel_size, stride or None, padding, dilation, ceil_mode)
-    return Tensor._result(node, float32, input, op="max_pool2d")
+    x = input._f()
+    node = x.max_pool2d(kernel_size, stride or None, padding, dilation, ceil_mode)
+    out = Tensor._result(node, float32, input, op="max_pool2d")
+    if not return_indices:
+        return out
+    kernel = _pair_of(kernel_size)
+    strides = _pair_of(stride) if stride else kernel
+    flat = GF.max_pool2d_indices(
+        x, kernel, strides, _pair_of(padding), _pair_of(dilation), node.shape[2:]
+    )
+    return out, Tensor._result(flat, int64, op="max_pool2d_indices")  # type: ignore[return-value]
 
 
 def avg_pool2d(
