@@ -150,3 +150,44 @@ def test_a_failed_read_does_not_fail_the_reads_after_it() -> None:
     assert (gt.tensor(X) * 2).tolist() == (torch.tensor(X) * 2).tolist()
     with pytest.raises(Exception, match="out of range"):
         bad.tolist()
+
+
+def _containers(T: Any) -> Any:
+    """A model holding its layers in ModuleDict / ModuleList / ParameterDict / ParameterList,
+    with one Linear registered twice (tied), as everyday PyTorch code does."""
+
+    class Net(T.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            shared = T.nn.Linear(3, 3)
+            self.heads = T.nn.ModuleDict({"a": shared, "b": T.nn.Linear(3, 2)})
+            self.heads["c"] = T.nn.Sequential(T.nn.Linear(3, 3), T.nn.ReLU())
+            self.blocks = T.nn.ModuleList([shared])
+            self.scales = T.nn.ParameterDict({"s": T.nn.Parameter(T.ones(3))})
+            self.biases = T.nn.ParameterList([T.zeros(2), T.nn.Parameter(T.ones(2))])
+
+        def forward(self, x: Any) -> Any:
+            h = self.blocks[0](x) * self.scales["s"]
+            for name in ("a", "c"):
+                h = self.heads[name](h)
+            return self.heads["b"](h) + self.biases[0] + self.biases[1]
+
+    return Net()
+
+
+def test_module_and_parameter_containers_register_as_torch_does() -> None:
+    ours, ref = _containers(gt), _containers(torch)
+    assert list(ours.state_dict()) == list(ref.state_dict())
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in ref.named_parameters()]
+    assert list(ours.heads) == list(ref.heads) == ["a", "b", "c"]
+    assert (
+        "c" in ours.heads and len(ours.biases) == 2 and isinstance(ours.biases[0], gt.nn.Parameter)
+    )
+    ours.load_state_dict({k: v.tolist() for k, v in ref.state_dict().items()})
+    x = [[1.0, -2.0, 0.5], [0.25, 3.0, -1.0]]
+    ours_out, ref_out = ours(gt.tensor(x)), ref(torch.tensor(x))
+    torch.testing.assert_close(torch.tensor(ours_out.tolist()), ref_out.detach())
+    ours_out.sum().backward()
+    ref_out.sum().backward()
+    for (name, p), (_, q) in zip(ours.named_parameters(), ref.named_parameters(), strict=True):
+        torch.testing.assert_close(torch.tensor(p.grad.tolist()), q.grad, msg=name)

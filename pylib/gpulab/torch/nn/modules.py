@@ -1,6 +1,7 @@
-"""torch.nn modules of the subset: Module, Parameter, Linear, Sequential, ModuleList, Dropout,
-Embedding, LayerNorm, convolution and pooling, the losses, and a module for each op the op
-library declares an `nn` name for (`DECLARED`: ReLU, GELU, ELU, ...)."""
+"""torch.nn modules of the subset: Module, Parameter, Linear, the containers (Sequential,
+ModuleList, ModuleDict, ParameterList, ParameterDict), Dropout, Embedding, LayerNorm,
+convolution and pooling, the losses, and a module for each op the op library declares an `nn`
+name for (`DECLARED`: ReLU, GELU, ELU, ...)."""
 
 from __future__ import annotations
 
@@ -99,6 +100,8 @@ class Module:
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         self._buffers[name] = tensor
+        if not persistent:  # kept out of state_dict, as torch does
+            self.__dict__.setdefault("_non_persistent", set()).add(name)
 
     def add_module(self, name: str, module: Module | None) -> None:
         self._modules[name] = module
@@ -205,19 +208,30 @@ class Module:
 
     # -- state ---------------------------------------------------------------------------------
 
+    def _state_entries(self, prefix: str = "") -> Iterator[tuple[str, Tensor, bool]]:
+        """(key, tensor, is_parameter) in torch's state_dict order: each module's parameters,
+        then its persistent buffers, then its children's, by path (a module or parameter
+        registered under two names appears under both, as in torch)."""
+        for name, p in self._parameters.items():
+            if p is not None:
+                yield prefix + name, p, True
+        for name, b in self._buffers.items():
+            if b is not None and name not in self.__dict__.get("_non_persistent", ()):
+                yield prefix + name, b, False
+        for name, m in self._modules.items():
+            if m is not None:
+                yield from m._state_entries(f"{prefix}{name}.")
+
     def state_dict(self) -> OrderedDict[str, Tensor]:
-        """name -> tensor (parameters then buffers); `{k: v.tolist()}` gives plain lists."""
-        out: OrderedDict[str, Tensor] = OrderedDict()
-        for name, p in self.named_parameters():
-            out[name] = p.detach()
-        for name, b in self.named_buffers():
-            out[name] = b
-        return out
+        """name -> tensor, as torch orders and names them; `{k: v.tolist()}` gives plain lists."""
+        return OrderedDict(
+            (key, t.detach() if is_param else t) for key, t, is_param in self._state_entries()
+        )
 
     def load_state_dict(self, state_dict: Any, strict: bool = True) -> Any:
         """Set each parameter's values from a tensor, a nested list, or anything with
         tolist() (numpy, real torch tensors); shapes must match."""
-        own = dict(self.named_parameters())
+        own = {key: t for key, t, _ in self._state_entries()}
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         if strict and (missing or unexpected):
@@ -236,7 +250,8 @@ class Module:
                     f"{list(src.shape)}, the shape in current model is "
                     f"{list(p.shape)}."
                 )
-            p._value, p._node, p._rec = src.float()._values(), None, None
+            kept = src.float() if p.dtype is float32 else src.to(p.dtype)  # int buffers stay int
+            p._value, p._node, p._rec = kept._values(), None, None
             p._version += 1
         return _Keys(missing, unexpected)
 
@@ -344,6 +359,120 @@ class ModuleList(Module):
 
     def __iter__(self) -> Iterator[Module]:
         return iter(self._modules.values())
+
+
+class ModuleDict(Module):
+    """Submodules by name, registered in insertion order (state_dict keys `name.param`)."""
+
+    def __init__(self, modules: Any = None) -> None:
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key: str) -> Module:
+        return self._modules[key]
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        self.add_module(key, module)
+
+    def __delitem__(self, key: str) -> None:
+        del self._modules[key]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._modules
+
+    def keys(self) -> Any:
+        return self._modules.keys()
+
+    def items(self) -> Any:
+        return self._modules.items()
+
+    def values(self) -> Any:
+        return self._modules.values()
+
+    def pop(self, key: str) -> Module:
+        return self._modules.pop(key)
+
+    def update(self, modules: Any) -> None:
+        pairs = modules.items() if hasattr(modules, "items") else modules
+        for key, module in pairs:
+            self[key] = module
+
+
+class ParameterList(Module):
+    """Parameters by position (state_dict keys `0`, `1`, ...); tensors given are wrapped as
+    Parameters, as torch does."""
+
+    def __init__(self, values: Iterable[Any] | None = None) -> None:
+        super().__init__()
+        for v in values or ():
+            self.append(v)
+
+    def append(self, value: Any) -> ParameterList:
+        self.register_parameter(str(len(self._parameters)), _as_parameter(value))
+        return self
+
+    def extend(self, values: Iterable[Any]) -> ParameterList:
+        for v in values:
+            self.append(v)
+        return self
+
+    def __getitem__(self, i: int) -> Parameter:
+        return list(self._parameters.values())[i]
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __iter__(self) -> Iterator[Parameter]:
+        return iter(self._parameters.values())
+
+
+class ParameterDict(Module):
+    """Parameters by name (state_dict keys are the names); tensors given become Parameters."""
+
+    def __init__(self, parameters: Any = None) -> None:
+        super().__init__()
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key: str) -> Parameter:
+        return self._parameters[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.register_parameter(key, _as_parameter(value))
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._parameters)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._parameters
+
+    def keys(self) -> Any:
+        return self._parameters.keys()
+
+    def items(self) -> Any:
+        return self._parameters.items()
+
+    def values(self) -> Any:
+        return self._parameters.values()
+
+    def update(self, parameters: Any) -> None:
+        pairs = parameters.items() if hasattr(parameters, "items") else parameters
+        for key, value in pairs:
+            self[key] = value
+
+
+def _as_parameter(value: Any) -> Parameter:
+    return value if isinstance(value, Parameter) else Parameter(value)
 
 
 class Softmax(Module):
