@@ -9,6 +9,7 @@ changed without `make setup`) fails here, naming each difference.
 from __future__ import annotations
 
 import re
+import sysconfig
 from importlib import metadata
 from pathlib import Path
 
@@ -41,7 +42,11 @@ def locked(text: str) -> dict[str, str]:
 
 
 def installed() -> dict[str, str]:
-    return {canonical(d.metadata["Name"]): d.version for d in metadata.distributions()}
+    """The venv's site-packages only: setuptools puts its vendored packages' folder on sys.path
+    when something imports it (torch does), and their metadata is not what the venv holds."""
+    paths = sysconfig.get_paths()
+    site = sorted({paths["purelib"], paths["platlib"]})
+    return {canonical(d.metadata["Name"]): d.version for d in metadata.distributions(path=site)}
 
 
 def differences(pins: dict[str, str], have: dict[str, str]) -> list[str]:
@@ -66,6 +71,8 @@ def test_the_lock_pins_every_package_with_hashes() -> None:
 
 
 def test_the_venv_is_exactly_the_lock() -> None:
+    import setuptools  # noqa: F401  (its vendored folder joins sys.path, as when torch imports it)
+
     found = differences(locked(LOCK.read_text(encoding="utf-8")), installed())
     assert not found, "the venv differs from requirements.lock.txt (make setup remakes it):\n" + (
         "\n".join(found)
