@@ -34,6 +34,7 @@ test-py: setup
 
 lint: setup
 	$(PY) -m ruff check pylib e2e bench scripts
+	$(PY) -m ruff format --check pylib e2e bench scripts
 
 # Every generated file (templated kernels, corpus, docs tables, kernels.wasm) from its one
 # source: gpulab.codegen. gen-check writes nothing and fails if anything is stale.

@@ -11,8 +11,11 @@ from pathlib import Path
 
 from gpulab.codegen import tables
 
-DOCS = [tables.ROOT / "docs/plan.md", tables.ROOT / "docs/webgl2.md",
-        tables.ROOT / "kernels/wasm/README.md"]
+DOCS = [
+    tables.ROOT / "docs/plan.md",
+    tables.ROOT / "docs/webgl2.md",
+    tables.ROOT / "kernels/wasm/README.md",
+]
 MARK = re.compile(r"^.*<!-- gen:([\w-]+) -->.*$", re.MULTILINE)
 
 
@@ -30,8 +33,15 @@ def _rust(kind: str) -> list[str]:
     for family in ("map1", "map2"):
         for op, row in tables.family_ops(family):
             text = tables.expr(row, "rust", "float32")
-            form = ("unary" if family == "map1" else "bcast" if text.startswith("simd(")
-                    else "scalar" if row.get("scalar") else "same")
+            form = (
+                "unary"
+                if family == "map1"
+                else "bcast"
+                if text.startswith("simd(")
+                else "scalar"
+                if row.get("scalar")
+                else "same"
+            )
             if form == kind:
                 out.append(op)
     return out
@@ -39,12 +49,17 @@ def _rust(kind: str) -> list[str]:
 
 def _int_note(family: str) -> str:
     """The webgl2 defines of an int32 node, where the family has ops at int32."""
-    ops = [op for op, row in tables.family_ops(family, "int32")
-           if tables.expr(row, "glsl", "int32", optional=True) is not None]
+    ops = [
+        op
+        for op, row in tables.family_ops(family, "int32")
+        if tables.expr(row, "glsl", "int32", optional=True) is not None
+    ]
     if not ops:
         return ""
-    return (f"; at int32 ({', '.join(ops)}) also `A_INT` + `INT_KERNEL`: `R32I` textures read "
-            "by `isampler2D`, an `R32I` target")
+    return (
+        f"; at int32 ({', '.join(ops)}) also `A_INT` + `INT_KERNEL`: `R32I` textures read "
+        "by `isampler2D`, an `R32I` target"
+    )
 
 
 def _kernels(family: str) -> str:
@@ -55,25 +70,32 @@ def _kernels(family: str) -> str:
 ROWS: dict[str, Callable[[], str]] = {
     "plan-map1": lambda: (
         f"| {' '.join(_ops('map1'))} | {_kernels('map1')} | `WG`, `OP` = {_codes('map1')} | n "
-        "| a, out | ceil(n/64)"),
+        "| a, out | ceil(n/64)"
+    ),
     "plan-map2": lambda: (
         f"| {' '.join(_ops('map2'))} | {_kernels('map2')} (none for an `adam_m` / `adam_v` that "
         f"an `adam_step` writes, below) | `WG`, `OP` = {_codes('map2')} | n, same (1 when both "
         "operands have the result's shape), scalar f32 (the kernel table's `scalar`: "
         + ", ".join(f"`{r['scalar']}`" for _, r in tables.family_ops("map2") if r.get("scalar"))
         + "; else 0), 0, out4 (4), a broadcast strides (4), b broadcast strides (4) | a, b, out "
-        "| ceil(n/64)"),
+        "| ceil(n/64)"
+    ),
     "plan-reduce": lambda: (
         f"| {' '.join(_ops('reduce'))} | {_kernels('reduce')} | `OP` = {_codes('reduce')} "
-        "| size, inner, rows = outer·inner, 0 | a, out | rows"),
+        "| size, inner, rows = outer·inner, 0 | a, out | rows"
+    ),
     "webgl2-map2": lambda: (
         f"| {', '.join(_ops('map2'))} | `binary.glsl` (`OP_x`, `BROADCAST` when an operand's "
-        f"shape differs{_int_note('map2')}) | 1 (adam_m/adam_v: 0 when absorbed)"),
-    "webgl2-map1": lambda: f"| {', '.join(_ops('map1'))} | `unary.glsl` (`OP_x`{_int_note('map1')}) | 1",
+        f"shape differs{_int_note('map2')}) | 1 (adam_m/adam_v: 0 when absorbed)"
+    ),
+    "webgl2-map1": lambda: (
+        f"| {', '.join(_ops('map1'))} | `unary.glsl` (`OP_x`{_int_note('map1')}) | 1"
+    ),
     "wasm-unary": lambda: f"| `{' '.join(_rust('unary'))}` | `(a, out, n)`",
     "wasm-bcast": lambda: (
         f"| `{' '.join(_rust('bcast'))}` | `(a, b, out, desc)`; `desc` = u32 `dims[4], "
-        "a_strides[4], b_strides[4]` (0 on broadcast axes)"),
+        "a_strides[4], b_strides[4]` (0 on broadcast axes)"
+    ),
     "wasm-same": lambda: f"| `{' '.join(_rust('same'))}` | `(a, b, out, n)`",
     "wasm-scalar": lambda: f"| `{' '.join(_rust('scalar'))}` | `(a, b, out, n, attr: f64)`",
 }

@@ -32,8 +32,11 @@ def epilogue_wgsl() -> str:
     """The overrides, the operand binding and `epilogue()`, from the kernel table."""
     rows = [(op, r) for op, r in tables.family_ops("map2", "float32") if r.get("epilogue")]
     ops = [(r["code"], tables.expr(r, "wgsl", "float32")) for _, r in rows]
-    fuse = [(r["code"], tables.expr(r, "wgsl", "float32"))
-            for _, r in tables.family_ops("map1", "float32") if r.get("fuse")]
+    fuse = [
+        (r["code"], tables.expr(r, "wgsl", "float32"))
+        for _, r in tables.family_ops("map1", "float32")
+        if r.get("fuse")
+    ]
     assert ops and fuse, "kernels/ops.json: no epilogue / fuse ops"
     names = ", ".join(f"{op} {1 + r['code']}" for op, r in rows)
     return f"""

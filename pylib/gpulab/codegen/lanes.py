@@ -15,8 +15,13 @@ from gpulab.codegen import tables
 PATH = tables.ROOT / "pylib/gpulab/conformance/lanes.json"
 REASON = "kernels/ops.json: "
 # kernel language -> the conformance lanes that run it
-LANES = {"wgsl": ["webgpu", "wgpu"], "glsl": ["webgl2"], "rust": ["wasm"], "js": ["cpu"],
-         "np": ["cpu-python"]}
+LANES = {
+    "wgsl": ["webgpu", "wgpu"],
+    "glsl": ["webgl2"],
+    "rust": ["wasm"],
+    "js": ["cpu"],
+    "np": ["cpu-python"],
+}
 # the dtypes a language's generated kernels handle at all, where that is not every dtype of the
 # kernel table (none today: the GLSL arms take R32F and R32I textures, gen/glsl.py)
 LANG_DTYPES: dict[str, set[str]] = {}
@@ -43,8 +48,10 @@ def missing() -> dict[str, dict[str, str]]:
 def outputs() -> dict[Path, bytes]:
     text = PATH.read_text(encoding="utf-8")
     data = json.loads(text)
-    new = {lane: {k: v for k, v in entries.items() if not str(v).startswith(REASON)}
-           for lane, entries in data.items()}
+    new = {
+        lane: {k: v for k, v in entries.items() if not str(v).startswith(REASON)}
+        for lane, entries in data.items()
+    }
     for lane, entries in missing().items():
         new.setdefault(lane, {}).update(dict(sorted(entries.items())))
     if new == data:

@@ -85,12 +85,17 @@ WARPS = {"16x2": "16 x 2", "8x4": "8 x 4"}
 HELPERS_NOTE = """
 // Loads past M, N or K read 0 (the index is in range or clamped by WebGPU's robust access).
 """
-A_AT = "fn a_at(r: u32, k: u32, at: u32) -> f32 { return select(0.0f, a[at], r < p.m && k < p.k); }\n"
-B_AT = "fn b_at(k: u32, c: u32, at: u32) -> f32 { return select(0.0f, b[at], k < p.k && c < p.n); }\n"
+A_AT = (
+    "fn a_at(r: u32, k: u32, at: u32) -> f32 { return select(0.0f, a[at], r < p.m && k < p.k); }\n"
+)
+B_AT = (
+    "fn b_at(k: u32, c: u32, at: u32) -> f32 { return select(0.0f, b[at], k < p.k && c < p.n); }\n"
+)
 
 
-def _load_a(bm: int, bk: int, a4: bool, walk: str, threads: int, swz: bool
-            ) -> tuple[list[str], int, list[str]]:
+def _load_a(
+    bm: int, bk: int, a4: bool, walk: str, threads: int, swz: bool
+) -> tuple[list[str], int, list[str]]:
     """The load lines of the a tile, its register count (vec4s or scalars) and the store lines
     (with {buf} to fill in)."""
     width = 4 if a4 else 1
@@ -141,8 +146,10 @@ def _load_b(bn: int, bk: int, b4: bool, threads: int) -> tuple[list[str], int, l
         post = "    }\n  }\n" if guard else "  }\n"
         where = f"    let kl = v / {per_row}u;\n    let cl = (v % {per_row}u) * {width}u;\n"
         if b4:
-            value = ("select(zero, b[(b_base + (k0 + kl) * p.n + col0 + cl) / 4u], "
-                     "k0 + kl < p.k && col0 + cl < p.n)")
+            value = (
+                "select(zero, b[(b_base + (k0 + kl) * p.n + col0 + cl) / 4u], "
+                "k0 + kl < p.k && col0 + cl < p.n)"
+            )
             store = f"    bs{{buf}}[kl][cl / 4u] = t.b[{j}];\n"
         else:
             value = "b_at(k0 + kl, col0 + cl, b_base + (k0 + kl) * p.n + col0 + cl)"
@@ -152,8 +159,9 @@ def _load_b(bn: int, bk: int, b4: bool, threads: int) -> tuple[list[str], int, l
     return loads, regs, stores
 
 
-def _compute(buf: int, bk: int, ng: int, nh: int, tyn: int, txn: int, swz: bool,
-             acc: str, cols: bool = False) -> list[str]:
+def _compute(
+    buf: int, bk: int, ng: int, nh: int, tyn: int, txn: int, swz: bool, acc: str, cols: bool = False
+) -> list[str]:
     """One k tile's fma from buffer `buf`, accumulator i written as acc.format(i=i). `cols`:
     accumulator vec4s run down a block's column (a's vec4 times b's element) instead of along
     its row (a's element times b's vec4): the same fma per output, other registers paired."""
@@ -179,10 +187,24 @@ def _compute(buf: int, bk: int, ng: int, nh: int, tyn: int, txn: int, swz: bool,
     return out
 
 
-def generate(bm: int = 128, bn: int = 128, bk: int = 8, group: int = 0, vec4: bool = True, *,
-             a4: bool | None = None, b4: bool | None = None, walk: str = "rows",
-             warp: str = "16x2", swz: bool = False, tyn: int = 16, txn: int = 16,
-             named: bool = False, cols: bool = False, inline: bool = False) -> str:
+def generate(
+    bm: int = 128,
+    bn: int = 128,
+    bk: int = 8,
+    group: int = 0,
+    vec4: bool = True,
+    *,
+    a4: bool | None = None,
+    b4: bool | None = None,
+    walk: str = "rows",
+    warp: str = "16x2",
+    swz: bool = False,
+    tyn: int = 16,
+    txn: int = 16,
+    named: bool = False,
+    cols: bool = False,
+    inline: bool = False,
+) -> str:
     """The WGSL text of one variant: a bm x bn tile over tyn x txn threads (each 4x4 blocks:
     bm / (4 tyn) x bn / (4 txn) of them); bk 4..32; a4 / b4 (default: vec4) vec4 global access
     on the a side / the b and out side; `walk` the order of the a tile's global loads ("rows" or
@@ -200,9 +222,11 @@ def generate(bm: int = 128, bn: int = 128, bk: int = 8, group: int = 0, vec4: bo
     ng, nh = bm // (4 * tyn), bn // (4 * txn)
     order_note = ""
     if group:
-        order_note = (f"\n// Workgroups walk the tiles in groups of {group} tile rows (column by "
-                      "column within a group),\n// so concurrent workgroups share a and b panels "
-                      "in the L2 cache.")
+        order_note = (
+            f"\n// Workgroups walk the tiles in groups of {group} tile rows (column by "
+            "column within a group),\n// so concurrent workgroups share a and b panels "
+            "in the L2 cache."
+        )
     args = f"--bm {bm} --bn {bn} --bk {bk}" + (f" --group {group}" if group else "")
     args += (" --a4" if a4 else "") + (" --b4" if b4 else "")
     args += f" --walk {walk}" if walk != "rows" else ""
@@ -212,12 +236,28 @@ def generate(bm: int = 128, bn: int = 128, bk: int = 8, group: int = 0, vec4: bo
     args += " --named" if named else ""
     args += " --cols" if cols else ""
     args += " --inline" if inline else ""
-    out = [HEADER.format(args=args, bm=bm, bn=bn, bk=bk, ng=ng, nh=nh, order_note=order_note,
-                         a_io=IO_VEC4 if a4 else IO_SCALAR, b_io=IO_VEC4_B if b4 else IO_SCALAR_B,
-                         a_walk=A_WALK[walk], warp=WARPS[warp], threads=threads, tyn=tyn,
-                         txn=txn, rs=4 * tyn, cs=4 * txn,
-                         swz=SWZ_NOTE if swz else ""),
-           PARAMS.format(ta="vec4<f32>" if a4 else "f32", tb="vec4<f32>" if b4 else "f32")]
+    out = [
+        HEADER.format(
+            args=args,
+            bm=bm,
+            bn=bn,
+            bk=bk,
+            ng=ng,
+            nh=nh,
+            order_note=order_note,
+            a_io=IO_VEC4 if a4 else IO_SCALAR,
+            b_io=IO_VEC4_B if b4 else IO_SCALAR_B,
+            a_walk=A_WALK[walk],
+            warp=WARPS[warp],
+            threads=threads,
+            tyn=tyn,
+            txn=txn,
+            rs=4 * tyn,
+            cs=4 * txn,
+            swz=SWZ_NOTE if swz else "",
+        ),
+        PARAMS.format(ta="vec4<f32>" if a4 else "f32", tb="vec4<f32>" if b4 else "f32"),
+    ]
     out.append(epilogue_wgsl())  # the folded map2 node, applied in store4
     scalar_helpers = "" if a4 and b4 else HELPERS_NOTE + ("" if a4 else A_AT) + ("" if b4 else B_AT)
     la, ra, sa = _load_a(bm, bk, a4, walk, threads, swz)
@@ -291,8 +331,11 @@ fn store4(base: u32, row: u32, col: u32, v: vec4<f32>) {
     if warp == "16x2":
         txy = f"  let tx = lid % {txn}u;\n  let ty = lid / {txn}u;\n"
     else:  # a warp is 8 columns x 4 rows of the thread grid
-        txy = ("  let tx = lid % 8u + 8u * ((lid / 32u) % 2u);\n"
-               "  let ty = (lid % 32u) / 8u + 4u * (lid / 64u);\n")
+        txy = (
+            "  let tx = lid % 8u + 8u * ((lid / 32u) % 2u);\n"
+            "  let ty = (lid % 32u) / 8u + 4u * (lid / 64u);\n"
+        )
+
     def ld(buf: int) -> str:  # the next tile's loads then, after the fma, its stores
         if not inline:
             return f"    let next{buf} = load(a_base, b_base, row0, col0, (t + 1u) * BK, lid);\n"
@@ -313,8 +356,9 @@ fn store4(base: u32, row: u32, col: u32, v: vec4<f32>) {
         call0, call1 = "  {\n" + c0 + "  }\n", "  {\n" + c1 + "  }\n"
         acc_of = "acc{i}"
     else:
-        decl = (f"  var acc: array<vec4<f32>, {nacc}>; // zero-initialized; "
-                f"[(g * 4 + r) * {nh} + h]\n")
+        decl = (
+            f"  var acc: array<vec4<f32>, {nacc}>; // zero-initialized; [(g * 4 + r) * {nh} + h]\n"
+        )
         call0, call1 = "    compute0(&acc, tx, ty);\n", "    compute1(&acc, tx, ty);\n"
         acc_of = "acc[{i}]"
     inline_decl = "  var nx: Tile;\n  let zero = vec4<f32>(0.0f);\n" if inline else ""
@@ -354,13 +398,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             for h in range(nh):
                 if cols:
                     comp = "xyzw"[r]
-                    parts = ", ".join(acc_of.format(i=(h * 4 + c) * ng + g) + f".{comp}"
-                                      for c in range(4))
+                    parts = ", ".join(
+                        acc_of.format(i=(h * 4 + c) * ng + g) + f".{comp}" for c in range(4)
+                    )
                     value = f"vec4<f32>({parts})"
                 else:
                     value = acc_of.format(i=(g * 4 + r) * nh + h)
-                out.append(f"  store4(c_base, row0 + {4 * tyn * g + r}u + ty * 4u, "
-                           f"col0 + {4 * txn * h}u + tx * 4u, {value});\n")
+                out.append(
+                    f"  store4(c_base, row0 + {4 * tyn * g + r}u + ty * 4u, "
+                    f"col0 + {4 * txn * h}u + tx * 4u, {value});\n"
+                )
     out.append("}\n")
     return "".join(out)
 
@@ -382,9 +429,25 @@ def main() -> None:
     ap.add_argument("--inline", action="store_true", help="the k loop's loads and stores inlined")
     args = ap.parse_args()
     tyn, txn = (int(v) for v in args.threads.split("x"))
-    print(generate(args.bm, args.bn, args.bk, args.group, a4=args.a4, b4=args.b4,
-                   walk=args.walk, warp=args.warp, swz=args.swz, tyn=tyn, txn=txn,
-                   named=args.named, cols=args.cols, inline=args.inline), end="")
+    print(
+        generate(
+            args.bm,
+            args.bn,
+            args.bk,
+            args.group,
+            a4=args.a4,
+            b4=args.b4,
+            walk=args.walk,
+            warp=args.warp,
+            swz=args.swz,
+            tyn=tyn,
+            txn=txn,
+            named=args.named,
+            cols=args.cols,
+            inline=args.inline,
+        ),
+        end="",
+    )
 
 
 if __name__ == "__main__":

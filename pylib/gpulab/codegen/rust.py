@@ -43,8 +43,10 @@ def calls(family: str) -> list[str]:
             elif family == "map1" and dtype == "int32":
                 lines.append(f"{family}!({name}, i32, {text});")
             else:
-                raise ValueError(f"kernels/ops.json: no Rust macro for {family} at {dtype} ({op}); "
-                                 "add an arm to elementwise.rs or give rust null at that dtype")
+                raise ValueError(
+                    f"kernels/ops.json: no Rust macro for {family} at {dtype} ({op}); "
+                    "add an arm to elementwise.rs or give rust null at that dtype"
+                )
     return lines
 
 

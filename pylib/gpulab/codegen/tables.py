@@ -17,9 +17,11 @@ OP_TABLE = ROOT / "backends-js/src/ops.json"
 KERNEL_TABLE = ROOT / "kernels/ops.json"
 
 # A dtype's name in each kernel language.
-TYPE_NAMES = {"wgsl": {"float32": "f32", "int32": "i32"},
-              "glsl": {"float32": "float", "int32": "int"},
-              "rust": {"float32": "f32", "int32": "i32"}}
+TYPE_NAMES = {
+    "wgsl": {"float32": "f32", "int32": "i32"},
+    "glsl": {"float32": "float", "int32": "int"},
+    "rust": {"float32": "f32", "int32": "i32"},
+}
 
 
 @cache
@@ -52,15 +54,18 @@ def family_dtypes(family: str) -> list[str]:
     return [d for d in kernel_table()["dtype_suffix"] if family_ops(family, d)]
 
 
-def expr(row: dict[str, Any], lang: str, dtype: str, field: str | None = None,
-         optional: bool = False) -> Any:
+def expr(
+    row: dict[str, Any], lang: str, dtype: str, field: str | None = None, optional: bool = False
+) -> Any:
     """An op's text in a language at a dtype: a string for every dtype, or {dtype: text};
     None (JSON null) where that language has no kernel at that dtype (only when `optional`)."""
     value = row[field][lang] if field else row[lang]
     if isinstance(value, dict):
         if dtype not in value:
-            raise KeyError(f"kernels/ops.json: no {lang} text for {dtype} "
-                           f"({field or 'expression'} of code {row['code']})")
+            raise KeyError(
+                f"kernels/ops.json: no {lang} text for {dtype} "
+                f"({field or 'expression'} of code {row['code']})"
+            )
         value = value[dtype]
     if value is None and not optional:
         raise KeyError(f"kernels/ops.json: {lang} has no kernel at {dtype} (code {row['code']})")

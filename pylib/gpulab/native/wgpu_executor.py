@@ -310,7 +310,8 @@ def kernel_source(kernel: str) -> str:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError as err:
         raise GpuLabError(
-            "BACKEND", f"no WGSL kernel {kernel!r} in gpulab/kernels/wgsl (generated kernels: run `make gen`)"
+            "BACKEND",
+            f"no WGSL kernel {kernel!r} in gpulab/kernels/wgsl (generated kernels: run `make gen`)",
         ) from err
 
 
