@@ -8,10 +8,16 @@ message), another exception (type and message), or its return value's repr. The 
 counts the child's CPU time (RLIMIT_CPU: `seconds`), not the wall clock, so a loaded machine
 does not turn a slow run into a "hang"; a child blocked without using CPU is killed after
 WALL_FACTOR times as long on the wall clock. Neither is a timing assertion.
+
+Garbage is collected in the parent just before the fork, and the child never collects what it
+inherited (gc.freeze): a wgpu device of an earlier test left in a reference cycle would
+otherwise be released in the child, whose release waits on native threads that a fork does not
+copy, and the child blocks until the wall-clock guard kills it.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import resource
@@ -64,8 +70,10 @@ def run_bounded(fn: Callable[[], Any], memory: int = 1 << 30, seconds: float = 1
     """How fn() ends in a child allowed `memory` more bytes than the parent has mapped and
     `seconds` of CPU time."""
     read_end, write_end = os.pipe()
+    gc.collect()  # finalize dead native objects here, where their release can complete
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
+        gc.freeze()  # what it inherited is never collected (nor released) in the child
         os.close(read_end)
         try:
             _child(fn, memory, seconds, write_end)
