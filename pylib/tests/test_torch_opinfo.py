@@ -91,6 +91,56 @@ def test_refusals_and_errors_are_not_passes(
     assert verdict == "error" and "reshape" in why, why
 
 
+def test_a_float64_sample_is_out_of_subset_not_pass(
+    cpu_python: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sample asking for float64 is `out of subset` (gpulab.torch refuses it by name), never
+    `pass`; if gpulab.torch computed a result for it instead (the dtype ignored), the verdict is
+    `wrong`. A float64 tensor in the sample, and SDPA with dropout_p > 0, are out of subset."""
+    ((op, _),) = _ops({"softmax.with_dtype"})
+    verdicts = [lane.run_sample(op, s, True) for s in lane.samples(op)]
+    assert verdicts and set(verdicts) == {(lane.OUT, "float64 (a dtype gpulab.torch lacks)")}
+    monkeypatch.setitem(lane.ADAPTERS, "softmax", lambda x, dim, dtype=None: x.softmax(dim))
+    verdicts = [lane.run_sample(op, s, True)[0] for s in lane.samples(op)]
+    assert set(verdicts) == {"wrong"}
+    ((to, _),) = _ops({"to"})
+    tensor_samples = [s for s in lane.samples(to) if isinstance(s.args[0], torch.Tensor)]
+    assert tensor_samples
+    assert {lane.run_sample(to, s, True)[0] for s in tensor_samples} == {lane.OUT}
+    ((sdpa, _),) = _ops({"nn.functional.scaled_dot_product_attention"})
+    by_dropout = {
+        s.kwargs["dropout_p"] > 0: lane.run_sample(sdpa, s, True) for s in lane.samples(sdpa)
+    }
+    assert by_dropout[True] == (lane.OUT, "random: dropout_p > 0")
+    assert by_dropout[False][0] == "pass"
+
+
+def test_the_rate_leaves_out_of_subset_samples_out() -> None:
+    """pass / in-subset: 9 passes of 10 in-subset samples is 90% however many samples are
+    out of subset, and the summary names each reason with its count."""
+    tally = lane.Tally("x", False)
+    for _ in range(9):
+        tally.add("pass")
+    tally.add("refused", "no")
+    for _ in range(5):
+        tally.add(lane.OUT, "float64 (a dtype gpulab.torch lacks)")
+    assert tally.in_subset == 10
+    line = lane.summary([tally])
+    assert line.startswith("9 of 10 in-subset samples pass (90.0%)"), line
+    assert "5 of 15 samples out of subset (float64 (a dtype gpulab.torch lacks): 5)" in line
+    assert "9 (90.0% of 10 in subset)" in lane.table([tally])
+
+
+def test_samples_stay_on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a CUDA machine OpInfo adds a device='cuda' sample to the *_like ops: the lane's
+    samples are made as on a machine without CUDA."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    ((op, _),) = _ops({"zeros_like"})
+    made = list(lane.samples(op))
+    assert made and all(str(s.kwargs.get("device", "cpu")) == "cpu" for s in made)
+    assert torch.cuda.is_available()  # restored after the samples are made
+
+
 def test_judge_tolerance_is_float32_rounding() -> None:
     """A float output passes within 8x PyTorch's own float32 error + 1e-5 slack of the float64
     oracle, and fails 1e-4 relative off; integer outputs must be equal."""

@@ -408,6 +408,33 @@ def test_ops_outside_the_subset_refused() -> None:
     assert not hasattr(t, "cumsum")
 
 
+def test_float64_requests_are_refused_by_name() -> None:
+    """Every way of asking for float64 (PyTorch's dtype object, a name, ours) raises
+    gpulab.torch.Unsupported naming the dtype: never a float32 result under another name
+    (`.to(torch.float64)`, `softmax(dtype=)` and `sum(dtype=)` used to return float32)."""
+    t = gt.tensor([1.0, 2.0])
+    for call in [
+        lambda: gt.zeros(2, dtype=torch.float64),
+        lambda: gt.tensor([1.0], dtype="float64"),
+        lambda: gt.full_like(t, 2.0, dtype=torch.float64),
+        lambda: t.to(torch.float64),
+        lambda: t.to("cpu", torch.float64),
+        lambda: t.to(dtype=torch.float64),
+        lambda: t.softmax(0, dtype=torch.float64),
+        lambda: t.log_softmax(0, dtype=torch.float64),
+        lambda: gt.nn.functional.softmax(t, 0, dtype=torch.float64),
+        lambda: t.sum(dtype=torch.float64),
+        lambda: t.mean(dtype=torch.float64),
+        lambda: gt.float64,
+    ]:
+        with pytest.raises(gt.Unsupported, match="float64"):
+            call()
+    # the subset's own dtypes, as PyTorch's dtype objects, still convert
+    assert t.to(torch.int64).dtype is gt.int64
+    assert t.softmax(0, dtype=torch.float32).tolist() == pytest.approx([0.26894142, 0.7310586])
+    assert gt.tensor([1, 2]).sum(dtype=gt.float32).dtype is gt.float32
+
+
 def test_async_step_matches_sync() -> None:
     """step_async / item_async (the page without JSPI) give what step / item give."""
     import asyncio

@@ -11,10 +11,15 @@ float32 sample runs through gpulab.torch and through PyTorch on the CPU:
 - gradient (ops OpInfo marks `supports_autograd`): d sum(out * g) / d input for every float
   input that requires grad, g a fixed pseudo-random cotangent, judged the same way.
 
-A sample's verdict: `pass`, `refused` (gpulab.torch.Unsupported, or torch's own error on the
-sample, raised by both), `error` (any other exception from gpulab.torch: an unclean refusal)
-or `wrong` (a value, shape or dtype that differs: the worst defect). Random ops
-(`RANDOM`) are outside the subset: their values are our stream, not torch's (docs/torch.md).
+A sample's verdict: `pass`, `out of subset` (the sample asks for what gpulab.torch documents
+as absent, a dtype other than float32 / int64 / int32 / bool, or its result is random by
+definition: `RANDOM_SAMPLES`), `refused` (gpulab.torch.Unsupported, or torch's own error on
+the sample), `error` (any other exception from gpulab.torch: an unclean refusal) or `wrong` (a
+value, shape or dtype that differs: the worst defect). An out-of-subset sample is listed per op
+and left out of the pass rate's denominator; a `dtype=` argument outside the subset is still
+given to gpulab.torch, and only its refusal (Unsupported) makes the sample out of subset: a
+result computed for it is `wrong`. Random ops (`RANDOM`) are left out of the lane altogether:
+their values are our stream, not torch's (docs/torch.md).
 
     python -m gpulab.conformance.torch_opinfo [--backend cpu-python|wgpu] [--ops a,b] [--write-docs]
 
@@ -25,6 +30,7 @@ prints the per-op counts; `--write-docs` puts the table into docs/torch.md betwe
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import math
 import os
@@ -46,7 +52,15 @@ from gpulab.torch._refuse import Unsupported, supported
 RANDOM = frozenset(
     {"randn", "randn_like", "rand_like", "randint", "empty", "nn.functional.dropout"}
 )
-VERDICTS = ("pass", "refused", "error", "wrong")
+# samples of a claimed op whose result is random by definition: (predicate, reason)
+RANDOM_SAMPLES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "nn.functional.scaled_dot_product_attention": (
+        lambda s: float(s.kwargs.get("dropout_p", 0.0)) > 0.0,
+        "random: dropout_p > 0",
+    ),
+}
+OUT = "out of subset"
+VERDICTS = ("pass", OUT, "refused", "error", "wrong")
 FUNCTIONAL = "nn.functional."
 SLACK = 1e-5  # absolute and relative slack on top of 8x PyTorch's own float32 error
 
@@ -59,11 +73,18 @@ class Tally:
     declared: bool
     counts: Counter = field(default_factory=Counter)
     first: dict[str, str] = field(default_factory=dict)
+    out_reasons: Counter = field(default_factory=Counter)  # why samples are out of subset
 
     def add(self, verdict: str, why: str = "") -> None:
         self.counts[verdict] += 1
-        if verdict != "pass":
+        if verdict == OUT:
+            self.out_reasons[why] += 1
+        elif verdict != "pass":
             self.first.setdefault(verdict, why[:300])
+
+    @property
+    def in_subset(self) -> int:
+        return sum(self.counts.values()) - self.counts[OUT]
 
 
 def op_db() -> list[Any]:
@@ -117,15 +138,23 @@ DTYPES = {
 
 
 class NotInSubset(Exception):
-    """A sample holding what gpulab.torch has no form for (another dtype): refused."""
+    """A sample holding a tensor of a dtype gpulab.torch has no form for (float64, uint8)."""
 
 
-def to_ours(value: Any, leaves: list[tuple[torch.Tensor, gt.Tensor]]) -> Any:
+def absent_dtype(value: Any) -> str:
+    """The out-of-subset reason for a dtype gpulab.torch documents as absent."""
+    return f"{str(value).removeprefix('torch.')} (a dtype gpulab.torch lacks)"
+
+
+def to_ours(
+    value: Any, leaves: list[tuple[torch.Tensor, gt.Tensor]], asked: list[str] | None = None
+) -> Any:
     """A sample argument in gpulab.torch's terms; tensors that require grad are recorded in
-    `leaves` (torch's, ours) for the gradient check."""
+    `leaves` (torch's, ours) for the gradient check. A torch dtype gpulab.torch lacks is passed
+    on as PyTorch's own object (gpulab.torch must refuse it) and recorded in `asked`."""
     if isinstance(value, torch.Tensor):
         if value.dtype not in DTYPES:
-            raise NotInSubset(f"a {value.dtype} tensor")
+            raise NotInSubset(absent_dtype(value.dtype))
         grad = value.requires_grad and value.dtype == torch.float32
         ours = gt.tensor(value.detach().tolist(), dtype=DTYPES[value.dtype], requires_grad=grad)
         if list(ours.shape) != list(value.shape):  # tolist() of a zero-size tensor drops axes
@@ -135,16 +164,18 @@ def to_ours(value: Any, leaves: list[tuple[torch.Tensor, gt.Tensor]]) -> Any:
         return ours
     if isinstance(value, torch.dtype):
         if value not in DTYPES:
-            raise NotInSubset(f"dtype={value}")
+            if asked is not None:
+                asked.append(absent_dtype(value))
+            return value
         return DTYPES[value]
     if isinstance(value, torch.device):
         return str(value)
     if isinstance(value, torch.Size):
         return tuple(value)
     if isinstance(value, list | tuple):
-        return type(value)(to_ours(v, leaves) for v in value)
+        return type(value)(to_ours(v, leaves, asked) for v in value)
     if isinstance(value, dict):
-        return {k: to_ours(v, leaves) for k, v in value.items()}
+        return {k: to_ours(v, leaves, asked) for k, v in value.items()}
     return value
 
 
@@ -251,24 +282,32 @@ def _reference(op: Any, sample: Any) -> Any:
 
 def run_sample(op: Any, sample: Any, grad: bool) -> tuple[str, str]:
     """(verdict, why) for one sample."""
+    random = RANDOM_SAMPLES.get(full_name(op))
+    if random and random[0](sample):
+        return OUT, random[1]
+    leaves: list[tuple[torch.Tensor, gt.Tensor]] = []
+    asked: list[str] = []
+    try:
+        args = to_ours((sample.input, *sample.args), leaves, asked)
+        kwargs = to_ours(dict(sample.kwargs), leaves, asked)
+    except NotInSubset as err:
+        return OUT, str(err)
     try:
         ref32 = _reference(op, sample)
     except Exception:  # noqa: BLE001 (a sample torch itself refuses: no oracle)
         return "refused", "torch refuses the sample"
-    leaves: list[tuple[torch.Tensor, gt.Tensor]] = []
-    try:
-        args = to_ours((sample.input, *sample.args), leaves)
-        kwargs = to_ours(dict(sample.kwargs), leaves)
-    except NotInSubset as err:
-        return "refused", f"sample holds {err}"
     fn = _callable(op)
     try:
         ours = fn(*args, **kwargs)
         ours_flat = [ours_as_torch(o) for o in flat_outputs(ours)]
     except Unsupported as err:
+        if asked and asked[0].split()[0] in str(err):  # refused by name, as it must be
+            return OUT, asked[0]
         return "refused", str(err).split("; supported:")[0]
     except Exception as err:  # noqa: BLE001 (every other exception is judged, not hidden)
         return "error", f"{type(err).__name__}: {err}"
+    if asked:
+        return "wrong", f"computed a result for {asked[0]} instead of refusing it"
     sample64 = sample.transform(to_double) if hasattr(sample, "transform") else sample
     try:
         ref64 = _reference(op, sample64)
@@ -347,8 +386,23 @@ def _judge_gradients(
     return "pass", ""
 
 
+@contextlib.contextmanager
+def _cpu_only() -> Iterator[None]:
+    """OpInfo's sample generators add a device='cuda' sample (the *_like ops) when CUDA is
+    available: on a CUDA machine the lane's samples stay on the CPU, as on any other."""
+    saved = torch.cuda.is_available
+    torch.cuda.is_available = lambda: False  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        torch.cuda.is_available = saved  # type: ignore[assignment]
+
+
 def samples(op: Any) -> Iterator[Any]:
-    yield from op.sample_inputs("cpu", torch.float32, requires_grad=op.supports_autograd)
+    """The OpInfo's float32 samples, made on the CPU."""
+    with _cpu_only():
+        made = list(op.sample_inputs("cpu", torch.float32, requires_grad=op.supports_autograd))
+    yield from made
 
 
 def run_op(op: Any, declared: bool) -> Tally:
@@ -375,26 +429,71 @@ def run(names: set[str] | None = None) -> list[Tally]:
 
 def table(tallies: list[Tally]) -> str:
     rows = [
-        "| OpInfo | op library | samples | pass | refused | error | wrong | first non-pass |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        (
+            "| OpInfo | op library | samples | out of subset | pass | refused | error | wrong "
+            "| first non-pass |"
+        ),
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for t in sorted(tallies, key=lambda t: t.name):
         c = t.counts
         why = next((t.first[v] for v in ("wrong", "error", "refused") if v in t.first), "")
+        if not why and t.out_reasons:
+            why = "out of subset: " + "; ".join(sorted(t.out_reasons))
         why = re.sub(r"\s+", " ", why).replace("|", "\\|")[:160]
         rows.append(
-            f"| `{t.name}` | {'yes' if t.declared else ''} | {sum(c.values())} | {c['pass']} "
-            f"| {c['refused']} | {c['error']} | {c['wrong']} | {why} |"
+            f"| `{t.name}` | {'yes' if t.declared else ''} | {sum(c.values())} | {c[OUT]} "
+            f"| {c['pass']} | {c['refused']} | {c['error']} | {c['wrong']} | {why} |"
         )
-    total = Counter()
-    for t in tallies:
-        total.update(t.counts)
-    n = sum(total.values())
+    total, n, inside = totals(tallies)
     rows.append(
-        f"| **all {len(tallies)}** | | {n} | {total['pass']} ({100 * total['pass'] / max(n, 1):.1f}%) "
+        f"| **all {len(tallies)}** | | {n} | {total[OUT]} | {total['pass']} "
+        f"({100 * total['pass'] / max(inside, 1):.1f}% of {inside} in subset) "
         f"| {total['refused']} | {total['error']} | {total['wrong']} | |"
     )
     return "\n".join(rows)
+
+
+def totals(tallies: list[Tally]) -> tuple[Counter, int, int]:
+    """(verdict counts over every op, samples, samples in the subset)."""
+    total: Counter = Counter()
+    for t in tallies:
+        total.update(t.counts)
+    n = sum(total.values())
+    return total, n, n - total[OUT]
+
+
+def summary(tallies: list[Tally]) -> str:
+    """One line: pass / in-subset, and the out-of-subset samples by reason."""
+    total, n, inside = totals(tallies)
+    reasons: Counter = Counter()
+    for t in tallies:
+        reasons.update(t.out_reasons)
+    out = ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1]))
+    return (
+        f"{total['pass']} of {inside} in-subset samples pass "
+        f"({100 * total['pass'] / max(inside, 1):.1f}%), {total['wrong']} wrong, "
+        f"{total['refused']} refused, {total['error']} errors; {total[OUT]} of {n} samples "
+        f"out of subset ({out or 'none'})."
+    )
+
+
+def where_it_ran(backend: str) -> str:
+    """The backend a one-node graph runs on through gpulab.host with the lane's backend
+    name, and for wgpu its adapter (name, API, type) and whether it is software."""
+    from ..graph import Graph
+    from ..native.adapter import describe
+
+    g = Graph()
+    result = g.run(backend=backend, probe=g.full([1], 1.0) + 1.0)
+    stats = result.get("stats", {})
+    text = result["backend"]
+    if stats.get("adapter"):
+        text += f", adapter {describe(stats['adapter'])}"
+        text += ", software" if stats.get("software") else ", hardware"
+    if stats.get("fallback"):
+        text += f", fallback: {stats['fallback']}"
+    return text
 
 
 def write_docs(text: str, path: Path) -> None:
@@ -414,18 +513,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write-docs", action="store_true")
     ns = parser.parse_args(argv)
     gt.set_backend(ns.backend)
+    ran_on = where_it_ran(ns.backend)
     names = set(ns.ops.split(",")) if ns.ops else None
     tallies = run(names)
-    text = table(tallies)
-    print(text)
+    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    cmd = "python -m gpulab.conformance.torch_opinfo " + " ".join(argv or sys.argv[1:])
+    head = (
+        f"Measured {when} on {platform.node() or 'this machine'} ({os.cpu_count()} cores, "
+        f"torch {torch.__version__}), backend {ran_on}; command: `{cmd}`.\n\n"
+        f"{summary(tallies)}\n\n"
+    )
+    print(head + table(tallies))
     if ns.write_docs:
-        when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-        cmd = "python -m gpulab.conformance.torch_opinfo " + " ".join(argv or sys.argv[1:])
-        head = (
-            f"Measured {when} on {platform.node() or 'this machine'} ({os.cpu_count()} cores, "
-            f"torch {torch.__version__}), backend {ns.backend}; command: `{cmd}`.\n\n"
-        )
-        write_docs(head + text, Path(__file__).resolve().parents[3] / "docs" / "torch.md")
+        write_docs(head + table(tallies), Path(__file__).resolve().parents[3] / "docs" / "torch.md")
     return 1 if any(t.counts["wrong"] for t in tallies) else 0
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..functional.dtypes import torch_dtypes
+from ._refuse import Unsupported
 
 
 class dtype:
@@ -39,7 +40,9 @@ NUMPY_NAMES = {made: name for name, made in _MADE.items()}
 
 
 def as_dtype(d: Any) -> dtype:
-    """A dtype from a dtype, a torch dtype name, or Python's float / int / bool."""
+    """A dtype from a dtype, a torch dtype name (or PyTorch's own dtype object), or Python's
+    float / int / bool; any other dtype (float64, uint8, ...) is refused by name (Unsupported),
+    never read as float32."""
     if isinstance(d, dtype):
         return d
     if d is float:
@@ -51,7 +54,7 @@ def as_dtype(d: Any) -> dtype:
     name = str(d).removeprefix("torch.")
     if name in DTYPES:
         return DTYPES[name]
-    raise NotImplementedError(
+    raise Unsupported(
         f"gpulab.torch does not implement dtype {d!r}; supported: "
         "torch.float32, torch.int64 (held as int32), torch.int32, "
         "torch.bool"

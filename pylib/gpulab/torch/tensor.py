@@ -455,13 +455,16 @@ class Tensor:
     # -- conversions ---------------------------------------------------------------------------
 
     def to(self, *args: Any, **kwargs: Any) -> Tensor:
-        """`t.to(dtype)`; a device ("cpu", "gpulab") is accepted and changes nothing."""
-        target = kwargs.get("dtype")
+        """`t.to(dtype)`; a device ("cpu", "gpulab") is accepted and changes nothing. A dtype
+        outside the subset (PyTorch's torch.float64, ...) is refused by name, never ignored."""
+        from ._dtype import as_dtype
+
+        target = None if kwargs.get("dtype") is None else as_dtype(kwargs["dtype"])
         for a in args:
-            if isinstance(a, dtype):
-                target = a
-            elif isinstance(a, Tensor):
+            if isinstance(a, Tensor):
                 target = a.dtype
+            elif _is_dtype_like(a):
+                target = as_dtype(a)
         if target is None or target is self.dtype:
             return self
         return _cast(self, target)
@@ -731,13 +734,17 @@ class Tensor:
     # -- reductions ----------------------------------------------------------------------------
 
     def sum(self, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+        if dtype is not None:  # torch casts the input to dtype first
+            return self.to(_subset_dtype(dtype)).sum(dim, keepdim)
         if self.dtype.is_floating_point:
             return _reduce(self, "sum", dim, keepdim, float32)
         out = _reduce(self.float(), "sum", dim, keepdim, float32)  # counts: exact to 2^24
-        return _cast(out, int64 if dtype is None else dtype)
+        return _cast(out, int64)
 
     def mean(self, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
-        if not self.dtype.is_floating_point and dtype is None:
+        if dtype is not None:  # torch casts the input to dtype first
+            return self.to(_subset_dtype(dtype)).mean(dim, keepdim)
+        if not self.dtype.is_floating_point:
             raise RuntimeError(
                 f"mean(): could not infer output dtype. Input dtype must be "
                 f"floating point, got {self.dtype.name}"
@@ -799,10 +806,11 @@ class Tensor:
         return _reduce_select(self.bool().to(int32), "reduce_min", dim, keepdim).to(bool_)
 
     def softmax(self, dim: int, dtype: Any = None) -> Tensor:
-        return _rows(self, "softmax", dim)
+        return _rows(self if dtype is None else self.to(_subset_dtype(dtype)), "softmax", dim)
 
     def log_softmax(self, dim: int, dtype: Any = None) -> Tensor:
-        return _rows(self, "log_softmax", dim)
+        x = self if dtype is None else self.to(_subset_dtype(dtype))
+        return _rows(x, "log_softmax", dim)
 
     # -- layout --------------------------------------------------------------------------------
 
@@ -1000,6 +1008,19 @@ for _reduction in (
 
 # ---------------------------------------------------------------------------------------------
 # helpers: operands, dtypes, results
+
+
+def _subset_dtype(d: Any) -> dtype:
+    """A `dtype=` argument as ours: float64 and the other absent dtypes refused by name."""
+    from ._dtype import as_dtype
+
+    return as_dtype(d)
+
+
+def _is_dtype_like(a: Any) -> bool:
+    """A positional argument of `to` that names a dtype: ours, PyTorch's own dtype objects
+    (their repr is 'torch.<name>'), Python's float / int / bool types."""
+    return isinstance(a, dtype) or a in (float, int, bool) or type(a).__name__ == "dtype"
 
 
 def _py(v: Any, dt: dtype) -> Any:

@@ -47,11 +47,11 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 
 
 def softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
-    return input.softmax(-1 if dim is None else dim)
+    return input.softmax(-1 if dim is None else dim, dtype=dtype)
 
 
 def log_softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
-    return input.log_softmax(-1 if dim is None else dim)
+    return input.log_softmax(-1 if dim is None else dim, dtype=dtype)
 
 
 def dropout(
