@@ -76,12 +76,17 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 
 
 def layer_norm(
-    x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None, eps: float = 1e-5
+    x: Tensor,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+    axes: int = 1,
 ) -> Tensor:
-    """torch.nn.functional.layer_norm over the last axis: (x - mean) * rstd, rstd =
-    1 / sqrt(biased variance + eps), then the affine weight and bias (layer_norm_stats' y: one
-    formula; the unused mean and rstd nodes are pruned from the graph)."""
-    return layer_norm_stats(x, weight, bias, eps)[0]
+    """torch.nn.functional.layer_norm over the last `axes` axes (their elements as one row):
+    (x - mean) * rstd, rstd = 1 / sqrt(biased variance + eps), then the affine weight and bias
+    of those axes' shape (layer_norm_stats' y: one formula; the unused mean and rstd nodes are
+    pruned from the graph)."""
+    return layer_norm_stats(x, weight, bias, eps, axes)[0]
 
 
 def embedding(idx: Tensor, table: Tensor) -> Tensor:

@@ -103,21 +103,21 @@ def layer_norm(
     bias: Tensor | None = None,
     eps: float = 1e-5,
 ) -> Tensor:
-    """Over the last axis (gpulab.functional.layer_norm); a normalized_shape of several axes
-    is refused by name."""
+    """Over the trailing axes normalized_shape names (gpulab.functional.layer_norm: their
+    elements as one row), weight and bias of that shape."""
     shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
-    if len(shape) != 1:
-        raise refuse("layer_norm over more than the last axis", "nn.functional")
-    if input.shape[-1] != shape[0]:
+    k = len(shape)
+    if k == 0 or k > input.ndim or list(input.shape[input.ndim - k :]) != shape:
         raise RuntimeError(
             f"Given normalized_shape={shape}, expected input with shape "
-            f"[*, {shape[0]}], but got input of size{list(input.shape)}"
+            f"[*, {', '.join(map(str, shape))}], but got input of size{list(input.shape)}"
         )
     node = GF.layer_norm(
         input._f(),
         weight._f() if weight is not None else None,
         bias._f() if bias is not None else None,
         eps,
+        axes=k,
     )
     return Tensor._result(node, float32, input, weight, bias, op="layer_norm")
 

@@ -1,0 +1,100 @@
+"""gpulab.torch against PyTorch (values and gradients) where the OpInfo lane found paths
+refused: layer_norm over several trailing axes, norm with other p, div's rounding modes.
+Each builds on the op library; each test failed (refused) before its path existed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import gpulab.torch as gt
+import pytest
+import torch
+
+
+@pytest.fixture(autouse=True)
+def cpu() -> Iterator[None]:
+    gt.set_backend("cpu-python")
+    yield
+    gt.set_backend(None)
+
+
+def _ours(t: torch.Tensor) -> Any:
+    dtype = {torch.float32: gt.float32, torch.int64: gt.int64}[t.dtype]
+    out = gt.tensor(t.tolist(), dtype=dtype, requires_grad=t.requires_grad)
+    return out
+
+
+def _as_torch(t: Any) -> torch.Tensor:
+    dtype = {gt.float32: torch.float32, gt.int64: torch.int64, gt.bool: torch.bool}[t.dtype]
+    return torch.tensor(t.tolist(), dtype=dtype).reshape(tuple(t.shape))
+
+
+def _check(
+    fn: Callable[[Any, Any], Any],
+    inputs: list[torch.Tensor],
+    atol: float = 1e-5,
+    rtol: float = 1e-5,
+    grad: bool = True,
+) -> None:
+    """fn(module, *inputs) with gpulab.torch and with PyTorch: the same values, shape and
+    dtype; and, where grad, the same gradient of sum(out * g) for every float input."""
+    ref_in = [x.clone().requires_grad_(grad and x.dtype == torch.float32) for x in inputs]
+    our_in = [_ours(x) for x in ref_in]
+    ref, ours = fn(torch, *ref_in), fn(gt, *our_in)
+    got = _as_torch(ours)
+    assert got.dtype == ref.dtype and got.shape == ref.shape, (got, ref)
+    torch.testing.assert_close(got, ref.detach(), atol=atol, rtol=rtol, equal_nan=True)
+    if not grad:
+        return
+    g = torch.linspace(-1.0, 2.0, ref.numel()).reshape(ref.shape)
+    leaves = [(r, o) for r, o in zip(ref_in, our_in, strict=True) if r.requires_grad]
+    want = torch.autograd.grad(ref, [r for r, _ in leaves], g, allow_unused=True)
+    have = gt.autograd.grad(
+        (ours * gt.tensor(g.tolist()).reshape(tuple(g.shape))).sum(),
+        [o for _, o in leaves],
+        allow_unused=True,
+    )
+    for w, h, (r, _) in zip(want, have, leaves, strict=True):
+        w = torch.zeros_like(r) if w is None else w
+        h = torch.zeros(r.shape) if h is None else _as_torch(h)
+        torch.testing.assert_close(h, w, atol=atol, rtol=rtol, equal_nan=True)
+
+
+def _randn(*shape: int, seed: int = 0) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+# -- layer_norm over several trailing axes ----------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(4, 5), (3, 4, 5), (5,)])
+def test_layer_norm_over_trailing_axes_like_torch(shape: tuple[int, ...]) -> None:
+    """F.layer_norm(x, normalized_shape of k trailing axes, weight, bias): values and the
+    gradients of x, weight and bias as PyTorch's."""
+    x = _randn(2, 3, 4, 5) * 3.0 + 1.0
+    w, b = _randn(*shape, seed=1), _randn(*shape, seed=2)
+    _check(lambda T, x, w, b: T.nn.functional.layer_norm(x, shape, w, b, 1e-5), [x, w, b])
+    _check(lambda T, x: T.nn.functional.layer_norm(x, shape), [x])
+
+
+def test_layer_norm_module_over_two_axes_like_torch() -> None:
+    """nn.LayerNorm((4, 5)): its weight and bias have the normalized shape; the output and
+    the parameters' gradients are PyTorch's."""
+    x = _randn(3, 4, 5)
+    ours, ref = gt.nn.LayerNorm((4, 5)), torch.nn.LayerNorm((4, 5))
+    assert tuple(ours.weight.shape) == (4, 5)
+    out_ref = ref(x)
+    out = ours(_ours(x))
+    torch.testing.assert_close(_as_torch(out), out_ref.detach(), atol=1e-5, rtol=1e-5)
+    (out * out).sum().backward()
+    (out_ref * out_ref).sum().backward()
+    torch.testing.assert_close(_as_torch(ours.weight.grad), ref.weight.grad, atol=1e-4, rtol=1e-5)
+    torch.testing.assert_close(_as_torch(ours.bias.grad), ref.bias.grad, atol=1e-4, rtol=1e-5)
+
+
+def test_layer_norm_shape_mismatch_is_torchs_error() -> None:
+    with pytest.raises(RuntimeError, match="normalized_shape"):
+        gt.nn.functional.layer_norm(gt.ones(2, 3, 4), (3, 5))
+    with pytest.raises(RuntimeError, match="normalized_shape"):
+        gt.nn.functional.layer_norm(gt.ones(3, 4), (2, 3, 4))
