@@ -4,6 +4,7 @@ Each builds on the op library; each test failed (refused) before its path existe
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -98,3 +99,34 @@ def test_layer_norm_shape_mismatch_is_torchs_error() -> None:
         gt.nn.functional.layer_norm(gt.ones(2, 3, 4), (3, 5))
     with pytest.raises(RuntimeError, match="normalized_shape"):
         gt.nn.functional.layer_norm(gt.ones(3, 4), (2, 3, 4))
+
+
+# -- norm with any p --------------------------------------------------------------------------
+
+_NORM_X = torch.tensor([[1.5, -0.0, 3.0, -0.25], [0.0, 0.0, 0.0, 0.0], [-2.0, 7.0, 0.5, 1.0]])
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("p", [3, -1, -2, 0.5, 1.5, -0.5, -1.5, 4.25, 0])
+@pytest.mark.parametrize("dim", [None, 1, 0, (0, 1)])
+def test_norm_with_other_p_like_torch(p: float, dim: Any, keepdim: bool) -> None:
+    """Tensor.norm / torch.norm with p other than 1, 2, inf: values, and gradients finite and
+    equal to torch's where x = 0 and where a whole row is 0 (norm_backward's masks); p = 0 is
+    the nonzero count with gradient 0."""
+    _check(lambda T, x: T.norm(x, p, dim, keepdim), [_NORM_X], atol=1e-5, rtol=2e-5)
+    _check(lambda T, x: x.norm(p=p, dim=dim, keepdim=keepdim), [_NORM_X], atol=1e-5, rtol=2e-5)
+
+
+def test_norm_of_non_finite_values_like_torch() -> None:
+    """inf gives inf for p > 0 and counts as 0 beside it for p < 0; NaN propagates."""
+    x = torch.tensor([[1.0, math.inf, 2.0], [1.0, math.nan, 2.0], [-math.inf, 3.0, 4.0]])
+    for p in (3, 1.5, -1, -1.5, 0):
+        _check(lambda T, x, p=p: T.norm(x, p, 1), [x], grad=False)
+
+
+def test_norm_nuc_and_a_non_number_p_are_refused_by_name() -> None:
+    x = gt.ones(3, 3)
+    with pytest.raises(gt.Unsupported, match="p='nuc'"):
+        x.norm(p="nuc")
+    with pytest.raises(gt.Unsupported, match="p=nan"):
+        x.norm(p=math.nan)

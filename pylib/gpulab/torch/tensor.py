@@ -766,8 +766,11 @@ class Tensor:
         return self.var(dim, keepdim=keepdim, correction=correction).sqrt()
 
     def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
-        """The 2-norm (p 2 or "fro"), 1-norm, inf / -inf norms or the nonzero count (p 0) over
-        dim (all elements by default)."""
+        """The vector p-norm over dim (all elements by default), as torch.linalg.vector_norm:
+        2 / "fro", 1, inf, -inf, 0 (the count of nonzeros, gradient 0 as torch's) and any
+        other finite p (`_p_norm`); "nuc" (singular values) is refused by name."""
+        if isinstance(p, bool) or not isinstance(p, int | float | str):
+            raise refuse(f"Tensor.norm(p={p!r}) (a number, 'fro')", "tensor")
         if p in ("fro", 2, 2.0):
             return (self.float() * self.float()).sum(dim, keepdim=keepdim).sqrt()
         if p in (1, 1.0):
@@ -776,9 +779,12 @@ class Tensor:
             return self.float().abs().amax(dim, keepdim=keepdim)
         if p == -math.inf:
             return self.float().abs().amin(dim, keepdim=keepdim)
-        if p in (0, 0.0):  # the count of nonzero elements (gradient 0, as torch)
-            return self.ne(0).float().sum(dim, keepdim=keepdim)
-        raise refuse(f"Tensor.norm(p={p!r}) (2, 'fro', 1, 0, inf and -inf)", "tensor")
+        if p in (0, 0.0):  # the count of nonzeros: differentiable, its gradient 0 (as torch)
+            count = Tensor._result(self.ne(0).float()._n(), float32, self, op="norm")
+            return count.sum(dim, keepdim=keepdim)
+        if isinstance(p, str) or math.isnan(p):
+            raise refuse(f"Tensor.norm(p={p!r}) (numbers and 'fro'; 'nuc' needs an SVD)", "tensor")
+        return _p_norm(self.float(), float(p), dim, keepdim)
 
     def max(self, dim: Any = None, keepdim: bool = False) -> Any:
         """max() of all elements; max(dim) -> (values, indices); max(other) elementwise."""
@@ -1419,6 +1425,35 @@ def pow(base: Any, exponent: Any) -> Tensor:
         out = _powi(base, abs(n))
         return out if n > 0 else 1.0 / out
     raise refuse(f"pow with exponent {exponent!r} (integers and +-0.5 only)", "tensor")
+
+
+def _p_norm(x: Tensor, p: float, dim: Any, keepdim: bool) -> Tensor:
+    """(sum |x|^p)^(1/p) for a finite p other than 0, 1, 2. Integer powers are products
+    (`_powi`), 1/p = +-1, +-1/2 exact operations, others exp(y log a) (within a few float32
+    ulps of the float64 value: the OpInfo lane's tolerance). Zeros never reach a log or a
+    division: |x| = 0 contributes 0 (p > 0) or inf (p < 0) through `where` on a safe operand,
+    and a sum of 0 or inf gives the limit, so every gradient is finite; there it is 0, as
+    torch's (norm_backward masks x = 0 and norm = 0)."""
+    a = x.abs()
+    nonzero = a.ne(0.0)  # NaN counts as nonzero: it propagates through the power
+    powered = where(nonzero, _power(where(nonzero, a, 1.0), p), 0.0 if p > 0 else math.inf)
+    s = powered.sum(dim, keepdim=keepdim)
+    finite = s.ne(0.0).logical_and(s.ne(math.inf))
+    root = _power(where(finite, s, 1.0), 1.0 / p)
+    zero_sum, inf_sum = (0.0, math.inf) if p > 0 else (math.inf, 0.0)
+    return where(finite, root, where(s.eq(0.0), zero_sum, inf_sum))
+
+
+def _power(a: Tensor, p: float) -> Tensor:
+    """a^p for a > 0 (finite or inf), float32."""
+    if p == 0.5:
+        return a.sqrt()
+    if p == -0.5:
+        return a.rsqrt()
+    if p.is_integer() and abs(p) <= 64:
+        out = _powi(a, int(abs(p)))
+        return out if p > 0 else 1.0 / out
+    return (a.log() * p).exp()
 
 
 def _powi(x: Tensor, n: int) -> Tensor:
