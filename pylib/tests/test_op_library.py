@@ -50,6 +50,9 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "cosh": [{}],
     "asinh": [{}],
     "acosh": [{}],
+    "trunc": [{}],
+    "floor": [{}],
+    "ceil": [{}],
 }
 # ONNX op type -> attribute sets its onnx.reference test runs
 ONNX_CASES: dict[str, list[dict[str, Any]]] = {
@@ -74,6 +77,9 @@ ONNX_CASES: dict[str, list[dict[str, Any]]] = {
     "Asinh": [{}],
     "Acosh": [{}],
     "Atanh": [{}],
+    "Floor": [{}],
+    "Ceil": [{}],
+    "Round": [{}],
 }
 # entries the frontends reach only as the backward of another (their cases: that one's)
 BACKWARD_OF = {"gelu_grad": "gelu", "threshold_grad": "relu", "hardtanh_grad": "hardtanh"}

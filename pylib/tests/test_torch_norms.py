@@ -130,3 +130,71 @@ def test_norm_nuc_and_a_non_number_p_are_refused_by_name() -> None:
         x.norm(p="nuc")
     with pytest.raises(gt.Unsupported, match="p=nan"):
         x.norm(p=math.nan)
+
+
+# -- trunc / floor / ceil and div(rounding_mode='trunc') -------------------------------------
+
+_EDGES = [
+    0.0, -0.0, 0.3, -0.3, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 0.99999994, -0.99999994,
+    8388607.5, -8388607.5, 8388608.0, -8388609.0, 16777215.0, 2.0**31 + 256.0, -(2.0**40) - 2.0**17,
+    3.0e38, -3.4e38, 1e-40, -1e-40, math.inf, -math.inf, math.nan,
+]  # fmt: skip
+
+
+def _bits_match(got: torch.Tensor, want: torch.Tensor) -> None:
+    """Values equal, NaN where NaN, and the sign of every zero as torch's (a NaN's sign bit
+    is no value: x86 gives 0/0 its sign bit set)."""
+    torch.testing.assert_close(got, want, atol=0.0, rtol=0.0, equal_nan=True)
+    number = ~want.isnan()
+    assert torch.equal(torch.signbit(got[number]), torch.signbit(want[number])), (got, want)
+
+
+@pytest.mark.parametrize("name", ["trunc", "floor", "ceil"])
+def test_rounding_is_exact_with_zero_gradient(name: str) -> None:
+    """torch.X and Tensor.X on halves, the 2^23 boundary, beyond int32, near float32's
+    largest, subnormals, +-inf and NaN: torch's bits (signed zeros too); the gradient is 0
+    everywhere, as torch's (not 1 where |x| >= 2^23)."""
+    x = torch.tensor(_EDGES, requires_grad=True)
+    ours_x = gt.tensor(_EDGES, requires_grad=True)
+    _bits_match(_as_torch(getattr(gt, name)(ours_x)), getattr(torch, name)(x).detach())
+    _bits_match(_as_torch(getattr(ours_x, name)()), getattr(x, name)().detach())
+    finite = torch.tensor([v for v in _EDGES if math.isfinite(v)], requires_grad=True)
+    _check(lambda T, x: getattr(T, name)(x), [finite], atol=0.0, rtol=0.0)
+    (g,) = gt.autograd.grad(getattr(gt, name)(ours_x).sum(), [ours_x])
+    assert g.tolist() == [0.0] * len(_EDGES)
+
+
+def test_rounding_an_integer_tensor_keeps_it() -> None:
+    t = gt.tensor([-3, 0, 7])
+    for name in ("trunc", "floor", "ceil"):
+        out = getattr(gt, name)(t)
+        assert out.dtype is gt.int64 and out.tolist() == [-3, 0, 7]
+
+
+def test_div_trunc_like_torch() -> None:
+    """div(a, b, rounding_mode='trunc'): trunc(a / b) in float32 as torch, with its signed
+    zeros, +-inf and NaN (x / 0), scalar and broadcast divisors; the gradient is 0 for both
+    operands, as torch's."""
+    a = torch.tensor([[7.0, -7.0, 0.5, -0.5, 1e30, 3.0, 0.0, -6.0]])
+    b = torch.tensor([[2.0], [-2.0], [0.0], [3.0], [1e-10]])
+    for ta, tb in [(a, b), (a, torch.tensor(-0.75)), (a.T, a.T * 0.5 + 0.25)]:
+        want = torch.div(ta, tb, rounding_mode="trunc")
+        _bits_match(_as_torch(gt.div(_ours(ta), _ours(tb), rounding_mode="trunc")), want)
+        _bits_match(_as_torch(_ours(ta).div(_ours(tb), rounding_mode="trunc")), want)
+    _bits_match(
+        _as_torch(_ours(a).div(2.5, rounding_mode="trunc")), a.div(2.5, rounding_mode="trunc")
+    )
+    x, y = _randn(4, 5) * 10.0, _randn(4, 5, seed=3) + 3.0
+    _check(lambda T, x, y: T.div(x, y, rounding_mode="trunc"), [x, y], atol=0.0, rtol=0.0)
+
+
+def test_div_floor_and_integer_trunc_are_refused_by_name() -> None:
+    """floor division (torch's fmod-based rule) and integer operands with a rounding mode are
+    refused naming what; an unknown mode is torch's ValueError."""
+    x = gt.tensor([7.0, -7.0])
+    with pytest.raises(gt.Unsupported, match="rounding_mode='floor'"):
+        x.div(2.0, rounding_mode="floor")
+    with pytest.raises(gt.Unsupported, match="integer operands"):
+        gt.tensor([7, -7]).div(2, rounding_mode="trunc")
+    with pytest.raises(ValueError, match="rounding_mode"):
+        x.div(2.0, rounding_mode="round")

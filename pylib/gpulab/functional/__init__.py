@@ -9,13 +9,14 @@ wherever it comes from, and the one autograd differentiates it through its proto
 composite needs no gradient rule. A frontend keeps only its argument parsers and its glue.
 
 - `activations`: relu, gelu, elu, softplus, ... (`elementwise`: log1p, expm1);
+- `rounding`: trunc, floor, ceil, round half to even (exact for every float32, gradient 0);
 - `layers`: shapes, linear, normalizations, attention, losses, pooling and convolution helpers;
 - `language`: the llama family's RMSNorm, SiLU / SwiGLU, rotary embeddings, cached attention.
 """
 
 from __future__ import annotations
 
-from . import activations, elementwise  # noqa: F401  (their @declare fill the library)
+from . import activations, elementwise, rounding  # noqa: F401  (their @declare fill the library)
 from .language import (
     cached_attention,
     kv_cache_write,

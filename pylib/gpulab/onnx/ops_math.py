@@ -381,28 +381,13 @@ MATH_OPS: dict[str, Op] = {
 
 # -- rounding, powers and trigonometry as composites ------------------------------------------
 
-_EXACT = 2.0**23  # from here on every float32 is an integer
 
 
 def _rounded(t: Tensor, kind: str) -> Tensor:
-    """floor / ceil / round-half-even of float32 t: exact for every value (integers from 2^23
-    on, NaN and infinities are kept as they are; below, through an int32 cast)."""
-    g = t.graph
-    tr = _trunc(t)
-    if kind == "floor":
-        r = tr - (t < tr).cast("float32")
-    elif kind == "ceil":
-        r = tr + (t > tr).cast("float32")
-    else:
-        fl = tr - (t < tr).cast("float32")
-        frac = t - fl
-        up = fl + 1.0
-        odd = (fl - _floor_exact(fl * 0.5) * 2.0).eq(1.0)
-        r = g.where(frac > 0.5, up, g.where(frac < 0.5, fl, g.where(odd, up, fl)))
-    small = abs(t) < _EXACT
-    out = g.where(small, r, t)
-    # floor/ceil/round keep the sign of zero (-0.3 rounds to -0)
-    return g.where(out.eq(0.0), t * 0.0, out)
+    """floor / ceil / round-half-even of float32 t: the op library's (exact for every value)."""
+    from .. import functional as F
+
+    return {"floor": F.floor, "ceil": F.ceil, "round": F.round_half_even}[kind](t)
 
 
 def _floor_exact(t: Tensor) -> Tensor:
@@ -515,16 +500,6 @@ def _inverse_trig(kind: str) -> Op:
     return Op(lower)
 
 
-def _round_op(kind: str) -> Op:
-    def lower(cx: NodeCtx) -> list[Value]:
-        x = cx.t(0)
-        if x.dtype != "float32":
-            raise cx.fail(f"input of type {x.dtype} (float only)")
-        return [_rounded(x, kind)]
-
-    return Op(lower)
-
-
 def _erf(cx: NodeCtx) -> list[Value]:
     from .. import functional as F
 
@@ -536,9 +511,6 @@ def _erf(cx: NodeCtx) -> list[Value]:
 
 MATH_OPS.update(
     {
-        "Floor": _round_op("floor"),
-        "Ceil": _round_op("ceil"),
-        "Round": _round_op("round"),
         "Pow": Op(_pow),
         "Sin": _trig("sin"),
         "Cos": _trig("cos"),

@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import functional as GF
 from ..functional import Entry
-from ._dtype import float32
+from ._dtype import bool_, float32
 from .tensor import Tensor, _via, as_tensor_like
 
 Builder = Callable[[Entry, str, str], Callable[..., Any]]
@@ -90,8 +90,30 @@ def same_dtype(entry: Entry, name: str, form: str) -> Callable[..., Any]:
     return _named(fn, entry, name, sig)
 
 
+def integers_unchanged(entry: Entry, name: str, form: str) -> Callable[..., Any]:
+    """floor / ceil / trunc: an integer tensor is already rounded, and torch returns it in its
+    own dtype (a bool tensor is torch's error); a float tensor goes to the entry."""
+    sig = _signature(entry, form)
+    on_floats = generic(entry, name, form)
+
+    def fn(*args: Any, **kwargs: Any) -> Tensor:
+        t = as_tensor_like(_bind(name, sig, args, kwargs)["input"])
+        if t.dtype.is_floating_point:
+            return on_floats(*args, **kwargs)
+        if t.dtype is bool_:
+            raise RuntimeError(f"{name}: not implemented for 'Bool'")
+        return t.clone()
+
+    return _named(fn, entry, name, sig)
+
+
 # entry -> its builder, where the identity mapping is not enough
-PARSERS: dict[str, Builder] = {"relu": same_dtype}
+PARSERS: dict[str, Builder] = {
+    "relu": same_dtype,
+    "trunc": integers_unchanged,
+    "floor": integers_unchanged,
+    "ceil": integers_unchanged,
+}
 
 
 def _build(entry: Entry, name: str, form: str) -> Callable[..., Any]:

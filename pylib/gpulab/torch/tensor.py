@@ -574,9 +574,23 @@ class Tensor:
         return _arith("mul", self, other)
 
     def div(self, other: Any, rounding_mode: str | None = None) -> Tensor:
-        if rounding_mode is not None:
-            raise refuse(f"Tensor.div(rounding_mode={rounding_mode!r})", "tensor")
-        return _arith("div", self, other)
+        """a / b; rounding_mode 'trunc' is trunc(a / b) in float32, as torch computes it (the
+        op library's trunc: exact, gradient 0). 'floor' is refused: torch's floor division
+        is fmod-based (c10's div_floor_floating), which differs from floor(a / b) where a / b
+        rounds to an integer, and there is no exact fmod here. Integer operands with a
+        rounding mode are refused (torch divides them as integers, and by 0 is an error)."""
+        if rounding_mode is None:
+            return _arith("div", self, other)
+        if rounding_mode not in ("trunc", "floor"):
+            raise ValueError(
+                "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                f"{rounding_mode!r}"
+            )
+        if rounding_mode == "floor":
+            raise refuse("Tensor.div(rounding_mode='floor') (torch's fmod-based floor)", "tensor")
+        if _result_dtype(self, other) is not float32:
+            raise refuse("Tensor.div(rounding_mode='trunc') of integer operands", "tensor")
+        return _arith("div", self, other).trunc()
 
     multiply, subtract, divide, true_divide = mul, sub, div, div
 
