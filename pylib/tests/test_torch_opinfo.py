@@ -169,12 +169,13 @@ def test_the_op_library_ops_pass(cpu_python: None) -> None:
 
 @pytest.mark.slow
 def test_opinfo_lane_cpu_python(cpu_python: None) -> None:
-    """Every claimed OpInfo on cpu-python: zero wrong values (docs/torch.md has the counts;
-    refusals and errors are counted there, not here)."""
+    """Every claimed OpInfo on cpu-python: zero wrong values, and at least 97% of the
+    in-subset samples pass (docs/torch.md has the counts per op)."""
     tallies = lane.run()
     wrong = {t.name: t.first["wrong"] for t in tallies if t.counts["wrong"]}
     assert wrong == {}
-    assert sum(t.counts["pass"] for t in tallies) > 0
+    total, _, inside = lane.totals(tallies)
+    assert total["pass"] >= 0.97 * inside, lane.summary(tallies)
 
 
 @pytest.mark.slow

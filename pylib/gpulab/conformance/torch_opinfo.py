@@ -517,7 +517,7 @@ def main(argv: list[str] | None = None) -> int:
     names = set(ns.ops.split(",")) if ns.ops else None
     tallies = run(names)
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    cmd = "python -m gpulab.conformance.torch_opinfo " + " ".join(argv or sys.argv[1:])
+    cmd = " ".join(["python -m gpulab.conformance.torch_opinfo", *(argv or sys.argv[1:])])
     head = (
         f"Measured {when} on {platform.node() or 'this machine'} ({os.cpu_count()} cores, "
         f"torch {torch.__version__}), backend {ran_on}; command: `{cmd}`.\n\n"
