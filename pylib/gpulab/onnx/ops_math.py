@@ -382,7 +382,6 @@ MATH_OPS: dict[str, Op] = {
 # -- rounding, powers and trigonometry as composites ------------------------------------------
 
 
-
 def _rounded(t: Tensor, kind: str) -> Tensor:
     """floor / ceil / round-half-even of float32 t: the op library's (exact for every value)."""
     from .. import functional as F
