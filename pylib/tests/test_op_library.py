@@ -53,6 +53,7 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "trunc": [{}],
     "floor": [{}],
     "ceil": [{}],
+    "cumsum": [{"dim": 0}],
 }
 # ONNX op type -> attribute sets its onnx.reference test runs
 ONNX_CASES: dict[str, list[dict[str, Any]]] = {

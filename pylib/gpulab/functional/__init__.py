@@ -10,13 +10,14 @@ composite needs no gradient rule. A frontend keeps only its argument parsers and
 
 - `activations`: relu, gelu, elu, softplus, ... (`elementwise`: log1p, expm1);
 - `rounding`: trunc, floor, ceil, round half to even (exact for every float32, gradient 0);
+- `scans`: running sums (cumsum; ONNX CumSum), a matmul by a triangle of ones;
 - `layers`: shapes, linear, normalizations, attention, losses, pooling and convolution helpers;
 - `language`: the llama family's RMSNorm, SiLU / SwiGLU, rotary embeddings, cached attention.
 """
 
 from __future__ import annotations
 
-from . import activations, elementwise, rounding  # noqa: F401  (their @declare fill the library)
+from . import activations, elementwise, rounding, scans  # noqa: F401  (their @declare fill the library)
 from .language import (
     cached_attention,
     kv_cache_write,

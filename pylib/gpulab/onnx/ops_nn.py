@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import array
 import math
 
 from .. import functional as F
@@ -175,28 +174,13 @@ def _rows(kind: str) -> Op:
 
 
 def cumulative(cx: NodeCtx, xf: Tensor, axis: int, exclusive: bool, reverse: bool) -> Tensor:
-    """Running sums of float32 xf along axis: a matmul by the [n, n] triangle of ones (row j,
-    input j: a one in column i where output i adds input j)."""
+    """Running sums of float32 xf along axis: the op library's running_sum (a matmul by the
+    [n, n] triangle of ones), within the loader's element and MAC limits."""
+    from ..functional.scans import running_sum
+
     n = xf.shape[axis]
     cx.elements([n, n], f"the triangle of a running sum over {n} elements")
-    one, zero = array.array("f", [1.0]), array.array("f", [0.0])
-    rows = array.array("f")
-    for j in range(n):
-        if reverse:  # output i adds inputs i (or i + 1) .. n - 1: ones before column `upto`
-            upto = min(n, max(0, j + (0 if exclusive else 1)))
-            rows.extend(one * upto + zero * (n - upto))
-        else:  # output i adds inputs 0 .. i (or i - 1): ones from column `start`
-            start = min(n, j + (1 if exclusive else 0))
-            rows.extend(zero * start + one * (n - start))
-    tri = cx.g.tensor(rows, shape=[n, n])
-    if xf.ndim == 1:
-        y = (xf.reshape([1, n]) @ tri).reshape([n])
-    elif axis == xf.ndim - 1:
-        y = xf @ tri
-    else:
-        perm = [d for d in range(xf.ndim) if d != axis] + [axis]
-        back = [perm.index(d) for d in range(xf.ndim)]
-        y = (xf.permute(perm) @ tri).permute(back)
+    y = running_sum(xf, axis, exclusive, reverse)
     cx.macs += y.size * n
     return y
 

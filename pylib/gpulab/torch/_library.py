@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import functional as GF
 from ..functional import Entry
-from ._dtype import bool_, float32
+from ._dtype import bool_, float32, int64
 from .tensor import Tensor, _via, as_tensor_like
 
 Builder = Callable[[Entry, str, str], Callable[..., Any]]
@@ -107,12 +107,33 @@ def integers_unchanged(entry: Entry, name: str, form: str) -> Callable[..., Any]
     return _named(fn, entry, name, sig)
 
 
+def cumsum_dtypes(entry: Entry, name: str, form: str) -> Callable[..., Any]:
+    """torch.cumsum(input, dim, *, dtype=None): dtype= casts the input first; an integer or
+    bool input sums to int64 (through float32, exact to 2^24, as `sum`; no gradient)."""
+    base = _signature(entry, form)
+    keyword = inspect.Parameter("dtype", inspect.Parameter.KEYWORD_ONLY, default=None)
+    sig = base.replace(parameters=[*base.parameters.values(), keyword])
+
+    def fn(*args: Any, **kwargs: Any) -> Tensor:
+        values = _bind(name, sig, args, kwargs)
+        t = as_tensor_like(values["input"])
+        if values["dtype"] is not None:
+            t = t.to(values["dtype"])
+        node = entry.fn(t._f(), values["dim"])
+        if t.dtype.is_floating_point:
+            return Tensor._result(node, float32, t, op=entry.name)
+        return Tensor._result(node.cast(int64.device), int64, op=entry.name)
+
+    return _named(fn, entry, name, sig)
+
+
 # entry -> its builder, where the identity mapping is not enough
 PARSERS: dict[str, Builder] = {
     "relu": same_dtype,
     "trunc": integers_unchanged,
     "floor": integers_unchanged,
     "ceil": integers_unchanged,
+    "cumsum": cumsum_dtypes,
 }
 
 
