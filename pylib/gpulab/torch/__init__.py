@@ -138,6 +138,9 @@ _METHODS = (
     "var",
     "std",
     "norm",
+    "sort",
+    "argsort",
+    "topk",
     "swapaxes",
     "equal",
 )

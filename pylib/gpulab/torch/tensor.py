@@ -992,6 +992,29 @@ class Tensor:
         node = _via(self._n(), "gather", lambda n: n.gather(d, idx._n()))
         return Tensor._result(node, self.dtype, self, idx, op="gather")
 
+    # -- sorting ---------------------------------------------------------------------------------
+
+    def sort(self, dim: int = -1, descending: bool = False, *, stable: bool | None = False) -> Any:
+        """(values, indices) sorted along dim, stably (gpulab.functional.sorting: equal
+        values keep their order, as torch's CPU sort gives them; NaN last ascending); the
+        values' gradient is gather's."""
+        indices = _sort_order(self, dim, bool(descending), "sort")
+        return values_indices(self.gather(_axis(dim, max(self.ndim, 1)), indices), indices)
+
+    def argsort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+        return _sort_order(self, dim, bool(descending), "argsort")
+
+    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
+        """The k largest (smallest) along dim, in sorted order, with their indices; equal
+        values come in index order (torch's topk leaves their order open)."""
+        d = _axis(dim, max(self.ndim, 1))
+        size = self.shape[d] if self.ndim else 1
+        if not 0 <= k <= size:
+            raise RuntimeError(f"selected index k out of range: k = {k}, size {size}")
+        order = _sort_order(self, dim, bool(largest), "topk")
+        indices = order.narrow(d, 0, k) if self.ndim else order
+        return values_indices(self.gather(d, indices), indices)
+
 
 def _accept_keepdims(fn: Any) -> Any:
     """fn also taking numpy's spelling `keepdims=` (torch accepts it as keepdim's alias)."""
@@ -1041,6 +1064,28 @@ def _is_dtype_like(a: Any) -> bool:
     """A positional argument of `to` that names a dtype: ours, PyTorch's own dtype objects
     (their repr is 'torch.<name>'), Python's float / int / bool types."""
     return isinstance(a, dtype) or a in (float, int, bool) or type(a).__name__ == "dtype"
+
+
+def _sort_order(t: Tensor, dim: int, descending: bool, name: str) -> Tensor:
+    """int64 indices that sort t along dim (a 0-dim tensor: [0] as torch), refused by name past
+    the op library's comparison-matrix limit."""
+    from ..functional import sorting
+
+    if t.ndim == 0:
+        _axis(dim, 1)
+        return as_tensor_like(0)
+    d = _axis(dim, t.ndim)
+    size = sorting.sort_elements(list(t.shape), d)
+    if size > sorting.SORT_LIMIT:
+        raise refuse(
+            f"Tensor.{name} over {t.shape[d]} elements along dim {dim} (its comparison "
+            f"matrices hold {size} elements; at most {sorting.SORT_LIMIT})",
+            "tensor",
+        )
+    if t.numel() == 0:
+        return Tensor._result(t._f().cast("int32"), int64, op=name)
+    node = sorting.stable_order(t._f(), d, descending)
+    return Tensor._result(node, int64, op=name)
 
 
 def _py(v: Any, dt: dtype) -> Any:
