@@ -198,3 +198,32 @@ def test_div_floor_and_integer_trunc_are_refused_by_name() -> None:
         gt.tensor([7, -7]).div(2, rounding_mode="trunc")
     with pytest.raises(ValueError, match="rounding_mode"):
         x.div(2.0, rounding_mode="round")
+
+
+def _near_integer_quotients() -> tuple[torch.Tensor, torch.Tensor]:
+    """a = i * d rounded to float32, b = d: a / b within a few ulp of the integer i, where a
+    division off by an ulp or two (GPU division may be 2.5 ulp off) truncates to i - 1."""
+    steps = torch.arange(-300, 301, dtype=torch.float32)
+    divisors = torch.tensor([0.1, 0.3, 0.7, 1.1, 3.0, 1.0 / 3.0, 0.2, 7.0, 1e-3, 49.0])
+    a = (steps[:, None] * divisors[None, :]).flatten()
+    return a, divisors.repeat(len(steps))
+
+
+def test_div_trunc_at_near_integer_quotients() -> None:
+    """torch's bits where a / b rounds to (or next to) an integer, on cpu-python."""
+    a, b = _near_integer_quotients()
+    got = _as_torch(gt.div(_ours(a), _ours(b), rounding_mode="trunc"))
+    _bits_match(got, torch.div(a, b, rounding_mode="trunc"))
+
+
+@pytest.mark.slow
+def test_div_trunc_at_near_integer_quotients_on_wgpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same on wgpu (lavapipe here, admitted for the test; on a GPU this is where a
+    division that is not correctly rounded would show: trunc(a / b) one off torch's)."""
+    monkeypatch.setenv("GPULAB_ALLOW_SOFTWARE", "1")
+    gt.set_backend("wgpu")
+    a, b = _near_integer_quotients()
+    got = _as_torch(gt.div(_ours(a), _ours(b), rounding_mode="trunc"))
+    want = torch.div(a, b, rounding_mode="trunc")
+    off = (got != want).nonzero().flatten()
+    assert off.numel() == 0, [(a[i].item(), b[i].item(), got[i].item()) for i in off[:5]]
