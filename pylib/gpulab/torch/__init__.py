@@ -31,6 +31,10 @@ from ._random import Generator, default_generator, initial_seed, manual_seed
 from ._refuse import Unsupported, refuse
 from ._tape import get_backend, set_backend
 from .creation import (
+    BoolTensor,
+    FloatTensor,
+    IntTensor,
+    LongTensor,
     arange,
     as_tensor,
     empty,
@@ -52,6 +56,7 @@ from .creation import (
     zeros,
     zeros_like,
 )
+from .sampling import multinomial
 from .tensor import Size, Tensor, cat, device, matmul, pow, stack, where
 
 float = float32
@@ -113,6 +118,7 @@ _METHODS = (
     "flip",
     "tril",
     "triu",
+    "topk",
     "index_select",
     "gather",
     "masked_fill",
@@ -162,7 +168,11 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "BoolTensor",
+    "FloatTensor",
     "Generator",
+    "IntTensor",
+    "LongTensor",
     "Size",
     "Tensor",
     "Unsupported",
@@ -201,6 +211,7 @@ __all__ = [
     "manual_seed",
     "matmul",
     "memory_format",
+    "multinomial",
     "nn",
     "no_grad",
     "numel",

@@ -428,3 +428,22 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+
+
+def _legacy_constructor(name: str, dt: dtype) -> Any:
+    """torch.FloatTensor and its kin, the constructors older model files call: data (a
+    sequence, a numpy array, a tensor) gives `tensor(data, dtype)`; sizes give an
+    uninitialised tensor of that dtype (here zero-filled, as `empty`)."""
+
+    def construct(*args: Any, device: Any = None) -> Tensor:
+        sizes = len(args) != 1 or isinstance(args[0], int) or type(args[0]).__name__ == "Size"
+        return empty(*args, dtype=dt) if sizes else tensor(args[0], dtype=dt)
+
+    construct.__name__ = construct.__qualname__ = name
+    return construct
+
+
+FloatTensor = _legacy_constructor("FloatTensor", float32)
+LongTensor = _legacy_constructor("LongTensor", int64)
+IntTensor = _legacy_constructor("IntTensor", int32)
+BoolTensor = _legacy_constructor("BoolTensor", bool_)

@@ -442,7 +442,14 @@ class Tensor:
         return self.div_(other)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        """t[key] = value for a basic-indexing key (a slice_scatter, rebinding t)."""
+        """t[key] = value for a basic-indexing key (a slice_scatter, rebinding t); for a bool
+        mask of t's shape and one value, masked_fill (no data-dependent shape there)."""
+        if isinstance(key, Tensor) and key.dtype is bool_ and tuple(key.shape) == tuple(self.shape):
+            if isinstance(value, Tensor) and value.numel() != 1:
+                raise refuse("t[mask] = a tensor of several values", "tensor")
+            fill = value.reshape(()) if isinstance(value, Tensor) else value
+            self._assign(self.masked_fill(key, fill), "__setitem__")
+            return
         src = _expand_to(as_tensor_like(value, self).to(self.dtype), self[key].shape)
 
         def scatter(n: Node) -> Node:
@@ -819,6 +826,13 @@ class Tensor:
     def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         return _arg(self, "argmin", dim, keepdim)
 
+    def multinomial(
+        self, num_samples: int, replacement: bool = False, *, generator: Any = None
+    ) -> Tensor:
+        from .sampling import multinomial
+
+        return multinomial(self, num_samples, replacement, generator=generator)
+
     def any(self, dim: Any = None, keepdim: bool = False) -> Tensor:
         return _reduce_select(self.bool().to(int32), "reduce_max", dim, keepdim).to(bool_)
 
@@ -1011,6 +1025,11 @@ class Tensor:
         size = self.shape[d] if self.ndim else 1
         if not 0 <= k <= size:
             raise RuntimeError(f"selected index k out of range: k = {k}, size {size}")
+        from ..functional import selection, sorting
+
+        too_big = self.ndim and sorting.sort_elements(list(self.shape), d) > sorting.SORT_LIMIT
+        if too_big and 0 < k <= selection.MAX_K:  # k selection rounds: no n x n matrices
+            return _topk_rounds(self, k, dim, largest)
         order = _sort_order(self, dim, bool(largest), "topk")
         indices = order.narrow(d, 0, k) if self.ndim else order
         return values_indices(self.gather(d, indices), indices)
@@ -1386,6 +1405,22 @@ def _triangle(t: Tensor, diagonal: Any, upper: bool, name: str) -> Tensor:
         raise TypeError(f"{name}(): argument 'diagonal' must be int, not {type(diagonal).__name__}")
     node = _via(t._n(), "where", lambda n: GF.triangle(n, diagonal, upper))
     return Tensor._result(node, t.dtype, t, op=name)
+
+
+def _topk_rounds(t: Tensor, k: int, dim: int, largest: bool) -> Any:
+    """topk by k selection rounds (gpulab.functional.selection), for an axis too long for the
+    sort's comparison matrices (a language model's vocabulary); the same order as the sort."""
+    from ..functional.selection import top_k
+
+    d = _axis(dim, t.ndim)
+    last = t.ndim - 1
+    moved = t.transpose(d, last) if d != last else t
+    values, indices = top_k(moved._f(), k, largest)
+    vals = Tensor._result(values, float32, moved, op="topk")
+    inds = Tensor._result(indices, int64, op="topk")
+    if d != last:
+        vals, inds = vals.transpose(d, last), inds.transpose(d, last)
+    return values_indices(vals.to(t.dtype), inds)
 
 
 def _arg(t: Tensor, op: str, dim: int | None, keepdim: bool) -> Tensor:

@@ -164,9 +164,10 @@ def _int_exact(cx: Ctx, op: Callable[[Any, Any], Tensor], a: Any, b: Any) -> Ten
 
 
 def _common(a: Any, b: Any) -> list[Any]:
-    """Comparison operands in one dtype: float32 if either is."""
+    """Comparison operands in one dtype: float32 if either is, else int32 (a bool mask
+    compares as 0/1: the comparisons take float32 and int32)."""
     kinds = {x.dtype for x in (a, b) if isinstance(x, Tensor)}
-    if len(kinds) < 2:
+    if len(kinds) < 2 and "bool" not in kinds:
         return [a, b]
     kind = "float32" if "float32" in kinds else "int32"
     return [x.cast(kind) if isinstance(x, Tensor) and x.dtype != kind else x for x in (a, b)]

@@ -13,12 +13,13 @@ from .._library import functions
 from .._random import Generator, pick
 from .._refuse import refuse
 from .._tape import current
-from ..tensor import Tensor, _axis, as_tensor_like
+from ..tensor import Tensor, _axis, as_tensor_like, where
 
 DECLARED = functions("functional")
 globals().update(DECLARED)
 
 __all__ = [
+    "batch_norm",
     "cross_entropy",
     "dropout",
     "embedding",
@@ -83,9 +84,10 @@ def embedding(
     max_norm: float | None = None,
     **kwargs: Any,
 ) -> Tensor:
-    """Rows of weight picked by integer indices (gpulab.functional.embedding)."""
-    if padding_idx is not None or max_norm is not None:
-        raise refuse("F.embedding(padding_idx=..., max_norm=...)", "nn.functional")
+    """Rows of weight picked by integer indices (gpulab.functional.embedding); the rows read
+    at `padding_idx` get no gradient (torch's rule: the padding row is never trained)."""
+    if max_norm is not None:
+        raise refuse("F.embedding(max_norm=...)", "nn.functional")
     idx = as_tensor_like(input)
     if idx.dtype not in (int64, int32):
         raise RuntimeError(
@@ -93,7 +95,18 @@ def embedding(
             f"following scalar types: Long, Int; but got {idx.dtype.name}"
         )
     node = GF.embedding(idx._n(), weight._f())
-    return Tensor._result(node, float32, weight, idx, op="embedding")
+    rows = Tensor._result(node, float32, weight, idx, op="embedding")
+    if padding_idx is None:
+        return rows
+    pad = _padding_row(padding_idx, weight.shape[0])
+    # the same values; where the index is the padding row, the detached copy (no gradient)
+    return where((idx == pad).unsqueeze(-1), rows.detach(), rows) if rows.requires_grad else rows
+
+
+def _padding_row(padding_idx: int, rows: int) -> int:
+    if not -rows <= padding_idx < rows:
+        raise AssertionError("Padding_idx must be within num_embeddings")
+    return padding_idx % rows
 
 
 def layer_norm(
@@ -410,3 +423,42 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     """Where each output size divides the input's (gpulab.functional.adaptive_avg_pool2d)."""
     node = GF.adaptive_avg_pool2d(input._f(), _pair_of(output_size))
     return Tensor._result(node, float32, input, op="adaptive_avg_pool2d")
+
+
+def batch_norm(
+    input: Tensor,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    training: bool = False,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """torch's batch norm over the channel axis 1 of [N, C, ...]: in training the batch's
+    statistics (gpulab.functional.batch_stats: biased variance for the output), and the running
+    ones updated in place as torch does (mean, and the unbiased variance, by `momentum`); else
+    the running statistics (gpulab.functional.batch_norm_eval)."""
+    if input.ndim < 2:
+        raise ValueError(f"expected 2D or more input (got {input.ndim}D input)")
+    optional = [t._f() if t is not None else None for t in (weight, bias)]
+    if not training:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+        node = GF.batch_norm_eval(input._f(), running_mean._f(), running_var._f(), *optional, eps)
+        return Tensor._result(
+            node, float32, input, running_mean, running_var, weight, bias, op="batch_norm"
+        )
+    if input.numel() // input.shape[1] <= 1:
+        raise ValueError(
+            f"Expected more than 1 value per channel when training, got input size {list(input.shape)}"
+        )
+    mean, rstd, unbiased = GF.batch_stats(input._f(), eps)
+    node = GF.batch_norm(input._f(), mean, rstd, *optional)
+    out = Tensor._result(node, float32, input, weight, bias, op="batch_norm")
+    if running_mean is not None and running_var is not None:
+        batch_mean = Tensor._result(mean, float32, input, op="batch_norm").detach()
+        batch_var = Tensor._result(unbiased, float32, input, op="batch_norm").detach()
+        running_mean.copy_(running_mean * (1.0 - momentum) + batch_mean * momentum)
+        running_var.copy_(running_var * (1.0 - momentum) + batch_var * momentum)
+    return out

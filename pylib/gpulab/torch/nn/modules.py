@@ -65,6 +65,9 @@ class Module:
     def __setattr__(self, name: str, value: Any) -> None:
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign before Module.__init__() call")
+        if name in self._buffers and (value is None or type(value) is Tensor):
+            self._buffers[name] = value  # a buffer stays a buffer (torch's rule)
+            return
         for table in (self._parameters, self._modules, self._buffers):
             table.pop(name, None)
         if isinstance(value, Parameter):
@@ -526,14 +529,18 @@ class Embedding(Module):
         **kwargs: Any,
     ) -> None:
         super().__init__()
-        if padding_idx is not None:
-            raise refuse("nn.Embedding(padding_idx=...)", "nn")
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.padding_idx = None
+        if padding_idx is not None:
+            self.padding_idx = F._padding_row(padding_idx, num_embeddings)
         w = _weight if _weight is not None else creation.randn(num_embeddings, embedding_dim)
+        if _weight is None and self.padding_idx is not None:  # torch zeroes the padding row
+            keep = [[0.0 if r == self.padding_idx else 1.0] for r in range(num_embeddings)]
+            w = w * creation.tensor(keep)
         self.weight = Parameter(w)
 
     def forward(self, idx: Tensor) -> Tensor:
-        return F.embedding(idx, self.weight)
+        return F.embedding(idx, self.weight, self.padding_idx)
 
 
 class LayerNorm(Module):
@@ -560,6 +567,79 @@ class LayerNorm(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+
+class _BatchNorm(Module):
+    """torch.nn.BatchNorm{1,2,3}d: weight (ones) and bias (zeros) [C] when affine; buffers
+    running_mean (zeros), running_var (ones) and num_batches_tracked when tracking; training
+    uses the batch's statistics and updates the running ones (momentum None: the cumulative
+    average, 1 / num_batches_tracked), eval the running ones (F.batch_norm)."""
+
+    ranks: tuple[int, ...] = ()
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = Parameter(creation.ones(num_features))
+            self.bias = Parameter(creation.zeros(num_features))
+        else:
+            object.__setattr__(self, "weight", None)
+            object.__setattr__(self, "bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", creation.zeros(num_features))
+            self.register_buffer("running_var", creation.ones(num_features))
+            self.register_buffer("num_batches_tracked", creation.tensor(0))
+        else:
+            for name in ("running_mean", "running_var", "num_batches_tracked"):
+                self.register_buffer(name, None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.ndim not in self.ranks:
+            ranks = " or ".join(f"{r}D" for r in self.ranks)
+            raise ValueError(f"expected {ranks} input (got {x.ndim}D input)")
+        if x.shape[1] != self.num_features:
+            raise RuntimeError(
+                f"running_mean should contain {x.shape[1]} elements not {self.num_features}"
+            )
+        tracking = self.track_running_stats and self.running_mean is not None
+        momentum = 0.0 if self.momentum is None else self.momentum
+        if self.training and tracking:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:
+                momentum = 1.0 / int(self.num_batches_tracked.item())
+        use_batch = self.training or not tracking
+        return F.batch_norm(
+            x,
+            self.running_mean if tracking else None,
+            self.running_var if tracking else None,
+            self.weight,
+            self.bias,
+            use_batch,
+            momentum,
+            self.eps,
+        )
+
+
+class BatchNorm1d(_BatchNorm):
+    ranks = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    ranks = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    ranks = (5,)
 
 
 class Conv2d(Module):
