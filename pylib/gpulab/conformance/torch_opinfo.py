@@ -50,7 +50,7 @@ from gpulab.torch._refuse import Unsupported, supported
 
 # outputs drawn from a random stream: ours is not torch's, so no value can be compared
 RANDOM = frozenset(
-    {"randn", "randn_like", "rand_like", "randint", "empty", "nn.functional.dropout"}
+    {"randn", "randn_like", "rand_like", "randint", "empty", "multinomial", "nn.functional.dropout"}
 )
 # samples of a claimed op whose result is random by definition: (predicate, reason)
 RANDOM_SAMPLES: dict[str, tuple[Callable[[Any], bool], str]] = {

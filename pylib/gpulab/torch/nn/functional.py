@@ -439,6 +439,8 @@ def batch_norm(
     statistics (gpulab.functional.batch_stats: biased variance for the output), and the running
     ones updated in place as torch does (mean, and the unbiased variance, by `momentum`); else
     the running statistics (gpulab.functional.batch_norm_eval)."""
+    if input.numel() == 0:
+        return input.clone()  # torch returns the empty input's shape, whatever its rank
     if input.ndim < 2:
         raise ValueError(f"expected 2D or more input (got {input.ndim}D input)")
     optional = [t._f() if t is not None else None for t in (weight, bias)]
