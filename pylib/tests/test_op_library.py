@@ -86,6 +86,8 @@ ONNX_CASES: dict[str, list[dict[str, Any]]] = {
 BACKWARD_OF = {"gelu_grad": "gelu", "threshold_grad": "relu", "hardtanh_grad": "hardtanh"}
 # declared aten overloads dynamo does not emit for these calls (each still lowers if met)
 NOT_TRACED = {"aten.selu.default": "F.selu traces to aten.elu(x, alpha, scale)"}
+# entries whose torch name traces to an aten op the compile backend leaves unmapped on purpose
+NOT_LOWERED = {"cumsum": "aten.cumsum stays unmapped: test_torch_backend.py's graph breaks"}
 # x domains other than the real line
 DOMAINS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "log1p": lambda x: abs(x) * 0.9 - 0.9,  # (-1, inf); numpy arrays and torch tensors
@@ -294,7 +296,8 @@ def test_aten_overloads_lower_whole_and_match_eager() -> None:
     entries aten reaches as backward ops); strict: every aten op must lower, none runs eager."""
     import gpulab.torch_backend as tb
 
-    calls = [(e, kw) for e in _torch_entries() for kw in CASES[e.name]]
+    entries = [e for e in _torch_entries() if e.name not in NOT_LOWERED]
+    calls = [(e, kw) for e in entries for kw in CASES[e.name]]
 
     class Every(torch.nn.Module):
         def forward(self, x: torch.Tensor) -> list[torch.Tensor]:
